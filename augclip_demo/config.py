@@ -1,0 +1,140 @@
+"""The one place for configuration.
+
+Settings come from environment variables; CLI flags and function arguments override them through
+:meth:`Settings.replace`. Secrets (``OPENAI_API_KEY``) are deliberately *not* part of
+:class:`Settings`: they are read by the OpenAI SDK itself at the moment a client is built, so a
+settings object can be printed, logged or saved without leaking anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ConfigError
+
+DEFAULT_CLIP_MODEL = "ViT-B-16/openai"
+DEFAULT_MLLM_MODEL = "gpt-4o"
+DEFAULT_ATTRIBUTE_PROVIDER = "clip-vocab"
+DEFAULT_GDINO_MODEL = "IDEA-Research/grounding-dino-tiny"
+DEFAULT_SAM_MODEL = "vit_b"
+PRECISIONS = ("auto", "fp32", "fp16", "bf16")
+
+#: Environment variables read by :meth:`Settings.from_env`, with what each one sets.
+ENVIRONMENT_VARIABLES: dict[str, str] = {
+    "AUGCLIP_CLIP_MODEL": f"CLIP backbone spec (default {DEFAULT_CLIP_MODEL}; see README 'Model specs')",
+    "AUGCLIP_CLIP_CHECKPOINT": "local CLIP checkpoint file used instead of downloading the spec's weights",
+    "AUGCLIP_DEVICE": "auto (default: CUDA when present, else CPU), cpu, cuda, cuda:N or mps",
+    "AUGCLIP_PRECISION": "auto (default: fp16 autocast on CUDA, fp32 elsewhere), fp32, fp16 or bf16",
+    "AUGCLIP_CACHE_DIR": "root of every cache and downloaded file (default: the user cache directory)",
+    "AUGCLIP_MAX_IMAGE_PIXELS": "decompression-bomb limit in pixels (default: Pillow's, about 89.5 M)",
+    "AUGCLIP_ATTRIBUTE_PROVIDER": f"attribute provider name (default {DEFAULT_ATTRIBUTE_PROVIDER})",
+    "AUGCLIP_MLLM_MODEL": f"model name for the openai-compatible provider (default {DEFAULT_MLLM_MODEL})",
+    "AUGCLIP_GDINO_MODEL": f"GroundingDINO hub id or local folder (default {DEFAULT_GDINO_MODEL})",
+    "AUGCLIP_SAM_MODEL": "SAM architecture: vit_b (default), vit_l or vit_h",
+    "AUGCLIP_SAM_CHECKPOINT": "local SAM checkpoint file (default: downloaded into the cache directory)",
+}
+
+
+def default_cache_dir() -> Path:
+    """The platform's user cache directory for this tool (e.g. ``~/.cache/augclip-demo``)."""
+    try:
+        from platformdirs import user_cache_dir
+
+        return Path(user_cache_dir("augclip-demo", appauthor=False))
+    except ImportError:  # platformdirs is in requirements.txt; this keeps bare imports working
+        return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "augclip-demo"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved configuration. Build with :meth:`from_env`, override with :meth:`replace`."""
+
+    clip_model: str = DEFAULT_CLIP_MODEL
+    clip_checkpoint: Path | None = None
+    device: str = "auto"
+    precision: str = "auto"
+    cache_dir: Path = dataclasses.field(default_factory=default_cache_dir)
+    max_image_pixels: int | None = None
+    attribute_provider: str = DEFAULT_ATTRIBUTE_PROVIDER
+    mllm_model: str = DEFAULT_MLLM_MODEL
+    gdino_model: str = DEFAULT_GDINO_MODEL
+    sam_model: str = DEFAULT_SAM_MODEL
+    sam_checkpoint: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if not self.clip_model.strip():
+            raise ConfigError("the CLIP model spec is empty; set AUGCLIP_CLIP_MODEL or --clip-model")
+        if self.max_image_pixels is not None and self.max_image_pixels <= 0:
+            raise ConfigError(f"max_image_pixels must be positive, got {self.max_image_pixels}")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+        """Read ``AUGCLIP_*`` variables from ``env`` (default ``os.environ``), then apply overrides.
+
+        Overrides whose value is ``None`` are ignored, so CLI arguments can be passed straight in.
+        """
+        env = os.environ if env is None else env
+
+        def get(name: str) -> str | None:
+            value = env.get(name)
+            return value.strip() if value and value.strip() else None
+
+        values: dict[str, object] = {}
+        simple = {
+            "clip_model": "AUGCLIP_CLIP_MODEL",
+            "device": "AUGCLIP_DEVICE",
+            "precision": "AUGCLIP_PRECISION",
+            "attribute_provider": "AUGCLIP_ATTRIBUTE_PROVIDER",
+            "mllm_model": "AUGCLIP_MLLM_MODEL",
+            "gdino_model": "AUGCLIP_GDINO_MODEL",
+            "sam_model": "AUGCLIP_SAM_MODEL",
+        }
+        for field, var in simple.items():
+            if (value := get(var)) is not None:
+                values[field] = value
+        for field, var in {
+            "clip_checkpoint": "AUGCLIP_CLIP_CHECKPOINT",
+            "cache_dir": "AUGCLIP_CACHE_DIR",
+            "sam_checkpoint": "AUGCLIP_SAM_CHECKPOINT",
+        }.items():
+            if (value := get(var)) is not None:
+                values[field] = Path(value).expanduser()
+        if (value := get("AUGCLIP_MAX_IMAGE_PIXELS")) is not None:
+            try:
+                values["max_image_pixels"] = int(value)
+            except ValueError:
+                raise ConfigError(f"AUGCLIP_MAX_IMAGE_PIXELS must be an integer, got {value!r}") from None
+        return cls(**values).replace(**overrides)
+
+    def replace(self, **overrides: object) -> Settings:
+        """A copy with the given fields changed; ``None`` values leave a field as it is."""
+        known = {f.name for f in dataclasses.fields(self)}
+        unknown = set(overrides) - known
+        if unknown:
+            raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+        changes = {k: v for k, v in overrides.items() if v is not None}
+        for key in ("clip_checkpoint", "cache_dir", "sam_checkpoint"):
+            if key in changes and not isinstance(changes[key], Path):
+                changes[key] = Path(str(changes[key])).expanduser()
+        return dataclasses.replace(self, **changes) if changes else self
+
+    def cache_path(self, *parts: str) -> Path:
+        """A folder under the cache root, created on first use."""
+        path = self.cache_dir.joinpath(*parts)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def as_dict(self) -> dict[str, object]:
+        """Plain values for reports and logs (contains no secrets by construction)."""
+        return {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(self).items()}
+
+
+def get_settings(**overrides: object) -> Settings:
+    """Settings from the current environment with optional overrides."""
+    return Settings.from_env(**overrides)

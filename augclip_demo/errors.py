@@ -1,0 +1,45 @@
+"""Exceptions that carry a message meant for the user.
+
+Every error the engine raises on purpose derives from :class:`AugclipError`, so the CLI and the
+app can show its message as is (one clear line, no traceback) while genuine bugs still surface
+as ordinary exceptions.
+"""
+
+from __future__ import annotations
+
+
+class AugclipError(Exception):
+    """Base class: the message says what is wrong and what to do about it."""
+
+
+class ConfigError(AugclipError, ValueError):
+    """A setting (environment variable, CLI flag or argument) has an invalid value."""
+
+
+class ImageLoadError(AugclipError, ValueError):
+    """An input could not be read as an image; the message names the input."""
+
+
+class WeightsUnavailableError(AugclipError, RuntimeError):
+    """Model weights could not be obtained (no network, missing file, bad checkpoint).
+
+    The message names the model, where loading was attempted and how to provide a local file.
+    """
+
+    def __init__(self, model: str, tried: str, how_to_fix: str, cause: BaseException | None = None):
+        self.model = model
+        self.tried = tried
+        self.how_to_fix = how_to_fix
+        detail = f" ({type(cause).__name__}: {_first_line(cause)})" if cause is not None else ""
+        super().__init__(
+            f"weights for {model} could not be loaded: tried {tried}{detail}. {how_to_fix}"
+        )
+
+
+class InputError(AugclipError, ValueError):
+    """A non-image input (text, attribute list, option) is missing or malformed."""
+
+
+def _first_line(exc: BaseException | None) -> str:
+    text = str(exc).strip() if exc is not None else ""
+    return text.splitlines()[0][:300] if text else "no details"
