@@ -1,0 +1,428 @@
+"""CLIP inference: one encoder per backbone, batched, cached by content, safe to share across threads."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..config import Settings
+from ..errors import InputError, WeightsUnavailableError
+from ..io import ImageInput, LoadedImage, open_image
+from . import hub
+from .cache import LRUCache
+from .device import autocast, device_description, is_out_of_memory, resolve_amp_dtype, resolve_device
+from .specs import ModelSpec, parse_model_spec, register_model_configs
+
+log = logging.getLogger(__name__)
+
+#: Seed used to initialise ``random:`` models, so two processes build identical random weights.
+RANDOM_INIT_SEED = 0
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What produced the embeddings; copied into every report."""
+
+    spec: str
+    label: str
+    arch: str | None
+    pretrained: str | None
+    checkpoint: str | None
+    device: str
+    device_name: str
+    precision: str
+    embed_dim: int
+    image_size: int
+    untrained: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class ClipEncoder:
+    """Loads an open_clip backbone lazily and encodes images and texts into L2-normalised float32.
+
+    Encodings are memoised in LRU caches keyed by image content hash (SHA-256 of the decoded
+    pixels) and by the exact text, so an image or text is encoded once however often it is scored.
+    All public methods are thread-safe: model loading is guarded, forward passes are serialised
+    (one model, one device), and the caches have their own locks.
+    """
+
+    def __init__(
+        self,
+        spec: str | ModelSpec | None = None,
+        *,
+        checkpoint: str | Path | None = None,
+        device: str | torch.device | None = "auto",
+        precision: str = "auto",
+        cache_dir: str | Path | None = None,
+        image_cache_size: int = 2048,
+        text_cache_size: int = 16384,
+        image_batch_size: int = 32,
+        text_batch_size: int = 256,
+    ):
+        settings = Settings.from_env()
+        if isinstance(spec, ModelSpec):
+            self.spec = spec
+        else:
+            self.spec = parse_model_spec(spec or settings.clip_model, checkpoint)
+        self.device = resolve_device(device)
+        self.precision = precision
+        self.amp_dtype = resolve_amp_dtype(self.device, precision)
+        self.cache_dir = Path(cache_dir) if cache_dir else settings.cache_dir
+        self.image_batch_size = image_batch_size
+        self.text_batch_size = text_batch_size
+        self.image_cache: LRUCache[np.ndarray] = LRUCache(image_cache_size)
+        self.text_cache: LRUCache[np.ndarray] = LRUCache(text_cache_size)
+        self._model: torch.nn.Module | None = None
+        self._preprocess: Callable[[Any], torch.Tensor] | None = None
+        self._tokenizer: Callable[[list[str]], torch.Tensor] | None = None
+        self._load_lock = threading.Lock()
+        self._infer_lock = threading.Lock()
+        self.load_seconds: float | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **kwargs: Any) -> ClipEncoder:
+        return cls(
+            settings.clip_model,
+            checkpoint=settings.clip_checkpoint,
+            device=settings.device,
+            precision=settings.precision,
+            cache_dir=settings.cache_dir,
+            **kwargs,
+        )
+
+    # ------------------------------------------------------------------ loading
+    @property
+    def untrained(self) -> bool:
+        return self.spec.untrained
+
+    @property
+    def is_loaded(self) -> bool:
+        return self._model is not None
+
+    @property
+    def model(self) -> torch.nn.Module:
+        self.load()
+        assert self._model is not None
+        return self._model
+
+    @property
+    def preprocess(self) -> Callable[[Any], torch.Tensor]:
+        self.load()
+        assert self._preprocess is not None
+        return self._preprocess
+
+    @property
+    def tokenizer(self) -> Callable[[list[str]], torch.Tensor]:
+        self.load()
+        assert self._tokenizer is not None
+        return self._tokenizer
+
+    @property
+    def inference_lock(self) -> threading.Lock:
+        """Held around every forward pass; explanation code that runs the model takes it too."""
+        return self._infer_lock
+
+    def load(self) -> ClipEncoder:
+        """Build the model and load its weights (once; later calls return immediately)."""
+        if self._model is not None:
+            return self
+        with self._load_lock:
+            if self._model is not None:
+                return self
+            start = time.perf_counter()
+            model, preprocess, tokenizer = self._build()
+            self._preprocess, self._tokenizer = preprocess, tokenizer
+            self._model = model  # set last: it is the "loaded" flag other threads check
+            self.load_seconds = time.perf_counter() - start
+            log.info("loaded %s on %s in %.1fs", self.spec.label, self.device, self.load_seconds)
+        return self
+
+    def _build(self) -> tuple[torch.nn.Module, Callable[[Any], torch.Tensor], Callable[[list[str]], torch.Tensor]]:
+        import open_clip
+
+        register_model_configs()
+        spec = self.spec
+        download_dir = self.cache_dir / "open_clip"
+        kwargs: dict[str, Any] = {"device": "cpu", "cache_dir": str(download_dir)}
+        tag_cfg = open_clip.get_pretrained_cfg(spec.arch, spec.pretrained) if spec.arch and spec.pretrained else {}
+        if tag_cfg.get("quick_gelu"):
+            # The tag was trained with QuickGELU (e.g. OpenAI's weights); open_clip only warns on a
+            # mismatch, which would silently change every embedding.
+            kwargs["force_quick_gelu"] = True
+        if spec.kind == "random":
+            pretrained = None
+        elif spec.kind == "checkpoint":
+            assert spec.checkpoint is not None
+            if not spec.checkpoint.is_file():
+                raise WeightsUnavailableError(
+                    spec.raw,
+                    f"the local file {spec.checkpoint}",
+                    "The file does not exist; check the path given with --clip-checkpoint / AUGCLIP_CLIP_CHECKPOINT.",
+                )
+            pretrained = str(spec.checkpoint)
+            for key in ("mean", "std", "interpolation", "resize_mode"):
+                if key in tag_cfg:  # keep the tag's preprocessing when its weights come from a file
+                    kwargs.setdefault("force_preprocess_cfg", {})[key] = tag_cfg[key]
+        elif spec.kind == "pretrained":
+            pretrained = spec.pretrained
+        else:
+            pretrained = None
+        self._preflight(tag_cfg, download_dir)
+        try:
+            if spec.kind == "random":
+                with torch.random.fork_rng(devices=[]):
+                    torch.manual_seed(RANDOM_INIT_SEED)
+                    model, _, preprocess = open_clip.create_model_and_transforms(spec.open_clip_name, **kwargs)
+            else:
+                model, _, preprocess = open_clip.create_model_and_transforms(
+                    spec.open_clip_name, pretrained=pretrained, **kwargs
+                )
+            tokenizer = open_clip.get_tokenizer(spec.open_clip_name, cache_dir=str(download_dir))
+        except WeightsUnavailableError:
+            raise
+        except Exception as exc:  # network, hub, file-format and key-mismatch errors all end here
+            raise WeightsUnavailableError(spec.raw, self._where_tried(tag_cfg, download_dir), self._how_to_fix(tag_cfg), exc) from exc
+        model = model.to(self.device).eval()
+        for param in model.parameters():
+            param.requires_grad_(False)
+        return model, preprocess, tokenizer
+
+    def _preflight(self, tag_cfg: dict[str, Any], download_dir: Path) -> None:
+        """Fail fast (instead of a minute of retries) when weights are neither cached nor reachable."""
+        spec = self.spec
+        how = self._how_to_fix(tag_cfg)
+        if spec.kind == "hf-hub":
+            hub.require_hub_files(spec.raw, str(spec.source_id), ["open_clip_config.json"], download_dir, how)
+        elif spec.kind == "pretrained":
+            repo = tag_cfg.get("hf_hub", "").rstrip("/")
+            if repo:
+                repo_id, filename = (repo.rsplit("/", 1) if repo.count("/") > 1 else (repo, ""))
+                names = [filename] if filename else ["open_clip_model.safetensors", "open_clip_pytorch_model.bin"]
+                hub.require_hub_files(spec.raw, repo_id, names, download_dir, how)
+            elif tag_cfg.get("url"):
+                url = tag_cfg["url"]
+                hub.require_url_reachable(spec.raw, url, download_dir / url.rsplit("/", 1)[-1], how)
+
+    def _where_tried(self, tag_cfg: dict[str, Any], download_dir: Path) -> str:
+        spec = self.spec
+        if spec.kind == "checkpoint":
+            return f"the local file {spec.checkpoint} as {spec.arch}"
+        if spec.kind == "hf-hub":
+            return f"the Hugging Face Hub repository {spec.source_id} (cache: {download_dir})"
+        if spec.kind == "local-dir":
+            return f"the local folder {spec.source_id}"
+        hub = tag_cfg.get("hf_hub", "").rstrip("/")
+        places = []
+        if hub:
+            places.append(f"the Hugging Face Hub repository https://huggingface.co/{hub}")
+        if tag_cfg.get("url") and not hub:
+            places.append(tag_cfg["url"])
+        return (" and ".join(places) or f"open_clip's source for {spec.raw}") + f", downloading into {download_dir}"
+
+    def _how_to_fix(self, tag_cfg: dict[str, Any]) -> str:
+        spec = self.spec
+        if spec.kind == "checkpoint":
+            return (
+                f"Check that the file is an open_clip state dict for {spec.arch} "
+                "(open_clip_pytorch_model.bin or .safetensors from the model's hub page)."
+            )
+        hub = tag_cfg.get("hf_hub", "").rstrip("/")
+        fetch = (
+            f"download open_clip_pytorch_model.bin from https://huggingface.co/{hub}"
+            if hub
+            else (f"download {tag_cfg['url']}" if tag_cfg.get("url") else "download the weights")
+        )
+        return (
+            f"On a machine with internet, {fetch}, then run with --clip-model {spec.raw} "
+            "--clip-checkpoint PATH (or set AUGCLIP_CLIP_CHECKPOINT=PATH); or copy a filled "
+            "AUGCLIP_CACHE_DIR from such a machine. For an offline smoke test only, --clip-model "
+            "random:tiny runs with untrained weights (scores not meaningful)."
+        )
+
+    def warmup(self) -> ClipEncoder:
+        """Load the model and run one tiny forward pass of each tower (compiles kernels, allocates)."""
+        self.load()
+        from PIL import Image
+
+        size = self.image_size
+        self._encode_image_batch([Image.new("RGB", (size, size), (127, 127, 127))])
+        self._encode_text_batch(["warm up"])
+        return self
+
+    # ------------------------------------------------------------------ info
+    @property
+    def embed_dim(self) -> int:
+        model = self.model
+        proj = getattr(model.visual, "output_dim", None)
+        if proj is None:
+            proj = getattr(model, "embed_dim", None)
+        if proj is None:
+            proj = int(self._encode_text_batch(["x"]).shape[1])
+        return int(proj)
+
+    @property
+    def image_size(self) -> int:
+        size = getattr(self.model.visual, "image_size", 224)
+        return int(size[0] if isinstance(size, (tuple, list)) else size)
+
+    def info(self) -> ModelInfo:
+        return ModelInfo(
+            spec=self.spec.raw,
+            label=self.spec.label,
+            arch=self.spec.arch,
+            pretrained=self.spec.pretrained,
+            checkpoint=str(self.spec.checkpoint) if self.spec.checkpoint else None,
+            device=str(self.device),
+            device_name=device_description(self.device),
+            precision=str(self.amp_dtype).replace("torch.", "") if self.amp_dtype else "fp32",
+            embed_dim=self.embed_dim,
+            image_size=self.image_size,
+            untrained=self.untrained,
+        )
+
+    def cache_stats(self) -> dict[str, dict[str, int]]:
+        return {"images": self.image_cache.stats(), "texts": self.text_cache.stats()}
+
+    # ------------------------------------------------------------------ encoding
+    def encode_images(
+        self, images: Sequence[ImageInput | LoadedImage], batch_size: int | None = None
+    ) -> np.ndarray:
+        """Embeddings of ``images`` as an ``(n, d)`` float32 array of unit rows, in input order.
+
+        Images already seen (same decoded pixels) come from the cache; the rest are encoded in
+        batches of ``batch_size`` (halved and retried on GPU out-of-memory).
+        """
+        loaded = [open_image(item) for item in images]
+        return self._encode_cached(
+            keys=[item.sha256 for item in loaded],
+            items=[item.image for item in loaded],
+            cache=self.image_cache,
+            batch_fn=self._encode_image_batch,
+            batch_size=batch_size or self.image_batch_size,
+        )
+
+    def encode_image(self, image: ImageInput | LoadedImage) -> np.ndarray:
+        return self.encode_images([image])[0]
+
+    def encode_texts(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
+        """Embeddings of ``texts`` as an ``(n, d)`` float32 array of unit rows, in input order."""
+        cleaned = []
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise InputError(f"text #{i + 1} is a {type(text).__name__}, not a string")
+            cleaned.append(text.strip())
+        return self._encode_cached(
+            keys=cleaned,
+            items=cleaned,
+            cache=self.text_cache,
+            batch_fn=self._encode_text_batch,
+            batch_size=batch_size or self.text_batch_size,
+        )
+
+    def encode_text(self, text: str) -> np.ndarray:
+        return self.encode_texts([text])[0]
+
+    def _encode_cached(
+        self,
+        keys: list[Any],
+        items: list[Any],
+        cache: LRUCache[np.ndarray],
+        batch_fn: Callable[[list[Any]], np.ndarray],
+        batch_size: int,
+    ) -> np.ndarray:
+        if not items:
+            return np.zeros((0, self.embed_dim), dtype=np.float32)
+        found: dict[Any, np.ndarray] = {}
+        todo_keys: list[Any] = []
+        todo_items: list[Any] = []
+        for key, item in zip(keys, items):
+            if key in found:
+                continue
+            cached = cache.get(key)
+            if cached is not None:
+                found[key] = cached
+            elif key not in todo_keys:
+                todo_keys.append(key)
+                todo_items.append(item)
+        if todo_items:
+            encoded = self._run_in_batches(todo_items, batch_fn, batch_size)
+            for key, row in zip(todo_keys, encoded):
+                row = np.ascontiguousarray(row, dtype=np.float32)
+                row.setflags(write=False)  # shared between callers through the cache
+                cache.put(key, row)
+                found[key] = row
+        return np.stack([found[key] for key in keys]).astype(np.float32, copy=True)
+
+    def _run_in_batches(self, items: list[Any], batch_fn: Callable[[list[Any]], np.ndarray], batch_size: int) -> np.ndarray:
+        outputs: list[np.ndarray] = []
+        start, size = 0, max(1, batch_size)
+        while start < len(items):
+            chunk = items[start:start + size]
+            try:
+                outputs.append(batch_fn(chunk))
+            except Exception as exc:
+                if not is_out_of_memory(exc) or size == 1:
+                    if is_out_of_memory(exc):
+                        raise RuntimeError(
+                            f"out of GPU memory even for a single input on {self.device}; "
+                            "free GPU memory, use a smaller model, or run with --device cpu"
+                        ) from exc
+                    raise
+                if self.device.type == "cuda":
+                    torch.cuda.empty_cache()
+                size = max(1, size // 2)
+                log.warning("out of memory on %s; retrying with batch size %d", self.device, size)
+                continue
+            start += len(chunk)
+        return np.concatenate(outputs, axis=0)
+
+    def _encode_image_batch(self, images: list[Any]) -> np.ndarray:
+        model, preprocess = self.model, self.preprocess
+        pixels = torch.stack([preprocess(image) for image in images])
+        with self._infer_lock, torch.inference_mode(), autocast(self.device, self.amp_dtype):
+            features = model.encode_image(pixels.to(self.device, non_blocking=True))
+        return _normalise(features)
+
+    def _encode_text_batch(self, texts: list[str]) -> np.ndarray:
+        model, tokenizer = self.model, self.tokenizer
+        tokens = tokenizer(list(texts))
+        with self._infer_lock, torch.inference_mode(), autocast(self.device, self.amp_dtype):
+            features = model.encode_text(tokens.to(self.device, non_blocking=True))
+        return _normalise(features)
+
+
+def _normalise(features: torch.Tensor) -> np.ndarray:
+    features = features.float()
+    features = features / features.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    return features.cpu().numpy().astype(np.float32)
+
+
+_SHARED: dict[tuple[Any, ...], ClipEncoder] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def get_encoder(settings: Settings | None = None, **overrides: Any) -> ClipEncoder:
+    """The process-wide encoder for these settings (one model load per backbone and device).
+
+    ``overrides`` are :class:`Settings` fields (``clip_model``, ``device``, ``clip_checkpoint``...).
+    """
+    settings = (settings or Settings.from_env()).replace(**overrides)
+    spec = parse_model_spec(settings.clip_model, settings.clip_checkpoint)
+    device = resolve_device(settings.device)
+    key = (spec, str(device), settings.precision, str(settings.cache_dir))
+    with _SHARED_LOCK:
+        encoder = _SHARED.get(key)
+        if encoder is None:
+            encoder = ClipEncoder(spec, device=device, precision=settings.precision, cache_dir=settings.cache_dir)
+            _SHARED[key] = encoder
+        return encoder
