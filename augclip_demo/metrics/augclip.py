@@ -1,0 +1,230 @@
+"""AugCLIP (Sec. 4 of the paper, Eq. 3-12, App. B): model-free, numpy + scikit-learn.
+
+Given CLIP embeddings of the source image, an edited image, and the source / target attributes,
+AugCLIP estimates the embedding of the ideal edit as the smallest move of the source image that a
+weighted linear classifier assigns to the target side, and scores the edit by its cosine
+similarity to that ideal point::
+
+    alpha(x) = Importance(x) + Collision(x)                                    (Eq. 4-6)
+    g(x) = w.x + b  fitted on source (-1) vs target (+1) with sample weights    (Eq. 7)
+    c = -(w.E(I_src) + b) / |w|^2,   v = max(c, 0) w                           (Eq. 8-10)
+    AugCLIP = cs(E(I_edit), E(I_src) + v)                                      (Eq. 3)
+    delta_i = cs(E(I_src) + v, a_i) - cs(E(I_src), a_i)                        (Eq. 11-12)
+
+Choices where the paper leaves room (each is a named option, documented in the README):
+
+* ``include_images`` (default ``True``): App. B fits on ``[src_img, src_desc]`` vs
+  ``[tgt_img, tgt_desc]``, i.e. the source image joins the source set and the *edited* image joins
+  the target set; ``False`` is Eq. 7 as printed (attributes only).
+* Collision (Eq. 5) is the text's "averaged" cosine over the opposite set, i.e. the mean; the printed
+  sum would make the weights scale with the size of the opposite set.
+* Sample weights: alpha can be negative, which libsvm does not define, so weights are floored at
+  ``1e-3`` and rescaled to mean 1 (keeping the effective C of the unweighted fit).
+* ``v = max(c, 0) w``: Eq. 8 asks for the minimum-norm v such that g(E(I_src) + v) >= 0. When the
+  source already lies on the target side (c < 0) that v is 0. App. B's code uses c unclamped and
+  would move such a source *back* onto the plane, away from the target side; we follow Eq. 8.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from .vectors import as_matrix, as_vector, cosine, normalize
+
+Classifier = Literal["svm", "logistic", "lda"]
+CLASSIFIERS: tuple[str, ...] = ("svm", "logistic", "lda")
+WEIGHT_FLOOR = 1e-3
+
+
+@dataclass
+class AugCLIPResult:
+    """Everything AugCLIP computes for one (source, edit) pair; fit samples are source set first."""
+
+    score: float
+    v: np.ndarray
+    w: np.ndarray
+    b: float
+    c: float
+    ideal: np.ndarray
+    alpha: np.ndarray
+    sample_weight: np.ndarray
+    source_deltas: np.ndarray
+    target_deltas: np.ndarray
+    n_source: int  # size of the source set in the fit (attributes + source image if included)
+    n_target: int
+    include_images: bool
+    classifier: str
+    C: float
+    weighting: bool
+    fit_accuracy: float = field(default=float("nan"))
+
+    @property
+    def w_norm(self) -> float:
+        return float(np.linalg.norm(self.w))
+
+    def signed_distance(self, x: np.ndarray) -> float:
+        """g(x)/|w| for a (normalised) embedding x: > 0 on the target side."""
+        return float((np.dot(self.w, normalize(np.asarray(x, dtype=np.float64))) + self.b) / self.w_norm)
+
+    @property
+    def source_alpha(self) -> np.ndarray:
+        """Alpha of the source-set samples (the source image first when it is in the fit)."""
+        return self.alpha[: self.n_source]
+
+    @property
+    def target_alpha(self) -> np.ndarray:
+        return self.alpha[self.n_source :]
+
+
+def attribute_weights(src_set: np.ndarray, tgt_set: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eq. 4-6 for every member of both sets: ``(alpha_src, alpha_tgt)``.
+
+    Importance(x) = sum of cs(x, y) over the *other* members y of x's own set (Eq. 4);
+    Collision(x) = minus the mean of cs(x, z) over the opposite set (Eq. 5, "averaged");
+    alpha = Importance + Collision (Eq. 6).
+    """
+    src = normalize(as_matrix(src_set, "source set"))
+    tgt = normalize(as_matrix(tgt_set, "target set", dim=src.shape[1]))
+    src_self = src @ src.T
+    tgt_self = tgt @ tgt.T
+    cross = src @ tgt.T
+    importance_src = src_self.sum(axis=1) - np.diag(src_self)
+    importance_tgt = tgt_self.sum(axis=1) - np.diag(tgt_self)
+    collision_src = -cross.mean(axis=1)
+    collision_tgt = -cross.mean(axis=0)
+    return importance_src + collision_src, importance_tgt + collision_tgt
+
+
+def sample_weights_from_alpha(alpha: np.ndarray, weighting: bool = True) -> np.ndarray:
+    """Classifier sample weights: floor alpha at 1e-3 and rescale to mean 1, or all ones."""
+    alpha = np.asarray(alpha, dtype=np.float64)
+    if not weighting:
+        return np.ones_like(alpha)
+    floored = np.maximum(alpha, WEIGHT_FLOOR)
+    return floored / floored.mean()
+
+
+def fit_hyperplane(
+    X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray, classifier: str = "svm", C: float = 1.0
+) -> tuple[np.ndarray, float, float]:
+    """Fit g(x) = w.x + b separating y=-1 (source) from y=+1 (target); returns (w, b, train accuracy).
+
+    * ``svm``: ``SVC(kernel="linear", C=C)`` with sample weights (the paper's choice, Eq. 7);
+    * ``logistic``: ``LogisticRegression(C=C, max_iter=1000)`` with the same weights;
+    * ``lda``: ``LinearDiscriminantAnalysis()``; it takes no sample weights, so the alpha weighting
+      is ignored for this variant (App. A.3 compares it unweighted as well).
+    """
+    labels = set(np.unique(y).tolist())
+    if labels != {-1, 1}:
+        raise ValueError("the fit needs both a source (-1) and a target (+1) sample; got labels " + str(sorted(labels)))
+    if classifier == "svm":
+        from sklearn.svm import SVC
+
+        model = SVC(kernel="linear", C=C)
+        model.fit(X, y, sample_weight=sample_weight)
+    elif classifier == "logistic":
+        from sklearn.linear_model import LogisticRegression
+
+        model = LogisticRegression(C=C, max_iter=1000)
+        model.fit(X, y, sample_weight=sample_weight)
+    elif classifier == "lda":
+        from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+        model = LinearDiscriminantAnalysis()
+        model.fit(X, y)
+    else:
+        raise ValueError(f"unknown classifier {classifier!r}; choose one of {', '.join(CLASSIFIERS)}")
+    w = np.asarray(model.coef_, dtype=np.float64)[0]
+    b = float(np.asarray(model.intercept_, dtype=np.float64)[0])
+    accuracy = float(np.mean(np.sign(X @ w + b) == y))
+    return w, b, accuracy
+
+
+def augclip_score(
+    src_image: np.ndarray,
+    edit_image: np.ndarray,
+    src_attrs: np.ndarray,
+    tgt_attrs: np.ndarray,
+    weighting: bool = True,
+    include_images: bool = True,
+    classifier: str = "svm",
+    C: float = 1.0,
+) -> AugCLIPResult:
+    """AugCLIP score of one edited image (see the module docstring for the equations and choices).
+
+    Args:
+        src_image: ``(d,)`` CLIP embedding of the source image.
+        edit_image: ``(d,)`` CLIP embedding of the edited image.
+        src_attrs: ``(n_s, d)`` embeddings of the source attributes (D_S).
+        tgt_attrs: ``(n_t, d)`` embeddings of the target attributes (D_T).
+        weighting: weight samples by alpha (Eq. 6) or give every sample weight 1.
+        include_images: add the source / edited image to the source / target fit sets (App. B).
+        classifier: ``svm`` (paper), ``logistic`` or ``lda`` (App. A.3).
+        C: regularisation of svm / logistic.
+
+    Raises:
+        ValueError: naming the input, for an empty attribute set, NaN/inf, a zero vector,
+            mismatched dimensions, a fit without both classes, or a degenerate (w = 0) fit.
+    """
+    if classifier not in CLASSIFIERS:
+        raise ValueError(f"unknown classifier {classifier!r}; choose one of {', '.join(CLASSIFIERS)}")
+    if not np.isfinite(C) or C <= 0:
+        raise ValueError(f"C must be a positive number, got {C}")
+    src = normalize(as_vector(src_image, "src_image"))
+    dim = src.shape[0]
+    edit = normalize(as_vector(edit_image, "edit_image", dim))
+    src_attr = normalize(as_matrix(src_attrs, "src_attrs (source attributes)", dim))
+    tgt_attr = normalize(as_matrix(tgt_attrs, "tgt_attrs (target attributes)", dim))
+
+    if include_images:
+        src_set = np.vstack([src[None, :], src_attr])
+        tgt_set = np.vstack([edit[None, :], tgt_attr])
+    else:
+        src_set, tgt_set = src_attr, tgt_attr
+    if len(src_set) == 0 or len(tgt_set) == 0:
+        raise ValueError("the fit needs at least one source and one target sample")
+
+    alpha_src, alpha_tgt = attribute_weights(src_set, tgt_set)
+    alpha = np.concatenate([alpha_src, alpha_tgt])
+    weights = sample_weights_from_alpha(alpha, weighting)
+    X = np.vstack([src_set, tgt_set])
+    y = np.concatenate([-np.ones(len(src_set), dtype=int), np.ones(len(tgt_set), dtype=int)])
+    w, b, accuracy = fit_hyperplane(X, y, weights, classifier=classifier, C=C)
+
+    w_sq = float(np.dot(w, w))
+    if not np.isfinite(w_sq) or w_sq < 1e-24:
+        raise ValueError(
+            "the classifier found no separating direction (w = 0): the source and target sets are "
+            "indistinguishable; use more specific, distinct source and target attributes"
+        )
+    c = -(float(np.dot(w, src)) + b) / w_sq
+    v = max(c, 0.0) * w
+    ideal = src + v
+    score = cosine(edit, ideal)
+
+    def deltas(attrs: np.ndarray) -> np.ndarray:
+        ideal_unit = normalize(ideal)
+        return attrs @ ideal_unit - attrs @ src
+
+    return AugCLIPResult(
+        score=score,
+        v=v,
+        w=w,
+        b=b,
+        c=c,
+        ideal=ideal,
+        alpha=alpha,
+        sample_weight=weights,
+        source_deltas=deltas(src_attr),
+        target_deltas=deltas(tgt_attr),
+        n_source=len(src_set),
+        n_target=len(tgt_set),
+        include_images=include_images,
+        classifier=classifier,
+        C=float(C),
+        weighting=weighting,
+        fit_accuracy=accuracy,
+    )
