@@ -1,0 +1,343 @@
+"""The evaluation pipeline: inputs -> embeddings -> metrics -> report.
+
+:meth:`Evaluator.embed` is the only stage that runs a model; :meth:`Evaluator.score` is pure
+metric math on the embeddings it produced, so changing an AugCLIP option re-scores in
+milliseconds (:meth:`Evaluator.rescore`) without touching the model.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import __version__
+from .attributes.base import AttributeProvider, Attributes, get_provider
+from .config import Settings
+from .errors import InputError
+from .inference.clip_encoder import ClipEncoder, get_encoder
+from .io import ImageInput, LoadedImage, open_image
+from .metrics.augclip import CLASSIFIERS, AugCLIPResult, augclip_score
+from .metrics.clip_metrics import (
+    AUGMENTED_VARIANTS,
+    augmented_clip_dir,
+    augmented_variant_name,
+    clip_dir,
+    clip_i,
+    clip_t,
+)
+from .metrics.pixel import l2_distance
+from .report import AttributeChange, AugCLIPDetails, EditResult, Report
+
+__all__ = ["AugCLIPOptions", "Attributes", "EvaluationArrays", "Evaluator", "Report"]
+
+NO_SOURCE_TEXT = "no source text given: CLIPdir needs one (Eq. 2) and is not computed from a made-up text"
+
+
+@dataclass(frozen=True)
+class AugCLIPOptions:
+    """The AugCLIP choices a user can change (see :func:`augclip_score`)."""
+
+    classifier: str = "svm"
+    C: float = 1.0
+    weighting: bool = True
+    include_images: bool = True
+
+    def __post_init__(self) -> None:
+        if self.classifier not in CLASSIFIERS:
+            raise InputError(f"classifier must be one of {', '.join(CLASSIFIERS)}, got {self.classifier!r}")
+        if not (isinstance(self.C, (int, float)) and np.isfinite(self.C) and self.C > 0):
+            raise InputError(f"C must be a positive number, got {self.C!r}")
+
+
+@dataclass
+class EvaluationArrays:
+    """Embeddings (unit rows) and loaded images of one evaluation, kept for explanations and re-scoring."""
+
+    source: LoadedImage
+    edits: list[LoadedImage]
+    source_embedding: np.ndarray
+    edit_embeddings: np.ndarray
+    target_text_embedding: np.ndarray
+    source_text_embedding: np.ndarray | None
+    source_attr_embeddings: np.ndarray
+    target_attr_embeddings: np.ndarray
+    augclip: list[AugCLIPResult] = field(default_factory=list)
+
+
+class Evaluator:
+    """Scores edited images against a source image and a target text with every metric.
+
+    Args:
+        clip_model: backbone spec (default: ``AUGCLIP_CLIP_MODEL`` or ``ViT-B-16/openai``).
+        device: ``auto`` / ``cpu`` / ``cuda`` ... (default: ``AUGCLIP_DEVICE`` or auto).
+        checkpoint: local CLIP weights file (default: ``AUGCLIP_CLIP_CHECKPOINT``).
+        options: AugCLIP classifier options.
+        encoder: an existing :class:`ClipEncoder` to use (shared between evaluators).
+        settings: explicit settings instead of the environment.
+    """
+
+    def __init__(
+        self,
+        clip_model: str | None = None,
+        device: str | None = None,
+        *,
+        checkpoint: str | None = None,
+        precision: str | None = None,
+        options: AugCLIPOptions | None = None,
+        encoder: ClipEncoder | None = None,
+        settings: Settings | None = None,
+    ):
+        self.settings = (settings or Settings.from_env()).replace(
+            clip_model=clip_model, device=device, clip_checkpoint=checkpoint, precision=precision
+        )
+        self.options = options or AugCLIPOptions()
+        self.encoder = encoder or get_encoder(self.settings)
+
+    # ------------------------------------------------------------------ stages
+    def resolve_attributes(
+        self,
+        attributes: Attributes | AttributeProvider | str | None,
+        source: LoadedImage,
+        target_text: str,
+        source_text: str | None,
+    ) -> Attributes:
+        """An :class:`Attributes` as given, or extracted by a provider instance or provider name."""
+        if attributes is None:
+            attributes = self.settings.attribute_provider
+        if isinstance(attributes, str):
+            attributes = self._provider(attributes)
+        if isinstance(attributes, AttributeProvider):
+            attributes = attributes.extract(source, target_text, source_text)
+        if not isinstance(attributes, Attributes):
+            raise InputError(f"attributes must be Attributes, a provider or a provider name, got {type(attributes).__name__}")
+        return attributes.validate()
+
+    def _provider(self, name: str) -> AttributeProvider:
+        if name == "manual":
+            raise InputError("provider 'manual' needs the attribute lists themselves: pass Attributes(source=[...], target=[...])")
+        kwargs: dict[str, Any] = {}
+        if name == "clip-vocab":
+            kwargs["encoder"] = self.encoder
+        elif name == "openai":
+            kwargs["model"] = self.settings.mllm_model
+        return get_provider(name, **kwargs)
+
+    def embed(
+        self,
+        source: LoadedImage,
+        edits: list[LoadedImage],
+        target_text: str,
+        source_text: str | None,
+        attributes: Attributes,
+        timings: dict[str, float] | None = None,
+    ) -> EvaluationArrays:
+        """Encode every image once (one batch) and every text once (one batch)."""
+        timings = timings if timings is not None else {}
+        start = time.perf_counter()
+        images = self.encoder.encode_images([source, *edits])
+        timings["image_encoding"] = time.perf_counter() - start
+        texts = [target_text] + ([source_text] if source_text else []) + attributes.source + attributes.target
+        start = time.perf_counter()
+        text_emb = self.encoder.encode_texts(texts)
+        timings["text_encoding"] = time.perf_counter() - start
+        offset = 2 if source_text else 1
+        n_src = len(attributes.source)
+        return EvaluationArrays(
+            source=source,
+            edits=edits,
+            source_embedding=images[0],
+            edit_embeddings=images[1:],
+            target_text_embedding=text_emb[0],
+            source_text_embedding=text_emb[1] if source_text else None,
+            source_attr_embeddings=text_emb[offset:offset + n_src],
+            target_attr_embeddings=text_emb[offset + n_src:],
+        )
+
+    def score(self, arrays: EvaluationArrays, attributes: Attributes, options: AugCLIPOptions) -> list[EditResult]:
+        """All metrics for every edit from the embeddings (no model involved)."""
+        results = []
+        arrays.augclip = []
+        for i, (edit, emb) in enumerate(zip(arrays.edits, arrays.edit_embeddings)):
+            metrics: dict[str, float | None] = {}
+            unavailable: dict[str, str] = {}
+            res = augclip_score(
+                arrays.source_embedding,
+                emb,
+                arrays.source_attr_embeddings,
+                arrays.target_attr_embeddings,
+                weighting=options.weighting,
+                include_images=options.include_images,
+                classifier=options.classifier,
+                C=options.C,
+            )
+            arrays.augclip.append(res)
+            metrics["augclip"] = res.score
+            if arrays.source_text_embedding is not None:
+                metrics["clip_dir"] = clip_dir(arrays.source_embedding, emb, arrays.source_text_embedding,
+                                               arrays.target_text_embedding)
+            else:
+                metrics["clip_dir"] = None
+                unavailable["clip_dir"] = NO_SOURCE_TEXT
+            metrics["clip_i"] = clip_i(arrays.source_embedding, emb)
+            metrics["clip_t"] = clip_t(emb, arrays.target_text_embedding)
+            metrics["l2"] = l2_distance(arrays.source.image, edit.image)
+            for replace, weighted in AUGMENTED_VARIANTS:
+                key = augmented_variant_name(replace, weighted)
+                if replace == "tgt" and arrays.source_text_embedding is None:
+                    metrics[key] = None
+                    unavailable[key] = NO_SOURCE_TEXT
+                    continue
+                metrics[key] = augmented_clip_dir(
+                    arrays.source_embedding, emb, arrays.source_attr_embeddings, arrays.target_attr_embeddings,
+                    replace, weighted, src_text=arrays.source_text_embedding, tgt_text=arrays.target_text_embedding,
+                )
+            results.append(
+                EditResult(
+                    index=i,
+                    name=edit.name,
+                    image_sha256=edit.sha256,
+                    metrics=metrics,
+                    unavailable=unavailable,
+                    augclip=_details(res, arrays, emb, attributes, options),
+                    source_changes=_ranked(attributes.source, res.source_deltas,
+                                           res.source_alpha[1:] if options.include_images else res.source_alpha),
+                    target_changes=_ranked(attributes.target, res.target_deltas,
+                                           res.target_alpha[1:] if options.include_images else res.target_alpha),
+                    notes=list(edit.notes),
+                )
+            )
+        return results
+
+    # ------------------------------------------------------------------ entry points
+    def evaluate(
+        self,
+        source: ImageInput | LoadedImage,
+        edited: ImageInput | LoadedImage | Sequence[ImageInput | LoadedImage],
+        target_text: str,
+        source_text: str | None = None,
+        attributes: Attributes | AttributeProvider | str | None = None,
+        *,
+        options: AugCLIPOptions | None = None,
+        names: Sequence[str] | None = None,
+    ) -> Report:
+        """Score one or more edited images of ``source`` for ``target_text``.
+
+        ``attributes`` is an :class:`Attributes`, a provider instance, or a provider name
+        (default: ``AUGCLIP_ATTRIBUTE_PROVIDER``).
+        """
+        total_start = time.perf_counter()
+        timings: dict[str, float] = {}
+        options = options or self.options
+        target_text = _require_text(target_text)
+        source_text = (source_text or "").strip() or None
+        src = open_image(source, name=None if _has_own_name(source) else "source",
+                         max_pixels=self.settings.max_image_pixels)
+        edit_inputs = list(edited) if isinstance(edited, (list, tuple)) else [edited]
+        if not edit_inputs:
+            raise InputError("no edited image given: pass at least one")
+        if names is not None and len(names) != len(edit_inputs):
+            raise InputError(f"{len(names)} names given for {len(edit_inputs)} edited images")
+        edits = []
+        for i, item in enumerate(edit_inputs):
+            default_name = names[i] if names else (None if _has_own_name(item) else f"edit {i + 1}")
+            edits.append(open_image(item, name=default_name, max_pixels=self.settings.max_image_pixels))
+
+        start = time.perf_counter()
+        self.encoder.load()
+        timings["model_load"] = time.perf_counter() - start
+        start = time.perf_counter()
+        attrs = self.resolve_attributes(attributes, src, target_text, source_text)
+        timings["attributes"] = time.perf_counter() - start
+        arrays = self.embed(src, edits, target_text, source_text, attrs, timings)
+        start = time.perf_counter()
+        results = self.score(arrays, attrs, options)
+        timings["metrics"] = time.perf_counter() - start
+        timings["total"] = time.perf_counter() - total_start
+        return Report(
+            source_name=src.name,
+            source_sha256=src.sha256,
+            target_text=target_text,
+            source_text=source_text,
+            attributes=attrs,
+            model=self.encoder.info().to_dict(),
+            untrained=self.encoder.untrained,
+            options=asdict(options),
+            edits=results,
+            timings=timings,
+            notes=list(src.notes),
+            version=__version__,
+            created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            arrays=arrays,
+        )
+
+    def rescore(self, report: Report, options: AugCLIPOptions | None = None,
+                attributes: Attributes | None = None) -> Report:
+        """Re-score a report with other options and/or edited attribute lists, reusing embeddings.
+
+        Only texts not seen before are encoded (the text cache makes the rest free).
+        """
+        if report.arrays is None:
+            raise InputError("this report has no in-memory embeddings (loaded from JSON?); run evaluate() again")
+        options = options or AugCLIPOptions(**report.options)
+        arrays: EvaluationArrays = report.arrays
+        timings: dict[str, float] = {}
+        if attributes is not None:
+            attributes = attributes.validate()
+            start = time.perf_counter()
+            text_emb = self.encoder.encode_texts(attributes.source + attributes.target)
+            timings["text_encoding"] = time.perf_counter() - start
+            arrays = EvaluationArrays(**{**arrays.__dict__, "augclip": [],
+                                         "source_attr_embeddings": text_emb[:len(attributes.source)],
+                                         "target_attr_embeddings": text_emb[len(attributes.source):]})
+        attrs = attributes or report.attributes
+        start = time.perf_counter()
+        results = self.score(arrays, attrs, options)
+        timings["metrics"] = time.perf_counter() - start
+        return Report(**{**report.__dict__, "edits": results, "options": asdict(options), "attributes": attrs,
+                         "arrays": arrays, "timings": {**report.timings, "rescore": sum(timings.values())}})
+
+
+def _has_own_name(item: object) -> bool:
+    """Paths and loaded images carry a name; bytes, arrays and PIL objects get a positional one."""
+    return isinstance(item, (str, os.PathLike, LoadedImage))
+
+
+def _require_text(text: str | None) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise InputError("the target text is empty: type the instruction or the description of the edit")
+    return text.strip()
+
+
+def _details(res: AugCLIPResult, arrays: EvaluationArrays, edit_embedding: np.ndarray, attributes: Attributes,
+             options: AugCLIPOptions) -> AugCLIPDetails:
+    samples = (["[source image]"] if options.include_images else []) + [f"S: {t}" for t in attributes.source]
+    samples += (["[edited image]"] if options.include_images else []) + [f"T: {t}" for t in attributes.target]
+    return AugCLIPDetails(
+        c=res.c,
+        v_norm=float(np.linalg.norm(res.v)),
+        w_norm=res.w_norm,
+        b=res.b,
+        source_distance=res.signed_distance(arrays.source_embedding),
+        edit_distance=res.signed_distance(edit_embedding),
+        ideal_distance=float((np.dot(res.w, res.ideal) + res.b) / res.w_norm),
+        fit_accuracy=res.fit_accuracy,
+        classifier=res.classifier,
+        C=res.C,
+        weighting=res.weighting,
+        include_images=res.include_images,
+        fit_samples=samples,
+        alpha=[float(x) for x in res.alpha],
+        sample_weight=[float(x) for x in res.sample_weight],
+    )
+
+
+def _ranked(texts: list[str], deltas: np.ndarray, alphas: np.ndarray) -> list[AttributeChange]:
+    """Attributes from most to least changed by v (by |delta|, as the paper's Fig. 9-10 rank them)."""
+    changes = [AttributeChange(text=t, delta=float(d), alpha=float(a)) for t, d, a in zip(texts, deltas, alphas)]
+    return sorted(changes, key=lambda c: abs(c.delta), reverse=True)
