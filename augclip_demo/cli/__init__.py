@@ -1,0 +1,50 @@
+"""Command line: ``python -m augclip_demo <command> ...``.
+
+Each subcommand lives in its own module exposing ``register(subparsers)``; :data:`COMMANDS` lists
+them in help order. Errors meant for the user (:class:`AugclipError`) exit with status 2 and one
+line on stderr; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from .. import __version__
+from ..errors import AugclipError
+
+COMMANDS: list[str] = ["score"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m augclip_demo",
+        description="AugCLIP Studio: score text-guided image edits with AugCLIP, CLIPdir, CLIP-I, CLIP-T and L2.",
+    )
+    parser.add_argument("--version", action="version", version=f"augclip-demo {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        importlib.import_module(f"{__name__}.{name.replace('-', '_')}").register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    if not args.verbose:
+        # open_clip announces random initialisation through the root logger; the report says it.
+        logging.getLogger().setLevel(logging.ERROR)
+    try:
+        return int(args.func(args) or 0)
+    except AugclipError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,48 @@
+"""Plain-text rendering of a report (the CLI's table)."""
+
+from __future__ import annotations
+
+from ..metrics.registry import METRICS
+from ..report import UNTRAINED_WARNING, Report
+
+
+def format_report(report: Report, include_variants: bool = False) -> str:
+    """A fixed-width table, one row per edit, ``*`` marking the best edit under each metric."""
+    keys = report.metric_keys(include_variants=include_variants)
+    best = {key: report.best(key) for key in keys}
+    header = ["#", "edit"] + [METRICS[k].label + ("" if METRICS[k].higher_is_better else " (low)")
+                             if k in METRICS else k for k in keys]
+    rows = []
+    for edit in report.edits:
+        row = [str(edit.index + 1), _clip(edit.name, 28)]
+        for key in keys:
+            value = edit.metrics.get(key)
+            cell = "n/a" if value is None else f"{value:.4f}"
+            row.append(cell + ("*" if best[key] == edit.index and len(report.edits) > 1 else " "))
+        rows.append(row)
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = []
+    if report.untrained:
+        lines.append(f"!! {UNTRAINED_WARNING.upper()} !!")
+    lines.append(f"model: {report.model.get('label', report.model.get('spec'))} on {report.model.get('device_name', '')}")
+    lines.append(f"target: {report.target_text}" + (f" | source text: {report.source_text}" if report.source_text else ""))
+    prov = report.attributes.provenance
+    lines.append(f"attributes: {len(report.attributes.source)} source, {len(report.attributes.target)} target "
+                 f"(provider {prov.provider}{', ' + prov.model if prov.model else ''}; {prov.fidelity})")
+    lines.append("")
+    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+    lines.append("  ".join("-" * w for w in widths))
+    lines.extend("  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows)
+    lines.append("")
+    if len(report.edits) > 1:
+        lines.append("* best under that metric (L2: lowest)")
+    lines.append(report.verdict())
+    reasons = sorted({reason for e in report.edits for k, reason in e.unavailable.items() if k in keys})
+    lines.extend(f"n/a: {reason}" for reason in reasons)
+    notes = report.notes + [f"edit {e.index + 1}: {n}" for e in report.edits for n in e.notes]
+    lines.extend(f"note: {n}" for n in notes)
+    return "\n".join(lines)
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "~"
