@@ -31,6 +31,7 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "AUGCLIP_PRECISION": "auto (default: fp16 autocast on CUDA, fp32 elsewhere), fp32, fp16 or bf16",
     "AUGCLIP_CACHE_DIR": "root of every cache and downloaded file (default: the user cache directory)",
     "AUGCLIP_MAX_IMAGE_PIXELS": "decompression-bomb limit in pixels (default: Pillow's, about 89.5 M)",
+    "AUGCLIP_MAX_UPLOAD_MB": "largest image file the app accepts, in MB (default 25)",
     "AUGCLIP_ATTRIBUTE_PROVIDER": f"attribute provider name (default {DEFAULT_ATTRIBUTE_PROVIDER})",
     "AUGCLIP_MLLM_MODEL": f"model name for the openai-compatible provider (default {DEFAULT_MLLM_MODEL})",
     "AUGCLIP_GDINO_MODEL": f"GroundingDINO hub id or local folder (default {DEFAULT_GDINO_MODEL})",
@@ -59,6 +60,7 @@ class Settings:
     precision: str = "auto"
     cache_dir: Path = dataclasses.field(default_factory=default_cache_dir)
     max_image_pixels: int | None = None
+    max_upload_mb: float = 25.0
     attribute_provider: str = DEFAULT_ATTRIBUTE_PROVIDER
     mllm_model: str = DEFAULT_MLLM_MODEL
     gdino_model: str = DEFAULT_GDINO_MODEL
@@ -70,6 +72,8 @@ class Settings:
             raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         if not self.clip_model.strip():
             raise ConfigError("the CLIP model spec is empty; set AUGCLIP_CLIP_MODEL or --clip-model")
+        if not self.max_upload_mb > 0:
+            raise ConfigError(f"max_upload_mb must be positive, got {self.max_upload_mb}")
         if self.max_image_pixels is not None and self.max_image_pixels <= 0:
             raise ConfigError(f"max_image_pixels must be positive, got {self.max_image_pixels}")
 
@@ -110,6 +114,11 @@ class Settings:
                 values["max_image_pixels"] = int(value)
             except ValueError:
                 raise ConfigError(f"AUGCLIP_MAX_IMAGE_PIXELS must be an integer, got {value!r}") from None
+        if (value := get("AUGCLIP_MAX_UPLOAD_MB")) is not None:
+            try:
+                values["max_upload_mb"] = float(value)
+            except ValueError:
+                raise ConfigError(f"AUGCLIP_MAX_UPLOAD_MB must be a number, got {value!r}") from None
         return cls(**values).replace(**overrides)
 
     def replace(self, **overrides: object) -> Settings:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -35,6 +35,8 @@ from .metrics.pixel import l2_distance
 from .report import AttributeChange, AugCLIPDetails, EditResult, Report
 
 __all__ = ["AugCLIPOptions", "Attributes", "EvaluationArrays", "Evaluator", "Report"]
+
+ProgressCallback = Callable[[float, str], None]
 
 NO_SOURCE_TEXT = "no source text given: CLIPdir needs one (Eq. 2) and is not computed from a made-up text"
 
@@ -225,12 +227,15 @@ class Evaluator:
         *,
         options: AugCLIPOptions | None = None,
         names: Sequence[str] | None = None,
+        progress: ProgressCallback | None = None,
     ) -> Report:
         """Score one or more edited images of ``source`` for ``target_text``.
 
         ``attributes`` is an :class:`Attributes`, a provider instance, or a provider name
-        (default: ``AUGCLIP_ATTRIBUTE_PROVIDER``).
+        (default: ``AUGCLIP_ATTRIBUTE_PROVIDER``). ``progress(fraction, stage)`` is called as
+        each stage starts (loading models, extracting attributes, encoding, scoring).
         """
+        report_progress = progress or (lambda fraction, stage: None)
         total_start = time.perf_counter()
         timings: dict[str, float] = {}
         options = options or self.options
@@ -249,13 +254,17 @@ class Evaluator:
             edits.append(open_image(item, name=default_name, max_pixels=self.settings.max_image_pixels))
 
         start = time.perf_counter()
+        report_progress(0.0, "loading models")
         self.encoder.load()
         timings["model_load"] = time.perf_counter() - start
         start = time.perf_counter()
+        report_progress(0.2, "extracting attributes")
         attrs = self.resolve_attributes(attributes, src, target_text, source_text)
         timings["attributes"] = time.perf_counter() - start
+        report_progress(0.4, "encoding images and texts")
         arrays = self.embed(src, edits, target_text, source_text, attrs, timings)
         start = time.perf_counter()
+        report_progress(0.8, "scoring")
         results = self.score(arrays, attrs, options)
         timings["metrics"] = time.perf_counter() - start
         timings["total"] = time.perf_counter() - total_start

@@ -51,3 +51,51 @@ def scene_files(tmp_path: Path) -> dict[str, Path]:
         paths[name] = tmp_path / f"{name}.png"
         image.save(paths[name])
     return paths
+
+
+# ---------------------------------------------------------------------------- the app as a real server
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "assets" / "examples"
+APP_UPLOAD_LIMIT_MB = 1
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory: pytest.TempPathFactory):
+    """``python app.py`` started as users start it, on 127.0.0.1, with the tiny random model."""
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    port = free_port()
+    log_path = tmp_path_factory.mktemp("app") / "app.log"
+    env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
+           "AUGCLIP_CLIP_MODEL": TINY, "AUGCLIP_DEVICE": "cpu", "AUGCLIP_MAX_UPLOAD_MB": str(APP_UPLOAD_LIMIT_MB),
+           "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONPATH": str(ROOT)}
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 240
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"the app did not start; log:\n{log_path.read_text()[-3000:]}")
+            time.sleep(1)
+    yield {"url": url, "log": log_path, "process": proc}
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()

@@ -1,0 +1,177 @@
+"""What the app does, without the page: validate inputs, get attributes, evaluate, re-score.
+
+Functions here take plain values (file paths, strings, options) and raise
+:class:`~augclip_demo.errors.AugclipError` with a message for the user; the page turns those into
+Gradio notifications. Per-browser-session state lives in :class:`Session`.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..attributes.base import Attributes, Provenance
+from ..config import Settings
+from ..errors import InputError
+from ..io import LoadedImage, open_image
+from ..pipeline import AugCLIPOptions, Evaluator
+from ..report import Report
+
+MAX_EDITS = 8
+
+Progress = Callable[[float, str], None]
+
+
+@dataclass
+class Session:
+    """State of one browser session (kept by gr.State, never shared between users)."""
+
+    report: Report | None = None
+    clip_model: str | None = None
+    attributes_key: tuple | None = None  # the inputs the current attribute lists were extracted for
+    extracted: Attributes | None = None  # what the provider returned, before any user edits
+    output_dir: str | None = None
+    figures: dict = field(default_factory=dict)
+
+
+def lines(text: str | None) -> list[str]:
+    """One attribute per line; blank lines and surrounding spaces dropped."""
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+
+
+def check_upload(path: str | None, label: str, max_mb: float) -> str:
+    if not path:
+        raise InputError(f"{label}: no file uploaded")
+    size = os.path.getsize(path)
+    if size > max_mb * 1024 * 1024:
+        raise InputError(f"{label} ({Path(path).name}) is {size / 2**20:.1f} MB; the limit is {max_mb:g} MB per image")
+    return path
+
+
+def load_inputs(settings: Settings, source: str | None, edits: list[str] | None) -> tuple[LoadedImage, list[LoadedImage]]:
+    if not source:
+        raise InputError("Upload a source image first (left column).")
+    edits = [e for e in (edits or []) if e]
+    if not edits:
+        raise InputError("Upload at least one edited image (you can select several files at once).")
+    if len(edits) > MAX_EDITS:
+        raise InputError(f"{len(edits)} edited images uploaded; the limit is {MAX_EDITS}. Remove {len(edits) - MAX_EDITS}.")
+    limit, pixels = settings.max_upload_mb, settings.max_image_pixels
+    src = open_image(check_upload(source, "source image", limit), name="source: " + Path(source).name, max_pixels=pixels)
+    loaded = [open_image(check_upload(path, f"edited image {i + 1}", limit), max_pixels=pixels)
+              for i, path in enumerate(edits)]
+    return src, loaded
+
+
+def attributes_key(source: LoadedImage, target_text: str, source_text: str, provider: str, clip_model: str) -> tuple:
+    return (source.sha256, target_text.strip(), (source_text or "").strip(), provider, clip_model)
+
+
+def extract_attributes(evaluator: Evaluator, source: LoadedImage, target_text: str, source_text: str,
+                       provider: str) -> Attributes:
+    if not (target_text or "").strip():
+        raise InputError("Type the target text first: attributes are extracted from it.")
+    if provider == "manual":
+        raise InputError("Provider 'manual': type the attributes one per line, or load a JSON file.")
+    return evaluator.resolve_attributes(provider, source, target_text.strip(), (source_text or "").strip() or None)
+
+
+def attributes_from_boxes(source_text_box: str, target_text_box: str, session: Session) -> Attributes | None:
+    """The lists in the two text boxes, with provenance saying whether the user edited them."""
+    src, tgt = lines(source_text_box), lines(target_text_box)
+    if not src and not tgt:
+        return None
+    if session.extracted is not None:
+        prov = Provenance.from_dict(session.extracted.provenance.to_dict())
+        if (src, tgt) != (session.extracted.source, session.extracted.target):
+            prov.extra["edited_by_user"] = True
+            prov.fidelity += ", edited by the user"
+    else:
+        prov = Provenance(provider="manual", fidelity="typed by the user")
+    return Attributes(src, tgt, prov)
+
+
+def evaluate(
+    settings: Settings,
+    session: Session,
+    *,
+    source: str | None,
+    edits: list[str] | None,
+    target_text: str,
+    source_text: str,
+    provider: str,
+    source_attrs_box: str,
+    target_attrs_box: str,
+    options: AugCLIPOptions,
+    progress: Progress,
+) -> tuple[Report, Session]:
+    """Run a full evaluation; returns the report and the updated session.
+
+    What is in the attribute boxes is what gets scored. The provider extracts new lists only when
+    the boxes are empty, or when they still hold, unedited, lists extracted for other inputs
+    (another source image, target text, source text, provider or CLIP model).
+    """
+    if not (target_text or "").strip():
+        raise InputError("The target text is empty: type the instruction or the description of the edit.")
+    src, loaded = load_inputs(settings, source, edits)
+    progress(0.02, "loading models")
+    evaluator = Evaluator(settings=settings, options=options)
+    key = attributes_key(src, target_text, source_text, provider, settings.clip_model)
+    boxes = attributes_from_boxes(source_attrs_box, target_attrs_box, session)
+    stale = (boxes is not None and session.extracted is not None and session.attributes_key != key
+             and (boxes.source, boxes.target) == (session.extracted.source, session.extracted.target))
+    if boxes is not None and not (stale and provider != "manual"):
+        attributes = boxes
+    elif provider == "manual":
+        raise InputError("Provider 'manual': type the source and target attributes (one per line), or load a JSON file.")
+    else:
+        progress(0.1, f"extracting attributes ({provider})")
+        attributes = extract_attributes(evaluator, src, target_text, source_text, provider)
+        session = Session(**{**session.__dict__, "extracted": attributes, "attributes_key": key})
+
+    def staged(fraction: float, stage: str) -> None:
+        progress(0.15 + 0.6 * fraction, stage)
+
+    report = evaluator.evaluate(src, loaded, target_text, source_text or None, attributes, options=options,
+                                progress=staged)
+    output_dir = session.output_dir or tempfile.mkdtemp(prefix="augclip-app-")
+    session = Session(**{**session.__dict__, "report": report, "clip_model": settings.clip_model,
+                         "output_dir": output_dir, "figures": {}})
+    return report, session
+
+
+def rescore(settings: Settings, session: Session, options: AugCLIPOptions, source_attrs_box: str,
+            target_attrs_box: str) -> tuple[Report, Session]:
+    """Re-score the last evaluation with new options / edited attributes, reusing its embeddings."""
+    if session.report is None:
+        raise InputError("Nothing to re-score yet: press Evaluate first.")
+    if session.clip_model != settings.clip_model:
+        raise InputError("The CLIP model changed since the last evaluation: press Evaluate to encode with it.")
+    attributes = attributes_from_boxes(source_attrs_box, target_attrs_box, session)
+    if attributes is None:
+        raise InputError("Both attribute lists are empty: type at least one source and one target attribute.")
+    report = Evaluator(settings=settings).rescore(session.report, options, attributes)
+    return report, Session(**{**session.__dict__, "report": report, "figures": {}})
+
+
+def extract(settings: Settings, session: Session, *, source: str | None, target_text: str, source_text: str,
+            provider: str) -> tuple[Attributes, Session]:
+    """Extract attributes for the current inputs and remember which inputs they belong to."""
+    if not source:
+        raise InputError("Upload a source image first: source attributes are read from it.")
+    loaded = open_image(check_upload(source, "source image", settings.max_upload_mb), max_pixels=settings.max_image_pixels)
+    attrs = extract_attributes(Evaluator(settings=settings), loaded, target_text, source_text, provider)
+    key = attributes_key(loaded, target_text or "", source_text or "", provider, settings.clip_model)
+    return attrs, Session(**{**session.__dict__, "extracted": attrs, "attributes_key": key})
+
+
+def save_attributes(session: Session, source_attrs_box: str, target_attrs_box: str) -> str:
+    """Write the attribute boxes as attributes.json (the format every provider saves); returns the path."""
+    attrs = attributes_from_boxes(source_attrs_box, target_attrs_box, session)
+    if attrs is None:
+        raise InputError("Both attribute lists are empty: nothing to save.")
+    folder = Path(session.output_dir or tempfile.mkdtemp(prefix="augclip-app-"))
+    return str(attrs.save(folder / "attributes.json"))
