@@ -297,7 +297,8 @@ class ClipVocabProvider(ExtractingProvider):
 
         eligible = fits_target_better(image_scores, text_scores)
         eligible[src_idx] = False
-        tgt_order = np.array([i for i in np.argsort(-text_scores, kind="stable") if eligible[i]], dtype=np.int64)
+        by_text = np.argsort(-text_scores, kind="stable")
+        tgt_order = by_text[eligible[by_text]]
         tgt_idx = select_diverse(tgt_order, matrix, self.target_k, self.max_similarity, already=target_emb[None, :])
 
         source_attrs = ([source_text] if use_source_text else []) + [phrases[i] for i in src_idx]

@@ -29,6 +29,7 @@ import io
 import logging
 import os
 import re
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -160,6 +161,26 @@ def user_message_with_image(text: str, image: ImageInput | LoadedImage, **kwargs
 
 
 # ---------------------------------------------------------------------- the client
+_HTTP_CLIENT: Any = None
+_HTTP_LOCK = threading.Lock()
+
+
+def _shared_http_client() -> Any:
+    """One HTTP connection pool (with the SDK's defaults) for every client in the process.
+
+    Building an HTTP client loads TLS certificates, which costs far more than a request to a local
+    server (hundreds of ms on a busy CPU); a batch run builds a provider per item, so they share it.
+    Timeouts are still per client: the SDK sends its own timeout with every request.
+    """
+    global _HTTP_CLIENT
+    with _HTTP_LOCK:
+        if _HTTP_CLIENT is None or _HTTP_CLIENT.is_closed:
+            import openai
+
+            _HTTP_CLIENT = openai.DefaultHttpxClient()
+        return _HTTP_CLIENT
+
+
 @dataclass(frozen=True)
 class ChatReply:
     """One answer: its text, the model name the server reports, why it stopped, seconds taken."""
@@ -208,6 +229,7 @@ class OpenAICompatibleClient:
                 base_url=explicit_url,
                 timeout=self.timeout,
                 max_retries=self.max_retries,
+                http_client=_shared_http_client(),
             )
         except openai.OpenAIError as exc:
             raise LLMError(f"could not set up the client for {self._where()}: {redact(str(exc))}",
