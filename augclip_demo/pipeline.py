@@ -12,12 +12,12 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 import numpy as np
 
 from . import __version__
-from .attributes.base import AttributeProvider, Attributes, get_provider
+from .attributes.base import AttributeProvider, Attributes
+from .attributes.catalog import build_provider
 from .config import Settings
 from .errors import InputError
 from .inference.clip_encoder import ClipEncoder, get_encoder
@@ -121,14 +121,10 @@ class Evaluator:
         return attributes.validate()
 
     def _provider(self, name: str) -> AttributeProvider:
+        """A provider by name, configured from this evaluator's settings (clip-vocab shares its encoder)."""
         if name == "manual":
             raise InputError("provider 'manual' needs the attribute lists themselves: pass Attributes(source=[...], target=[...])")
-        kwargs: dict[str, Any] = {}
-        if name == "clip-vocab":
-            kwargs["encoder"] = self.encoder
-        elif name == "openai":
-            kwargs["model"] = self.settings.mllm_model
-        return get_provider(name, **kwargs)
+        return build_provider(name, self.settings, encoder=self.encoder)
 
     def embed(
         self,

@@ -34,6 +34,7 @@ def test_defaults_and_documentation():
 @pytest.mark.parametrize("env, message", [
     ({"AUGCLIP_PRECISION": "fp8"}, "precision must be one of"),
     ({"AUGCLIP_MAX_IMAGE_PIXELS": "lots"}, "must be an integer"),
+    ({"AUGCLIP_MAX_UPLOAD_MB": "big"}, "must be a number"),
 ])
 def test_invalid_values(env, message):
     with pytest.raises(ConfigError, match=message):

@@ -16,6 +16,21 @@ from ..io import ImageInput
 
 ATTRIBUTES_FORMAT_KEYS = ("source_attributes", "target_attributes")
 
+# Fidelity labels: shown next to every attribute set (reports, CLI table, app). The paper extracts
+# attributes with an MLLM (Sec. 4.1); the offline CLIP-vocabulary ranking is a stand-in of lower
+# fidelity and is always labelled so.
+#: Attributes typed or loaded by the user.
+FIDELITY_USER = "user-provided"
+#: Attributes extracted by a multi-modal LLM with the paper's prompts (App. C.2 / C.3).
+FIDELITY_MLLM = "MLLM-extracted (the paper's method)"
+#: Attributes ranked from a fixed phrase vocabulary by CLIP: lower fidelity than an MLLM.
+FIDELITY_CLIP_VOCAB = "lower fidelity: CLIP vocabulary ranking, not an MLLM"
+#: Labels that the UI and reports flag as lower fidelity than the paper's MLLM extraction.
+LOWER_FIDELITY_LABELS = frozenset({FIDELITY_CLIP_VOCAB})
+
+#: ``progress(fraction_done, message)``; ``gradio.Progress`` instances fit this signature.
+ProgressCallback = Callable[[float, str], None]
+
 
 @dataclass
 class Provenance:
@@ -27,11 +42,16 @@ class Provenance:
     seed: int | None = None
     samples: int = 1
     seconds: float | None = None
-    fidelity: str = "user-provided"
+    fidelity: str = FIDELITY_USER
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def lower_fidelity(self) -> bool:
+        """True for attribute sets that are a lower-fidelity stand-in for the paper's MLLM extraction."""
+        return self.fidelity in LOWER_FIDELITY_LABELS
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> Provenance:
@@ -132,6 +152,7 @@ class AttributeProvider(ABC):
     """Extracts source and target attributes for one (source image, target text) pair."""
 
     name: str = "provider"
+    fidelity: str = FIDELITY_USER
 
     @abstractmethod
     def extract(self, source_image: ImageInput, target_text: str, source_text: str | None = None) -> Attributes:

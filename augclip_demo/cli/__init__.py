@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from .. import __version__
 from ..errors import AugclipError
 
-COMMANDS: list[str] = ["score"]
+COMMANDS: list[str] = ["score", "attributes"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,6 +40,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.verbose:
         # open_clip announces random initialisation through the root logger; the report says it.
         logging.getLogger().setLevel(logging.ERROR)
+        # ...but our own warnings (an unreadable cache file that is being rewritten) stay visible.
+        logging.getLogger("augclip_demo").setLevel(logging.WARNING)
     try:
         return int(args.func(args) or 0)
     except AugclipError as exc:

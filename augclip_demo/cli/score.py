@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..attributes.base import Attributes, available_providers
+from ..attributes.base import AttributeProvider, Attributes
 from ..metrics.augclip import CLASSIFIERS
 from ..pipeline import AugCLIPOptions, Evaluator
+from .attributes import add_provider_args, provider_from_args
 from .common import add_model_args, settings_from_args
 from .table import format_report
 
@@ -21,9 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--source-text", metavar="TEXT", help="text describing the source image (enables CLIPdir)")
     parser.add_argument("--attributes", metavar="JSON",
                         help='attributes file {"source_attributes": [...], "target_attributes": [...]}')
-    parser.add_argument("--provider", metavar="NAME",
-                        help=f"attribute provider when no --attributes file is given ({', '.join(available_providers())}; "
-                             "default AUGCLIP_ATTRIBUTE_PROVIDER)")
+    add_provider_args(parser)
     add_augclip_args(parser)
     add_model_args(parser)
     out = parser.add_argument_group("output")
@@ -49,9 +48,12 @@ def options_from_args(args: argparse.Namespace) -> AugCLIPOptions:
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = settings_from_args(args, attribute_provider=args.provider)
+    settings = settings_from_args(args, attribute_provider=args.provider, mllm_model=args.mllm_model)
     evaluator = Evaluator(settings=settings, options=options_from_args(args))
-    attributes = Attributes.load(args.attributes) if args.attributes else settings.attribute_provider
+    if args.attributes:  # a file wins over any provider
+        attributes: Attributes | AttributeProvider = Attributes.load(args.attributes)
+    else:
+        attributes = provider_from_args(args, settings, encoder=evaluator.encoder)
     report = evaluator.evaluate(args.source, args.edited, args.target, args.source_text, attributes)
     if args.out:
         Path(args.out).write_text(report.to_json() + "\n", encoding="utf-8")

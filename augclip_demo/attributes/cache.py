@@ -1,0 +1,91 @@
+"""On-disk JSON cache of extracted attributes.
+
+One file per extraction under ``AUGCLIP_CACHE_DIR/attributes/<provider>/``, named by the SHA-256
+of its key: (source image content hash, target text, source text, provider, model, prompt
+version, seed, samples, plus any provider option that changes the result). The key is stored in
+the file too and checked on read. Files are written atomically (temporary file + rename), so
+concurrent runs never see half a file. A file that cannot be read back (truncated, edited, from
+another version) is ignored with a warning and rewritten: a broken cache never fails a run.
+
+Nothing secret goes in: provenance carries the base URL without user info or query, never a key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..config import Settings
+from ..errors import AugclipError
+from .base import Attributes
+
+log = logging.getLogger(__name__)
+
+CACHE_FORMAT = 1
+
+
+def cache_key(parts: dict[str, Any]) -> str:
+    """SHA-256 of the key parts as canonical JSON (sorted keys, no whitespace)."""
+    canonical = json.dumps(parts, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class AttributeCache:
+    """Get and put :class:`Attributes` by key parts. ``root`` defaults to ``AUGCLIP_CACHE_DIR/attributes``."""
+
+    def __init__(self, root: str | Path | None = None, settings: Settings | None = None):
+        if root is None:
+            root = (settings or Settings.from_env()).cache_dir / "attributes"
+        self.root = Path(root)
+        self.hits = 0
+        self.misses = 0
+
+    def path_for(self, parts: dict[str, Any]) -> Path:
+        provider = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in str(parts.get("provider", "any")))
+        return self.root / provider / f"{cache_key(parts)}.json"
+
+    def get(self, parts: dict[str, Any]) -> Attributes | None:
+        """The cached attributes, or ``None`` on a miss or an unreadable file (warned about)."""
+        path = self.path_for(parts)
+        if not path.is_file():
+            self.misses += 1
+            return None
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:
+                raise ValueError(f"not a format-{CACHE_FORMAT} attribute cache entry")
+            if data.get("key") != json.loads(json.dumps(parts, default=str)):
+                raise ValueError("its stored key does not match its name")
+            attributes = Attributes.from_dict(data.get("attributes"), origin=str(path))
+            attributes.validate()
+        except (OSError, UnicodeDecodeError, ValueError, AugclipError) as exc:
+            log.warning("attribute cache file %s is unreadable (%s); ignoring it, it will be rewritten",
+                        path, str(exc).splitlines()[0][:200])
+            self.misses += 1
+            return None
+        self.hits += 1
+        return attributes
+
+    def put(self, parts: dict[str, Any], attributes: Attributes) -> Path | None:
+        """Store ``attributes``; a write failure (read-only disk, full disk) is warned about, not raised."""
+        path = self.path_for(parts)
+        entry = {"format": CACHE_FORMAT, "key": parts, "attributes": attributes.to_dict()}
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    json.dump(entry, handle, ensure_ascii=False, indent=1, default=str)
+                os.replace(tmp, path)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+        except OSError as exc:
+            log.warning("could not write the attribute cache file %s (%s); continuing without caching it", path, exc)
+            return None
+        return path

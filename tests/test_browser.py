@@ -1,0 +1,109 @@
+"""The app in a real browser: Playwright driving Debian's Chromium headless against ``python app.py``."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from augclip_demo.attributes import Attributes
+from augclip_demo.pipeline import Evaluator
+from tests.conftest import EXAMPLES, TINY
+
+CHROMIUM = "/usr/bin/chromium"
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(not Path(CHROMIUM).exists() and shutil.which("chromium") is None,
+                       reason="Chromium is not installed (apt-get install -y chromium); .ci/run installs it"),
+]
+
+FLOWER = EXAMPLES / "flower-pink"
+EDITS = [FLOWER / "well_edited.png", FLOWER / "excessively_modified.png"]
+SRC_ATTRS = ["dahlia is orange", "round flower head", "dark green background"]
+TGT_ATTRS = ["dahlia is pink", "pink petals"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(
+            executable_path=CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium"),
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"],
+        )
+        yield instance
+        instance.close()
+
+
+def open_page(browser, url: str):
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    page.set_default_timeout(120_000)  # a loaded 2-core machine can take a while to render the app
+    page.goto(url)
+    page.locator("#aug-evaluate").wait_for()
+    return page
+
+
+def read_table(page) -> dict[str, list[str]]:
+    """Gradio 6 renders the dataframe as an ARIA grid: rows after the header hold the cells."""
+    rows = {}
+    for row in page.locator("#aug-table [role=row]").all():
+        cells = [c.strip() for c in row.locator("td").all_inner_texts()]
+        if len(cells) > 2:
+            rows[cells[1]] = cells
+    return rows
+
+
+def wait_for_rows(page, count: int, timeout: float = 240_000) -> None:
+    page.wait_for_function(
+        f"document.querySelectorAll('#aug-table [role=row] td').length >= {count * 7}", timeout=timeout)
+
+
+def test_upload_type_evaluate_and_read_the_table(browser, app_server, tiny_encoder, tmp_path):
+    page = open_page(browser, app_server["url"])
+    page.locator("#aug-source input[type=file]").set_input_files(str(FLOWER / "source.png"))
+    page.locator("#aug-edits input[type=file]").set_input_files([str(p) for p in EDITS])
+    page.locator("#aug-target textarea").fill("a pink dahlia flower")
+    page.locator("#aug-source-text textarea").fill("an orange dahlia flower")
+    page.locator("#aug-src-attrs textarea").fill("\n".join(SRC_ATTRS))
+    page.locator("#aug-tgt-attrs textarea").fill("\n".join(TGT_ATTRS))
+    page.wait_for_function("document.querySelectorAll('#aug-gallery img').length >= 2", timeout=60_000)
+    page.locator("#aug-evaluate").click()
+    wait_for_rows(page, 2)
+    page.screenshot(path=str(tmp_path / "evaluated-1366x768.png"), full_page=True)
+
+    expected = Evaluator(TINY, device="cpu", encoder=tiny_encoder).evaluate(
+        FLOWER / "source.png", EDITS, "a pink dahlia flower", "an orange dahlia flower", Attributes(SRC_ATTRS, TGT_ATTRS))
+    rows = read_table(page)
+    assert set(rows) == {"well_edited.png", "excessively_modified.png"}
+    for edit in expected.edits:
+        cells = rows[edit.name]
+        for position, key in ((2, "augclip"), (3, "clip_dir"), (4, "clip_i"), (5, "clip_t"), (6, "l2")):
+            assert float(cells[position]) == pytest.approx(edit.metrics[key], abs=6e-5), (edit.name, key)
+    verdict = page.locator("#aug-verdict").inner_text()
+    assert f"AugCLIP prefers edit {expected.best('augclip') + 1}" in verdict
+    assert "UNTRAINED" in page.content()  # the random-weights warning is on the page
+
+    page.set_viewport_size({"width": 1920, "height": 1080})
+    page.screenshot(path=str(tmp_path / "evaluated-1920x1080.png"), full_page=True)
+    print(f"\nscreenshots: {tmp_path}")
+
+
+def test_an_example_runs_with_one_click(browser, app_server, tmp_path):
+    page = open_page(browser, app_server["url"])
+    page.get_by_text("make it night").first.click()
+    wait_for_rows(page, 4)
+    rows = read_table(page)
+    assert set(rows) == {"well_edited.png", "partial_edit.png", "excessively_preserved.png", "excessively_modified.png"}
+    page.screenshot(path=str(tmp_path / "example.png"), full_page=True)
+
+
+def test_a_bad_input_shows_a_message_not_a_traceback(browser, app_server):
+    page = open_page(browser, app_server["url"])
+    page.locator("#aug-evaluate").click()
+    toast = page.get_by_text("Upload a source image first")
+    toast.wait_for(timeout=60_000)
+    assert "Traceback" not in page.content()
