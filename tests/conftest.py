@@ -77,7 +77,8 @@ def app_server(tmp_path_factory: pytest.TempPathFactory):
 
     port = free_port()
     log_path = tmp_path_factory.mktemp("app") / "app.log"
-    env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}  # no real endpoint
+    env = {**inherited, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
            "AUGCLIP_CLIP_MODEL": TINY, "AUGCLIP_DEVICE": "cpu", "AUGCLIP_MAX_UPLOAD_MB": str(APP_UPLOAD_LIMIT_MB),
            "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONPATH": str(ROOT)}
     with open(log_path, "w") as log:

@@ -169,3 +169,17 @@ def test_extract_attributes_endpoint_reports_provider_errors(client):
     with pytest.raises(Exception, match="Provider 'manual'"):
         client.predict(handle_file(str(FLOWER / "source.png")), "a pink dahlia", "", "manual", TINY,
                        api_name="/extract_attributes")
+
+
+def test_clip_vocab_fills_empty_attribute_lists(client):
+    verdict, table, src_box, tgt_box, _, report = client.predict(
+        *evaluate_args(edits=EDITS[:2], provider="clip-vocab", src=[], tgt=[]), api_name="/evaluate")
+    assert src_box.strip() and tgt_box.strip()
+    assert report["attributes"]["provenance"]["provider"] == "clip-vocab"
+    assert "lower fidelity" in verdict
+    assert report["attributes"]["source_attributes"] == src_box.splitlines()
+
+
+def test_unconfigured_openai_provider_says_how_to_configure_it(client):
+    with pytest.raises(Exception, match="OPENAI_API_KEY"):
+        client.predict(*evaluate_args(provider="openai", src=[], tgt=[]), api_name="/evaluate")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import html
 import logging
 import os
 from collections.abc import Callable
@@ -11,7 +12,8 @@ from typing import Any
 
 import gradio as gr
 
-from ..attributes.base import Attributes, available_providers
+from ..attributes.base import Attributes
+from ..attributes.catalog import ProviderStatus, provider_status
 from ..config import Settings
 from ..errors import AugclipError
 from ..inference.device import is_out_of_memory
@@ -68,8 +70,9 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
     base_settings = settings or Settings.from_env()
     status = model_status(base_settings)
     examples = load_examples()
-    providers = available_providers()
-    default_provider = base_settings.attribute_provider if base_settings.attribute_provider in providers else "manual"
+    statuses = {item.name: item for item in provider_status(base_settings)}
+    default_provider = base_settings.attribute_provider if base_settings.attribute_provider in statuses else "manual"
+    provider_choices = [(provider_label(item), item.name) for item in statuses.values()]
 
     def settings_for(clip_model: str | None) -> Settings:
         return base_settings.replace(clip_model=(clip_model or "").strip() or None)
@@ -81,6 +84,10 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
     # ------------------------------------------------------------------ handlers
     def refresh_status() -> tuple[str, gr.Timer]:
         return status_html(status), gr.Timer(active=status.state == "loading")
+
+    def describe_provider(name: str) -> str:
+        item = statuses.get(name)
+        return f"<small>{html.escape(item.reason)}</small>" if item else ""
 
     def show_edits(files: list[str] | None) -> list[tuple[str, str]]:
         return [(path, f"{i + 1}. {Path(path).name}") for i, path in enumerate(files or [])]
@@ -161,9 +168,10 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                         gallery = gr.Gallery(label="Edits in scoring order", columns=4, height=170, allow_preview=True,
                                              object_fit="contain", format="png", elem_id="aug-gallery")
                     with gr.Column(scale=4, min_width=280):
-                        provider = gr.Dropdown(providers, value=default_provider, label="3. Attribute provider",
+                        provider = gr.Dropdown(provider_choices, value=default_provider, label="3. Attribute provider",
                                                info="fills empty lists on Evaluate; or type / edit the lists below",
                                                elem_id="aug-provider")
+                        provider_info = gr.HTML(describe_provider(default_provider))
                         extract_btn = gr.Button("Extract attributes", size="sm")
                         src_box = gr.Textbox(label="Source attributes (one per line)", lines=4, max_lines=10,
                                              elem_id="aug-src-attrs")
@@ -220,10 +228,20 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             # Load the example into the inputs, then evaluate it with the page's current options.
             example_block.load_input_event.then(evaluate, eval_inputs, result_outputs, api_name=False)
         edits.change(show_edits, edits, gallery, api_name=False)
+        provider.change(describe_provider, provider, provider_info, api_name=False)
         timer.tick(refresh_status, None, [status_box, timer], api_name=False)
         demo.load(refresh_status, None, [status_box, timer], api_name=False)
     demo.queue(default_concurrency_limit=2, max_size=64)
     return demo
+
+
+def provider_label(item: ProviderStatus) -> str:
+    """Dropdown text: the name plus what the user should know before choosing it."""
+    if not item.available:
+        return f"{item.name} (not configured)"
+    if item.lower_fidelity:
+        return f"{item.name} (offline, lower fidelity)"
+    return {"manual": "manual (your lists)", "openai": "openai (MLLM, the paper's method)"}.get(item.name, item.name)
 
 
 def help_markdown() -> str:
