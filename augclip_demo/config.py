@@ -18,6 +18,8 @@ from .errors import ConfigError
 
 DEFAULT_CLIP_MODEL = "ViT-B-16/openai"
 DEFAULT_MLLM_MODEL = "gpt-4o"
+DEFAULT_MLLM_TIMEOUT = 60.0
+DEFAULT_MLLM_MAX_RETRIES = 3
 DEFAULT_ATTRIBUTE_PROVIDER = "clip-vocab"
 DEFAULT_GDINO_MODEL = "IDEA-Research/grounding-dino-tiny"
 DEFAULT_SAM_MODEL = "vit_b"
@@ -33,6 +35,9 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "AUGCLIP_MAX_IMAGE_PIXELS": "decompression-bomb limit in pixels (default: Pillow's, about 89.5 M)",
     "AUGCLIP_ATTRIBUTE_PROVIDER": f"attribute provider name (default {DEFAULT_ATTRIBUTE_PROVIDER})",
     "AUGCLIP_MLLM_MODEL": f"model name for the openai-compatible provider (default {DEFAULT_MLLM_MODEL})",
+    "AUGCLIP_MLLM_TIMEOUT": f"seconds to wait for one chat-completions answer (default {DEFAULT_MLLM_TIMEOUT:g})",
+    "AUGCLIP_MLLM_MAX_RETRIES": (f"retries with backoff on 429 / 5xx / timeouts / connection errors "
+                                 f"(default {DEFAULT_MLLM_MAX_RETRIES})"),
     "AUGCLIP_GDINO_MODEL": f"GroundingDINO hub id or local folder (default {DEFAULT_GDINO_MODEL})",
     "AUGCLIP_SAM_MODEL": "SAM architecture: vit_b (default), vit_l or vit_h",
     "AUGCLIP_SAM_CHECKPOINT": "local SAM checkpoint file (default: downloaded into the cache directory)",
@@ -61,6 +66,8 @@ class Settings:
     max_image_pixels: int | None = None
     attribute_provider: str = DEFAULT_ATTRIBUTE_PROVIDER
     mllm_model: str = DEFAULT_MLLM_MODEL
+    mllm_timeout: float = DEFAULT_MLLM_TIMEOUT
+    mllm_max_retries: int = DEFAULT_MLLM_MAX_RETRIES
     gdino_model: str = DEFAULT_GDINO_MODEL
     sam_model: str = DEFAULT_SAM_MODEL
     sam_checkpoint: Path | None = None
@@ -72,6 +79,12 @@ class Settings:
             raise ConfigError("the CLIP model spec is empty; set AUGCLIP_CLIP_MODEL or --clip-model")
         if self.max_image_pixels is not None and self.max_image_pixels <= 0:
             raise ConfigError(f"max_image_pixels must be positive, got {self.max_image_pixels}")
+        if not self.mllm_model.strip():
+            raise ConfigError("the MLLM model name is empty; set AUGCLIP_MLLM_MODEL or --mllm-model")
+        if not self.mllm_timeout > 0:
+            raise ConfigError(f"the MLLM timeout must be a positive number of seconds, got {self.mllm_timeout}")
+        if self.mllm_max_retries < 0:
+            raise ConfigError(f"the MLLM retry count must be 0 or more, got {self.mllm_max_retries}")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -105,11 +118,15 @@ class Settings:
         }.items():
             if (value := get(var)) is not None:
                 values[field] = Path(value).expanduser()
-        if (value := get("AUGCLIP_MAX_IMAGE_PIXELS")) is not None:
-            try:
-                values["max_image_pixels"] = int(value)
-            except ValueError:
-                raise ConfigError(f"AUGCLIP_MAX_IMAGE_PIXELS must be an integer, got {value!r}") from None
+        for field, var, kind in (("max_image_pixels", "AUGCLIP_MAX_IMAGE_PIXELS", int),
+                                 ("mllm_timeout", "AUGCLIP_MLLM_TIMEOUT", float),
+                                 ("mllm_max_retries", "AUGCLIP_MLLM_MAX_RETRIES", int)):
+            if (value := get(var)) is not None:
+                try:
+                    values[field] = kind(value)
+                except ValueError:
+                    article = "an integer" if kind is int else "a number"
+                    raise ConfigError(f"{var} must be {article}, got {value!r}") from None
         return cls(**values).replace(**overrides)
 
     def replace(self, **overrides: object) -> Settings:

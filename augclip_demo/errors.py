@@ -40,6 +40,27 @@ class InputError(AugclipError, ValueError):
     """A non-image input (text, attribute list, option) is missing or malformed."""
 
 
+class LLMError(AugclipError, RuntimeError):
+    """A request to an OpenAI-compatible chat endpoint failed, or its answer was unusable.
+
+    The message names the base URL and the model and says what to do; it never contains the API
+    key (server messages are scrubbed before they are quoted). ``kind`` is a stable machine-readable
+    reason for callers that react differently (the app, the batch runner): ``not_configured``,
+    ``auth`` (401), ``forbidden`` (403), ``not_found`` (404), ``bad_request`` (400/422),
+    ``rate_limited`` (429 after every retry), ``server`` (5xx after every retry), ``timeout``,
+    ``connection``, ``bad_response``, ``no_answer`` (no text came back), ``no_list`` (the text held
+    no usable list), ``http`` (any other status). ``status`` is the HTTP status when there was one.
+    """
+
+    def __init__(self, message: str, *, kind: str = "error", status: int | None = None,
+                 base_url: str | None = None, model: str | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+        self.base_url = base_url
+        self.model = model
+
+
 def _first_line(exc: BaseException | None) -> str:
     text = str(exc).strip() if exc is not None else ""
     return text.splitlines()[0][:300] if text else "no details"
