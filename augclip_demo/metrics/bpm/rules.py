@@ -390,7 +390,8 @@ def _make_attribute(text: str, original: str) -> ParsedInstruction | None:
         return None
     if m.lastindex == 1:  # "make X Y": split at an article, else Y is the trailing attribute
         words = m.group(1).split()
-        if len(words) < 2:
+        content = (clean_phrase(m.group(1)) or "").split()
+        if len(content) < 2:
             _object(m.group(1), "object to change", original)
             raise InstructionParseError(f"{original!r} says what to change but not into what; write e.g. "
                                         "'make the cup red'")

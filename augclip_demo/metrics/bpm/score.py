@@ -86,6 +86,9 @@ class BPMResult:
     models: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # the images the regions refer to (the edit already in the source's frame); not serialised
+    source_image: Image.Image | None = field(default=None, repr=False, compare=False)
+    edit_image: Image.Image | None = field(default=None, repr=False, compare=False)
 
     # the numbers, by their paper names
     @property
@@ -201,6 +204,9 @@ def bpm_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInput 
         from ...inference.bpm_models import get_bpm_models
 
         models = get_bpm_models()
+    start = time.perf_counter()
+    models.load()  # loading is not a per-pair cost: timed apart from the stages
+    timings["model_load"] = time.perf_counter() - start
 
     # detect: o1 and the reference in the source (one pass), o2 in every edit; one batch
     start = time.perf_counter()
@@ -260,7 +266,7 @@ def bpm_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInput 
             found={"o1": origin.found if parse.o1 else None, "o2": det_o2[i].found if det_o2[i] is not None else None,
                    "reference": reference.found if reference is not None else None},
             options=options, image_size=src.image.size, edit_name=loaded[i].name, source_name=src.name,
-            untrained=models.untrained, models=models.info(), notes=notes,
+            untrained=models.untrained, models=models.info(), notes=notes, source_image=src.image, edit_image=image,
         ))
     timings["judge"] = time.perf_counter() - start
     timings["judge_math"] = time.perf_counter() - judge_start
