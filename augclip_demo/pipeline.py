@@ -32,7 +32,7 @@ from .metrics.clip_metrics import (
     clip_t,
 )
 from .metrics.pixel import l2_distance
-from .report import AttributeChange, AugCLIPDetails, EditResult, Report
+from .report import UNTRAINED_WARNING, AttributeChange, AugCLIPDetails, EditResult, Report
 
 __all__ = ["AugCLIPOptions", "Attributes", "EvaluationArrays", "Evaluator", "Report"]
 
@@ -301,6 +301,10 @@ class Evaluator:
             edit.bpm = result.to_dict()
         arrays.bpm = results
         report.timings["bpm"] = time.perf_counter() - start
+        if models.untrained:
+            note = f"BPM {UNTRAINED_WARNING} (GroundingDINO / SAM / CLIP: {'; '.join(_untrained_parts(models))})"
+            if note not in report.notes:
+                report.notes.append(note)
         return report
 
     @staticmethod
@@ -343,6 +347,11 @@ class Evaluator:
                     new.unavailable["bpm"] = old.unavailable["bpm"]
         return Report(**{**report.__dict__, "edits": results, "options": asdict(options), "attributes": attrs,
                          "arrays": arrays, "timings": {**report.timings, "rescore": sum(timings.values())}})
+
+
+def _untrained_parts(models: Any) -> list[str]:
+    parts = [("GroundingDINO", models.detector), ("SAM", models.segmenter), ("CLIP", models.encoder)]
+    return [f"{name} random" for name, model in parts if model.untrained]
 
 
 def _has_own_name(item: object) -> bool:

@@ -144,6 +144,7 @@ def test_pipeline_adds_bpm_to_the_report(models, tiny_encoder):
     evaluator.add_bpm(report, "make the ball blue", models=models)
     assert all(isinstance(e.metrics["bpm"], float) and e.bpm["parse"]["o2"] == "blue ball" for e in report.edits)
     assert len(report.arrays.bpm) == 2 and "BPM" in report.verdict()
+    assert any(n.startswith("BPM untrained") and "SAM random" in n for n in report.notes)
     restored = Report.from_json(report.to_json())
     assert restored.edits[0].bpm["bpm"] == pytest.approx(report.edits[0].metrics["bpm"])
     rescored = evaluator.rescore(report, attributes=Attributes(["red ball", "green box"], ["blue ball"]))

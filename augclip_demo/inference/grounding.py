@@ -216,7 +216,7 @@ class GroundingDetector:
     def how_to_fix(self) -> str:
         return (
             f"On a machine with internet, download the repository https://huggingface.co/{_hub_id(self.spec)} "
-            "(e.g. `huggingface-cli download IDEA-Research/grounding-dino-tiny --local-dir gdino-tiny`), then run with "
+            "(e.g. `hf download IDEA-Research/grounding-dino-tiny --local-dir gdino-tiny`), then run with "
             "--gdino-model PATH (or set AUGCLIP_GDINO_MODEL=PATH); or copy a filled AUGCLIP_CACHE_DIR from such a "
             "machine. For an offline smoke test only, --gdino-model random:tiny runs with untrained weights."
         )
