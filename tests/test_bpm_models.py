@@ -76,10 +76,15 @@ def test_detect_returns_one_box_per_phrase_in_image_pixels(detector):
 
 
 def test_box_threshold_decides_found(detector):
-    (best,) = detector.detect([SCENE], [["red cup"]], box_threshold=0.01)[0]
-    above = min(0.999999, best.score + 1e-7)
-    (missed,) = detector.detect([SCENE], [["red cup"]], box_threshold=above)[0]
-    assert not missed.found and missed.box is None and missed.score == pytest.approx(best.score)
+    # each phrase alone (the other phrases of a text would change the fused image features)
+    phrases = ["red cup", "green box", "wooden table", "sky", "person", "bird"]
+    singles = detector.detect([SCENE] * len(phrases), [[p] for p in phrases], box_threshold=0.01)
+    lowest = min((group[0] for group in singles), key=lambda d: d.score)
+    assert 0.01 < lowest.score < 1.0
+    (at,) = detector.detect([SCENE], [[lowest.phrase]], box_threshold=lowest.score)[0]
+    assert not at.found and at.box is None and at.score == pytest.approx(lowest.score)  # found needs score > threshold
+    (below,) = detector.detect([SCENE], [[lowest.phrase]], box_threshold=lowest.score * 0.999)[0]
+    assert below.found and below.box is not None
     with pytest.raises(InputError, match="box_threshold must be between 0 and 1"):
         detector.detect([SCENE], [["cup"]], box_threshold=1.0)
 
