@@ -39,8 +39,9 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "AUGCLIP_MLLM_TIMEOUT": f"seconds to wait for one chat-completions answer (default {DEFAULT_MLLM_TIMEOUT:g})",
     "AUGCLIP_MLLM_MAX_RETRIES": (f"retries with backoff on 429 / 5xx / timeouts / connection errors "
                                  f"(default {DEFAULT_MLLM_MAX_RETRIES})"),
-    "AUGCLIP_GDINO_MODEL": f"GroundingDINO hub id or local folder (default {DEFAULT_GDINO_MODEL})",
-    "AUGCLIP_SAM_MODEL": "SAM architecture: vit_b (default), vit_l or vit_h",
+    "AUGCLIP_GDINO_MODEL": (f"GroundingDINO hub id or local folder (default {DEFAULT_GDINO_MODEL}); "
+                            "random:swint / random:tiny for untrained weights"),
+    "AUGCLIP_SAM_MODEL": "SAM architecture: vit_b (default), vit_l or vit_h; random:vit_b / random:tiny for untrained weights",
     "AUGCLIP_SAM_CHECKPOINT": "local SAM checkpoint file (default: downloaded into the cache directory)",
 }
 

@@ -40,6 +40,14 @@ class InputError(AugclipError, ValueError):
     """A non-image input (text, attribute list, option) is missing or malformed."""
 
 
+class InstructionParseError(InputError):
+    """An editing instruction could not be parsed into (o1, o2, size state, position state).
+
+    The message says why (no object named, a pronoun such as "it", an unsupported form) and what
+    to do: rephrase, use the LLM parser, or fill the four fields by hand.
+    """
+
+
 class LLMError(AugclipError, RuntimeError):
     """A request to an OpenAI-compatible chat endpoint failed, or its answer was unusable.
 

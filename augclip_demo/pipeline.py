@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +33,7 @@ from .metrics.clip_metrics import (
     clip_t,
 )
 from .metrics.pixel import l2_distance
-from .report import AttributeChange, AugCLIPDetails, EditResult, Report
+from .report import UNTRAINED_WARNING, AttributeChange, AugCLIPDetails, EditResult, Report
 
 __all__ = ["AugCLIPOptions", "Attributes", "EvaluationArrays", "Evaluator", "Report"]
 
@@ -70,6 +71,7 @@ class EvaluationArrays:
     source_attr_embeddings: np.ndarray
     target_attr_embeddings: np.ndarray
     augclip: list[AugCLIPResult] = field(default_factory=list)
+    bpm: list[Any] = field(default_factory=list)  # BPMResult per edit (masks, boxes) after Evaluator.add_bpm
 
 
 class Evaluator:
@@ -281,6 +283,45 @@ class Evaluator:
             arrays=arrays,
         )
 
+    def add_bpm(self, report: Report, instruction: str | None = None, parsed: Any = None, *, models: Any = None,
+                options: Any = None, parser: str = "rules", client: Any = None) -> Report:
+        """Add BPM (metric ``bpm``, details in ``EditResult.bpm``, results in ``report.arrays.bpm``).
+
+        ``instruction`` is parsed with ``parser`` (``rules`` / ``llm``), or ``parsed`` gives the parse
+        (``ParsedInstruction`` or o1/o2 fields, e.g. for description-style targets). ``models``
+        defaults to the shared GroundingDINO / SAM for these settings with this evaluator's CLIP.
+        """
+        from .inference.bpm_models import get_bpm_models
+        from .metrics.bpm import bpm_score_many
+
+        if report.arrays is None:
+            raise InputError("this report has no in-memory images (loaded from JSON?); run evaluate() again")
+        arrays: EvaluationArrays = report.arrays
+        models = models or get_bpm_models(self.settings, encoder=self.encoder)
+        start = time.perf_counter()
+        results = bpm_score_many(arrays.source, arrays.edits, instruction, parsed, models, options=options,
+                                 parser=parser, client=client, names=[e.name for e in arrays.edits])
+        for edit, result in zip(report.edits, results):
+            edit.metrics["bpm"] = result.bpm
+            edit.unavailable.pop("bpm", None)
+            edit.bpm = result.to_dict()
+        arrays.bpm = results
+        report.timings["bpm"] = time.perf_counter() - start
+        if models.untrained:
+            note = f"BPM {UNTRAINED_WARNING} (GroundingDINO / SAM / CLIP: {'; '.join(_untrained_parts(models))})"
+            if note not in report.notes:
+                report.notes.append(note)
+        return report
+
+    @staticmethod
+    def skip_bpm(report: Report, reason: str) -> Report:
+        """Mark BPM unavailable for every edit, with the reason shown in tables and JSON."""
+        for edit in report.edits:
+            edit.metrics["bpm"] = None
+            edit.unavailable["bpm"] = reason
+            edit.bpm = None
+        return report
+
     def rescore(self, report: Report, options: AugCLIPOptions | None = None,
                 attributes: Attributes | None = None) -> Report:
         """Re-score a report with other options and/or edited attribute lists, reusing embeddings.
@@ -304,8 +345,19 @@ class Evaluator:
         start = time.perf_counter()
         results = self.score(arrays, attrs, options)
         timings["metrics"] = time.perf_counter() - start
+        for old, new in zip(report.edits, results):  # BPM does not depend on AugCLIP options or attributes
+            if "bpm" in old.metrics:
+                new.metrics["bpm"] = old.metrics["bpm"]
+                new.bpm = old.bpm
+                if "bpm" in old.unavailable:
+                    new.unavailable["bpm"] = old.unavailable["bpm"]
         return Report(**{**report.__dict__, "edits": results, "options": asdict(options), "attributes": attrs,
                          "arrays": arrays, "timings": {**report.timings, "rescore": sum(timings.values())}})
+
+
+def _untrained_parts(models: Any) -> list[str]:
+    parts = [("GroundingDINO", models.detector), ("SAM", models.segmenter), ("CLIP", models.encoder)]
+    return [f"{name} random" for name, model in parts if model.untrained]
 
 
 def _has_own_name(item: object) -> bool:

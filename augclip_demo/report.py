@@ -56,6 +56,7 @@ class EditResult:
     source_changes: list[AttributeChange] = field(default_factory=list)  # most -> least changed
     target_changes: list[AttributeChange] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    bpm: dict[str, Any] | None = None  # BPMResult.to_dict() when BPM ran (components, parse, regions)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EditResult:

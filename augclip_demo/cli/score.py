@@ -6,10 +6,13 @@ import argparse
 from pathlib import Path
 
 from ..attributes.base import AttributeProvider, Attributes
+from ..errors import AugclipError, InstructionParseError, LLMError, WeightsUnavailableError
 from ..metrics.augclip import CLASSIFIERS
 from ..pipeline import AugCLIPOptions, Evaluator
+from ..report import UNTRAINED_WARNING, Report
 from .attributes import add_provider_args, provider_from_args
-from .common import add_model_args, settings_from_args
+from .bpm import add_bpm_args, bpm_options, bpm_settings, llm_client, parsed_from_args, wants_bpm
+from .common import add_model_args, warn
 from .table import format_report
 
 
@@ -24,6 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help='attributes file {"source_attributes": [...], "target_attributes": [...]}')
     add_provider_args(parser)
     add_augclip_args(parser)
+    add_bpm_args(parser, required_note="BPM runs when one of --instruction or --o1/--o2 is given and the "
+                                        "GroundingDINO + SAM weights are available")
+    parser.add_argument("--no-bpm", action="store_true", help="do not compute BPM even when an instruction is given")
     add_model_args(parser)
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print the full report as JSON instead of a table")
@@ -48,16 +54,56 @@ def options_from_args(args: argparse.Namespace) -> AugCLIPOptions:
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = settings_from_args(args, attribute_provider=args.provider, mllm_model=args.mllm_model)
+    settings = bpm_settings(args, attribute_provider=args.provider, mllm_model=args.mllm_model)
     evaluator = Evaluator(settings=settings, options=options_from_args(args))
     if args.attributes:  # a file wins over any provider
         attributes: Attributes | AttributeProvider = Attributes.load(args.attributes)
     else:
         attributes = provider_from_args(args, settings, encoder=evaluator.encoder)
     report = evaluator.evaluate(args.source, args.edited, args.target, args.source_text, attributes)
+    bpm_untrained = add_bpm_if_possible(evaluator, report, args)
     if args.out:
         Path(args.out).write_text(report.to_json() + "\n", encoding="utf-8")
     if args.csv:
         Path(args.csv).write_text(report.to_csv(), encoding="utf-8")
-    print(report.to_json() if args.json else format_report(report, include_variants=args.all_metrics))
+    if args.json:
+        print(report.to_json())
+    else:
+        text = format_report(report, include_variants=args.all_metrics)
+        if bpm_untrained and not report.untrained:
+            text = f"!! BPM {UNTRAINED_WARNING.upper()} (GroundingDINO / SAM) !!\n" + text
+        print(text)
+    skipped = report.edits[0].unavailable.get("bpm") if report.edits else None
+    if skipped and args.json:  # the table already shows it; with --json say it on stderr too
+        warn(f"note: {skipped}")
     return 0
+
+
+def add_bpm_if_possible(evaluator: Evaluator, report: Report, args: argparse.Namespace) -> bool:
+    """Add BPM to ``report`` when asked for and possible; otherwise mark it skipped with the reason.
+
+    Returns whether the BPM models were untrained.
+    """
+    from ..inference.bpm_models import bpm_models_status, get_bpm_models
+
+    if args.no_bpm:
+        evaluator.skip_bpm(report, "BPM skipped: --no-bpm")
+        return False
+    if not wants_bpm(args):
+        evaluator.skip_bpm(report, "BPM skipped: it needs an editing instruction (--instruction TEXT) or the objects "
+                                   "(--o1/--o2) for a description-style target")
+        return False
+    available, reason = bpm_models_status(evaluator.settings)
+    if not available:
+        evaluator.skip_bpm(report, f"BPM skipped: the region models are not available: {reason}")
+        return False
+    try:
+        parsed = parsed_from_args(args, llm_client(args, evaluator.settings))
+        models = get_bpm_models(evaluator.settings, encoder=evaluator.encoder)
+        evaluator.add_bpm(report, parsed=parsed, models=models, options=bpm_options(args))
+    except (InstructionParseError, LLMError, WeightsUnavailableError) as exc:
+        evaluator.skip_bpm(report, f"BPM skipped: {exc}")
+        return False
+    except AugclipError:
+        raise
+    return models.untrained

@@ -46,6 +46,14 @@ def register_metric(info: MetricInfo) -> None:
     METRICS[info.key] = info
 
 
+register_metric(MetricInfo(
+    "bpm", "BPM", True,
+    "BPM paper, Alg. 1: 0.7 S_semantic + 0.3 S_region from GroundingDINO + SAM regions; needs an instruction "
+    "(or o1/o2) and the region models",
+    primary=True,
+))
+
+
 def primary_metrics() -> list[str]:
     return [key for key, info in METRICS.items() if info.primary]
 

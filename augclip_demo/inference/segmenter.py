@@ -1,0 +1,272 @@
+"""SAM (segment-anything 1.0): box prompt -> instance mask, as Grounded-SAM does for BPM.
+
+Model specs (``--sam-model`` / ``AUGCLIP_SAM_MODEL``) and weights:
+
+* ``vit_b`` (default), ``vit_l``, ``vit_h``: the official checkpoint files
+  (``sam_vit_b_01ec64.pth`` ...) downloaded from ``dl.fbaipublicfiles.com`` into
+  ``AUGCLIP_CACHE_DIR/sam``, or a local file (``--sam-checkpoint`` / ``AUGCLIP_SAM_CHECKPOINT``);
+* ``random:vit_b`` / ``random:vit_l`` / ``random:vit_h``: the real architecture with random
+  weights (speed benchmarks); ``random:tiny``: a small SAM (image encoder of 2 blocks, width 32,
+  256 px input; prompt encoder and mask decoder of width 32) for tests. ``tiny`` with
+  ``--sam-checkpoint`` loads a saved tiny state dict through the same code as a real checkpoint.
+  All of these are untrained.
+
+Masks: ``SamPredictor``'s pipeline (``ResizeLongestSide`` to the encoder size, pixel
+normalisation, padding, box prompt, ``multimask_output=False``, logits > 0 at the original size),
+run through ``Sam.forward``, the library's batched entry point, so several images share one
+image-encoder pass. The tests check the masks equal ``SamPredictor.predict``'s.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..config import Settings
+from ..errors import ConfigError, InputError, WeightsUnavailableError
+from ..io import ImageInput, LoadedImage, open_image
+from . import hub
+from .device import device_description, resolve_device
+
+log = logging.getLogger(__name__)
+
+SAM_CHECKPOINT_URLS: dict[str, str] = {
+    "vit_h": "https://dl.fbaipublicfiles.com/segment_anything/sam_vit_h_4b8939.pth",
+    "vit_l": "https://dl.fbaipublicfiles.com/segment_anything/sam_vit_l_0b3195.pth",
+    "vit_b": "https://dl.fbaipublicfiles.com/segment_anything/sam_vit_b_01ec64.pth",
+}
+ARCHITECTURES = ("vit_b", "vit_l", "vit_h", "tiny")
+RANDOM_INIT_SEED = 0
+
+
+def build_tiny_sam() -> Any:
+    """A small SAM with the library's classes (as ``_build_sam`` does, at width 32 and 256 px)."""
+    from segment_anything.modeling import ImageEncoderViT, MaskDecoder, PromptEncoder, Sam, TwoWayTransformer
+
+    prompt_dim, image_size, patch = 32, 256, 16
+    grid = image_size // patch
+    sam = Sam(
+        image_encoder=ImageEncoderViT(
+            depth=2, embed_dim=32, img_size=image_size, mlp_ratio=2, norm_layer=partial(torch.nn.LayerNorm, eps=1e-6),
+            num_heads=2, patch_size=patch, qkv_bias=True, use_rel_pos=True, global_attn_indexes=[1],
+            window_size=4, out_chans=prompt_dim,
+        ),
+        prompt_encoder=PromptEncoder(embed_dim=prompt_dim, image_embedding_size=(grid, grid),
+                                     input_image_size=(image_size, image_size), mask_in_chans=4),
+        mask_decoder=MaskDecoder(
+            num_multimask_outputs=3,
+            transformer=TwoWayTransformer(depth=2, embedding_dim=prompt_dim, mlp_dim=64, num_heads=2),
+            transformer_dim=prompt_dim, iou_head_depth=2, iou_head_hidden_dim=32,
+        ),
+    )
+    return sam.eval()
+
+
+def build_sam_architecture(arch: str) -> Any:
+    """The SAM architecture with freshly initialised weights (no checkpoint)."""
+    if arch == "tiny":
+        return build_tiny_sam()
+    from segment_anything import sam_model_registry
+
+    if arch not in sam_model_registry:
+        raise ConfigError(f"unknown SAM architecture {arch!r}; use one of vit_b, vit_l, vit_h")
+    return sam_model_registry[arch](checkpoint=None)
+
+
+def parse_sam_spec(spec: str) -> tuple[str, bool]:
+    """``(architecture, random)`` for ``vit_b`` / ``random:vit_h`` / ``random:tiny`` / ``tiny`` ..."""
+    raw = (spec or "").strip().lower()
+    random = raw.startswith("random:")
+    arch = raw.split(":", 1)[1] if random else raw
+    if arch not in ARCHITECTURES:
+        raise ConfigError(f"unknown SAM model {spec!r}; use vit_b, vit_l or vit_h (or random:vit_b / random:tiny "
+                          "for untrained weights)")
+    return arch, random
+
+
+class SamSegmenter:
+    """Box-prompted SAM masks; lazy, thread-safe, batched across images."""
+
+    def __init__(self, model: str | None = None, *, checkpoint: str | Path | None = None,
+                 device: str | torch.device | None = "auto", cache_dir: str | Path | None = None,
+                 batch_size: int = 4):
+        settings = Settings.from_env()
+        self.spec = (model or settings.sam_model).strip()
+        self.arch, self.random = parse_sam_spec(self.spec)
+        self.checkpoint = Path(checkpoint).expanduser() if checkpoint else None
+        if self.random and self.checkpoint is not None:
+            raise ConfigError(f"{self.spec} asks for random weights but a checkpoint file was also given "
+                              f"({self.checkpoint}); drop one of the two")
+        if self.arch == "tiny" and not self.random and self.checkpoint is None:
+            raise ConfigError("SAM 'tiny' is a test architecture with no published weights: use random:tiny, "
+                              "or give its saved state dict with --sam-checkpoint")
+        self.device = resolve_device(device)
+        self.cache_dir = Path(cache_dir) if cache_dir else settings.cache_dir
+        self.batch_size = max(1, int(batch_size))
+        self._model: Any = None
+        self._transform: Any = None
+        self._load_lock = threading.Lock()
+        self._infer_lock = threading.Lock()
+        self.load_seconds: float | None = None
+
+    # ------------------------------------------------------------------ loading
+    @property
+    def untrained(self) -> bool:
+        """Random weights, or the test-only tiny architecture (it has no trained weights anywhere)."""
+        return self.random or self.arch == "tiny"
+
+    @property
+    def label(self) -> str:
+        base = f"SAM {self.arch}" + (f" (weights: {self.checkpoint})" if self.checkpoint else "")
+        return base + (" (random weights, untrained)" if self.untrained else "")
+
+    @property
+    def is_loaded(self) -> bool:
+        return self._model is not None
+
+    @property
+    def url(self) -> str | None:
+        return SAM_CHECKPOINT_URLS.get(self.arch)
+
+    @property
+    def checkpoint_path(self) -> Path | None:
+        """Where the weights are read from: the given file, else the cache download target."""
+        if self.random:
+            return None
+        if self.checkpoint is not None:
+            return self.checkpoint
+        assert self.url is not None
+        return self.cache_dir / "sam" / self.url.rsplit("/", 1)[-1]
+
+    def how_to_fix(self) -> str:
+        url = self.url or SAM_CHECKPOINT_URLS["vit_b"]
+        return (f"On a machine with internet, download {url}, then run with --sam-model {self.arch} --sam-checkpoint "
+                "PATH (or set AUGCLIP_SAM_CHECKPOINT=PATH); or copy a filled AUGCLIP_CACHE_DIR from such a machine. "
+                "For an offline smoke test only, --sam-model random:tiny runs with untrained weights.")
+
+    def preflight(self) -> None:
+        """Raise :class:`WeightsUnavailableError` now if the checkpoint is neither here nor downloadable."""
+        if self.random:
+            return
+        path = self.checkpoint_path
+        assert path is not None
+        if self.checkpoint is not None:
+            if not path.is_file():
+                raise WeightsUnavailableError(f"SAM {self.arch}", f"the local file {path}",
+                                              "The file does not exist; check --sam-checkpoint / "
+                                              "AUGCLIP_SAM_CHECKPOINT. " + self.how_to_fix())
+            return
+        assert self.url is not None
+        hub.require_url_reachable(f"SAM {self.arch}", self.url, path, self.how_to_fix())
+
+    def load(self) -> SamSegmenter:
+        if self._model is not None:
+            return self
+        with self._load_lock:
+            if self._model is not None:
+                return self
+            start = time.perf_counter()
+            from segment_anything.utils.transforms import ResizeLongestSide
+
+            model = self._build()
+            self._transform = ResizeLongestSide(model.image_encoder.img_size)
+            model = model.to(self.device).eval()
+            for param in model.parameters():
+                param.requires_grad_(False)
+            self._model = model
+            self.load_seconds = time.perf_counter() - start
+            log.info("loaded %s on %s in %.1fs", self.label, self.device, self.load_seconds)
+        return self
+
+    def _build(self) -> Any:
+        if self.random:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(RANDOM_INIT_SEED)
+                return build_sam_architecture(self.arch)
+        self.preflight()
+        path = self.checkpoint_path
+        assert path is not None
+        if not path.is_file():
+            self._download(path)
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+            model = build_sam_architecture(self.arch)
+            model.load_state_dict(state)
+        except Exception as exc:  # unreadable file, wrong architecture, missing keys
+            raise WeightsUnavailableError(
+                f"SAM {self.arch}", f"the file {path}",
+                f"Check that it is the official SAM checkpoint for {self.arch} ({self.url or 'a saved tiny state dict'}). "
+                + self.how_to_fix(), exc) from exc
+        return model
+
+    def _download(self, path: Path) -> None:
+        assert self.url is not None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial_path = path.with_suffix(path.suffix + ".part")
+        log.warning("downloading %s to %s", self.url, path)
+        try:
+            torch.hub.download_url_to_file(self.url, str(partial_path), progress=True)
+            partial_path.replace(path)
+        except Exception as exc:
+            partial_path.unlink(missing_ok=True)
+            raise WeightsUnavailableError(f"SAM {self.arch}", f"{self.url} (downloading into {path})",
+                                          self.how_to_fix(), exc) from exc
+
+    def info(self) -> dict[str, Any]:
+        return {"model": self.spec, "label": self.label, "checkpoint": str(self.checkpoint) if self.checkpoint else None,
+                "device": str(self.device), "device_name": device_description(self.device), "untrained": self.untrained}
+
+    # ------------------------------------------------------------------ masks
+    def segment(self, images: Sequence[ImageInput | LoadedImage], boxes: Sequence[Sequence[np.ndarray]]) -> list[list[np.ndarray]]:
+        """Boolean ``(H, W)`` masks: ``result[i][j]`` is the mask of ``boxes[i][j]`` (pixel xyxy) in ``images[i]``."""
+        if len(images) != len(boxes):
+            raise InputError(f"{len(images)} images but {len(boxes)} box lists")
+        arrays = [np.asarray(open_image(image).image) for image in images]
+        results: list[list[np.ndarray]] = [[] for _ in arrays]
+        todo = [i for i, group in enumerate(boxes) if len(group)]
+        for start in range(0, len(todo), self.batch_size):
+            chunk = todo[start:start + self.batch_size]
+            masks = self._segment_batch([arrays[i] for i in chunk], [boxes[i] for i in chunk])
+            for i, group in zip(chunk, masks):
+                results[i] = group
+        return results
+
+    def _segment_batch(self, arrays: list[np.ndarray], boxes: list[Sequence[np.ndarray]]) -> list[list[np.ndarray]]:
+        self.load()
+        model, transform = self._model, self._transform
+        batched = []
+        for array, group in zip(arrays, boxes):
+            resized = transform.apply_image(array)
+            image = torch.as_tensor(resized, device=self.device).permute(2, 0, 1).contiguous()
+            box = transform.apply_boxes(np.asarray(group, dtype=np.float64).reshape(-1, 4), array.shape[:2])
+            batched.append({"image": image, "original_size": array.shape[:2],
+                            "boxes": torch.as_tensor(box, dtype=torch.float, device=self.device)})
+        with self._infer_lock, torch.inference_mode():
+            outputs = model(batched, multimask_output=False)
+        return [[mask[0].cpu().numpy().astype(bool) for mask in out["masks"]] for out in outputs]
+
+
+_SHARED: dict[tuple[str, str, str, str], SamSegmenter] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def get_segmenter(settings: Settings | None = None, **overrides: Any) -> SamSegmenter:
+    """The process-wide segmenter for these settings (one model load per model, checkpoint and device)."""
+    settings = (settings or Settings.from_env()).replace(**overrides)
+    device = resolve_device(settings.device)
+    key = (settings.sam_model, str(settings.sam_checkpoint), str(device), str(settings.cache_dir))
+    with _SHARED_LOCK:
+        segmenter = _SHARED.get(key)
+        if segmenter is None:
+            segmenter = SamSegmenter(settings.sam_model, checkpoint=settings.sam_checkpoint, device=device,
+                                     cache_dir=settings.cache_dir)
+            _SHARED[key] = segmenter
+        return segmenter
