@@ -95,6 +95,18 @@ def test_map_shapes_ranges_and_gradient_check(tiny_encoder, scene):
     assert rel.view.box == pytest.approx((10.0, 0.0, 80.0, 70.0), abs=0.25)  # torchvision rounds the resize
 
 
+@pytest.mark.parametrize("row, col", [(0, 0), (0, 3), (3, 0), (3, 3), (1, 2), (2, 1)])
+def test_map_peaks_at_the_patch_that_changed(tiny_encoder, row, col):
+    """A red patch on white: for t = E(I) - E(blank), the direction the patch adds, the patch is most relevant."""
+    blank = draw_scene((64, 64), "white")
+    image = draw_scene((64, 64), "white", [("rectangle", (col * 16, row * 16, col * 16 + 15, row * 16 + 15), "red")])
+    with_patch, without = tiny_encoder.encode_images([image, blank])
+    rel = relevancy(tiny_encoder, image, with_patch - without)
+    assert np.unravel_index(np.argmax(rel.raw), rel.raw.shape) == (row, col)
+    peak = np.unravel_index(np.nanargmax(rel.image_map()), (64, 64))
+    assert row * 16 - 8 <= peak[0] < row * 16 + 24 and col * 16 - 8 <= peak[1] < col * 16 + 24
+
+
 def test_matches_an_independent_reimplementation(tiny_encoder, scene):
     """Rewrite the tiny ViT forward with explicit attention, take the gradients, propagate, compare."""
     target = _target(tiny_encoder, 1)
@@ -125,7 +137,7 @@ def test_matches_an_independent_reimplementation(tiny_encoder, scene):
         relevance = relevance + (grad * attention).clamp(min=0).mean(dim=1) @ relevance
     expected = relevance[0, 0, 1:].reshape(4, 4).detach().numpy()
     np.testing.assert_allclose(rel.raw, expected, rtol=1e-4, atol=1e-9)
-    assert rel.score == pytest.approx(float(score), abs=1e-6)
+    assert rel.score == pytest.approx(float(score.detach()), abs=1e-6)
     np.testing.assert_allclose(rel.embedding, F.normalize(embedding, dim=-1)[0].detach().numpy(), atol=1e-5)
 
 

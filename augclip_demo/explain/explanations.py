@@ -74,7 +74,7 @@ class ExplainOptions:
     umap_neighbors: int = 15
     umap_min_dist: float = 0.1
     umap_seed: int = 0
-    batch_size: int = 8  # images per relevancy forward/backward pass
+    batch_size: int | None = None  # images per relevancy pass (default: sized to the model, see relevancy_batch)
 
     def __post_init__(self) -> None:
         if self.clip_dir_difference not in CLIP_DIR_DIFFERENCES:

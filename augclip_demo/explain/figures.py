@@ -212,8 +212,10 @@ def _key(sub: SubFigure, points: PointSet, handles: list[Line2D]) -> None:
              if k == "target_attribute"]
     limit = 22
     shown = rows[:limit]
-    top = 1.0 - 0.045 * (len(handles) + 1)
-    step = min(0.042, max(0.02, (top - 0.02) / max(1, len(shown) + (1 if len(rows) > limit else 0))))
+    height_in = max(1.0, sub.bbox.height / sub.dpi)
+    line = 0.2 / height_in  # about 0.2 inch per line, whatever the figure height
+    top = 1.0 - line * 1.1 * (len(handles) + 1)
+    step = min(line, max(0.5 * line, (top - 0.02) / max(1, len(shown) + (1 if len(rows) > limit else 0))))
     for j, (label, text, color) in enumerate(shown):
         ax.text(0.0, top - j * step, f"{label}", fontsize=8.5, color=color, fontweight="bold", va="top",
                 transform=ax.transAxes)

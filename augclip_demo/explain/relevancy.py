@@ -40,7 +40,7 @@ from torch import nn
 
 from ..errors import ExplanationUnavailableError, InputError
 from ..inference.clip_encoder import ClipEncoder
-from ..inference.device import autocast
+from ..inference.device import autocast, is_out_of_memory
 from ..io import ImageInput, LoadedImage, open_image
 from ..metrics.augclip import AugCLIPResult
 from .geometry import ModelView, model_view, place_on_image, upsample_grid
@@ -180,12 +180,14 @@ def relevancy_batch(
     *,
     objectives: Sequence[str] | None = None,
     start_layer: int = 0,
-    batch_size: int = 8,
+    batch_size: int | None = None,
 ) -> list[RelevancyMap]:
     """One relevancy map per ``(images[i], targets[i])`` pair, computed in batches.
 
     Samples do not interact in a ViT forward pass, so the gradient of the summed objective with
     respect to sample i's attention equals that of its own objective: batching is exact.
+    ``batch_size`` defaults to what keeps the recorded attention maps near 512 MB (7 images for
+    ViT-B/16, 1 for ViT-L/14-336); on GPU out-of-memory the batch is halved and retried.
     """
     loaded = [open_image(item) for item in images]
     target_array = _check_targets(targets, len(loaded))
@@ -213,11 +215,20 @@ def relevancy_batch(
     input_h, input_w = (int(s) for s in visual.image_size)
     readout = _readout_name(visual)
     maps: list[RelevancyMap] = []
-    step = max(1, int(batch_size))
-    for start in range(0, len(loaded), step):
+    step = max(1, int(batch_size)) if batch_size else _default_batch_size(visual)
+    start = 0
+    while start < len(loaded):
         chunk = loaded[start:start + step]
         pixels = torch.stack([pixels_by_hash[item.sha256] for item in chunk])
-        rows, embeddings, scores = _relevancy_pass(encoder, visual, pixels, target_array[start:start + step], first)
+        try:
+            rows, embeddings, scores = _relevancy_pass(encoder, visual, pixels, target_array[start:start + step], first)
+        except Exception as exc:
+            if not is_out_of_memory(exc) or step == 1:
+                raise
+            if encoder.device.type == "cuda":
+                torch.cuda.empty_cache()
+            step = max(1, step // 2)
+            continue
         for j, item in enumerate(chunk):
             view = model_view(encoder.preprocess, item.size)
             maps.append(RelevancyMap(
@@ -233,7 +244,18 @@ def relevancy_batch(
                 readout=readout,
                 notes=[] if view.exact else [view.note],
             ))
+        start += len(chunk)
     return maps
+
+
+def _default_batch_size(visual: nn.Module, budget_bytes: float = 512e6) -> int:
+    """Images per pass so that the attention maps, their gradients and softmax copies stay near ``budget_bytes``."""
+    grid_h, grid_w = (int(s) for s in visual.grid_size)
+    tokens = 1 + grid_h * grid_w
+    blocks = visual.transformer.resblocks
+    heads = getattr(blocks[0].attn, "num_heads", 8)
+    per_image = 3 * len(blocks) * heads * tokens * tokens * 4
+    return int(max(1, min(8, budget_bytes // per_image)))
 
 
 def clip_t_relevancy(encoder: ClipEncoder, edited: ImageInput | LoadedImage, target_text_embedding: np.ndarray,
