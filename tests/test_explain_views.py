@@ -182,6 +182,12 @@ def test_trained_figures_carry_no_banner_and_missing_parts_say_why(report, tiny_
     edit = explanations.edits[0]
     assert edit.clip_dir is None and "source text" in edit.unavailable["clip_dir_relevancy"]
     assert edit.augclip is not None and explanations.umap is None
+    only_second = explain_report(report, tiny_encoder, umap=False, figures=False, relevancy_edits=[1])
+    assert only_second.edits[0].augclip is None and only_second.edits[1].clip_dir is not None
+    with pytest.raises(InputError, match="out of range"):
+        explain_report(report, tiny_encoder, umap=False, figures=False, relevancy_edits=[2])
+    with pytest.raises(InputError, match="unknown explanation option"):
+        explain_report(report, tiny_encoder, umaps=False)
     without_encoder = explain_report(no_text, None, umap=False, figures=False)
     assert "no encoder" in without_encoder.unavailable["relevancy"]
     assert without_encoder.exact is not None and without_encoder.edits[0].rankings is not None

@@ -75,6 +75,7 @@ class ExplainOptions:
     umap_min_dist: float = 0.1
     umap_seed: int = 0
     batch_size: int | None = None  # images per relevancy pass (default: sized to the model, see relevancy_batch)
+    relevancy_edits: tuple[int, ...] | None = None  # 0-based edits to compute maps for (None: all); e.g. the selected one
 
     def __post_init__(self) -> None:
         if self.clip_dir_difference not in CLIP_DIR_DIFFERENCES:
@@ -84,6 +85,8 @@ class ExplainOptions:
             raise InputError(f"top_k must be at least 1, got {self.top_k}")
         if self.umap_neighbors < 2:
             raise InputError(f"umap_neighbors must be at least 2, got {self.umap_neighbors}")
+        if self.relevancy_edits is not None:
+            self.relevancy_edits = tuple(int(i) for i in self.relevancy_edits)
 
 
 @dataclass
@@ -204,7 +207,7 @@ def explain_report(report: Report, encoder: ClipEncoder | None = None, options: 
             start = time.perf_counter()
             _add_relevancy(report, encoder, edits, options)
             timings["relevancy"] = time.perf_counter() - start
-            timings["relevancy_per_image"] = timings["relevancy"] / max(1, _relevancy_image_count(report))
+            timings["relevancy_per_image"] = timings["relevancy"] / max(1, _relevancy_image_count(report, options))
     if options.rankings:
         start = time.perf_counter()
         for edit in edits:
@@ -245,9 +248,9 @@ def _relevancy_blocker(report: Report, encoder: ClipEncoder | None) -> str | Non
     return supports_relevancy(encoder)
 
 
-def _relevancy_image_count(report: Report) -> int:
-    per_edit = 3 if report.source_text else 2
-    return per_edit * len(report.edits) + (1 if report.source_text else 0)
+def _relevancy_image_count(report: Report, options: ExplainOptions) -> int:
+    edits = len(report.edits) if options.relevancy_edits is None else len(set(options.relevancy_edits))
+    return (3 if report.source_text else 2) * edits + (1 if report.source_text else 0)
 
 
 def _add_relevancy(report: Report, encoder: ClipEncoder, edits: list[EditExplanation], options: ExplainOptions) -> None:
@@ -263,7 +266,13 @@ def _add_relevancy(report: Report, encoder: ClipEncoder, edits: list[EditExplana
         targets.append(direction)
         objectives.append("clip_dir")
         slots.append((None, "clip_dir"))
+    wanted = set(range(len(arrays.edits))) if options.relevancy_edits is None else set(options.relevancy_edits)
+    unknown = sorted(wanted - set(range(len(arrays.edits))))
+    if unknown:
+        raise InputError(f"relevancy_edits {unknown} out of range: the report has {len(arrays.edits)} edit(s), 0-based")
     for i, (item, res) in enumerate(zip(arrays.edits, arrays.augclip)):
+        if i not in wanted:
+            continue
         images += [item, item]
         targets += [np.asarray(res.ideal, dtype=np.float32), arrays.target_text_embedding]
         objectives += ["augclip", "clip_t"]
@@ -289,6 +298,8 @@ def _add_relevancy(report: Report, encoder: ClipEncoder, edits: list[EditExplana
             assert source_dir is not None and direction is not None
             edit.clip_dir = make_clip_dir(source_dir, rel, direction, options.clip_dir_difference)
     for edit in edits:
+        if edit.index not in wanted:
+            continue
         if direction is None:
             edit.unavailable["clip_dir_relevancy"] = NO_SOURCE_TEXT
         rel = edit.augclip or edit.clip_t
