@@ -35,6 +35,12 @@ VARIANTS = {
                                 scale_fc=True, ls_init_value=0.1),  # CustomResidualAttentionBlock + LayerScale
     "augclip-test-rect": dict(VIT, image_size=[32, 48], patch_dropout=0.5),  # non-square grid, patch dropout
 }
+#: timm trunks behind open_clip's TimmModel (as in EVA, MobileCLIP-B, SigLIP, PE-Core), tiny versions.
+TIMM_VARIANTS = {
+    "augclip-test-timm-token": dict(timm_model_name="test_vit", image_size=160),  # timm Attention, class token
+    "augclip-test-timm-map": dict(timm_model_name="test_vit3", image_size=160),  # latent attention pool ("map")
+    "augclip-test-timm-eva": dict(timm_model_name="eva02_tiny_patch14_224", image_size=224),  # rope, avg pool
+}
 
 
 @pytest.fixture(scope="session")
@@ -44,10 +50,13 @@ def variant_specs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     folder = tmp_path_factory.mktemp("model-configs")
     for name, vision in VARIANTS.items():
         (folder / f"{name}.json").write_text(json.dumps({"embed_dim": 16, "vision_cfg": vision, "text_cfg": TEXT_CFG}))
+    for name, vision in TIMM_VARIANTS.items():
+        vision = dict(vision, timm_model_pretrained=False, timm_pool="", timm_proj="linear")
+        (folder / f"{name}.json").write_text(json.dumps({"embed_dim": 16, "vision_cfg": vision, "text_cfg": TEXT_CFG}))
     (folder / "augclip-test-resnet.json").write_text(json.dumps(
         {"embed_dim": 16, "vision_cfg": {"image_size": 32, "layers": [1, 1, 1, 1], "width": 8}, "text_cfg": TEXT_CFG}))
     open_clip.add_model_config(folder)
-    return {name: f"random:{name}" for name in [*VARIANTS, "augclip-test-resnet"]}
+    return {name: f"random:{name}" for name in [*VARIANTS, *TIMM_VARIANTS, "augclip-test-resnet"]}
 
 
 @pytest.fixture()
@@ -67,7 +76,8 @@ def _model_state(encoder: ClipEncoder) -> dict:
         "training": [m.training for m in model.modules()],
         "own_forward": [n for n, m in model.named_modules() if "forward" in m.__dict__],
         "hooks": [(len(m._forward_hooks), len(m._forward_pre_hooks), len(m._backward_hooks)) for m in model.modules()],
-        "checkpointing": model.visual.transformer.grad_checkpointing,
+        "checkpointing": [getattr(m, "grad_checkpointing", None) for m in model.modules()],
+        "fused_attn": [getattr(m, "fused_attn", None) for m in model.modules()],
     }
 
 
@@ -75,7 +85,7 @@ def _assert_same_state(before: dict, after: dict) -> None:
     assert before["params"].keys() == after["params"].keys()
     for key, value in before["params"].items():
         assert torch.equal(value, after["params"][key]), key
-    for key in ("requires_grad", "training", "own_forward", "hooks", "checkpointing"):
+    for key in ("requires_grad", "training", "own_forward", "hooks", "checkpointing", "fused_attn"):
         assert before[key] == after[key], key
 
 
@@ -141,18 +151,51 @@ def test_matches_an_independent_reimplementation(tiny_encoder, scene):
     np.testing.assert_allclose(rel.embedding, F.normalize(embedding, dim=-1)[0].detach().numpy(), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_embeddings_agree_with_the_normal_forward_for_every_vit_variant(variant_specs, tiny_encoder, scene):
-    for spec in [tiny_encoder.spec.raw, *[variant_specs[name] for name in VARIANTS]]:
-        encoder = tiny_encoder if spec == tiny_encoder.spec.raw else ClipEncoder(spec, device="cpu")
+    grids = {"augclip-test-rect": (4, 6), "augclip-test-timm-token": (10, 10), "augclip-test-timm-map": (10, 10),
+             "augclip-test-timm-eva": (16, 16)}
+    readouts = {"augclip-test-avgpool": "mean", "augclip-test-attnpool": "pooler", "augclip-test-timm-map": "pooler",
+                "augclip-test-timm-eva": "mean", "augclip-test-timm-token": "class token"}
+    for name in ["tiny", *VARIANTS, *TIMM_VARIANTS]:
+        encoder = tiny_encoder if name == "tiny" else ClipEncoder(variant_specs[name], device="cpu")
+        spec = encoder.spec.raw
         normal = encoder.encode_images([scene])[0]
         target = _target(encoder)
+        state = _model_state(encoder)
         rel = relevancy(encoder, scene, target)
+        _assert_same_state(state, _model_state(encoder))
         np.testing.assert_allclose(rel.embedding, normal, atol=1e-5, err_msg=spec)
-        visual = encoder.model.visual
-        assert rel.grid_size == tuple(visual.grid_size), spec
+        assert rel.grid_size == grids.get(name, (4, 4)), spec  # the patch grid comes from the model
+        assert readouts.get(name, "class token") in rel.readout, spec
         assert np.all(np.isfinite(rel.raw)) and np.all(rel.raw >= 0) and not rel.constant, spec
         assert rel.score == pytest.approx(float(np.dot(normal, target / np.linalg.norm(target))), abs=1e-5)
         assert rel.image_map().shape == (70, 90)
+
+
+@pytest.mark.parametrize("trunk_options, prefix, readout", [
+    (dict(class_token=False, reg_tokens=0, global_pool="map"), 0, "pooler"),  # SigLIP-style: no class token
+    (dict(class_token=True, reg_tokens=2, global_pool="map", pool_include_prefix=False), 3, "pooler"),
+    (dict(class_token=True, reg_tokens=2, global_pool="token"), 3, "class token"),  # register tokens
+    # (init_values=1: LayerScale at 1, its 1e-5 default makes the map of a random average-pooled trunk constant)
+    (dict(class_token=True, reg_tokens=0, global_pool="avg", pool_include_prefix=True, init_values=1.0), 1,
+     "all tokens"),
+])
+def test_timm_trunk_options(variant_specs, scene, trunk_options, prefix, readout):
+    """timm ViT options open_clip's timm towers use, on a real timm trunk with tiny random weights."""
+    import timm
+
+    encoder = ClipEncoder(variant_specs["augclip-test-timm-map"], device="cpu").load()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        trunk = timm.create_model("test_vit3", num_classes=0, **trunk_options).eval()
+    for param in trunk.parameters():
+        param.requires_grad_(False)
+    encoder.model.visual.trunk = trunk
+    assert trunk.num_prefix_tokens == prefix
+    rel = relevancy(encoder, scene, _target(encoder))
+    np.testing.assert_allclose(rel.embedding, encoder.encode_images([scene])[0], atol=1e-5)
+    assert rel.grid_size == (10, 10) and readout in rel.readout and not rel.constant
 
 
 def test_model_is_left_exactly_as_it_was(tiny_encoder, scene):

@@ -1,42 +1,35 @@
-"""Gradient-weighted attention relevancy (Chefer et al., 2021) for open_clip's VisionTransformer.
+"""Gradient-weighted attention relevancy (Chefer et al., 2021) for the ViT image towers of open_clip.
 
 For a scalar objective on the image embedding, here ``s = cs(E(I), t)`` for a target vector t::
 
-    A_l       attention probabilities of layer l, shape (heads, L, L)     (L = 1 class token + patches)
+    A_l       attention probabilities of layer l, shape (heads, L, L)   (L = prefix tokens + patches)
     Abar_l    = mean over heads of clamp(dS/dA_l * A_l, min=0)
     R         = I;   R <- R + Abar_l @ R      for every layer l (from ``start_layer``)
     relevance = read-out row of R over the patch tokens, on the patch grid
 
-The read-out row is the class-token row of R for ``pool_type="tok"`` (every OpenAI / LAION ViT),
-the mean of the patch rows for ``pool_type="avg"`` (CLIPA), and for CoCa's attention pooler the
-gradient-weighted pooler attention of the pooled query times R (the pooler has no residual, so its
-relevance is its own attention rather than I + attention). The grid is upsampled bilinearly to the
-model input and min-max normalised to [0, 1], then placed back onto the input image
-(:mod:`.geometry`).
+The read-out row is the class-token row of R for class-token pooling (every OpenAI / LAION ViT,
+EVA), the mean of the patch rows for average pooling (CLIPA), and for attention pools (CoCa,
+timm's "map": SigLIP, PE-Core) the gradient-weighted pooler attention of the pooled query times R
+(a pooler has no residual, so its relevance is its own attention rather than I + attention). The
+grid is upsampled bilinearly to the model input and min-max normalised to [0, 1], then placed back
+onto the input image (:mod:`.geometry`).
 
-How the attention probabilities are obtained: open_clip's blocks call ``nn.MultiheadAttention``
-with ``need_weights=False`` (fused kernels, no probabilities) or its own ``Attention`` with
-``scaled_dot_product_attention``. During a relevancy pass only, the ``forward`` of each attention
-module is shadowed (an instance attribute) by an explicit computation of the same function that
-keeps the probability tensor in the autograd graph. Parameters keep ``requires_grad=False``: the
-graph is rooted at a copy of the input pixels, and ``torch.autograd.grad`` returns gradients for the
-attention maps only (nothing accumulates in ``.grad``). The pass runs outside inference mode,
-under the encoder's inference lock, in eval mode; afterwards the forwards, the per-module training
-flags and gradient checkpointing are restored exactly, also when the pass raises.
+The attention probabilities are recorded by :mod:`.towers` without changing the forward function.
+Parameters keep ``requires_grad=False``: the graph is rooted at a copy of the input pixels, and
+``torch.autograd.grad`` returns gradients for the attention maps only (nothing accumulates in
+``.grad``). The pass runs outside inference mode, under the encoder's inference lock, in eval
+mode; the model is left exactly as it was, also when the pass raises.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from ..errors import ExplanationUnavailableError, InputError
 from ..inference.clip_encoder import ClipEncoder
@@ -44,6 +37,7 @@ from ..inference.device import autocast, is_out_of_memory
 from ..io import ImageInput, LoadedImage, open_image
 from ..metrics.augclip import AugCLIPResult
 from .geometry import ModelView, model_view, place_on_image, upsample_grid
+from .towers import Tower, instrumented, readout_row, tower_of
 
 OBJECTIVES: dict[str, str] = {
     "clip_t": "CLIP-T: t = E(T_trg)",
@@ -199,29 +193,27 @@ def relevancy_batch(
             raise InputError(f"unknown relevancy objective {name!r}; choose one of {', '.join(OBJECTIVES)}")
     if not loaded:
         return []
-    model = encoder.model
-    visual = _supported_visual(model, encoder.spec.raw)
+    tower = tower_of(encoder.model, encoder.spec.raw)
     dim = encoder.embed_dim
     if target_array.shape[1] != dim:
         raise InputError(f"target vectors have dimension {target_array.shape[1]}, but {encoder.spec.raw} "
                          f"embeds into {dim} dimensions (embeddings from a different model?)")
-    layers = len(visual.transformer.resblocks)
+    layers = len(tower.attentions)
     first = _resolve_start_layer(start_layer, layers)
     pixels_by_hash: dict[str, torch.Tensor] = {}
     for item in loaded:
         if item.sha256 not in pixels_by_hash:
             pixels_by_hash[item.sha256] = encoder.preprocess(item.image)
-    grid_h, grid_w = (int(s) for s in visual.grid_size)
-    input_h, input_w = (int(s) for s in visual.image_size)
-    readout = _readout_name(visual)
+    grid_h, grid_w = tower.grid
+    input_h, input_w = tower.input_size
     maps: list[RelevancyMap] = []
-    step = max(1, int(batch_size)) if batch_size else _default_batch_size(visual)
+    step = max(1, int(batch_size)) if batch_size else _default_batch_size(tower)
     start = 0
     while start < len(loaded):
         chunk = loaded[start:start + step]
         pixels = torch.stack([pixels_by_hash[item.sha256] for item in chunk])
         try:
-            rows, embeddings, scores = _relevancy_pass(encoder, visual, pixels, target_array[start:start + step], first)
+            rows, embeddings, scores = _relevancy_pass(encoder, tower, pixels, target_array[start:start + step], first)
         except Exception as exc:
             if not is_out_of_memory(exc) or step == 1:
                 raise
@@ -241,20 +233,16 @@ def relevancy_batch(
                 model_input_size=(input_w, input_h),
                 start_layer=first,
                 num_layers=layers,
-                readout=readout,
+                readout=tower.readout_name,
                 notes=[] if view.exact else [view.note],
             ))
         start += len(chunk)
     return maps
 
 
-def _default_batch_size(visual: nn.Module, budget_bytes: float = 512e6) -> int:
+def _default_batch_size(tower: Tower, budget_bytes: float = 512e6) -> int:
     """Images per pass so that the attention maps, their gradients and softmax copies stay near ``budget_bytes``."""
-    grid_h, grid_w = (int(s) for s in visual.grid_size)
-    tokens = 1 + grid_h * grid_w
-    blocks = visual.transformer.resblocks
-    heads = getattr(blocks[0].attn, "num_heads", 8)
-    per_image = 3 * len(blocks) * heads * tokens * tokens * 4
+    per_image = 3 * len(tower.attentions) * tower.heads * tower.tokens * tower.tokens * 4
     return int(max(1, min(8, budget_bytes // per_image)))
 
 
@@ -312,7 +300,7 @@ def make_clip_dir(src_map: RelevancyMap, edit_map: RelevancyMap, direction: np.n
 def supports_relevancy(encoder: ClipEncoder) -> str | None:
     """None when relevancy maps can be computed for this encoder's model, else the reason they cannot."""
     try:
-        _supported_visual(encoder.model, encoder.spec.raw)
+        tower_of(encoder.model, encoder.spec.raw)
     except ExplanationUnavailableError as exc:
         return str(exc)
     return None
@@ -320,12 +308,12 @@ def supports_relevancy(encoder: ClipEncoder) -> str | None:
 
 # ---------------------------------------------------------------------------------------- the pass
 def _relevancy_pass(
-    encoder: ClipEncoder, visual: nn.Module, pixels: torch.Tensor, targets: np.ndarray, start_layer: int
+    encoder: ClipEncoder, tower: Tower, pixels: torch.Tensor, targets: np.ndarray, start_layer: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     model = encoder.model
     device = encoder.device
-    n_layers = len(visual.transformer.resblocks)
-    with encoder.inference_lock, _instrumented(visual) as recorder, torch.inference_mode(False), torch.enable_grad():
+    n_layers = len(tower.attentions)
+    with encoder.inference_lock, instrumented(tower) as recorder, torch.inference_mode(False), torch.enable_grad():
         # The graph is rooted at a copy of the pixels (a normal tensor even if the caller is in
         # inference mode); parameters stay frozen and receive no gradient.
         x = pixels.to(device).clone().requires_grad_(True)
@@ -339,25 +327,26 @@ def _relevancy_pass(
                 "image, so there is no single similarity to explain")
         scores = F.cosine_similarity(features, target, dim=-1)
         blocks = recorder.block_probs
-        if len(blocks) != n_layers:
-            raise RuntimeError(f"recorded {len(blocks)} attention maps for {n_layers} layers")
-        tokens = blocks[0].shape[-1]
-        grid_h, grid_w = (int(s) for s in visual.grid_size)
-        if tokens != 1 + grid_h * grid_w:
+        if len(blocks) != n_layers or (tower.pooler is not None) != (recorder.pool_probs is not None):
             raise ExplanationUnavailableError(
-                f"{encoder.spec.raw}: {tokens} tokens for a {grid_h}x{grid_w} patch grid plus a class token; "
-                "the tokens cannot be mapped back onto the image")
-        pool_names = list(recorder.pool_probs)
-        wanted = blocks[start_layer:] + [recorder.pool_probs[name] for name in pool_names]
+                f"{encoder.spec.raw}: recorded {len(blocks)} attention maps for {n_layers} layers; this tower's "
+                "attention does not run the way the relevancy recorder expects")
+        tokens = blocks[0].shape[-1]
+        if tokens != tower.tokens:
+            raise ExplanationUnavailableError(
+                f"{encoder.spec.raw}: {tokens} tokens for a {tower.grid[0]}x{tower.grid[1]} patch grid plus "
+                f"{tower.prefix} prefix token(s); the tokens cannot be mapped back onto the image")
+        wanted = blocks[start_layer:] + ([recorder.pool_probs] if recorder.pool_probs is not None else [])
         grads = torch.autograd.grad(scores.sum(), wanted, allow_unused=True)
         grads = [torch.zeros_like(t) if g is None else g for t, g in zip(wanted, grads)]
         with torch.no_grad():
             block_grads = grads[: n_layers - start_layer]
-            pool_cams = {name: _positive_head_mean(recorder.pool_probs[name], g)
-                         for name, g in zip(pool_names, grads[n_layers - start_layer:])}
+            pool_cam = None
+            if recorder.pool_probs is not None:
+                pool_cam = _positive_head_mean(recorder.pool_probs, grads[-1])
             relevance = _propagate(blocks[start_layer:], block_grads)
-            row = _readout_row(visual, relevance, pool_cams)
-            patches = row[:, 1:]
+            row = readout_row(tower, relevance, pool_cam)
+            patches = row[:, tower.prefix:]
             embeddings = F.normalize(features.detach(), dim=-1)
         return (patches.cpu().numpy().astype(np.float64), embeddings.cpu().numpy().astype(np.float32),
                 scores.detach().cpu().numpy().astype(np.float64))
@@ -377,172 +366,7 @@ def _propagate(probs: list[torch.Tensor], grads: list[torch.Tensor]) -> torch.Te
     return relevance
 
 
-def _readout_row(visual: nn.Module, relevance: torch.Tensor, pool_cams: dict[str, torch.Tensor]) -> torch.Tensor:
-    """Relevance of every token for the pooled embedding, shape (N, L)."""
-    pool_type = visual.pool_type
-    if visual.attn_pool is None:
-        if pool_type == "tok":
-            return relevance[:, 0, :]
-        return relevance[:, 1:, :].mean(dim=1)  # "avg": the embedding is the mean of the patch tokens
-    # CoCa: pooled = global_pool(ln_post(attn_pool(x))) over the pooler's query outputs.
-    cam = pool_cams["attn_pool"]  # (N, queries, L)
-    query_row = cam[:, 0, :] if pool_type == "tok" else cam[:, 1:, :].mean(dim=1)
-    return torch.bmm(query_row.unsqueeze(1), relevance)[:, 0, :]
-
-
-def _readout_name(visual: nn.Module) -> str:
-    if visual.attn_pool is None:
-        return "class token" if visual.pool_type == "tok" else "mean of the patch tokens (pool_type avg)"
-    return "attention pooler, query 0" if visual.pool_type == "tok" else "attention pooler, mean of queries 1+"
-
-
-# ---------------------------------------------------------------------------------------- instrumentation
-class _Recorder:
-    def __init__(self) -> None:
-        self.block_probs: list[torch.Tensor] = []
-        self.pool_probs: dict[str, torch.Tensor] = {}
-
-
-@contextlib.contextmanager
-def _instrumented(visual: nn.Module) -> Iterator[_Recorder]:
-    """Shadow the attention forwards with explicit ones that record probabilities; restore everything."""
-    recorder = _Recorder()
-    modes = [(module, module.training) for module in visual.modules()]
-    transformer = visual.transformer
-    checkpointing = getattr(transformer, "grad_checkpointing", False)
-    patched: list[tuple[nn.Module, object]] = []
-    try:
-        for block in transformer.resblocks:
-            patched.append(_shadow_forward(block.attn, recorder.block_probs.append))
-        if visual.attn_pool is not None:
-            patched.append(_shadow_forward(visual.attn_pool.attn,
-                                           functools.partial(recorder.pool_probs.__setitem__, "attn_pool")))
-        transformer.grad_checkpointing = False  # recomputation would bypass the recorded tensors
-        visual.eval()  # no dropout, no patch dropout: the pass explains the deployed function
-        yield recorder
-    finally:
-        for module, previous in reversed(patched):
-            if previous is _MISSING:
-                del module.forward
-            else:
-                module.forward = previous
-        for module, mode in modes:
-            module.training = mode
-        if hasattr(transformer, "grad_checkpointing"):
-            transformer.grad_checkpointing = checkpointing
-
-
-def _shadow_forward(module: nn.Module, sink: Callable[[torch.Tensor], Any]) -> tuple[nn.Module, object]:
-    from open_clip.transformer import Attention
-
-    if isinstance(module, nn.MultiheadAttention):
-        replacement = functools.partial(_explicit_multihead_attention, module, sink)
-    elif isinstance(module, Attention):
-        replacement = functools.partial(_explicit_open_clip_attention, module, sink)
-    else:
-        raise ExplanationUnavailableError(
-            f"relevancy maps support nn.MultiheadAttention and open_clip's Attention blocks, not {type(module).__name__}")
-    previous = module.__dict__.get("forward", _MISSING)
-    module.forward = replacement  # an instance attribute shadows the class's forward for this pass only
-    return module, previous
-
-
-def _explicit_multihead_attention(
-    mha: nn.MultiheadAttention,
-    sink: Callable[[torch.Tensor], Any],
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    key_padding_mask: torch.Tensor | None = None,
-    need_weights: bool = True,
-    attn_mask: torch.Tensor | None = None,
-    average_attn_weights: bool = True,
-    is_causal: bool = False,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """``nn.MultiheadAttention.forward`` (eval, no masks) written out so the probabilities stay in the graph."""
-    if attn_mask is not None or key_padding_mask is not None or is_causal:
-        raise ExplanationUnavailableError("the image tower called attention with a mask; relevancy supports "
-                                          "the unmasked self-attention of open_clip's VisionTransformer")
-    if mha.bias_k is not None or mha.add_zero_attn:
-        raise ExplanationUnavailableError("nn.MultiheadAttention with add_bias_kv / add_zero_attn is not supported")
-    if not mha.batch_first:
-        query, key, value = (t.transpose(0, 1) for t in (query, key, value))
-    n, len_q, embed = query.shape
-    len_k = key.shape[1]
-    heads, head_dim = mha.num_heads, mha.head_dim
-    if mha._qkv_same_embed_dim:
-        w_q, w_k, w_v = mha.in_proj_weight.chunk(3)
-    else:
-        w_q, w_k, w_v = mha.q_proj_weight, mha.k_proj_weight, mha.v_proj_weight
-    b_q = b_k = b_v = None
-    if mha.in_proj_bias is not None:
-        b_q, b_k, b_v = mha.in_proj_bias.chunk(3)
-    q = F.linear(query, w_q, b_q).reshape(n, len_q, heads, head_dim).transpose(1, 2)
-    k = F.linear(key, w_k, b_k).reshape(n, len_k, heads, head_dim).transpose(1, 2)
-    v = F.linear(value, w_v, b_v).reshape(n, len_k, heads, head_dim).transpose(1, 2)
-    probs = torch.matmul(q * head_dim ** -0.5, k.transpose(-2, -1)).softmax(dim=-1)
-    sink(probs)
-    out = torch.matmul(probs, v).transpose(1, 2).reshape(n, len_q, embed)
-    out = F.linear(out, mha.out_proj.weight, mha.out_proj.bias)
-    if not mha.batch_first:
-        out = out.transpose(0, 1)
-    weights = None
-    if need_weights:
-        weights = probs.mean(dim=1) if average_attn_weights else probs
-    return out, weights
-
-
-def _explicit_open_clip_attention(
-    attn: nn.Module, sink: Callable[[torch.Tensor], Any], x: torch.Tensor, attn_mask: torch.Tensor | None = None
-) -> torch.Tensor:
-    """open_clip's ``Attention.forward`` (the scaled-dot-product path, eval) with explicit probabilities."""
-    if attn_mask is not None:
-        raise ExplanationUnavailableError("the image tower called attention with a mask; relevancy supports "
-                                          "the unmasked self-attention of open_clip's VisionTransformer")
-    if attn.logit_scale is not None:
-        raise ExplanationUnavailableError("open_clip's scaled-cosine attention (scaled_cosine_attn) is not supported")
-    n, length, channels = x.shape
-    q, k, v = F.linear(x, attn.in_proj_weight, attn.in_proj_bias).chunk(3, dim=-1)
-    q = q.reshape(n, length, attn.num_heads, -1).transpose(1, 2)
-    k = k.reshape(n, length, attn.num_heads, -1).transpose(1, 2)
-    v = v.reshape(n, length, attn.num_heads, -1).transpose(1, 2)
-    q, k = attn.ln_q(q), attn.ln_k(k)
-    probs = torch.matmul(q * attn.scale, k.transpose(-2, -1)).softmax(dim=-1)
-    sink(probs)
-    out = torch.matmul(probs, v)
-    if attn.head_scale is not None:
-        out = out * attn.head_scale
-    out = out.transpose(1, 2).reshape(n, length, channels)
-    out = attn.ln_inner(out)
-    out = attn.out_proj(out)
-    return attn.out_drop(out)
-
-
-# ---------------------------------------------------------------------------------------- checks and helpers
-def _supported_visual(model: nn.Module, spec: str) -> nn.Module:
-    from open_clip.transformer import VisionTransformer
-
-    visual = getattr(model, "visual", None)
-    if not isinstance(visual, VisionTransformer):
-        kind = type(visual).__name__
-        reason = {
-            "ModifiedResNet": "a convolutional ResNet has no attention maps",
-            "TimmModel": "its image tower is a timm trunk, whose attention layers this tool does not instrument",
-        }.get(kind, "it is not open_clip's VisionTransformer")
-        raise ExplanationUnavailableError(
-            f"relevancy maps need open_clip's own VisionTransformer image tower; {spec} uses {kind} ({reason}). "
-            "Use a ViT backbone such as ViT-B-16/openai (the paper's model); the hyperplane views and rankings "
-            "work with any backbone.")
-    if visual.attn_pool is None and visual.pool_type == "none":
-        raise ExplanationUnavailableError(f"{spec}: pool_type 'none' returns every token, not one embedding to explain")
-    if visual.attn_pool is not None and getattr(visual, "attn_pool_contrastive", None) is not None:
-        # open_clip marks its 'parallel' / 'cascade' poolers as untested work in progress (no config uses them).
-        raise ExplanationUnavailableError(f"{spec}: the '{visual.attn_pool_type}' attention pooler is not supported")
-    if visual.attn_pool is not None and visual.pool_type == "none":
-        raise ExplanationUnavailableError(f"{spec}: the attention pooler returns all queries, not one embedding")
-    return visual
-
-
+# ---------------------------------------------------------------------------------------- helpers
 def _resolve_start_layer(start_layer: int, layers: int) -> int:
     if not isinstance(start_layer, (int, np.integer)) or not -layers <= int(start_layer) < layers:
         raise InputError(f"start_layer must be an integer in [{-layers}, {layers - 1}] for this {layers}-layer "
