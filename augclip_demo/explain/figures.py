@@ -269,8 +269,9 @@ def exact_view_figure(view: ExactView) -> Figure:
             ax.annotate("", xy=xy[ideal], xytext=xy[src], zorder=3,
                         arrowprops=dict(arrowstyle="-|>", lw=1.6, color="#444444", shrinkA=9, shrinkB=8))
             mid = (xy[src] + xy[ideal]) / 2
-            ax.annotate(f"v  (|v| = {panel.v_norm:.3f})", mid, xytext=(0, 7), textcoords="offset points",
-                        ha="center", fontsize=9, color="#444444")
+            # Below the arrow: edit labels sit above-right of their markers.
+            ax.annotate(f"v  (|v| = {panel.v_norm:.3f})", mid, xytext=(0, -14), textcoords="offset points",
+                        ha="center", fontsize=9, color="#444444", zorder=7)
         _scatter_points(ax, panel.points, xy, highlight=panel.edits if not view.shared_fit else None)
         ax.set_title(_panel_title(panel, panel.points, view.shared_fit), fontsize=10)
         ax.set_xlabel("g(x) / |w|   signed distance to the hyperplane", fontsize=9.5)
