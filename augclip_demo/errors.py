@@ -72,3 +72,7 @@ class LLMError(AugclipError, RuntimeError):
 def _first_line(exc: BaseException | None) -> str:
     text = str(exc).strip() if exc is not None else ""
     return text.splitlines()[0][:300] if text else "no details"
+
+
+class ExplanationUnavailableError(AugclipError, ValueError):
+    """An explanation cannot be computed for this model or input (e.g. relevancy on a CNN tower)."""

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from .. import __version__
 from ..errors import AugclipError
 
-COMMANDS: list[str] = ["score", "attributes", "bpm"]
+COMMANDS: list[str] = ["score", "attributes", "explain", "bpm"]
 
 
 def build_parser() -> argparse.ArgumentParser:

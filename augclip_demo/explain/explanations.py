@@ -1,0 +1,367 @@
+"""Every explanation of a :class:`Report` in one call: relevancy maps, hyperplane views, ranking charts.
+
+    from augclip_demo.explain import explain_report
+    report = evaluator.evaluate(...)
+    explanations = explain_report(report, evaluator.encoder)
+    explanations.edits[0].figures["relevancy_augclip"]     # matplotlib Figure
+    explanations.exact.panels[0].x                          # coordinates behind the exact view
+    explanations.save("out/")                               # PNGs + explanations.json
+
+Data flows one way: the report's in-memory arrays (embeddings, images, AugCLIP fits) in, numpy
+arrays, dataclasses and figures out. Nothing here changes the report or the model.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import InputError
+from ..report import UNTRAINED_WARNING
+from .hyperplane import ExactView, UmapView, exact_view, umap_view
+from .rankings import EditRankings, edit_rankings
+from .relevancy import (
+    CLIP_DIR_DIFFERENCES,
+    ClipDirRelevancy,
+    RelevancyMap,
+    make_clip_dir,
+    relevancy_batch,
+    supports_relevancy,
+    text_direction,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+    from ..inference.clip_encoder import ClipEncoder
+    from ..report import Report
+
+NO_SOURCE_TEXT = "no source text given: the CLIPdir map needs dT = E(T_trg) - E(T_src)"
+AUGCLIP_MAP_CAPTION = (
+    "Relevancy (Chefer et al. 2021) of cs(E(I_edit), E(I_src)+v): regions of the edit that make it resemble the "
+    "ideal edit AugCLIP estimates. New in this tool (the paper says no relevancy map exists for AugCLIP): the "
+    "ideal point is a vector in CLIP space, so the gradient relevancy of an image-vector similarity applies. "
+    "{layers}"
+)
+CLIP_T_MAP_CAPTION = ("Relevancy (Chefer et al. 2021) of cs(E(I_edit), E(T_trg)), the CLIP-T similarity: regions of "
+                      "the edit that make it match the target text. {layers}")
+CLIP_DIR_MAP_CAPTION = (
+    "App. D.5: R(dI; dT) = R(I_edit; dT) - R(I_src; dT), with R(I; dT) the relevancy of cs(E(I), dT) and "
+    "dT = E(T_trg) - E(T_src). Red: regions that carry more of the text direction in the edit than in the source; "
+    "blue: less. The paper shows CLIPdir often attends to regions the edit did not change. {layers} "
+    "Difference of {mode} maps."
+)
+
+
+@dataclass
+class ExplainOptions:
+    """What to compute and how (see the README's "Explanations" and "Method notes")."""
+
+    relevancy: bool = True
+    exact: bool = True
+    umap: bool = True
+    rankings: bool = True
+    figures: bool = True
+    start_layer: int = 0  # first attention layer in the relevancy propagation (0: all layers, -1: last only)
+    clip_dir_difference: str = "normalized"  # subtract normalised maps ("normalized") or raw relevance ("raw")
+    top_k: int = 8  # ranking charts: show the top_k and bottom_k entries of long lists
+    umap_neighbors: int = 15
+    umap_min_dist: float = 0.1
+    umap_seed: int = 0
+    batch_size: int | None = None  # images per relevancy pass (default: sized to the model, see relevancy_batch)
+    relevancy_edits: tuple[int, ...] | None = None  # 0-based edits to compute maps for (None: all); e.g. the selected one
+
+    def __post_init__(self) -> None:
+        if self.clip_dir_difference not in CLIP_DIR_DIFFERENCES:
+            raise InputError(f"clip_dir_difference must be one of {', '.join(CLIP_DIR_DIFFERENCES)}, "
+                             f"got {self.clip_dir_difference!r}")
+        if self.top_k < 1:
+            raise InputError(f"top_k must be at least 1, got {self.top_k}")
+        if self.umap_neighbors < 2:
+            raise InputError(f"umap_neighbors must be at least 2, got {self.umap_neighbors}")
+        if self.relevancy_edits is not None:
+            self.relevancy_edits = tuple(int(i) for i in self.relevancy_edits)
+
+
+@dataclass
+class EditExplanation:
+    index: int
+    name: str
+    augclip: RelevancyMap | None = None  # t = E(I_src) + v on the edit
+    clip_t: RelevancyMap | None = None  # t = E(T_trg) on the edit
+    clip_dir: ClipDirRelevancy | None = None  # R(I_edit; dT) - R(I_src; dT)
+    rankings: EditRankings | None = None
+    unavailable: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    figures: dict[str, Figure] = field(default_factory=dict, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"edit": self.index + 1, "name": self.name}
+        relevancy: dict[str, Any] = {}
+        if self.augclip is not None:
+            relevancy["augclip"] = self.augclip.to_dict()
+        if self.clip_t is not None:
+            relevancy["clip_t"] = self.clip_t.to_dict()
+        if self.clip_dir is not None:
+            relevancy["clip_dir"] = self.clip_dir.to_dict()
+        out["relevancy"] = relevancy
+        if self.rankings is not None:
+            out["rankings"] = self.rankings.to_dict()
+        out["unavailable"] = dict(self.unavailable)
+        out["notes"] = list(self.notes)
+        return out
+
+
+@dataclass
+class ReportExplanations:
+    edits: list[EditExplanation]
+    exact: ExactView | None
+    umap: UmapView | None
+    untrained: bool
+    model: dict[str, Any]
+    options: ExplainOptions
+    verdict: str = ""
+    unavailable: dict[str, str] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    figures: dict[str, Figure] = field(default_factory=dict, repr=False)  # hyperplane_exact, hyperplane_umap
+
+    def all_figures(self) -> dict[str, Figure]:
+        """Every figure under the file stem it is saved as (e.g. ``edit1_relevancy_augclip``)."""
+        out = dict(self.figures)
+        for edit in self.edits:
+            for key, fig in edit.figures.items():
+                out[f"edit{edit.index + 1}_{key}"] = fig
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "model": self.model,
+            "untrained": self.untrained,
+            "options": asdict(self.options),
+            "verdict": self.verdict,
+            "edits": [edit.to_dict() for edit in self.edits],
+            "hyperplane_exact": self.exact.to_dict() if self.exact is not None else None,
+            "hyperplane_umap": self.umap.to_dict() if self.umap is not None else None,
+            "unavailable": dict(self.unavailable),
+            "timings": dict(self.timings),
+        }
+        if self.untrained:
+            data = {"warning": UNTRAINED_WARNING, **data}
+        return _json_safe(data)
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, allow_nan=False)
+
+    def save(self, out_dir: str | Path, dpi: int = 110) -> list[Path]:
+        """Write every figure as ``<stem>.png`` and the numbers as ``explanations.json``; returns the paths."""
+        from .figures import save_figure
+
+        folder = Path(out_dir)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot create the output folder {folder}: {exc.strerror or exc}") from None
+        written = [save_figure(fig, folder / f"{stem}.png", dpi=dpi) for stem, fig in self.all_figures().items()]
+        json_path = folder / "explanations.json"
+        json_path.write_text(self.to_json() + "\n", encoding="utf-8")
+        return written + [json_path]
+
+
+def explain_report(report: Report, encoder: ClipEncoder | None = None, options: ExplainOptions | None = None,
+                   **overrides: Any) -> ReportExplanations:
+    """All explanations of ``report`` (from :meth:`Evaluator.evaluate`); ``encoder`` runs the relevancy maps.
+
+    ``overrides`` are :class:`ExplainOptions` fields. Parts that cannot be computed (no encoder, a
+    backbone without a ViT tower, no source text for CLIPdir) are listed in ``unavailable`` with the
+    reason; the rest is still computed.
+    """
+    options = options or ExplainOptions()
+    if overrides:
+        unknown = sorted(set(overrides) - set(ExplainOptions.__dataclass_fields__))
+        if unknown:
+            raise InputError(f"unknown explanation option(s) {', '.join(unknown)}; "
+                             f"known: {', '.join(ExplainOptions.__dataclass_fields__)}")
+        options = ExplainOptions(**{**asdict(options), **overrides})
+    arrays = getattr(report, "arrays", None)
+    if arrays is None or not getattr(arrays, "augclip", None):
+        raise InputError("this report has no in-memory embeddings and images (loaded from JSON?); explanations "
+                         "need the report returned by Evaluator.evaluate")
+    untrained = bool(report.untrained)
+    timings: dict[str, float] = {}
+    unavailable: dict[str, str] = {}
+    edits = [EditExplanation(index=i, name=e.name) for i, e in enumerate(report.edits)]
+    total = time.perf_counter()
+
+    if options.relevancy:
+        reason = _relevancy_blocker(report, encoder)
+        if reason:
+            unavailable["relevancy"] = reason
+        else:
+            assert encoder is not None
+            start = time.perf_counter()
+            _add_relevancy(report, encoder, edits, options)
+            timings["relevancy"] = time.perf_counter() - start
+            timings["relevancy_per_image"] = timings["relevancy"] / max(1, _relevancy_image_count(report, options))
+    if options.rankings:
+        start = time.perf_counter()
+        for edit in edits:
+            edit.rankings = edit_rankings(report, edit.index, top_k=options.top_k)
+        timings["rankings"] = time.perf_counter() - start
+    exact = umap = None
+    if options.exact:
+        start = time.perf_counter()
+        exact = exact_view(report)
+        timings["exact_view"] = time.perf_counter() - start
+    if options.umap:
+        start = time.perf_counter()
+        try:
+            umap = umap_view(report, n_neighbors=options.umap_neighbors, min_dist=options.umap_min_dist,
+                             seed=options.umap_seed)
+        except ImportError as exc:
+            unavailable["umap"] = f"umap-learn is not installed ({exc}); install the packages in requirements.txt"
+        timings["umap_view"] = time.perf_counter() - start
+
+    result = ReportExplanations(edits=edits, exact=exact, umap=umap, untrained=untrained, model=dict(report.model),
+                                options=options, verdict=report.verdict(), unavailable=unavailable, timings=timings)
+    if options.figures:
+        start = time.perf_counter()
+        _add_figures(report, result)
+        timings["figures"] = time.perf_counter() - start
+    timings["total"] = time.perf_counter() - total
+    return result
+
+
+# ---------------------------------------------------------------------------------------- relevancy
+def _relevancy_blocker(report: Report, encoder: ClipEncoder | None) -> str | None:
+    if encoder is None:
+        return "no encoder given: pass the ClipEncoder that produced the report to compute relevancy maps"
+    spec = report.model.get("spec")
+    if spec and spec != encoder.spec.raw:
+        raise InputError(f"the report was computed with {spec} but the encoder is {encoder.spec.raw}; relevancy "
+                         "maps must use the model that produced the embeddings")
+    return supports_relevancy(encoder)
+
+
+def _relevancy_image_count(report: Report, options: ExplainOptions) -> int:
+    edits = len(report.edits) if options.relevancy_edits is None else len(set(options.relevancy_edits))
+    return (3 if report.source_text else 2) * edits + (1 if report.source_text else 0)
+
+
+def _add_relevancy(report: Report, encoder: ClipEncoder, edits: list[EditExplanation], options: ExplainOptions) -> None:
+    arrays = report.arrays
+    images: list[Any] = []
+    targets: list[np.ndarray] = []
+    objectives: list[str] = []
+    slots: list[tuple[int | None, str]] = []  # (edit index or None for the source, objective)
+    direction = None
+    if arrays.source_text_embedding is not None:
+        direction = text_direction(arrays.source_text_embedding, arrays.target_text_embedding)
+        images.append(arrays.source)
+        targets.append(direction)
+        objectives.append("clip_dir")
+        slots.append((None, "clip_dir"))
+    wanted = set(range(len(arrays.edits))) if options.relevancy_edits is None else set(options.relevancy_edits)
+    unknown = sorted(wanted - set(range(len(arrays.edits))))
+    if unknown:
+        raise InputError(f"relevancy_edits {unknown} out of range: the report has {len(arrays.edits)} edit(s), 0-based")
+    for i, (item, res) in enumerate(zip(arrays.edits, arrays.augclip)):
+        if i not in wanted:
+            continue
+        images += [item, item]
+        targets += [np.asarray(res.ideal, dtype=np.float32), arrays.target_text_embedding]
+        objectives += ["augclip", "clip_t"]
+        slots += [(i, "augclip"), (i, "clip_t")]
+        if direction is not None:
+            images.append(item)
+            targets.append(direction)
+            objectives.append("clip_dir")
+            slots.append((i, "clip_dir"))
+    maps = relevancy_batch(encoder, images, np.stack(targets), objectives=objectives, start_layer=options.start_layer,
+                           batch_size=options.batch_size)
+    source_dir = None
+    for (edit_index, objective), rel in zip(slots, maps):
+        if edit_index is None:
+            source_dir = rel
+            continue
+        edit = edits[edit_index]
+        if objective == "augclip":
+            edit.augclip = rel
+        elif objective == "clip_t":
+            edit.clip_t = rel
+        else:
+            assert source_dir is not None and direction is not None
+            edit.clip_dir = make_clip_dir(source_dir, rel, direction, options.clip_dir_difference)
+    for edit in edits:
+        if edit.index not in wanted:
+            continue
+        if direction is None:
+            edit.unavailable["clip_dir_relevancy"] = NO_SOURCE_TEXT
+        rel = edit.augclip or edit.clip_t
+        if rel is not None:
+            agreement = float(np.dot(rel.embedding, arrays.edit_embeddings[edit.index]))
+            if agreement < 0.999:  # fp16 autocast moves cosines by ~1e-3; more means another model or input
+                edit.notes.append(f"the relevancy pass embeds this edit slightly differently from the report "
+                                  f"(cosine {agreement:.4f})")
+
+
+def _layers_text(rel: RelevancyMap) -> str:
+    used = rel.num_layers - rel.start_layer
+    which = f"all {rel.num_layers} attention layers" if used == rel.num_layers else f"the last {used} of {rel.num_layers} layers"
+    return f"Propagated through {which}, read out at the {rel.readout}."
+
+
+# ---------------------------------------------------------------------------------------- figures
+def _add_figures(report: Report, result: ReportExplanations) -> None:
+    from .figures import clip_dir_figure, relevancy_figure
+
+    arrays = report.arrays
+    untrained = result.untrained
+    for edit in result.edits:
+        image = arrays.edits[edit.index].image
+        label = f"edit {edit.index + 1} ({edit.name})"
+        if edit.augclip is not None:
+            edit.figures["relevancy_augclip"] = relevancy_figure(
+                image, edit.augclip, title=f"AugCLIP relevancy: {label} toward the ideal edit",
+                caption=AUGCLIP_MAP_CAPTION.format(layers=_layers_text(edit.augclip)), untrained=untrained,
+                subtitle=f"cs(E(I_edit), E(I_src)+v) = {edit.augclip.score:+.3f}  (the AugCLIP score)")
+        if edit.clip_dir is not None:
+            edit.figures["relevancy_clip_dir"] = clip_dir_figure(
+                arrays.source.image, image, edit.clip_dir, title=f"CLIPdir relevancy: {label}",
+                caption=CLIP_DIR_MAP_CAPTION.format(layers=_layers_text(edit.clip_dir.edit),
+                                                    mode=edit.clip_dir.difference_mode),
+                untrained=untrained)
+        if edit.clip_t is not None:
+            edit.figures["relevancy_clip_t"] = relevancy_figure(
+                image, edit.clip_t, title=f"CLIP-T relevancy: {label} toward the target text",
+                caption=CLIP_T_MAP_CAPTION.format(layers=_layers_text(edit.clip_t)), untrained=untrained,
+                subtitle=f"cs(E(I_edit), E(T_trg)) = {edit.clip_t.score:+.3f}  (CLIP-T)")
+        if edit.rankings is not None:
+            edit.figures.update(edit.rankings.figures())
+    if result.exact is not None:
+        result.figures["hyperplane_exact"] = result.exact.figure()
+    if result.umap is not None:
+        result.figures["hyperplane_umap"] = result.umap.figure()
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.ndarray):
+        return _json_safe(value.tolist())
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+__all__ = ["EditExplanation", "ExplainOptions", "ReportExplanations", "explain_report"]

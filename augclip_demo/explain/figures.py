@@ -1,0 +1,405 @@
+"""Matplotlib figures for the explanation views (object API only: headless, no pyplot state).
+
+Every figure is a :class:`matplotlib.figure.Figure` built without ``pyplot``, so it renders with the
+Agg backend in any thread (CLI, Gradio callbacks, notebooks) and needs no display. Sizes are chosen
+for a laptop screen at 100 dpi (about 640-1400 px wide); text is at least 8.5 pt. Results from
+random weights carry a red "UNTRAINED" banner across the top of the figure.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize
+from matplotlib.figure import Figure, SubFigure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Rectangle
+from PIL import Image
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.axes import Axes
+
+    from .hyperplane import ExactPanel, ExactView, PointSet, UmapView
+    from .rankings import RankingChart
+    from .relevancy import ClipDirRelevancy, RelevancyMap
+
+UNTRAINED_BANNER = "UNTRAINED MODEL (random weights): not meaningful"
+DPI = 100
+DISPLAY_MAX_SIDE = 560  # images are shown at most this many pixels on a side...
+DISPLAY_MIN_SIDE = 320  # ...and small ones are enlarged to this, so the maps are smooth on screen
+SOURCE_COLOR = "#1f77b4"
+TARGET_COLOR = "#ff7f0e"
+SOURCE_IMAGE_COLOR = "#08306b"
+IDEAL_COLOR = "#111111"
+EDIT_COLORS = ("#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
+POSITIVE_COLOR = "#e6550d"
+NEGATIVE_COLOR = "#3182bd"
+RELEVANCY_CMAP = "jet"  # Chefer et al.'s visualisation
+SIGNED_CMAP = "RdBu_r"  # diverging: red = more relevance in the edit, blue = more in the source
+
+
+def edit_color(index: int) -> str:
+    return EDIT_COLORS[index % len(EDIT_COLORS)]
+
+
+def save_figure(fig: Figure, path: str | Path, dpi: int = 110) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi, facecolor="white")
+    return path
+
+
+# ---------------------------------------------------------------------------------------- frame
+def _framed(width: float, body_height: float, title: str, caption: str | None, untrained: bool) -> tuple[Figure, SubFigure]:
+    """A figure with an optional red UNTRAINED banner, a titled body and a wrapped caption below."""
+    chars = max(40, int(width * 72 / (9 * 0.56)))
+    caption_lines = textwrap.wrap(caption, chars) if caption else []
+    banner_h = 0.36 if untrained else 0.0
+    caption_h = 0.2 + 0.165 * len(caption_lines) if caption_lines else 0.0
+    fig = Figure(figsize=(width, body_height + banner_h + caption_h), dpi=DPI, layout="constrained")
+    fig.get_layout_engine().set(h_pad=0.02, w_pad=0.02, hspace=0.0, wspace=0.0)
+    heights = [h for h in (banner_h, body_height, caption_h) if h > 0]
+    subs = fig.subfigures(len(heights), 1, height_ratios=heights) if len(heights) > 1 else [fig.subfigures(1, 1)]
+    subs = list(np.atleast_1d(subs))
+    body_index = 1 if untrained else 0
+    if untrained:
+        banner = subs[0]
+        banner.set_facecolor("#b71c1c")
+        banner.text(0.5, 0.5, UNTRAINED_BANNER, color="white", fontsize=11, fontweight="bold", ha="center", va="center")
+    body = subs[body_index]
+    body.suptitle(title, fontsize=12, fontweight="bold")
+    if caption_lines:
+        subs[-1].text(0.012, 0.92, "\n".join(caption_lines), fontsize=9, color="#333333", ha="left", va="top",
+                      linespacing=1.25)
+    return fig, body
+
+
+def _display_image(image: Image.Image) -> Image.Image:
+    """The image at display resolution (the maps are computed at this resolution, on the same frame)."""
+    width, height = image.size
+    side = max(width, height)
+    if DISPLAY_MIN_SIDE <= side <= DISPLAY_MAX_SIDE:
+        return image
+    scale = (DISPLAY_MAX_SIDE if side > DISPLAY_MAX_SIDE else DISPLAY_MIN_SIDE) / side
+    method = Image.Resampling.LANCZOS if scale < 1 else Image.Resampling.BICUBIC
+    return image.resize((max(1, round(width * scale)), max(1, round(height * scale))), method)
+
+
+def _short(text: str, limit: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# ---------------------------------------------------------------------------------------- relevancy
+def _overlay(ax: Axes, image: Image.Image, values: np.ndarray, *, cmap: str, vmin: float, vmax: float,
+             alpha: float, view_box: tuple[float, float, float, float] | None, scale: float) -> None:
+    ax.imshow(np.asarray(image))
+    ax.imshow(values, cmap=cmap, vmin=vmin, vmax=vmax, alpha=alpha, interpolation="nearest")
+    if view_box is not None:
+        left, top, right, bottom = (v * scale for v in view_box)
+        ax.add_patch(Rectangle((left - 0.5, top - 0.5), right - left, bottom - top, fill=False, ec="white",
+                               lw=1.5, ls="--"))
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _colorbar(sub: SubFigure, ax: Axes, cmap: str, vmin: float, vmax: float, label: str, shrink: float) -> None:
+    """A colour bar in full colour (the overlay itself is translucent)."""
+    sub.colorbar(ScalarMappable(norm=Normalize(vmin, vmax), cmap=cmap), ax=ax, shrink=shrink, label=label)
+
+
+def relevancy_figure(image: Image.Image, rel: RelevancyMap, *, title: str, caption: str | None = None,
+                     untrained: bool = False, subtitle: str | None = None) -> Figure:
+    """The map over the image (same frame as the input) with a colour bar."""
+    disp = _display_image(image)
+    scale = disp.size[0] / image.size[0]
+    fig, body = _framed(6.6, 5.4, title, caption, untrained)
+    ax = body.subplots()
+    box = None if rel.view.covers_whole_image else rel.view.box
+    _overlay(ax, disp, rel.image_map(disp.size), cmap=RELEVANCY_CMAP, vmin=0, vmax=1, alpha=0.5,
+             view_box=box, scale=scale)
+    ax.set_title(subtitle or f"{rel.image_name}   cs = {rel.score:+.3f}", fontsize=10)
+    _colorbar(body, ax, RELEVANCY_CMAP, 0, 1, "relevance (normalised to [0, 1])", 0.88)
+    return fig
+
+
+def clip_dir_figure(source_image: Image.Image, edit_image: Image.Image, rel: ClipDirRelevancy, *, title: str,
+                    caption: str | None = None, untrained: bool = False) -> Figure:
+    """R(I_src; dT), R(I_edit; dT) and the signed difference on the edit (diverging colour map)."""
+    fig, body = _framed(15.0, 5.0, title, caption, untrained)
+    axes = body.subplots(1, 3)
+    src_disp, edit_disp = _display_image(source_image), _display_image(edit_image)
+    src_scale, edit_scale = src_disp.size[0] / source_image.size[0], edit_disp.size[0] / edit_image.size[0]
+    src_box = None if rel.source.view.covers_whole_image else rel.source.view.box
+    edit_box = None if rel.edit.view.covers_whole_image else rel.edit.view.box
+    _overlay(axes[0], src_disp, rel.source.image_map(src_disp.size), cmap=RELEVANCY_CMAP, vmin=0, vmax=1,
+             alpha=0.5, view_box=src_box, scale=src_scale)
+    axes[0].set_title(f"R(I_src; dT): {_short(rel.source.image_name, 30)}", fontsize=10)
+    _colorbar(body, axes[0], RELEVANCY_CMAP, 0, 1, "relevance [0, 1]", 0.8)
+    _overlay(axes[1], edit_disp, rel.edit.image_map(edit_disp.size), cmap=RELEVANCY_CMAP, vmin=0, vmax=1,
+             alpha=0.5, view_box=edit_box, scale=edit_scale)
+    axes[1].set_title(f"R(I_edit; dT): {_short(rel.edit.image_name, 30)}", fontsize=10)
+    _colorbar(body, axes[1], RELEVANCY_CMAP, 0, 1, "relevance [0, 1]", 0.8)
+    _overlay(axes[2], edit_disp, rel.image_difference(edit_disp.size), cmap=SIGNED_CMAP, vmin=-1, vmax=1,
+             alpha=0.6, view_box=edit_box, scale=edit_scale)
+    axes[2].set_title(f"R(I_edit; dT) - R(I_src; dT)   CLIPdir = {rel.clip_dir:+.3f}", fontsize=10)
+    _colorbar(body, axes[2], SIGNED_CMAP, -1, 1, "edit minus source (red: edit, blue: source)", 0.8)
+    return fig
+
+
+# ---------------------------------------------------------------------------------------- hyperplane views
+_KIND_STYLE = {
+    "source_attribute": dict(marker="o", s=46, color=SOURCE_COLOR, label="source attribute (S)"),
+    "target_attribute": dict(marker="s", s=46, color=TARGET_COLOR, label="target attribute (T)"),
+    "source_image": dict(marker="*", s=300, color=SOURCE_IMAGE_COLOR, label="source image"),
+    "ideal": dict(marker="X", s=170, color=IDEAL_COLOR, label="ideal edit E(I_src)+v"),
+}
+
+
+def _scatter_points(ax: Axes, points: PointSet, xy: np.ndarray, highlight: Sequence[int] | None = None) -> None:
+    """Markers by kind, edits in their own colours (faded unless highlighted), short labels beside each point."""
+    for i, (kind, label) in enumerate(zip(points.kinds, points.labels)):
+        x, y = xy[i]
+        if kind == "edit":
+            edit = points.edits[i] or 0
+            faded = highlight is not None and edit not in highlight
+            ax.scatter([x], [y], marker="D", s=120, color=edit_color(edit), edgecolors="black", linewidths=0.8,
+                       alpha=0.35 if faded else 1.0, zorder=5)
+            ax.annotate(label, (x, y), xytext=(7, 6), textcoords="offset points", fontsize=10, fontweight="bold",
+                        color=edit_color(edit), alpha=0.5 if faded else 1.0, zorder=6)
+            continue
+        style = dict(_KIND_STYLE[kind])
+        style.pop("label")
+        ax.scatter([x], [y], edgecolors="white" if kind != "ideal" else "none", linewidths=0.6,
+                   zorder=4 if kind.endswith("attribute") else 6, **style)
+        weight = "bold" if kind in ("source_image", "ideal") else "normal"
+        size = 10 if kind in ("source_image", "ideal") else 8.5
+        # Images tend to cluster: the source is labelled below-left, the ideal below-right, edits above-right.
+        offset, align = {"source_image": ((-9, -14), "right"), "ideal": ((7, -14), "left")}.get(kind, ((6, 5), "left"))
+        ax.annotate(label, (x, y), xytext=offset, textcoords="offset points", ha=align,
+                    fontsize=size, fontweight=weight, color=style["color"], zorder=6)
+
+
+def _legend_handles(points: PointSet, extra: list[Line2D]) -> list[Line2D]:
+    handles = []
+    present = set(points.kinds)
+    for kind in ("source_attribute", "target_attribute", "source_image", "ideal"):
+        if kind in present:
+            style = _KIND_STYLE[kind]
+            handles.append(Line2D([], [], ls="", marker=style["marker"], color=style["color"],
+                                  markersize=13 if kind in ("source_image", "ideal") else 7, label=style["label"]))
+    for i in points.indices("edit"):
+        edit = points.edits[i] or 0
+        handles.append(Line2D([], [], ls="", marker="D", color=edit_color(edit), markeredgecolor="black",
+                              markersize=8, label=f"{points.labels[i]}: {_short(points.texts[i], 26)}"))
+    return handles + extra
+
+
+def _key(sub: SubFigure, points: PointSet, handles: list[Line2D]) -> None:
+    """The legend and the attribute texts behind the short labels, in their own column."""
+    ax = sub.subplots()
+    ax.set_axis_off()
+    legend = ax.legend(handles=handles, loc="upper left", fontsize=9, frameon=False, borderaxespad=0.0)
+    legend.set_in_layout(False)
+    rows = [(label, text, SOURCE_COLOR) for k, label, text in zip(points.kinds, points.labels, points.texts)
+            if k == "source_attribute"]
+    rows += [(label, text, TARGET_COLOR) for k, label, text in zip(points.kinds, points.labels, points.texts)
+             if k == "target_attribute"]
+    limit = 22
+    shown = rows[:limit]
+    height_in = max(1.0, sub.bbox.height / sub.dpi)
+    line = 0.2 / height_in  # about 0.2 inch per line, whatever the figure height
+    top = 1.0 - line * 1.1 * (len(handles) + 1)
+    step = min(line, max(0.5 * line, (top - 0.02) / max(1, len(shown) + (1 if len(rows) > limit else 0))))
+    for j, (label, text, color) in enumerate(shown):
+        ax.text(0.0, top - j * step, f"{label}", fontsize=8.5, color=color, fontweight="bold", va="top",
+                transform=ax.transAxes)
+        ax.text(0.13, top - j * step, _short(text, 40), fontsize=8.5, color="#222222", va="top", transform=ax.transAxes)
+    if len(rows) > limit:
+        ax.text(0.0, top - len(shown) * step, f"... {len(rows) - limit} more (see the JSON)", fontsize=8.5,
+                color="#555555", va="top", transform=ax.transAxes)
+
+
+def _panel_title(panel: ExactPanel, points: PointSet, shared: bool) -> str:
+    if shared:
+        scores = ", ".join(f"E{i + 1} {s:.3f}" for i, s in panel.scores.items())
+        return f"Shared fit   AugCLIP: {scores}"
+    (edit,) = panel.edits[:1]
+    name = next(t for k, t, e in zip(points.kinds, points.texts, points.edits) if k == "edit" and e == edit)
+    more = f" (also edits {', '.join(str(i + 1) for i in panel.edits[1:])})" if len(panel.edits) > 1 else ""
+    return f"Fit of E{edit + 1} {_short(name, 22)}{more}   AugCLIP {panel.scores[edit]:.3f}"
+
+
+def exact_view_figure(view: ExactView) -> Figure:
+    """One panel per fit: x = g(x)/|w| (hyperplane at x = 0), y = first PC orthogonal to w."""
+    panels = view.panels
+    n = len(panels)
+    cols = min(n, 2)
+    rows = int(np.ceil(n / cols))
+    panel_w, panel_h = 6.2, 4.8
+    title = "AugCLIP hyperplane, exact view" + ("" if n == 1 else f" ({n} fits, one per edit)")
+    fig, body = _framed(panel_w * cols + 3.6, panel_h * rows, title, view.caption, view.untrained)
+    plot_col, key_col = body.subfigures(1, 2, width_ratios=[panel_w * cols, 3.6])
+    axes = np.atleast_1d(plot_col.subplots(rows, cols, squeeze=False)).ravel()
+    for ax, panel in zip(axes, panels):
+        xy = np.column_stack([panel.x, panel.y])
+        span_x = max(1e-6, float(np.ptp(panel.x)))
+        left = min(float(panel.x.min()), 0.0) - 0.12 * span_x
+        right = max(float(panel.x.max()), 0.0) + 0.12 * span_x
+        ax.axvspan(left, 0, color=SOURCE_COLOR, alpha=0.07, lw=0)
+        ax.axvspan(0, right, color=TARGET_COLOR, alpha=0.07, lw=0)
+        ax.axvline(0, color="black", lw=1.6, zorder=2)
+        ax.set_xlim(left, right)
+        span_y = max(1e-6, float(np.ptp(panel.y)))
+        ax.set_ylim(float(panel.y.min()) - 0.1 * span_y, float(panel.y.max()) + 0.14 * span_y)
+        ax.text(0.0, 0.985, " g(x) = 0 ", transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=9,
+                bbox=dict(fc="white", ec="black", lw=0.6, pad=1.5), zorder=7)
+        ax.text(0.01, 0.015, "source side", transform=ax.transAxes, fontsize=9, color=SOURCE_COLOR, va="bottom")
+        ax.text(0.99, 0.015, "target side", transform=ax.transAxes, fontsize=9, color=TARGET_COLOR, va="bottom",
+                ha="right")
+        src = int(panel.points.indices("source_image")[0])
+        ideals = panel.points.indices("ideal")
+        if len(ideals) and panel.c > 0:
+            ideal = int(ideals[0])
+            ax.annotate("", xy=xy[ideal], xytext=xy[src], zorder=3,
+                        arrowprops=dict(arrowstyle="-|>", lw=1.6, color="#444444", shrinkA=9, shrinkB=8))
+            mid = (xy[src] + xy[ideal]) / 2
+            # Below the arrow: edit labels sit above-right of their markers.
+            ax.annotate(f"v  (|v| = {panel.v_norm:.3f})", mid, xytext=(0, -14), textcoords="offset points",
+                        ha="center", fontsize=9, color="#444444", zorder=7)
+        _scatter_points(ax, panel.points, xy, highlight=panel.edits if not view.shared_fit else None)
+        ax.set_title(_panel_title(panel, panel.points, view.shared_fit), fontsize=10)
+        ax.set_xlabel("g(x) / |w|   signed distance to the hyperplane", fontsize=9.5)
+        ax.set_ylabel(f"1st PC orthogonal to w ({panel.y_explained:.0%} of that variance)", fontsize=9.5)
+        ax.tick_params(labelsize=8.5)
+        ax.grid(alpha=0.25)
+    for ax in axes[n:]:
+        ax.set_axis_off()
+    extra = [Line2D([], [], color="black", lw=1.6, label="hyperplane g(x) = 0")]
+    _key(key_col, panels[0].points, _legend_handles(panels[0].points, extra))
+    return fig
+
+
+def _line_segment(w: np.ndarray, b: float, xlim: tuple[float, float], ylim: tuple[float, float]) -> np.ndarray | None:
+    """End points of w.p + b = 0 inside the box, or None when it misses the box."""
+    (x0, x1), (y0, y1) = xlim, ylim
+    found = []
+    if abs(w[1]) > 1e-12:
+        for x in (x0, x1):
+            y = -(w[0] * x + b) / w[1]
+            if y0 <= y <= y1:
+                found.append((x, y))
+    if abs(w[0]) > 1e-12:
+        for y in (y0, y1):
+            x = -(w[1] * y + b) / w[0]
+            if x0 <= x <= x1:
+                found.append((x, y))
+    if len(found) < 2:
+        return None
+    found.sort()
+    return np.array([found[0], found[-1]])
+
+
+def umap_view_figure(view: UmapView) -> Figure:
+    """One plot: all points in UMAP's 2-D embedding with each fit's refitted 2-D decision line."""
+    fig, body = _framed(11.0, 6.2, "Attributes, images and the ideal edit: UMAP view (illustrative)", view.caption,
+                        view.untrained)
+    plot_col, key_col = body.subfigures(1, 2, width_ratios=[7.4, 3.6])
+    ax = plot_col.subplots()
+    xy = view.coords
+    pad_x = 0.12 * max(1e-6, float(np.ptp(xy[:, 0])))
+    pad_y = 0.12 * max(1e-6, float(np.ptp(xy[:, 1])))
+    xlim = (float(xy[:, 0].min()) - pad_x, float(xy[:, 0].max()) + pad_x)
+    ylim = (float(xy[:, 1].min()) - pad_y, float(xy[:, 1].max()) + pad_y)
+    extra: list[Line2D] = []
+    if len(view.lines) == 1:
+        line = view.lines[0]
+        gx, gy = np.meshgrid(np.linspace(*xlim, 200), np.linspace(*ylim, 200))
+        side = np.sign(line.w[0] * gx + line.w[1] * gy + line.b)
+        ax.contourf(gx, gy, side, levels=[-2, 0, 2], colors=[SOURCE_COLOR, TARGET_COLOR], alpha=0.08)
+    for line in view.lines:
+        seg = _line_segment(line.w, line.b, xlim, ylim)
+        color = "black" if len(view.lines) == 1 else edit_color(line.edits[0])
+        label = ("2-D decision line" if len(view.lines) == 1
+                 else f"2-D line, fit of E{line.edits[0] + 1}") + f" (acc. {line.accuracy:.0%})"
+        if seg is not None:
+            ax.plot(seg[:, 0], seg[:, 1], color=color, lw=1.6, ls="-" if len(view.lines) == 1 else "--", zorder=2)
+        else:
+            label += ", outside the plot"
+        extra.append(Line2D([], [], color=color, lw=1.6, ls="-" if len(view.lines) == 1 else "--", label=label))
+    _scatter_points(ax, view.points, xy)
+    ax.set_xlim(*xlim)
+    ax.set_ylim(*ylim)
+    ax.set_xlabel("UMAP 1", fontsize=9.5)
+    ax.set_ylabel("UMAP 2", fontsize=9.5)
+    ax.tick_params(labelsize=8.5)
+    ax.grid(alpha=0.25)
+    ax.set_title("Axes have no units: UMAP preserves neighbourhoods, not distances", fontsize=9.5)
+    _key(key_col, view.points, _legend_handles(view.points, extra))
+    return fig
+
+
+# ---------------------------------------------------------------------------------------- rankings
+def _wrap_label(text: str, width: int = 44, lines: int = 2) -> str:
+    wrapped = textwrap.wrap(" ".join(text.split()), width) or [""]
+    if len(wrapped) > lines:
+        wrapped = wrapped[:lines]
+        wrapped[-1] = wrapped[-1][: width - 1] + "…"
+    return "\n".join(wrapped)
+
+
+def _bars(ax: Axes, chart: RankingChart, color_of: callable, value_format: str = "{:+.4f}") -> None:
+    labels, values, colors = [], [], []
+    split = chart.split_after
+    for i, item in enumerate(chart.items):
+        labels.append(f"#{item.rank}  {_wrap_label(item.text)}")
+        values.append(item.value)
+        colors.append(color_of(item))
+        if split is not None and i == split:
+            labels.append(f"... {chart.omitted} more ...")
+            values.append(np.nan)
+            colors.append("none")
+    positions = np.arange(len(values))
+    finite = np.nan_to_num(np.asarray(values, dtype=float))
+    ax.barh(positions, finite, color=colors, height=0.66, edgecolor="none")
+    ax.set_yticks(positions, labels, fontsize=9)
+    ax.invert_yaxis()
+    ax.axvline(0, color="black", lw=0.8)
+    peak = float(np.max(np.abs(finite))) if len(finite) else 1.0
+    peak = peak if peak > 0 else 1.0
+    ax.set_xlim(min(0.0, float(np.min(finite))) - 0.28 * peak, max(0.0, float(np.max(finite))) + 0.28 * peak)
+    for pos, value in zip(positions, values):
+        if np.isfinite(value):
+            ax.text(value + (0.02 * peak if value >= 0 else -0.02 * peak), pos, value_format.format(value),
+                    va="center", ha="left" if value >= 0 else "right", fontsize=8.5, color="#222222")
+    ax.set_xlabel(chart.xlabel, fontsize=9.5)
+    ax.tick_params(axis="x", labelsize=8.5)
+    ax.grid(axis="x", alpha=0.25)
+
+
+def ranking_figure(chart: RankingChart) -> Figure:
+    """Horizontal bars of Eq. 11 / 12 deltas, most changed on top (orange: toward the attribute, blue: away)."""
+    rows = len(chart.items) + (1 if chart.omitted else 0)
+    fig, body = _framed(9.0, 1.1 + 0.42 * max(rows, 2), chart.title, chart.caption, chart.untrained)
+    ax = body.subplots()
+    _bars(ax, chart, lambda item: POSITIVE_COLOR if item.value >= 0 else NEGATIVE_COLOR)
+    ax.set_title(f"{chart.total} attributes, ranked by |delta|; orange: the ideal edit moves toward it, "
+                 "blue: away", fontsize=9.5)
+    return fig
+
+
+def alpha_figure(source: RankingChart, target: RankingChart) -> Figure:
+    """Alpha (Eq. 6) of every fit sample, source set and target set side by side, sorted by value."""
+    rows = max(len(source.items) + (1 if source.omitted else 0), len(target.items) + (1 if target.omitted else 0))
+    title = "Attribute weights alpha (Eq. 6), " + source.title.split(", ", 1)[-1]
+    fig, body = _framed(13.0, 1.2 + 0.42 * max(rows, 2), title, source.caption, source.untrained)
+    axes = body.subplots(1, 2)
+    for ax, chart, color in ((axes[0], source, SOURCE_COLOR), (axes[1], target, TARGET_COLOR)):
+        _bars(ax, chart, lambda item, c=color: "#555555" if item.text.startswith("[") else c, "{:+.3f}")
+        ax.set_title(f"{chart.title.split(',')[0]} ({chart.total} samples; grey: image sample)", fontsize=10)
+    return fig

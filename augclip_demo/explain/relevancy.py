@@ -1,0 +1,411 @@
+"""Gradient-weighted attention relevancy (Chefer et al., 2021) for the ViT image towers of open_clip.
+
+For a scalar objective on the image embedding, here ``s = cs(E(I), t)`` for a target vector t::
+
+    A_l       attention probabilities of layer l, shape (heads, L, L)   (L = prefix tokens + patches)
+    Abar_l    = mean over heads of clamp(dS/dA_l * A_l, min=0)
+    R         = I;   R <- R + Abar_l @ R      for every layer l (from ``start_layer``)
+    relevance = read-out row of R over the patch tokens, on the patch grid
+
+The read-out row is the class-token row of R for class-token pooling (every OpenAI / LAION ViT,
+EVA), the mean of the patch rows for average pooling (CLIPA), and for attention pools (CoCa,
+timm's "map": SigLIP, PE-Core) the gradient-weighted pooler attention of the pooled query times R
+(a pooler has no residual, so its relevance is its own attention rather than I + attention). The
+grid is upsampled bilinearly to the model input and min-max normalised to [0, 1], then placed back
+onto the input image (:mod:`.geometry`).
+
+The attention probabilities are recorded by :mod:`.towers` without changing the forward function.
+Parameters keep ``requires_grad=False``: the graph is rooted at a copy of the input pixels, and
+``torch.autograd.grad`` returns gradients for the attention maps only (nothing accumulates in
+``.grad``). The pass runs outside inference mode, under the encoder's inference lock, in eval
+mode; the model is left exactly as it was, also when the pass raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..errors import ExplanationUnavailableError, InputError
+from ..inference.clip_encoder import ClipEncoder
+from ..inference.device import autocast, is_out_of_memory
+from ..io import ImageInput, LoadedImage, open_image
+from ..metrics.augclip import AugCLIPResult
+from .geometry import ModelView, model_view, place_on_image, upsample_grid
+from .towers import Tower, instrumented, readout_row, tower_of
+
+OBJECTIVES: dict[str, str] = {
+    "clip_t": "CLIP-T: t = E(T_trg)",
+    "clip_dir": "CLIPdir: t = dT = E(T_trg) - E(T_src)",
+    "augclip": "AugCLIP: t = E(I_src) + v, the estimated ideal edit",
+    "custom": "a caller-given target vector t",
+}
+CLIP_DIR_DIFFERENCES = ("normalized", "raw")
+_MISSING = object()
+
+
+# ---------------------------------------------------------------------------------------- results
+@dataclass
+class RelevancyMap:
+    """Relevance of each image patch for ``cs(E(I), t)``, with what is needed to overlay it.
+
+    ``raw`` is the read-out row of R over the patch tokens (non-negative, not normalised);
+    :meth:`view_map` is the normalised [0, 1] map on the model input, :meth:`image_map` the same
+    placed on the input image frame (NaN where the model saw nothing).
+    """
+
+    objective: str
+    image_name: str
+    view: ModelView
+    raw: np.ndarray  # (grid_h, grid_w)
+    score: float  # cs(E(I), t) computed in the relevancy pass
+    embedding: np.ndarray  # (d,) unit image embedding from the same pass
+    model_input_size: tuple[int, int]  # (width, height) of the model input
+    start_layer: int
+    num_layers: int
+    readout: str
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def grid_size(self) -> tuple[int, int]:
+        return int(self.raw.shape[0]), int(self.raw.shape[1])
+
+    @property
+    def constant(self) -> bool:
+        """True when every patch has the same relevance (the normalised map is then all zeros)."""
+        return _is_constant(self.raw)
+
+    def normalized_grid(self) -> np.ndarray:
+        return normalise(self.raw)
+
+    def view_map(self) -> np.ndarray:
+        """Upsampled to the model input (bilinear) and min-max normalised to [0, 1]."""
+        return normalise(upsample_grid(self.raw, self.model_input_size))
+
+    def image_map(self, size: tuple[int, int] | None = None) -> np.ndarray:
+        """The normalised map on the input image frame (``size`` = (width, height), default the input's)."""
+        return place_on_image(self.view_map(), self.view, size)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "objective": self.objective,
+            "image": self.image_name,
+            "score": self.score,
+            "grid": _rounded(self.raw, 6),
+            "grid_normalized": _rounded(self.normalized_grid(), 4),
+            "grid_size": list(self.grid_size),
+            "model_input_size": list(self.model_input_size),
+            "view_box": [round(v, 2) for v in self.view.box],
+            "view_exact": self.view.exact,
+            "start_layer": self.start_layer,
+            "num_layers": self.num_layers,
+            "readout": self.readout,
+            "constant": self.constant,
+            "notes": list(self.notes),
+        }
+
+
+@dataclass
+class ClipDirRelevancy:
+    """App. D.5: R(I_edit; dT) - R(I_src; dT), a signed map, with its two component maps.
+
+    ``difference_mode="normalized"`` (default) subtracts the two [0, 1] maps, as the paper subtracts
+    the relevancy maps it displays; ``"raw"`` subtracts the un-normalised relevance and divides by the
+    largest absolute difference. Both give a map in [-1, 1]: > 0 where the edit draws more relevance
+    for the text direction than the source did.
+    """
+
+    source: RelevancyMap  # R(I_src; dT)
+    edit: RelevancyMap  # R(I_edit; dT)
+    difference_mode: str = "normalized"
+    clip_dir: float = float("nan")  # cs(E(I_edit) - E(I_src), dT) from the relevancy pass
+
+    def view_difference(self) -> np.ndarray:
+        if self.difference_mode == "raw":
+            diff = upsample_grid(self.edit.raw - self.source.raw, self.edit.model_input_size)
+            peak = float(np.max(np.abs(diff)))
+            return diff / peak if peak > 0 else np.zeros_like(diff)
+        return self.edit.view_map() - self.source.view_map()
+
+    def grid_difference(self) -> np.ndarray:
+        if self.difference_mode == "raw":
+            diff = self.edit.raw - self.source.raw
+            peak = float(np.max(np.abs(diff)))
+            return diff / peak if peak > 0 else np.zeros_like(diff)
+        return self.edit.normalized_grid() - self.source.normalized_grid()
+
+    def image_difference(self, size: tuple[int, int] | None = None) -> np.ndarray:
+        """The signed map on the *edited* image's frame (NaN where the model saw nothing)."""
+        return place_on_image(self.view_difference(), self.edit.view, size)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "clip_dir": self.clip_dir,
+            "difference_mode": self.difference_mode,
+            "difference_grid": _rounded(self.grid_difference(), 4),
+            "source": self.source.to_dict(),
+            "edit": self.edit.to_dict(),
+        }
+
+
+# ---------------------------------------------------------------------------------------- public API
+def relevancy(
+    encoder: ClipEncoder,
+    image: ImageInput | LoadedImage,
+    target: np.ndarray,
+    *,
+    objective: str = "custom",
+    start_layer: int = 0,
+) -> RelevancyMap:
+    """Relevancy map of ``image`` for the scalar ``cs(E(image), target)``."""
+    return relevancy_batch(encoder, [image], np.asarray(target)[None, :], objectives=[objective],
+                           start_layer=start_layer)[0]
+
+
+def relevancy_batch(
+    encoder: ClipEncoder,
+    images: Sequence[ImageInput | LoadedImage],
+    targets: np.ndarray,
+    *,
+    objectives: Sequence[str] | None = None,
+    start_layer: int = 0,
+    batch_size: int | None = None,
+) -> list[RelevancyMap]:
+    """One relevancy map per ``(images[i], targets[i])`` pair, computed in batches.
+
+    Samples do not interact in a ViT forward pass, so the gradient of the summed objective with
+    respect to sample i's attention equals that of its own objective: batching is exact.
+    ``batch_size`` defaults to what keeps the recorded attention maps near 512 MB (7 images for
+    ViT-B/16, 1 for ViT-L/14-336); on GPU out-of-memory the batch is halved and retried.
+    """
+    loaded = [open_image(item) for item in images]
+    target_array = _check_targets(targets, len(loaded))
+    objectives = list(objectives or ["custom"] * len(loaded))
+    if len(objectives) != len(loaded):
+        raise InputError(f"{len(objectives)} objective names for {len(loaded)} images")
+    for name in objectives:
+        if name not in OBJECTIVES:
+            raise InputError(f"unknown relevancy objective {name!r}; choose one of {', '.join(OBJECTIVES)}")
+    if not loaded:
+        return []
+    tower = tower_of(encoder.model, encoder.spec.raw)
+    dim = encoder.embed_dim
+    if target_array.shape[1] != dim:
+        raise InputError(f"target vectors have dimension {target_array.shape[1]}, but {encoder.spec.raw} "
+                         f"embeds into {dim} dimensions (embeddings from a different model?)")
+    layers = len(tower.attentions)
+    first = _resolve_start_layer(start_layer, layers)
+    pixels_by_hash: dict[str, torch.Tensor] = {}
+    for item in loaded:
+        if item.sha256 not in pixels_by_hash:
+            pixels_by_hash[item.sha256] = encoder.preprocess(item.image)
+    grid_h, grid_w = tower.grid
+    input_h, input_w = tower.input_size
+    maps: list[RelevancyMap] = []
+    step = max(1, int(batch_size)) if batch_size else _default_batch_size(tower)
+    start = 0
+    while start < len(loaded):
+        chunk = loaded[start:start + step]
+        pixels = torch.stack([pixels_by_hash[item.sha256] for item in chunk])
+        try:
+            rows, embeddings, scores = _relevancy_pass(encoder, tower, pixels, target_array[start:start + step], first)
+        except Exception as exc:
+            if not is_out_of_memory(exc) or step == 1:
+                raise
+            if encoder.device.type == "cuda":
+                torch.cuda.empty_cache()
+            step = max(1, step // 2)
+            continue
+        for j, item in enumerate(chunk):
+            view = model_view(encoder.preprocess, item.size)
+            maps.append(RelevancyMap(
+                objective=objectives[start + j],
+                image_name=item.name,
+                view=view,
+                raw=rows[j].reshape(grid_h, grid_w),
+                score=float(scores[j]),
+                embedding=embeddings[j],
+                model_input_size=(input_w, input_h),
+                start_layer=first,
+                num_layers=layers,
+                readout=tower.readout_name,
+                notes=[] if view.exact else [view.note],
+            ))
+        start += len(chunk)
+    return maps
+
+
+def _default_batch_size(tower: Tower, budget_bytes: float = 512e6) -> int:
+    """Images per pass so that the attention maps, their gradients and softmax copies stay near ``budget_bytes``."""
+    per_image = 3 * len(tower.attentions) * tower.heads * tower.tokens * tower.tokens * 4
+    return int(max(1, min(8, budget_bytes // per_image)))
+
+
+def clip_t_relevancy(encoder: ClipEncoder, edited: ImageInput | LoadedImage, target_text_embedding: np.ndarray,
+                     *, start_layer: int = 0) -> RelevancyMap:
+    """CLIP-T style: which regions of the edit make it match the target text (t = E(T_trg))."""
+    return relevancy(encoder, edited, target_text_embedding, objective="clip_t", start_layer=start_layer)
+
+
+def augclip_relevancy(encoder: ClipEncoder, edited: ImageInput | LoadedImage, result: AugCLIPResult | np.ndarray,
+                      *, start_layer: int = 0) -> RelevancyMap:
+    """AugCLIP: which regions of the edit bring it toward the ideal edit t = E(I_src) + v.
+
+    ``result`` is the edit's :class:`AugCLIPResult` (its ``ideal``) or the ideal vector itself.
+    """
+    ideal = result.ideal if isinstance(result, AugCLIPResult) else np.asarray(result)
+    return relevancy(encoder, edited, ideal, objective="augclip", start_layer=start_layer)
+
+
+def clip_dir_relevancy(
+    encoder: ClipEncoder,
+    source: ImageInput | LoadedImage,
+    edited: ImageInput | LoadedImage,
+    source_text_embedding: np.ndarray,
+    target_text_embedding: np.ndarray,
+    *,
+    difference: str = "normalized",
+    start_layer: int = 0,
+) -> ClipDirRelevancy:
+    """CLIPdir (App. D.5): R(I_edit; dT) - R(I_src; dT) with dT = E(T_trg) - E(T_src), one batch."""
+    direction = text_direction(source_text_embedding, target_text_embedding)
+    src_map, edit_map = relevancy_batch(encoder, [source, edited], np.stack([direction, direction]),
+                                        objectives=["clip_dir", "clip_dir"], start_layer=start_layer)
+    return make_clip_dir(src_map, edit_map, direction, difference)
+
+
+def text_direction(source_text_embedding: np.ndarray, target_text_embedding: np.ndarray) -> np.ndarray:
+    """dT = E(T_trg) - E(T_src); a clear error when the two texts embed identically."""
+    direction = np.asarray(target_text_embedding, dtype=np.float64) - np.asarray(source_text_embedding, dtype=np.float64)
+    if not np.all(np.isfinite(direction)) or np.linalg.norm(direction) < 1e-9:
+        raise InputError("the source and target texts have the same embedding, so the CLIPdir text direction "
+                         "dT is zero; use a source text that differs from the target text")
+    return direction.astype(np.float32)
+
+
+def make_clip_dir(src_map: RelevancyMap, edit_map: RelevancyMap, direction: np.ndarray,
+                  difference: str = "normalized") -> ClipDirRelevancy:
+    if difference not in CLIP_DIR_DIFFERENCES:
+        raise InputError(f"CLIPdir difference must be one of {', '.join(CLIP_DIR_DIFFERENCES)}, got {difference!r}")
+    image_dir = edit_map.embedding.astype(np.float64) - src_map.embedding.astype(np.float64)
+    value = _cosine(image_dir, np.asarray(direction, dtype=np.float64)) if np.linalg.norm(image_dir) > 1e-12 else 0.0
+    return ClipDirRelevancy(source=src_map, edit=edit_map, difference_mode=difference, clip_dir=value)
+
+
+def supports_relevancy(encoder: ClipEncoder) -> str | None:
+    """None when relevancy maps can be computed for this encoder's model, else the reason they cannot."""
+    try:
+        tower_of(encoder.model, encoder.spec.raw)
+    except ExplanationUnavailableError as exc:
+        return str(exc)
+    return None
+
+
+# ---------------------------------------------------------------------------------------- the pass
+def _relevancy_pass(
+    encoder: ClipEncoder, tower: Tower, pixels: torch.Tensor, targets: np.ndarray, start_layer: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    model = encoder.model
+    device = encoder.device
+    n_layers = len(tower.attentions)
+    with encoder.inference_lock, instrumented(tower) as recorder, torch.inference_mode(False), torch.enable_grad():
+        # The graph is rooted at a copy of the pixels (a normal tensor even if the caller is in
+        # inference mode); parameters stay frozen and receive no gradient.
+        x = pixels.to(device).clone().requires_grad_(True)
+        target = torch.as_tensor(targets, dtype=torch.float32, device=device)
+        with autocast(device, encoder.amp_dtype):
+            features = model.encode_image(x)
+        features = features.float()
+        if features.ndim != 2:
+            raise ExplanationUnavailableError(
+                f"{encoder.spec.raw}: the image tower returns {tuple(features.shape)} instead of one embedding per "
+                "image, so there is no single similarity to explain")
+        scores = F.cosine_similarity(features, target, dim=-1)
+        blocks = recorder.block_probs
+        if len(blocks) != n_layers or (tower.pooler is not None) != (recorder.pool_probs is not None):
+            raise ExplanationUnavailableError(
+                f"{encoder.spec.raw}: recorded {len(blocks)} attention maps for {n_layers} layers; this tower's "
+                "attention does not run the way the relevancy recorder expects")
+        tokens = blocks[0].shape[-1]
+        if tokens != tower.tokens:
+            raise ExplanationUnavailableError(
+                f"{encoder.spec.raw}: {tokens} tokens for a {tower.grid[0]}x{tower.grid[1]} patch grid plus "
+                f"{tower.prefix} prefix token(s); the tokens cannot be mapped back onto the image")
+        wanted = blocks[start_layer:] + ([recorder.pool_probs] if recorder.pool_probs is not None else [])
+        grads = torch.autograd.grad(scores.sum(), wanted, allow_unused=True)
+        grads = [torch.zeros_like(t) if g is None else g for t, g in zip(wanted, grads)]
+        with torch.no_grad():
+            block_grads = grads[: n_layers - start_layer]
+            pool_cam = None
+            if recorder.pool_probs is not None:
+                pool_cam = _positive_head_mean(recorder.pool_probs, grads[-1])
+            relevance = _propagate(blocks[start_layer:], block_grads)
+            row = readout_row(tower, relevance, pool_cam)
+            patches = row[:, tower.prefix:]
+            embeddings = F.normalize(features.detach(), dim=-1)
+        return (patches.cpu().numpy().astype(np.float64), embeddings.cpu().numpy().astype(np.float32),
+                scores.detach().cpu().numpy().astype(np.float64))
+
+
+def _positive_head_mean(probs: torch.Tensor, grads: torch.Tensor) -> torch.Tensor:
+    """Abar = mean over heads of clamp(grad * A, min=0): (N, heads, Lq, Lk) -> (N, Lq, Lk)."""
+    return (grads.float() * probs.detach().float()).clamp(min=0).mean(dim=1)
+
+
+def _propagate(probs: list[torch.Tensor], grads: list[torch.Tensor]) -> torch.Tensor:
+    """R = I; R <- R + Abar_l @ R over the given layers (Chefer et al. 2021, Eq. 6-7 for self-attention)."""
+    n, _, tokens, _ = probs[0].shape
+    relevance = torch.eye(tokens, dtype=torch.float32, device=probs[0].device).unsqueeze(0).repeat(n, 1, 1)
+    for attn, grad in zip(probs, grads):
+        relevance = relevance + torch.bmm(_positive_head_mean(attn, grad), relevance)
+    return relevance
+
+
+# ---------------------------------------------------------------------------------------- helpers
+def _resolve_start_layer(start_layer: int, layers: int) -> int:
+    if not isinstance(start_layer, (int, np.integer)) or not -layers <= int(start_layer) < layers:
+        raise InputError(f"start_layer must be an integer in [{-layers}, {layers - 1}] for this {layers}-layer "
+                         f"image tower, got {start_layer!r}")
+    return int(start_layer) % layers
+
+
+def _check_targets(targets: np.ndarray, count: int) -> np.ndarray:
+    array = np.asarray(targets, dtype=np.float32)
+    if array.ndim == 1:
+        array = array[None, :]
+    if array.ndim != 2 or array.shape[0] != count:
+        raise InputError(f"expected {count} target vectors of shape (d,), got an array of shape {np.shape(targets)}")
+    if not np.all(np.isfinite(array)):
+        raise InputError("a relevancy target vector contains NaN or infinite values")
+    if count and np.any(np.linalg.norm(array, axis=1) < 1e-12):
+        raise InputError("a relevancy target vector is zero; the cosine similarity with it is undefined")
+    return array
+
+
+def _is_constant(values: np.ndarray) -> bool:
+    values = np.asarray(values, dtype=np.float64)
+    span = float(np.nanmax(values) - np.nanmin(values)) if values.size else 0.0
+    return span <= 1e-12 * max(1.0, float(np.nanmax(np.abs(values))) if values.size else 1.0)
+
+
+def normalise(values: np.ndarray) -> np.ndarray:
+    """Min-max normalisation to [0, 1]; a constant map becomes all zeros (nothing stands out)."""
+    values = np.asarray(values, dtype=np.float32)
+    if values.size == 0 or _is_constant(values):
+        return np.zeros_like(values)
+    low, high = float(np.nanmin(values)), float(np.nanmax(values))
+    return (values - low) / (high - low)
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def _rounded(array: np.ndarray, digits: int) -> list[list[float]]:
+    return np.round(np.asarray(array, dtype=np.float64), digits).tolist()
+
