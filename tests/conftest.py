@@ -79,7 +79,8 @@ def app_server(tmp_path_factory: pytest.TempPathFactory):
     log_path = tmp_path_factory.mktemp("app") / "app.log"
     inherited = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}  # no real endpoint
     env = {**inherited, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
-           "AUGCLIP_CLIP_MODEL": TINY, "AUGCLIP_DEVICE": "cpu", "AUGCLIP_MAX_UPLOAD_MB": str(APP_UPLOAD_LIMIT_MB),
+           "AUGCLIP_CLIP_MODEL": TINY, "AUGCLIP_DEVICE": "cpu", "AUGCLIP_GDINO_MODEL": "random:tiny",
+           "AUGCLIP_SAM_MODEL": "random:tiny", "AUGCLIP_MAX_UPLOAD_MB": str(APP_UPLOAD_LIMIT_MB),
            "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONPATH": str(ROOT)}
     with open(log_path, "w") as log:
         proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)

@@ -24,10 +24,17 @@ TGT_ATTRS = ["dahlia is pink", "pink petals"]
 
 
 def evaluate_args(source=FLOWER / "source.png", edits=EDITS, target="a pink dahlia flower",
-                  source_text="an orange dahlia flower", provider="manual", src=SRC_ATTRS, tgt=TGT_ATTRS,
-                  classifier="svm", C=1.0, weighting=True, include_images=True, clip_model=TINY):
+                  source_text="an orange dahlia flower", instruction="make the flower pink", provider="manual",
+                  src=SRC_ATTRS, tgt=TGT_ATTRS, classifier="svm", C=1.0, weighting=True, include_images=True,
+                  clip_model=TINY):
     return (handle_file(str(source)) if source else None, [handle_file(str(e)) for e in edits], target, source_text,
-            provider, "\n".join(src), "\n".join(tgt), classifier, C, weighting, include_images, clip_model)
+            instruction, provider, "\n".join(src), "\n".join(tgt), classifier, C, weighting, include_images,
+            clip_model)
+
+
+def scores(result: tuple) -> tuple:
+    """The /evaluate outputs that carry values: verdict, table, attribute boxes, files, report."""
+    return result[:6]
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +57,7 @@ def test_named_endpoints(client):
 
 
 def test_table_matches_the_evaluator(client, direct):
-    verdict, table, src_box, tgt_box, files, report = client.predict(*evaluate_args(), api_name="/evaluate")
+    verdict, table, src_box, tgt_box, files, report = scores(client.predict(*evaluate_args(), api_name="/evaluate"))
     expected = direct.evaluate(FLOWER / "source.png", EDITS, "a pink dahlia flower", "an orange dahlia flower",
                                Attributes(SRC_ATTRS, TGT_ATTRS))
     assert table["headers"] == ["#", "edit", "AugCLIP", "CLIPdir", "CLIP-I", "CLIP-T", "L2 (lower is better)"]
@@ -80,8 +87,8 @@ def test_table_matches_the_evaluator(client, direct):
 def test_rescore_uses_the_session_embeddings(app_server, direct):
     own = Client(app_server["url"], verbose=False)  # one client = one session (its gr.State)
     own.predict(*evaluate_args(), api_name="/evaluate")
-    _, table, *_ , report = own.predict("\n".join(SRC_ATTRS[:2]), "\n".join(TGT_ATTRS), "logistic", 0.5, False, True,
-                                        TINY, api_name="/rescore")
+    _, table, _, _, _, report = scores(own.predict("\n".join(SRC_ATTRS[:2]), "\n".join(TGT_ATTRS), "logistic", 0.5, False, True,
+                                        TINY, api_name="/rescore"))
     assert report["options"] == {"classifier": "logistic", "C": 0.5, "weighting": False, "include_images": True}
     assert report["attributes"]["source_attributes"] == SRC_ATTRS[:2]
     base = direct.evaluate(FLOWER / "source.png", EDITS, "a pink dahlia flower", "an orange dahlia flower",
@@ -124,7 +131,7 @@ def test_bad_inputs_get_a_message_and_the_server_keeps_serving(client, kwargs, m
 def test_corrupt_and_oversized_files(client, tmp_path):
     corrupt = tmp_path / "corrupt.png"
     corrupt.write_bytes(b"\x89PNG\r\n\x1a\n" + b"garbage" * 50)
-    with pytest.raises(Exception, match="corrupt.png"):
+    with pytest.raises(Exception, match=r"^corrupt.png: the image data is corrupt"):
         client.predict(*evaluate_args(edits=[corrupt]), api_name="/evaluate")
     big = tmp_path / "big.png"
     rng = np.random.default_rng(0)
@@ -172,8 +179,8 @@ def test_extract_attributes_endpoint_reports_provider_errors(client):
 
 
 def test_clip_vocab_fills_empty_attribute_lists(client):
-    verdict, table, src_box, tgt_box, _, report = client.predict(
-        *evaluate_args(edits=EDITS[:2], provider="clip-vocab", src=[], tgt=[]), api_name="/evaluate")
+    verdict, table, src_box, tgt_box, _, report = scores(client.predict(
+        *evaluate_args(edits=EDITS[:2], provider="clip-vocab", src=[], tgt=[]), api_name="/evaluate"))
     assert src_box.strip() and tgt_box.strip()
     assert report["attributes"]["provenance"]["provider"] == "clip-vocab"
     assert "lower fidelity" in verdict
@@ -183,3 +190,32 @@ def test_clip_vocab_fills_empty_attribute_lists(client):
 def test_unconfigured_openai_provider_says_how_to_configure_it(client):
     with pytest.raises(Exception, match="OPENAI_API_KEY"):
         client.predict(*evaluate_args(provider="openai", src=[], tgt=[]), api_name="/evaluate")
+
+
+def test_explain_and_bpm_endpoints_follow_the_evaluation(app_server, direct):
+    from augclip_demo.inference.bpm_models import get_bpm_models
+
+    own = Client(app_server["url"], verbose=False)
+    own.predict(*evaluate_args(edits=EDITS[:2]), api_name="/evaluate")
+    pick, exact, umap, augclip_map, clip_t_map, clip_dir_map, src_rank, tgt_rank, alpha, info, files, *_ = own.predict(
+        True, api_name="/explain")
+    pick = pick["value"] if isinstance(pick, dict) else pick  # a component update carries its value
+    assert pick.startswith("1. ") or pick.startswith("2. ")  # the edit AugCLIP prefers is shown first
+    for figure in (exact, umap, augclip_map, clip_t_map, clip_dir_map, src_rank, tgt_rank, alpha):
+        assert Path(figure).suffix == ".png" and Path(figure).stat().st_size > 10_000
+    with zipfile.ZipFile([f for f in files if f.endswith(".zip")][0]) as archive:
+        pngs = [name for name in archive.namelist() if name.startswith("figures/") and name.endswith(".png")]
+    assert len(pngs) == 2 + 2 * 6  # two hyperplane views, six figures per edit
+
+    verdict, table, bpm_info, gallery, components, o1, o2, size, position, reference, *_ = own.predict(
+        True, "make the flower pink", "rules", TINY, api_name="/bpm")
+    assert table["headers"][-1] == "BPM"
+    assert (o1, o2) == ("flower", "pink flower") and len(gallery) == 2 * 3
+    settings = direct.settings.replace(gdino_model="random:tiny", sam_model="random:tiny")
+    report = direct.evaluate(FLOWER / "source.png", EDITS[:2], "a pink dahlia flower", "an orange dahlia flower",
+                             Attributes(SRC_ATTRS, TGT_ATTRS))
+    direct.add_bpm(report, "make the flower pink", models=get_bpm_models(settings, encoder=direct.encoder))
+    rows = table_rows(table)
+    for edit in report.edits:
+        assert rows[edit.name][-1] == pytest.approx(edit.metrics["bpm"], abs=1e-4)
+    assert "UNTRAINED" in bpm_info.upper()

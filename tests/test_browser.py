@@ -48,10 +48,10 @@ def open_page(browser, url: str):
 
 
 def read_table(page) -> dict[str, list[str]]:
-    """Gradio 6 renders the dataframe as an ARIA grid: rows after the header hold the cells."""
+    """Gradio 6 renders the dataframe as an ARIA grid of virtual rows with gridcell children."""
     rows = {}
     for row in page.locator("#aug-table [role=row]").all():
-        cells = [c.strip() for c in row.locator("td").all_inner_texts()]
+        cells = [c.strip() for c in row.locator("[role=gridcell]").all_inner_texts()]
         if len(cells) > 2:
             rows[cells[1]] = cells
     return rows
@@ -59,7 +59,7 @@ def read_table(page) -> dict[str, list[str]]:
 
 def wait_for_rows(page, count: int, timeout: float = 240_000) -> None:
     page.wait_for_function(
-        f"document.querySelectorAll('#aug-table [role=row] td').length >= {count * 7}", timeout=timeout)
+        f"document.querySelectorAll('#aug-table [role=gridcell]').length >= {count * 7}", timeout=timeout)
 
 
 def test_upload_type_evaluate_and_read_the_table(browser, app_server, tiny_encoder, tmp_path):
@@ -107,3 +107,33 @@ def test_a_bad_input_shows_a_message_not_a_traceback(browser, app_server):
     toast = page.get_by_text("Upload a source image first")
     toast.wait_for(timeout=60_000)
     assert "Traceback" not in page.content()
+
+
+def test_explanations_and_bpm_panel_render(browser, app_server, tmp_path):
+    page = open_page(browser, app_server["url"])
+    page.get_by_text("Advanced options").click()
+    page.locator("#aug-bpm-on input[type=checkbox]").check()
+    page.get_by_text("add a blue ball to the left of the red box").first.click()
+    wait_for_rows(page, 4)
+    page.get_by_role("tab", name="Relevancy maps").click()
+    for element in ("#aug-map-augclip img", "#aug-map-clip-t img", "#aug-map-clip-dir img"):
+        page.locator(element).wait_for(timeout=240_000)
+    shown = page.locator("#aug-map-augclip img").get_attribute("src")
+    page.locator("#aug-edit-pick").get_by_text("4. excessively_modified.png").click()
+    page.wait_for_function(f"document.querySelector('#aug-map-augclip img').src != {shown!r}")
+    page.screenshot(path=str(tmp_path / "relevancy.png"), full_page=True)
+    page.get_by_role("tab", name="Hyperplane views").click()
+    page.locator("#aug-exact img").wait_for()
+    page.locator("#aug-umap img").wait_for()
+    page.screenshot(path=str(tmp_path / "hyperplane.png"), full_page=True)
+    page.get_by_role("tab", name="Attribute rankings").click()
+    for element in ("#aug-rank-source img", "#aug-rank-target img", "#aug-alpha img"):
+        page.locator(element).wait_for()
+    page.get_by_role("tab", name="BPM").click()
+    page.wait_for_function("document.querySelectorAll('#aug-bpm-gallery img').length >= 12", timeout=240_000)
+    headers = page.locator("#aug-table [role=columnheader]").all_inner_texts()
+    assert any(h.strip() == "BPM" for h in headers), headers
+    assert page.locator("#aug-bpm-o2 textarea, #aug-bpm-o2 input").first.input_value() == "blue ball"
+    assert "UNTRAINED" in page.locator("#aug-bpm-info").inner_text().upper()
+    page.screenshot(path=str(tmp_path / "bpm.png"), full_page=True)
+    print(f"\nscreenshots: {tmp_path}")

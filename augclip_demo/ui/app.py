@@ -1,4 +1,10 @@
-"""The page: layout and wiring. Logic lives in :mod:`.session`, rendering in :mod:`.views`."""
+"""The page: layout and wiring. Logic lives in :mod:`.session`, rendering in :mod:`.views`.
+
+Pressing Evaluate runs three stages, each updating the page when it finishes: the scores (fast;
+the ``/evaluate`` API endpoint), then the explanations (relevancy maps, hyperplane views, ranking
+charts; ``/explain``), then BPM when enabled (``/bpm``). Changing an AugCLIP option re-scores from
+the cached embeddings and refreshes the explanations.
+"""
 
 from __future__ import annotations
 
@@ -17,11 +23,12 @@ from ..attributes.catalog import ProviderStatus, provider_status
 from ..config import Settings
 from ..errors import AugclipError
 from ..inference.device import is_out_of_memory
+from ..metrics.bpm import POSITION_STATES, SIZE_STATES
 from ..pipeline import AugCLIPOptions
 from . import session as logic
+from . import views
 from .examples import load_examples
 from .status import model_status, status_html
-from .views import score_table, verdict_markdown, write_downloads
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +48,7 @@ HEADER = """
 <div class="aug-steps">Judge text-guided image edits: <b>1.</b> upload a source image and type the target text,
 <b>2.</b> add 1-8 edited images, <b>3.</b> (optionally) check the attributes, then press <b>Evaluate</b>.
 Or start from an example below. AugCLIP scores each edit against the estimated <i>ideal</i> edit of the
-source; CLIPdir, CLIP-I, CLIP-T and L2 are shown beside it.</div>
+source; CLIPdir, CLIP-I, CLIP-T, L2 (and BPM, region-aware) are shown beside it.</div>
 """
 
 
@@ -66,6 +73,15 @@ def user_facing(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def provider_label(item: ProviderStatus) -> str:
+    """Dropdown text: the name plus what the user should know before choosing it."""
+    if not item.available:
+        return f"{item.name} (not configured)"
+    if item.lower_fidelity:
+        return f"{item.name} (offline, lower fidelity)"
+    return {"manual": "manual (your lists)", "openai": "openai (MLLM, the paper's method)"}.get(item.name, item.name)
+
+
 def build_app(settings: Settings | None = None) -> gr.Blocks:
     base_settings = settings or Settings.from_env()
     status = model_status(base_settings)
@@ -73,6 +89,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
     statuses = {item.name: item for item in provider_status(base_settings)}
     default_provider = base_settings.attribute_provider if base_settings.attribute_provider in statuses else "manual"
     provider_choices = [(provider_label(item), item.name) for item in statuses.values()]
+    gpu = _cuda_available()
+    llm_ready = statuses.get("openai") is not None and statuses["openai"].available
 
     def settings_for(clip_model: str | None) -> Settings:
         return base_settings.replace(clip_model=(clip_model or "").strip() or None)
@@ -81,71 +99,9 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         return AugCLIPOptions(classifier=classifier, C=float(C) if C else 1.0, weighting=bool(weighting),
                               include_images=bool(include_images))
 
-    # ------------------------------------------------------------------ handlers
-    def refresh_status() -> tuple[str, gr.Timer]:
-        return status_html(status), gr.Timer(active=status.state == "loading")
-
-    def describe_provider(name: str) -> str:
-        item = statuses.get(name)
-        return f"<small>{html.escape(item.reason)}</small>" if item else ""
-
-    def show_edits(files: list[str] | None) -> list[tuple[str, str]]:
-        return [(path, f"{i + 1}. {Path(path).name}") for i, path in enumerate(files or [])]
-
-    @user_facing
-    def evaluate(source, edits, target, source_text, provider, src_box, tgt_box, classifier, C, weighting,
-                 include_images, clip_model, state, progress=gr.Progress()):
-        settings = settings_for(clip_model)
-        report, state = logic.evaluate(
-            settings, state or logic.Session(), source=source, edits=edits, target_text=target or "",
-            source_text=source_text or "", provider=provider, source_attrs_box=src_box or "",
-            target_attrs_box=tgt_box or "", options=options_for(classifier, C, weighting, include_images),
-            progress=lambda f, stage: progress(f, desc=stage),
-        )
-        progress(0.8, desc="writing downloads")
-        return present(report, state)
-
-    @user_facing
-    def rescore(src_box, tgt_box, classifier, C, weighting, include_images, clip_model, state):
-        report, state = logic.rescore(settings_for(clip_model), state, options_for(classifier, C, weighting, include_images),
-                                      src_box or "", tgt_box or "")
-        return present(report, state)
-
-    def rescore_if_evaluated(*args):
-        """Option changes re-score silently when there is something to re-score, else do nothing."""
-        state = args[-1]
-        if state is None or state.report is None:
-            return [gr.skip()] * 7
-        return rescore(*args)
-
-    def present(report, state):
-        files = write_downloads(report, Path(state.output_dir), state.figures)
-        attrs = report.attributes
-        return (verdict_markdown(report), score_table(report), "\n".join(attrs.source), "\n".join(attrs.target),
-                files, report.to_dict(), state)
-
-    @user_facing
-    def extract(source, target, source_text, provider, clip_model, state, progress=gr.Progress()):
-        progress(0.1, desc=f"extracting attributes ({provider})")
-        attrs, state = logic.extract(settings_for(clip_model), state or logic.Session(), source=source,
-                                     target_text=target or "", source_text=source_text or "", provider=provider)
-        prov = attrs.provenance
-        gr.Info(f"{len(attrs.source)} source and {len(attrs.target)} target attributes from {prov.provider} "
-                f"({prov.fidelity}). Edit them freely, then Evaluate.")
-        return "\n".join(attrs.source), "\n".join(attrs.target), state
-
-    @user_facing
-    def load_attributes(file):
-        attrs = Attributes.load(file)
-        return "\n".join(attrs.source), "\n".join(attrs.target)
-
-    @user_facing
-    def save_attributes(src_box, tgt_box, state):
-        return logic.save_attributes(state or logic.Session(), src_box or "", tgt_box or "")
-
     # ------------------------------------------------------------------ layout
     with gr.Blocks(title="AugCLIP Studio", delete_cache=(3600, 3600)) as demo:
-        state = gr.State(logic.Session())
+        session_state = gr.State(logic.Session())
         gr.Markdown(HEADER)
         status_box = gr.HTML(status_html(status))
         timer = gr.Timer(1.0, active=status.state == "loading")
@@ -161,6 +117,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                                             placeholder="an instruction (make the flower pink) or a description (a pink dahlia)")
                         source_text = gr.Textbox(label="Source text (optional: enables CLIPdir)", elem_id="aug-source-text",
                                                  placeholder="e.g. an orange dahlia flower")
+                        instruction = gr.Textbox(label="Editing instruction (optional: for BPM)", elem_id="aug-instruction",
+                                                 placeholder="e.g. make the flower pink")
                     with gr.Column(scale=5, min_width=320):
                         edits = gr.File(file_count="multiple", file_types=["image"], allow_reordering=True,
                                         label=f"2. Edited images (1-{logic.MAX_EDITS}; drag to reorder, x to remove)",
@@ -171,7 +129,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                         provider = gr.Dropdown(provider_choices, value=default_provider, label="3. Attribute provider",
                                                info="fills empty lists on Evaluate; or type / edit the lists below",
                                                elem_id="aug-provider")
-                        provider_info = gr.HTML(describe_provider(default_provider))
+                        provider_info = gr.HTML(_describe(statuses, default_provider))
                         extract_btn = gr.Button("Extract attributes", size="sm")
                         src_box = gr.Textbox(label="Source attributes (one per line)", lines=4, max_lines=10,
                                              elem_id="aug-src-attrs")
@@ -180,7 +138,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                         with gr.Row():
                             load_btn = gr.UploadButton("Load JSON", file_types=[".json"], size="sm")
                             save_btn = gr.DownloadButton("Save JSON", size="sm")
-                with gr.Accordion("Advanced options (changing one re-scores from cached embeddings)", open=False):
+                with gr.Accordion("Advanced options (AugCLIP changes re-score from cached embeddings)", open=False):
                     with gr.Row():
                         classifier = gr.Radio(["svm", "logistic", "lda"], value="svm", label="Classifier (App. A.3)")
                         C = gr.Number(1.0, label="C (svm / logistic)", minimum=1e-4)
@@ -189,14 +147,61 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                         clip_model = gr.Dropdown(sorted({base_settings.clip_model, *CLIP_CHOICES}),
                                                  value=base_settings.clip_model, allow_custom_value=True,
                                                  label="CLIP model (spec)")
+                    with gr.Row():
+                        explain_on = gr.Checkbox(True, label="Explanations (relevancy maps, hyperplane views, rankings)",
+                                                 elem_id="aug-explain-on")
+                        bpm_on = gr.Checkbox(gpu, label="BPM (GroundingDINO + SAM; slow on CPU)", elem_id="aug-bpm-on")
+                        bpm_parser = gr.Radio(["rules", "llm"] if llm_ready else ["rules"], value="rules",
+                                              label="BPM instruction parser")
                 with gr.Row():
                     evaluate_btn = gr.Button("Evaluate", variant="primary", size="lg", elem_id="aug-evaluate", scale=3)
                     rescore_btn = gr.Button("Re-score with the edited attributes", size="lg", scale=2)
                 verdict = gr.Markdown(elem_id="aug-verdict")
                 table = gr.Dataframe(label="Scores (one row per edit; best per column highlighted)",
                                      interactive=False, elem_id="aug-table", wrap=True)
+                edit_pick = gr.Radio([], label="Explanations for edit", elem_id="aug-edit-pick", visible=False)
                 with gr.Tabs():
-                    with gr.Tab("Report (JSON)"):
+                    with gr.Tab("Relevancy maps", id="relevancy"):
+                        relevancy_info = gr.Markdown(views.RELEVANCY_HELP)
+                        with gr.Row():
+                            augclip_map = gr.Image(label="AugCLIP map (toward the ideal edit)", type="filepath",
+                                                   elem_id="aug-map-augclip", show_label=False, buttons=["download", "fullscreen"])
+                            clip_t_map = gr.Image(label="CLIP-T map (toward the target text)", type="filepath",
+                                                  elem_id="aug-map-clip-t", show_label=False, buttons=["download", "fullscreen"])
+                        clip_dir_map = gr.Image(label="CLIPdir signed map with its two components (App. D.5)",
+                                                type="filepath", elem_id="aug-map-clip-dir", show_label=False, buttons=["download", "fullscreen"])
+                    with gr.Tab("Hyperplane views", id="hyperplane"):
+                        gr.Markdown(views.HYPERPLANE_HELP)
+                        exact_plot = gr.Image(label="Exact view (all edits)", type="filepath", elem_id="aug-exact", show_label=False,
+                                              buttons=["download", "fullscreen"])
+                        umap_plot = gr.Image(label="UMAP view (illustrative; all edits)", type="filepath",
+                                             elem_id="aug-umap", show_label=False, buttons=["download", "fullscreen"])
+                    with gr.Tab("Attribute rankings", id="rankings"):
+                        gr.Markdown(views.RANKINGS_HELP)
+                        with gr.Row():
+                            source_ranking = gr.Image(label="Source attributes (Eq. 11)", type="filepath",
+                                                      elem_id="aug-rank-source", show_label=False, buttons=["download", "fullscreen"])
+                            target_ranking = gr.Image(label="Target attributes (Eq. 12)", type="filepath",
+                                                      elem_id="aug-rank-target", show_label=False, buttons=["download", "fullscreen"])
+                        alpha_plot = gr.Image(label="Alpha weights (Eq. 6)", type="filepath", elem_id="aug-alpha", show_label=False,
+                                              buttons=["download", "fullscreen"])
+                    with gr.Tab("BPM", id="bpm"):
+                        bpm_info = gr.Markdown(views.BPM_HELP, elem_id="aug-bpm-info")
+                        bpm_gallery = gr.Gallery(label="Per edit: source with M_origin / B_origin, edit with M_edit / "
+                                                       "B_edit, preserved region", columns=3, height=420,
+                                                 object_fit="contain", elem_id="aug-bpm-gallery")
+                        bpm_table = gr.Dataframe(label="BPM components", interactive=False, wrap=True,
+                                                 elem_id="aug-bpm-table")
+                        gr.Markdown("**Parse** (edit the fields and press *Run BPM* for description-style targets "
+                                    "or instructions the parser cannot read):")
+                        with gr.Row():
+                            bpm_o1 = gr.Textbox(label="o1 (object in the source; None to add)", elem_id="aug-bpm-o1")
+                            bpm_o2 = gr.Textbox(label="o2 (object in the edit; None to remove)", elem_id="aug-bpm-o2")
+                            bpm_size = gr.Dropdown(list(SIZE_STATES), value="unchanged", label="size state")
+                            bpm_position = gr.Dropdown(list(POSITION_STATES), value="unchanged", label="position state")
+                            bpm_reference = gr.Textbox(label="reference object (optional)")
+                        bpm_btn = gr.Button("Run BPM with these fields", size="sm", elem_id="aug-bpm-run")
+                    with gr.Tab("Report (JSON)", id="json"):
                         report_json = gr.JSON(label="Full report")
                 downloads = gr.File(label="Downloads: report.json, report.csv, figures.zip", file_count="multiple",
                                     interactive=False, elem_id="aug-downloads")
@@ -204,66 +209,195 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                     example_block = gr.Examples(
                         examples=[ex.row for ex in examples],
                         example_labels=[ex.label for ex in examples],
-                        inputs=[source, edits, target, source_text, provider, src_box, tgt_box],
+                        inputs=[source, edits, target, source_text, instruction, provider, src_box, tgt_box],
                         label="Start from an example (one click loads and runs it)",
                         examples_per_page=8,
                     ) if examples else None
+                explain_api = gr.Button(visible=False)
+                bpm_api = gr.Button(visible=False)
             with gr.Tab("Help"):
-                gr.Markdown(help_markdown())
+                gr.Markdown(views.help_markdown())
 
-        result_outputs = [verdict, table, src_box, tgt_box, downloads, report_json, state]
-        eval_inputs = [source, edits, target, source_text, provider, src_box, tgt_box, classifier, C, weighting,
-                       include_images, clip_model, state]
-        evaluate_btn.click(evaluate, eval_inputs, result_outputs, api_name="evaluate")
-        rescore_inputs = [src_box, tgt_box, classifier, C, weighting, include_images, clip_model, state]
-        rescore_btn.click(rescore, rescore_inputs, result_outputs, api_name="rescore")
+        # -------------------------------------------------------------- handlers
+        figure_outputs = [augclip_map, clip_t_map, clip_dir_map, source_ranking, target_ranking, alpha_plot]
+        score_outputs = [verdict, table, src_box, tgt_box, downloads, report_json, session_state,
+                         edit_pick, exact_plot, umap_plot, *figure_outputs, bpm_gallery, bpm_table]
+        explain_outputs = [edit_pick, exact_plot, umap_plot, *figure_outputs, relevancy_info, downloads, session_state]
+        bpm_outputs = [verdict, table, bpm_info, bpm_gallery, bpm_table, bpm_o1, bpm_o2, bpm_size, bpm_position,
+                       bpm_reference, downloads, report_json, session_state]
+
+        def scored(report, state, *, clear: bool) -> dict:
+            files = views.write_downloads(report, Path(state.output_dir), state.figures)
+            out = {verdict: views.verdict_markdown(report), table: views.score_table(report),
+                   src_box: "\n".join(report.attributes.source), tgt_box: "\n".join(report.attributes.target),
+                   downloads: files, report_json: report.to_dict(), session_state: state}
+            if clear:  # figures of an earlier evaluation must not stay beside new numbers
+                out.update({component: None for component in (exact_plot, umap_plot, *figure_outputs, bpm_gallery,
+                                                               bpm_table)})
+                out[edit_pick] = gr.Radio(choices=views.edit_choices(report), value=None, visible=False)
+            return out
+
+        def edit_figures(state, pick) -> dict:
+            """The selected edit's relevancy maps and ranking charts."""
+            figures = state.figures if state is not None else {}
+            index = views.picked_index(pick)
+            return {component: figures.get(f"edit{index + 1}_{key}") if index is not None else None
+                    for component, key in zip(figure_outputs, views.PER_EDIT_FIGURES)}
+
+        @user_facing
+        def evaluate(source, edits, target, source_text, instruction, provider, src_box_value, tgt_box_value,
+                     classifier, C, weighting, include_images, clip_model, state, progress=gr.Progress()):
+            report, state = logic.evaluate(
+                settings_for(clip_model), state or logic.Session(), source=source, edits=edits,
+                target_text=target or "", source_text=source_text or "", provider=provider,
+                source_attrs_box=src_box_value or "", target_attrs_box=tgt_box_value or "",
+                options=options_for(classifier, C, weighting, include_images),
+                progress=lambda f, stage: progress(f, desc=stage),
+            )
+            return scored(report, state, clear=True)
+
+        @user_facing
+        def rescore(src_box_value, tgt_box_value, classifier, C, weighting, include_images, clip_model, state):
+            report, state = logic.rescore(settings_for(clip_model), state or logic.Session(),
+                                          options_for(classifier, C, weighting, include_images),
+                                          src_box_value or "", tgt_box_value or "")
+            return scored(report, state, clear=False)
+
+        def rescore_if_evaluated(*args):
+            """Option changes re-score silently when there is something to re-score, else do nothing."""
+            state = args[-1]
+            if state is None or state.report is None:
+                return unchanged(score_outputs)
+            return rescore(*args)
+
+        @user_facing
+        def explain(explain_enabled, state, progress=gr.Progress()):
+            if not explain_enabled or state is None or state.report is None:
+                return unchanged(explain_outputs)
+            progress(0.05, desc="explaining: relevancy maps, hyperplane views, rankings")
+            figures, message, state = logic.explain(settings_for(state.clip_model), state)
+            files = views.write_downloads(state.report, Path(state.output_dir), state.figures)
+            choices = views.edit_choices(state.report)
+            pick = choices[state.report.best("augclip") or 0]
+            return {edit_pick: gr.Radio(choices=choices, value=pick, visible=True),
+                    exact_plot: figures.get("hyperplane_exact"), umap_plot: figures.get("hyperplane_umap"),
+                    **edit_figures(state, pick),
+                    relevancy_info: views.RELEVANCY_HELP + (f"\n\n*{html.escape(message)}*" if message else ""),
+                    downloads: files, session_state: state}
+
+        @user_facing
+        def bpm(bpm_enabled, instruction_value, parser, clip_model, state, fields=None, progress=gr.Progress()):
+            if not bpm_enabled or state is None or state.report is None:
+                return unchanged(bpm_outputs)
+            progress(0.05, desc="BPM: parsing, detecting (GroundingDINO), segmenting (SAM), judging")
+            report, message = logic.run_bpm(settings_for(clip_model), state, instruction=instruction_value or "",
+                                             parser=parser, fields=fields)
+            return bpm_presented(report, state, message)
+
+        @user_facing
+        def bpm_with_fields(instruction_value, parser, clip_model, o1, o2, size, position, reference, state,
+                            progress=gr.Progress()):
+            fields = {"o1": o1, "o2": o2, "size_state": size, "position_state": position, "reference": reference}
+            if not any((v or "").strip() not in ("", "None") for v in (o1, o2)):
+                raise gr.Error("Fill o1 (the object in the source) and/or o2 (the object in the edit) first.")
+            return bpm(True, instruction_value, parser, clip_model, state, fields=fields, progress=progress)
+
+        def bpm_presented(report, state, message) -> dict:
+            files = views.write_downloads(report, Path(state.output_dir), state.figures)
+            out = {verdict: views.verdict_markdown(report), table: views.score_table(report),
+                   downloads: files, report_json: report.to_dict(), session_state: state}
+            results = getattr(report.arrays, "bpm", None) or []
+            if message or not results:
+                out.update({bpm_info: views.BPM_HELP + f"\n\n**{html.escape(message)}**", bpm_gallery: None,
+                            bpm_table: None})
+                return out
+            panels = views.bpm_panels(results, report)
+            parse = panels[0][1].parse
+            out.update({bpm_info: views.bpm_caption(panels), bpm_gallery: views.bpm_items(panels),
+                        bpm_table: views.bpm_components_frame(panels),
+                        bpm_o1: parse["o1"], bpm_o2: parse["o2"], bpm_size: parse["size_state"],
+                        bpm_position: parse["position_state"], bpm_reference: parse["reference"]})
+            return out
+
+        @user_facing
+        def extract(source, target, source_text, provider, clip_model, state, progress=gr.Progress()):
+            progress(0.1, desc=f"extracting attributes ({provider})")
+            attrs, state = logic.extract(settings_for(clip_model), state or logic.Session(), source=source,
+                                         target_text=target or "", source_text=source_text or "", provider=provider)
+            prov = attrs.provenance
+            gr.Info(f"{len(attrs.source)} source and {len(attrs.target)} target attributes from {prov.provider} "
+                    f"({prov.fidelity}). Edit them freely, then Evaluate.")
+            return "\n".join(attrs.source), "\n".join(attrs.target), state
+
+        @user_facing
+        def load_attributes(file):
+            attrs = Attributes.load(file)
+            return "\n".join(attrs.source), "\n".join(attrs.target)
+
+        @user_facing
+        def save_attributes(src_box_value, tgt_box_value, state):
+            return logic.save_attributes(state or logic.Session(), src_box_value or "", tgt_box_value or "")
+
+        def refresh_status() -> tuple[str, gr.Timer]:
+            return status_html(status), gr.Timer(active=status.state == "loading")
+
+        # -------------------------------------------------------------- wiring
+        eval_inputs = [source, edits, target, source_text, instruction, provider, src_box, tgt_box, classifier, C,
+                       weighting, include_images, clip_model, session_state]
+        rescore_inputs = [src_box, tgt_box, classifier, C, weighting, include_images, clip_model, session_state]
+        explain_inputs = [explain_on, session_state]
+        bpm_inputs = [bpm_on, instruction, bpm_parser, clip_model, session_state]
+
+        def then_explain_and_bpm(event, with_bpm: bool = True) -> None:
+            # Later stages show their progress in their own tab, so the scores stay readable meanwhile.
+            follow = event.success(explain, explain_inputs, explain_outputs, api_name=False,
+                                   show_progress_on=[relevancy_info])
+            if with_bpm:
+                follow.success(bpm, bpm_inputs, bpm_outputs, api_name=False, show_progress_on=[bpm_info])
+
+        then_explain_and_bpm(evaluate_btn.click(evaluate, eval_inputs, score_outputs, api_name="evaluate"))
+        then_explain_and_bpm(rescore_btn.click(rescore, rescore_inputs, score_outputs, api_name="rescore"), False)
         for control in (classifier, weighting, include_images):
-            control.change(rescore_if_evaluated, rescore_inputs, result_outputs, api_name=False)
-        C.submit(rescore_if_evaluated, rescore_inputs, result_outputs, api_name=False)
-        extract_btn.click(extract, [source, target, source_text, provider, clip_model, state], [src_box, tgt_box, state],
+            then_explain_and_bpm(control.change(rescore_if_evaluated, rescore_inputs, score_outputs, api_name=False), False)
+        then_explain_and_bpm(C.submit(rescore_if_evaluated, rescore_inputs, score_outputs, api_name=False), False)
+        # Stand-alone endpoints for API users (same session as their /evaluate call), on hidden buttons.
+        explain_api.click(explain, explain_inputs, explain_outputs, api_name="explain")
+        edit_pick.change(edit_figures, [session_state, edit_pick], figure_outputs, api_name=False)
+        bpm_api.click(bpm, bpm_inputs, bpm_outputs, api_name="bpm")
+        bpm_btn.click(bpm_with_fields, [instruction, bpm_parser, clip_model, bpm_o1, bpm_o2, bpm_size, bpm_position,
+                                        bpm_reference, session_state], bpm_outputs, api_name="bpm_fields",
+                      show_progress_on=[bpm_info])
+        extract_btn.click(extract, [source, target, source_text, provider, clip_model, session_state],
+                          [src_box, tgt_box, session_state],
                           api_name="extract_attributes")
         load_btn.upload(load_attributes, load_btn, [src_box, tgt_box], api_name=False)
-        save_btn.click(save_attributes, [src_box, tgt_box, state], save_btn, api_name=False)
+        save_btn.click(save_attributes, [src_box, tgt_box, session_state], save_btn, api_name=False)
         if example_block is not None:
             # Load the example into the inputs, then evaluate it with the page's current options.
-            example_block.load_input_event.then(evaluate, eval_inputs, result_outputs, api_name=False)
-        edits.change(show_edits, edits, gallery, api_name=False)
-        provider.change(describe_provider, provider, provider_info, api_name=False)
+            then_explain_and_bpm(example_block.load_input_event.then(evaluate, eval_inputs, score_outputs,
+                                                                     api_name=False))
+        edits.change(lambda files: views.edit_items(files), edits, gallery, api_name=False)
+        provider.change(lambda name: _describe(statuses, name), provider, provider_info, api_name=False)
         timer.tick(refresh_status, None, [status_box, timer], api_name=False)
         demo.load(refresh_status, None, [status_box, timer], api_name=False)
     demo.queue(default_concurrency_limit=2, max_size=64)
     return demo
 
 
-def provider_label(item: ProviderStatus) -> str:
-    """Dropdown text: the name plus what the user should know before choosing it."""
-    if not item.available:
-        return f"{item.name} (not configured)"
-    if item.lower_fidelity:
-        return f"{item.name} (offline, lower fidelity)"
-    return {"manual": "manual (your lists)", "openai": "openai (MLLM, the paper's method)"}.get(item.name, item.name)
+def unchanged(outputs: list[Any]) -> dict[Any, Any]:
+    """Leave every output as it is (an empty dict is not understood as "no update")."""
+    return {component: gr.skip() for component in outputs}
 
 
-def help_markdown() -> str:
-    return """
-### What the scores mean
-* **AugCLIP**: cosine similarity between the edit and the estimated *ideal* edit, the smallest change of
-  the source that a weighted SVM puts on the target side of the source/target attribute hyperplane
-  (higher is better). It rewards edits that change what the text asks and keep the rest.
-* **CLIPdir**: cosine between the image change and the text change (needs a source text).
-* **CLIP-I**: similarity of edit and source (preservation only). **CLIP-T**: similarity of edit and
-  target text (modification only). **L2**: pixel RMSE to the source (lower is better).
+def _describe(statuses: dict[str, ProviderStatus], name: str) -> str:
+    item = statuses.get(name)
+    return f"<small>{html.escape(item.reason)}</small>" if item else ""
 
-### Attributes
-Short visual attributes work best (paper Table 8). `clip-vocab` ranks a built-in vocabulary with
-CLIP (offline, lower fidelity than an MLLM); `openai` asks any OpenAI-compatible vision model
-(configure `OPENAI_API_KEY` / `OPENAI_BASE_URL` / `AUGCLIP_MLLM_MODEL` on the server); `manual`
-uses the lists you type. Edit the lists and press *Re-score* to see the effect without re-encoding images.
 
-### API
-Every button is also an API endpoint (`/evaluate`, `/rescore`, `/extract_attributes`): see *Use via API*
-at the bottom of the page, or the README for a `gradio_client` example.
-"""
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def launch_kwargs(settings: Settings | None = None) -> dict[str, Any]:
@@ -277,4 +411,3 @@ def launch_kwargs(settings: Settings | None = None) -> dict[str, Any]:
         "theme": gr.themes.Soft(),
         "show_error": False,
     }
-

@@ -25,8 +25,8 @@ class Example:
 
     @property
     def row(self) -> list[Any]:
-        """Values for [source, edits, target, source text, provider, source attrs, target attrs]."""
-        return [self.source, self.edits, self.target_text, self.source_text, "manual",
+        """Values for [source, edits, target, source text, instruction, provider, source attrs, target attrs]."""
+        return [self.source, self.edits, self.target_text, self.source_text, self.instruction, "manual",
                 "\n".join(self.source_attributes), "\n".join(self.target_attributes)]
 
 

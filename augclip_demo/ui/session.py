@@ -61,7 +61,7 @@ def load_inputs(settings: Settings, source: str | None, edits: list[str] | None)
         raise InputError(f"{len(edits)} edited images uploaded; the limit is {MAX_EDITS}. Remove {len(edits) - MAX_EDITS}.")
     limit, pixels = settings.max_upload_mb, settings.max_image_pixels
     src = open_image(check_upload(source, "source image", limit), name="source: " + Path(source).name, max_pixels=pixels)
-    loaded = [open_image(check_upload(path, f"edited image {i + 1}", limit), max_pixels=pixels)
+    loaded = [open_image(check_upload(path, f"edited image {i + 1}", limit), name=Path(path).name, max_pixels=pixels)
               for i, path in enumerate(edits)]
     return src, loaded
 
@@ -114,7 +114,8 @@ def evaluate(
     the boxes are empty, or when they still hold, unedited, lists extracted for other inputs
     (another source image, target text, source text, provider or CLIP model).
     """
-    if not (target_text or "").strip():
+    # Report the first missing input in the page's order: source image, target text, edited images.
+    if source and not (target_text or "").strip():
         raise InputError("The target text is empty: type the instruction or the description of the edit.")
     src, loaded = load_inputs(settings, source, edits)
     progress(0.02, "loading models")
@@ -175,3 +176,64 @@ def save_attributes(session: Session, source_attrs_box: str, target_attrs_box: s
         raise InputError("Both attribute lists are empty: nothing to save.")
     folder = Path(session.output_dir or tempfile.mkdtemp(prefix="augclip-app-"))
     return str(attrs.save(folder / "attributes.json"))
+
+
+BPM_FIELDS = ("o1", "o2", "size_state", "position_state", "reference")
+
+
+def run_bpm(settings: Settings, session: Session, *, instruction: str, parser: str = "rules",
+            fields: dict[str, str] | None = None) -> tuple[Report, str]:
+    """Add BPM to the session's report, or mark it unavailable with the reason; returns (report, message).
+
+    ``fields`` (the BPM tab's o1 / o2 / size / position / reference) replace parsing the instruction,
+    which is how description-style targets and unparseable instructions get a BPM.
+    """
+    from ..errors import InstructionParseError, LLMError, WeightsUnavailableError
+    from ..inference.bpm_models import bpm_models_status
+    from ..metrics.bpm import ParsedInstruction
+
+    if session.report is None:
+        raise InputError("Nothing to run BPM on yet: press Evaluate first.")
+    report = session.report
+    evaluator = Evaluator(settings=settings)
+    instruction = (instruction or "").strip()
+    parsed = None
+    if fields and any((fields.get(k) or "").strip() not in ("", "None") for k in ("o1", "o2")):
+        parsed = ParsedInstruction.from_fields(*(((fields.get(k) or "").strip() or None) for k in BPM_FIELDS),
+                                               instruction=instruction or None)
+    elif not instruction:
+        message = ("BPM needs an editing instruction (type one under the target text) or the objects o1 / o2 "
+                   "(fill them in the BPM tab)")
+        return evaluator.skip_bpm(report, message), message
+    available, reason = bpm_models_status(settings)
+    if not available:
+        message = f"BPM is unavailable: {reason}"
+        return evaluator.skip_bpm(report, message), message
+    client = None
+    if parser == "llm" and parsed is None:
+        from ..llm import OpenAICompatibleClient
+
+        client = OpenAICompatibleClient(settings)
+    try:
+        evaluator.add_bpm(report, instruction or None, parsed, parser=parser, client=client)
+    except (InstructionParseError, LLMError, WeightsUnavailableError) as exc:
+        message = f"BPM not computed: {exc}. Fill o1 / o2 and the states in the BPM tab, then press Run BPM."
+        return evaluator.skip_bpm(report, message), message
+    return report, ""
+
+
+def explain(settings: Settings, session: Session) -> tuple[dict[str, str], str, Session]:
+    """Every explanation of the session's report, saved as PNGs; returns (stem -> path, notes, session)."""
+    from ..explain import explain_report
+    from ..explain.figures import save_figure
+    from ..inference import get_encoder
+
+    if session.report is None:
+        raise InputError("Nothing to explain yet: press Evaluate first.")
+    encoder = get_encoder(settings)
+    explanations = explain_report(session.report, encoder)
+    folder = Path(session.output_dir or tempfile.mkdtemp(prefix="augclip-app-")) / "figures"
+    figures = {stem: str(save_figure(figure, folder / f"{stem}.png")) for stem, figure in explanations.all_figures().items()}
+    notes = sorted(set(explanations.unavailable.values())
+                   | {reason for edit in explanations.edits for reason in edit.unavailable.values()})
+    return figures, "; ".join(notes), Session(**{**session.__dict__, "figures": figures})

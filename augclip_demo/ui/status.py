@@ -41,6 +41,8 @@ def model_status(settings: Settings, *, background: bool = True) -> ModelStatus:
         _STATUSES[key] = status
     if background:
         threading.Thread(target=_load, args=(settings, status), daemon=True, name="augclip-model-load").start()
+        # numba compiles UMAP's kernels on the first fit (~11 s on 2 cores); do it before anyone waits for it.
+        threading.Thread(target=_warm_up_umap, daemon=True, name="augclip-umap-warmup").start()
     else:
         _load(settings, status)
     return status
@@ -59,6 +61,15 @@ def _load(settings: Settings, status: ModelStatus) -> None:
         status.state, status.message = "error", str(exc)
     except Exception as exc:  # noqa: BLE001 - shown in the panel; the app keeps running
         status.state, status.message = "error", f"{type(exc).__name__}: {exc}"
+
+
+def _warm_up_umap() -> None:
+    try:
+        from ..explain import warm_up_umap
+
+        warm_up_umap()
+    except Exception:  # noqa: BLE001 - only a speed-up; the first UMAP view then compiles itself
+        pass
 
 
 def status_html(status: ModelStatus) -> str:

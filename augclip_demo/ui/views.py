@@ -13,6 +13,34 @@ import pandas as pd
 from ..metrics.registry import METRICS
 from ..report import UNTRAINED_WARNING, Report
 
+RELEVANCY_HELP = (
+    "Pick an edit above. Where each metric looks (Chefer et al. 2021 gradient relevancy on CLIP's vision transformer). "
+    "**AugCLIP map**: regions of the edit that make it resemble the estimated ideal edit E(I_src)+v. "
+    "**CLIPdir map** (App. D.5): R(I_edit; dT) - R(I_src; dT), red where the edit carries more of the text "
+    "direction than the source, blue where less, beside its two components. **CLIP-T map**: regions that match "
+    "the target text. Click a map to enlarge it."
+)
+HYPERPLANE_HELP = (
+    "**Exact view** (no manifold learning): x = signed distance g(x)/|w| to the AugCLIP hyperplane, which is the "
+    "vertical line x = 0; y = first principal component after removing the w direction. The source sits left, "
+    "the ideal edit on the line, each edit where it lands. **UMAP view**: an illustrative 2-D projection of the "
+    "attributes, images and ideal point (App. A.3, Fig. 8); its captions say how the line is drawn. With the "
+    "images in the fit, every edit has its own hyperplane, so each edit gets its own panel."
+)
+RANKINGS_HELP = (
+    "Eq. 11 / 12 (App. A.4, Fig. 9-10): how much the ideal edit E(I_src)+v moves toward each attribute. Source "
+    "attributes with large changes are the ones the edit should change; small ones should be kept. Target "
+    "attributes with large gains are what the edit needs most. The alpha weights (Eq. 6) show how much each "
+    "attribute counted in the hyperplane fit."
+)
+BPM_HELP = (
+    "BPM (region-aware; Li et al.): parses the instruction into o1 (object to edit), o2 (object after the edit), "
+    "size and position states, finds the regions with GroundingDINO + SAM, then judges size and position "
+    "(S_region) and the edit inside / preservation outside the regions (S_semantic). BPM = 0.7 S_semantic + 0.3 "
+    "S_region, in [0, 2]. Turn it on under *Advanced options* and type an editing instruction; for a "
+    "description-style target, fill o1 / o2 below and press *Run BPM*."
+)
+
 TABLE_METRICS = ["augclip", "clip_dir", "clip_i", "clip_t", "l2", "bpm"]
 BEST_STYLE = "background-color: #bfe8c3; font-weight: 700"
 
@@ -93,3 +121,88 @@ def write_downloads(report: Report, folder: Path, figures: dict[str, Any] | None
                 figure.savefig(png, dpi=110, bbox_inches="tight")
             archive.write(png, f"figures/{png.name}")
     return [str(json_path), str(csv_path), str(zip_path)]
+
+
+def edit_items(files: list[str] | None) -> list[tuple[str, str]]:
+    """Gallery items for the uploaded edits, captioned with their scoring position."""
+    return [(path, f"{i + 1}. {Path(path).name}") for i, path in enumerate(files or [])]
+
+
+PER_EDIT_FIGURES = ("relevancy_augclip", "relevancy_clip_t", "relevancy_clip_dir", "source_changes",
+                    "target_changes", "alpha")
+
+
+def edit_choices(report: Report) -> list[str]:
+    return [f"{edit.index + 1}. {edit.name}" for edit in report.edits]
+
+
+def picked_index(pick: str | None) -> int | None:
+    """The 0-based edit index of a choice made by :func:`edit_choices`."""
+    if not pick:
+        return None
+    head = pick.split(".", 1)[0]
+    return int(head) - 1 if head.isdigit() else None
+
+
+def bpm_panels(results: list[Any], report: Report) -> list[tuple[str, Any]]:
+    from ..explain.regions import bpm_panel
+
+    return [(edit.name, bpm_panel(result)) for edit, result in zip(report.edits, results)]
+
+
+def bpm_items(panels: list[tuple[str, Any]]) -> list[tuple[Any, str]]:
+    items = []
+    for i, (name, panel) in enumerate(panels):
+        items += [(panel.source, f"edit {i + 1} ({name}): source, M_origin / B_origin"),
+                  (panel.edit, f"edit {i + 1} ({name}): edit, M_edit / B_edit"),
+                  (panel.preserved, f"edit {i + 1} ({name}): preserved region (hatched: excluded)")]
+    return items
+
+
+def bpm_components_frame(panels: list[tuple[str, Any]]) -> pd.DataFrame:
+    """Rows: BPM's components; columns: one per edit, then what the component is."""
+    if not panels:
+        return pd.DataFrame()
+    first = panels[0][1].rows
+    data: dict[str, list[Any]] = {"component": [row[0] for row in first]}
+    for i, (name, panel) in enumerate(panels):
+        data[f"edit {i + 1} ({name})"] = [row[1] for row in panel.rows]
+    data["what it is (edit 1)"] = [row[2] for row in first]
+    return pd.DataFrame(data)
+
+
+def bpm_caption(panels: list[tuple[str, Any]]) -> str:
+    if not panels:
+        return BPM_HELP
+    panel = panels[0][1]
+    lines = [BPM_HELP, f"**{html.escape(panel.caption)}**"]
+    if panel.untrained:
+        lines.append(f"**&#9888; {UNTRAINED_WARNING}.**")
+    notes = sorted({note for _, p in panels for note in p.notes})
+    lines.extend(f"*note: {html.escape(note)}*" for note in notes)
+    return "\n\n".join(lines)
+
+
+def help_markdown() -> str:
+    return """
+### What the scores mean
+* **AugCLIP**: cosine similarity between the edit and the estimated *ideal* edit, the smallest change of
+  the source that a weighted SVM puts on the target side of the source/target attribute hyperplane
+  (higher is better). It rewards edits that change what the text asks and keep the rest.
+* **CLIPdir**: cosine between the image change and the text change (needs a source text).
+* **CLIP-I**: similarity of edit and source (preservation only). **CLIP-T**: similarity of edit and
+  target text (modification only). **L2**: pixel RMSE to the source (lower is better).
+* **BPM**: region-aware (GroundingDINO + SAM) score of an instruction edit, in [0, 2].
+
+### Attributes
+Short visual attributes work best (paper Table 8). `clip-vocab` ranks a built-in vocabulary with
+CLIP (offline, lower fidelity than an MLLM); `openai` asks any OpenAI-compatible vision model
+(configure `OPENAI_API_KEY` / `OPENAI_BASE_URL` / `AUGCLIP_MLLM_MODEL` on the server); `manual`
+uses the lists you type. Evaluate scores the lists as shown; empty lists are extracted with the
+chosen provider. Edit the lists and press *Re-score* to see the effect without re-encoding images.
+
+### API
+Every button is also an API endpoint (`/evaluate`, `/rescore`, `/explain`, `/bpm`, `/bpm_fields`,
+`/extract_attributes`): see *Use via API* at the bottom of the page, or the README for a
+`gradio_client` example.
+"""
