@@ -36,6 +36,9 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "AUGCLIP_GDINO_MODEL": f"GroundingDINO hub id or local folder (default {DEFAULT_GDINO_MODEL})",
     "AUGCLIP_SAM_MODEL": "SAM architecture: vit_b (default), vit_l or vit_h",
     "AUGCLIP_SAM_CHECKPOINT": "local SAM checkpoint file (default: downloaded into the cache directory)",
+    "AUGCLIP_UPLOAD_MAX_ZIP_MB": "largest image zip accepted by the app's batch upload, in MB (default 512)",
+    "AUGCLIP_UPLOAD_MAX_FILES": "most files an uploaded image zip may hold (default 20000)",
+    "AUGCLIP_UPLOAD_MAX_UNZIPPED_MB": "most bytes an uploaded image zip may expand to, in MB (default 4096)",
 }
 
 
@@ -64,6 +67,9 @@ class Settings:
     gdino_model: str = DEFAULT_GDINO_MODEL
     sam_model: str = DEFAULT_SAM_MODEL
     sam_checkpoint: Path | None = None
+    upload_max_zip_mb: int = 512
+    upload_max_files: int = 20000
+    upload_max_unzipped_mb: int = 4096
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -72,6 +78,10 @@ class Settings:
             raise ConfigError("the CLIP model spec is empty; set AUGCLIP_CLIP_MODEL or --clip-model")
         if self.max_image_pixels is not None and self.max_image_pixels <= 0:
             raise ConfigError(f"max_image_pixels must be positive, got {self.max_image_pixels}")
+        for name in ("upload_max_zip_mb", "upload_max_files", "upload_max_unzipped_mb"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -105,11 +115,17 @@ class Settings:
         }.items():
             if (value := get(var)) is not None:
                 values[field] = Path(value).expanduser()
-        if (value := get("AUGCLIP_MAX_IMAGE_PIXELS")) is not None:
-            try:
-                values["max_image_pixels"] = int(value)
-            except ValueError:
-                raise ConfigError(f"AUGCLIP_MAX_IMAGE_PIXELS must be an integer, got {value!r}") from None
+        for field, var in {
+            "max_image_pixels": "AUGCLIP_MAX_IMAGE_PIXELS",
+            "upload_max_zip_mb": "AUGCLIP_UPLOAD_MAX_ZIP_MB",
+            "upload_max_files": "AUGCLIP_UPLOAD_MAX_FILES",
+            "upload_max_unzipped_mb": "AUGCLIP_UPLOAD_MAX_UNZIPPED_MB",
+        }.items():
+            if (value := get(var)) is not None:
+                try:
+                    values[field] = int(value)
+                except ValueError:
+                    raise ConfigError(f"{var} must be an integer, got {value!r}") from None
         return cls(**values).replace(**overrides)
 
     def replace(self, **overrides: object) -> Settings:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from .. import __version__
 from ..errors import AugclipError
 
-COMMANDS: list[str] = ["score"]
+COMMANDS: list[str] = ["score", "batch", "protocol", "manifest", "triplets", "bench"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -314,6 +314,36 @@ class ClipEncoder:
     def encode_image(self, image: ImageInput | LoadedImage) -> np.ndarray:
         return self.encode_images([image])[0]
 
+    def preprocess_image(self, image: ImageInput | LoadedImage) -> torch.Tensor:
+        """The model's input tensor ``(3, H, W)`` for one image (resize, crop, normalise).
+
+        Thread-safe and model-free once the model is loaded, so batch code runs it in decode workers
+        and hands the tensors to :meth:`encode_preprocessed`.
+        """
+        return self.preprocess(open_image(image).image)
+
+    def encode_preprocessed(
+        self, pixels: Sequence[torch.Tensor], keys: Sequence[str] | None = None, batch_size: int | None = None
+    ) -> np.ndarray:
+        """Embeddings of images already run through :attr:`preprocess` (e.g. by decode workers).
+
+        ``keys`` are the images' content hashes (:attr:`LoadedImage.sha256`); with them the results
+        share the image cache with :meth:`encode_images`, so an image is encoded once either way.
+        """
+        tensors = list(pixels)
+        if keys is None:
+            return self._run_in_batches(tensors, self._encode_pixel_batch, batch_size or self.image_batch_size) \
+                if tensors else np.zeros((0, self.embed_dim), dtype=np.float32)
+        if len(keys) != len(tensors):
+            raise ValueError(f"{len(keys)} keys for {len(tensors)} images")
+        return self._encode_cached(
+            keys=list(keys),
+            items=tensors,
+            cache=self.image_cache,
+            batch_fn=self._encode_pixel_batch,
+            batch_size=batch_size or self.image_batch_size,
+        )
+
     def encode_texts(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
         """Embeddings of ``texts`` as an ``(n, d)`` float32 array of unit rows, in input order."""
         cleaned = []
@@ -389,6 +419,15 @@ class ClipEncoder:
     def _encode_image_batch(self, images: list[Any]) -> np.ndarray:
         model, preprocess = self.model, self.preprocess
         pixels = torch.stack([preprocess(image) for image in images])
+        with self._infer_lock, torch.inference_mode(), autocast(self.device, self.amp_dtype):
+            features = model.encode_image(pixels.to(self.device, non_blocking=True))
+        return _normalise(features)
+
+    def _encode_pixel_batch(self, tensors: list[torch.Tensor]) -> np.ndarray:
+        model = self.model
+        pixels = torch.stack(tensors)
+        if self.device.type == "cuda":
+            pixels = pixels.pin_memory()  # lets the copy overlap with the previous batch's kernels
         with self._infer_lock, torch.inference_mode(), autocast(self.device, self.amp_dtype):
             features = model.encode_image(pixels.to(self.device, non_blocking=True))
         return _normalise(features)
