@@ -98,9 +98,9 @@ def bare_encode(manifest: Path, encoder: ClipEncoder, metrics: list[str], *, bat
             texts.setdefault(text, None)
     ordered = list(paths)
 
-    def load(path: str) -> tuple[str, torch.Tensor]:
+    def load(path: str) -> tuple[str, Any]:
         image = open_image(path, max_pixels=max_pixels)
-        return image.sha256, encoder.preprocess(image.image)
+        return image.sha256, encoder.preprocess_image(image)
 
     blocks = [ordered[i:i + batch_size] for i in range(0, len(ordered), batch_size)]
     with cf.ThreadPoolExecutor(workers) as pool:

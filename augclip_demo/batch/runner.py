@@ -4,9 +4,10 @@ How it is fast (and why memory stays bounded):
 
 1. **Plan.** One pass over the manifest validates every line and counts, for each image path and
    each text, how many pending items use it. Nothing else is kept (no images, no items).
-2. **Decode in parallel.** A thread pool decodes each item's images, runs the model's
-   preprocessing (resize, crop, normalise) and the pixel-stage metrics (L2), and extracts attributes
-   when an item needs a provider. At most ``max_inflight`` items are in flight.
+2. **Decode in parallel.** A thread pool decodes each item's images, runs the PIL part of the
+   model's preprocessing (resize, crop) into small uint8 arrays, computes the pixel-stage metrics
+   (L2) and extracts attributes when an item needs a provider. At most ``max_inflight`` items are
+   in flight; full-size images never outlive their worker task.
 3. **Encode once, in large batches.** Image tensors are queued and encoded ``batch_size`` at a
    time (fp16 autocast on GPU); texts are collected across items and encoded in large batches.
    Each image path and each text is encoded once per run: its embedding is kept exactly until the
@@ -37,6 +38,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from threadpoolctl import threadpool_limits
 
 from .. import __version__
 from ..attributes.base import AttributeProvider, Attributes
@@ -186,7 +188,8 @@ def _make_plan(manifest: Path, done: set[str], needs: set[str]) -> _Plan:
 # ---------------------------------------------------------------------------------------------- decode stage
 @dataclass
 class _Decoded:
-    images: dict[str, tuple[str, torch.Tensor | None, np.ndarray | None]] = field(default_factory=dict)
+    # path -> (content hash, prepared pixels or None, cached embedding or None)
+    images: dict[str, tuple[str, np.ndarray | torch.Tensor | None, np.ndarray | None]] = field(default_factory=dict)
     shas: dict[str, str] = field(default_factory=dict)  # every decoded path -> content hash
     failed_images: dict[str, str] = field(default_factory=dict)
     pixel_values: list[dict[str, float | None]] | None = None
@@ -224,7 +227,7 @@ class _Provider:
 
 
 def _decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, pixel_metrics: list[str],
-                 provider: _Provider | None, max_pixels: int | None, half: torch.dtype | None) -> _Decoded:
+                 provider: _Provider | None, max_pixels: int | None) -> _Decoded:
     """Runs in a decode worker: decode, preprocess claimed images, pixel metrics, provider attributes."""
     out = _Decoded()
     need_all = bool(pixel_metrics)
@@ -251,8 +254,7 @@ def _decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, pixe
             if cached is not None:
                 out.images[key] = (sha, None, cached)
             else:
-                tensor = encoder.preprocess(image.image)
-                out.images[key] = (sha, tensor.to(half) if half is not None else tensor, None)
+                out.images[key] = (sha, encoder.preprocess_image(image), None)
     if out.error is not None:
         return out
     if need_all:
@@ -376,7 +378,6 @@ class _Run:
         self.fit_executor_kind = executor
         self.fit_workers = opts.fit_workers or (max(1, min(16, cpus - 2)) if executor == "process" else 2)
         self.max_pending_fits = 64 * self.fit_workers
-        self.half = encoder.amp_dtype if gpu else None
         self.provider = None
         if plan.needs_provider:
             name = opts.provider or runner.settings.attribute_provider
@@ -388,7 +389,7 @@ class _Run:
         self.text_uses = plan.text_uses
         self.failed_images: dict[str, str] = {}
         self.claimed: set[str] = set()
-        self.queue: list[tuple[str, torch.Tensor]] = []  # (sha, tensor) in encode order
+        self.queue: list[tuple[str, np.ndarray | torch.Tensor]] = []  # (sha, prepared pixels) in encode order
         self.queued_paths: dict[str, list[str]] = {}  # sha -> paths waiting for that content
         self.queued_keys: set[str] = set()
         self.text_pending: dict[str, None] = {}
@@ -415,6 +416,8 @@ class _Run:
             fit_pool = _process_pool(self.fit_workers)
         self.decode_pool, self.fit_pool = decode_pool, fit_pool
         self.writer = ResultsWriter(r.out)
+        # The fits' matrices are tiny: BLAS threads would only spin against the encoder's threads.
+        blas = threadpool_limits(limits=1, user_api="blas")
         try:
             while True:
                 while not exhausted and len(self.inflight) < self.max_inflight:
@@ -449,6 +452,7 @@ class _Run:
             self._drain(block=False)  # keep what is finished (in order); the rest runs again on resume
             raise
         finally:
+            blas.restore_original_limits()
             decode_pool.shutdown(wait=not self.summary.interrupted, cancel_futures=True)
             if own_fit_pool:
                 fit_pool.shutdown(wait=not self.summary.interrupted, cancel_futures=True)
@@ -478,7 +482,7 @@ class _Run:
         self.claimed |= claim
         provider = self.provider if ("attributes" in self.r.needs and item.attributes is None) else None
         future = self.decode_pool.submit(_decode_item, item, claim, self.r.encoder, self.r.pixel_metrics, provider,
-                                         self.r.settings.max_image_pixels, self.half)
+                                         self.r.settings.max_image_pixels)
         self.inflight[future] = (ordinal, item)
 
     def _on_decoded(self, ordinal: int, item: ManifestItem, future: cf.Future) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from PIL import Image
 
 from ..config import Settings
 from ..errors import InputError, WeightsUnavailableError
@@ -314,18 +315,47 @@ class ClipEncoder:
     def encode_image(self, image: ImageInput | LoadedImage) -> np.ndarray:
         return self.encode_images([image])[0]
 
-    def preprocess_image(self, image: ImageInput | LoadedImage) -> torch.Tensor:
-        """The model's input tensor ``(3, H, W)`` for one image (resize, crop, normalise).
+    def preprocess_image(self, image: ImageInput | LoadedImage) -> np.ndarray | torch.Tensor:
+        """One image prepared for :meth:`encode_preprocessed`, without touching the model.
 
-        Thread-safe and model-free once the model is loaded, so batch code runs it in decode workers
-        and hands the tensors to :meth:`encode_preprocessed`.
+        open_clip's eval transform is resize -> centre crop -> RGB -> to-tensor -> normalise. The
+        PIL steps run here and give an ``(H, W, 3)`` uint8 array (a quarter of the float tensor's
+        memory, and no torch ops, which contend for the intra-op thread pool when run from several
+        threads); :meth:`encode_preprocessed` converts and normalises whole batches at once with the
+        same arithmetic, so embeddings are identical to ``preprocess`` + encode. A transform of any
+        other shape is applied whole and gives the float tensor. Thread-safe once loaded.
         """
-        return self.preprocess(open_image(image).image)
+        pil = open_image(image).image
+        split = self._split_preprocess()
+        if split is None:
+            return self.preprocess(pil)
+        for step in split[0]:
+            pil = step(pil)
+        if not isinstance(pil, Image.Image) or pil.mode != "RGB":
+            return self.preprocess(open_image(image).image)
+        return np.asarray(pil, dtype=np.uint8)
+
+    def _split_preprocess(self) -> tuple[list[Callable[[Any], Any]], torch.Tensor, torch.Tensor] | None:
+        """(PIL steps, mean, std) when :attr:`preprocess` ends in to-tensor + normalise, else None."""
+        if not hasattr(self, "_split_cache"):
+            from torchvision.transforms import Compose, Normalize, ToTensor
+
+            steps = getattr(self.preprocess, "transforms", None)
+            split = None
+            if (isinstance(self.preprocess, Compose) and steps and len(steps) >= 2
+                    and isinstance(steps[-2], ToTensor) and isinstance(steps[-1], Normalize)):
+                dtype = torch.get_default_dtype()
+                mean = torch.as_tensor(steps[-1].mean, dtype=dtype).view(1, -1, 1, 1)
+                std = torch.as_tensor(steps[-1].std, dtype=dtype).view(1, -1, 1, 1)
+                split = (list(steps[:-2]), mean, std)
+            self._split_cache = split
+        return self._split_cache
 
     def encode_preprocessed(
-        self, pixels: Sequence[torch.Tensor], keys: Sequence[str] | None = None, batch_size: int | None = None
+        self, pixels: Sequence[np.ndarray | torch.Tensor], keys: Sequence[str] | None = None,
+        batch_size: int | None = None,
     ) -> np.ndarray:
-        """Embeddings of images already run through :attr:`preprocess` (e.g. by decode workers).
+        """Embeddings of images prepared by :meth:`preprocess_image` (e.g. in decode workers).
 
         ``keys`` are the images' content hashes (:attr:`LoadedImage.sha256`); with them the results
         share the image cache with :meth:`encode_images`, so an image is encoded once either way.
@@ -423,9 +453,18 @@ class ClipEncoder:
             features = model.encode_image(pixels.to(self.device, non_blocking=True))
         return _normalise(features)
 
-    def _encode_pixel_batch(self, tensors: list[torch.Tensor]) -> np.ndarray:
+    def _pixel_batch(self, items: list[np.ndarray | torch.Tensor]) -> torch.Tensor:
+        """Stack prepared images; uint8 arrays get to-tensor + normalise here, batched (as torchvision does)."""
+        split = self._split_preprocess()
+        if split is not None and all(isinstance(x, np.ndarray) for x in items):
+            batch = torch.from_numpy(np.stack(items)).permute(0, 3, 1, 2).contiguous()
+            batch = batch.to(dtype=torch.get_default_dtype()).div(255)
+            return batch.sub_(split[1]).div_(split[2])
+        return torch.stack([self._pixel_batch([x])[0] if isinstance(x, np.ndarray) else x for x in items])
+
+    def _encode_pixel_batch(self, tensors: list[np.ndarray | torch.Tensor]) -> np.ndarray:
         model = self.model
-        pixels = torch.stack(tensors)
+        pixels = self._pixel_batch(tensors)
         if self.device.type == "cuda":
             pixels = pixels.pin_memory()  # lets the copy overlap with the previous batch's kernels
         with self._infer_lock, torch.inference_mode(), autocast(self.device, self.amp_dtype):
