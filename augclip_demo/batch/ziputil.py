@@ -36,7 +36,9 @@ class ZipLimits:
 
 
 def _size(n: int) -> str:
-    return f"{n / MB:.1f} MB" if n >= MB else f"{n} bytes"
+    if n >= MB:
+        return f"{n / MB:.1f} MB"
+    return f"{n / 1024:.1f} KB" if n >= 1024 else f"{n} bytes"
 
 
 def _is_skipped(name: str) -> bool:
