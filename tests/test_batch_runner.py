@@ -191,6 +191,23 @@ def test_each_image_and_text_is_encoded_once_across_the_run(tmp_path, tiny_encod
                 assert ea["metrics"][key] == pytest.approx(eb["metrics"][key], abs=1e-5)
 
 
+def test_memory_stays_bounded_and_everything_is_released(tmp_path, tiny_encoder, settings):
+    from augclip_demo.batch.runner import BatchRunner
+
+    manifest = write_synthetic_manifest(tmp_path / "data", 40, image_size=32, n_attributes=2, human=False)
+    options = BatchOptions(metrics="augclip,l2", batch_size=4, text_batch_size=8, max_inflight=4, workers=2,
+                           fit_workers=1)
+    runner = BatchRunner(manifest, tmp_path / "r.jsonl", options=options, settings=settings, encoder=tiny_encoder,
+                         show_progress=False)
+    assert runner.run().n_ok == 40
+    stats = runner.stats
+    # 40 items x 3 images and 6 texts each; held at once: a few items' worth, independent of the manifest's length
+    assert stats["peak_items_in_flight"] <= 4 and stats["peak_image_embeddings"] <= 30
+    assert stats["peak_text_embeddings"] <= 60 and stats["peak_items_waiting"] <= 16
+    assert stats["peak_fits_pending"] <= 64  # back-pressure: 64 per fit worker
+    assert all(value == 0 for key, value in stats.items() if key.startswith("final_")), stats
+
+
 def test_resume_after_torn_write_overwrite_and_settings_mismatch(tmp_path, tiny_encoder, settings):
     manifest = write_synthetic_manifest(tmp_path / "data", 8, image_size=48, n_attributes=2)
     out = tmp_path / "r.jsonl"

@@ -311,6 +311,7 @@ class BatchRunner:
         self.pixel_metrics = [k for k in self.options.metrics if BATCH_METRICS[k].stage == "pixels"]
         self.embedding_metrics = [k for k in self.options.metrics if BATCH_METRICS[k].stage == "embeddings"]
         self.summary: BatchSummary | None = None  # live while running (the CLI prints it on Ctrl-C)
+        self.stats: dict[str, int] = {}  # peak / final sizes of what the run held in memory
 
     # ------------------------------------------------------------------ public
     def run_signature(self) -> dict[str, Any]:
@@ -446,7 +447,9 @@ class _Run:
                         self._on_decoded(ordinal, item, future)
                 self._submit_ready()
                 self._drain(block=False)
+                self._track()
             self._drain(block=True)
+            self._track()
         except KeyboardInterrupt:
             self.summary.interrupted = True
             self._drain(block=False)  # keep what is finished (in order); the rest runs again on resume
@@ -460,6 +463,16 @@ class _Run:
                 _discard_process_pool()
             self.writer.close()
             bar.close()
+
+    def _track(self) -> None:
+        """Peak sizes of everything held in memory (the runner's ``stats``; tests check they stay bounded)."""
+        sizes = {"image_embeddings": len(self.image_store), "text_embeddings": len(self.text_store),
+                 "queued_images": len(self.queue), "items_in_flight": len(self.inflight),
+                 "items_waiting": len(self.waiting), "fits_pending": len(self.fits), "records_held": len(self.records)}
+        stats = self.r.stats
+        for key, value in sizes.items():
+            stats[f"peak_{key}"] = max(stats.get(f"peak_{key}", 0), value)
+            stats[f"final_{key}"] = value
 
     def _pending_items(self) -> Iterator[tuple[int, ManifestItem]]:
         ordinal = 0
@@ -614,7 +627,8 @@ class _Run:
     def _fail(self, ordinal: int, item: ManifestItem, error: str, state: _ItemState | None,
               image_keys: list[str] | None = None) -> None:
         keys = state.image_keys if state else (image_keys or [])
-        self._release(keys, state.texts if state else set())
+        # a failed item gives back its uses of images and texts, so shared embeddings are still freed
+        self._release(keys, state.texts if state else item_static_texts(item, self.r.needs))
         self.records[ordinal] = _error_record(item, self.r.dataset, error, self.run_info)
 
     # ------------------------------------------------------------------ write
