@@ -264,6 +264,12 @@ def test_retry_failed_and_csv_export(tmp_path, tiny_encoder, settings):
     assert lines[1].startswith("a,manifest,ok,1,good,candidate,img/good.png,") and lines[1].endswith(",random:tiny,True")
     assert float(lines[1].split(",")[8]) == 0.0  # L2 of an image against itself
     assert export_csv(out, tmp_path / "again.csv").read_text() == (tmp_path / "r.csv").read_text()
+    # pixel metrics alone: nothing is encoded
+    encoder = CountingEncoder()
+    summary = run_batch(manifest, tmp_path / "l2.jsonl", options=BatchOptions(metrics="l2"), settings=settings,
+                        encoder=encoder)
+    assert summary.n_ok == 2 and encoder.images == 0 and encoder.texts == []
+    assert [e["metrics"] for r in records(tmp_path / "l2.jsonl") for e in r["edits"]][0] == {"l2": 0.0}
 
 
 def test_cli_batch_exit_codes_and_json_summary(tmp_path, capsys):

@@ -486,7 +486,7 @@ class _Run:
     # ------------------------------------------------------------------ decode
     def _submit_decode(self, ordinal: int, item: ManifestItem) -> None:
         claim = set()
-        for path in item.image_paths():
+        for path in item.image_paths() if self.r.embedding_metrics else []:  # pixel metrics alone: no encoding
             key = _key(path)
             if (key in self.image_store or key in self.claimed or key in self.failed_images
                     or key in self.queued_keys):
@@ -585,6 +585,12 @@ class _Run:
             if failed is not None:
                 del self.waiting[ordinal]
                 self._fail(ordinal, state.item, failed, state)
+                continue
+            if not self.r.embedding_metrics:  # nothing to encode or fit: the pixel metrics are all there is
+                del self.waiting[ordinal]
+                empty: list[dict[str, Any]] = [{} for _ in state.item.edits]
+                self.records[ordinal] = self._record(state, empty, [{} for _ in empty], [{} for _ in empty])
+                self._release(state.image_keys, state.texts)
                 continue
             if not all(k in self.image_store for k in state.image_keys):
                 continue
