@@ -144,20 +144,25 @@ def test_symlinks_out_are_refused_per_item_inside_are_fine(root, tmp_path_factor
     os.symlink(outside / "secret.png", root / "img" / "link-out.png")
     os.symlink(outside, root / "linked-folder")
     os.symlink(root / "img" / "a.png", root / "img" / "link-in.png")
+    os.symlink(root / "img" / "gone.png", root / "img" / "broken-link.png")
     path = write_lines(root / "m.jsonl", [
         {**good("src-link"), "source": "img/link-out.png"},
         {**good("edit-link"), "edits": ["img/a.png", "linked-folder/secret.png"]},
         {**good("attr-link"), "attributes": "linked-folder/attrs.json"},
         {**good("inside"), "edits": ["img/link-in.png"]},
         {**good("dotdot"), "edits": ["../outside.png"]},
+        {**good("broken"), "edits": ["img/broken-link.png"]},
     ])
     with pytest.raises(ManifestError) as info:
         validate_manifest(path)
     problems = info.value.problems
-    assert len(problems) == 4
+    assert len(problems) == 5
+    assert problems[4].startswith("line 6 (id 'broken'): edits[0].path 'img/broken-link.png': file not found (a broken")
     assert problems[0].startswith("line 1 (id 'src-link'): source 'img/link-out.png' is a symlink that points outside")
-    assert problems[1].startswith("line 2 (id 'edit-link'): edits[1].path 'linked-folder/secret.png' is a symlink")
-    assert problems[2].startswith("line 3 (id 'attr-link'): attributes file 'linked-folder/attrs.json' is a symlink")
+    assert problems[1].startswith("line 2 (id 'edit-link'): edits[1].path 'linked-folder/secret.png' is under a "
+                                  "symlink that points outside")
+    assert problems[2].startswith("line 3 (id 'attr-link'): attributes file 'linked-folder/attrs.json' is under a "
+                                  "symlink that points outside")
     assert problems[3].startswith("line 5 (id 'dotdot'): edits[0].path '../outside.png' contains '..'")
     assert [i.id for i in iter_manifest(path, problems=[])] == ["inside"]
 

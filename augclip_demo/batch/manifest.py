@@ -26,6 +26,7 @@ import json
 import math
 import os
 import re
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -126,34 +127,86 @@ def is_absolute_like(text: str) -> bool:
     return text.startswith(("/", "\\")) or bool(re.match(r"^[A-Za-z]:", text))
 
 
-def resolve_inside(root: Path, relative: str, what: str = "path") -> Path:
-    """The real location of ``root / relative`` after checking it stays inside ``root`` (a resolved folder).
-
-    Raises :class:`InputError` for an empty, absolute or ``..`` path, and for a path whose real
-    location (after following symlinks) is outside ``root``. Backslashes count as separators.
-    """
+def _relative_parts(relative: str, root: Path, what: str) -> tuple[str, ...]:
     if not isinstance(relative, str) or not relative.strip():
         raise InputError(f"{what} is empty")
     text = relative.strip()
     if is_absolute_like(text):
         raise InputError(f"{what} {text!r} is absolute; write it relative to the manifest's folder ({root})")
-    parts = PurePosixPath(text.replace("\\", "/")).parts
+    parts = tuple(p for p in text.replace("\\", "/").split("/") if p and p != ".")
     if ".." in parts:
         raise InputError(f"{what} {text!r} contains '..'; paths must stay inside the manifest's folder ({root})")
-    real = Path(os.path.realpath(root.joinpath(*parts)))
-    if real != root and root not in real.parents:
-        raise InputError(f"{what} {text!r} is a symlink that points outside the manifest's folder (to {real}); "
-                         "copy the file into the folder instead")
-    return real  # resolved once here: the runner keys its caches by this path
+    if not parts:
+        raise InputError(f"{what} {text!r} names the manifest's folder itself, not a file")
+    return parts
 
 
-def _check_file(root: Path, relative: str, what: str) -> Path:
-    path = resolve_inside(root, relative, what)
-    if not path.exists():
-        raise InputError(f"{what} {relative!r}: file not found ({path})")
-    if path.is_dir():
-        raise InputError(f"{what} {relative!r} is a folder, not a file")
-    return path
+def _outside(real: Path, root: Path) -> bool:
+    return real != root and root not in real.parents
+
+
+def resolve_inside(root: Path, relative: str, what: str = "path") -> Path:
+    """``root / relative`` after checking it stays inside ``root`` (a resolved folder).
+
+    Raises :class:`InputError` for an empty, absolute or ``..`` path, and for a path whose real
+    location (after following symlinks) is outside ``root``. Backslashes count as separators.
+    The path is returned as written under ``root`` (symlinks inside the folder are kept, so two
+    passes over a manifest name every file the same way).
+    """
+    parts = _relative_parts(relative, root, what)
+    candidate = root.joinpath(*parts)
+    real = Path(os.path.realpath(candidate))
+    if _outside(real, root):
+        raise InputError(f"{what} {relative.strip()!r} is a symlink that points outside the manifest's folder (to "
+                         f"{real}); copy the file into the folder instead")
+    return candidate
+
+
+class _PathChecker:
+    """Path checks for one pass over a manifest, with the folders' real paths cached.
+
+    A dataset has many files in few folders: caching each folder's real path leaves one ``lstat``
+    per file. ``check_files=False`` only parses paths (no file system access): the runner's second
+    pass, after the first has checked everything.
+    """
+
+    def __init__(self, root: Path, check_files: bool = True):
+        self.root = root
+        self.check_files = check_files
+        self._dirs: dict[tuple[str, ...], Path] = {}
+        self.attributes: dict[str, Attributes | str] = {}
+
+    def file(self, relative: str, what: str) -> Path:
+        parts = _relative_parts(relative, self.root, what)
+        candidate = self.root.joinpath(*parts)
+        if not self.check_files:
+            return candidate
+        parent = self._dirs.get(parts[:-1])
+        if parent is None:
+            parent = Path(os.path.realpath(self.root.joinpath(*parts[:-1])))
+            if len(self._dirs) < 65536:
+                self._dirs[parts[:-1]] = parent
+        text = relative.strip()
+        if _outside(parent, self.root):
+            raise InputError(f"{what} {text!r} is under a symlink that points outside the manifest's folder (to "
+                             f"{parent}); copy the files into the folder instead")
+        try:
+            info = os.lstat(parent / parts[-1])
+        except FileNotFoundError:
+            raise InputError(f"{what} {text!r}: file not found ({candidate})") from None
+        except OSError as exc:
+            raise InputError(f"{what} {text!r}: cannot be read ({exc.strerror})") from None
+        if stat.S_ISLNK(info.st_mode):
+            real = Path(os.path.realpath(parent / parts[-1]))
+            if _outside(real, self.root):
+                raise InputError(f"{what} {text!r} is a symlink that points outside the manifest's folder (to "
+                                 f"{real}); copy the file into the folder instead")
+            if not real.exists():
+                raise InputError(f"{what} {text!r}: file not found (a broken symlink to {real})")
+            info = os.stat(real)
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError(f"{what} {text!r} is a folder, not a file")
+        return candidate
 
 
 def relative_inside(path: Path, root: Path, what: str = "file") -> str:
@@ -191,20 +244,19 @@ def _optional_text(data: dict[str, Any], key: str, problems: list[str]) -> str |
     return value.strip() or None
 
 
-def _parse_attributes(value: Any, root: Path, problems: list[str],
-                      file_cache: dict[str, Attributes | str]) -> tuple[Attributes | None, str | None]:
+def _parse_attributes(value: Any, checker: _PathChecker, problems: list[str]) -> tuple[Attributes | None, str | None]:
     if value is None:
         return None, None
     if isinstance(value, str):
-        cached = file_cache.get(value)
+        cached = checker.attributes.get(value)
         if cached is None:
             try:
-                path = _check_file(root, value, "attributes file")
+                path = checker.file(value, "attributes file")
                 cached = Attributes.load(path).validate()
             except InputError as exc:
                 cached = str(exc)
-            if len(file_cache) < 4096:
-                file_cache[value] = cached
+            if len(checker.attributes) < 4096:
+                checker.attributes[value] = cached
         if isinstance(cached, str):
             problems.append(cached)
             return None, value
@@ -229,7 +281,7 @@ def _parse_attributes(value: Any, root: Path, problems: list[str],
     return None, None
 
 
-def _parse_edits(value: Any, root: Path, problems: list[str]) -> list[EditSpec]:
+def _parse_edits(value: Any, checker: _PathChecker, problems: list[str]) -> list[EditSpec]:
     if not isinstance(value, list) or not value:
         problems.append("edits must be a non-empty list of {\"path\": ..., \"name\": ..., \"role\": ...}")
         return []
@@ -259,7 +311,7 @@ def _parse_edits(value: Any, root: Path, problems: list[str]) -> list[EditSpec]:
             problems.append(f"{where}.path is missing or not a string")
             continue
         try:
-            resolved = _check_file(root, path_text, f"{where}.path")
+            resolved = checker.file(path_text, f"{where}.path")
         except InputError as exc:
             problems.append(str(exc))
             continue
@@ -312,10 +364,10 @@ def _parse_human(value: Any, n_edits: int, problems: list[str]) -> HumanJudgment
 
 
 def parse_item(data: Any, line: int, root: Path,
-               file_cache: dict[str, Attributes | str] | None = None) -> tuple[ManifestItem | None, list[str]]:
+               checker: _PathChecker | None = None) -> tuple[ManifestItem | None, list[str]]:
     """One manifest line as an item, or the list of problems found on it (all of them)."""
     problems: list[str] = []
-    file_cache = file_cache if file_cache is not None else {}
+    checker = checker or _PathChecker(root)
     if not isinstance(data, dict):
         return None, [f"expected a JSON object, got {type(data).__name__}"]
     problems.extend(_unknown_keys(data, ITEM_KEYS, ""))
@@ -331,17 +383,17 @@ def parse_item(data: Any, line: int, root: Path,
         problems.append("source is missing or not a string (path of the source image)")
     else:
         try:
-            source_path = _check_file(root, source_text_raw, "source")
+            source_path = checker.file(source_text_raw, "source")
         except InputError as exc:
             problems.append(str(exc))
     target = data.get("target_text")
     if not isinstance(target, str) or not target.strip():
         problems.append("target_text is missing or empty")
     texts = {key: _optional_text(data, key, problems) for key in ("source_text", "instruction", "dataset")}
-    edits = _parse_edits(data.get("edits"), root, problems)
+    edits = _parse_edits(data.get("edits"), checker, problems)
     n_edits = len(data["edits"]) if isinstance(data.get("edits"), list) else 0
     human = _parse_human(data.get("human"), n_edits, problems)
-    attributes, attributes_file = _parse_attributes(data.get("attributes"), root, problems, file_cache)
+    attributes, attributes_file = _parse_attributes(data.get("attributes"), checker, problems)
     if problems:
         return None, problems
     assert source_path is not None and isinstance(source_text_raw, str) and isinstance(target, str)
@@ -371,16 +423,18 @@ def _read_lines(path: Path) -> Iterator[tuple[int, str]]:
         raise InputError(f"manifest {path}: not UTF-8 text ({exc}); save it as UTF-8 JSON lines") from None
 
 
-def iter_manifest(path: str | Path, *, problems: list[str] | None = None) -> Iterator[ManifestItem]:
+def iter_manifest(path: str | Path, *, problems: list[str] | None = None,
+                  check_files: bool = True) -> Iterator[ManifestItem]:
     """Stream the valid items of a manifest (one line at a time; memory does not grow with its size).
 
     With ``problems`` given, bad lines are described there (``line N (id X): ...``) and skipped;
     without it the first bad line raises :class:`ManifestError`. Repeated ids count as problems.
+    ``check_files=False`` skips the file-system checks (for a second pass over a checked manifest).
     """
     path = Path(path).expanduser()
     root = manifest_root(path)
     seen: dict[str, int] = {}
-    file_cache: dict[str, Attributes | str] = {}
+    checker = _PathChecker(root, check_files)
     for number, line in _read_lines(path):
         if not line.strip():
             continue
@@ -392,7 +446,7 @@ def iter_manifest(path: str | Path, *, problems: list[str] | None = None) -> Ite
             data = None
         item = None
         if data is not None:
-            item, found = parse_item(data, number, root, file_cache)
+            item, found = parse_item(data, number, root, checker)
         item_id = item.id if item else (str(data.get("id")) if isinstance(data, dict) and data.get("id") is not None
                                         else None)
         if item_id is not None and item_id in seen:

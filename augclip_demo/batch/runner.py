@@ -156,7 +156,7 @@ def item_static_texts(item: ManifestItem, needs: set[str]) -> set[str]:
 
 
 def _key(path: Path) -> str:
-    return str(path)  # manifest paths are already resolved (symlinks followed) by the manifest parser
+    return str(path)  # the manifest's folder (resolved) joined with the path as written: same in every pass
 
 
 @dataclass
@@ -477,7 +477,9 @@ class _Run:
     def _pending_items(self) -> Iterator[tuple[int, ManifestItem]]:
         ordinal = 0
         problems: list[str] = []  # already reported by the plan
-        for item in iter_manifest(self.r.manifest, problems=problems):
+        # the plan's pass checked every file; this one only parses (a file that vanished in between
+        # fails its item when it is opened)
+        for item in iter_manifest(self.r.manifest, problems=problems, check_files=False):
             if item.id in self.done:
                 continue
             yield ordinal, item
