@@ -155,7 +155,7 @@ def test_excessively_preserved_noise_is_small_reproducible_and_per_item():
     assert np.array_equal(np.asarray(excessively_preserved(source, 0.0)), np.asarray(source))
 
 
-def test_build_triplets(tedbench, tmp_path_factory):
+def test_build_triplets(tedbench, tmp_path_factory, tiny_encoder):
     manifest = load_tedbench(tedbench, gt_method="imagic").manifest
     ids = [i.id for i in load_manifest(manifest)]
     em_dir = tmp_path_factory.mktemp("generated")  # outside the dataset: copied in
@@ -178,3 +178,14 @@ def test_build_triplets(tedbench, tmp_path_factory):
     assert main(["triplets", str(manifest), "--em-dir", str(em_dir), "--skip-missing", "--sigma", "0.03", "--seed",
                  "5", "--out", str(tedbench / "cli.jsonl")]) == 0
     assert (tedbench / "cli_ep" / f"{safe_filename(ids[0])}.png").read_bytes() == first.edits[1].resolved.read_bytes()
+    # and the triplets run through batch into the ground truth test
+    from augclip_demo.batch.protocol import compute_protocols
+    from augclip_demo.batch.runner import BatchOptions, run_batch
+    from augclip_demo.config import Settings
+
+    out = tedbench / "triplet-results.jsonl"
+    run_batch(result.manifest, out, options=BatchOptions(metrics="clip_i,l2"), encoder=tiny_encoder,
+              settings=Settings.from_env(clip_model="random:tiny", device="cpu"))
+    report = compute_protocols(out, n_boot=20)
+    l2 = report.datasets["tedbench"].metrics["l2"]
+    assert l2.acc_both.n == 2 and l2.wins["ep"].value == 1.0  # the noisy copy is always closest in pixels
