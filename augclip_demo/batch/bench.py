@@ -130,7 +130,7 @@ def speed_benchmark(settings: Settings, *, n_items: int | None = None, n_edits: 
     gpu = encoder.device.type == "cuda"
     n_items = n_items or (2048 if gpu else 64)
     batch_size = batch_size or (256 if gpu else 64)
-    text_batch_size = 1024 if gpu else 256
+    text_batch_size = 1024 if gpu else 64
     cpus = os.cpu_count() or 1
     workers = workers or max(2, min(16, cpus))
     own_folder = folder is None

@@ -73,7 +73,7 @@ class BatchOptions:
     augclip: AugCLIPOptions = field(default_factory=AugCLIPOptions)
     provider: str | None = None  # None: settings.attribute_provider
     batch_size: int | None = None  # images per forward pass (default: 256 on GPU, 64 on CPU)
-    text_batch_size: int | None = None  # texts per forward pass (default: 1024 on GPU, 256 on CPU)
+    text_batch_size: int | None = None  # texts per forward pass (default: 1024 on GPU, 64 on CPU)
     workers: int | None = None  # decode threads (default: number of CPUs, at most 16)
     fit_workers: int | None = None
     fit_executor: str = "auto"  # auto | thread | process
@@ -370,7 +370,7 @@ class _Run:
         gpu = encoder.device.type == "cuda"
         cpus = os.cpu_count() or 1
         self.batch_size = opts.batch_size or (256 if gpu else 64)
-        self.text_batch_size = opts.text_batch_size or (1024 if gpu else 256)
+        self.text_batch_size = opts.text_batch_size or (1024 if gpu else 64)  # CPU: smaller is faster
         self.workers = opts.workers or max(2, min(16, cpus))
         self.max_inflight = opts.max_inflight or max(self.batch_size, 4 * self.workers)
         executor = opts.fit_executor

@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "default AUGCLIP_ATTRIBUTE_PROVIDER)")
     run = parser.add_argument_group("run")
     run.add_argument("--batch-size", type=int, metavar="N", help="images per forward pass (default 256 GPU / 64 CPU)")
-    run.add_argument("--text-batch-size", type=int, metavar="N", help="texts per forward pass (default 1024 / 256)")
+    run.add_argument("--text-batch-size", type=int, metavar="N", help="texts per forward pass (default 1024 GPU / 64 CPU)")
     run.add_argument("--workers", type=int, metavar="N", help="image decode threads (default: CPUs, at most 16)")
     run.add_argument("--fit-workers", type=int, metavar="N", help="parallel AugCLIP fits (default: 2 threads on CPU, "
                                                                   "CPUs-2 processes on GPU)")
