@@ -558,10 +558,11 @@ class _Run:
 
     # ------------------------------------------------------------------ encode
     def _encode_step(self, flush: bool) -> None:
+        """Encode full batches of queued images and texts (everything that is queued when ``flush``)."""
         encoder = self.r.encoder
-        if self.queue:
-            take = self.queue if flush else self.queue[: self.batch_size]
-            self.queue = [] if flush else self.queue[self.batch_size:]
+        n_images = len(self.queue) if flush else len(self.queue) // self.batch_size * self.batch_size
+        if n_images:
+            take, self.queue = self.queue[:n_images], self.queue[n_images:]
             shas = [sha for sha, _ in take]
             embeddings = encoder.encode_preprocessed([t for _, t in take], keys=shas, batch_size=self.batch_size)
             for sha, row in zip(shas, embeddings):
@@ -570,9 +571,11 @@ class _Run:
                     self.queued_keys.discard(key)
                     if self.image_uses.get(key, 0) > 0:  # its users may all have failed meanwhile
                         self.image_store[key] = row
-        if self.text_pending:
-            texts = list(self.text_pending)
-            self.text_pending = {}
+        pending = list(self.text_pending)
+        n_texts = len(pending) if flush else len(pending) // self.text_batch_size * self.text_batch_size
+        if n_texts:
+            texts = pending[:n_texts]
+            self.text_pending = dict.fromkeys(pending[n_texts:])
             embeddings = encoder.encode_texts(texts, batch_size=self.text_batch_size)
             for text, row in zip(texts, embeddings):
                 row.setflags(write=False)
