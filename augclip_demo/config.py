@@ -43,6 +43,9 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
                             "random:swint / random:tiny for untrained weights"),
     "AUGCLIP_SAM_MODEL": "SAM architecture: vit_b (default), vit_l or vit_h; random:vit_b / random:tiny for untrained weights",
     "AUGCLIP_SAM_CHECKPOINT": "local SAM checkpoint file (default: downloaded into the cache directory)",
+    "AUGCLIP_UPLOAD_MAX_ZIP_MB": "largest image zip accepted by the app's batch upload, in MB (default 512)",
+    "AUGCLIP_UPLOAD_MAX_FILES": "most files an uploaded image zip may hold (default 20000)",
+    "AUGCLIP_UPLOAD_MAX_UNZIPPED_MB": "most bytes an uploaded image zip may expand to, in MB (default 4096)",
 }
 
 
@@ -74,6 +77,9 @@ class Settings:
     gdino_model: str = DEFAULT_GDINO_MODEL
     sam_model: str = DEFAULT_SAM_MODEL
     sam_checkpoint: Path | None = None
+    upload_max_zip_mb: int = 512
+    upload_max_files: int = 20000
+    upload_max_unzipped_mb: int = 4096
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -90,6 +96,10 @@ class Settings:
             raise ConfigError(f"the MLLM timeout must be a positive number of seconds, got {self.mllm_timeout}")
         if self.mllm_max_retries < 0:
             raise ConfigError(f"the MLLM retry count must be 0 or more, got {self.mllm_max_retries}")
+        for name in ("upload_max_zip_mb", "upload_max_files", "upload_max_unzipped_mb"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -126,7 +136,10 @@ class Settings:
         for field, var, kind in (("max_image_pixels", "AUGCLIP_MAX_IMAGE_PIXELS", int),
                                  ("max_upload_mb", "AUGCLIP_MAX_UPLOAD_MB", float),
                                  ("mllm_timeout", "AUGCLIP_MLLM_TIMEOUT", float),
-                                 ("mllm_max_retries", "AUGCLIP_MLLM_MAX_RETRIES", int)):
+                                 ("mllm_max_retries", "AUGCLIP_MLLM_MAX_RETRIES", int),
+                                 ("upload_max_zip_mb", "AUGCLIP_UPLOAD_MAX_ZIP_MB", int),
+                                 ("upload_max_files", "AUGCLIP_UPLOAD_MAX_FILES", int),
+                                 ("upload_max_unzipped_mb", "AUGCLIP_UPLOAD_MAX_UNZIPPED_MB", int)):
             if (value := get(var)) is not None:
                 try:
                     values[field] = kind(value)

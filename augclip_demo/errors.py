@@ -67,6 +67,23 @@ class LLMError(AugclipError, RuntimeError):
         self.status = status
         self.base_url = base_url
         self.model = model
+class ManifestError(InputError):
+    """A batch manifest has problems; ``problems`` lists every one (line, item id, what is wrong)."""
+
+    def __init__(self, path: str, problems: list[str]):
+        self.path = path
+        self.problems = list(problems)
+        shown = self.problems[:50]
+        more = len(self.problems) - len(shown)
+        lines = [f"manifest {path}: {len(self.problems)} problem(s); fix them all and run again:"]
+        lines += [f"  {problem}" for problem in shown]
+        if more:
+            lines.append(f"  ... and {more} more")
+        super().__init__("\n".join(lines))
+
+
+class UnsafeArchiveError(InputError):
+    """An uploaded zip was refused (too large, too many files, unsafe paths, links, encryption)."""
 
 
 def _first_line(exc: BaseException | None) -> str:

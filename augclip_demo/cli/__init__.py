@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from .. import __version__
 from ..errors import AugclipError
 
-COMMANDS: list[str] = ["score", "attributes", "explain", "bpm"]
+COMMANDS: list[str] = ["score", "attributes", "explain", "bpm", "batch", "protocol", "manifest", "triplets",
+                       "bench"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from PIL import Image
 
 from ..config import Settings
 from ..errors import InputError, WeightsUnavailableError
@@ -314,6 +315,65 @@ class ClipEncoder:
     def encode_image(self, image: ImageInput | LoadedImage) -> np.ndarray:
         return self.encode_images([image])[0]
 
+    def preprocess_image(self, image: ImageInput | LoadedImage) -> np.ndarray | torch.Tensor:
+        """One image prepared for :meth:`encode_preprocessed`, without touching the model.
+
+        open_clip's eval transform is resize -> centre crop -> RGB -> to-tensor -> normalise. The
+        PIL steps run here and give an ``(H, W, 3)`` uint8 array (a quarter of the float tensor's
+        memory, and no torch ops, which contend for the intra-op thread pool when run from several
+        threads); :meth:`encode_preprocessed` converts and normalises whole batches at once with the
+        same arithmetic, so embeddings are identical to ``preprocess`` + encode. A transform of any
+        other shape is applied whole and gives the float tensor. Thread-safe once loaded.
+        """
+        pil = open_image(image).image
+        split = self._split_preprocess()
+        if split is None:
+            return self.preprocess(pil)
+        for step in split[0]:
+            pil = step(pil)
+        if not isinstance(pil, Image.Image) or pil.mode != "RGB":
+            return self.preprocess(open_image(image).image)
+        return np.asarray(pil, dtype=np.uint8)
+
+    def _split_preprocess(self) -> tuple[list[Callable[[Any], Any]], torch.Tensor, torch.Tensor] | None:
+        """(PIL steps, mean, std) when :attr:`preprocess` ends in to-tensor + normalise, else None."""
+        if not hasattr(self, "_split_cache"):
+            from torchvision.transforms import Compose, Normalize, ToTensor
+
+            steps = getattr(self.preprocess, "transforms", None)
+            split = None
+            if (isinstance(self.preprocess, Compose) and steps and len(steps) >= 2
+                    and isinstance(steps[-2], ToTensor) and isinstance(steps[-1], Normalize)):
+                dtype = torch.get_default_dtype()
+                mean = torch.as_tensor(steps[-1].mean, dtype=dtype).view(1, -1, 1, 1)
+                std = torch.as_tensor(steps[-1].std, dtype=dtype).view(1, -1, 1, 1)
+                split = (list(steps[:-2]), mean, std)
+            self._split_cache = split
+        return self._split_cache
+
+    def encode_preprocessed(
+        self, pixels: Sequence[np.ndarray | torch.Tensor], keys: Sequence[str] | None = None,
+        batch_size: int | None = None,
+    ) -> np.ndarray:
+        """Embeddings of images prepared by :meth:`preprocess_image` (e.g. in decode workers).
+
+        ``keys`` are the images' content hashes (:attr:`LoadedImage.sha256`); with them the results
+        share the image cache with :meth:`encode_images`, so an image is encoded once either way.
+        """
+        tensors = list(pixels)
+        if keys is None:
+            return self._run_in_batches(tensors, self._encode_pixel_batch, batch_size or self.image_batch_size) \
+                if tensors else np.zeros((0, self.embed_dim), dtype=np.float32)
+        if len(keys) != len(tensors):
+            raise ValueError(f"{len(keys)} keys for {len(tensors)} images")
+        return self._encode_cached(
+            keys=list(keys),
+            items=tensors,
+            cache=self.image_cache,
+            batch_fn=self._encode_pixel_batch,
+            batch_size=batch_size or self.image_batch_size,
+        )
+
     def encode_texts(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
         """Embeddings of ``texts`` as an ``(n, d)`` float32 array of unit rows, in input order."""
         cleaned = []
@@ -391,6 +451,34 @@ class ClipEncoder:
         pixels = torch.stack([preprocess(image) for image in images])
         with self._infer_lock, torch.inference_mode(), autocast(self.device, self.amp_dtype):
             features = model.encode_image(pixels.to(self.device, non_blocking=True))
+        return _normalise(features)
+
+    def _pixel_batch(self, items: list[np.ndarray | torch.Tensor]) -> torch.Tensor:
+        """The model input on :attr:`device` for prepared images.
+
+        uint8 arrays travel to the device as uint8 (a quarter of the bytes; pinned on CUDA so the copy
+        overlaps with running kernels) and get to-tensor + normalise there, batched, with the same
+        float32 operations torchvision applies per image, so the embeddings are identical.
+        """
+        split = self._split_preprocess()
+        if split is None or not all(isinstance(x, np.ndarray) for x in items):
+            tensors = [self._pixel_batch([x])[0].cpu() if isinstance(x, np.ndarray) else x for x in items]
+            stacked = torch.stack(tensors)
+            if self.device.type == "cuda":
+                stacked = stacked.pin_memory()
+            return stacked.to(self.device, non_blocking=True)
+        batch = torch.from_numpy(np.stack(items))
+        if self.device.type == "cuda":
+            batch = batch.pin_memory()
+        batch = batch.to(self.device, non_blocking=True).permute(0, 3, 1, 2).contiguous()
+        batch = batch.to(dtype=torch.get_default_dtype()).div(255)
+        return batch.sub_(split[1].to(self.device)).div_(split[2].to(self.device))
+
+    def _encode_pixel_batch(self, tensors: list[np.ndarray | torch.Tensor]) -> np.ndarray:
+        model = self.model
+        pixels = self._pixel_batch(tensors)
+        with self._infer_lock, torch.inference_mode(), autocast(self.device, self.amp_dtype):
+            features = model.encode_image(pixels)
         return _normalise(features)
 
     def _encode_text_batch(self, texts: list[str]) -> np.ndarray:

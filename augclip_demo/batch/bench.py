@@ -1,0 +1,182 @@
+"""The speed benchmark: batch AugCLIP scoring against bare CLIP encoding of the same inputs.
+
+Both sides start from files on disk with empty embedding caches and use the same encoder, batch
+sizes and decode workers:
+
+* **bare encoding**: decode + preprocess every distinct image of the manifest (in the worker pool,
+  one batch ahead of the encoder) and encode it; encode every distinct text the chosen metrics
+  need (for AugCLIP alone: the attribute texts). No metric, no output.
+* **batch scoring**: :func:`~augclip_demo.batch.runner.run_batch` on the same manifest with those
+  metrics and inline attributes ("attributes cached"), writing the results file.
+
+The ratio batch / bare is the cost of everything AugCLIP adds to encoding (hyperplane fits, other
+metrics, bookkeeping, writing); the target is <= 1.15. A short untimed warm-up run comes first
+(imports, fit worker processes, GPU kernels). Each side then runs ``repeats`` times, alternating,
+and the fastest run counts (the usual way to cut scheduling noise).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..config import Settings
+from ..inference.clip_encoder import ClipEncoder
+from ..inference.device import device_description
+from ..io import open_image
+from .manifest import iter_manifest
+from .metrics import metric_needs, parse_metrics
+from .runner import BatchOptions, item_static_texts, run_batch
+from .synthetic import write_synthetic_manifest
+
+TARGET_RATIO = 1.15
+
+
+@dataclass
+class SpeedResult:
+    model: str
+    device: str
+    untrained: bool
+    metrics: list[str]
+    n_items: int
+    n_images: int
+    n_texts: int
+    batch_size: int
+    workers: int
+    repeats: int
+    bare_seconds: float
+    batch_seconds: float
+    bare_cpu_seconds: float = 0.0  # CPU time of this process (all its threads) during the fastest run
+    batch_cpu_seconds: float = 0.0
+
+    @property
+    def bare_items_per_second(self) -> float:
+        return self.n_items / self.bare_seconds
+
+    @property
+    def batch_items_per_second(self) -> float:
+        return self.n_items / self.batch_seconds
+
+    @property
+    def ratio(self) -> float:
+        return self.batch_seconds / self.bare_seconds
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "bare_items_per_second": self.bare_items_per_second,
+                "batch_items_per_second": self.batch_items_per_second, "ratio": self.ratio,
+                "target_ratio": TARGET_RATIO, "meets_target": self.ratio <= TARGET_RATIO}
+
+    def format(self) -> str:
+        verdict = "meets" if self.ratio <= TARGET_RATIO else "MISSES"
+        return "\n".join([
+            f"speed benchmark: {self.model} on {self.device}"
+            + (" (random weights: speed only)" if self.untrained else ""),
+            f"  {self.n_items} items, {self.n_images} distinct images, {self.n_texts} distinct texts; "
+            f"metrics {','.join(self.metrics)}; image batch {self.batch_size}, {self.workers} decode workers; "
+            f"best of {self.repeats}",
+            f"  bare CLIP encoding : {self.bare_seconds:8.2f} s  {self.bare_items_per_second:8.2f} items/s",
+            f"  batch scoring      : {self.batch_seconds:8.2f} s  {self.batch_items_per_second:8.2f} items/s",
+            f"  ratio batch / bare : {self.ratio:8.3f}  ({verdict} the target <= {TARGET_RATIO})",
+            f"  CPU time (this process): bare {self.bare_cpu_seconds:.1f} s, batch {self.batch_cpu_seconds:.1f} s, "
+            f"ratio {self.batch_cpu_seconds / max(self.bare_cpu_seconds, 1e-9):.3f} (less sensitive to other load)",
+        ])
+
+
+def bare_encode(manifest: Path, encoder: ClipEncoder, metrics: list[str], *, batch_size: int, workers: int,
+                text_batch_size: int, max_pixels: int | None = None) -> tuple[int, int]:
+    """Encode every distinct image and needed text of a manifest; returns (images, texts) encoded."""
+    needs = metric_needs(metrics)
+    paths: dict[str, None] = {}
+    texts: dict[str, None] = {}
+    for item in iter_manifest(manifest):
+        for path in item.image_paths():
+            paths.setdefault(str(path), None)
+        for text in item_static_texts(item, needs):
+            texts.setdefault(text, None)
+    ordered = list(paths)
+
+    def load(path: str) -> tuple[str, Any]:
+        image = open_image(path, max_pixels=max_pixels)
+        return image.sha256, encoder.preprocess_image(image)
+
+    blocks = [ordered[i:i + batch_size] for i in range(0, len(ordered), batch_size)]
+    with cf.ThreadPoolExecutor(workers) as pool:
+        pending = [pool.submit(load, p) for p in blocks[0]] if blocks else []
+        for index in range(len(blocks)):
+            current = [f.result() for f in pending]
+            # submit the next block before encoding this one, so decoding overlaps with the encoder
+            pending = [pool.submit(load, p) for p in blocks[index + 1]] if index + 1 < len(blocks) else []
+            encoder.encode_preprocessed([t for _, t in current], keys=[s for s, _ in current], batch_size=batch_size)
+    if texts:
+        encoder.encode_texts(list(texts), batch_size=text_batch_size)
+    return len(ordered), len(texts)
+
+
+def speed_benchmark(settings: Settings, *, n_items: int | None = None, n_edits: int = 2, n_attributes: int = 8,
+                    image_size: int = 256, metrics: list[str] | str | None = "augclip", batch_size: int | None = None,
+                    workers: int | None = None, repeats: int = 1, folder: str | Path | None = None,
+                    encoder: ClipEncoder | None = None) -> SpeedResult:
+    """Run both sides on a synthetic manifest (drawn images) and return the timings."""
+    metric_keys = parse_metrics(metrics)
+    encoder = encoder or ClipEncoder.from_settings(settings, image_cache_size=1_000_000, text_cache_size=1_000_000)
+    gpu = encoder.device.type == "cuda"
+    n_items = n_items or (2048 if gpu else 64)
+    batch_size = batch_size or (256 if gpu else 64)
+    text_batch_size = 1024 if gpu else 64
+    cpus = os.cpu_count() or 1
+    workers = workers or max(2, min(16, cpus))
+    own_folder = folder is None
+    work = Path(folder) if folder else Path(tempfile.mkdtemp(prefix="augclip-bench-"))
+    try:
+        manifest = write_synthetic_manifest(work / "data", n_items, n_edits=n_edits, n_attributes=n_attributes,
+                                            image_size=image_size, human=False)
+        encoder.warmup()
+        options = BatchOptions(metrics=metric_keys, batch_size=batch_size, workers=workers, overwrite=True)
+        # Warm-up run on other items: imports (scikit-learn), fit worker processes, kernels. Not timed.
+        warm = write_synthetic_manifest(work / "warmup", 4, n_edits=n_edits, n_attributes=2, image_size=image_size,
+                                        human=False, seed=1)
+        run_batch(warm, work / "warmup.jsonl", options=options, settings=settings, encoder=encoder)
+        bare_times: list[tuple[float, float]] = []
+        batch_times: list[tuple[float, float]] = []
+        n_images = n_texts = 0
+        for _ in range(max(1, repeats)):
+            _clear(encoder)
+            start, cpu = time.perf_counter(), time.process_time()
+            n_images, n_texts = bare_encode(manifest, encoder, metric_keys, batch_size=batch_size, workers=workers,
+                                            text_batch_size=text_batch_size, max_pixels=settings.max_image_pixels)
+            _sync(encoder)
+            bare_times.append((time.perf_counter() - start, time.process_time() - cpu))
+            _clear(encoder)
+            start, cpu = time.perf_counter(), time.process_time()
+            summary = run_batch(manifest, work / "results.jsonl", options=options, settings=settings, encoder=encoder)
+            _sync(encoder)
+            batch_times.append((time.perf_counter() - start, time.process_time() - cpu))
+            if summary.n_failed:
+                raise RuntimeError(f"benchmark items failed: {summary.failures[:3]}")
+        bare, batch = min(bare_times), min(batch_times)
+        return SpeedResult(model=encoder.spec.raw, device=device_description(encoder.device),
+                           untrained=encoder.untrained, metrics=metric_keys, n_items=n_items, n_images=n_images,
+                           n_texts=n_texts, batch_size=batch_size, workers=workers, repeats=max(1, repeats),
+                           bare_seconds=bare[0], batch_seconds=batch[0], bare_cpu_seconds=bare[1],
+                           batch_cpu_seconds=batch[1])
+    finally:
+        if own_folder:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _clear(encoder: ClipEncoder) -> None:
+    encoder.image_cache.clear()
+    encoder.text_cache.clear()
+
+
+def _sync(encoder: ClipEncoder) -> None:
+    if encoder.device.type == "cuda":
+        torch.cuda.synchronize(encoder.device)

@@ -1,0 +1,132 @@
+"""One call for the app's Batch tab: uploaded manifest + zip of images -> results and protocol table.
+
+    result = run_uploaded_batch("manifest.jsonl", "images.zip", settings=settings,
+                                progress=lambda fraction, message: ...)
+    result.files()            # results JSONL + CSV, protocol JSON + CSV (paths to offer for download)
+    result.protocol_headers, result.protocol_rows   # the protocol table (metric rows x dataset figures)
+    result.summary_text       # what ran, what failed
+
+The zip is extracted with :func:`~augclip_demo.batch.ziputil.safe_extract` (size, file-count and
+uncompressed-size limits from the settings; ``..``, absolute paths and links refused). The manifest's
+paths are relative to the zip's root, or to its single top-level folder when the zip wraps one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config import Settings
+from ..errors import InputError
+from ..inference.clip_encoder import ClipEncoder
+from ..pipeline import AugCLIPOptions
+from .manifest import is_absolute_like
+from .protocol import ProtocolReport, compute_protocols
+from .runner import BatchOptions, BatchSummary, run_batch
+from .ziputil import ZipLimits, safe_extract
+
+ProgressFn = Callable[[float, str], None]
+MAX_MANIFEST_BYTES = 256 * 1024 * 1024
+UPLOADED_MANIFEST = "_uploaded_manifest.jsonl"
+
+
+@dataclass
+class BatchUploadResult:
+    results_jsonl: Path
+    results_csv: Path
+    protocol_json: Path
+    protocol_csv: Path
+    protocol_headers: list[str]
+    protocol_rows: list[list[str]]
+    protocol_text: str
+    summary: BatchSummary
+    summary_text: str
+    work_dir: Path
+    untrained: bool
+    protocol: ProtocolReport
+
+    def files(self) -> list[str]:
+        return [str(p) for p in (self.results_jsonl, self.results_csv, self.protocol_json, self.protocol_csv)]
+
+
+def _first_paths(manifest: Path, limit: int = 50) -> list[str]:
+    paths = []
+    with open(manifest, encoding="utf-8-sig") as handle:
+        for line in handle:
+            if len(paths) >= limit:
+                break
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(data, dict) and isinstance(data.get("source"), str):
+                paths.append(data["source"])
+    return paths
+
+
+def _choose_root(extracted: Path, manifest: Path) -> Path:
+    """The zip's root, or its single top-level folder when that is where the manifest's paths resolve."""
+    candidates = [extracted]
+    entries = [p for p in extracted.iterdir() if p.name not in ("__MACOSX",)]
+    if len(entries) == 1 and entries[0].is_dir():
+        candidates.append(entries[0])
+    paths = [p for p in _first_paths(manifest) if not is_absolute_like(p) and ".." not in Path(p).parts]
+
+    def hits(root: Path) -> int:
+        return sum((root / p).is_file() for p in paths)
+
+    return max(candidates, key=hits)
+
+
+def run_uploaded_batch(manifest_file: str | Path, images_zip: str | Path, *, work_dir: str | Path | None = None,
+                       settings: Settings | None = None, encoder: ClipEncoder | None = None,
+                       metrics: list[str] | str | None = None, augclip: AugCLIPOptions | None = None,
+                       provider: str | None = None, limits: ZipLimits | None = None,
+                       progress: ProgressFn | None = None, n_boot: int = 1000, seed: int = 0) -> BatchUploadResult:
+    """Extract, validate, run the batch, compute the protocols; every file lands in ``work_dir``."""
+    settings = settings or Settings.from_env()
+    report = progress or (lambda fraction, message: None)
+    manifest_file = Path(manifest_file)
+    if not manifest_file.is_file():
+        raise InputError("upload a manifest (.jsonl, one JSON object per line)")
+    if manifest_file.stat().st_size > MAX_MANIFEST_BYTES:
+        raise InputError(f"the manifest is over {MAX_MANIFEST_BYTES // (1024 * 1024)} MB")
+    if not images_zip or not Path(images_zip).is_file():
+        raise InputError("upload a zip of the images the manifest refers to")
+    work = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix="augclip-batch-"))
+    work.mkdir(parents=True, exist_ok=True)
+    extracted = work / "data"
+    report(0.0, "extracting the zip")
+    safe_extract(images_zip, extracted, limits or ZipLimits.from_settings(settings))
+    root = _choose_root(extracted, manifest_file)
+    manifest = root / UPLOADED_MANIFEST
+    shutil.copyfile(manifest_file, manifest)
+    dataset = re.sub(r"[^A-Za-z0-9._-]+", "_", manifest_file.stem).strip("._") or "batch"
+    report(0.05, "checking the manifest")
+
+    def batch_progress(fraction: float, message: str) -> None:
+        report(0.05 + 0.85 * fraction, message)
+
+    options = BatchOptions(metrics=metrics, augclip=augclip or AugCLIPOptions(), provider=provider)
+    results = work / f"{dataset}-results.jsonl"
+    csv_path = work / f"{dataset}-results.csv"
+    # Items without a dataset field are grouped under the uploaded file's name, not the copy's.
+    summary = run_batch(manifest, results, options=options, settings=settings, encoder=encoder, csv=csv_path,
+                        progress=batch_progress, dataset=dataset)
+    report(0.9, "computing the protocols")
+    protocol = compute_protocols([results], n_boot=n_boot, seed=seed)
+    protocol_json, protocol_csv = work / f"{dataset}-protocol.json", work / f"{dataset}-protocol.csv"
+    protocol.save(protocol_json, protocol_csv)
+    headers, rows = protocol.wide_table()
+    report(1.0, f"done: {summary.n_ok} scored, {summary.n_failed} failed")
+    return BatchUploadResult(
+        results_jsonl=results, results_csv=csv_path, protocol_json=protocol_json, protocol_csv=protocol_csv,
+        protocol_headers=headers, protocol_rows=rows, protocol_text=protocol.format(), summary=summary,
+        summary_text=summary.format(), work_dir=work, untrained=summary.untrained, protocol=protocol,
+    )
+

@@ -1,0 +1,127 @@
+"""Safe extraction of uploaded zips (the app's batch upload).
+
+Refused, with a message saying what and why: a file over the compressed-size limit, not a zip,
+more files than the file-count limit, a total uncompressed size over its limit (declared sizes are
+checked first, and the bytes actually written are counted too, so a zip that lies in its headers
+is still stopped), absolute paths (``/x``, ``C:\\x``), ``..`` components, symbolic links,
+encrypted entries and duplicate names. macOS metadata (``__MACOSX/``, ``.DS_Store``) is skipped.
+"""
+
+from __future__ import annotations
+
+import re
+import stat
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from ..config import Settings
+from ..errors import UnsafeArchiveError
+
+MB = 1024 * 1024
+_CHUNK = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ZipLimits:
+    max_zip_bytes: int = 512 * MB
+    max_files: int = 20_000
+    max_total_bytes: int = 4096 * MB
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None) -> ZipLimits:
+        settings = settings or Settings.from_env()
+        return cls(max_zip_bytes=settings.upload_max_zip_mb * MB, max_files=settings.upload_max_files,
+                   max_total_bytes=settings.upload_max_unzipped_mb * MB)
+
+
+def _size(n: int) -> str:
+    if n >= MB:
+        return f"{n / MB:.1f} MB"
+    return f"{n / 1024:.1f} KB" if n >= 1024 else f"{n} bytes"
+
+
+def _is_skipped(name: str) -> bool:
+    parts = PurePosixPath(name).parts
+    return bool(parts) and (parts[0] == "__MACOSX" or parts[-1] == ".DS_Store")
+
+
+def check_member_name(name: str) -> PurePosixPath:
+    """The entry's relative path, or :class:`UnsafeArchiveError` for absolute / ``..`` names."""
+    text = name.replace("\\", "/")
+    if text.startswith("/") or re.match(r"^[A-Za-z]:", text):
+        raise UnsafeArchiveError(f"the zip entry {name!r} has an absolute path; zips must hold relative paths only")
+    path = PurePosixPath(text)
+    if ".." in path.parts:
+        raise UnsafeArchiveError(f"the zip entry {name!r} contains '..' (it would be written outside the upload "
+                                 "folder); the zip was refused")
+    if not path.parts:
+        raise UnsafeArchiveError(f"the zip entry {name!r} has an empty name")
+    return path
+
+
+def safe_extract(zip_path: str | Path, dest: str | Path, limits: ZipLimits | None = None) -> list[Path]:
+    """Extract ``zip_path`` into ``dest`` after every check above; returns the files written."""
+    limits = limits or ZipLimits.from_settings()
+    zip_path, dest = Path(zip_path), Path(dest)
+    if not zip_path.is_file():
+        raise UnsafeArchiveError(f"uploaded zip {zip_path.name}: file not found")
+    size = zip_path.stat().st_size
+    if size > limits.max_zip_bytes:
+        raise UnsafeArchiveError(f"the zip is {_size(size)}, over the upload limit of {_size(limits.max_zip_bytes)} "
+                                 "(AUGCLIP_UPLOAD_MAX_ZIP_MB)")
+    if not zipfile.is_zipfile(zip_path):
+        raise UnsafeArchiveError(f"{zip_path.name} is not a zip file; upload a .zip of the manifest's images")
+    try:
+        archive = zipfile.ZipFile(zip_path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise UnsafeArchiveError(f"{zip_path.name} is not a readable zip ({exc})") from None
+    with archive:
+        members = [m for m in archive.infolist() if not _is_skipped(m.filename)]
+        files = [m for m in members if not m.is_dir()]
+        if len(files) > limits.max_files:
+            raise UnsafeArchiveError(f"the zip holds {len(files)} files, over the limit of {limits.max_files} "
+                                     "(AUGCLIP_UPLOAD_MAX_FILES)")
+        declared = sum(m.file_size for m in files)
+        if declared > limits.max_total_bytes:
+            raise UnsafeArchiveError(f"the zip expands to {_size(declared)}, over the limit of "
+                                     f"{_size(limits.max_total_bytes)} (AUGCLIP_UPLOAD_MAX_UNZIPPED_MB)")
+        seen: set[str] = set()
+        planned: list[tuple[zipfile.ZipInfo, PurePosixPath]] = []
+        for member in members:
+            relative = check_member_name(member.filename)
+            mode = member.external_attr >> 16
+            if stat.S_ISLNK(mode):
+                raise UnsafeArchiveError(f"the zip entry {member.filename!r} is a symbolic link; links are refused "
+                                         "(they could point outside the upload)")
+            if member.flag_bits & 0x1:
+                raise UnsafeArchiveError(f"the zip entry {member.filename!r} is encrypted; upload an unencrypted zip")
+            if member.is_dir():
+                continue
+            key = relative.as_posix().lower()
+            if key in seen:
+                raise UnsafeArchiveError(f"the zip has two entries named {member.filename!r}")
+            seen.add(key)
+            planned.append((member, relative))
+        dest.mkdir(parents=True, exist_ok=True)
+        root = dest.resolve()
+        written: list[Path] = []
+        total = 0
+        for member, relative in planned:
+            target = root.joinpath(*relative.parts)
+            if root not in target.resolve().parents:
+                raise UnsafeArchiveError(f"the zip entry {member.filename!r} would be written outside the upload folder")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                with archive.open(member) as src, open(target, "wb") as dst:
+                    while chunk := src.read(_CHUNK):
+                        total += len(chunk)
+                        if total > limits.max_total_bytes:
+                            raise UnsafeArchiveError(
+                                f"the zip expands to more than {_size(limits.max_total_bytes)} (its headers understate "
+                                "the sizes); refused (AUGCLIP_UPLOAD_MAX_UNZIPPED_MB)")
+                        dst.write(chunk)
+            except (zipfile.BadZipFile, OSError, EOFError) as exc:
+                raise UnsafeArchiveError(f"the zip entry {member.filename!r} could not be read ({exc})") from None
+            written.append(target)
+    return written

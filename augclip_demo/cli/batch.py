@@ -1,0 +1,68 @@
+"""``batch``: score every item of a manifest into a results JSONL (resumable)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..attributes.base import available_providers
+from ..batch.metrics import BATCH_METRICS, DEFAULT_METRICS
+from ..batch.runner import BatchOptions, BatchRunner
+from .common import add_model_args, settings_from_args
+from .score import add_augclip_args, options_from_args
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "batch", help="score a whole manifest (JSONL) into a results file; resumable",
+        description="Score every item of a manifest. Results are appended item by item and flushed, so a crash or "
+                    "Ctrl-C loses nothing: rerun the same command to resume (ids already in --out are skipped). "
+                    "Exit status: 0 all items scored, 1 some items failed (recorded in the results), "
+                    "2 bad input, 130 interrupted.")
+    parser.add_argument("manifest", metavar="MANIFEST", help="manifest file (.jsonl, see README 'Manifests')")
+    parser.add_argument("--out", required=True, metavar="RESULTS.jsonl", help="results file (appended to, resumed)")
+    parser.add_argument("--csv", metavar="RESULTS.csv", help="also write one CSV row per edit at the end")
+    parser.add_argument("--metrics", metavar="LIST", default=",".join(DEFAULT_METRICS),
+                        help=f"comma-separated metrics (default {','.join(DEFAULT_METRICS)}; 'all' for every one: "
+                             f"{', '.join(BATCH_METRICS)})")
+    parser.add_argument("--provider", metavar="NAME",
+                        help=f"attribute provider for items without attributes ({', '.join(available_providers())}; "
+                             "default AUGCLIP_ATTRIBUTE_PROVIDER)")
+    run = parser.add_argument_group("run")
+    run.add_argument("--batch-size", type=int, metavar="N", help="images per forward pass (default 256 GPU / 64 CPU)")
+    run.add_argument("--text-batch-size", type=int, metavar="N", help="texts per forward pass (default 1024 GPU / 64 CPU)")
+    run.add_argument("--workers", type=int, metavar="N", help="image decode threads (default: CPUs, at most 16)")
+    run.add_argument("--fit-workers", type=int, metavar="N", help="parallel AugCLIP fits (default: 2 threads on CPU, "
+                                                                  "CPUs-2 processes on GPU)")
+    run.add_argument("--fit-executor", choices=("auto", "thread", "process"), default="auto",
+                     help="where fits run: threads, or worker processes (auto: processes on GPU machines)")
+    run.add_argument("--overwrite", action="store_true", help="start over instead of resuming --out")
+    run.add_argument("--retry-failed", action="store_true", help="run items that failed last time again")
+    run.add_argument("--skip-invalid", action="store_true",
+                     help="run the valid items of a manifest with problems (the problems are listed) instead of stopping")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_augclip_args(parser)
+    add_model_args(parser)
+    parser.set_defaults(func=run_command)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    settings = settings_from_args(args, attribute_provider=args.provider)
+    options = BatchOptions(
+        metrics=args.metrics, augclip=options_from_args(args), provider=args.provider, batch_size=args.batch_size,
+        text_batch_size=args.text_batch_size, workers=args.workers, fit_workers=args.fit_workers,
+        fit_executor=args.fit_executor, overwrite=args.overwrite, retry_failed=args.retry_failed,
+        skip_invalid=args.skip_invalid)
+    runner = BatchRunner(args.manifest, args.out, options=options, settings=settings, csv=args.csv,
+                         show_progress=not args.no_progress)
+    try:
+        summary = runner.run()
+    except KeyboardInterrupt:
+        if runner.summary is not None:
+            runner.summary.interrupted = True
+            print(runner.summary.format(), file=sys.stderr)
+        raise
+    print(json.dumps(summary.to_dict(), indent=2) if args.json else summary.format())
+    return 1 if summary.n_failed else 0

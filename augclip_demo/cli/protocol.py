@@ -1,0 +1,41 @@
+"""``protocol``: the papers' evaluation protocols (s2AFC, AccBoth, rank and score correlations)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..batch.protocol import compute_protocols
+from ..metrics.protocol import DEFAULT_BOOTSTRAP, DEFAULT_LEVEL, DEFAULT_SEED
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "protocol", help="s2AFC, AccBoth, win shares, rank/score correlations from batch results",
+        description="Compute, for every metric in the results, the protocols the human data and edit roles allow "
+                    "(see README 'Protocols'), with bootstrap confidence intervals. Prints tables (metric x dataset) "
+                    "and saves JSON and CSV (default: next to the first results file).")
+    parser.add_argument("results", nargs="+", metavar="RESULTS.jsonl",
+                        help="results of `batch`; items are grouped by their dataset (the manifest's dataset field, "
+                             "else the manifest's file name)")
+    parser.add_argument("--metrics", metavar="LIST", help="comma-separated metrics (default: all in the results)")
+    parser.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, metavar="N",
+                        help=f"bootstrap resamples for the CIs (default {DEFAULT_BOOTSTRAP}; 0: no CIs)")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
+    parser.add_argument("--level", type=float, default=DEFAULT_LEVEL, help="confidence level (default 0.95)")
+    parser.add_argument("--json", metavar="PATH", help="JSON output (default RESULTS-protocol.json)")
+    parser.add_argument("--csv", metavar="PATH", help="CSV output, one row per figure (default RESULTS-protocol.csv)")
+    parser.add_argument("--no-ci", action="store_true", help="print the tables without intervals")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+    report = compute_protocols(args.results, metrics=metrics, n_boot=args.bootstrap, seed=args.seed, level=args.level)
+    first = Path(args.results[0])
+    json_path = args.json or first.with_name(first.stem + "-protocol.json")
+    csv_path = args.csv or first.with_name(first.stem + "-protocol.csv")
+    written = report.save(json_path, csv_path)
+    print(report.format(with_ci=not args.no_ci))
+    print("\nsaved: " + ", ".join(str(p) for p in written))
+    return 0

@@ -1,0 +1,409 @@
+"""The papers' evaluation protocols, as pure statistics on metric values (no models, no files).
+
+Definitions (``m`` is a metric's value, oriented so that higher is better: lower-is-better metrics
+such as L2 are negated first):
+
+* **s2AFC** (AugCLIP Sec. 5.1, Table 3): over items with a human 2AFC choice ``p``,
+  ``mean_i credit_i`` with ``credit_i = 1`` when ``m(p)`` is the item's highest value, ``1/k`` when
+  ``k`` edits tie for the highest value and ``p`` is one of them (a two-way tie counts 0.5), else 0.
+* **AccBoth** (AugCLIP Sec. 5.2, Table 4): over triplet items (one ``gt``, one ``ep``, one ``em``
+  edit), the fraction where ``m(gt) > max(m(ep), m(em))`` strictly (a tie at the top is a miss).
+* **Win shares** (BPM Table 4): for each role r in gt / ep / em, ``mean_i share_i(r)`` where the
+  triplet's win is split equally among the roles tied for the highest value; the three sum to 1.
+* **Per-model rank agreement** (AugCLIP, later version, Table 4): per editing model (edit
+  ``name``, roles ``gt`` / ``candidate``) the mean metric value and the mean human value (the mean
+  score where scores exist, else the 2AFC win rate); Spearman's rho and Kendall's tau-b between the
+  models' metric means and human means.
+* **Correlation with human scores**: Pearson r, Spearman rho, Kendall tau-b between the metric and
+  the per-edit human scores, pooled over all scored edits.
+* **Pair alignment** (BPM Sec. 4.1): over pairs of edits of the same item with different human
+  scores, the fraction where the metric orders the pair the same way (a metric tie counts 0.5).
+  BPM's printed ``1[H1 > H2] == 1[M1 > M2]`` would count a human tie as "H1 < H2"; human ties are
+  left out instead, since people expressed no preference there.
+* **Bootstrap CIs**: percentile intervals over ``n_boot`` resamples of *items* (the unit people
+  judged; edits of an item stay together), from ``numpy.random.default_rng(seed)``.
+
+Ties are exact equality of the stored floats (identical images give identical values).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+TRIPLET_ROLES: tuple[str, ...] = ("gt", "ep", "em")
+DEFAULT_BOOTSTRAP = 1000
+DEFAULT_SEED = 0
+DEFAULT_LEVEL = 0.95
+
+
+# ---------------------------------------------------------------------------------------------- data
+@dataclass
+class ProtocolEdit:
+    name: str
+    role: str
+    metrics: dict[str, float | None]
+
+
+@dataclass
+class ProtocolItem:
+    """One item of a results file, reduced to what the protocols read."""
+
+    id: str
+    edits: list[ProtocolEdit]
+    preferred: int | None = None
+    scores: list[float | None] | None = None
+
+
+@dataclass
+class Figure:
+    """A protocol figure: its value, bootstrap confidence interval and the number of units used."""
+
+    value: float | None
+    ci: tuple[float, float] | None = None
+    n: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "ci_low": self.ci[0] if self.ci else None,
+                "ci_high": self.ci[1] if self.ci else None, "n": self.n}
+
+
+@dataclass
+class ModelRow:
+    name: str
+    n_edits: int
+    metric_mean: float
+    human_mean: float
+    metric_rank: float  # 1 = best under the metric
+    human_rank: float
+
+
+@dataclass
+class MetricProtocols:
+    """Every protocol figure of one metric on one dataset (absent protocols stay ``None``)."""
+
+    s2afc: Figure | None = None
+    acc_both: Figure | None = None
+    wins: dict[str, Figure] | None = None
+    model_spearman: Figure | None = None
+    model_kendall: Figure | None = None
+    models: list[ModelRow] = field(default_factory=list)
+    pearson: Figure | None = None
+    spearman: Figure | None = None
+    kendall: Figure | None = None
+    pair_alignment: Figure | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        for key in ("s2afc", "acc_both", "pair_alignment"):
+            figure = getattr(self, key)
+            if figure is not None:
+                data[key] = figure.to_dict()
+        if self.wins is not None:
+            data["wins"] = {role: fig.to_dict() for role, fig in self.wins.items()}
+        if self.model_spearman is not None and self.model_kendall is not None:
+            data["model_rank"] = {"spearman": self.model_spearman.to_dict(), "kendall": self.model_kendall.to_dict(),
+                                  "models": [vars(row) for row in self.models]}
+        if self.pearson is not None and self.spearman is not None and self.kendall is not None:
+            data["human_scores"] = {"pearson": self.pearson.to_dict(), "spearman": self.spearman.to_dict(),
+                                    "kendall": self.kendall.to_dict()}
+        return data
+
+
+# ---------------------------------------------------------------------------------------------- per item
+def _oriented(value: float | None, higher_is_better: bool) -> float | None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return float(value) if higher_is_better else -float(value)
+
+
+def preference_credit(values: Sequence[float | None], preferred: int, higher_is_better: bool = True) -> float | None:
+    """s2AFC credit of one item: 1, 1/k on a k-way tie at the top including ``preferred``, else 0.
+
+    ``None`` when any edit has no value (the item cannot be judged under this metric).
+    """
+    oriented = [_oriented(v, higher_is_better) for v in values]
+    if any(v is None for v in oriented) or not 0 <= preferred < len(oriented):
+        return None
+    best = max(oriented)  # type: ignore[type-var]
+    winners = [i for i, v in enumerate(oriented) if v == best]
+    return 1.0 / len(winners) if preferred in winners else 0.0
+
+
+def top_shares(values_by_role: Mapping[str, float | None], higher_is_better: bool = True) -> dict[str, float] | None:
+    """The win split among roles: 1/k for each of the k roles tied for the highest value."""
+    oriented = {role: _oriented(v, higher_is_better) for role, v in values_by_role.items()}
+    if not oriented or any(v is None for v in oriented.values()):
+        return None
+    best = max(oriented.values())  # type: ignore[type-var]
+    winners = [role for role, v in oriented.items() if v == best]
+    return {role: (1.0 / len(winners) if role in winners else 0.0) for role in oriented}
+
+
+def strictly_best(values_by_role: Mapping[str, float | None], role: str = "gt",
+                  higher_is_better: bool = True) -> float | None:
+    """1.0 when ``role`` has the strictly highest value (AccBoth), 0.0 otherwise, None if a value is missing."""
+    oriented = {r: _oriented(v, higher_is_better) for r, v in values_by_role.items()}
+    if role not in oriented or any(v is None for v in oriented.values()):
+        return None
+    mine = oriented[role]
+    others = [v for r, v in oriented.items() if r != role]
+    return 1.0 if all(mine > v for v in others) else 0.0  # type: ignore[operator]
+
+
+def pair_credits(metric: Sequence[float | None], human: Sequence[float | None],
+                 higher_is_better: bool = True) -> list[float]:
+    """Pair alignment credits of one item: one per pair of edits with two different human scores."""
+    credits = []
+    m = [_oriented(v, higher_is_better) for v in metric]
+    for i in range(len(m)):
+        for j in range(i + 1, len(m)):
+            hi, hj, mi, mj = human[i], human[j], m[i], m[j]
+            if hi is None or hj is None or mi is None or mj is None or hi == hj:
+                continue
+            credits.append(0.5 if mi == mj else float((mi > mj) == (hi > hj)))
+    return credits
+
+
+# ---------------------------------------------------------------------------------------------- correlations
+def _corr(kind: str, x: np.ndarray, y: np.ndarray) -> float | None:
+    if len(x) < 2:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from scipy import stats
+
+        if kind == "pearson":
+            if np.ptp(x) == 0 or np.ptp(y) == 0:
+                return None
+            value = float(np.corrcoef(x, y)[0, 1])
+        elif kind == "spearman":
+            rx, ry = stats.rankdata(x), stats.rankdata(y)
+            if np.ptp(rx) == 0 or np.ptp(ry) == 0:
+                return None
+            value = float(np.corrcoef(rx, ry)[0, 1])
+        elif kind == "kendall":
+            value = float(stats.kendalltau(x, y).statistic)  # tau-b (ties in either variable)
+        else:
+            raise ValueError(f"unknown correlation {kind!r}")
+    return value if math.isfinite(value) else None
+
+
+def pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Pearson's r; ``None`` for fewer than 2 points or a constant variable."""
+    return _corr("pearson", np.asarray(x, float), np.asarray(y, float))
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Spearman's rho (Pearson's r of average ranks, so ties are handled)."""
+    return _corr("spearman", np.asarray(x, float), np.asarray(y, float))
+
+
+def kendall(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Kendall's tau-b (corrects for ties in either variable)."""
+    return _corr("kendall", np.asarray(x, float), np.asarray(y, float))
+
+
+# ---------------------------------------------------------------------------------------------- bootstrap
+def _percentile_ci(samples: list[float], level: float) -> tuple[float, float] | None:
+    if len(samples) < 10:
+        return None
+    alpha = (1.0 - level) / 2.0
+    low, high = np.quantile(np.asarray(samples), [alpha, 1.0 - alpha])
+    return float(low), float(high)
+
+
+def bootstrap_ci(n_units: int, statistic: Callable[[np.ndarray], float | None], *, n_boot: int = DEFAULT_BOOTSTRAP,
+                 seed: int = DEFAULT_SEED, level: float = DEFAULT_LEVEL) -> tuple[float, float] | None:
+    """Percentile CI of ``statistic(indices)`` over ``n_boot`` resamples (with replacement) of units.
+
+    Resamples where the statistic is undefined (``None``) are left out; fewer than 10 defined
+    resamples give no interval.
+    """
+    if n_units == 0 or n_boot <= 0:
+        return None
+    rng = np.random.default_rng(seed)
+    samples = []
+    for _ in range(n_boot):
+        value = statistic(rng.integers(0, n_units, size=n_units))
+        if value is not None and math.isfinite(value):
+            samples.append(value)
+    return _percentile_ci(samples, level)
+
+
+def mean_figure(values: Sequence[float], *, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT_SEED,
+                level: float = DEFAULT_LEVEL) -> Figure:
+    """Mean of per-item values with its bootstrap CI (vectorised: resampling means is cheap)."""
+    array = np.asarray(values, dtype=float)
+    n = len(array)
+    if n == 0:
+        return Figure(None, None, 0)
+    ci = None
+    if n_boot > 0:
+        rng = np.random.default_rng(seed)
+        means = []
+        block = max(1, min(n_boot, 2_000_000 // n))  # bound memory of the index matrix
+        done = 0
+        while done < n_boot:
+            size = min(block, n_boot - done)
+            means.extend(array[rng.integers(0, n, size=(size, n))].mean(axis=1).tolist())
+            done += size
+        ci = _percentile_ci(means, level)
+    return Figure(float(array.mean()), ci, n)
+
+
+def ratio_figure(numerators: Sequence[float], denominators: Sequence[float], *, n_boot: int = DEFAULT_BOOTSTRAP,
+                 seed: int = DEFAULT_SEED, level: float = DEFAULT_LEVEL) -> Figure:
+    """sum(numerators) / sum(denominators) over items (e.g. pair alignment), with a bootstrap CI."""
+    num, den = np.asarray(numerators, float), np.asarray(denominators, float)
+    total = float(den.sum())
+    if len(num) == 0 or total == 0:
+        return Figure(None, None, 0)
+
+    def stat(idx: np.ndarray) -> float | None:
+        d = den[idx].sum()
+        return float(num[idx].sum() / d) if d > 0 else None
+
+    return Figure(float(num.sum()) / total, bootstrap_ci(len(num), stat, n_boot=n_boot, seed=seed, level=level),
+                  int(total))
+
+
+# ---------------------------------------------------------------------------------------------- a dataset
+def _human_values(item: ProtocolItem) -> list[float | None] | None:
+    """Per-edit human value for model ranking: the score, or the 2AFC win (1 / 0)."""
+    if item.scores is not None:
+        return list(item.scores)
+    if item.preferred is not None:
+        return [1.0 if i == item.preferred else 0.0 for i in range(len(item.edits))]
+    return None
+
+
+def _triplet(item: ProtocolItem) -> dict[str, int] | None:
+    roles: dict[str, int] = {}
+    for i, edit in enumerate(item.edits):
+        if edit.role in TRIPLET_ROLES:
+            if edit.role in roles:
+                return None
+            roles[edit.role] = i
+    return roles if len(roles) == 3 else None
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    from scipy.stats import rankdata
+
+    return rankdata(-values)  # 1 = highest (values are already oriented)
+
+
+def evaluate_metric(items: Sequence[ProtocolItem], key: str, higher_is_better: bool = True, *,
+                    n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT_SEED,
+                    level: float = DEFAULT_LEVEL) -> MetricProtocols:
+    """Every protocol that the items' human data and roles allow, for metric ``key``."""
+    out = MetricProtocols()
+    boot = {"n_boot": n_boot, "seed": seed, "level": level}
+
+    def value(edit: ProtocolEdit) -> float | None:
+        return edit.metrics.get(key)
+
+    # s2AFC
+    afc_items = [item for item in items if item.preferred is not None]
+    if afc_items:
+        credits = [preference_credit([value(e) for e in item.edits], item.preferred, higher_is_better)  # type: ignore[arg-type]
+                   for item in afc_items]
+        out.s2afc = mean_figure([c for c in credits if c is not None], **boot)
+    # AccBoth and win shares
+    triplets = [(item, roles) for item in items if (roles := _triplet(item)) is not None]
+    if triplets:
+        accs, shares = [], []
+        for item, roles in triplets:
+            by_role = {role: value(item.edits[index]) for role, index in roles.items()}
+            acc = strictly_best(by_role, "gt", higher_is_better)
+            share = top_shares(by_role, higher_is_better)
+            if acc is not None and share is not None:
+                accs.append(acc)
+                shares.append(share)
+        out.acc_both = mean_figure(accs, **boot)
+        out.wins = {role: mean_figure([s[role] for s in shares], **boot) for role in TRIPLET_ROLES}
+    # per-edit human scores: correlations and pair alignment
+    scored = [item for item in items if item.scores is not None]
+    if scored:
+        xs_list, ys_list, owners, nums, dens = [], [], [], [], []
+        for position, item in enumerate(scored):
+            assert item.scores is not None
+            for edit, human in zip(item.edits, item.scores):
+                m = _oriented(value(edit), higher_is_better)
+                if m is not None and human is not None:
+                    xs_list.append(m)
+                    ys_list.append(human)
+                    owners.append(position)
+            credits = pair_credits([value(e) for e in item.edits], item.scores, higher_is_better)
+            nums.append(sum(credits))
+            dens.append(len(credits))
+        xs, ys, owner = np.asarray(xs_list, float), np.asarray(ys_list, float), np.asarray(owners, int)
+        for kind in ("pearson", "spearman", "kendall"):
+            def stat(idx: np.ndarray, kind: str = kind) -> float | None:
+                # a resample of items repeats each item's edits as often as the item was drawn
+                repeats = np.bincount(idx, minlength=len(scored))[owner]
+                return _corr(kind, np.repeat(xs, repeats), np.repeat(ys, repeats))
+
+            point = _corr(kind, xs, ys)
+            ci = bootstrap_ci(len(scored), stat, **boot) if point is not None else None
+            setattr(out, kind, Figure(point, ci, len(xs)))
+        out.pair_alignment = ratio_figure(nums, dens, **boot)
+    # per-model rank agreement
+    _model_ranks(items, value, higher_is_better, out, boot)
+    return out
+
+
+def _model_ranks(items: Sequence[ProtocolItem], value: Callable[[ProtocolEdit], float | None],
+                 higher_is_better: bool, out: MetricProtocols, boot: dict[str, Any]) -> None:
+    names: dict[str, int] = {}
+    rows: list[tuple[int, int, float, float]] = []  # (item index, model index, oriented metric, human)
+    for index, item in enumerate(items):
+        human = _human_values(item)
+        if human is None:
+            continue
+        for edit, h in zip(item.edits, human):
+            m = _oriented(value(edit), higher_is_better)
+            if edit.role in ("ep", "em") or m is None or h is None:
+                continue
+            rows.append((index, names.setdefault(edit.name, len(names)), m, h))
+    if len(names) < 2:
+        return
+    n_items, n_models = len(items), len(names)
+    # per item and model: sums and counts, so a resample of items is a weighted sum of rows
+    sums_m = np.zeros((n_items, n_models))
+    sums_h = np.zeros((n_items, n_models))
+    counts = np.zeros((n_items, n_models))
+    for i, j, m, h in rows:
+        sums_m[i, j] += m
+        sums_h[i, j] += h
+        counts[i, j] += 1
+
+    def agreement(weights: np.ndarray) -> tuple[float | None, float | None, np.ndarray, np.ndarray]:
+        c = weights @ counts
+        if np.any(c == 0):
+            return None, None, np.zeros(0), np.zeros(0)
+        mean_m, mean_h = (weights @ sums_m) / c, (weights @ sums_h) / c
+        return _corr("spearman", mean_m, mean_h), _corr("kendall", mean_m, mean_h), mean_m, mean_h
+
+    rho, tau, mean_m, mean_h = agreement(np.ones(n_items))
+    total = counts.sum(axis=0)
+    metric_ranks, human_ranks = _ranks(mean_m), _ranks(mean_h)
+    sign = 1.0 if higher_is_better else -1.0
+    out.models = [ModelRow(name=name, n_edits=int(total[j]), metric_mean=float(sign * mean_m[j]),
+                           human_mean=float(mean_h[j]), metric_rank=float(metric_ranks[j]),
+                           human_rank=float(human_ranks[j])) for name, j in names.items()]
+    cis = {}
+    for position, label in ((0, "spearman"), (1, "kendall")):
+        def stat(idx: np.ndarray, position: int = position) -> float | None:
+            return agreement(np.bincount(idx, minlength=n_items).astype(float))[position]
+
+        point = (rho, tau)[position]
+        cis[label] = bootstrap_ci(n_items, stat, **boot) if point is not None else None
+    out.model_spearman = Figure(rho, cis["spearman"], n_models)
+    out.model_kendall = Figure(tau, cis["kendall"], n_models)
