@@ -269,9 +269,10 @@ def write_example(example: dict) -> dict:
         "target_text": example["target_text"],
         "source_text": example["source_text"],
         "instruction": example["instruction"],
-        "bpm_objects": example["bpm"],
         "edits": edits,
         "attributes": f"{example['id']}/attributes.json",
+        # The objects an ideal BPM parse names (kept under "meta": the manifest's free-form field).
+        "meta": {"bpm_objects": example["bpm"]},
     }
     (folder / "example.json").write_text(json.dumps(item, indent=2) + "\n")
     return item

@@ -37,6 +37,7 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--edits", type=int, default=2)
     parser.add_argument("--bpm", action="store_true", help="switch BPM on (GroundingDINO + SAM)")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds to wait for each step")
     args = parser.parse_args()
     port = free_port()
     env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_SERVER_NAME": "127.0.0.1",
@@ -62,7 +63,7 @@ def main() -> None:
                                                  args=["--headless", "--no-sandbox", "--disable-gpu",
                                                        "--disable-background-networking"])
             page = browser.new_page(viewport={"width": 1366, "height": 768})
-            page.set_default_timeout(900_000)
+            page.set_default_timeout(args.timeout * 1000)
             page.goto(url)
             page.locator("#aug-evaluate").wait_for()
             page.wait_for_function("!document.body.innerText.includes('loading\u2026')")  # model loaded

@@ -57,6 +57,9 @@ def scene_files(tmp_path: Path) -> dict[str, Path]:
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "assets" / "examples"
 APP_UPLOAD_LIMIT_MB = 1
+# The app's batch zip limits in the tests (small, so the tests can cross each one cheaply).
+APP_ZIP_LIMITS = {"AUGCLIP_UPLOAD_MAX_ZIP_MB": "4", "AUGCLIP_UPLOAD_MAX_FILES": "60",
+                  "AUGCLIP_UPLOAD_MAX_UNZIPPED_MB": "16"}
 
 
 def free_port() -> int:
@@ -80,7 +83,7 @@ def app_server(tmp_path_factory: pytest.TempPathFactory):
     inherited = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}  # no real endpoint
     env = {**inherited, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
            "AUGCLIP_CLIP_MODEL": TINY, "AUGCLIP_DEVICE": "cpu", "AUGCLIP_GDINO_MODEL": "random:tiny",
-           "AUGCLIP_SAM_MODEL": "random:tiny", "AUGCLIP_MAX_UPLOAD_MB": str(APP_UPLOAD_LIMIT_MB),
+           "AUGCLIP_SAM_MODEL": "random:tiny", "AUGCLIP_MAX_UPLOAD_MB": str(APP_UPLOAD_LIMIT_MB), **APP_ZIP_LIMITS,
            "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONPATH": str(ROOT)}
     with open(log_path, "w") as log:
         proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)

@@ -137,3 +137,26 @@ def test_explanations_and_bpm_panel_render(browser, app_server, tmp_path):
     assert "UNTRAINED" in page.locator("#aug-bpm-info").inner_text().upper()
     page.screenshot(path=str(tmp_path / "bpm.png"), full_page=True)
     print(f"\nscreenshots: {tmp_path}")
+
+
+def test_batch_tab_runs_the_shipped_examples(browser, app_server, tmp_path):
+    """Batch tab: load the shipped manifest and zip with one button, run, read the tables."""
+    page = open_page(browser, app_server["url"])
+    page.get_by_role("tab", name="Batch").click()
+    page.locator("#aug-batch-example").click()
+    # Gradio shows a file's stem and extension in separate elements.
+    page.wait_for_function("document.querySelector('#aug-batch-zip').innerText.includes('examples')")
+    page.locator("#aug-batch-run").click()
+    page.wait_for_function("document.querySelector('#aug-batch-summary').innerText.includes('item(s) scored')",
+                           timeout=240_000)
+    assert "4 item(s) scored, 0 failed" in page.locator("#aug-batch-summary").inner_text()
+    protocol = [row.locator("[role=gridcell]").all_inner_texts() for row in
+                page.locator("#aug-batch-protocol [role=row]").all()]
+    protocol = [cells for cells in protocol if cells]
+    assert [cells[0].strip() for cells in protocol][:2] == ["AugCLIP", "CLIPdir"]
+    # Every AccBoth cell is a figure in [0, 1] with its confidence interval.
+    for cells in protocol:
+        value = float(cells[1].split()[0])
+        assert 0.0 <= value <= 1.0 and "[" in cells[1]
+    page.wait_for_function("document.querySelector('#aug-batch-files').innerText.includes('examples-protocol')")
+    page.screenshot(path=str(tmp_path / "batch-1366x768.png"), full_page=True)

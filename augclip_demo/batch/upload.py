@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import Settings
-from ..errors import InputError
+from ..errors import InputError, ManifestError
 from ..inference.clip_encoder import ClipEncoder
 from ..pipeline import AugCLIPOptions
 from .manifest import is_absolute_like
@@ -87,8 +87,15 @@ def run_uploaded_batch(manifest_file: str | Path, images_zip: str | Path, *, wor
                        settings: Settings | None = None, encoder: ClipEncoder | None = None,
                        metrics: list[str] | str | None = None, augclip: AugCLIPOptions | None = None,
                        provider: str | None = None, limits: ZipLimits | None = None,
-                       progress: ProgressFn | None = None, n_boot: int = 1000, seed: int = 0) -> BatchUploadResult:
-    """Extract, validate, run the batch, compute the protocols; every file lands in ``work_dir``."""
+                       progress: ProgressFn | None = None, n_boot: int = 1000, seed: int = 0,
+                       skip_invalid: bool = False, keep_images: bool = False) -> BatchUploadResult:
+    """Extract, validate, run the batch, compute the protocols; every file lands in ``work_dir``.
+
+    ``skip_invalid`` scores the valid items of a manifest with bad lines (they are listed in the
+    summary) instead of refusing it. The extracted images are deleted afterwards unless
+    ``keep_images``: the results keep their paths as written in the manifest, and a server should not
+    keep gigabytes of uploads per run.
+    """
     settings = settings or Settings.from_env()
     report = progress or (lambda fraction, message: None)
     manifest_file = Path(manifest_file)
@@ -101,23 +108,31 @@ def run_uploaded_batch(manifest_file: str | Path, images_zip: str | Path, *, wor
     work = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix="augclip-batch-"))
     work.mkdir(parents=True, exist_ok=True)
     extracted = work / "data"
-    report(0.0, "extracting the zip")
-    safe_extract(images_zip, extracted, limits or ZipLimits.from_settings(settings))
-    root = _choose_root(extracted, manifest_file)
-    manifest = root / UPLOADED_MANIFEST
-    shutil.copyfile(manifest_file, manifest)
+    options = BatchOptions(metrics=metrics, augclip=augclip or AugCLIPOptions(), provider=provider,
+                           skip_invalid=skip_invalid)
     dataset = re.sub(r"[^A-Za-z0-9._-]+", "_", manifest_file.stem).strip("._") or "batch"
-    report(0.05, "checking the manifest")
-
-    def batch_progress(fraction: float, message: str) -> None:
-        report(0.05 + 0.85 * fraction, message)
-
-    options = BatchOptions(metrics=metrics, augclip=augclip or AugCLIPOptions(), provider=provider)
     results = work / f"{dataset}-results.jsonl"
     csv_path = work / f"{dataset}-results.csv"
-    # Items without a dataset field are grouped under the uploaded file's name, not the copy's.
-    summary = run_batch(manifest, results, options=options, settings=settings, encoder=encoder, csv=csv_path,
-                        progress=batch_progress, dataset=dataset)
+    try:
+        report(0.0, "extracting the zip")
+        safe_extract(images_zip, extracted, limits or ZipLimits.from_settings(settings))
+        root = _choose_root(extracted, manifest_file)
+        manifest = root / UPLOADED_MANIFEST
+        shutil.copyfile(manifest_file, manifest)
+        report(0.05, "checking the manifest")
+
+        def batch_progress(fraction: float, message: str) -> None:
+            report(0.05 + 0.85 * fraction, message)
+
+        # Items without a dataset field are grouped under the uploaded file's name, not the copy's.
+        summary = run_batch(manifest, results, options=options, settings=settings, encoder=encoder, csv=csv_path,
+                            progress=batch_progress, dataset=dataset)
+    except ManifestError as exc:  # name the file the user uploaded, not our copy of it
+        raise ManifestError(manifest_file.name, exc.problems) from None
+    finally:
+        if not keep_images:
+            shutil.rmtree(extracted, ignore_errors=True)
+    summary.manifest = manifest_file.name
     report(0.9, "computing the protocols")
     protocol = compute_protocols([results], n_boot=n_boot, seed=seed)
     protocol_json, protocol_csv = work / f"{dataset}-protocol.json", work / f"{dataset}-protocol.csv"

@@ -8,11 +8,9 @@ the cached embeddings and refreshes the explanations.
 
 from __future__ import annotations
 
-import functools
 import html
 import logging
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +19,13 @@ import gradio as gr
 from ..attributes.base import Attributes
 from ..attributes.catalog import ProviderStatus, provider_status
 from ..config import Settings
-from ..errors import AugclipError
-from ..inference.device import is_out_of_memory
 from ..metrics.bpm import POSITION_STATES, SIZE_STATES
 from ..pipeline import AugCLIPOptions
 from . import session as logic
 from . import views
+from .batch_tab import build_batch_tab
 from .examples import load_examples
+from .guard import user_facing
 from .status import model_status, status_html
 
 log = logging.getLogger(__name__)
@@ -50,27 +48,6 @@ HEADER = """
 Or start from an example below. AugCLIP scores each edit against the estimated <i>ideal</i> edit of the
 source; CLIPdir, CLIP-I, CLIP-T, L2 (and BPM, region-aware) are shown beside it.</div>
 """
-
-
-def user_facing(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Show AugclipErrors as their message, anything else as a short notice (details go to the log)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except gr.Error:
-            raise
-        except AugclipError as exc:
-            raise gr.Error(str(exc), title="Cannot do that") from None
-        except Exception as exc:
-            if is_out_of_memory(exc):
-                raise gr.Error("The GPU ran out of memory: try fewer edited images or a smaller CLIP model.") from None
-            log.exception("unexpected error in %s", fn.__name__)
-            raise gr.Error("Something went wrong inside the app (the details are in the server log). "
-                           "Your inputs are kept; try again, or report the problem.") from None
-
-    return wrapper
 
 
 def provider_label(item: ProviderStatus) -> str:
@@ -215,6 +192,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                     ) if examples else None
                 explain_api = gr.Button(visible=False)
                 bpm_api = gr.Button(visible=False)
+            build_batch_tab(base_settings, provider_choices=provider_choices, default_provider=default_provider,
+                            clip_choices=sorted({base_settings.clip_model, *CLIP_CHOICES}))
             with gr.Tab("Help"):
                 gr.Markdown(views.help_markdown())
 
@@ -405,8 +384,9 @@ def launch_kwargs(settings: Settings | None = None) -> dict[str, Any]:
     settings = settings or Settings.from_env()
     return {
         "server_name": os.environ.get("GRADIO_SERVER_NAME") or None,
-        # Gradio refuses bigger uploads itself (with a margin, so our own message names the file).
-        "max_file_size": f"{int(settings.max_upload_mb * 2) + 1}mb",
+        # Gradio refuses bigger uploads itself (with a margin, so our own message names the file); the
+        # batch tab's image zip has its own, larger limit.
+        "max_file_size": f"{max(int(settings.max_upload_mb * 2) + 1, settings.upload_max_zip_mb + 1)}mb",
         "css": CSS,
         "theme": gr.themes.Soft(),
         "show_error": False,

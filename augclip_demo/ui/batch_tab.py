@@ -1,0 +1,162 @@
+"""The Batch tab: a manifest plus a zip of its images in; per-edit scores, the protocol table and downloads out.
+
+The work is :func:`augclip_demo.batch.upload.run_uploaded_batch` (safe extraction with size, file-count
+and uncompressed-size limits; the same runner and protocol code as the CLI); this module is the page
+around it and the ``/batch`` API endpoint.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import html
+import shutil
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from ..batch.metrics import BATCH_METRICS, DEFAULT_METRICS
+from ..batch.upload import BatchUploadResult, run_uploaded_batch
+from ..config import Settings
+from ..metrics.registry import METRICS
+from ..report import UNTRAINED_WARNING
+from .examples import EXAMPLES_DIR
+from .guard import user_facing
+
+MAX_SHOWN_ROWS = 500  # per-edit rows shown on the page; the downloads hold all of them
+SHOWN_COLUMNS = ("id", "edit", "name", "role", "status")
+
+
+def batch_help(settings: Settings) -> str:
+    return f"""
+**Score a whole benchmark.** Upload a **manifest** (JSONL, one item per line: `id`, `source`, `target_text`,
+optional `source_text`, `edits` with `path` / `name` / `role` (gt, ep, em, candidate), optional `human`
+judgments and `attributes`; the README's *Manifests* section has the format) and a **zip of the images** it
+names; paths in the manifest are relative to the zip's root (or to its single top-level folder).
+Items with `human.preferred` give s2AFC, triplets with gt / ep / em roles give AccBoth, per-edit
+`human.scores` give correlations. The zip may be at most {settings.upload_max_zip_mb} MB, hold at most
+{settings.upload_max_files} files and expand to at most {settings.upload_max_unzipped_mb} MB; paths with
+`..`, absolute paths and links are refused. The same run from a shell:
+`python -m augclip_demo batch MANIFEST --out RESULTS.jsonl`, then `python -m augclip_demo protocol RESULTS.jsonl`.
+"""
+
+
+@functools.cache
+def example_batch_files() -> tuple[str, str]:
+    """The shipped examples as an upload would bring them: their manifest and a zip of their folders."""
+    folder = Path(tempfile.mkdtemp(prefix="augclip-batch-example-"))
+    manifest = folder / "examples.jsonl"
+    shutil.copyfile(EXAMPLES_DIR / "manifest.jsonl", manifest)
+    images = folder / "examples.zip"
+    with zipfile.ZipFile(images, "w", compression=zipfile.ZIP_STORED) as archive:  # PNGs are compressed already
+        for file in sorted(EXAMPLES_DIR.glob("*/*")):
+            archive.write(file, file.relative_to(EXAMPLES_DIR).as_posix())
+    return str(manifest), str(images)
+
+
+def metric_choices() -> list[tuple[str, str]]:
+    return [(METRICS[key].label if key in METRICS else key, key) for key in BATCH_METRICS]
+
+
+def summary_markdown(result: BatchUploadResult) -> str:
+    """What ran and what failed, for people (the server's temporary paths are left out)."""
+    summary = result.summary
+    lines = []
+    if result.untrained:
+        lines.append(f'<div class="aug-untrained">{html.escape(UNTRAINED_WARNING)} ({html.escape(summary.model)})</div>\n')
+    lines.append(f"**{summary.n_ok} item(s) scored, {summary.n_failed} failed** (of {summary.n_items}) in "
+                 f"{summary.seconds:.1f} s ({summary.items_per_second:.2f} items/s) with `{summary.model}`.")
+    hidden = str(result.work_dir)
+    for item_id, error in summary.failures[:10]:
+        lines.append(f"- failed `{html.escape(str(item_id))}`: {html.escape(error.replace(hidden, '…'))}")
+    if summary.n_failed > 10:
+        lines.append(f"- … {summary.n_failed - 10} more failure(s): see the results CSV (`error` column)")
+    if summary.invalid:
+        lines.append(f"\n**{len(summary.invalid)} invalid manifest line problem(s) skipped:**")
+        lines.extend(f"- {html.escape(problem)}" for problem in summary.invalid[:20])
+        if len(summary.invalid) > 20:
+            lines.append(f"- … and {len(summary.invalid) - 20} more")
+    if not result.protocol_rows or len(result.protocol_headers) <= 1:
+        lines.append("\nNo protocol figures: the manifest has no human judgments (`human.preferred` or "
+                     "`human.scores`) and no gt / ep / em triplets. The per-edit scores are below and in the downloads.")
+    return "\n".join(lines)
+
+
+def per_edit_rows(result: BatchUploadResult, metrics: list[str]) -> tuple[list[str], list[list[Any]], int]:
+    """The first rows of the results CSV (identity columns, then the metrics), and the total row count."""
+    headers = [*SHOWN_COLUMNS, *(METRICS[k].label if k in METRICS else k for k in metrics), "error"]
+    rows, total = [], 0
+    with open(result.results_csv, newline="", encoding="utf-8") as handle:
+        for record in csv.DictReader(handle):
+            total += 1
+            if len(rows) < MAX_SHOWN_ROWS:
+                values = [_number(record.get(k, "")) for k in metrics]
+                rows.append([record.get(k, "") for k in SHOWN_COLUMNS] + values + [record.get("error", "")])
+    return headers, rows, total
+
+
+def _number(text: str) -> float | str:
+    try:
+        return round(float(text), 4)
+    except ValueError:
+        return text
+
+
+def build_batch_tab(settings: Settings, *, provider_choices: list[tuple[str, str]], default_provider: str,
+                    clip_choices: list[str]) -> None:
+    """Lay out the tab and wire it; call inside ``gr.Blocks`` / ``gr.Tabs``."""
+    with gr.Tab("Batch", id="batch"):
+        gr.Markdown(batch_help(settings))
+        with gr.Row(equal_height=False):
+            manifest = gr.File(label="Manifest (.jsonl)", file_types=[".jsonl", ".json", ".txt"], height=120,
+                               elem_id="aug-batch-manifest")
+            images = gr.File(label="Images (.zip)", file_types=[".zip"], height=120, elem_id="aug-batch-zip")
+            with gr.Column(min_width=300):
+                metrics = gr.CheckboxGroup(metric_choices(), value=list(DEFAULT_METRICS), label="Metrics",
+                                           elem_id="aug-batch-metrics")
+                provider = gr.Dropdown(provider_choices, value=default_provider, label="Attribute provider",
+                                       info="for items without attributes in the manifest")
+                clip_model = gr.Dropdown(clip_choices, value=settings.clip_model, allow_custom_value=True,
+                                         label="CLIP model (spec)")
+                skip_invalid = gr.Checkbox(False, label="Skip invalid manifest lines (else every problem is listed "
+                                                        "and nothing runs)")
+        with gr.Row():
+            run_btn = gr.Button("Run batch", variant="primary", elem_id="aug-batch-run", scale=3)
+            example_btn = gr.Button("Load the shipped examples (a manifest of 4 triplets and its zip)", scale=2,
+                                    elem_id="aug-batch-example")
+        summary = gr.Markdown(elem_id="aug-batch-summary")
+        protocol = gr.Dataframe(label="Protocols (metric x figure; 95% bootstrap CI in brackets)", interactive=False,
+                                wrap=True, elem_id="aug-batch-protocol")
+        scores = gr.Dataframe(label=f"Per-edit scores (first {MAX_SHOWN_ROWS} rows; all in the downloads)",
+                              interactive=False, max_height=420, elem_id="aug-batch-scores")
+        files = gr.File(label="Downloads: results (JSONL, CSV), protocols (JSON, CSV)", file_count="multiple",
+                        interactive=False, elem_id="aug-batch-files")
+
+        @user_facing
+        def run(manifest_file, images_zip, metric_keys, provider_name, clip_spec, skip, progress=gr.Progress()):
+            if not manifest_file:
+                raise gr.Error("Upload a manifest first (.jsonl, one JSON object per line).")
+            if not images_zip:
+                raise gr.Error("Upload a zip with the images the manifest names.")
+            if not metric_keys:
+                raise gr.Error("Choose at least one metric.")
+            run_settings = settings.replace(clip_model=(clip_spec or "").strip() or None)
+            result = run_uploaded_batch(manifest_file, images_zip, settings=run_settings, metrics=list(metric_keys),
+                                        provider=provider_name, skip_invalid=bool(skip),
+                                        progress=lambda fraction, message: progress(fraction, desc=message))
+            headers, rows, total = per_edit_rows(result, list(metric_keys))
+            text = summary_markdown(result)
+            if total > len(rows):
+                text += f"\n\nShowing {len(rows)} of {total} per-edit rows."
+            return (text, {"headers": result.protocol_headers, "data": result.protocol_rows},
+                    {"headers": headers, "data": rows}, result.files())
+
+        example_btn.click(lambda: example_batch_files(), None, [manifest, images], api_name=False)
+        # One batch at a time: a batch fills the CPU / GPU by itself.
+        run_btn.click(run, [manifest, images, metrics, provider, clip_model, skip_invalid],
+                      [summary, protocol, scores, files], api_name="batch", concurrency_limit=1,
+                      concurrency_id="batch")
+

@@ -1,0 +1,42 @@
+"""One wrapper for every event handler: users see a message, never a traceback."""
+
+from __future__ import annotations
+
+import functools
+import html
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import gradio as gr
+
+from ..errors import AugclipError
+from ..inference.device import is_out_of_memory
+
+log = logging.getLogger(__name__)
+
+
+def user_facing(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Show AugclipErrors as their message, anything else as a short notice (details go to the log)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except gr.Error:
+            raise
+        except AugclipError as exc:
+            raise gr.Error(as_html(str(exc)), title="Cannot do that") from None
+        except Exception as exc:
+            if is_out_of_memory(exc):
+                raise gr.Error("The GPU ran out of memory: try fewer edited images or a smaller CLIP model.") from None
+            log.exception("unexpected error in %s", fn.__name__)
+            raise gr.Error("Something went wrong inside the app (the details are in the server log). "
+                           "Your inputs are kept; try again, or report the problem.") from None
+
+    return wrapper
+
+
+def as_html(message: str) -> str:
+    """Gradio renders error messages as HTML: escape markup (file names may hold any text), keep line breaks."""
+    return html.escape(message, quote=False).replace("\n", "<br>")
