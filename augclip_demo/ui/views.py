@@ -201,8 +201,13 @@ CLIP (offline, lower fidelity than an MLLM); `openai` asks any OpenAI-compatible
 uses the lists you type. Evaluate scores the lists as shown; empty lists are extracted with the
 chosen provider. Edit the lists and press *Re-score* to see the effect without re-encoding images.
 
+### Batch
+The *Batch* tab scores a whole benchmark from a manifest (JSONL) and a zip of its images, and computes
+the papers' protocols where the manifest has what they need: AccBoth for gt / ep / em triplets, s2AFC
+for two-edit items with a human preference, correlations for per-edit human scores.
+
 ### API
 Every button is also an API endpoint (`/evaluate`, `/rescore`, `/explain`, `/bpm`, `/bpm_fields`,
-`/extract_attributes`): see *Use via API* at the bottom of the page, or the README for a
+`/extract_attributes`, `/batch`): see *Use via API* at the bottom of the page, or the README for a
 `gradio_client` example.
 """
