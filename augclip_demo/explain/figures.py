@@ -72,7 +72,9 @@ def _framed(width: float, body_height: float, title: str, caption: str | None, u
         banner.set_facecolor("#b71c1c")
         banner.text(0.5, 0.5, UNTRAINED_BANNER, color="white", fontsize=11, fontweight="bold", ha="center", va="center")
     body = subs[body_index]
-    body.suptitle(title, fontsize=12, fontweight="bold")
+    # Long file names must not push the title past the figure's edges: wrap it (bold 12 pt ~ 0.6 em per char).
+    title_chars = max(30, int(width * 72 / (12 * 0.62)))
+    body.suptitle("\n".join(textwrap.wrap(title, title_chars)) or title, fontsize=12, fontweight="bold")
     if caption_lines:
         subs[-1].text(0.012, 0.92, "\n".join(caption_lines), fontsize=9, color="#333333", ha="left", va="top",
                       linespacing=1.25)
