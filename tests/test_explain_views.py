@@ -246,3 +246,17 @@ def test_cli_explain_errors_are_one_line(tmp_path, capsys):
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "missing.png: file not found" in err[0]
+
+
+def test_a_zero_modification_says_why_every_delta_is_zero():
+    from augclip_demo.explain.rankings import RankedItem, RankingChart
+
+    def axes_texts(fig) -> str:
+        return " ".join(t.get_text() for sub in fig.subfigs for ax in sub.axes for t in ax.texts)
+
+    zero = RankingChart(kind="source", title="Source attributes", xlabel="delta", total=2, omitted=0, caption="",
+                        items=[RankedItem("a red box", 0.0, 1), RankedItem("a wall", 0.0, 2)])
+    assert "v = 0" in axes_texts(ranking_figure(zero))
+    moved = RankingChart(kind="source", title="Source attributes", xlabel="delta", total=2, omitted=0, caption="",
+                         items=[RankedItem("a red box", -0.05, 1), RankedItem("a wall", 0.0, 2)])
+    assert "v = 0" not in axes_texts(ranking_figure(moved))

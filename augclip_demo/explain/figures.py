@@ -392,6 +392,12 @@ def ranking_figure(chart: RankingChart) -> Figure:
     _bars(ax, chart, lambda item: POSITIVE_COLOR if item.value >= 0 else NEGATIVE_COLOR)
     ax.set_title(f"{chart.total} attributes, ranked by |delta|; orange: the ideal edit moves toward it, "
                  "blue: away", fontsize=9.5)
+    if chart.items and all(abs(item.value) < 1e-12 for item in chart.items):
+        # Not a drawing bug: with v = 0 the ideal edit is the source itself, so no attribute moves.
+        ax.text(0.5, 0.5, "every delta is 0: v = 0, the source already lies on the target side of the\n"
+                "hyperplane, so the ideal edit is the source itself (Eq. 8)", transform=ax.transAxes,
+                ha="center", va="center", fontsize=10, color="#5a3600",
+                bbox={"boxstyle": "round", "fc": "#fff1d6", "ec": "#e08a00"})
     return fig
 
 

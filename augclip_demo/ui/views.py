@@ -176,7 +176,7 @@ def bpm_caption(panels: list[tuple[str, Any]]) -> str:
         return BPM_HELP
     panel = panels[0][1]
     lines = [BPM_HELP, f"**{html.escape(panel.caption)}**"]
-    if panel.untrained:
+    if panel.untrained and UNTRAINED_WARNING not in panel.caption:
         lines.append(f"**&#9888; {UNTRAINED_WARNING}.**")
     notes = sorted({note for _, p in panels for note in p.notes})
     lines.extend(f"*note: {html.escape(note)}*" for note in notes)
