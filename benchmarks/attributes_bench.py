@@ -1,6 +1,6 @@
 """Timings of attribute extraction; prints numbers, asserts nothing.
 
-    cd <repo> && PYTHONPATH=. python benchmarks/attributes_bench.py [--clip-model random:tiny] [--items 30]
+    python benchmarks/attributes_bench.py [--clip-model random:tiny] [--items 30]
 
 1. clip-vocab vocabulary embeddings: first encoding, then from disk (fresh process state), then memory;
 2. clip-vocab per item, the way a batch runner calls it (``get_provider`` per item, attribute cache off),
@@ -16,9 +16,12 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere, like the other benchmarks
 
 
 def main() -> None:
