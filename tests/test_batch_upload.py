@@ -135,6 +135,7 @@ def test_upload_runs_batch_and_protocols(tmp_path, tiny_encoder):
     assert steps[0] == (0.0, "extracting the zip") and steps[-1][0] == 1.0
     assert all(a[0] <= b[0] for a, b in zip(steps, steps[1:]))
     assert "6 item(s) scored" in result.summary_text
+    assert not (tmp_path / "work" / "data").exists()  # the extracted images are not kept
 
 
 def test_upload_refuses_unsafe_zip_and_bad_manifest(tmp_path):
@@ -144,5 +145,20 @@ def test_upload_refuses_unsafe_zip_and_bad_manifest(tmp_path):
     with pytest.raises(UnsafeArchiveError, match="contains '..'"):
         run_uploaded_batch(manifest, evil, work_dir=tmp_path / "w1")
     ok = make_zip(tmp_path / "ok.zip", {"x.png": PNG})
-    with pytest.raises(ManifestError, match="y.png.*file not found"):
+    with pytest.raises(ManifestError, match="y.png.*file not found") as info:
         run_uploaded_batch(manifest, ok, work_dir=tmp_path / "w2")
+    assert str(info.value).startswith("manifest m.jsonl: 1 problem(s)")  # the uploaded name, not our copy's path
+
+
+def test_a_refused_upload_leaves_no_temporary_folder(tmp_path, monkeypatch):
+    import tempfile
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text(json.dumps({"id": "a", "source": "x.png", "target_text": "t", "edits": ["y.png"]}) + "\n")
+    for archive in (make_zip(tmp_path / "evil.zip", {"../x.png": PNG}), make_zip(tmp_path / "ok.zip", {"x.png": PNG})):
+        with pytest.raises((UnsafeArchiveError, ManifestError)):
+            run_uploaded_batch(manifest, archive)
+    assert list(scratch.iterdir()) == []

@@ -127,8 +127,12 @@ def run_uploaded_batch(manifest_file: str | Path, images_zip: str | Path, *, wor
         # Items without a dataset field are grouped under the uploaded file's name, not the copy's.
         summary = run_batch(manifest, results, options=options, settings=settings, encoder=encoder, csv=csv_path,
                             progress=batch_progress, dataset=dataset)
-    except ManifestError as exc:  # name the file the user uploaded, not our copy of it
-        raise ManifestError(manifest_file.name, exc.problems) from None
+    except BaseException as exc:
+        if not work_dir:  # a refused or failed upload leaves nothing behind in the temp folder
+            shutil.rmtree(work, ignore_errors=True)
+        if isinstance(exc, ManifestError):  # name the file the user uploaded, not our copy of it
+            raise ManifestError(manifest_file.name, exc.problems) from None
+        raise
     finally:
         if not keep_images:
             shutil.rmtree(extracted, ignore_errors=True)
