@@ -197,6 +197,7 @@ def test_compute_protocols_from_results_files(tmp_path, capsys):
     assert data["warning"].startswith("untrained")
     rows_csv = list(csv.DictReader(io.StringIO(report.to_csv())))
     assert {"dataset": "celeba", "metric": "augclip", "figure": "s2afc"}.items() <= rows_csv[0].items()
+    assert all(row["untrained"] == "True" and row["model"] for row in rows_csv)
     # the CLI prints the same tables and saves JSON/CSV next to the first file by default
     assert main(["protocol", str(afc), str(gt), "--bootstrap", "50"]) == 0
     out = capsys.readouterr().out

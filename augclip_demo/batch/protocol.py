@@ -76,11 +76,15 @@ class ProtocolReport:
         return rows
 
     def to_csv(self) -> str:
+        """The long rows, each also naming the model(s) and whether the weights were random (a CSV
+        travels alone: figures from untrained models must say so on every row, as the results CSV does)."""
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=["dataset", "metric", "figure", "value", "ci_low", "ci_high", "n"])
+        writer = csv.DictWriter(buffer, fieldnames=["dataset", "metric", "figure", "value", "ci_low", "ci_high", "n",
+                                                    "model", "untrained"])
         writer.writeheader()
+        provenance = {"model": "+".join(self.models), "untrained": self.untrained}
         for row in self.long_rows():
-            writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+            writer.writerow({**{k: ("" if v is None else v) for k, v in row.items()}, **provenance})
         return buffer.getvalue()
 
     def save(self, json_path: str | Path | None = None, csv_path: str | Path | None = None) -> list[Path]:
