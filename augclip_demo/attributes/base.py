@@ -28,6 +28,11 @@ FIDELITY_CLIP_VOCAB = "lower fidelity: CLIP vocabulary ranking, not an MLLM"
 #: Labels that the UI and reports flag as lower fidelity than the paper's MLLM extraction.
 LOWER_FIDELITY_LABELS = frozenset({FIDELITY_CLIP_VOCAB})
 
+
+def is_lower_fidelity(label: str) -> bool:
+    """True for fidelity labels of lower-fidelity stand-ins for the paper's MLLM extraction."""
+    return label in LOWER_FIDELITY_LABELS
+
 #: ``progress(fraction_done, message)``; ``gradio.Progress`` instances fit this signature.
 ProgressCallback = Callable[[float, str], None]
 
@@ -51,7 +56,7 @@ class Provenance:
     @property
     def lower_fidelity(self) -> bool:
         """True for attribute sets that are a lower-fidelity stand-in for the paper's MLLM extraction."""
-        return self.fidelity in LOWER_FIDELITY_LABELS
+        return is_lower_fidelity(self.fidelity)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> Provenance:

@@ -76,16 +76,22 @@ class AttributeCache:
         path = self.path_for(parts)
         entry = {"format": CACHE_FORMAT, "key": parts, "attributes": attributes.to_dict()}
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    json.dump(entry, handle, ensure_ascii=False, indent=1, default=str)
-                os.replace(tmp, path)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
+            write_atomic(path, json.dumps(entry, ensure_ascii=False, indent=1, default=str).encode("utf-8"))
         except OSError as exc:
             log.warning("could not write the attribute cache file %s (%s); continuing without caching it", path, exc)
             return None
         return path
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder, so that readers (other
+    processes sharing the cache) see the old file or the whole new one, never a half-written one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

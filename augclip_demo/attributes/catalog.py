@@ -17,18 +17,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import Settings
-from ..errors import InputError
 from ..llm.client import endpoint_status
 from .base import (
     FIDELITY_CLIP_VOCAB,
     FIDELITY_MLLM,
     FIDELITY_USER,
-    LOWER_FIDELITY_LABELS,
     AttributeProvider,
-    ManualProvider,
     ProgressCallback,
     available_providers,
     get_provider,
+    is_lower_fidelity,
 )
 
 #: Provider names in the order the UI and ``--help`` list them.
@@ -51,8 +49,11 @@ class ProviderStatus:
     available: bool
     reason: str
     fidelity_label: str
-    lower_fidelity: bool
     needs_network: bool
+
+    @property
+    def lower_fidelity(self) -> bool:
+        return is_lower_fidelity(self.fidelity_label)
 
 
 def provider_status(settings: Settings | None = None) -> list[ProviderStatus]:
@@ -60,15 +61,15 @@ def provider_status(settings: Settings | None = None) -> list[ProviderStatus]:
     settings = settings or Settings.from_env()
     statuses = [
         ProviderStatus("manual", True, "attribute lists typed by you or loaded from a JSON file "
-                       '{"source_attributes": [...], "target_attributes": [...]}', FIDELITY_USER, False, False),
+                       '{"source_attributes": [...], "target_attributes": [...]}', FIDELITY_USER, False),
     ]
     endpoint = endpoint_status()
     reason = f"{endpoint.reason}; model {settings.mllm_model}" if endpoint.configured else endpoint.reason
-    statuses.append(ProviderStatus("openai", endpoint.configured, reason, FIDELITY_MLLM, False, True))
-    statuses.append(ProviderStatus("clip-vocab", True, _clip_vocab_reason(settings), FIDELITY_CLIP_VOCAB, True, False))
+    statuses.append(ProviderStatus("openai", endpoint.configured, reason, FIDELITY_MLLM, True))
+    statuses.append(ProviderStatus("clip-vocab", True, _clip_vocab_reason(settings), FIDELITY_CLIP_VOCAB, False))
     for name in available_providers():  # providers registered by other modules
         if name not in PROVIDER_NAMES:
-            statuses.append(ProviderStatus(name, True, "registered provider", "unknown", False, False))
+            statuses.append(ProviderStatus(name, True, "registered provider", "unknown", False))
     return statuses
 
 
@@ -87,10 +88,6 @@ def _clip_vocab_reason(settings: Settings) -> str:
                    else "; the first use encodes the vocabulary once (then cached on disk)")
 
 
-def is_lower_fidelity(label: str) -> bool:
-    return label in LOWER_FIDELITY_LABELS
-
-
 def build_provider(name: str, settings: Settings | None = None, *, encoder: Any = None, use_cache: bool = True,
                    progress: ProgressCallback | None = None, **options: Any) -> AttributeProvider:
     """A provider by name, configured from ``settings``.
@@ -102,8 +99,6 @@ def build_provider(name: str, settings: Settings | None = None, *, encoder: Any 
     ``source`` + ``target``).
     """
     settings = settings or Settings.from_env()
-    if name == "manual":
-        return ManualProvider(**options)
     if name == "openai":
         from .openai_provider import OpenAIProvider
 
@@ -112,6 +107,4 @@ def build_provider(name: str, settings: Settings | None = None, *, encoder: Any 
         from .clip_vocab import ClipVocabProvider
 
         return ClipVocabProvider(encoder, settings=settings, use_cache=use_cache, progress=progress, **options)
-    if name not in available_providers():
-        raise InputError(f"unknown attribute provider {name!r}; available: {', '.join(available_providers())}")
-    return get_provider(name, **options)
+    return get_provider(name, **options)  # manual and registered providers; unknown names raise there

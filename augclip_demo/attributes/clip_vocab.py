@@ -20,9 +20,7 @@ from __future__ import annotations
 import io
 import json
 import logging
-import os
 import re
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -36,7 +34,7 @@ from ..errors import InputError
 from ..inference.clip_encoder import ClipEncoder, get_encoder
 from ..io import LoadedImage
 from .base import FIDELITY_CLIP_VOCAB, Attributes, ProgressCallback
-from .cache import AttributeCache
+from .cache import AttributeCache, write_atomic
 from .extracting import ExtractingProvider
 from .vocabulary import Vocabulary, default_vocabulary
 
@@ -169,17 +167,9 @@ def _load(path: Path, key: str, n_phrases: int) -> np.ndarray | None:
 
 def _save(path: Path, key: str, matrix: np.ndarray) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         buffer = io.BytesIO()
         np.savez(buffer, embeddings=matrix, meta=np.array(json.dumps({"format": VOCAB_CACHE_FORMAT, "key": key})))
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(buffer.getvalue())
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        write_atomic(path, buffer.getvalue())
     except OSError as exc:
         log.warning("could not write the clip-vocab embedding cache %s (%s)", path, exc)
 

@@ -34,7 +34,6 @@ class ExtractingProvider(AttributeProvider):
     def __init__(self, *, settings: Settings | None = None, use_cache: bool = True,
                  cache: AttributeCache | None = None, progress: ProgressCallback | None = None):
         self.settings = settings or Settings.from_env()
-        self.use_cache = use_cache
         self.cache = (cache or AttributeCache(settings=self.settings)) if use_cache else None
         self.progress = progress
 
@@ -64,8 +63,8 @@ class ExtractingProvider(AttributeProvider):
         source = source_image if isinstance(source_image, LoadedImage) else open_image(
             source_image, name="source", max_pixels=self.settings.max_image_pixels)
         report = progress or self.progress or _no_progress
-        parts = self.cache_parts(source, target_text, source_text) if self.cache is not None else None
-        if self.cache is not None and parts is not None:
+        parts = self.cache_parts(source, target_text, source_text)
+        if self.cache is not None:
             cached = self.cache.get(parts)
             if cached is not None:
                 cached.provenance.extra["cache"] = "hit"
@@ -75,7 +74,7 @@ class ExtractingProvider(AttributeProvider):
         attributes = self._extract(source, target_text, source_text, report)
         attributes.provenance.seconds = time.perf_counter() - start
         attributes.validate()
-        if self.cache is not None and parts is not None:
+        if self.cache is not None:
             self.cache.put(parts, attributes)
             attributes.provenance.extra["cache"] = "miss"
         else:

@@ -9,6 +9,16 @@ from typing import Any
 from ..config import ENVIRONMENT_VARIABLES, PRECISIONS, Settings
 
 
+def add_evaluation_inputs(parser: argparse.ArgumentParser) -> None:
+    """The inputs of one evaluation (``score``, ``explain``): source, edits, texts, attributes file."""
+    parser.add_argument("--source", required=True, metavar="IMAGE", help="source image")
+    parser.add_argument("--edited", required=True, nargs="+", metavar="IMAGE", help="edited image(s)")
+    parser.add_argument("--target", required=True, metavar="TEXT", help="target text (instruction or description)")
+    parser.add_argument("--source-text", metavar="TEXT", help="text describing the source image (enables CLIPdir)")
+    parser.add_argument("--attributes", metavar="JSON",
+                        help='attributes file {"source_attributes": [...], "target_attributes": [...]}')
+
+
 def add_model_args(parser: argparse.ArgumentParser) -> None:
     """--clip-model / --clip-checkpoint / --device / --precision / --cache-dir (override the env)."""
     group = parser.add_argument_group("model (each flag overrides its environment variable)")

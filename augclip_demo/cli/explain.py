@@ -10,7 +10,7 @@ from ..explain.explanations import ExplainOptions, explain_report
 from ..explain.relevancy import CLIP_DIR_DIFFERENCES
 from ..pipeline import Evaluator
 from ..report import UNTRAINED_WARNING
-from .common import add_model_args, settings_from_args
+from .common import add_evaluation_inputs, add_model_args, settings_from_args
 from .score import add_augclip_args, options_from_args
 
 
@@ -23,12 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "ranking and alpha charts per edit, explanations.json (the numbers behind every figure) and "
                     "report.json (the scores).",
     )
-    parser.add_argument("--source", required=True, metavar="IMAGE", help="source image")
-    parser.add_argument("--edited", required=True, nargs="+", metavar="IMAGE", help="edited image(s)")
-    parser.add_argument("--target", required=True, metavar="TEXT", help="target text (instruction or description)")
-    parser.add_argument("--source-text", metavar="TEXT", help="text describing the source image (enables CLIPdir)")
-    parser.add_argument("--attributes", metavar="JSON",
-                        help='attributes file {"source_attributes": [...], "target_attributes": [...]}')
+    add_evaluation_inputs(parser)
     parser.add_argument("--provider", metavar="NAME",
                         help=f"attribute provider when no --attributes file is given ({', '.join(available_providers())}; "
                              "default AUGCLIP_ATTRIBUTE_PROVIDER)")

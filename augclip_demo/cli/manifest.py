@@ -7,7 +7,6 @@ import argparse
 from ..batch.loaders import load_csv_pairs, load_magicbrush, load_tedbench
 from ..batch.manifest import validate_manifest
 from ..batch.synthetic import write_synthetic_manifest
-from ..errors import ManifestError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -56,10 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    try:
-        scan = validate_manifest(args.manifest)
-    except ManifestError:
-        raise
+    scan = validate_manifest(args.manifest)
     print(f"{args.manifest}: {scan.items} valid item(s), no problems")
     return 0
 

@@ -6,25 +6,20 @@ import argparse
 from pathlib import Path
 
 from ..attributes.base import AttributeProvider, Attributes
-from ..errors import AugclipError, InstructionParseError, LLMError, WeightsUnavailableError
+from ..errors import InstructionParseError, LLMError, WeightsUnavailableError
 from ..metrics.augclip import CLASSIFIERS
 from ..pipeline import AugCLIPOptions, Evaluator
 from ..report import UNTRAINED_WARNING, Report
 from .attributes import add_provider_args, provider_from_args
 from .bpm import add_bpm_args, bpm_options, bpm_settings, llm_client, parsed_from_args, wants_bpm
-from .common import add_model_args, warn
+from .common import add_evaluation_inputs, add_model_args, warn
 from .table import format_report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("score", help="score edited images (AugCLIP, CLIPdir, CLIP-I, CLIP-T, L2)",
                                    description="Score one or more edited images of a source image.")
-    parser.add_argument("--source", required=True, metavar="IMAGE", help="source image")
-    parser.add_argument("--edited", required=True, nargs="+", metavar="IMAGE", help="edited image(s)")
-    parser.add_argument("--target", required=True, metavar="TEXT", help="target text (instruction or description)")
-    parser.add_argument("--source-text", metavar="TEXT", help="text describing the source image (enables CLIPdir)")
-    parser.add_argument("--attributes", metavar="JSON",
-                        help='attributes file {"source_attributes": [...], "target_attributes": [...]}')
+    add_evaluation_inputs(parser)
     add_provider_args(parser)
     add_augclip_args(parser)
     add_bpm_args(parser, required_note="BPM runs when one of --instruction or --o1/--o2 is given and the "
@@ -104,6 +99,4 @@ def add_bpm_if_possible(evaluator: Evaluator, report: Report, args: argparse.Nam
     except (InstructionParseError, LLMError, WeightsUnavailableError) as exc:
         evaluator.skip_bpm(report, f"BPM skipped: {exc}")
         return False
-    except AugclipError:
-        raise
     return models.untrained

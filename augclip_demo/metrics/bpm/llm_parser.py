@@ -21,7 +21,7 @@ import threading
 from typing import Any
 
 from ...errors import InstructionParseError
-from .parsing import NONE_WORDS, POSITION_STATES, SIZE_STATES, ParsedInstruction, clean_phrase
+from .parsing import POSITION_STATES, SIZE_STATES, ParsedInstruction, clean_phrase
 
 SEED = 0
 MAX_TOKENS = 60
@@ -85,19 +85,12 @@ _CACHE: dict[tuple[str, str, str], ParsedInstruction] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def _phrase(value: str | None) -> str | None:
-    if value is None:
-        return None
-    value = value.strip()
-    return None if value.lower() in NONE_WORDS else clean_phrase(value)
-
-
 def read_objects(answer: str) -> tuple[str | None, str | None]:
     """(o1, o2) from an answer like ``Original image: bike. Edited image: bear.``"""
     original, edited = _ORIGINAL.search(answer), _EDITED.search(answer)
     if not original or not edited:
         raise ValueError("the answer does not have the form 'Original image: ... Edited image: ...'")
-    return _phrase(original.group(1)), _phrase(edited.group(1))
+    return clean_phrase(original.group(1)), clean_phrase(edited.group(1))
 
 
 def read_size(answer: str) -> str:
@@ -118,7 +111,7 @@ def read_position(answer: str) -> tuple[str, str | None]:
     if state is None:
         raise ValueError(f"the answer names none of {', '.join(POSITION_STATES)}")
     reference = _REFERENCE.search(answer)
-    return state, _phrase(reference.group(1)) if reference else None
+    return state, clean_phrase(reference.group(1)) if reference else None
 
 
 class LLMInstructionParser:
