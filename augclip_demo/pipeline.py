@@ -7,6 +7,7 @@ milliseconds (:meth:`Evaluator.rescore`) without touching the model.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import os
 import time
@@ -72,6 +73,7 @@ class EvaluationArrays:
     target_attr_embeddings: np.ndarray
     augclip: list[AugCLIPResult] = field(default_factory=list)
     bpm: list[Any] = field(default_factory=list)  # BPMResult per edit (masks, boxes) after Evaluator.add_bpm
+    l2: list[float] | None = None  # pixel L2 per edit, filled by the first score(): no option changes it
 
 
 class Evaluator:
@@ -163,6 +165,8 @@ class Evaluator:
         """All metrics for every edit from the embeddings (no model involved)."""
         results = []
         arrays.augclip = []
+        if arrays.l2 is None:
+            arrays.l2 = [l2_distance(arrays.source.image, edit.image) for edit in arrays.edits]
         for i, (edit, emb) in enumerate(zip(arrays.edits, arrays.edit_embeddings)):
             metrics: dict[str, float | None] = {}
             unavailable: dict[str, str] = {}
@@ -186,7 +190,7 @@ class Evaluator:
                 unavailable["clip_dir"] = NO_SOURCE_TEXT
             metrics["clip_i"] = clip_i(arrays.source_embedding, emb)
             metrics["clip_t"] = clip_t(emb, arrays.target_text_embedding)
-            metrics["l2"] = l2_distance(arrays.source.image, edit.image)
+            metrics["l2"] = arrays.l2[i]
             for replace, weighted in AUGMENTED_VARIANTS:
                 key = augmented_variant_name(replace, weighted)
                 if replace == "tgt" and arrays.source_text_embedding is None:
@@ -331,16 +335,16 @@ class Evaluator:
         if report.arrays is None:
             raise InputError("this report has no in-memory embeddings (loaded from JSON?); run evaluate() again")
         options = options or AugCLIPOptions(**report.options)
-        arrays: EvaluationArrays = report.arrays
+        # A copy: score() refills ``augclip`` with the new fits, and the given report must keep its own.
+        arrays = dataclasses.replace(report.arrays, augclip=[])
         timings: dict[str, float] = {}
         if attributes is not None:
             attributes = attributes.validate()
             start = time.perf_counter()
             text_emb = self.encoder.encode_texts(attributes.source + attributes.target)
             timings["text_encoding"] = time.perf_counter() - start
-            arrays = EvaluationArrays(**{**arrays.__dict__, "augclip": [],
-                                         "source_attr_embeddings": text_emb[:len(attributes.source)],
-                                         "target_attr_embeddings": text_emb[len(attributes.source):]})
+            arrays = dataclasses.replace(arrays, source_attr_embeddings=text_emb[:len(attributes.source)],
+                                         target_attr_embeddings=text_emb[len(attributes.source):])
         attrs = attributes or report.attributes
         start = time.perf_counter()
         results = self.score(arrays, attrs, options)

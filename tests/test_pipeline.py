@@ -91,11 +91,15 @@ def test_rescore_reuses_embeddings(evaluator, scene_files, tiny_encoder):
     report = evaluator.evaluate(scene_files["source"], [scene_files["faithful"], scene_files["replaced"]],
                                 "a red ball on green grass", "a red ball", ATTRS)
     image_misses = tiny_encoder.image_cache.stats()["misses"]
+    fits = [r.score for r in report.arrays.augclip]
     other = evaluator.rescore(report, AugCLIPOptions(classifier="logistic", include_images=False))
     assert tiny_encoder.image_cache.stats()["misses"] == image_misses
     assert other.options["classifier"] == "logistic"
     for a, b in zip(report.edits, other.edits):
-        assert a.metrics["clip_i"] == b.metrics["clip_i"]
+        assert a.metrics["clip_i"] == b.metrics["clip_i"] and a.metrics["l2"] == b.metrics["l2"]
+    # The original report keeps its own fits (its explanations must still match its scores).
+    assert [r.score for r in report.arrays.augclip] == fits == [e.metrics["augclip"] for e in report.edits]
+    assert [r.score for r in other.arrays.augclip] == [e.metrics["augclip"] for e in other.edits]
     assert [e.metrics["augclip"] for e in other.edits] != [e.metrics["augclip"] for e in report.edits]
     fewer = evaluator.rescore(report, attributes=Attributes(["a red ball"], ["green grass"]))
     assert fewer.attributes.source == ["a red ball"] and len(fewer.edits[0].source_changes) == 1
