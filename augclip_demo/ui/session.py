@@ -194,6 +194,8 @@ def run_bpm(settings: Settings, session: Session, *, instruction: str, parser: s
 
     if session.report is None:
         raise InputError("Nothing to run BPM on yet: press Evaluate first.")
+    if session.clip_model != settings.clip_model:  # BPM's semantic judge must use the report's CLIP
+        raise InputError("The CLIP model changed since the last evaluation: press Evaluate to encode with it.")
     report = session.report
     evaluator = Evaluator(settings=settings)
     instruction = (instruction or "").strip()
