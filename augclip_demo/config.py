@@ -160,17 +160,6 @@ class Settings:
                 changes[key] = Path(str(changes[key])).expanduser()
         return dataclasses.replace(self, **changes) if changes else self
 
-    def cache_path(self, *parts: str) -> Path:
-        """A folder under the cache root, created on first use."""
-        path = self.cache_dir.joinpath(*parts)
-        path.mkdir(parents=True, exist_ok=True)
-        return path
-
     def as_dict(self) -> dict[str, object]:
         """Plain values for reports and logs (contains no secrets by construction)."""
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(self).items()}
-
-
-def get_settings(**overrides: object) -> Settings:
-    """Settings from the current environment with optional overrides."""
-    return Settings.from_env(**overrides)

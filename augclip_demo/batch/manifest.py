@@ -36,8 +36,6 @@ from ..attributes.base import Attributes
 from ..errors import InputError, ManifestError
 
 ROLES: tuple[str, ...] = ("gt", "ep", "em", "candidate")
-ROLE_LABELS = {"gt": "ground truth (well edited)", "ep": "excessively preserved", "em": "excessively modified",
-               "candidate": "an editing model's output"}
 ITEM_KEYS = ("id", "source", "target_text", "source_text", "instruction", "dataset", "edits", "human",
              "attributes", "meta")
 EDIT_KEYS = ("path", "name", "role")
@@ -112,7 +110,6 @@ class ManifestScan:
     """Result of checking a whole manifest: the items that parsed and every problem found."""
 
     path: Path
-    n_lines: int = 0
     items: int = 0
     problems: list[str] = field(default_factory=list)
 
@@ -487,7 +484,7 @@ def validate_manifest(path: str | Path) -> ManifestScan:
 def load_manifest(path: str | Path) -> list[ManifestItem]:
     """All items of a (small) manifest, validated first. Batch runs stream instead."""
     validate_manifest(path)
-    return list(iter_manifest(path))
+    return list(iter_manifest(path, check_files=False))  # the files were just checked
 
 
 def write_manifest(items: Iterable[ManifestItem | dict[str, Any]], path: str | Path) -> Path:

@@ -149,14 +149,6 @@ def apply_resume_state(path: str | Path, state: ResumeState, *, overwrite: bool 
         os.replace(tmp, path)
 
 
-def prepare_results_file(path: str | Path, run: dict[str, Any], *, overwrite: bool = False,
-                         retry_failed: bool = False) -> ResumeState:
-    """:func:`read_resume_state` then :func:`apply_resume_state`: the file is ready for appending."""
-    state = read_resume_state(path, run, overwrite=overwrite, retry_failed=retry_failed)
-    apply_resume_state(path, state, overwrite=overwrite, retry_failed=retry_failed)
-    return state
-
-
 class RunLock:
     """An exclusive advisory lock on ``<results>.lock`` for the duration of a run (POSIX; no-op elsewhere)."""
 

@@ -17,7 +17,7 @@ How it is fast (and why memory stays bounded):
    and other embedding metrics are submitted to a CPU pool (threads, or worker processes on GPU
    machines) while the main thread keeps encoding.
 5. **Write in order, flush every item.** Records are appended in manifest order, one flushed line
-   each, so an interrupted run resumes where it stopped (``prepare_results_file``).
+   each, so an interrupted run resumes where it stopped (``read_resume_state``, ``apply_resume_state``).
 """
 
 from __future__ import annotations

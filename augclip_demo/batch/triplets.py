@@ -100,7 +100,7 @@ def build_triplets(manifest: str | Path, out: str | Path | None = None, *, em_di
     ep_dir, em_copy_dir = out_dir / f"{out.stem}_ep", out_dir / f"{out.stem}_em"
     problems: list[str] = []
     plans: list[tuple[Any, Any, Path]] = []
-    for item in iter_manifest(manifest):
+    for item in iter_manifest(manifest, check_files=False):  # validate_manifest checked the files above
         gt = next((e for e in item.edits if e.role == "gt"), None)
         em = next((e.resolved for e in item.edits if e.role == "em"), None)
         if em is None and em_folder is not None:

@@ -43,7 +43,6 @@ class BatchUploadResult:
     protocol_csv: Path
     protocol_headers: list[str]
     protocol_rows: list[list[str]]
-    protocol_text: str
     summary: BatchSummary
     summary_text: str
     work_dir: Path
@@ -145,7 +144,7 @@ def run_uploaded_batch(manifest_file: str | Path, images_zip: str | Path, *, wor
     report(1.0, f"done: {summary.n_ok} scored, {summary.n_failed} failed")
     return BatchUploadResult(
         results_jsonl=results, results_csv=csv_path, protocol_json=protocol_json, protocol_csv=protocol_csv,
-        protocol_headers=headers, protocol_rows=rows, protocol_text=protocol.format(), summary=summary,
+        protocol_headers=headers, protocol_rows=rows, summary=summary,
         summary_text=summary.format(), work_dir=work, untrained=summary.untrained, protocol=protocol,
     )
 

@@ -212,11 +212,12 @@ def exact_coordinates(vectors: np.ndarray, w: np.ndarray, b: float) -> tuple[np.
 def exact_view(report: Report, edits: list[int] | None = None) -> ExactView:
     """The exact view of ``report``: one panel per distinct fit (or only the fits of ``edits``, 0-based)."""
     arrays = _arrays(report)
-    groups = fit_groups(arrays.augclip)
+    all_groups = fit_groups(arrays.augclip)
+    groups = all_groups
     if edits is not None:
         wanted = set(_check_edits(edits, len(arrays.edits)))
         groups = [g for g in groups if wanted & set(g.edits)]
-    points = collect_points(report, groups=fit_groups(arrays.augclip))
+    points = collect_points(report, groups=all_groups)
     ideal_rows = points.indices("ideal")
     panels = []
     for group in groups:
@@ -232,7 +233,6 @@ def exact_view(report: Report, edits: list[int] | None = None) -> ExactView:
             b=res.b, v_norm=float(np.linalg.norm(res.v)),
             scores={i: float(arrays.augclip[i].score) for i in group.edits},
         ))
-    all_groups = fit_groups(arrays.augclip)
     caption = EXACT_CAPTION + (EXACT_SHARED if len(all_groups) == 1 else EXACT_PER_EDIT)
     return ExactView(panels=panels, caption=caption, untrained=bool(report.untrained))
 
@@ -280,7 +280,6 @@ class UmapView:
 
 
 _UMAP_LOCK = threading.Lock()
-_UMAP_WARM = False
 
 
 def umap_coordinates(vectors: np.ndarray, *, n_neighbors: int = 15, min_dist: float = 0.1, seed: int = 0) -> np.ndarray:
@@ -299,7 +298,6 @@ def umap_coordinates(vectors: np.ndarray, *, n_neighbors: int = 15, min_dist: fl
     k = int(max(2, min(int(n_neighbors), len(points) - 1)))
     import umap
 
-    global _UMAP_WARM
     # n_jobs=1: a fixed random_state makes umap single-threaded anyway (and warn otherwise).
     reducer = umap.UMAP(n_neighbors=k, n_components=2, min_dist=min_dist, metric="cosine", random_state=seed,
                         n_jobs=1, init="spectral")
@@ -309,7 +307,6 @@ def umap_coordinates(vectors: np.ndarray, *, n_neighbors: int = 15, min_dist: fl
         warnings.filterwarnings("ignore", category=UserWarning, message=r".*(n_jobs|spectral|graph is not fully).*")
         with _UMAP_LOCK:
             coords = reducer.fit_transform(data)
-            _UMAP_WARM = True
     return np.asarray(coords, dtype=np.float64)
 
 
@@ -326,8 +323,6 @@ def warm_up_umap(n_points: int = 8, dim: int = 16) -> float:
     return time.perf_counter() - start
 
 
-def umap_is_warm() -> bool:
-    return _UMAP_WARM
 
 
 def umap_view(report: Report, *, n_neighbors: int = 15, min_dist: float = 0.1, seed: int = 0) -> UmapView:

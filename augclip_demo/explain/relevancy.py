@@ -36,6 +36,7 @@ from ..inference.clip_encoder import ClipEncoder
 from ..inference.device import autocast, is_out_of_memory
 from ..io import ImageInput, LoadedImage, open_image
 from ..metrics.augclip import AugCLIPResult
+from ..metrics.vectors import cosine
 from .geometry import ModelView, model_view, place_on_image, upsample_grid
 from .towers import Tower, instrumented, readout_row, tower_of
 
@@ -46,7 +47,6 @@ OBJECTIVES: dict[str, str] = {
     "custom": "a caller-given target vector t",
 }
 CLIP_DIR_DIFFERENCES = ("normalized", "raw")
-_MISSING = object()
 
 
 # ---------------------------------------------------------------------------------------- results
@@ -293,7 +293,7 @@ def make_clip_dir(src_map: RelevancyMap, edit_map: RelevancyMap, direction: np.n
     if difference not in CLIP_DIR_DIFFERENCES:
         raise InputError(f"CLIPdir difference must be one of {', '.join(CLIP_DIR_DIFFERENCES)}, got {difference!r}")
     image_dir = edit_map.embedding.astype(np.float64) - src_map.embedding.astype(np.float64)
-    value = _cosine(image_dir, np.asarray(direction, dtype=np.float64)) if np.linalg.norm(image_dir) > 1e-12 else 0.0
+    value = cosine(image_dir, np.asarray(direction, dtype=np.float64))  # 0 for an unchanged image, as CLIPdir
     return ClipDirRelevancy(source=src_map, edit=edit_map, difference_mode=difference, clip_dir=value)
 
 
@@ -400,10 +400,6 @@ def normalise(values: np.ndarray) -> np.ndarray:
         return np.zeros_like(values)
     low, high = float(np.nanmin(values)), float(np.nanmax(values))
     return (values - low) / (high - low)
-
-
-def _cosine(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
 
 
 def _rounded(array: np.ndarray, digits: int) -> list[list[float]]:

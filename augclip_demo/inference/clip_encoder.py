@@ -291,9 +291,6 @@ class ClipEncoder:
             untrained=self.untrained,
         )
 
-    def cache_stats(self) -> dict[str, dict[str, int]]:
-        return {"images": self.image_cache.stats(), "texts": self.text_cache.stats()}
-
     # ------------------------------------------------------------------ encoding
     def encode_images(
         self, images: Sequence[ImageInput | LoadedImage], batch_size: int | None = None

@@ -54,8 +54,6 @@ register_metric(MetricInfo(
 ))
 
 
-def primary_metrics() -> list[str]:
-    return [key for key, info in METRICS.items() if info.primary]
 
 
 def best_index(values: Sequence[float | None], key: str) -> int | None:
