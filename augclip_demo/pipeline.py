@@ -295,8 +295,8 @@ class Evaluator:
         (``ParsedInstruction`` or o1/o2 fields, e.g. for description-style targets). ``models``
         defaults to the shared GroundingDINO / SAM for these settings with this evaluator's CLIP.
         """
-        from .inference.bpm_models import get_bpm_models
-        from .metrics.bpm import bpm_score_many
+        from .bpm import bpm_score_many
+        from .bpm.models import get_bpm_models
 
         if report.arrays is None:
             raise InputError("this report has no in-memory images (loaded from JSON?); run evaluate() again")

@@ -55,10 +55,10 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    from augclip_demo.bpm import bpm_score
+    from augclip_demo.bpm.models import get_bpm_models
     from augclip_demo.config import Settings
-    from augclip_demo.inference.bpm_models import get_bpm_models
     from augclip_demo.inference.device import device_description, resolve_device
-    from augclip_demo.metrics.bpm import bpm_score
 
     settings = Settings.from_env(gdino_model=args.gdino_model, sam_model=args.sam_model,
                                  sam_checkpoint=args.sam_checkpoint, clip_model=args.clip_model, device=args.device)

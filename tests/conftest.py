@@ -7,13 +7,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image, ImageDraw
+from PIL import Image
+
+from tests.support import APP_UPLOAD_LIMIT_MB, APP_ZIP_LIMITS, ROOT, TINY, draw_scene, free_port
 
 # Keep every test offline and out of the user's real cache.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
-TINY = "random:tiny"
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -28,15 +29,6 @@ def tiny_encoder():
     from augclip_demo.inference import ClipEncoder
 
     return ClipEncoder(TINY, device="cpu").load()
-
-
-def draw_scene(size: tuple[int, int] = (96, 96), background: str = "white", shapes: list[tuple] | None = None) -> Image.Image:
-    """A small synthetic picture: a background colour and a list of (kind, box, colour) shapes."""
-    image = Image.new("RGB", size, background)
-    draw = ImageDraw.Draw(image)
-    for kind, box, colour in shapes or []:
-        getattr(draw, kind)(box, fill=colour)
-    return image
 
 
 @pytest.fixture()
@@ -54,20 +46,6 @@ def scene_files(tmp_path: Path) -> dict[str, Path]:
 
 
 # ---------------------------------------------------------------------------- the app as a real server
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "assets" / "examples"
-APP_UPLOAD_LIMIT_MB = 1
-# The app's batch zip limits in the tests (small, so the tests can cross each one cheaply).
-APP_ZIP_LIMITS = {"AUGCLIP_UPLOAD_MAX_ZIP_MB": "4", "AUGCLIP_UPLOAD_MAX_FILES": "60",
-                  "AUGCLIP_UPLOAD_MAX_UNZIPPED_MB": "16"}
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

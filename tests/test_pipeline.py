@@ -13,7 +13,7 @@ from augclip_demo.errors import ImageLoadError, InputError
 from augclip_demo.metrics.augclip import augclip_score
 from augclip_demo.metrics.clip_metrics import clip_dir, clip_i, clip_t
 from augclip_demo.pipeline import Attributes, AugCLIPOptions, Evaluator, Report
-from tests.conftest import TINY
+from tests.support import TINY
 
 ATTRS = Attributes(
     source=["a red ball", "a white background", "a round shape"],

@@ -12,6 +12,7 @@ Providers, chosen by name (Python API, CLI ``--provider``, the app):
 builds one from settings; :func:`get_provider` builds one by name with explicit arguments.
 """
 
+from .answers import clean_attributes, merge_samples, parse_attribute_list
 from .base import (
     FIDELITY_CLIP_VOCAB,
     FIDELITY_MLLM,
@@ -26,12 +27,11 @@ from .base import (
     get_provider,
     register_provider,
 )
-from .cache import AttributeCache
 from .catalog import PROVIDER_NAMES, ProviderStatus, build_provider, is_lower_fidelity, provider_status
 from .clip_vocab import ClipVocabProvider, vocabulary_embeddings
+from .disk_cache import AttributeCache
 from .extracting import ExtractingProvider
 from .openai_provider import OpenAIProvider
-from .parsing import clean_attributes, merge_samples, parse_attribute_list
 from .prompts import PROMPT_VERSION
 from .vocabulary import Vocabulary, default_vocabulary, make_vocabulary
 

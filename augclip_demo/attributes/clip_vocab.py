@@ -34,7 +34,7 @@ from ..errors import InputError
 from ..inference.clip_encoder import ClipEncoder, get_encoder
 from ..io import LoadedImage
 from .base import FIDELITY_CLIP_VOCAB, Attributes, ProgressCallback
-from .cache import AttributeCache, write_atomic
+from .disk_cache import AttributeCache, write_atomic
 from .extracting import ExtractingProvider
 from .vocabulary import Vocabulary, default_vocabulary
 

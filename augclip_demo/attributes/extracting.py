@@ -12,7 +12,7 @@ from ..config import Settings
 from ..errors import InputError
 from ..io import ImageInput, LoadedImage, open_image
 from .base import AttributeProvider, Attributes, ProgressCallback, Provenance
-from .cache import AttributeCache
+from .disk_cache import AttributeCache
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ Per sample (seed ``s``), three requests:
 Step 2 and 3 are text-only requests that quote the caption (the paper parses "the source image
 caption"; sending the image again would only add cost). With ``samples=k`` the three steps run
 with seeds ``seed, seed+1, ..., seed+k-1`` and the lists are merged by frequency
-(:func:`~augclip_demo.attributes.parsing.merge_samples`).
+(:func:`~augclip_demo.attributes.answers.merge_samples`).
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from ..config import Settings
 from ..errors import InputError, LLMError
 from ..io import LoadedImage
 from ..llm.client import DEFAULT_IMAGE_MAX_SIDE, OpenAICompatibleClient, redact, user_message_with_image
+from .answers import DEFAULT_MAX_ATTRIBUTES, clean_attributes, merge_samples, parse_attribute_list
 from .base import FIDELITY_MLLM, Attributes, ProgressCallback
-from .cache import AttributeCache
+from .disk_cache import AttributeCache
 from .extracting import ExtractingProvider
-from .parsing import DEFAULT_MAX_ATTRIBUTES, clean_attributes, merge_samples, parse_attribute_list
 from .prompts import CAPTION_PROMPT, PROMPT_VERSION, caption_parse_prompt, target_prompt
 
 #: Sampling temperature when ``samples > 1`` and none is given: a sampled answer per seed is the

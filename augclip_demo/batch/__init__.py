@@ -3,7 +3,7 @@
 * :mod:`.manifest` - the JSONL manifest format, validation (every problem at once), path checks
 * :mod:`.runner` - ``run_batch``: parallel decode, deduplicated batched encoding, fits in a pool
 * :mod:`.results` - results files (JSONL, resume, CSV export)
-* :mod:`.protocol` - s2AFC, AccBoth, win shares, rank and score correlations from results files
+* :mod:`.protocol_tables` - s2AFC, AccBoth, win shares, rank and score correlations from results files
 * :mod:`.loaders` - TEdBench, MagicBrush and CSV layouts -> manifests
 * :mod:`.triplets` - ground-truth-test triplets (gt, ep = noisy source, em = supplied image)
 * :mod:`.ziputil`, :mod:`.upload` - the app's upload path (safe zip extraction, one call to run)

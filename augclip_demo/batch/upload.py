@@ -26,7 +26,7 @@ from ..errors import InputError, ManifestError
 from ..inference.clip_encoder import ClipEncoder
 from ..pipeline import AugCLIPOptions
 from .manifest import is_absolute_like
-from .protocol import ProtocolReport, compute_protocols
+from .protocol_tables import ProtocolReport, compute_protocols
 from .runner import BatchOptions, BatchSummary, run_batch
 from .ziputil import ZipLimits, safe_extract
 

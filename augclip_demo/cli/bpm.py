@@ -8,9 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..config import ENVIRONMENT_VARIABLES, Settings
-from ..errors import InputError
-from ..metrics.bpm import (
+from ..bpm import (
     POSITION_STATES,
     SIZE_STATES,
     BPMOptions,
@@ -20,7 +18,9 @@ from ..metrics.bpm import (
     bpm_score_many,
     parse_instruction,
 )
-from ..metrics.bpm.parsing import PARSERS
+from ..config import ENVIRONMENT_VARIABLES, Settings
+from ..errors import InputError
+from ..instructions import PARSERS
 from ..report import UNTRAINED_WARNING
 from .common import add_model_args, settings_from_args
 
@@ -103,7 +103,7 @@ def llm_client(args: argparse.Namespace, settings: Settings) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..inference.bpm_models import get_bpm_models
+    from ..bpm.models import get_bpm_models
 
     settings = bpm_settings(args)
     parsed = parsed_from_args(args, llm_client(args, settings))

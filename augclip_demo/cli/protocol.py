@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..batch.protocol import compute_protocols
-from ..metrics.protocol import DEFAULT_BOOTSTRAP, DEFAULT_LEVEL, DEFAULT_SEED
+from ..batch.protocol_tables import compute_protocols
+from ..metrics.agreement import DEFAULT_BOOTSTRAP, DEFAULT_LEVEL, DEFAULT_SEED
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

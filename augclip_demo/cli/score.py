@@ -79,7 +79,7 @@ def add_bpm_if_possible(evaluator: Evaluator, report: Report, args: argparse.Nam
 
     Returns whether the BPM models were untrained.
     """
-    from ..inference.bpm_models import bpm_models_status, get_bpm_models
+    from ..bpm.models import bpm_models_status, get_bpm_models
 
     if args.no_bpm:
         evaluator.skip_bpm(report, "BPM skipped: --no-bpm")

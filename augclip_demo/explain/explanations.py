@@ -318,7 +318,13 @@ def _layers_text(rel: RelevancyMap) -> str:
 
 # ---------------------------------------------------------------------------------------- figures
 def _add_figures(report: Report, result: ReportExplanations) -> None:
-    from .figures import clip_dir_figure, relevancy_figure
+    from .figures import (
+        clip_dir_figure,
+        exact_view_figure,
+        ranking_figures,
+        relevancy_figure,
+        umap_view_figure,
+    )
 
     arrays = report.arrays
     untrained = result.untrained
@@ -342,11 +348,11 @@ def _add_figures(report: Report, result: ReportExplanations) -> None:
                 caption=CLIP_T_MAP_CAPTION.format(layers=_layers_text(edit.clip_t)), untrained=untrained,
                 subtitle=f"cs(E(I_edit), E(T_trg)) = {edit.clip_t.score:+.3f}  (CLIP-T)")
         if edit.rankings is not None:
-            edit.figures.update(edit.rankings.figures())
+            edit.figures.update(ranking_figures(edit.rankings))
     if result.exact is not None:
-        result.figures["hyperplane_exact"] = result.exact.figure()
+        result.figures["hyperplane_exact"] = exact_view_figure(result.exact)
     if result.umap is not None:
-        result.figures["hyperplane_umap"] = result.umap.figure()
+        result.figures["hyperplane_umap"] = umap_view_figure(result.umap)
 
 
 def _json_safe(value: Any) -> Any:

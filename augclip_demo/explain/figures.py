@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
 
     from .hyperplane import ExactPanel, ExactView, PointSet, UmapView
-    from .rankings import RankingChart
+    from .rankings import EditRankings, RankingChart
     from .relevancy import ClipDirRelevancy, RelevancyMap
 
 UNTRAINED_BANNER = "UNTRAINED MODEL (random weights): not meaningful"
@@ -411,3 +411,11 @@ def alpha_figure(source: RankingChart, target: RankingChart) -> Figure:
         _bars(ax, chart, lambda item, c=color: "#555555" if item.text.startswith("[") else c, "{:+.3f}")
         ax.set_title(f"{chart.title.split(',')[0]} ({chart.total} samples; grey: image sample)", fontsize=10)
     return fig
+
+
+def ranking_figures(rankings: EditRankings) -> dict[str, Figure]:
+    """The charts of one edit's attribute rankings: source and target changes, and alpha when known."""
+    figs = {"source_changes": ranking_figure(rankings.source), "target_changes": ranking_figure(rankings.target)}
+    if rankings.alpha_source is not None and rankings.alpha_target is not None:
+        figs["alpha"] = alpha_figure(rankings.alpha_source, rankings.alpha_target)
+    return figs

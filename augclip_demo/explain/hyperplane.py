@@ -35,7 +35,6 @@ from ..errors import InputError
 from ..metrics.augclip import AugCLIPResult, fit_hyperplane
 
 if TYPE_CHECKING:  # pragma: no cover
-    from matplotlib.figure import Figure
 
     from ..report import Report
 
@@ -175,11 +174,6 @@ class ExactView:
     def shared_fit(self) -> bool:
         return len(self.panels) == 1
 
-    def figure(self) -> Figure:
-        from .figures import exact_view_figure
-
-        return exact_view_figure(self)
-
     def to_dict(self) -> dict[str, Any]:
         return {"caption": self.caption, "shared_fit": self.shared_fit, "panels": [p.to_dict() for p in self.panels]}
 
@@ -264,11 +258,6 @@ class UmapView:
     seconds: float
     untrained: bool = False
     notes: list[str] = field(default_factory=list)
-
-    def figure(self) -> Figure:
-        from .figures import umap_view_figure
-
-        return umap_view_figure(self)
 
     def to_dict(self) -> dict[str, Any]:
         return {

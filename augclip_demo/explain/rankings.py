@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from matplotlib.figure import Figure
 
     from ..report import EditResult, Report
 
@@ -75,14 +74,6 @@ class EditRankings:
     alpha_source: RankingChart | None
     alpha_target: RankingChart | None
     notes: list[str] = field(default_factory=list)
-
-    def figures(self) -> dict[str, Figure]:
-        from .figures import alpha_figure, ranking_figure
-
-        figs = {"source_changes": ranking_figure(self.source), "target_changes": ranking_figure(self.target)}
-        if self.alpha_source is not None and self.alpha_target is not None:
-            figs["alpha"] = alpha_figure(self.alpha_source, self.alpha_target)
-        return figs
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"edit": self.edit_index + 1, "name": self.edit_name,

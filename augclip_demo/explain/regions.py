@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from ..metrics.bpm import BPMResult
+from ..bpm import BPMResult
 from ..report import UNTRAINED_WARNING
 
 ORIGIN_COLOUR = (220, 50, 47)  # M_origin / B_origin

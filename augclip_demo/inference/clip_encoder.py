@@ -18,8 +18,8 @@ from ..config import Settings
 from ..errors import InputError, WeightsUnavailableError
 from ..io import ImageInput, LoadedImage, open_image
 from . import hub
-from .cache import LRUCache
 from .device import autocast, device_description, is_out_of_memory, resolve_amp_dtype, resolve_device
+from .lru import LRUCache
 from .specs import ModelSpec, parse_model_spec, register_model_configs
 
 log = logging.getLogger(__name__)

@@ -18,8 +18,8 @@ import gradio as gr
 
 from ..attributes.base import Attributes
 from ..attributes.catalog import ProviderStatus, provider_status
+from ..bpm import POSITION_STATES, SIZE_STATES
 from ..config import Settings
-from ..metrics.bpm import POSITION_STATES, SIZE_STATES
 from ..pipeline import AugCLIPOptions
 from . import session as logic
 from . import views

@@ -188,9 +188,9 @@ def run_bpm(settings: Settings, session: Session, *, instruction: str, parser: s
     ``fields`` (the BPM tab's o1 / o2 / size / position / reference) replace parsing the instruction,
     which is how description-style targets and unparseable instructions get a BPM.
     """
+    from ..bpm import ParsedInstruction
+    from ..bpm.models import bpm_models_status
     from ..errors import InstructionParseError, LLMError, WeightsUnavailableError
-    from ..inference.bpm_models import bpm_models_status
-    from ..metrics.bpm import ParsedInstruction
 
     if session.report is None:
         raise InputError("Nothing to run BPM on yet: press Evaluate first.")

@@ -1,0 +1,313 @@
+"""BPM for one source image and one or more edits: a thin orchestration of parse -> detect ->
+segment -> judge (Alg. 1). The math lives in :mod:`.judges` and :mod:`.localize`; the models in
+:mod:`augclip_demo.inference` (passed in, or the shared instances for the current settings).
+
+Every edit is resized to the source image's size first (bicubic, as the L2 baseline does), so
+boxes, masks and pixels of both images share one frame; a note says so.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from PIL import Image
+
+from ..errors import InputError
+from ..instructions import ParsedInstruction, parse_instruction
+from ..io import ImageInput, LoadedImage, open_image
+from .judges import (
+    DEFAULT_ALPHA,
+    BPMComponents,
+    Judgement,
+    Preservation,
+    RegionThresholds,
+    as_box,
+    combine,
+    crop_box,
+    f_position,
+    f_size,
+    preserved_region,
+    s_modify,
+    s_preserve,
+)
+from .localize import Localization, Region, detected_region, localize
+
+if TYPE_CHECKING:
+    from .models import BPMModels
+
+DEFAULT_BOX_THRESHOLD = 0.3
+STAGES = ("parse", "detect", "segment", "judge")
+
+
+@dataclass(frozen=True)
+class BPMOptions:
+    """alpha (Table 9: 0.7), the detector's box threshold, and the region judges' thresholds."""
+
+    alpha: float = DEFAULT_ALPHA
+    box_threshold: float = DEFAULT_BOX_THRESHOLD
+    thresholds: RegionThresholds = field(default_factory=RegionThresholds)
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.alpha, (int, float)) and 0.0 <= self.alpha <= 1.0):
+            raise InputError(f"alpha must be between 0 and 1, got {self.alpha!r}")
+        if not (isinstance(self.box_threshold, (int, float)) and 0.0 < self.box_threshold < 1.0):
+            raise InputError(f"box_threshold must be between 0 and 1 (exclusive), got {self.box_threshold!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"alpha": self.alpha, "box_threshold": self.box_threshold, "thresholds": self.thresholds.to_dict()}
+
+
+@dataclass
+class BPMResult:
+    """Everything BPM computed for one edit (masks and boxes in the source image's pixel frame)."""
+
+    components: BPMComponents
+    parsed: ParsedInstruction
+    origin: Region
+    edit: Region
+    reference: Region | None
+    anchor: Region
+    preserved_mask: np.ndarray
+    preservation: Preservation
+    size: Judgement
+    position: Judgement
+    found: dict[str, bool | None]
+    options: BPMOptions
+    image_size: tuple[int, int]
+    edit_name: str = ""
+    source_name: str = ""
+    untrained: bool = False
+    models: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    # the images the regions refer to (the edit already in the source's frame); not serialised
+    source_image: Image.Image | None = field(default=None, repr=False, compare=False)
+    edit_image: Image.Image | None = field(default=None, repr=False, compare=False)
+
+    # the numbers, by their paper names
+    @property
+    def bpm(self) -> float:
+        return self.components.bpm
+
+    @property
+    def s_modify(self) -> float:
+        return self.components.s_modify
+
+    @property
+    def s_preserve(self) -> float:
+        return self.components.s_preserve
+
+    @property
+    def s_semantic(self) -> float:
+        return self.components.s_semantic
+
+    @property
+    def s_region(self) -> int:
+        return self.components.s_region
+
+    @property
+    def s_size(self) -> int:
+        return self.components.s_size
+
+    @property
+    def s_position(self) -> int:
+        return self.components.s_position
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready details (masks summarised by their areas; the arrays stay on this object)."""
+        return {
+            **self.components.to_dict(),
+            "parse": self.parsed.to_dict(),
+            "regions": {
+                "origin": self.origin.to_dict(),
+                "edit": self.edit.to_dict(),
+                "reference": self.reference.to_dict() if self.reference is not None else None,
+                "anchor": self.anchor.to_dict(),
+            },
+            "preserved_fraction": self.preservation.fraction,
+            "preserve_rmse": self.preservation.rmse,
+            "preserved_region_empty": self.preservation.empty,
+            "size_judgement": self.size.to_dict(),
+            "position_judgement": self.position.to_dict(),
+            "found": dict(self.found),
+            "options": self.options.to_dict(),
+            "image_size": list(self.image_size),
+            "untrained": self.untrained,
+            "models": self.models,
+            "timings": dict(self.timings),
+            "notes": list(self.notes),
+        }
+
+
+def resolve_parse(instruction: str | None, parsed: ParsedInstruction | dict | None, parser: str = "rules",
+                  client: Any = None) -> ParsedInstruction:
+    """``parsed`` when given (a :class:`ParsedInstruction` or its dict), else the parse of ``instruction``."""
+    if parsed is not None:
+        if isinstance(parsed, dict):
+            return ParsedInstruction.from_dict(parsed)
+        if not isinstance(parsed, ParsedInstruction):
+            raise InputError(f"parsed must be a ParsedInstruction, got {type(parsed).__name__}")
+        return parsed
+    if instruction is None:
+        raise InputError("BPM needs an instruction (e.g. 'make the cup red') or a parse (o1, o2, size and position "
+                         "states); for a description-style target give o1 and o2 directly")
+    return parse_instruction(instruction, parser, client=client)
+
+
+def bpm_score(source: ImageInput | LoadedImage, edited: ImageInput | LoadedImage, instruction: str | None = None,
+              parsed: ParsedInstruction | dict | None = None, models: BPMModels | None = None, *,
+              options: BPMOptions | None = None, parser: str = "rules", client: Any = None) -> BPMResult:
+    """BPM of one edit (Alg. 1): all components, boxes, masks, the parse, found flags and timings.
+
+    Args:
+        source, edited: images (path, bytes, PIL, array, or :class:`LoadedImage`).
+        instruction: the editing instruction, parsed with ``parser`` (``rules`` or ``llm``).
+        parsed: a ready parse instead (hand-filled fields, description-style targets).
+        models: :class:`~augclip_demo.bpm.models.BPMModels` (default: the shared ones for
+            the environment's settings).
+        options: alpha, box threshold, region thresholds.
+    """
+    return bpm_score_many(source, [edited], instruction, parsed, models, options=options, parser=parser,
+                          client=client)[0]
+
+
+def bpm_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInput | LoadedImage],
+                   instruction: str | None = None, parsed: ParsedInstruction | dict | None = None,
+                   models: BPMModels | None = None, *, options: BPMOptions | None = None, parser: str = "rules",
+                   client: Any = None, names: Sequence[str] | None = None) -> list[BPMResult]:
+    """BPM of several edits of one source: each model runs once over all images (batched)."""
+    options = options or BPMOptions()
+    timings: dict[str, float] = {}
+    clock = _StageClock(timings)
+    clock.start()
+    parse = resolve_parse(instruction, parsed, parser, client)
+    clock.stop("parse")
+
+    src = open_image(source, name=None if _has_own_name(source) else "source")
+    if not edits:
+        raise InputError("no edited image given: pass at least one")
+    if names is not None and len(names) != len(edits):
+        raise InputError(f"{len(names)} names given for {len(edits)} edited images")
+    loaded = [open_image(e, name=names[i] if names else None if _has_own_name(e) else f"edit {i + 1}")
+              for i, e in enumerate(edits)]
+    edit_images, edit_notes = [], []
+    for item in loaded:
+        image, notes = _to_source_frame(item, src)
+        edit_images.append(image)
+        edit_notes.append(notes)
+    if models is None:
+        from .models import get_bpm_models
+
+        models = get_bpm_models()
+    clock.start()
+    models.load()  # loading is not a per-pair cost: timed apart from the stages
+    clock.stop("model_load")
+
+    # detect: o1 and the reference in the source (one pass), o2 in every edit; one batch
+    clock.start()
+    src_phrases = list(dict.fromkeys(p for p in (parse.o1, parse.reference) if p))
+    images: list[Image.Image] = [src.image] + edit_images
+    phrases = [src_phrases] + [[parse.o2] if parse.o2 else [] for _ in edit_images]
+    detections = models.detector.detect(images, phrases, box_threshold=options.box_threshold)
+    by_phrase = dict(zip(src_phrases, detections[0]))
+    det_o1 = by_phrase.get(parse.o1) if parse.o1 else None
+    det_ref = by_phrase.get(parse.reference) if parse.reference else None
+    det_o2 = [group[0] if group else None for group in detections[1:]]
+    clock.stop("detect")
+
+    # segment: M_origin in the source, M_edit in every edit where the object was found; one batch
+    clock.start()
+    boxes = [[det_o1.box] if det_o1 is not None and det_o1.found else []]
+    boxes += [[d.box] if d is not None and d.found else [] for d in det_o2]
+    masks = models.segmenter.segment(images, boxes) if any(boxes) else [[] for _ in images]
+    mask_o1 = masks[0][0] if masks[0] else None
+    clock.stop("segment")
+
+    # judge: CLIP on every crop and the two texts (one batch each), then the numpy judges
+    clock.start()
+    origin = detected_region(parse.o1, det_o1, mask_o1)
+    reference = detected_region(parse.reference, det_ref, None) if parse.reference else None
+    places: list[Localization] = []
+    for i in range(len(edit_images)):
+        edit_region = detected_region(parse.o2, det_o2[i], masks[i + 1][0] if masks[i + 1] else None)
+        places.append(localize(parse, origin, edit_region, reference, src.image.size))
+    crops: list[Image.Image] = []
+    for place, image in zip(places, edit_images):
+        crops += [crop_box(src.image, place.origin.box), crop_box(image, place.edit.box)]
+    crop_embeddings = models.encoder.encode_images(crops)
+    text_embeddings = models.encoder.encode_texts([parse.o1 or "", parse.o2 or ""])
+    judge_start = time.perf_counter()
+    results = []
+    shape = (src.image.size[1], src.image.size[0])
+    for i, (place, image) in enumerate(zip(places, edit_images)):
+        modify = s_modify(crop_embeddings[2 * i], crop_embeddings[2 * i + 1], text_embeddings[0], text_embeddings[1])
+        keep = preserved_region(place.origin.mask, place.edit.mask, shape)
+        preservation = s_preserve(src.image, image, keep)
+        size = f_size(place.origin.area, place.edit.area, parse.size_state, options.thresholds, is_add=parse.is_add,
+                      origin_found=place.origin_found, edit_found=place.edit_found)
+        position = f_position(
+            None if place.anchor.box is None else as_box(place.anchor.box),
+            None if place.edit.box is None else as_box(place.edit.box),
+            parse.position_state, options.thresholds, is_remove=parse.is_remove,
+            anchor_found=place.anchor_found, edit_found=place.edit_found,
+        )
+        components = combine(modify, preservation.score, size.score, position.score, options.alpha)
+        notes = list(loaded[i].notes) + edit_notes[i] + place.notes
+        if preservation.empty:
+            notes.append(preservation.reason)
+        results.append(BPMResult(
+            components=components, parsed=parse, origin=place.origin, edit=place.edit, reference=place.reference,
+            anchor=place.anchor, preserved_mask=keep, preservation=preservation, size=size, position=position,
+            found={"o1": origin.found if parse.o1 else None, "o2": det_o2[i].found if det_o2[i] is not None else None,
+                   "reference": reference.found if reference is not None else None},
+            options=options, image_size=src.image.size, edit_name=loaded[i].name, source_name=src.name,
+            untrained=models.untrained, models=models.info(), notes=notes, source_image=src.image, edit_image=image,
+        ))
+    timings["judge_math"] = time.perf_counter() - judge_start
+    clock.stop("judge")
+    timings["total"] = sum(timings[s] for s in STAGES)
+    timings["total_cpu"] = sum(timings[f"{s}_cpu"] for s in STAGES)
+    timings["edits"] = float(len(edit_images))
+    for result in results:
+        result.timings = dict(timings)
+    return results
+
+
+class _StageClock:
+    """Wall-clock seconds per stage into ``timings[name]`` and process CPU seconds (all threads) into
+    ``timings[name + "_cpu"]``; CPU time stays meaningful on a machine shared with other work."""
+
+    def __init__(self, timings: dict[str, float]):
+        self.timings = timings
+        self._wall = self._cpu = 0.0
+
+    def start(self) -> None:
+        self._wall, self._cpu = time.perf_counter(), time.process_time()
+
+    def stop(self, name: str) -> None:
+        self.timings[name] = time.perf_counter() - self._wall
+        self.timings[f"{name}_cpu"] = time.process_time() - self._cpu
+
+
+def _has_own_name(item: object) -> bool:
+    """Paths and loaded images carry a name; bytes, arrays and PIL objects get a positional one."""
+    return isinstance(item, (str, os.PathLike, LoadedImage))
+
+
+def _to_source_frame(edit: LoadedImage, source: LoadedImage) -> tuple[Image.Image, list[str]]:
+    """The edit resized (bicubic) to the source's size, with a note when that changed anything."""
+    if edit.image.size == source.image.size:
+        return edit.image, []
+    (ew, eh), (sw, sh) = edit.image.size, source.image.size
+    notes = [f"{edit.name} is {ew}x{eh}, the source {sw}x{sh}: the edit was resized to the source's size (bicubic) "
+             "so that boxes, masks and pixels share one frame"]
+    if not math.isclose(ew / eh, sw / sh, rel_tol=0.02):
+        notes.append(f"{edit.name} has a different aspect ratio ({ew / eh:.3f} vs {sw / sh:.3f}): its content is "
+                     "stretched by the resize, which lowers S_preserve")
+    return edit.image.resize(source.image.size, Image.BICUBIC), notes

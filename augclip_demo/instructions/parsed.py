@@ -1,0 +1,141 @@
+"""The parse of an editing instruction: (o1, o2, size state, position state, reference).
+
+Alg. 1 line 4 of the BPM paper: o1 is the object of the *source* image that the edit changes
+(``None`` for "add"), o2 the object of the *edited* image that results (``None`` for "remove").
+``size_state`` says how o2's area should compare with o1's, ``position_state`` where o2 should
+lie relative to the anchor: the ``reference`` object when the instruction names one ("put a
+bird on top of the tower": reference ``tower``), else o1's original place.
+
+Phrases are stored in lower case without articles ("the red cup" -> "red cup"), the form the
+detector and the CLIP text encoder are given.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..errors import InstructionParseError
+
+SIZE_STATES: tuple[str, ...] = ("larger", "smaller", "unchanged")
+POSITION_STATES: tuple[str, ...] = ("left", "right", "up", "down", "inside", "near", "unchanged")
+PARSERS: tuple[str, ...] = ("rules", "llm")
+
+#: Values a user may type for "no object" in a hand-filled parse.
+NONE_WORDS = frozenset({"", "none", "null", "nothing", "n/a", "-", "no object"})
+#: Words that refer to something without naming it: no detector can find "it".
+PRONOUNS = frozenset({
+    "it", "its", "them", "they", "this", "that", "these", "those", "him", "her", "he", "she", "one",
+    "something", "anything", "everything", "stuff", "things", "thing", "object", "objects", "image",
+    "picture", "photo", "me", "us", "you",
+})
+
+_ARTICLES = re.compile(r"\b(?:a|an|the)\b\s*")
+_LEADING_DETERMINERS = re.compile(
+    r"^(?:(?:some|any|this|that|these|those|my|your|his|her|its|their|our|another|other|more|each|every)\s+)+"
+)
+_EDGE_PUNCTUATION = " \t\r\n.,;:!?\"'`()[]{}"
+
+
+def clean_phrase(text: str | None) -> str | None:
+    """Lower case, articles dropped, leading determiners dropped, spaces collapsed; ``None`` when empty.
+
+    ``"The red cup."`` -> ``"red cup"``; ``"screen of the laptop"`` -> ``"screen of laptop"``;
+    ``"None"`` -> ``None``.
+    """
+    if text is None:
+        return None
+    phrase = str(text).replace("\u2019", "'").replace("\u201c", '"').replace("\u201d", '"').lower()
+    phrase = re.sub(r"\s+", " ", phrase).strip(_EDGE_PUNCTUATION)
+    if phrase in NONE_WORDS:
+        return None
+    phrase = _ARTICLES.sub("", phrase + " ").strip()
+    phrase = _LEADING_DETERMINERS.sub("", phrase).strip(_EDGE_PUNCTUATION)
+    phrase = re.sub(r"\s+", " ", phrase)
+    return phrase or None
+
+
+def is_pronoun(phrase: str | None) -> bool:
+    """True for phrases like "it" or "them" that name no object."""
+    return phrase is not None and phrase in PRONOUNS
+
+
+@dataclass(frozen=True)
+class ParsedInstruction:
+    """The parse Alg. 1 needs; see the module docstring for what each field means.
+
+    ``edit_type`` (``add``, ``remove``, ``replace``, ``attribute``, ``resize``, ``move``,
+    ``background``, ``state``, or ``given`` for a hand-filled parse) and ``parser`` (``rules``,
+    ``llm``, ``manual``) are for display; the metric only reads the five fields.
+    """
+
+    o1: str | None
+    o2: str | None
+    size_state: str = "unchanged"
+    position_state: str = "unchanged"
+    reference: str | None = None
+    edit_type: str = "given"
+    parser: str = "manual"
+    instruction: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("o1", "o2", "reference"):
+            object.__setattr__(self, name, clean_phrase(getattr(self, name)))
+        size = (self.size_state or "unchanged").strip().lower()
+        position = (self.position_state or "unchanged").strip().lower()
+        if size not in SIZE_STATES:
+            raise InstructionParseError(f"size state must be one of {', '.join(SIZE_STATES)}, got {self.size_state!r}")
+        if position not in POSITION_STATES:
+            raise InstructionParseError(
+                f"position state must be one of {', '.join(POSITION_STATES)}, got {self.position_state!r}"
+            )
+        object.__setattr__(self, "size_state", size)
+        object.__setattr__(self, "position_state", position)
+        if self.o1 is None and self.o2 is None:
+            raise InstructionParseError(
+                "the parse names no object: at least one of o1 (the object in the source image) and o2 "
+                "(the object in the edited image) is needed"
+            )
+        for name in ("o1", "o2", "reference"):
+            value = getattr(self, name)
+            if is_pronoun(value):
+                raise InstructionParseError(
+                    f"{name} is {value!r}, which names no object the detector could look for; "
+                    "write the object itself (e.g. 'cup')"
+                )
+
+    @property
+    def is_add(self) -> bool:
+        """o1 is None: something new appears (Sec. 3.2: the origin region is the edit region)."""
+        return self.o1 is None
+
+    @property
+    def is_remove(self) -> bool:
+        """o2 is None: something disappears (Sec. 3.2: the edit region is the origin region)."""
+        return self.o2 is None
+
+    @classmethod
+    def from_fields(cls, o1: str | None, o2: str | None, size_state: str | None = "unchanged",
+                    position_state: str | None = "unchanged", reference: str | None = None,
+                    instruction: str | None = None) -> ParsedInstruction:
+        """A hand-filled parse (the app's four fields, ``--o1/--o2`` for description-style targets).
+
+        Empty strings and "None" mean no object.
+        """
+        return cls(o1=o1, o2=o2, size_state=size_state or "unchanged",
+                   position_state=position_state or "unchanged", reference=reference,
+                   edit_type="given", parser="manual", instruction=instruction)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ParsedInstruction:
+        known = {"o1", "o2", "size_state", "position_state", "reference", "edit_type", "parser", "instruction"}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def describe(self) -> str:
+        """One line, e.g. ``o1=cup -> o2=red cup, size unchanged, position unchanged``."""
+        where = self.position_state + (f" of {self.reference}" if self.reference else "")
+        return f"o1={self.o1 or 'None'} -> o2={self.o2 or 'None'}, size {self.size_state}, position {where}"

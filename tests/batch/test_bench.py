@@ -1,0 +1,56 @@
+"""The encoder's prepared-pixels path and the speed benchmark command."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from augclip_demo.batch.bench import speed_benchmark
+from augclip_demo.cli import main
+from augclip_demo.config import Settings
+from augclip_demo.inference import ClipEncoder
+from tests.support import TINY, draw_scene
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_prepared_pixels_give_the_same_embeddings_as_encode_images(tiny_encoder):
+    images = [draw_scene((97, 61), c, [("ellipse", (5, 5, 50, 40), "red")]) for c in ("white", "navy", "olive")]
+    prepared = [tiny_encoder.preprocess_image(image) for image in images]
+    assert all(p.dtype == np.uint8 and p.shape == (64, 64, 3) for p in prepared)
+    fresh = ClipEncoder(TINY, device="cpu")
+    direct = fresh.encode_images(images)
+    via_workers = tiny_encoder.encode_preprocessed(prepared)
+    np.testing.assert_array_equal(direct, via_workers)
+    # with keys the results land in the shared content-hash cache
+    from augclip_demo.io import open_image
+
+    keys = [open_image(image).sha256 for image in images]
+    tiny_encoder.encode_preprocessed(prepared, keys=keys)
+    assert all(key in tiny_encoder.image_cache for key in keys)
+
+
+def test_speed_benchmark_reports_both_throughputs_and_the_ratio(tiny_encoder, tmp_path, capsys):
+    result = speed_benchmark(Settings.from_env(clip_model=TINY, device="cpu"), n_items=4, n_edits=2, n_attributes=2,
+                             image_size=48, metrics="augclip", folder=tmp_path, encoder=tiny_encoder)
+    assert (result.n_items, result.n_images, result.n_texts) == (4, 12, 16)
+    assert result.bare_seconds > 0 and result.batch_seconds > 0
+    assert result.ratio == pytest.approx(result.batch_seconds / result.bare_seconds)
+    text = result.format()
+    assert "bare CLIP encoding" in text and "batch scoring" in text and "ratio batch / bare" in text
+    assert main(["bench", "speed", "--clip-model", TINY, "--device", "cpu", "--items", "3", "--image-size", "48",
+                 "--attributes", "1", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["n_items"] == 3 and data["model"] == TINY and data["untrained"] is True
+    assert data["ratio"] == pytest.approx(data["batch_seconds"] / data["bare_seconds"])
+    assert {"bare_items_per_second", "batch_items_per_second", "meets_target"} <= set(data)

@@ -1,0 +1,31 @@
+"""Helpers shared by the tests: constants, small drawn images, free ports (fixtures are in conftest.py)."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from PIL import Image, ImageDraw
+
+TINY = "random:tiny"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "assets" / "examples"
+APP_UPLOAD_LIMIT_MB = 1
+# The app's batch zip limits in the tests (small, so the tests can cross each one cheaply).
+APP_ZIP_LIMITS = {"AUGCLIP_UPLOAD_MAX_ZIP_MB": "4", "AUGCLIP_UPLOAD_MAX_FILES": "60",
+                  "AUGCLIP_UPLOAD_MAX_UNZIPPED_MB": "16"}
+
+
+def draw_scene(size: tuple[int, int] = (96, 96), background: str = "white", shapes: list[tuple] | None = None) -> Image.Image:
+    """A small synthetic picture: a background colour and a list of (kind, box, colour) shapes."""
+    image = Image.new("RGB", size, background)
+    draw = ImageDraw.Draw(image)
+    for kind, box, colour in shapes or []:
+        getattr(draw, kind)(box, fill=colour)
+    return image
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

@@ -1,0 +1,162 @@
+"""The app in a real browser: Playwright driving Debian's Chromium headless against ``python app.py``."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from augclip_demo.attributes import Attributes
+from augclip_demo.pipeline import Evaluator
+from tests.support import EXAMPLES, TINY
+
+CHROMIUM = "/usr/bin/chromium"
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(not Path(CHROMIUM).exists() and shutil.which("chromium") is None,
+                       reason="Chromium is not installed (apt-get install -y chromium); .ci/run installs it"),
+]
+
+FLOWER = EXAMPLES / "flower-pink"
+EDITS = [FLOWER / "well_edited.png", FLOWER / "excessively_modified.png"]
+SRC_ATTRS = ["dahlia is orange", "round flower head", "dark green background"]
+TGT_ATTRS = ["dahlia is pink", "pink petals"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(
+            executable_path=CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium"),
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"],
+        )
+        yield instance
+        instance.close()
+
+
+def open_page(browser, url: str):
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    page.set_default_timeout(120_000)  # a loaded 2-core machine can take a while to render the app
+    page.goto(url)
+    page.locator("#aug-evaluate").wait_for()
+    return page
+
+
+def read_table(page) -> dict[str, list[str]]:
+    """Gradio 6 renders the dataframe as an ARIA grid of virtual rows with gridcell children."""
+    rows = {}
+    for row in page.locator("#aug-table [role=row]").all():
+        cells = [c.strip() for c in row.locator("[role=gridcell]").all_inner_texts()]
+        if len(cells) > 2:
+            rows[cells[1]] = cells
+    return rows
+
+
+def wait_for_rows(page, count: int, timeout: float = 240_000) -> None:
+    page.wait_for_function(
+        f"document.querySelectorAll('#aug-table [role=gridcell]').length >= {count * 7}", timeout=timeout)
+
+
+def test_upload_type_evaluate_and_read_the_table(browser, app_server, tiny_encoder, tmp_path):
+    page = open_page(browser, app_server["url"])
+    page.locator("#aug-source input[type=file]").set_input_files(str(FLOWER / "source.png"))
+    page.locator("#aug-edits input[type=file]").set_input_files([str(p) for p in EDITS])
+    page.locator("#aug-target textarea").fill("a pink dahlia flower")
+    page.locator("#aug-source-text textarea").fill("an orange dahlia flower")
+    page.locator("#aug-src-attrs textarea").fill("\n".join(SRC_ATTRS))
+    page.locator("#aug-tgt-attrs textarea").fill("\n".join(TGT_ATTRS))
+    page.wait_for_function("document.querySelectorAll('#aug-gallery img').length >= 2", timeout=60_000)
+    page.locator("#aug-evaluate").click()
+    wait_for_rows(page, 2)
+    page.screenshot(path=str(tmp_path / "evaluated-1366x768.png"), full_page=True)
+
+    expected = Evaluator(TINY, device="cpu", encoder=tiny_encoder).evaluate(
+        FLOWER / "source.png", EDITS, "a pink dahlia flower", "an orange dahlia flower", Attributes(SRC_ATTRS, TGT_ATTRS))
+    rows = read_table(page)
+    assert set(rows) == {"well_edited.png", "excessively_modified.png"}
+    for edit in expected.edits:
+        cells = rows[edit.name]
+        for position, key in ((2, "augclip"), (3, "clip_dir"), (4, "clip_i"), (5, "clip_t"), (6, "l2")):
+            assert float(cells[position]) == pytest.approx(edit.metrics[key], abs=6e-5), (edit.name, key)
+    verdict = page.locator("#aug-verdict").inner_text()
+    assert f"AugCLIP prefers edit {expected.best('augclip') + 1}" in verdict
+    assert "UNTRAINED" in page.content()  # the random-weights warning is on the page
+
+    page.set_viewport_size({"width": 1920, "height": 1080})
+    page.screenshot(path=str(tmp_path / "evaluated-1920x1080.png"), full_page=True)
+    print(f"\nscreenshots: {tmp_path}")
+
+
+def test_an_example_runs_with_one_click(browser, app_server, tmp_path):
+    page = open_page(browser, app_server["url"])
+    page.get_by_text("make it night").first.click()
+    wait_for_rows(page, 4)
+    rows = read_table(page)
+    assert set(rows) == {"well_edited.png", "partial_edit.png", "excessively_preserved.png", "excessively_modified.png"}
+    page.screenshot(path=str(tmp_path / "example.png"), full_page=True)
+
+
+def test_a_bad_input_shows_a_message_not_a_traceback(browser, app_server):
+    page = open_page(browser, app_server["url"])
+    page.locator("#aug-evaluate").click()
+    toast = page.get_by_text("Upload a source image first")
+    toast.wait_for(timeout=60_000)
+    assert "Traceback" not in page.content()
+
+
+def test_explanations_and_bpm_panel_render(browser, app_server, tmp_path):
+    page = open_page(browser, app_server["url"])
+    page.get_by_text("Advanced options").click()
+    page.locator("#aug-bpm-on input[type=checkbox]").check()
+    page.get_by_text("add a blue ball to the left of the red box").first.click()
+    wait_for_rows(page, 4)
+    page.get_by_role("tab", name="Relevancy maps").click()
+    for element in ("#aug-map-augclip img", "#aug-map-clip-t img", "#aug-map-clip-dir img"):
+        page.locator(element).wait_for(timeout=240_000)
+    shown = page.locator("#aug-map-augclip img").get_attribute("src")
+    page.locator("#aug-edit-pick").get_by_text("4. excessively_modified.png").click()
+    page.wait_for_function(f"document.querySelector('#aug-map-augclip img').src != {shown!r}")
+    page.screenshot(path=str(tmp_path / "relevancy.png"), full_page=True)
+    page.get_by_role("tab", name="Hyperplane views").click()
+    page.locator("#aug-exact img").wait_for()
+    page.locator("#aug-umap img").wait_for()
+    page.screenshot(path=str(tmp_path / "hyperplane.png"), full_page=True)
+    page.get_by_role("tab", name="Attribute rankings").click()
+    for element in ("#aug-rank-source img", "#aug-rank-target img", "#aug-alpha img"):
+        page.locator(element).wait_for()
+    page.get_by_role("tab", name="BPM").click()
+    page.wait_for_function("document.querySelectorAll('#aug-bpm-gallery img').length >= 12", timeout=240_000)
+    headers = page.locator("#aug-table [role=columnheader]").all_inner_texts()
+    assert any(h.strip() == "BPM" for h in headers), headers
+    assert page.locator("#aug-bpm-o2 textarea, #aug-bpm-o2 input").first.input_value() == "blue ball"
+    assert "UNTRAINED" in page.locator("#aug-bpm-info").inner_text().upper()
+    page.screenshot(path=str(tmp_path / "bpm.png"), full_page=True)
+    print(f"\nscreenshots: {tmp_path}")
+
+
+def test_batch_tab_runs_the_shipped_examples(browser, app_server, tmp_path):
+    """Batch tab: load the shipped manifest and zip with one button, run, read the tables."""
+    page = open_page(browser, app_server["url"])
+    page.get_by_role("tab", name="Batch").click()
+    page.locator("#aug-batch-example").click()
+    # Gradio shows a file's stem and extension in separate elements.
+    page.wait_for_function("document.querySelector('#aug-batch-zip').innerText.includes('examples')")
+    page.locator("#aug-batch-run").click()
+    page.wait_for_function("document.querySelector('#aug-batch-summary').innerText.includes('item(s) scored')",
+                           timeout=240_000)
+    assert "4 item(s) scored, 0 failed" in page.locator("#aug-batch-summary").inner_text()
+    protocol = [row.locator("[role=gridcell]").all_inner_texts() for row in
+                page.locator("#aug-batch-protocol [role=row]").all()]
+    protocol = [cells for cells in protocol if cells]
+    assert [cells[0].strip() for cells in protocol][:2] == ["AugCLIP", "CLIPdir"]
+    # Every AccBoth cell is a figure in [0, 1] with its confidence interval.
+    for cells in protocol:
+        value = float(cells[1].split()[0])
+        assert 0.0 <= value <= 1.0 and "[" in cells[1]
+    page.wait_for_function("document.querySelector('#aug-batch-files').innerText.includes('examples-protocol')")
+    page.screenshot(path=str(tmp_path / "batch-1366x768.png"), full_page=True)
