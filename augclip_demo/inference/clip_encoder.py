@@ -143,7 +143,8 @@ class ClipEncoder(LazyModel):
         spec = self.spec
         files = weights.resolve_clip(spec, self.cache_dir)
         how = weights.clip_how_to_fix(spec)
-        where = f"{files.source} ({files.checkpoint or files.folder})" if spec.kind != "random" else "random"
+        local = str(files.checkpoint or files.folder)
+        where = files.source + (f" ({local})" if local != files.source else "")
         kwargs: dict[str, Any] = {"device": "cpu", "force_quick_gelu": files.quick_gelu}
         for key, arg in (("mean", "image_mean"), ("std", "image_std"), ("interpolation", "image_interpolation"),
                          ("resize_mode", "image_resize_mode")):
@@ -166,10 +167,29 @@ class ClipEncoder(LazyModel):
             raise
         except Exception as exc:  # file-format and key-mismatch errors end here
             reason = weights.describe_load_error(exc, files.checkpoint)
+            if files.checkpoint is not None and not reason.startswith("the file "):
+                reason = self._architecture_mismatch(files, kwargs) or reason
             raise WeightsUnavailableError(model_label, f"{where}: {reason}", how) from exc
         self._preprocess, self._tokenizer = preprocess, tokenizer
         self.weights_source = files.source
         return model
+
+    def _architecture_mismatch(self, files: weights.ClipFiles, kwargs: dict[str, Any]) -> str | None:
+        """"the file is for a different architecture: ..." when the file's tensors do not fit the model."""
+        import open_clip
+        from open_clip.factory import load_state_dict
+
+        try:
+            file_state = load_state_dict(str(files.checkpoint))
+            model = open_clip.create_model(files.model_name, pretrained_text=False, device="cpu",
+                                           force_quick_gelu=files.quick_gelu)
+            expected = model.state_dict()
+        except Exception:  # noqa: BLE001 - the caller reports the original error instead
+            return None
+        summary = weights.compare_state_dicts(expected, file_state)
+        if summary.startswith("the tensors match"):
+            return None
+        return f"the file is for a different architecture than {files.model_name}: {summary}"
 
     def warmup(self) -> ClipEncoder:
         """Load the model and run one tiny forward pass of each tower (compiles kernels, allocates)."""

@@ -70,21 +70,24 @@ SAM_CHECKPOINT_URLS: dict[str, str] = {
     "vit_b": "https://dl.fbaipublicfiles.com/segment_anything/sam_vit_b_01ec64.pth",
 }
 
-#: Files a GroundingDINO folder in transformers' layout holds: (name, required).
-GDINO_FILES: tuple[tuple[str, bool], ...] = (
-    ("config.json", True),
-    ("model.safetensors", True),  # or pytorch_model.bin (see GDINO_WEIGHT_ALTERNATIVES)
-    ("preprocessor_config.json", True),
-    ("tokenizer_config.json", True),
-    ("vocab.txt", False),
-    ("tokenizer.json", False),
-    ("special_tokens_map.json", False),
-    ("processor_config.json", False),
-)
+#: Files a GroundingDINO folder in transformers' layout holds: (alternatives, required). The hub
+#: repositories have preprocessor_config.json; transformers 5's save_pretrained writes processor_config.json.
 GDINO_WEIGHT_ALTERNATIVES = ("model.safetensors", "pytorch_model.bin")
+GDINO_FILES: tuple[tuple[tuple[str, ...], bool], ...] = (
+    (("config.json",), True),
+    (GDINO_WEIGHT_ALTERNATIVES, True),
+    (("preprocessor_config.json", "processor_config.json"), True),
+    (("tokenizer_config.json",), True),
+    (("vocab.txt",), False),
+    (("tokenizer.json",), False),
+    (("special_tokens_map.json",), False),
+)
 #: open_clip looks for these weight files in a hub repository, in this order.
 OPEN_CLIP_WEIGHT_FILES = ("open_clip_model.safetensors", "open_clip_pytorch_model.bin")
 OPEN_CLIP_CONFIG = "open_clip_config.json"
+
+_GDINO_PUBLISHED = ("model.safetensors", "config.json", "preprocessor_config.json", "tokenizer_config.json",
+                    "vocab.txt", "tokenizer.json", "special_tokens_map.json")
 
 PRETRAINED: tuple[PretrainedWeights, ...] = (
     PretrainedWeights("clip", "ViT-B-16/openai", "hf-hub:timm/vit_base_patch16_clip_224.openai",
@@ -95,10 +98,10 @@ PRETRAINED: tuple[PretrainedWeights, ...] = (
     PretrainedWeights("clip", "ViT-L-14/openai", "hf-hub:timm/vit_large_patch14_clip_224.openai",
                       OPEN_CLIP_WEIGHT_FILES[:1], 1632.0, "MIT (OpenAI CLIP)"),
     PretrainedWeights("gdino", "IDEA-Research/grounding-dino-tiny", "hf-hub:IDEA-Research/grounding-dino-tiny",
-                      tuple(name for name, _ in GDINO_FILES[:5]), 657.0, "Apache-2.0",
+                      _GDINO_PUBLISHED, 657.0, "Apache-2.0",
                       note="Swin-T; the BPM paper's detector; the default"),
     PretrainedWeights("gdino", "IDEA-Research/grounding-dino-base", "hf-hub:IDEA-Research/grounding-dino-base",
-                      tuple(name for name, _ in GDINO_FILES[:5]), 890.0, "Apache-2.0"),
+                      _GDINO_PUBLISHED, 890.0, "Apache-2.0"),
     PretrainedWeights("sam", "vit_b", SAM_CHECKPOINT_URLS["vit_b"], ("sam_vit_b_01ec64.pth",), 358.0, "Apache-2.0",
                       note="the default"),
     PretrainedWeights("sam", "vit_l", SAM_CHECKPOINT_URLS["vit_l"], ("sam_vit_l_0b3195.pth",), 1192.0, "Apache-2.0"),
@@ -331,6 +334,11 @@ class HubFetch:
 
         endpoint = hub_endpoint()
         try:
+            # One HEAD without retries first: a refusal, rate limit or missing file is known at once
+            # (hf_hub_download retries 429s for about 20 s and reports every failure as "not cached").
+            from huggingface_hub import get_hf_file_metadata
+
+            get_hf_file_metadata(self.url(name), timeout=10, retry_on_errors=False)
             found = hf_hub_download(self.repo_id, name, cache_dir=str(self.cache_dir), endpoint=endpoint,
                                     force_download=force, tqdm_class=None if self.progress else _SilentTqdm)
         except RemoteEntryNotFoundError as exc:
@@ -358,6 +366,9 @@ class HubFetch:
                      if status in (401, 403) else "")
             raise self.fail(name, what, extra) from exc
         except (LocalEntryNotFoundError, OSError) as exc:
+            cause = exc.__cause__ or exc.__context__
+            if isinstance(cause, HfHubHTTPError) and cause is not exc:
+                raise self.fail(name, f"HTTP error {_status(cause)} ({_first_line(cause)})") from exc
             raise self.fail(name, f"the download from {_host(endpoint)} failed ({type(exc).__name__}: "
                             f"{_first_line(exc)})") from exc
         path = Path(found)
@@ -615,8 +626,7 @@ def resolve_gdino(spec: str, local_folder: Path | None, cache_dir: Path, *, prog
         return local_folder
     fetch = HubFetch(model, spec, Path(cache_dir) / "huggingface", how, progress=progress)
     folders = set()
-    for name, required in GDINO_FILES:
-        names = GDINO_WEIGHT_ALTERNATIVES if name == "model.safetensors" else (name,)
+    for names, required in GDINO_FILES:
         path = fetch.fetch(names, required=required)
         if path is not None:
             folders.add(path.parent)
@@ -688,6 +698,25 @@ def summarise_state_dict_error(exc: BaseException, limit: int = 3) -> str:
                           for name, a, b in sizes[:limit])
         parts.append(f"{len(sizes)} shape mismatch(es) ({shown}{'; ...' if len(sizes) > limit else ''})")
     return "; ".join(parts) if parts else _first_line(exc)
+
+
+def compare_state_dicts(expected: dict[str, Any], found: dict[str, Any], limit: int = 3) -> str:
+    """One line saying how a file's tensors differ from the model's: missing, unexpected, different shapes."""
+    def shape(value: Any) -> tuple[int, ...]:
+        return tuple(getattr(value, "shape", ()))
+
+    missing = [k for k in expected if k not in found]
+    unexpected = [k for k in found if k not in expected]
+    shapes = [(k, shape(found[k]), shape(expected[k])) for k in expected if k in found
+              and shape(found[k]) != shape(expected[k])]
+    parts = []
+    for label, keys in (("missing", missing), ("unexpected", unexpected)):
+        if keys:
+            parts.append(f"{len(keys)} {label} key(s) ({', '.join(keys[:limit])}{', ...' if len(keys) > limit else ''})")
+    if shapes:
+        shown = "; ".join(f"{k}: file {list(a)} vs model {list(b)}" for k, a, b in shapes[:limit])
+        parts.append(f"{len(shapes)} shape mismatch(es) ({shown}{'; ...' if len(shapes) > limit else ''})")
+    return "; ".join(parts) if parts else "the tensors match by name and shape"
 
 
 def describe_load_error(exc: BaseException, path: Path | None) -> str:
