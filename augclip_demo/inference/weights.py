@@ -21,16 +21,18 @@ model whose files cannot be had stops the run.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import socket
 import sys
+import threading
 import urllib.error
 import urllib.request
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -128,13 +130,33 @@ def hub_endpoint() -> str:
     return (os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
 
 
+_LOCAL_ONLY = threading.local()
+
+
+@contextlib.contextmanager
+def local_only() -> Iterator[None]:
+    """Within this block the resolvers use what is on disk and never touch the network (``doctor``)."""
+    previous = getattr(_LOCAL_ONLY, "on", False)
+    _LOCAL_ONLY.on = True
+    try:
+        yield
+    finally:
+        _LOCAL_ONLY.on = previous
+
+
 def hub_offline() -> bool:
     from huggingface_hub import constants
 
+    if getattr(_LOCAL_ONLY, "on", False):
+        return True
     value = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE")
     if value is not None:
         return value.strip().upper() in {"1", "ON", "YES", "TRUE"}
     return bool(constants.HF_HUB_OFFLINE)
+
+
+def _offline_phrase() -> str:
+    return "only the disk was searched" if getattr(_LOCAL_ONLY, "on", False) else "HF_HUB_OFFLINE is set"
 
 
 def standard_hub_cache() -> Path:
@@ -303,7 +325,7 @@ class HubFetch:
             raise WeightsUnavailableError(
                 self.model,
                 f"{' or '.join(names)} of {self.repo_id}: not in the local caches ({', '.join(map(str, self.cache_dirs))}) "
-                "and HF_HUB_OFFLINE is set",
+                f"and {_offline_phrase()}",
                 "Run once with a network (or `augclip-demo download`) to fill the cache. " + self.how_to_fix)
         self._require_endpoint(names[0])
         for name in names:
@@ -422,7 +444,7 @@ def fetch_url(model: str, url: str, target: Path, how_to_fix: str, *, sha256: st
         log.warning("cached %s %s; downloading it again", target, problem)
         target.unlink()
     if hub_offline():
-        raise WeightsUnavailableError(model, f"{url} (not found at {target}, and HF_HUB_OFFLINE is set)", how_to_fix)
+        raise WeightsUnavailableError(model, f"{url} (not found at {target}, and {_offline_phrase()})", how_to_fix)
     reason = unreachable_reason(url)
     if reason is not None:
         raise WeightsUnavailableError(model, f"{url} (not found at {target}, and {reason})", how_to_fix)
@@ -482,6 +504,17 @@ class ClipFiles:
     preprocess: dict[str, Any] = field(default_factory=dict)  # the tag's mean/std/interpolation/resize_mode
     quick_gelu: bool = False
     source: str = ""  # where the weights came from, for messages
+
+
+def clip_file_list(files: ClipFiles) -> list[Path]:
+    """The local files a resolved CLIP model is read from."""
+    if files.checkpoint is not None:
+        return [files.checkpoint]
+    if files.folder is not None:
+        found = [files.folder / OPEN_CLIP_CONFIG]
+        found += [files.folder / name for name in OPEN_CLIP_WEIGHT_FILES if (files.folder / name).is_file()][:1]
+        return found
+    return []
 
 
 def clip_tag_source(arch: str, tag: str) -> tuple[str | None, str | None, str | None]:
@@ -807,7 +840,7 @@ def require_hub_available(model: str, repo_id: str, alternatives: Sequence[str],
     if hub_offline():
         raise WeightsUnavailableError(
             model, f"{' or '.join(alternatives)} of {repo_id}: not in the local caches "
-            f"({', '.join(map(str, fetch.cache_dirs))}) and HF_HUB_OFFLINE is set", how_to_fix)
+            f"({', '.join(map(str, fetch.cache_dirs))}) and {_offline_phrase()}", how_to_fix)
     fetch._require_endpoint(alternatives[0])
 
 
@@ -816,6 +849,6 @@ def require_url_available(model: str, url: str, target: Path, how_to_fix: str) -
     if target.is_file():
         return
     if hub_offline():
-        raise WeightsUnavailableError(model, f"{url} (not found at {target}, and HF_HUB_OFFLINE is set)", how_to_fix)
+        raise WeightsUnavailableError(model, f"{url} (not found at {target}, and {_offline_phrase()})", how_to_fix)
     if (reason := unreachable_reason(url)) is not None:
         raise WeightsUnavailableError(model, f"{url} (not found at {target}, and {reason})", how_to_fix)

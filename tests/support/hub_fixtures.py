@@ -1,4 +1,4 @@
-"""Fixtures for weight tests: a local model hub with published layouts, and a process that may use it."""
+"""Fixtures for weight tests (imported by tests/conftest.py): a local model hub with published layouts."""
 
 from __future__ import annotations
 
