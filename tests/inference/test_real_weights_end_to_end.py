@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from augclip_demo.inference.weights import sha256_of
-from tests.support.hub_fixtures import subprocess_env
 from tests.support import ROOT, draw_scene, free_port, published
+from tests.support.hub_fixtures import subprocess_env
 
 pytestmark = pytest.mark.slow
 

@@ -14,8 +14,8 @@ from augclip_demo.inference import ClipEncoder
 from augclip_demo.inference.segmenter import SamSegmenter
 from augclip_demo.inference.specs import TINY_ARCH
 from augclip_demo.inference.weights import check_weight_file, pretrained_entry, sha256_of
-from tests.support.hub_fixtures import set_offline
 from tests.support import draw_scene, free_port, published
+from tests.support.hub_fixtures import set_offline
 
 HF_CLIP = f"hf-hub:{published.HF_HUB_CLIP_REPO}"
 
