@@ -184,3 +184,46 @@ def test_full_size_sam_from_the_url(hub, online, tmp_path):
     loaded = segmenter._model.state_dict()
     for name in ("image_encoder.patch_embed.proj.weight", "mask_decoder.iou_prediction_head.layers.0.weight"):
         torch.testing.assert_close(loaded[name], state[name], rtol=0, atol=0)
+
+
+REFERENCE = """
+import sys, numpy as np, open_clip, torch
+from PIL import Image
+model, _, preprocess = open_clip.create_model_and_transforms("ViT-B-16", pretrained="openai", cache_dir=sys.argv[1])
+tokenizer = open_clip.get_tokenizer("ViT-B-16")
+with torch.inference_mode():
+    image = model.encode_image(preprocess(Image.open(sys.argv[2]).convert("RGB"))[None])
+    text = model.encode_text(tokenizer(["a blue ball"]))
+rows = torch.cat([image, text]).float()
+np.save(sys.argv[3], (rows / rows.norm(dim=-1, keepdim=True)).numpy())
+"""
+
+
+def test_full_size_openai_tag_equals_open_clips_own_loading_and_the_checkpoint_route(world, hub, online, tmp_path):
+    """ViT-B-16/openai in its published layout (open_clip_model.safetensors in timm/vit_base_patch16_clip_224.openai):
+    our resolver, the README's tag + --clip-checkpoint route and open_clip's own tag download give the same numbers."""
+    import numpy as np
+    import open_clip
+    import torch
+
+    from augclip_demo.inference import ClipEncoder
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(published.PUBLISHED_SEED)
+        state = open_clip.create_model("ViT-B-16", force_quick_gelu=True).state_dict()
+    weights_file = published.save_safetensors(state, tmp_path / "open_clip_model.safetensors")
+    del state
+    hub.add_repo(published.OPENAI_B16_REPO, {"open_clip_model.safetensors": weights_file,
+                                             "open_clip_config.json": "{}"})
+    image = world["images"]["source"]
+    env = {**subprocess_env(hub, tmp_path / "reference")}
+    out = tmp_path / "reference.npy"
+    subprocess.run([sys.executable, "-c", REFERENCE, str(tmp_path / "oc-cache"), str(image), str(out)], env=env,
+                   check=True, timeout=600, capture_output=True)
+    expected = np.load(out)
+    for encoder in (ClipEncoder("ViT-B-16/openai", device="cpu", cache_dir=online),
+                    ClipEncoder("ViT-B-16/openai", checkpoint=weights_file, device="cpu")):
+        assert not encoder.untrained
+        got = np.concatenate([encoder.encode_images([image]), encoder.encode_texts(["a blue ball"])])
+        np.testing.assert_allclose(got, expected, rtol=0, atol=1e-6)
+        encoder.unload()
