@@ -189,7 +189,9 @@ def test_full_size_sam_from_the_url(hub, online, tmp_path):
 REFERENCE = """
 import sys, numpy as np, open_clip, torch
 from PIL import Image
-model, _, preprocess = open_clip.create_model_and_transforms("ViT-B-16", pretrained="openai", cache_dir=sys.argv[1])
+# OpenAI's weights were trained with QuickGELU; open_clip only warns unless told (as our loader tells it).
+model, _, preprocess = open_clip.create_model_and_transforms("ViT-B-16", pretrained="openai", cache_dir=sys.argv[1],
+                                                             force_quick_gelu=True)
 tokenizer = open_clip.get_tokenizer("ViT-B-16")
 with torch.inference_mode():
     image = model.encode_image(preprocess(Image.open(sys.argv[2]).convert("RGB"))[None])
