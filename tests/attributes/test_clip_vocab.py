@@ -27,6 +27,9 @@ from augclip_demo.inference import ClipEncoder
 from augclip_demo.pipeline import Evaluator
 from tests.support import TINY, draw_scene
 
+# Encoding the ~3,300-phrase vocabulary takes ~10 s on 2 cores, so the module stays out of the fast loop.
+pytestmark = pytest.mark.slow
+
 SOURCE = draw_scene(shapes=[("ellipse", (20, 20, 70, 70), "red")])
 TARGET = "a red ball on green grass"
 
