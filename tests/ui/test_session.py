@@ -53,3 +53,13 @@ def test_evaluate_decodes_each_upload_once(scene_files, monkeypatch):
                                progress=lambda fraction, stage: None)
     assert len(report.edits) == 2
     assert sorted(decoded) == sorted(["source: source.png", "faithful.png", "replaced.png"])
+
+
+def test_only_offered_clip_models_are_loaded():
+    """A spec from a web client must be one the page offers: no folders on the server, no arbitrary Hub models."""
+    offered = ["ViT-B-16/openai", TINY]
+    assert logic.offered_clip_model(f"  {TINY} ", offered) == TINY
+    assert logic.offered_clip_model("", offered) is None  # the server's default
+    for spec in ["local-dir:/etc", "hf-hub:someone/model", "ViT-L-14/openai"]:
+        with pytest.raises(InputError, match="not offered by this server"):
+            logic.offered_clip_model(spec, offered)
