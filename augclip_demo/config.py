@@ -27,7 +27,7 @@ PRECISIONS = ("auto", "fp32", "fp16", "bf16")
 
 #: Environment variables read by :meth:`Settings.from_env`, with what each one sets.
 ENVIRONMENT_VARIABLES: dict[str, str] = {
-    "AUGCLIP_CLIP_MODEL": f"CLIP backbone spec (default {DEFAULT_CLIP_MODEL}; see README 'Model specs')",
+    "AUGCLIP_CLIP_MODEL": f"CLIP backbone spec (default {DEFAULT_CLIP_MODEL}; see docs/models.md)",
     "AUGCLIP_CLIP_CHECKPOINT": "local CLIP checkpoint file used instead of downloading the spec's weights",
     "AUGCLIP_DEVICE": "auto (default: CUDA when present, else CPU), cpu, cuda, cuda:N or mps",
     "AUGCLIP_PRECISION": "auto (default: fp16 autocast on CUDA, fp32 elsewhere), fp32, fp16 or bf16",

@@ -35,7 +35,7 @@ def batch_help(settings: Settings) -> str:
     return f"""
 **Score a whole benchmark.** Upload a **manifest** (JSONL, one item per line: `id`, `source`, `target_text`,
 optional `source_text`, `edits` with `path` / `name` / `role` (gt, ep, em, candidate), optional `human`
-judgments and `attributes`; the README's *Manifests* section has the format) and a **zip of the images** it
+judgments and `attributes`; docs/batch.md, *Manifests*, has the format) and a **zip of the images** it
 names; paths in the manifest are relative to the zip's root (or to its single top-level folder).
 Items with `human.preferred` give s2AFC, triplets with gt / ep / em roles give AccBoth, per-edit
 `human.scores` give correlations. The zip may be at most {settings.upload_max_zip_mb} MB, hold at most

@@ -218,6 +218,6 @@ for two-edit items with a human preference, correlations for per-edit human scor
 
 ### API
 Every button is also an API endpoint (`/evaluate`, `/rescore`, `/explain`, `/bpm`, `/bpm_fields`,
-`/extract_attributes`, `/batch`): see *Use via API* at the bottom of the page, or the README for a
+`/extract_attributes`, `/batch`): see *Use via API* at the bottom of the page, or docs/app.md in the repository for a
 `gradio_client` example.
 """
