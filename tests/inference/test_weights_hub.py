@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
@@ -265,3 +266,26 @@ def test_grounding_dino_refused_weights_and_wrong_architecture(hub, hub_gdino, o
     published.save_safetensors(dict(list(state.items())[: len(state) // 2]), folder / "model.safetensors")
     with pytest.raises(WeightsUnavailableError, match="different architecture: .*missing key"):
         GroundingDetector(str(folder), device="cpu").load()
+
+
+@pytest.mark.parametrize("root_level", [logging.WARNING, logging.ERROR])  # ERROR: the CLI without --verbose
+def test_open_clips_random_fallback_is_caught_whatever_the_log_level(root_level):
+    """open_clip initialises randomly and only logs when it has no weights; the guard turns that into an error."""
+    import open_clip
+
+    from augclip_demo.inference.specs import register_model_configs
+    from augclip_demo.inference.weights import ensure_no_random_init
+
+    register_model_configs()
+    root = logging.getLogger()
+    previous = root.level
+    root.setLevel(root_level)
+    try:
+        with pytest.raises(WeightsUnavailableError, match="refusing to run with random weights"):
+            ensure_no_random_init(lambda: open_clip.create_model(TINY_ARCH), f"CLIP {TINY_ARCH}", "nowhere", "")
+        assert root.level == root_level
+        path = str(published.write_hf_hub_clip_weights_only())
+        model = ensure_no_random_init(lambda: open_clip.create_model(TINY_ARCH, pretrained=path), "CLIP", "file", "")
+        assert model is not None
+    finally:
+        root.setLevel(previous)

@@ -60,6 +60,13 @@ def write_hf_hub_clip(folder: Path) -> Path:
     return folder
 
 
+def write_hf_hub_clip_weights_only() -> Path:
+    """The tiny CLIP's published safetensors in a temporary folder (for loader-level tests)."""
+    import tempfile
+
+    return save_safetensors(tiny_clip_state(), Path(tempfile.mkdtemp(prefix="tiny-clip-")) / "open_clip_model.safetensors")
+
+
 def write_gdino(folder: Path) -> Path:
     """GroundingDINO in transformers' layout (config, model.safetensors, preprocessor, tokenizer files), tiny config."""
     from augclip_demo.inference.grounding import build_random_grounding
