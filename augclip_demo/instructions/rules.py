@@ -68,6 +68,8 @@ SUPPORTED_FORMS = (
     "move X left / to the top-right corner / next to Y / closer; give X a Y; change the background to Y"
 )
 
+#: Words for the picture itself ("the picture needs a bird" adds a bird).
+_FRAME_WORDS = frozenset("image picture photo photograph pic scene shot".split())
 #: Pronouns that may stand for an object ("make it red") rather than the whole picture.
 TRUE_PRONOUNS = frozenset(["it", "its", "them", "they", "this", "that", "these", "those", "him", "her", "he", "she", "one"])
 TIME_WORDS = frozenset(["night", "day", "daytime", "nighttime", "sunset", "sunrise", "dusk", "dawn", "winter", "summer", "autumn", "spring", "evening", "morning", "noon", "midnight", "twilight"])
@@ -222,14 +224,20 @@ def _indirect(text: str) -> str:
         text = _PREFIX.sub("", text)
         if text == before:
             break
-    m = re.match(r"^(?:can|could|should|would|will|may|might|shall)\s+(.+?)\s+(?:be|become|look|get|appear)\s+(.*)$",
-                 text)
+    text = re.sub(r"^(?:can|could|may|might|should|would|will|shall)\s+there\s+be\s+", "add ", text)
+    m = re.match(r"^(?:can|could|should|would|will|may|might|shall)\s+(.+?)\s+(be|become|look|get|appear|have|has)"
+                 r"\s+(.*)$", text)
+    if m and m.group(2) in ("have", "has"):
+        text = f"make {m.group(1)} have {m.group(3)}"
+        m = None
     if m and m.group(1) not in ("you", "u", "we", "i") and not _starts_with_verb(m.group(1)):
-        text = f"make {m.group(1)} {m.group(2)}"
+        text = f"make {m.group(1)} {m.group(3)}"
     m = re.match(r"^(.+?)\s+(?:needs|need|wants|want|should have|could have|must have|gets|get|deserves|has to have|"
-                 r"could use|should get|ought to have|needs to have)\s+((?:a|an|some|more|two|three|\d+)\s+.*)$", text)
+                 r"could use|should get|ought to have|needs to have)\s+(?!to\s|be\s)(.+)$", text)
     if m and not _starts_with_verb(m.group(1)) and m.group(1) not in ("i", "we", "you"):
-        text = f"give {m.group(1)} {m.group(2)}"
+        subject = clean_phrase(m.group(1))
+        frame = subject is not None and _is_global_phrase(subject) and subject.split()[-1] in _FRAME_WORDS
+        text = f"add {m.group(2)}" if frame else f"give {m.group(1)} {m.group(2)}"
     if not _starts_with_verb(text):
         m = _STATEMENT.match(text) or _STATEMENT_COPULA.match(text)
         if m and not _starts_with_verb(m.group(1)) and not re.match(r"^(?:it|this|that|they)$", m.group(1)):
@@ -858,7 +866,7 @@ _GAZE_NEXT = frozenset(["left", "right", "up", "down", "at", "to", "towards", "t
 
 
 #: Words after which no pose verb is looked for ("make it look like a painting").
-_SCAN_STOP = frozenset(["like", "into", "a", "an", "with", "of", "from", "as", "than"])
+_SCAN_STOP = frozenset(["like", "into", "a", "an", "with", "of", "from", "as", "than", "have", "has", "had"])
 
 
 def _is_pose_at(words: list[str], i: int) -> bool:
@@ -949,6 +957,10 @@ def _add(text: str, ctx: _Ctx) -> Change | None:
                 "seat", "park", "perch") and rest and not _INDEFINITE.match(rest + " "):
         return None  # "paint the wall blue" recolours, "have the dog sit" is a pose
     notes: list[str] = []
+    far = re.search(r"\s+(?:far away|far off|in the (?:far )?distance)\b", rest)
+    if far:
+        rest = rest[:far.start()] + rest[far.end():]
+        notes.append("'far away' is not checked for an added object (BPM gives an added object full size score)")
     obj_text, place = _placement(rest, ctx, depth=False)
     notes.extend(place.notes)
     obj = _object(obj_text, "object to add", ctx, notes=notes)
@@ -982,6 +994,10 @@ def _from_to(text: str, ctx: _Ctx) -> Change | None:
 
 
 def _change_into(text: str, ctx: _Ctx) -> Change | None:
+    m = re.match(r"^(?:change|alter|adjust|modify|set)\s+(.*?)(?:'s|s')?\s+(?:pose|posture|stance|position)\s+"
+                 r"(?:so(?: that)? (?:it|he|she|they)(?:'s|'re| is| are)?|to|into|so it looks)\s+(.*)$", text)
+    if m:
+        return _make_value(m.group(1), m.group(2), ctx, text)
     m = re.match(r"^(?:change|turn|transform|convert|morph|make|modify|alter|rotate|spin)(?:\s+(.*?))?\s+"
                  r"(?:into|to be|to look like|to|so it looks like|so that it looks like|so it becomes|around|round)"
                  r"(?:\s+(.*))?$", text)
@@ -1051,7 +1067,8 @@ def _make_value(obj_text: str, value: str, ctx: _Ctx, text: str) -> Change:
         return Change("resize", obj, obj, "smaller", clause=text, base=obj)
     # a place: "the cup should be on the right", "make the dog closer"
     head, place = _placement(f"x {value}", ctx, depth=True)
-    if (place.state is not None or place.size is not None) and head.strip() == "x":
+    loose = place.state == "near" and re.match(r"^(?:at|by|around|in)\s", value) is not None
+    if not loose and (place.state is not None or place.size is not None) and head.strip() == "x":
         obj = _object(obj_text, "object to move", ctx)
         return Change("move", obj, obj, place.size or "unchanged", place.state or "unchanged", place.reference,
                       notes=place.notes, confidence=place.confidence, clause=text, base=obj)
@@ -1080,6 +1097,10 @@ def _make_value(obj_text: str, value: str, ctx: _Ctx, text: str) -> Change:
         thing = _object(re.sub(r"^(?:more|extra|less)\s+", "", m.group(1)), "what it gets", ctx)
         return Change("attribute", obj, f"{obj} with {thing}", clause=text, base=obj, suffix=f"with {thing}")
     value = re.sub(r"^(?:more|very|really|much|even|a lot more|a bit|a little|slightly|so|less)\s+", "", value)
+    if re.match(r"^(?:at|in|during|under|for)\s", value):  # "make the sky at sunset"
+        suffix = clean_phrase(value) or value
+        return Change("attribute", obj, f"{obj} {suffix}", clause=text, base=obj, suffix=suffix, confidence="medium",
+                      notes=[f"'{value}' taken as a new look of {obj}; check o2"])
     known = all(w in COLOURS or w in MATERIALS or w in COLOUR_MODIFIERS or w in STYLE_WORDS or w == "and"
                 or w.endswith(("y", "ed", "ful", "ous", "ish", "ic", "al", "er", "less", "en", "ive", "ble"))
                 for w in value.replace("-", " ").split())
@@ -1092,7 +1113,10 @@ def _make_value(obj_text: str, value: str, ctx: _Ctx, text: str) -> Change:
 
 
 def _make_attribute(text: str, ctx: _Ctx) -> Change | None:
-    m = re.match(r"^what if\s+(.*?)\s+(?:was|were|is|are|became|looked|had)\s+(.*)$", text) \
+    m = re.match(r"^what if\s+(.*?)\s+(?:had|has|got)\s+(.*)$", text)
+    if m:
+        return _make_value(m.group(1), f"with {m.group(2)}", ctx, text)
+    m = re.match(r"^what if\s+(.*?)\s+(?:was|were|is|are|became|looked)\s+(.*)$", text) \
         or re.match(r"^(?:let|have)\s+(.*?)\s+be\s+(.*)$", text)
     if m:
         return _make_value(m.group(1), m.group(2), ctx, text)
@@ -1104,7 +1128,8 @@ def _make_attribute(text: str, ctx: _Ctx) -> Change | None:
     # a place at the end: "make the cup on the left" is a move
     head, place = _placement(body, ctx, depth=True)
     ref_tail = (place.reference or "").split()[-1:]
-    if (place.size is not None or place.state in ("left", "right", "up", "down", "near")) and clean_phrase(head) \
+    loose = place.state == "near" and re.search(r"\s(?:at|by|around|in)\s", body) is not None
+    if not loose and (place.size is not None or place.state in ("left", "right", "up", "down", "near")) and clean_phrase(head) \
             and not re.search(r"\b(?:a|an)\s", head) and not (ref_tail and ref_tail[0] in COLOURS | MATERIALS | LARGER
                                                               | SMALLER):
         obj = _object(head, "object to move", ctx)
@@ -1144,6 +1169,7 @@ def _make_attribute(text: str, ctx: _Ctx) -> Change | None:
     while start > 1 and clean_phrase(" ".join(words[:start - 1])):
         prev = words[start - 1]
         if ((prev in COLOUR_MODIFIERS and words[start] in COLOURS) or prev == "and"
+                or prev in ("at", "during", "under")
                 or prev in ("very", "more", "less", "look", "appear", "seem", "much", "really", "so", "even", "all",
                             "completely", "totally", "fully", "bit", "little", "slightly")
                 or ((prev in COLOURS or prev in MATERIALS) and words[start] == "and")
@@ -1196,8 +1222,8 @@ def _continue(piece: str, previous: Change) -> list[str]:
     verb = previous.clause.split(" ", 1)[0] if previous.clause else "make"
     if previous.kind in ("add", "remove"):
         return [f"{previous.clause.split(' ', 1)[0]} {piece}", f"make {subject} {piece}"]
-    if verb in ("make", "turn", "render", "paint", "colour", "color"):
-        return [f"make {subject} {piece}", f"{verb} {piece}"]
+    if re.match(r"^(?:the|a|an|my|his|her|their|its|this|that|these|those|some)\s", piece):
+        return [f"{verb} {piece}", f"make {subject} {piece}"]  # "... and the vase blue": a new object
     return [f"make {subject} {piece}", f"{verb} {piece}"]
 
 
