@@ -225,6 +225,9 @@ def _indirect(text: str) -> str:
         if text == before:
             break
     text = re.sub(r"^(?:can|could|may|might|should|would|will|shall)\s+there\s+be\s+", "add ", text)
+    text = re.sub(r"^there\s+(?:should|must|shall|may|can|could|would)\s*(?:not|n't)\s+be\s+(?:any\s+)?", "remove ",
+                  text)
+    text = re.sub(r"^there\s+(?:shouldn't|mustn't|can't|cannot|won't|wouldn't)\s+be\s+(?:any\s+)?", "remove ", text)
     m = re.match(r"^(?:can|could|should|would|will|may|might|shall)\s+(.+?)\s+(be|become|look|get|appear|have|has)"
                  r"\s+(.*)$", text)
     if m and m.group(2) in ("have", "has"):
@@ -499,7 +502,8 @@ _RELATIONS: dict[str, str] = {
     "around": "near", "at": "near", "closer to": "near", "nearer to": "near", "nearer": "near", "towards": "near",
     "toward": "near", "against": "near", "between": "near", "among": "near", "amongst": "near",
     "across from": "near", "opposite": "near", "opposite to": "near", "adjacent to": "near", "right by": "near",
-    "right next to": "near", "just behind": "near", "just in front of": "near",
+    "right next to": "near", "just behind": "near", "just in front of": "near", "on the other side of": "near",
+    "on the far side of": "near", "at the side of": "near", "on either side of": "near",
 }
 _APPROXIMATED = {
     "behind": "behind is not a BPM state; the closest is near (the boxes touch or overlap little)",
@@ -581,6 +585,9 @@ def _placement(rest: str, ctx: _Ctx, *, depth: bool) -> tuple[str, Placement]:
     notes = [_APPROXIMATED[keyword]] if keyword in _APPROXIMATED else []
     if keyword == "between":
         reference = re.split(r"\s+and\s+", reference)[0]
+    if re.match(r"^(?:the\s+)?(?:corner|middle|center|centre)$", reference.strip()):
+        return rest[: match.start()], Placement(notes=[f"'{keyword} {reference}' names no side of the picture"],
+                                                confidence="low")
     head = reference.split(" of ")[0].split()
     if keyword in ("on", "onto", "on to", "upon", "up on") and head and head[-1] in FLAT_SURFACES:
         state = "inside"
@@ -822,6 +829,14 @@ def _give_or_wear(text: str, ctx: _Ctx) -> Change | None:
                 raise _global_refusal(ctx.original, f"it gives the picture {m.group(2)!r}")
             _object(m.group(1), "object that receives it", ctx)
         obj = _object(m.group(1), "object that receives it", ctx)
+        held = re.match(r"^(.*?)\s+to\s+(hold|wear|carry|play with|read|eat)$", m.group(2))
+        if held:
+            obj = _object(m.group(1), "object that receives it", ctx)
+            thing = _object(held.group(1), "thing to give", ctx)
+            action = "holding" if held.group(2) in ("hold", "carry") else gerund(held.group(2).split()[0]) + (
+                " with" if held.group(2) == "play with" else "")
+            return Change("attribute", obj, f"{obj} {action} {thing}", clause=text, base=obj,
+                          suffix=f"{action} {thing}")
         thing = _object(m.group(2), "thing to give", ctx)
         return Change("attribute", obj, f"{obj} with {thing}", clause=text, base=obj, suffix=f"with {thing}", notes=[
             f"giving {obj} {thing} changes {obj} (o1 = o2 = {obj}, o2 described with the change); to score "
@@ -1221,7 +1236,7 @@ def _continue(piece: str, previous: Change) -> list[str]:
     subject = previous.subject or ""
     verb = previous.clause.split(" ", 1)[0] if previous.clause else "make"
     if previous.kind in ("add", "remove"):
-        return [f"{previous.clause.split(' ', 1)[0]} {piece}", f"make {subject} {piece}"]
+        return [f"{previous.kind} {piece}", f"make {subject} {piece}"]
     if re.match(r"^(?:the|a|an|my|his|her|their|its|this|that|these|those|some)\s", piece):
         return [f"{verb} {piece}", f"make {subject} {piece}"]  # "... and the vase blue": a new object
     return [f"make {subject} {piece}", f"{verb} {piece}"]
