@@ -69,7 +69,7 @@ SUPPORTED_FORMS = (
 )
 
 #: Words for the picture itself ("the picture needs a bird" adds a bird).
-_FRAME_WORDS = frozenset("image picture photo photograph pic scene shot".split())
+_FRAME_WORDS = frozenset(["image", "picture", "photo", "photograph", "pic", "scene", "shot"])
 #: Pronouns that may stand for an object ("make it red") rather than the whole picture.
 TRUE_PRONOUNS = frozenset(["it", "its", "them", "they", "this", "that", "these", "those", "him", "her", "he", "she", "one"])
 TIME_WORDS = frozenset(["night", "day", "daytime", "nighttime", "sunset", "sunrise", "dusk", "dawn", "winter", "summer", "autumn", "spring", "evening", "morning", "noon", "midnight", "twilight"])
