@@ -13,6 +13,7 @@ accuracy table of each set (objects + size, position, refused), from the same pa
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import sys
 import time
@@ -30,10 +31,8 @@ SETS = {"labelled": ROOT / "tests/data/instructions_labelled.jsonl",
 
 
 def _parse_once(text: str) -> None:
-    try:
+    with contextlib.suppress(InstructionParseError):  # a refusal is a result too
         parse_with_rules(text)
-    except InstructionParseError:
-        pass
 
 
 def main() -> int:
