@@ -228,7 +228,7 @@ the papers' protocols where the manifest has what they need: AccBoth for gt / ep
 for two-edit items with a human preference, correlations for per-edit human scores.
 
 ### API
-Every button is also an API endpoint (`/evaluate`, `/rescore`, `/explain`, `/bpm`, `/bpm_fields`,
+Every button is also an API endpoint (`/evaluate`, `/rescore`, `/explain`, `/bpm`, `/bpm_parse`, `/bpm_fields`,
 `/extract_attributes`, `/batch`): see *Use via API* at the bottom of the page, or the README for a
 `gradio_client` example.
 """
