@@ -53,6 +53,7 @@ from .lexicon import (
     SMALLER,
     STYLE_WORDS,
     VERB_ATTRIBUTES,
+    word_set,
 )
 from .parsed import ParsedInstruction, clean_phrase, is_pronoun
 
@@ -69,10 +70,13 @@ SUPPORTED_FORMS = (
 )
 
 #: Words for the picture itself ("the picture needs a bird" adds a bird).
-_FRAME_WORDS = frozenset(["image", "picture", "photo", "photograph", "pic", "scene", "shot"])
+_FRAME_WORDS = word_set("image picture photo photograph pic scene shot")
 #: Pronouns that may stand for an object ("make it red") rather than the whole picture.
-TRUE_PRONOUNS = frozenset(["it", "its", "them", "they", "this", "that", "these", "those", "him", "her", "he", "she", "one"])
-TIME_WORDS = frozenset(["night", "day", "daytime", "nighttime", "sunset", "sunrise", "dusk", "dawn", "winter", "summer", "autumn", "spring", "evening", "morning", "noon", "midnight", "twilight"])
+TRUE_PRONOUNS = word_set("it its them they this that these those him her he she one")
+TIME_WORDS = word_set(
+    "night day daytime nighttime sunset sunrise dusk dawn winter summer autumn spring evening morning noon "
+    "midnight twilight"
+)
 _SIZE_WORD = "|".join(sorted(LARGER | SMALLER, key=len, reverse=True))
 _DEGREE = (r"(?:(?:much|a lot|a little|a little bit|a bit|slightly|even|way|far|very|somewhat|quite|significantly|"
            r"considerably|noticeably|twice as|three times as|two times|three times|so much|really|more|too)\s+)*")
@@ -111,8 +115,16 @@ def _normalise(text: str) -> str:
 
 
 # ------------------------------------------------------------------------------ verbs and gerunds
-_CLAUSE_VERBS = frozenset(
-    ["add", "insert", "draw", "include", "create", "generate", "attach", "stick", "hang", "plant", "introduce", "paint", "sketch", "put", "place", "set", "position", "remove", "delete", "erase", "eliminate", "get", "take", "cut", "wipe", "clear", "throw", "hide", "drop", "lose", "ditch", "replace", "swap", "switch", "exchange", "substitute", "trade", "change", "turn", "transform", "convert", "morph", "make", "modify", "alter", "move", "shift", "slide", "drag", "push", "relocate", "reposition", "bring", "pull", "raise", "lower", "lift", "enlarge", "expand", "grow", "magnify", "upscale", "scale", "blow", "shrink", "reduce", "decrease", "increase", "double", "halve", "miniaturize", "miniaturise", "give", "dress", "cover", "fill", "decorate", "wrap", "coat", "sprinkle", "colour", "color", "recolor", "recolour", "dye", "tint", "spray", "open", "close", "shut", "keep", "leave", "preserve", "show", "have", "let", "rotate", "flip", "mirror", "brighten", "darken", "sharpen", "blur", "desaturate", "saturate", "colorize", "colourise", "colorise", "enhance", "improve", "fix", "denoise", "restore", "stylize", "stylise", "retouch", "zoom", "crop", "filter", "lighten", "soften", "see", "use", "apply"]
+_CLAUSE_VERBS = word_set(
+    "add insert draw include create generate attach stick hang plant introduce paint sketch put place set "
+    "position remove delete erase eliminate get take cut wipe clear throw hide drop lose ditch replace swap "
+    "switch exchange substitute trade change turn transform convert morph make modify alter move shift slide "
+    "drag push relocate reposition bring pull raise lower lift enlarge expand grow magnify upscale scale blow "
+    "shrink reduce decrease increase double halve miniaturize miniaturise give dress cover fill decorate wrap "
+    "coat sprinkle colour color recolor recolour dye tint spray open close shut keep leave preserve show have "
+    "let rotate flip mirror brighten darken sharpen blur desaturate saturate colorize colourise colorise "
+    "enhance improve fix denoise restore stylize stylise retouch zoom crop filter lighten soften see use "
+    "apply"
 )
 _IRREGULAR_PARTICIPLES = {
     "break": "broken", "freeze": "frozen", "tear": "torn", "bend": "bent", "light": "lit", "shake": "shaken",
@@ -445,7 +457,9 @@ def _is_global_phrase(phrase: str | None) -> bool:
     return all(w in GLOBAL_NOUNS or w in TIME_WORDS or w in _GLOBAL_MODIFIERS or w in STYLE_WORDS for w in words[:-1])
 
 
-_GLOBAL_MODIFIERS = frozenset(["whole", "entire", "overall", "general", "full", "complete", "current", "total", "background", "foreground", "natural", "ambient"])
+_GLOBAL_MODIFIERS = word_set(
+    "whole entire overall general full complete current total background foreground natural ambient"
+)
 
 
 def _is_adjectival(words: str) -> bool:
@@ -877,11 +891,14 @@ def _styleish(text: str) -> bool:
 
 
 _GAZE_VERBS = frozenset({"look", "face", "turn", "stare", "gaze", "point", "lean"})
-_GAZE_NEXT = frozenset(["left", "right", "up", "down", "at", "to", "towards", "toward", "away", "back", "around", "over", "into", "out", "forward", "forwards", "sideways", "upward", "upwards", "downward", "downwards", "straight"])
+_GAZE_NEXT = word_set(
+    "left right up down at to towards toward away back around over into out forward forwards sideways upward "
+    "upwards downward downwards straight"
+)
 
 
 #: Words after which no pose verb is looked for ("make it look like a painting").
-_SCAN_STOP = frozenset(["like", "into", "a", "an", "with", "of", "from", "as", "than", "have", "has", "had"])
+_SCAN_STOP = word_set("like into a an with of from as than have has had")
 
 
 def _is_pose_at(words: list[str], i: int) -> bool:
