@@ -1254,7 +1254,8 @@ def _continue(piece: str, previous: Change) -> list[str]:
     verb = previous.clause.split(" ", 1)[0] if previous.clause else "make"
     if previous.kind in ("add", "remove"):
         return [f"{previous.kind} {piece}", f"make {subject} {piece}"]
-    if re.match(r"^(?:the|a|an|my|his|her|their|its|this|that|these|those|some)\s", piece):
+    if re.match(r"^(?:the|a|an|my|his|her|their|its|this|that|these|those|some)\s", piece) and not re.match(
+            r"^(?:a (?:bit|little|lot|tad|touch)|a little bit|some more)\b", piece):
         return [f"{verb} {piece}", f"make {subject} {piece}"]  # "... and the vase blue": a new object
     return [f"make {subject} {piece}", f"{verb} {piece}"]
 

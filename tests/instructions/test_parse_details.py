@@ -23,6 +23,8 @@ def test_changes_to_one_object_merge_into_one_parse():
     parsed = parse_with_rules("make the ball smaller and red")
     assert (parsed.o1, parsed.o2, parsed.size_state) == ("ball", "red ball", "smaller")
     assert parsed.other_changes == ()
+    parsed = parse_with_rules("could you make the tulip pink and a bit bigger?")  # "a bit" is no new object
+    assert (parsed.o1, parsed.o2, parsed.size_state, parsed.other_changes) == ("tulip", "pink tulip", "larger", ())
 
 
 def test_a_compound_edit_scores_the_first_change_and_reports_the_rest():
