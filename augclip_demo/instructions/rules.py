@@ -237,6 +237,14 @@ def _indirect(text: str) -> str:
         if text == before:
             break
     text = re.sub(r"^(?:can|could|may|might|should|would|will|shall)\s+there\s+be\s+", "add ", text)
+    text = re.sub(r"^(?:have|let|make)\s+there\s+be\s+", "add ", text)
+    text = re.sub(r"^(?:it|this|that|there)\s+(?:should|could|would|must|ought to|needs to|has to)\s+be\s+"
+                  r"(?=.*\binstead of\b)", "use ", text)
+    text = re.sub(r"^make\s+(?:it\s+)?so(?:\s+that)?\s+", "", text)
+    m = re.match(r"^(.+?)\s+(?:has|have|had|has got|have got)\s+(?!to\s|been\s)(.+)$", text)
+    if m and not _starts_with_verb(m.group(1)) and m.group(1) not in ("i", "we", "you", "it", "they") \
+            and not re.search(rf"\b(?:{_MODAL}|not|n't)$", m.group(1)):
+        text = f"make {m.group(1)} have {m.group(2)}"
     text = re.sub(r"^there\s+(?:should|must|shall|may|can|could|would)\s*(?:not|n't)\s+be\s+(?:any\s+)?", "remove ",
                   text)
     text = re.sub(r"^there\s+(?:shouldn't|mustn't|can't|cannot|won't|wouldn't)\s+be\s+(?:any\s+)?", "remove ", text)
@@ -568,6 +576,9 @@ def _placement(rest: str, ctx: _Ctx, *, depth: bool) -> tuple[str, Placement]:
     """Split ``rest`` ("the cup to the left of the plate") into the object text and where it goes."""
     rest = " " + rest.strip()
     rest = _FROM.sub("", rest)  # "from A to B": only the destination matters
+    rest = re.sub(r"\s+(?:a little bit|a bit|a little|slightly|a lot|much|far|way|even|up|down|out|over|back)"
+                  r"(?=\s+(?:to|on|onto|at|in|into|inside|towards|toward|closer|nearer|next|behind|under|below|"
+                  r"above|over|beside|by|near)\s)", "", rest)
     if depth:
         m = _DEPTH_NEAR.search(rest)
         if m and m.start() > 0:
@@ -596,6 +607,9 @@ def _placement(rest: str, ctx: _Ctx, *, depth: bool) -> tuple[str, Placement]:
         return rest, Placement()
     keyword, reference = match.group(1), match.group(2)
     state = _RELATIONS[keyword]
+    part = re.match(r"^(?:the\s+)?(?:middle|center|centre|edge|side|far side|near side|corner)\s+of\s+(.+)$", reference)
+    if part:  # "to the middle of the lake": the lake is the reference
+        reference = part.group(1)
     notes = [_APPROXIMATED[keyword]] if keyword in _APPROXIMATED else []
     if keyword == "between":
         reference = re.split(r"\s+and\s+", reference)[0]
@@ -855,7 +869,7 @@ def _give_or_wear(text: str, ctx: _Ctx) -> Change | None:
         return Change("attribute", obj, f"{obj} with {thing}", clause=text, base=obj, suffix=f"with {thing}", notes=[
             f"giving {obj} {thing} changes {obj} (o1 = o2 = {obj}, o2 described with the change); to score "
             f"{thing} as a new object instead, write 'add {thing} to {obj}'"])
-    m = re.match(rf"^(?:make|have|let|get)\s+(.*?)\s+(?:to\s+)?({_WEAR})\s+(.*)$", text) or re.match(
+    m = re.match(rf"^(?:make|have|let|get)\s+(.*?)\s+(?:to\s+|be\s+)?({_WEAR})\s+(.*)$", text) or re.match(
         r"^dress\s+(.*?)\s+(in)\s+(.*)$", text)
     if m:
         obj = _object(m.group(1), "person or animal", ctx)
@@ -1133,6 +1147,10 @@ def _make_value(obj_text: str, value: str, ctx: _Ctx, text: str) -> Change:
         suffix = clean_phrase(value) or value
         return Change("attribute", obj, f"{obj} {suffix}", clause=text, base=obj, suffix=suffix, confidence="medium",
                       notes=[f"'{value}' taken as a new look of {obj}; check o2"])
+    if (len(value.split()) == 1 and value.endswith("s") and not value.endswith(("ss", "ous")) and obj.endswith("s")
+            and not _is_adjectival(value)):  # "the apples should be oranges": new objects
+        return Change("replace", obj, value, clause=text, base=value, confidence="medium",
+                      notes=[f"{value!r} taken as new objects in place of the {obj}; check o2"])
     known = all(w in COLOURS or w in MATERIALS or w in COLOUR_MODIFIERS or w in STYLE_WORDS or w == "and"
                 or w.endswith(("y", "ed", "ful", "ous", "ish", "ic", "al", "er", "less", "en", "ive", "ble"))
                 for w in value.replace("-", " ").split())
@@ -1176,9 +1194,10 @@ def _make_attribute(text: str, ctx: _Ctx) -> Change | None:
     if m:
         return _make_value(m.group(1), m.group(2), ctx, text)
     m = re.match(r"^(.*?)\s+((?:look|appear|seem)\s+like\s+.*|(?:made of|made from|made out of|out of)\s+.*|"
+                 r"(?:turned|switched)\s+(?:on|off)|"
                  r"(?:have|has|with)\s+.*|"
                  r"(?:replaced|swapped|substituted)\s+(?:with|by|for)\s+.*)$", body)
-    if m:
+    if m and not re.search(r"\s(?:a|an)\s", f" {m.group(1)} "[1:]):
         return _make_value(m.group(1), m.group(2), ctx, text)
     if len(words) < 2 or not (clean_phrase(body) or "").split()[1:]:
         if words and (is_pronoun(words[0]) or _is_global_phrase(words[0])):
