@@ -32,7 +32,7 @@ NONE_WORDS = frozenset({"", "none", "null", "nothing", "n/a", "-", "no object"})
 PRONOUNS = frozenset({
     "it", "its", "them", "they", "this", "that", "these", "those", "him", "her", "he", "she", "one",
     "something", "anything", "everything", "stuff", "things", "thing", "object", "objects", "image",
-    "picture", "photo", "me", "us", "you",
+    "me", "us", "you",
 })
 
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b\s*")

@@ -199,7 +199,7 @@ _MODAL = (r"should|ought to|needs to|need to|has to|have to|must|is supposed to|
 _STATEMENT = re.compile(rf"^(.+?)\s+(?:{_MODAL})\s+(.*)$")
 _STATEMENT_COPULA = re.compile(
     r"^(.+?)\s+(?:was|were|is|are|becomes|become|turns into|turn into|looks|look|appears|appear|gets|get|is now|"
-    r"are now|now looks|goes|go)\s+(.*)$")
+    r"are now|now looks|goes|go|belongs|belong)\s+(.*)$")
 _NO_X = re.compile(r"^(?:no more|no|without|without the|without any|lose the|minus the)\s+(.*)$")
 _DONT_WANT = re.compile(r"^(?:i|we)\s+(?:do not|don't|dont)\s+(?:want|need|like)\s+(?:the\s+|any\s+|a\s+|an\s+)?(.*?)"
                         r"(?:\s+(?:there|here|anymore|any more|in it))?$")
@@ -496,7 +496,7 @@ _FRAME_DIRECTION = re.compile(
     r"(?:(?:to|towards|toward|on|at|in|into|onto|over to|up to|down to)\s+(?:the\s+)?(?:very\s+)?(?:far\s+)?)?"
     rf"(?P<dir>{_DIRECTION})"
     r"(?:[\s-]+(?:side|corner|edge|part|half|hand side|area|portion|section|end))?"
-    r"(?:\s+(?:of|in)\s+(?:the\s+)?(?:image|picture|photo|frame|scene|canvas|shot|photograph))?"
+    r"(?:\s+(?:of|in)\s+(?:the\s+)?(?:image|picture|photo|frame|scene|canvas|shot|photograph|room))?"
     r"(?:\s+(?:a little|a bit|slightly|instead))?$"
 )
 _DEPTH_NEAR = re.compile(
@@ -522,7 +522,7 @@ _RELATIONS: dict[str, str] = {
     "in front of": "near", "behind": "near", "in back of": "near", "next to": "near", "beside": "near",
     "besides": "near", "near": "near", "nearby": "near", "close to": "near", "by": "near", "alongside": "near",
     "around": "near", "at": "near", "closer to": "near", "nearer to": "near", "nearer": "near", "towards": "near",
-    "toward": "near", "against": "near", "between": "near", "among": "near", "amongst": "near",
+    "toward": "near", "against": "near", "along": "near", "between": "near", "among": "near", "amongst": "near",
     "across from": "near", "opposite": "near", "opposite to": "near", "adjacent to": "near", "right by": "near",
     "right next to": "near", "just behind": "near", "just in front of": "near", "on the other side of": "near",
     "on the far side of": "near", "at the side of": "near", "on either side of": "near",
@@ -620,7 +620,7 @@ def _placement(rest: str, ctx: _Ctx, *, depth: bool) -> tuple[str, Placement]:
     if keyword in ("on", "onto", "on to", "upon", "up on") and head and head[-1] in FLAT_SURFACES:
         state = "inside"
         notes.append(f"on a flat thing ({head[-1]}) means within its box: position inside")
-    ref = _object(reference, "reference object", ctx, notes=notes)
+    ref = _object(reference, "reference object", ctx, notes=notes, strip_descriptor=True)
     if _is_global_phrase(ref) and ref.split()[-1] in ("image", "picture", "photo", "frame", "scene", "photograph"):
         ref = None  # "in the picture": the frame itself, no reference object
         state = "unchanged" if keyword in ("in", "to", "into", "inside", "within") else state
@@ -1044,11 +1044,13 @@ def _change_into(text: str, ctx: _Ctx) -> Change | None:
                  r"(?:so(?: that)? (?:it|he|she|they)(?:'s|'re| is| are)?|to|into|so it looks)\s+(.*)$", text)
     if m:
         return _make_value(m.group(1), m.group(2), ctx, text)
-    m = re.match(r"^(?:change|turn|transform|convert|morph|make|modify|alter|rotate|spin)(?:\s+(.*?))?\s+"
-                 r"(?:into|to be|to look like|to|so it looks like|so that it looks like|so it becomes|around|round)"
+    m = re.match(r"^(change|turn|transform|convert|morph|make|modify|alter|rotate|spin)(?:\s+(.*?))?\s+"
+                 r"(into|to be|to look like|to|so it looks like|so that it looks like|so it becomes|around|round)"
                  r"(?:\s+(.*))?$", text)
-    if not m:
-        return None
+    if not m or (m.group(1) == "make" and m.group(3) in ("to", "around", "round")):
+        return None  # "make the chair next to the desk" is a place, not a change into something
+    m = re.match(r"^\S+(?:\s+(.*?))?\s+(?:into|to be|to look like|to|so it looks like|so that it looks like|"
+                 r"so it becomes|around|round)(?:\s+(.*))?$", text)
     if _is_global_phrase(clean_phrase(m.group(1))):
         raise _global_refusal(ctx.original, f"it turns {clean_phrase(m.group(1))!r} into something else")
     obj = _object(m.group(1), "object to change", ctx, strip_descriptor=True)
@@ -1162,6 +1164,13 @@ def _make_value(obj_text: str, value: str, ctx: _Ctx, text: str) -> Change:
     return change
 
 
+#: A verb of being somewhere before a relation ("parked next to", "to hang above"): only the place counts.
+_PLACEMENT_VERB = re.compile(
+    r"\s+(?:to\s+)?(?:be\s+)?(?:parked|placed|put|positioned|located|moved|set|kept|stored|hang|hanging|hung|"
+    r"stand|standing|lie|lying|rest|resting|stay|staying|sit|sitting|go|be)\s+(?=(?:next to|beside|behind|"
+    r"in front of|on|onto|under|above|below|near|inside|into|over|at|by|between|to the)\s)")
+
+
 def _make_attribute(text: str, ctx: _Ctx) -> Change | None:
     m = re.match(r"^what if\s+(.*?)\s+(?:had|has|got)\s+(.*)$", text)
     if m:
@@ -1173,13 +1182,16 @@ def _make_attribute(text: str, ctx: _Ctx) -> Change | None:
     m = re.match(r"^(?:make|turn|render|get|see|let|have)\s+(.*)$", text)
     if not m:
         return None
-    body = m.group(1)
+    body = re.sub(_PLACEMENT_VERB, " ", " " + m.group(1)).strip()
     words = body.split()
     # a place at the end: "make the cup on the left" is a move
     head, place = _placement(body, ctx, depth=True)
     ref_tail = (place.reference or "").split()[-1:]
     loose = place.state == "near" and re.search(r"\s(?:at|by|around|in)\s", body) is not None
-    if not loose and (place.size is not None or place.state in ("left", "right", "up", "down", "near")) and clean_phrase(head) \
+    movable = ("left", "right", "up", "down", "near", "inside")
+    loose = loose or _is_global_phrase(clean_phrase(head)) or re.search(r"\b(?:like|look|looks|was|were|is|are)\b",
+                                                                        head) is not None
+    if not loose and (place.size is not None or place.state in movable) and clean_phrase(head) \
             and not re.search(r"\b(?:a|an)\s", head) and not (ref_tail and ref_tail[0] in COLOURS | MATERIALS | LARGER
                                                               | SMALLER):
         obj = _object(head, "object to move", ctx)
@@ -1438,7 +1450,8 @@ def _combine(changes: list[Change], ctx: _Ctx) -> ParsedInstruction:
         if not _merge(first, other):
             others.append(other)
     for obj in (first.o1, first.o2):
-        if _is_global_phrase(obj):
+        framed = first.kind in ("move", "resize", "remove") and obj in ("picture", "photo", "photograph", "painting")
+        if _is_global_phrase(obj) and not framed:  # "move the picture up": a picture on a wall
             raise _global_refusal(ctx.original, f"its object is {obj!r}")
     confidence = first.confidence
     if others:
