@@ -21,7 +21,7 @@ import gradio as gr
 from ..batch.metrics import BATCH_METRICS, DEFAULT_METRICS
 from ..batch.upload import BatchUploadResult, run_uploaded_batch
 from ..config import Settings
-from ..metrics.registry import METRICS
+from ..metrics.suite import METRICS
 from ..report import UNTRAINED_WARNING
 from .examples import EXAMPLES_DIR
 from .guard import user_facing
