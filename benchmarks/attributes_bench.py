@@ -38,14 +38,14 @@ def main() -> None:
 
     import numpy as np
     from PIL import Image
-    from tests.chat_server import ChatServer
-    from tests.test_openai_provider import paper_flow
 
     from augclip_demo.attributes import get_provider
     from augclip_demo.attributes.clip_vocab import clear_memory_cache, vocabulary_embeddings
     from augclip_demo.attributes.vocabulary import default_vocabulary
     from augclip_demo.config import Settings
     from augclip_demo.inference import ClipEncoder
+    from tests.support.attribute_chat import paper_flow
+    from tests.support.chat_server import ChatServer
 
     settings = Settings.from_env(clip_model=args.clip_model, device=args.device, cache_dir=cache_dir)
     rng = np.random.default_rng(0)

@@ -69,8 +69,10 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
     gpu = _cuda_available()
     llm_ready = statuses.get("openai") is not None and statuses["openai"].available
 
+    clip_choices = sorted({base_settings.clip_model, *CLIP_CHOICES})
+
     def settings_for(clip_model: str | None) -> Settings:
-        return base_settings.replace(clip_model=(clip_model or "").strip() or None)
+        return base_settings.replace(clip_model=logic.offered_clip_model(clip_model, clip_choices))
 
     def options_for(classifier: str, C: float | None, weighting: bool, include_images: bool) -> AugCLIPOptions:
         return AugCLIPOptions(classifier=classifier, C=float(C) if C else 1.0, weighting=bool(weighting),
@@ -121,8 +123,9 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                         C = gr.Number(1.0, label="C (svm / logistic)", minimum=1e-4)
                         weighting = gr.Checkbox(True, label="Weight samples by alpha (Eq. 6)")
                         include_images = gr.Checkbox(True, label="Images in the fit (App. B)")
-                        clip_model = gr.Dropdown(sorted({base_settings.clip_model, *CLIP_CHOICES}),
-                                                 value=base_settings.clip_model, allow_custom_value=True,
+                        # Only the offered models: a spec typed by a web client could name a folder on
+                        # the server (local-dir:...) or any model on the Hub.
+                        clip_model = gr.Dropdown(clip_choices, value=base_settings.clip_model,
                                                  label="CLIP model (spec)")
                     with gr.Row():
                         explain_on = gr.Checkbox(True, label="Explanations (relevancy maps, hyperplane views, rankings)",
@@ -169,15 +172,19 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                                                  object_fit="contain", elem_id="aug-bpm-gallery")
                         bpm_table = gr.Dataframe(label="BPM components", interactive=False, wrap=True,
                                                  elem_id="aug-bpm-table")
-                        gr.Markdown("**Parse** (edit the fields and press *Run BPM* for description-style targets "
-                                    "or instructions the parser cannot read):")
+                        bpm_parse_info = gr.Markdown("**Parse**: press *Parse the instruction* (Evaluate does it "
+                                                     "when BPM is on) to see o1 / o2 and the states before BPM runs; "
+                                                     "correct any field, or fill them for a description-style "
+                                                     "target.", elem_id="aug-bpm-parse-info")
                         with gr.Row():
                             bpm_o1 = gr.Textbox(label="o1 (object in the source; None to add)", elem_id="aug-bpm-o1")
                             bpm_o2 = gr.Textbox(label="o2 (object in the edit; None to remove)", elem_id="aug-bpm-o2")
                             bpm_size = gr.Dropdown(list(SIZE_STATES), value="unchanged", label="size state")
                             bpm_position = gr.Dropdown(list(POSITION_STATES), value="unchanged", label="position state")
                             bpm_reference = gr.Textbox(label="reference object (optional)")
-                        bpm_btn = gr.Button("Run BPM with these fields", size="sm", elem_id="aug-bpm-run")
+                        with gr.Row():
+                            bpm_parse_btn = gr.Button("Parse the instruction", size="sm", elem_id="aug-bpm-parse")
+                            bpm_btn = gr.Button("Run BPM with these fields", size="sm", elem_id="aug-bpm-run")
                     with gr.Tab("Report (JSON)", id="json"):
                         report_json = gr.JSON(label="Full report")
                 downloads = gr.File(label="Downloads: report.json, report.csv, figures.zip", file_count="multiple",
@@ -190,10 +197,12 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                         label="Start from an example (one click loads and runs it)",
                         examples_per_page=8,
                     ) if examples else None
+                evaluate_api = gr.Button(visible=False)
+                rescore_api = gr.Button(visible=False)
                 explain_api = gr.Button(visible=False)
                 bpm_api = gr.Button(visible=False)
             build_batch_tab(base_settings, provider_choices=provider_choices, default_provider=default_provider,
-                            clip_choices=sorted({base_settings.clip_model, *CLIP_CHOICES}))
+                            clip_choices=clip_choices)
             with gr.Tab("Help"):
                 gr.Markdown(views.help_markdown())
 
@@ -202,11 +211,15 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         score_outputs = [verdict, table, src_box, tgt_box, downloads, report_json, session_state,
                          edit_pick, exact_plot, umap_plot, *figure_outputs, bpm_gallery, bpm_table]
         explain_outputs = [edit_pick, exact_plot, umap_plot, *figure_outputs, relevancy_info, downloads, session_state]
-        bpm_outputs = [verdict, table, bpm_info, bpm_gallery, bpm_table, bpm_o1, bpm_o2, bpm_size, bpm_position,
-                       bpm_reference, downloads, report_json, session_state]
+        parse_fields = [bpm_o1, bpm_o2, bpm_size, bpm_position, bpm_reference]
+        bpm_outputs = [verdict, table, bpm_info, bpm_gallery, bpm_table, *parse_fields, downloads, report_json,
+                       session_state, bpm_parse_info]
 
-        def scored(report, state, *, clear: bool) -> dict:
-            files = views.write_downloads(report, Path(state.output_dir), state.figures)
+        # A click in the page runs stages (scores -> explanations -> BPM -> downloads): the stage handlers
+        # (archive=False) refresh report.json / .csv, and figures.zip is written once, by the last step.
+        # The API endpoints are single calls, so theirs (archive=True) write the zip themselves.
+        def scored(report, state, *, clear: bool, archive: bool) -> dict:
+            files = views.write_downloads(report, Path(state.output_dir), state.figures, archive=archive)
             out = {verdict: views.verdict_markdown(report), table: views.score_table(report),
                    src_box: "\n".join(report.attributes.source), tgt_box: "\n".join(report.attributes.target),
                    downloads: files, report_json: report.to_dict(), session_state: state}
@@ -223,39 +236,53 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             return {component: figures.get(f"edit{index + 1}_{key}") if index is not None else None
                     for component, key in zip(figure_outputs, views.PER_EDIT_FIGURES)}
 
-        @user_facing
-        def evaluate(source, edits, target, source_text, instruction, provider, src_box_value, tgt_box_value,
-                     classifier, C, weighting, include_images, clip_model, state, progress=gr.Progress()):
-            report, state = logic.evaluate(
-                settings_for(clip_model), state or logic.Session(), source=source, edits=edits,
-                target_text=target or "", source_text=source_text or "", provider=provider,
-                source_attrs_box=src_box_value or "", target_attrs_box=tgt_box_value or "",
-                options=options_for(classifier, C, weighting, include_images),
-                progress=lambda f, stage: progress(f, desc=stage),
-            )
-            return scored(report, state, clear=True)
+        def evaluate_handler(archive: bool):
+            @user_facing
+            def evaluate(source, edits, target, source_text, instruction, provider, src_box_value, tgt_box_value,
+                         classifier, C, weighting, include_images, clip_model, state, progress=gr.Progress()):
+                report, state = logic.evaluate(
+                    settings_for(clip_model), state or logic.Session(), source=source, edits=edits,
+                    target_text=target or "", source_text=source_text or "", provider=provider,
+                    source_attrs_box=src_box_value or "", target_attrs_box=tgt_box_value or "",
+                    options=options_for(classifier, C, weighting, include_images),
+                    progress=lambda f, stage: progress(f, desc=stage),
+                )
+                return scored(report, state, clear=True, archive=archive)
 
-        @user_facing
-        def rescore(src_box_value, tgt_box_value, classifier, C, weighting, include_images, clip_model, state):
-            report, state = logic.rescore(settings_for(clip_model), state or logic.Session(),
-                                          options_for(classifier, C, weighting, include_images),
-                                          src_box_value or "", tgt_box_value or "")
-            return scored(report, state, clear=False)
+            return evaluate
+
+        def rescore_handler(archive: bool):
+            @user_facing
+            def rescore(src_box_value, tgt_box_value, classifier, C, weighting, include_images, clip_model, state):
+                report, state = logic.rescore(settings_for(clip_model), state or logic.Session(),
+                                              options_for(classifier, C, weighting, include_images),
+                                              src_box_value or "", tgt_box_value or "")
+                return scored(report, state, clear=False, archive=archive)
+
+            return rescore
+
+        rescore_stage = rescore_handler(archive=False)
 
         def rescore_if_evaluated(*args):
             """Option changes re-score silently when there is something to re-score, else do nothing."""
             state = args[-1]
             if state is None or state.report is None:
                 return unchanged(score_outputs)
-            return rescore(*args)
+            return rescore_stage(*args)
 
-        @user_facing
-        def explain(explain_enabled, state, progress=gr.Progress()):
-            if not explain_enabled or state is None or state.report is None:
-                return unchanged(explain_outputs)
-            progress(0.05, desc="explaining: relevancy maps, hyperplane views, rankings")
+        def explain_handler(archive: bool):
+            @user_facing
+            def explain(explain_enabled, state, progress=gr.Progress()):
+                if not explain_enabled or state is None or state.report is None:
+                    return unchanged(explain_outputs)
+                progress(0.05, desc="explaining: relevancy maps, hyperplane views, rankings")
+                return explained(state, archive=archive)
+
+            return explain
+
+        def explained(state, *, archive: bool) -> dict:
             figures, message, state = logic.explain(settings_for(state.clip_model), state)
-            files = views.write_downloads(state.report, Path(state.output_dir), state.figures)
+            files = views.write_downloads(state.report, Path(state.output_dir), state.figures, archive=archive)
             choices = views.edit_choices(state.report)
             pick = choices[state.report.best("augclip") or 0]
             return {edit_pick: gr.Radio(choices=choices, value=pick, visible=True),
@@ -264,25 +291,58 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                     relevancy_info: views.RELEVANCY_HELP + (f"\n\n*{html.escape(message)}*" if message else ""),
                     downloads: files, session_state: state}
 
+        def parse_shown(outcome) -> dict:
+            """The parse in the BPM tab's fields and its summary above them."""
+            values = logic.fields_of(outcome)
+            return {**{component: values[name] for component, name in zip(parse_fields, logic.BPM_FIELDS)},
+                    bpm_parse_info: views.parse_markdown(outcome)}
+
         @user_facing
-        def bpm(bpm_enabled, instruction_value, parser, clip_model, state, fields=None, progress=gr.Progress()):
-            if not bpm_enabled or state is None or state.report is None:
-                return unchanged(bpm_outputs)
-            progress(0.05, desc="BPM: parsing, detecting (GroundingDINO), segmenting (SAM), judging")
-            report, message = logic.run_bpm(settings_for(clip_model), state, instruction=instruction_value or "",
-                                             parser=parser, fields=fields)
-            return bpm_presented(report, state, message)
+        def bpm_parse(instruction_value, parser, clip_model):
+            """Parse the instruction and show it, editable, before BPM runs."""
+            return parse_shown(logic.parse_for_bpm(settings_for(clip_model), instruction_value or "", parser))
+
+        def bpm_handler(archive: bool):
+            @user_facing
+            def bpm(bpm_enabled, instruction_value, parser, clip_model, state, progress=gr.Progress()):
+                """After Evaluate: parse and show the parse; run BPM on it unless it needs the user first."""
+                if not bpm_enabled or state is None or state.report is None:
+                    return unchanged(bpm_outputs)
+                settings = settings_for(clip_model)
+                outcome = logic.parse_for_bpm(settings, instruction_value or "", parser)
+                shown = parse_shown(outcome)
+                if outcome.parsed is None or outcome.parsed.confidence == "low":
+                    why = ("the instruction has no parse" if outcome.parsed is None
+                           else "the parse has low confidence")
+                    message = (f"BPM waits for you: {why}. Check or fill the fields under Parse, then press Run BPM "
+                               "with these fields.")
+                    report = logic.Evaluator(settings=settings).skip_bpm(state.report, message)
+                    return {**bpm_presented(report, state, message, archive=archive), **shown}
+                progress(0.05, desc="BPM: detecting (GroundingDINO), segmenting (SAM), judging")
+                report, message = logic.run_bpm(settings, state, instruction=instruction_value or "", parser=parser,
+                                                fields=logic.fields_of(outcome))
+                return {**bpm_presented(report, state, message, archive=archive), **shown}
+
+            return bpm
+
+        bpm_complete = bpm_handler(archive=True)
 
         @user_facing
         def bpm_with_fields(instruction_value, parser, clip_model, o1, o2, size, position, reference, state,
                             progress=gr.Progress()):
-            fields = {"o1": o1, "o2": o2, "size_state": size, "position_state": position, "reference": reference}
-            if not any((v or "").strip() not in ("", "None") for v in (o1, o2)):
+            """BPM on the fields as the user left them (the parse, corrected; or typed by hand)."""
+            if state is None or state.report is None:
+                raise gr.Error("Nothing to run BPM on yet: press Evaluate first.")
+            if not any((v or "").strip() not in ("", "None") for v in (o1, o2)) and not (instruction_value or "").strip():
                 raise gr.Error("Fill o1 (the object in the source) and/or o2 (the object in the edit) first.")
-            return bpm(True, instruction_value, parser, clip_model, state, fields=fields, progress=progress)
+            progress(0.05, desc="BPM: detecting (GroundingDINO), segmenting (SAM), judging")
+            fields = {"o1": o1, "o2": o2, "size_state": size, "position_state": position, "reference": reference}
+            report, message = logic.run_bpm(settings_for(clip_model), state, instruction=instruction_value or "",
+                                            parser=parser, fields=fields)
+            return bpm_presented(report, state, message, archive=True)
 
-        def bpm_presented(report, state, message) -> dict:
-            files = views.write_downloads(report, Path(state.output_dir), state.figures)
+        def bpm_presented(report, state, message, *, archive: bool) -> dict:
+            files = views.write_downloads(report, Path(state.output_dir), state.figures, archive=archive)
             out = {verdict: views.verdict_markdown(report), table: views.score_table(report),
                    downloads: files, report_json: report.to_dict(), session_state: state}
             results = getattr(report.arrays, "bpm", None) or []
@@ -327,22 +387,36 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         explain_inputs = [explain_on, session_state]
         bpm_inputs = [bpm_on, instruction, bpm_parser, clip_model, session_state]
 
+        def downloads_complete(state):
+            """The chain's last step: figures.zip, written once with everything the stages made."""
+            if state is None or state.report is None or state.output_dir is None:
+                return gr.skip()
+            return views.write_downloads(state.report, Path(state.output_dir), state.figures, archive=True)
+
+        explain_stage, bpm_stage = explain_handler(archive=False), bpm_handler(archive=False)
+
         def then_explain_and_bpm(event, with_bpm: bool = True) -> None:
             # Later stages show their progress in their own tab, so the scores stay readable meanwhile.
-            follow = event.success(explain, explain_inputs, explain_outputs, api_name=False,
+            follow = event.success(explain_stage, explain_inputs, explain_outputs, api_name=False,
                                    show_progress_on=[relevancy_info])
             if with_bpm:
-                follow.success(bpm, bpm_inputs, bpm_outputs, api_name=False, show_progress_on=[bpm_info])
+                follow = follow.success(bpm_stage, bpm_inputs, bpm_outputs, api_name=False, show_progress_on=[bpm_info])
+            follow.then(downloads_complete, [session_state], downloads, api_name=False, show_progress="hidden")
 
-        then_explain_and_bpm(evaluate_btn.click(evaluate, eval_inputs, score_outputs, api_name="evaluate"))
-        then_explain_and_bpm(rescore_btn.click(rescore, rescore_inputs, score_outputs, api_name="rescore"), False)
+        evaluate_stage = evaluate_handler(archive=False)
+        then_explain_and_bpm(evaluate_btn.click(evaluate_stage, eval_inputs, score_outputs, api_name=False))
+        then_explain_and_bpm(rescore_btn.click(rescore_stage, rescore_inputs, score_outputs, api_name=False), False)
         for control in (classifier, weighting, include_images):
             then_explain_and_bpm(control.change(rescore_if_evaluated, rescore_inputs, score_outputs, api_name=False), False)
         then_explain_and_bpm(C.submit(rescore_if_evaluated, rescore_inputs, score_outputs, api_name=False), False)
         # Stand-alone endpoints for API users (same session as their /evaluate call), on hidden buttons.
-        explain_api.click(explain, explain_inputs, explain_outputs, api_name="explain")
+        evaluate_api.click(evaluate_handler(archive=True), eval_inputs, score_outputs, api_name="evaluate")
+        rescore_api.click(rescore_handler(archive=True), rescore_inputs, score_outputs, api_name="rescore")
+        explain_api.click(explain_handler(archive=True), explain_inputs, explain_outputs, api_name="explain")
         edit_pick.change(edit_figures, [session_state, edit_pick], figure_outputs, api_name=False)
-        bpm_api.click(bpm, bpm_inputs, bpm_outputs, api_name="bpm")
+        bpm_api.click(bpm_complete, bpm_inputs, bpm_outputs, api_name="bpm")
+        bpm_parse_btn.click(bpm_parse, [instruction, bpm_parser, clip_model], [*parse_fields, bpm_parse_info],
+                            api_name="bpm_parse")
         bpm_btn.click(bpm_with_fields, [instruction, bpm_parser, clip_model, bpm_o1, bpm_o2, bpm_size, bpm_position,
                                         bpm_reference, session_state], bpm_outputs, api_name="bpm_fields",
                       show_progress_on=[bpm_info])
@@ -353,7 +427,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         save_btn.click(save_attributes, [src_box, tgt_box, session_state], save_btn, api_name=False)
         if example_block is not None:
             # Load the example into the inputs, then evaluate it with the page's current options.
-            then_explain_and_bpm(example_block.load_input_event.then(evaluate, eval_inputs, score_outputs,
+            then_explain_and_bpm(example_block.load_input_event.then(evaluate_stage, eval_inputs, score_outputs,
                                                                      api_name=False))
         edits.change(lambda files: views.edit_items(files), edits, gallery, api_name=False)
         provider.change(lambda name: _describe(statuses, name), provider, provider_info, api_name=False)

@@ -37,8 +37,9 @@ BPM_HELP = (
     "BPM (region-aware; Li et al.): parses the instruction into o1 (object to edit), o2 (object after the edit), "
     "size and position states, finds the regions with GroundingDINO + SAM, then judges size and position "
     "(S_region) and the edit inside / preservation outside the regions (S_semantic). BPM = 0.7 S_semantic + 0.3 "
-    "S_region, in [0, 2]. Turn it on under *Advanced options* and type an editing instruction; for a "
-    "description-style target, fill o1 / o2 below and press *Run BPM*."
+    "S_region, in [0, 2]. Turn it on under *Advanced options* and type an editing instruction: its parse is "
+    "shown below before BPM runs (a refused or low-confidence parse waits for you); correct any field, or for a "
+    "description-style target fill o1 / o2, and press *Run BPM with these fields*."
 )
 
 TABLE_METRICS = ["augclip", "clip_dir", "clip_i", "clip_t", "l2", "bpm"]
@@ -101,25 +102,35 @@ def verdict_markdown(report: Report) -> str:
     return "\n\n".join(lines)
 
 
-def write_downloads(report: Report, folder: Path, figures: dict[str, Any] | None = None) -> list[str]:
-    """report.json, report.csv and figures.zip (every figure as PNG plus the two reports) in ``folder``."""
+def write_downloads(report: Report, folder: Path, figures: dict[str, Any] | None = None, *,
+                    archive: bool = True) -> list[str]:
+    """report.json and report.csv in ``folder``, plus figures.zip when ``archive`` (returns the paths).
+
+    figures.zip holds every figure as PNG plus the two reports and the attributes. A click in the
+    page runs several stages (scores, explanations, BPM); each stage refreshes the two small
+    reports, and the zip is written once, by the last step (``archive=True``). Until then no zip is
+    listed, and an older one is removed so it cannot be taken for the new results.
+    """
     folder.mkdir(parents=True, exist_ok=True)
     json_path = folder / "report.json"
     csv_path = folder / "report.csv"
     json_path.write_text(report.to_json() + "\n", encoding="utf-8")
     csv_path.write_text(report.to_csv(), encoding="utf-8")
     zip_path = folder / "figures.zip"
-    with zipfile.ZipFile(zip_path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        archive.write(json_path, "report.json")
-        archive.write(csv_path, "report.csv")
-        archive.writestr("attributes.json", report.attributes.to_json() + "\n")
+    if not archive:
+        zip_path.unlink(missing_ok=True)
+        return [str(json_path), str(csv_path)]
+    with zipfile.ZipFile(zip_path, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
+        bundle.write(json_path, "report.json")
+        bundle.write(csv_path, "report.csv")
+        bundle.writestr("attributes.json", report.attributes.to_json() + "\n")
         for name, figure in (figures or {}).items():
             png = folder / f"{name}.png"
             if isinstance(figure, (str, Path)):
                 png = Path(figure)
             else:
                 figure.savefig(png, dpi=110, bbox_inches="tight")
-            archive.write(png, f"figures/{png.name}")
+            bundle.write(png, f"figures/{png.name}")
     return [str(json_path), str(csv_path), str(zip_path)]
 
 
@@ -171,6 +182,26 @@ def bpm_components_frame(panels: list[tuple[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(data)
 
 
+def parse_markdown(outcome: Any) -> str:
+    """The parse shown above the BPM fields: what was understood, how sure, what to check; or why
+    there is no parse and how to fill the fields by hand."""
+    if outcome.parsed is None:
+        return f"**No parse.** {html.escape(outcome.refusal or '')}"
+    parsed = outcome.parsed
+    label = {"high": "high", "medium": "medium: check the notes", "low": "low: check every field",
+             "given": "given by hand"}[parsed.confidence]
+    head = f"**Parse** ({html.escape(parsed.parser)}, confidence {label}): {html.escape(parsed.describe())}"
+    items = [f"- {html.escape(note)}" for note in parsed.notes if note != outcome.notice]
+    items += [f"- also asked, not scored by BPM: {html.escape(change)}" for change in parsed.other_changes]
+    blocks = [head]
+    if outcome.notice:
+        blocks.append(f"**&#9888; {html.escape(outcome.notice)}**")
+    if items:
+        blocks.append("\n".join(items))
+    blocks.append("Correct any field below and press *Run BPM with these fields*.")
+    return "\n\n".join(blocks)
+
+
 def bpm_caption(panels: list[tuple[str, Any]]) -> str:
     if not panels:
         return BPM_HELP
@@ -207,7 +238,7 @@ the papers' protocols where the manifest has what they need: AccBoth for gt / ep
 for two-edit items with a human preference, correlations for per-edit human scores.
 
 ### API
-Every button is also an API endpoint (`/evaluate`, `/rescore`, `/explain`, `/bpm`, `/bpm_fields`,
-`/extract_attributes`, `/batch`): see *Use via API* at the bottom of the page, or the README for a
+Every button is also an API endpoint (`/evaluate`, `/rescore`, `/explain`, `/bpm`, `/bpm_parse`, `/bpm_fields`,
+`/extract_attributes`, `/batch`): see *Use via API* at the bottom of the page, or docs/app.md in the repository for a
 `gradio_client` example.
 """
