@@ -185,8 +185,7 @@ def _augclip(inputs: MetricInputs, i: int) -> Scored:
     options = {**_AUGCLIP_DEFAULTS, **(inputs.augclip_options or {})}
     result = augclip_from_unit(inputs.source_embedding, inputs.edit_embeddings[i],  # type: ignore[arg-type]
                                inputs.source_attr_embeddings, inputs.target_attr_embeddings,  # type: ignore[arg-type]
-                               weighting=options["weighting"], include_images=options["include_images"],
-                               classifier=options["classifier"], C=options["C"])
+                               **options)
     return Scored(result.score, result)
 
 
