@@ -24,6 +24,8 @@ DEFAULT_ATTRIBUTE_PROVIDER = "clip-vocab"
 DEFAULT_GDINO_MODEL = "IDEA-Research/grounding-dino-tiny"
 DEFAULT_SAM_MODEL = "vit_b"
 PRECISIONS = ("auto", "fp32", "fp16", "bf16")
+DEFAULT_MAX_LOADED_MODELS = 4
+DEFAULT_MAX_MODEL_MEMORY_MB = 8192
 
 #: Environment variables read by :meth:`Settings.from_env`, with what each one sets.
 ENVIRONMENT_VARIABLES: dict[str, str] = {
@@ -48,6 +50,10 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "AUGCLIP_UPLOAD_MAX_ZIP_MB": "largest image zip accepted by the app's batch upload, in MB (default 512)",
     "AUGCLIP_UPLOAD_MAX_FILES": "most files an uploaded image zip may hold (default 20000)",
     "AUGCLIP_UPLOAD_MAX_UNZIPPED_MB": "most bytes an uploaded image zip may expand to, in MB (default 4096)",
+    "AUGCLIP_MAX_LOADED_MODELS": (f"most models (CLIP, GroundingDINO, SAM) kept loaded at once; the least recently "
+                                  f"used unused one is unloaded beyond it (default {DEFAULT_MAX_LOADED_MODELS})"),
+    "AUGCLIP_MAX_MODEL_MEMORY_MB": (f"most MB of weights (parameters + buffers) kept loaded at once, same eviction "
+                                    f"(default {DEFAULT_MAX_MODEL_MEMORY_MB})"),
 }
 
 
@@ -108,6 +114,8 @@ class Settings:
     upload_max_zip_mb: int = 512
     upload_max_files: int = 20000
     upload_max_unzipped_mb: int = 4096
+    max_loaded_models: int = DEFAULT_MAX_LOADED_MODELS
+    max_model_memory_mb: int = DEFAULT_MAX_MODEL_MEMORY_MB
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -127,7 +135,8 @@ class Settings:
         if self.sam_sha256 is not None and not (len(self.sam_sha256) == 64
                                                  and all(c in "0123456789abcdefABCDEF" for c in self.sam_sha256)):
             raise ConfigError(f"AUGCLIP_SAM_SHA256 must be 64 hexadecimal digits, got {self.sam_sha256!r}")
-        for name in ("upload_max_zip_mb", "upload_max_files", "upload_max_unzipped_mb"):
+        for name in ("upload_max_zip_mb", "upload_max_files", "upload_max_unzipped_mb", "max_loaded_models",
+                     "max_model_memory_mb"):
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 0:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
@@ -173,7 +182,9 @@ class Settings:
                                  ("mllm_max_retries", "AUGCLIP_MLLM_MAX_RETRIES", int),
                                  ("upload_max_zip_mb", "AUGCLIP_UPLOAD_MAX_ZIP_MB", int),
                                  ("upload_max_files", "AUGCLIP_UPLOAD_MAX_FILES", int),
-                                 ("upload_max_unzipped_mb", "AUGCLIP_UPLOAD_MAX_UNZIPPED_MB", int)):
+                                 ("upload_max_unzipped_mb", "AUGCLIP_UPLOAD_MAX_UNZIPPED_MB", int),
+                                 ("max_loaded_models", "AUGCLIP_MAX_LOADED_MODELS", int),
+                                 ("max_model_memory_mb", "AUGCLIP_MAX_MODEL_MEMORY_MB", int)):
             if (value := _number(env, var, kind)) is not None:
                 values[field] = value
         return cls(**values).replace(**overrides)
