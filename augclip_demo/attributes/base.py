@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..io import ImageInput
+from ..io import ImageInput, parse_json
 
 ATTRIBUTES_FORMAT_KEYS = ("source_attributes", "target_attributes")
 
@@ -147,9 +147,11 @@ class Attributes:
         if not path.is_file():
             raise InputError(f"attributes file {path}: not found")
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(f"attributes file {path}: not valid JSON ({exc})") from None
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"attributes file {path}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                             "save it as UTF-8 JSON") from None
+        data = parse_json(text, f"attributes file {path}")
         return cls.from_dict(data, origin=f"attributes file {path}")
 
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from ..attributes.base import Attributes
 from ..errors import InputError, ManifestError
+from ..io import MAX_JSON_DEPTH, json_depth
 
 ROLES: tuple[str, ...] = ("gt", "ep", "em", "candidate")
 ITEM_KEYS = ("id", "source", "target_text", "source_text", "instruction", "dataset", "edits", "human",
@@ -128,6 +129,8 @@ def _relative_parts(relative: str, root: Path, what: str) -> tuple[str, ...]:
     if not isinstance(relative, str) or not relative.strip():
         raise InputError(f"{what} is empty")
     text = relative.strip()
+    if "\x00" in text or any(ord(c) < 32 for c in text):
+        raise InputError(f"{what} {text!r} contains a control character (such as a NUL byte); file names cannot")
     if is_absolute_like(text):
         raise InputError(f"{what} {text!r} is absolute; write it relative to the manifest's folder ({root})")
     parts = tuple(p for p in text.replace("\\", "/").split("/") if p and p != ".")
@@ -436,11 +439,14 @@ def iter_manifest(path: str | Path, *, problems: list[str] | None = None,
         if not line.strip():
             continue
         found: list[str] = []
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            found.append(f"not valid JSON ({exc.msg} at column {exc.colno})")
-            data = None
+        data = None
+        if json_depth(line) > MAX_JSON_DEPTH:
+            found.append(f"JSON nested more than {MAX_JSON_DEPTH} levels deep; an item needs only a few")
+        else:
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                found.append(f"not valid JSON ({exc.msg} at column {exc.colno})")
         item = None
         if data is not None:
             item, found = parse_item(data, number, root, checker)
