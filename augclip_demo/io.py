@@ -364,19 +364,25 @@ def _from_array(array: np.ndarray, label: str) -> Image.Image:
 #: Deepest nesting of lists / objects accepted in a JSON document from a user (manifests, attributes).
 MAX_JSON_DEPTH = 32
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
 
 
-def json_depth(text: str) -> int:
-    """How deeply lists and objects nest in ``text`` (brackets inside strings do not count)."""
-    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
-        return text.count("[") + text.count("{")  # an upper bound that is already small enough
+def json_depth(text: str, stop_above: int = MAX_JSON_DEPTH) -> int:
+    """How deeply lists and objects nest in ``text`` (brackets inside strings do not count), for
+    comparing with ``stop_above``: at or below it the answer may be an upper bound (the bracket
+    count); above it counting stops at ``stop_above + 1``, so a hostile document costs no more than
+    a well-formed one.
+    """
+    opened = text.count("[") + text.count("{")
+    if opened <= stop_above:
+        return opened  # an upper bound that is already small enough
     depth = deepest = 0
-    for char in _JSON_STRING.sub("", text):
-        if char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
-            depth -= 1
+    for match in _JSON_BRACKET.finditer(_JSON_STRING.sub("", text)):
+        depth += 1 if match.group() in "[{" else -1
+        if depth > deepest:
+            deepest = depth
+            if deepest > stop_above:
+                break
     return deepest
 
 

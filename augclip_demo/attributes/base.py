@@ -67,6 +67,13 @@ class Provenance:
         return prov
 
 
+# What each Provenance field may hold when read from a file (None where the field is optional).
+_PROVENANCE_TYPES: dict[str, tuple[type, ...]] = {
+    "provider": (str,), "model": (str, type(None)), "prompt_version": (str, type(None)), "seed": (int, type(None)),
+    "samples": (int,), "seconds": (int, float, type(None)), "fidelity": (str,), "extra": (dict,),
+}
+
+
 def clean_attribute_list(items: Iterable[object], label: str) -> list[str]:
     """Strip each entry, collapse inner whitespace and drop empty ones; reject non-strings."""
     cleaned: list[str] = []
@@ -123,6 +130,13 @@ class Attributes:
         for key in ATTRIBUTES_FORMAT_KEYS:
             if not isinstance(data[key], list):
                 raise InputError(f"{origin}: {key} must be a list of strings, got {type(data[key]).__name__}")
+        provenance = data.get("provenance")
+        if provenance is not None:
+            if not isinstance(provenance, dict):
+                raise InputError(f"{origin}: provenance must be an object, got {type(provenance).__name__}")
+            for key, kinds in _PROVENANCE_TYPES.items():
+                if key in provenance and not (isinstance(provenance[key], kinds) and not isinstance(provenance[key], bool)):
+                    raise InputError(f"{origin}: provenance.{key} has the wrong type ({type(provenance[key]).__name__})")
         try:
             return cls(
                 source=data["source_attributes"],

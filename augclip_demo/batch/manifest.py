@@ -423,6 +423,9 @@ def _read_lines(path: Path) -> Iterator[tuple[int, str]]:
         raise InputError(f"manifest {path}: not UTF-8 text ({exc}); save it as UTF-8 JSON lines") from None
 
 
+_UNREADABLE = object()
+
+
 def iter_manifest(path: str | Path, *, problems: list[str] | None = None,
                   check_files: bool = True) -> Iterator[ManifestItem]:
     """Stream the valid items of a manifest (one line at a time; memory does not grow with its size).
@@ -439,7 +442,7 @@ def iter_manifest(path: str | Path, *, problems: list[str] | None = None,
         if not line.strip():
             continue
         found: list[str] = []
-        data = None
+        data: Any = _UNREADABLE
         if json_depth(line) > MAX_JSON_DEPTH:
             found.append(f"JSON nested more than {MAX_JSON_DEPTH} levels deep; an item needs only a few")
         else:
@@ -448,7 +451,7 @@ def iter_manifest(path: str | Path, *, problems: list[str] | None = None,
             except json.JSONDecodeError as exc:
                 found.append(f"not valid JSON ({exc.msg} at column {exc.colno})")
         item = None
-        if data is not None:
+        if data is not _UNREADABLE:  # a line reading `null` is parsed (and refused) like any other value
             item, found = parse_item(data, number, root, checker)
         item_id = item.id if item else (str(data.get("id")) if isinstance(data, dict) and data.get("id") is not None
                                         else None)
