@@ -70,6 +70,23 @@ class PixelBudget:
         value = os.environ.get("AUGCLIP_MAX_REQUEST_PIXELS", "").strip()
         return cls(int(value)) if value.isdigit() and int(value) > 0 else cls()
 
+    def check_files(self, paths: list[str | os.PathLike]) -> None:
+        """Refuse the request before any decoding when its files' headers already exceed the budget.
+
+        Unreadable files are skipped here: decoding them reports what is wrong.
+        """
+        total = 0
+        for path in paths:
+            try:
+                with Image.open(path) as image:
+                    total += image.size[0] * image.size[1]
+            except Exception:  # noqa: BLE001 - not an image / missing: open_image says so later
+                continue
+        if self.used + total > self.limit:
+            raise ImageLoadError(
+                f"the {len(paths)} images of this request hold {self.used + total:,} pixels in total, over the budget "
+                f"of {self.limit:,} pixels per request; send fewer or smaller images (AUGCLIP_MAX_REQUEST_PIXELS)")
+
     def charge(self, size: tuple[int, int], label: str) -> None:
         pixels = size[0] * size[1]
         if self.used + pixels > self.limit:
@@ -180,7 +197,10 @@ def open_image(
         raise ImageLoadError(f"{label}: the image is {width}x{height} pixels; images must be at least "
                              f"{MIN_IMAGE_SIDE}x{MIN_IMAGE_SIDE} pixels")
     try:
-        image = _reduce_to(image, side, notes)
+        reduced = _reduce_to(image, side, notes)
+        decoded_size, image = image.size, reduced
+        if image.size != decoded_size:
+            _return_freed_memory()  # the full-size decode is gone: give its pages back to the system
         rgb = _to_rgb(image, label, notes)
     except ImageLoadError:
         raise
@@ -192,6 +212,27 @@ def open_image(
 def _env_max_pixels() -> int | None:
     value = os.environ.get("AUGCLIP_MAX_IMAGE_PIXELS", "").strip()
     return int(value) if value.isdigit() else None
+
+
+def _return_freed_memory() -> None:
+    """Ask glibc to hand freed heap pages back to the system (Linux; a no-op elsewhere).
+
+    A full-size decode is hundreds of MB in Pillow's 16 MB blocks; glibc keeps such freed blocks in
+    the process, so without this a server keeps the peak of its largest request for good.
+    """
+    global _MALLOC_TRIM
+    if _MALLOC_TRIM is None:
+        try:
+            import ctypes
+
+            _MALLOC_TRIM = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _MALLOC_TRIM = False
+    if _MALLOC_TRIM:
+        _MALLOC_TRIM(0)
+
+
+_MALLOC_TRIM = None
 
 
 def env_max_side() -> int:

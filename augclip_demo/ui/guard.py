@@ -41,8 +41,8 @@ def user_facing(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-# An absolute POSIX path: a "/" after no word character, "." or "/" and before no "/" (URLs, ratios stay).
-_ABSOLUTE_PATH = re.compile(r"(?<![\w/.])/(?!/)(?:[^\s'\"/()\[\]<>,;]+/)*([^\s'\"/()\[\]<>,;]*)")
+# An absolute POSIX path: a "/" after no word character, "." or "/", before no "/" or space (URLs, "a / b" stay).
+_ABSOLUTE_PATH = re.compile(r"(?<![\w/.])/(?![/\s])(?:[^\s'\"/()\[\]<>,;]+/)*([^\s'\"/()\[\]<>,;]*)")
 
 
 def scrub_paths(message: str) -> str:

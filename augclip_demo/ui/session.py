@@ -64,6 +64,7 @@ def load_inputs(settings: Settings, source: str | None, edits: list[str] | None)
         raise InputError(f"{len(edits)} edited images uploaded; the limit is {most}. Remove {len(edits) - most}.")
     limit, pixels = settings.max_upload_mb, settings.max_image_pixels
     budget = PixelBudget.from_env()  # shared by this request's images
+    budget.check_files([source, *edits])  # from the headers, before anything is decoded
     src = open_image(check_upload(source, "source image", limit), name="source: " + Path(source).name, max_pixels=pixels,
                      budget=budget)
     loaded = [open_image(check_upload(path, f"edited image {i + 1}", limit), name=Path(path).name, max_pixels=pixels,
