@@ -386,7 +386,10 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         provider.change(lambda name: _describe(statuses, name), provider, provider_info, api_name=False)
         timer.tick(refresh_status, None, [status_box, timer], api_name=False)
         demo.load(refresh_status, None, [status_box, timer], api_name=False)
-        demo.unload(lambda request: folders.release(getattr(request, "session_hash", None)))
+        def end_session(request: gr.Request) -> None:  # the page was closed (its heartbeat stopped)
+            folders.release(getattr(request, "session_hash", None))
+
+        demo.unload(end_session)
     demo.queue(default_concurrency_limit=base_settings.concurrency, max_size=64)
     demo.work_folders = folders  # for tests and operators: where the session files live
     return demo

@@ -35,7 +35,9 @@ INPUTS = {
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory) -> AppProcess:
-    app = start_app(tmp_path_factory.mktemp("load"), ["--concurrency", "2", "--max-edits", "8"], flags=True)
+    # A 2 s heartbeat: a closed client is noticed (and its session ended) within seconds.
+    app = start_app(tmp_path_factory.mktemp("load"), ["--concurrency", "2", "--max-edits", "8"], flags=True,
+                    env={"GRADIO_HEARTBEAT_INTERVAL": "2"})
     yield app
     app.stop()
 
@@ -51,12 +53,13 @@ def test_concurrent_sessions_match_a_single_client(server):
     names = list(INPUTS)
     results: dict[int, list] = {}
     errors: list[str] = []
-    clients = [Client(server.url, verbose=False) for _ in range(CLIENTS)]
+    clients: list[Client | None] = [None] * CLIENTS
     start = threading.Barrier(CLIENTS)
 
     def session(index: int) -> None:
         try:
-            start.wait(timeout=120)
+            clients[index] = Client(server.url, verbose=False)  # one client = one session
+            start.wait(timeout=180)
             for _ in range(ROUNDS):
                 name = names[index % len(names)]
                 table = _table(clients[index].predict(*INPUTS[name], api_name="/evaluate"))
@@ -72,7 +75,8 @@ def test_concurrent_sessions_match_a_single_client(server):
         thread.join(timeout=600)
     seconds = time.perf_counter() - began
     for client in clients:
-        client.close()
+        if client is not None:
+            client.close()
     assert not errors, errors
     assert sum(len(v) for v in results.values()) == CLIENTS * ROUNDS
     for runs in results.values():

@@ -67,9 +67,11 @@ def test_huge_images_stay_within_the_stated_memory_bound(tmp_path):
         assert not errors, errors
         assert all(len(table["data"]) == EDITS for table in tables) and len(tables) == CONCURRENT
 
+        taller = tmp_path / "taller.png"  # 8 rows more than the budget allows
+        Image.new("RGB", (SIDE, SIDE + 8), "orange").save(taller, compress_level=1)
         with pytest.raises(Exception, match="over the budget of") as info:
-            warm.predict(*_args(source, [edit] * (EDITS + 1)), api_name="/evaluate")
-        assert f"{(EDITS + 2) * SIDE * SIDE:,} pixels in total" in str(info.value)
+            warm.predict(*_args(taller, [edit] * EDITS), api_name="/evaluate")
+        assert f"{budget + 8 * SIDE:,} pixels in total" in str(info.value)
 
         memory = app.memory()
         per_request = int(SIDE * SIDE * 3 * 1.5) + 700 * MB
