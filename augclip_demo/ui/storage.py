@@ -10,9 +10,10 @@ a copy of every file it serves (and every upload) in its cache. Without care bot
   session state expires: ``gr.State(delete_callback=...)``);
 * any ``augclip-app-*`` / ``augclip-batch-*`` folder not changed for ``max_age_s`` seconds (also ones
   left behind by an earlier process that was killed);
-* the oldest files once the total (our folders plus Gradio's cache of this app) is over
-  ``max_bytes``; files younger than :data:`MIN_AGE_S` are never evicted (a request may be
-  reading them), so the total may exceed the cap by what was written in that time.
+* the oldest files once the total (the folders this process made plus Gradio's cache of this app)
+  is over ``max_bytes``; files younger than :data:`MIN_AGE_S` are never evicted (a request may be
+  reading them), so the total may exceed the cap by what was written in that time. Folders of other
+  processes sharing the temporary folder are only ever deleted by age.
 
 Gradio's own age-based cleanup (``gr.Blocks(delete_cache=...)``) stays on beside this.
 """
@@ -65,6 +66,7 @@ class WorkFolders:
         self.max_bytes = int(max_bytes)
         self._lock = threading.Lock()
         self._by_session: dict[str, list[Path]] = {}
+        self._made: set[Path] = set()  # every folder this process made or adopted (the size cap's scope)
 
     # ----------------------------------------------------------------- folders
     def new(self, session_id: str | None, prefix: str = "augclip-app-") -> Path:
@@ -75,8 +77,9 @@ class WorkFolders:
 
     def adopt(self, session_id: str | None, folder: str | Path) -> None:
         """Make ``folder`` (created elsewhere, e.g. by a batch run) part of ``session_id``'s files."""
-        if session_id:
-            with self._lock:
+        with self._lock:
+            self._made.add(Path(folder))
+            if session_id:
                 self._by_session.setdefault(session_id, []).append(Path(folder))
 
     def release(self, session_id: str | None) -> int:
@@ -127,7 +130,8 @@ class WorkFolders:
                 shutil.rmtree(folder, ignore_errors=True)
                 removed_folders += 1
                 continue
-            entries.append((changed, _tree_bytes(folder), folder))
+            if folder in self._made:
+                entries.append((changed, _tree_bytes(folder), folder))
         for file in cache_files:
             path = Path(file)
             if path in kept:

@@ -56,5 +56,9 @@ def test_the_total_is_capped_oldest_first_and_young_files_are_spared(tmp_path):
     assert not old.exists() and not middle.exists()  # 4000 bytes -> evict oldest until <= 2500
     assert cache.exists() and young.is_dir() and result["bytes"] == 2000
     # Everything young: over the cap, but nothing a request may still be reading is deleted.
-    folders = WorkFolders(tmp_path, max_age_s=10**6, max_bytes=10)
+    folders.max_bytes = 10
     assert folders.sweep()["bytes"] == 1000 and young.is_dir()
+    # Another process's folders (same temporary folder) count for age only, never for the size cap.
+    other = WorkFolders(tmp_path, max_age_s=10**6, max_bytes=10)
+    old_elsewhere = _fill(tmp_path / "augclip-app-of-another-server", 1000, age_s=3 * MIN_AGE_S)
+    assert other.sweep()["bytes"] == 0 and old_elsewhere.is_dir() and young.is_dir()
