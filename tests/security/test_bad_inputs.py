@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -294,3 +295,15 @@ def test_an_llm_answer_of_50_000_nested_brackets_parses_to_nothing_quickly():
     for text in ("[" * 50_000 + "]" * 50_000, "(" * 50_000 + ")" * 50_000, "{" * 50_000 + "}" * 50_000):
         assert parse_attribute_list(text) == []
     assert parse_attribute_list('["a pink petal"]') == ["a pink petal"]
+
+
+@pytest.mark.skipif(os.access("/proc/sys", os.W_OK) or not os.path.isdir("/proc/sys"),
+                    reason="needs a folder this user cannot write (even root cannot write /proc/sys)")
+def test_cli_refuses_a_read_only_output_folder_before_any_work(tmp_path):
+    source = probes.good_png(tmp_path / "s.png")
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr):
+        code = cli_main(["score", "--source", str(source), "--edited", str(source), "--target", "x",
+                         "--clip-model", "ViT-B-16/no-such-tag", "--out", "/proc/sys/r.json"])
+    # The bad model spec would fail later: the output folder is refused first, before any model loads.
+    assert code == 2 and stderr.getvalue().strip() == "error: --out /proc/sys/r.json: the folder /proc/sys is not writable"
