@@ -11,8 +11,8 @@ array. What is normalised, and why:
 * animated images (GIF, APNG, WebP) use their first frame, with a note saying so;
 * Pillow's decompression-bomb limit stays on (configurable with ``AUGCLIP_MAX_IMAGE_PIXELS``) and
   is reported as a clear :class:`ImageLoadError`;
-* images smaller than :data:`MIN_IMAGE_SIDE` pixels on a side are refused (nothing meaningful can
-  be scored on them);
+* files, bytes and arrays smaller than :data:`MIN_IMAGE_SIDE` pixels on a side are refused (nothing
+  meaningful can be scored on them; PIL images passed in process, such as our own crops, are not);
 * images larger than the working resolution (``AUGCLIP_MAX_IMAGE_SIDE``, default
   :data:`DEFAULT_MAX_IMAGE_SIDE` px on the longest side) are decoded reduced: JPEGs through the
   decoder's DCT scaling (:meth:`PIL.Image.Image.draft`), every format then by an exact integer box
@@ -192,7 +192,9 @@ def open_image(
             f"{label}: unsupported input type {type(source).__name__}; "
             "pass a file path, bytes, a PIL image or a numpy array"
         )
-    if min(image.size) < MIN_IMAGE_SIDE:
+    # Files, bytes and arrays are inputs; a PIL image handed over in process is taken as it is (that is
+    # also how our own crops, e.g. BPM's box crops, reach the encoder).
+    if min(image.size) < MIN_IMAGE_SIDE and not isinstance(source, Image.Image):
         width, height = image.size
         raise ImageLoadError(f"{label}: the image is {width}x{height} pixels; images must be at least "
                              f"{MIN_IMAGE_SIDE}x{MIN_IMAGE_SIDE} pixels")
