@@ -41,6 +41,7 @@ from typing import Union
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from .config import max_image_pixels_from_env
 from .errors import ImageLoadError, InputError
 
 ImageInput = Union[str, os.PathLike, bytes, bytearray, Image.Image, np.ndarray]  # noqa: UP007 - runtime alias, py3.10-safe
@@ -158,7 +159,7 @@ def open_image(
     if isinstance(source, LoadedImage):
         return source
     label = describe_input(source, name)
-    limit = max_pixels if max_pixels is not None else _env_max_pixels()
+    limit = max_pixels if max_pixels is not None else max_image_pixels_from_env()
     side = max_side if max_side is not None else env_max_side()
     notes: list[str] = []
     if isinstance(source, np.ndarray):
@@ -209,11 +210,6 @@ def open_image(
     except (OSError, ValueError, SyntaxError) as exc:
         raise ImageLoadError(f"{label}: the image data is corrupt or truncated ({exc})") from exc
     return LoadedImage(image=rgb, name=label, notes=notes)
-
-
-def _env_max_pixels() -> int | None:
-    value = os.environ.get("AUGCLIP_MAX_IMAGE_PIXELS", "").strip()
-    return int(value) if value.isdigit() else None
 
 
 def _return_freed_memory() -> None:

@@ -307,7 +307,7 @@ def s_modify(origin_crop: np.ndarray, edit_crop: np.ndarray, text_o1: np.ndarray
     return cosine(edit - origin, t2 - t1)
 
 
-def normalise_modify(value: float) -> float:
+def normalize_modify(value: float) -> float:
     """The fixed map of a cosine in [-1, 1] to [0, 1], so one pair is scored without a dataset."""
     return (float(value) + 1.0) / 2.0
 
@@ -338,7 +338,7 @@ def combine(s_modify_value: float, s_preserve_value: float, s_size: int, s_posit
     (un-normalised, as the paper's figures print "S_overall")."""
     if not (0.0 <= alpha <= 1.0):
         raise InputError(f"alpha must be between 0 and 1, got {alpha}")
-    modify_norm = normalise_modify(s_modify_value)
+    modify_norm = normalize_modify(s_modify_value)
     semantic = modify_norm + float(s_preserve_value)
     region = int(s_size) + int(s_position)
     return BPMComponents(

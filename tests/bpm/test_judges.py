@@ -18,7 +18,7 @@ from augclip_demo.bpm.judges import (
     crop_box,
     f_position,
     f_size,
-    normalise_modify,
+    normalize_modify,
     preserved_region,
     s_modify,
     s_preserve,
@@ -207,7 +207,7 @@ def test_s_modify_is_the_cosine_of_the_two_directions():
     assert s_modify(e[0], e[2], e[0], e[1]) == pytest.approx(0.5)  # (e2-e0).(e1-e0) / 2
     assert s_modify(e[0], e[0], e[0], e[1]) == 0.0  # identical crops: no direction
     assert s_modify(e[0], e[1], e[2], e[2]) == 0.0  # o1 == o2 (a pure move or resize)
-    assert normalise_modify(-1) == 0.0 and normalise_modify(1) == 1.0
+    assert normalize_modify(-1) == 0.0 and normalize_modify(1) == 1.0
     with pytest.raises(InputError, match="one dimension"):
         s_modify(np.ones(3), np.ones(4), np.ones(4), np.ones(4))
 
@@ -299,7 +299,7 @@ def test_missing_reference_scores_position_zero():
     assert f_position(place.anchor.box, place.edit.box, "left", TH, anchor_found=place.anchor_found).score == 0
 
 
-def test_region_serialisation():
+def test_region_serialization():
     region = Region("cup", box(1, 2, 3, 4), np.ones((3, 3), dtype=bool), 0.5, True, "detected")
     data = region.to_dict()
     assert data["mask_area"] == 9 and data["box"] == [1.0, 2.0, 3.0, 4.0] and math.isclose(data["box_area"], 4.0)
