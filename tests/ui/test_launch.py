@@ -38,6 +38,10 @@ def test_every_option_names_its_variable_in_help():
 def test_bad_values_are_refused_before_the_app_starts():
     with pytest.raises(ConfigError, match="concurrency must be a positive integer, got 0"):
         settings_from(build_parser().parse_args(["--concurrency", "0"]), {})
+
+
+@pytest.mark.slow
+def test_app_py_exits_with_one_line_on_a_bad_option():
     done = subprocess.run([sys.executable, "app.py", "--max-edits", "-1"], cwd=ROOT, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 2 and done.stderr.strip() == "error: max_edits must be a positive integer, got -1"
