@@ -18,7 +18,7 @@ from ..errors import AugclipError
 from .common import preflight
 
 COMMANDS: list[str] = ["score", "attributes", "explain", "bpm", "batch", "protocol", "manifest", "triplets",
-                       "bench"]
+                       "bench", "download", "doctor"]
 
 
 def build_parser() -> argparse.ArgumentParser:
