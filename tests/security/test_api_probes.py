@@ -66,7 +66,7 @@ EVALUATE_CASES = [
     ("a path out of the hub cache", lambda f: {"clip_model": "hf-hub:../../etc"}, "not in the list of choices"),
     ("a 10 GB random model", lambda f: {"clip_model": "random:ViT-bigG-14"}, "not in the list of choices"),
     ("another spelling of an offered model", lambda f: {"clip_model": "random: tiny "}, "not in the list of choices"),
-    ("weights not on this server", lambda f: {"clip_model": "ViT-B-32/openai"}, "weights for ViT-B-32/openai could not be loaded"),
+    ("weights not on this server", lambda f: {"clip_model": "ViT-B-32/openai"}, "weights for CLIP ViT-B-32/openai could not be loaded"),
     ("an unknown provider", lambda f: {"provider": "no-such", "src": [], "tgt": []}, "not in the list of choices"),
 ]
 
