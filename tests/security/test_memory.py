@@ -6,7 +6,7 @@ edits of SIDE x SIDE PNG (flat colours: tiny files that decode to SIDE^2 x 3 byt
 request over the pixel budget, which must be refused from the file headers. CI runs SIDE = 4000 (the
 small form); ``AUGCLIP_MEMORY_SIDE=12000`` reproduces the issue's 8 edits of 12000 x 12000.
 
-The bound checked is the one docs/hardening-notes.md states: per running request, one full-size
+The bound checked is the one docs/security.md states: per running request, one full-size
 decode (SIDE^2 x 3 bytes, x 1.5 for Pillow's conversion copy) plus a working set of at most 700 MB
 at the 2048 px working resolution.
 """
