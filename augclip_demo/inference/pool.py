@@ -33,13 +33,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..config import DEFAULT_MAX_LOADED_MODELS, DEFAULT_MAX_MODEL_MEMORY_MB
 from ..errors import ConfigError
-
-if TYPE_CHECKING:
-    from .lazy import LazyModel
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +45,23 @@ MB = 1024 * 1024
 #: embedding caches; the oldest unused ones are forgotten).
 REGISTRY_SLACK = 16
 
-W = TypeVar("W", bound="LazyModel")
+
+
+class LazyModel(Protocol):
+    """What the pool needs of a model (:class:`augclip_demo.inference.lazy.LazyModel` has it; this
+    module does not import that one, which imports this)."""
+
+    family: str
+
+    @property
+    def label(self) -> str: ...
+
+    def unload(self) -> None: ...
+
+    def _evict(self, pool: ModelPool) -> bool: ...
+
+
+W = TypeVar("W", bound=LazyModel)
 
 
 @dataclass
