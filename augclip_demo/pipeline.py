@@ -24,7 +24,7 @@ from .config import Settings
 from .errors import InputError
 from .inference.clip_encoder import ClipEncoder, get_encoder
 from .io import ImageInput, LoadedImage, open_image
-from .metrics.augclip import CLASSIFIERS, AugCLIPResult, augclip_score
+from .metrics.augclip import CLASSIFIERS, PROJECTIONS, WEIGHT_SCALINGS, AugCLIPResult, augclip_score
 from .metrics.clip_metrics import (
     AUGMENTED_VARIANTS,
     augmented_clip_dir,
@@ -51,10 +51,16 @@ class AugCLIPOptions:
     C: float = 1.0
     weighting: bool = True
     include_images: bool = True
+    weight_scaling: str = "raw"  # "raw" (App. B) or "mean" (alpha rescaled to mean 1)
+    projection: str = "clamped"  # "clamped" (Eq. 8) or "plain" (App. B, v = c w)
 
     def __post_init__(self) -> None:
         if self.classifier not in CLASSIFIERS:
             raise InputError(f"classifier must be one of {', '.join(CLASSIFIERS)}, got {self.classifier!r}")
+        if self.weight_scaling not in WEIGHT_SCALINGS:
+            raise InputError(f"weight_scaling must be one of {', '.join(WEIGHT_SCALINGS)}, got {self.weight_scaling!r}")
+        if self.projection not in PROJECTIONS:
+            raise InputError(f"projection must be one of {', '.join(PROJECTIONS)}, got {self.projection!r}")
         if not (isinstance(self.C, (int, float)) and np.isfinite(self.C) and self.C > 0):
             raise InputError(f"C must be a positive number, got {self.C!r}")
 
@@ -179,6 +185,8 @@ class Evaluator:
                 include_images=options.include_images,
                 classifier=options.classifier,
                 C=options.C,
+                weight_scaling=options.weight_scaling,
+                projection=options.projection,
             )
             arrays.augclip.append(res)
             metrics["augclip"] = res.score
@@ -392,6 +400,8 @@ def _details(res: AugCLIPResult, arrays: EvaluationArrays, edit_embedding: np.nd
         C=res.C,
         weighting=res.weighting,
         include_images=res.include_images,
+        weight_scaling=res.weight_scaling,
+        projection=res.projection,
         fit_samples=samples,
         alpha=[float(x) for x in res.alpha],
         sample_weight=[float(x) for x in res.sample_weight],

@@ -43,6 +43,8 @@ class AugCLIPDetails:
     fit_samples: list[str]
     alpha: list[float]
     sample_weight: list[float]
+    weight_scaling: str = "raw"
+    projection: str = "clamped"
 
 
 @dataclass

@@ -124,7 +124,8 @@ def _augclip(ctx: EmbeddingContext, i: int) -> float:
     opts = ctx.options
     res = augclip_score(ctx.source, ctx.edits[i], ctx.source_attrs, ctx.target_attrs,
                         weighting=opts["weighting"], include_images=opts["include_images"],
-                        classifier=opts["classifier"], C=opts["C"])
+                        classifier=opts["classifier"], C=opts["C"],
+                        weight_scaling=opts.get("weight_scaling", "raw"), projection=opts.get("projection", "clamped"))
     ctx.details[i]["augclip"] = {"c": res.c, "w_norm": res.w_norm, "v_norm": float(np.linalg.norm(res.v)),
                                  "fit_accuracy": res.fit_accuracy}
     return res.score
