@@ -67,8 +67,8 @@ class ClipEncoder:
         cache_dir: str | Path | None = None,
         image_cache_size: int = 2048,
         text_cache_size: int = 16384,
-        image_batch_size: int = 32,
-        text_batch_size: int = 256,
+        image_batch_size: int | None = None,
+        text_batch_size: int | None = None,
     ):
         settings = Settings.from_env()
         if isinstance(spec, ModelSpec):
@@ -79,8 +79,10 @@ class ClipEncoder:
         self.precision = precision
         self.amp_dtype = resolve_amp_dtype(self.device, precision)
         self.cache_dir = Path(cache_dir) if cache_dir else settings.cache_dir
-        self.image_batch_size = image_batch_size
-        self.text_batch_size = text_batch_size
+        # Fixed forward-pass sizes (see _run_in_batches): every pass has exactly this many rows.
+        cuda = self.device.type == "cuda"
+        self.image_batch_size = max(1, int(image_batch_size or (64 if cuda else 8)))
+        self.text_batch_size = max(1, int(text_batch_size or (256 if cuda else 8)))
         self.image_cache: LRUCache[np.ndarray] = LRUCache(image_cache_size)
         self.text_cache: LRUCache[np.ndarray] = LRUCache(text_cache_size)
         self._model: torch.nn.Module | None = None
@@ -298,7 +300,9 @@ class ClipEncoder:
         """Embeddings of ``images`` as an ``(n, d)`` float32 array of unit rows, in input order.
 
         Images already seen (same decoded pixels) come from the cache; the rest are encoded in
-        batches of ``batch_size`` (halved and retried on GPU out-of-memory).
+        forward passes of exactly :attr:`image_batch_size` rows (see :meth:`_run_in_batches`), so an
+        embedding is bit-identical whichever call, batch or cache state produced it. ``batch_size`` is
+        accepted for compatibility and does not change the forward passes.
         """
         loaded = [open_image(item) for item in images]
         return self._encode_cached(
@@ -306,7 +310,7 @@ class ClipEncoder:
             items=[item.image for item in loaded],
             cache=self.image_cache,
             batch_fn=self._encode_image_batch,
-            batch_size=batch_size or self.image_batch_size,
+            batch_size=self.image_batch_size,
         )
 
     def encode_image(self, image: ImageInput | LoadedImage) -> np.ndarray:
@@ -356,10 +360,12 @@ class ClipEncoder:
 
         ``keys`` are the images' content hashes (:attr:`LoadedImage.sha256`); with them the results
         share the image cache with :meth:`encode_images`, so an image is encoded once either way.
+        Forward passes have :attr:`image_batch_size` rows whatever ``batch_size`` says (as in
+        :meth:`encode_images`), so both paths give bit-identical embeddings.
         """
         tensors = list(pixels)
         if keys is None:
-            return self._run_in_batches(tensors, self._encode_pixel_batch, batch_size or self.image_batch_size) \
+            return self._run_in_batches(tensors, self._encode_pixel_batch, self.image_batch_size) \
                 if tensors else np.zeros((0, self.embed_dim), dtype=np.float32)
         if len(keys) != len(tensors):
             raise ValueError(f"{len(keys)} keys for {len(tensors)} images")
@@ -368,11 +374,16 @@ class ClipEncoder:
             items=tensors,
             cache=self.image_cache,
             batch_fn=self._encode_pixel_batch,
-            batch_size=batch_size or self.image_batch_size,
+            batch_size=self.image_batch_size,
         )
 
     def encode_texts(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
-        """Embeddings of ``texts`` as an ``(n, d)`` float32 array of unit rows, in input order."""
+        """Embeddings of ``texts`` as an ``(n, d)`` float32 array of unit rows, in input order.
+
+        Forward passes have exactly :attr:`text_batch_size` rows whatever ``batch_size`` says, so a
+        text's embedding does not depend on which texts it was encoded with (see
+        :meth:`_run_in_batches`).
+        """
         cleaned = []
         for i, text in enumerate(texts):
             if not isinstance(text, str):
@@ -383,7 +394,7 @@ class ClipEncoder:
             items=cleaned,
             cache=self.text_cache,
             batch_fn=self._encode_text_batch,
-            batch_size=batch_size or self.text_batch_size,
+            batch_size=self.text_batch_size,
         )
 
     def encode_text(self, text: str) -> np.ndarray:
@@ -421,12 +432,22 @@ class ClipEncoder:
         return np.stack([found[key] for key in keys]).astype(np.float32, copy=True)
 
     def _run_in_batches(self, items: list[Any], batch_fn: Callable[[list[Any]], np.ndarray], batch_size: int) -> np.ndarray:
+        """Encode ``items`` in forward passes of exactly ``batch_size`` rows, in order.
+
+        The last, short chunk is padded by repeating its last item and the padding rows are dropped.
+        Why: matrix kernels pick their blocking from the batch shape, so the same input encoded in a
+        batch of another size moves by ~1e-7 (float32 on CPU), enough to change which of two edits
+        ranks higher after the classifier fit. With one fixed shape, a row depends on its own input
+        only (checked across positions and batch mates by tests/inference/test_reproducible.py).
+        Out-of-memory halves the size and says that bit-identity with other runs is then lost.
+        """
         outputs: list[np.ndarray] = []
         start, size = 0, max(1, batch_size)
         while start < len(items):
             chunk = items[start:start + size]
+            padded = chunk + [chunk[-1]] * (size - len(chunk))
             try:
-                outputs.append(batch_fn(chunk))
+                outputs.append(batch_fn(padded)[:len(chunk)])
             except Exception as exc:
                 if not is_out_of_memory(exc) or size == 1:
                     if is_out_of_memory(exc):
@@ -438,7 +459,8 @@ class ClipEncoder:
                 if self.device.type == "cuda":
                     torch.cuda.empty_cache()
                 size = max(1, size // 2)
-                log.warning("out of memory on %s; retrying with batch size %d", self.device, size)
+                log.warning("out of memory on %s; retrying with batch size %d (embeddings of this run may differ "
+                            "from other runs in the last float32 bits)", self.device, size)
                 continue
             start += len(chunk)
         return np.concatenate(outputs, axis=0)
