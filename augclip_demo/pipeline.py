@@ -41,6 +41,7 @@ __all__ = ["AugCLIPOptions", "Attributes", "EvaluationArrays", "Evaluator", "Rep
 ProgressCallback = Callable[[float, str], None]
 
 NO_SOURCE_TEXT = "no source text given: CLIPdir needs one (Eq. 2) and is not computed from a made-up text"
+TRUNCATION_NOTE = "text cut to CLIP's first {limit} tokens (the rest was not scored): {texts}"
 
 
 @dataclass(frozen=True)
@@ -278,6 +279,7 @@ class Evaluator:
         results = self.score(arrays, attrs, options)
         timings["metrics"] = time.perf_counter() - start
         timings["total"] = time.perf_counter() - total_start
+        truncated, truncation_notes = self._truncation([target_text, source_text or "", *attrs.source, *attrs.target])
         return Report(
             source_name=src.name,
             source_sha256=src.sha256,
@@ -289,11 +291,20 @@ class Evaluator:
             options=asdict(options),
             edits=results,
             timings=timings,
-            notes=list(src.notes),
+            notes=list(src.notes) + truncation_notes,
             version=__version__,
             created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            truncated_texts=truncated,
             arrays=arrays,
         )
+
+    def _truncation(self, texts: list[str]) -> tuple[list[str], list[str]]:
+        """(texts the tokenizer cuts, the report note saying so) for the texts of one evaluation."""
+        truncated = self.encoder.truncated_texts(texts)
+        if not truncated:
+            return [], []
+        shown = "; ".join(repr(t if len(t) <= 60 else t[:57] + "...") for t in truncated)
+        return truncated, [TRUNCATION_NOTE.format(limit=self.encoder.context_length, texts=shown)]
 
     def add_bpm(self, report: Report, instruction: str | None = None, parsed: Any = None, *, models: Any = None,
                 options: Any = None, parser: str = "rules", client: Any = None) -> Report:
@@ -363,8 +374,12 @@ class Evaluator:
                 new.bpm = old.bpm
                 if "bpm" in old.unavailable:
                     new.unavailable["bpm"] = old.unavailable["bpm"]
+        truncated, truncation_notes = self._truncation(
+            [report.target_text, report.source_text or "", *attrs.source, *attrs.target])
+        notes = [n for n in report.notes if not n.startswith(TRUNCATION_NOTE.split("{", 1)[0])] + truncation_notes
         return Report(**{**report.__dict__, "edits": results, "options": asdict(options), "attributes": attrs,
-                         "arrays": arrays, "timings": {**report.timings, "rescore": sum(timings.values())}})
+                         "arrays": arrays, "timings": {**report.timings, "rescore": sum(timings.values())},
+                         "notes": notes, "truncated_texts": truncated})
 
 
 def _untrained_parts(models: Any) -> list[str]:

@@ -61,6 +61,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         attributes = provider_from_args(args, settings, encoder=evaluator.encoder)
     report = evaluator.evaluate(args.source, args.edited, args.target, args.source_text, attributes)
+    if report.truncated_texts:
+        warn(f"warning: {len(report.truncated_texts)} text(s) longer than CLIP's "
+             f"{evaluator.encoder.context_length} tokens were cut to their start before scoring; "
+             "shorten them (see the report's truncated_texts)")
     bpm_untrained = add_bpm_if_possible(evaluator, report, args)
     if args.out:
         Path(args.out).write_text(report.to_json() + "\n", encoding="utf-8")

@@ -400,6 +400,31 @@ class ClipEncoder:
     def encode_text(self, text: str) -> np.ndarray:
         return self.encode_texts([text])[0]
 
+    @property
+    def context_length(self) -> int:
+        """Tokens the text tower reads (77 for CLIP); longer texts are cut by the tokenizer."""
+        return int(getattr(self.tokenizer, "context_length", None) or getattr(self.model, "context_length", 77))
+
+    def token_count(self, text: str) -> int | None:
+        """Tokens of ``text`` including the start / end tokens, before any truncation (None: unknown tokenizer)."""
+        tokenizer = self.tokenizer
+        if hasattr(tokenizer, "encode"):  # open_clip's BPE tokenizer: ids without start / end
+            return len(tokenizer.encode(text.strip())) + 2
+        inner = getattr(tokenizer, "tokenizer", None)  # open_clip's wrapper of a Hugging Face tokenizer
+        if callable(inner):
+            return len(inner(text.strip())["input_ids"])
+        return None
+
+    def truncated_texts(self, texts: Sequence[str]) -> list[str]:
+        """The texts (once each, in order) that the tokenizer cuts to :attr:`context_length` tokens."""
+        limit = self.context_length
+        out: list[str] = []
+        for text in dict.fromkeys(t for t in texts if t):
+            count = self.token_count(text)
+            if count is not None and count > limit:
+                out.append(text)
+        return out
+
     def _encode_cached(
         self,
         keys: list[Any],
