@@ -306,3 +306,21 @@ def test_indistinguishable_sets_give_a_clear_error():
     v = unit(np.arange(1, 9))
     with pytest.raises(ValueError, match="indistinguishable"):
         augclip_score(v, v, np.array([v, v]), np.array([v, v]), include_images=True)
+
+
+def test_embeddings_are_unit_normalised_so_their_lengths_do_not_count():
+    """Decision (method notes): every embedding is scaled to length 1 before the weights and the fit.
+
+    Checked against the reference on unit inputs: rescaling each input by an arbitrary positive
+    factor (CLIP's image and text norms differ and vary per input) leaves every number unchanged.
+    """
+    src_img, edit_img, src_attrs, tgt_attrs = random_case(12)
+    rng = np.random.default_rng(12)
+    scaled = (src_img * 7.5, edit_img * 0.2, src_attrs * rng.uniform(0.1, 10, size=(len(src_attrs), 1)),
+              tgt_attrs * rng.uniform(0.1, 10, size=(len(tgt_attrs), 1)))
+    res = augclip_score(*scaled)
+    score, c, alpha, _ = reference_augclip(unit(src_img), unit(edit_img), [unit(a) for a in src_attrs],
+                                           [unit(a) for a in tgt_attrs])
+    assert res.score == pytest.approx(score, abs=1e-6) and res.c == pytest.approx(c, rel=1e-5)
+    np.testing.assert_allclose(res.alpha, alpha, atol=1e-10)
+    assert res.score == pytest.approx(augclip_score(src_img, edit_img, src_attrs, tgt_attrs).score, abs=1e-9)
