@@ -44,8 +44,8 @@ def main() -> None:
     from augclip_demo.attributes.vocabulary import default_vocabulary
     from augclip_demo.config import Settings
     from augclip_demo.inference import ClipEncoder
-    from tests.chat_server import ChatServer
-    from tests.test_openai_provider import paper_flow
+    from tests.support.attribute_chat import paper_flow
+    from tests.support.chat_server import ChatServer
 
     settings = Settings.from_env(clip_model=args.clip_model, device=args.device, cache_dir=cache_dir)
     rng = np.random.default_rng(0)
