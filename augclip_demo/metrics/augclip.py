@@ -11,7 +11,7 @@ similarity to that ideal point::
     AugCLIP = cs(E(I_edit), E(I_src) + v)                                      (Eq. 3)
     delta_i = cs(E(I_src) + v, a_i) - cs(E(I_src), a_i)                        (Eq. 11-12)
 
-Choices where the paper leaves room (each is a named option, documented in the README):
+Choices where the paper leaves room (each a named option; see the method notes in the docs):
 
 * ``include_images`` (default ``True``): App. B fits on ``[src_img, src_desc]`` vs
   ``[tgt_img, tgt_desc]``, i.e. the source image joins the source set and the *edited* image joins
@@ -29,7 +29,10 @@ Choices where the paper leaves room (each is a named option, documented in the R
   such a source back onto the plane, away from the target side.
 * Solver tolerance: libsvm's default stopping tolerance (1e-3) leaves solver noise of ~1e-4 in w
   that depends on the order of the samples; :data:`SOLVER_TOL` (1e-12) brings it below 1e-12 at
-  the cost of well under a millisecond per fit (a few dozen samples).
+  no measurable cost per fit (a few dozen samples).
+* Every embedding is scaled to length 1 first: the paper's similarities are all cosines, and CLIP's
+  raw feature lengths (which differ between images and texts) would otherwise steer the fit.
+  The ideal point E(I_src) + v is kept as computed (the cosine ignores its length).
 """
 
 from __future__ import annotations
