@@ -85,12 +85,12 @@ def flower() -> dict:
     em = Image.new("RGB", source.size, (246, 240, 232))
     draw = ImageDraw.Draw(em)
     cx, cy = source.width * 0.62, source.height * 0.45
-    for ring, (radius, colour) in enumerate([(95, (214, 70, 140)), (72, (230, 105, 165)), (48, (244, 150, 196))]):
+    for ring, (radius, color) in enumerate([(95, (214, 70, 140)), (72, (230, 105, 165)), (48, (244, 150, 196))]):
         for k in range(14 + 4 * ring):
             angle = 2 * math.pi * k / (14 + 4 * ring) + ring * 0.2
             px, py = cx + 0.55 * radius * math.cos(angle), cy + 0.55 * radius * math.sin(angle)
             r = radius * 0.38
-            draw.ellipse((px - r, py - r, px + r, py + r), fill=colour, outline=(170, 40, 100))
+            draw.ellipse((px - r, py - r, px + r, py + r), fill=color, outline=(170, 40, 100))
     draw.ellipse((cx - 16, cy - 16, cx + 16, cy + 16), fill=(250, 210, 90))
     draw.rectangle((cx - 3, cy + 95, cx + 3, source.height), fill=(60, 140, 60))
     return {

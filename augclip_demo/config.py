@@ -27,7 +27,7 @@ PRECISIONS = ("auto", "fp32", "fp16", "bf16")
 
 #: Environment variables read by :meth:`Settings.from_env`, with what each one sets.
 ENVIRONMENT_VARIABLES: dict[str, str] = {
-    "AUGCLIP_CLIP_MODEL": f"CLIP backbone spec (default {DEFAULT_CLIP_MODEL}; see README 'Model specs')",
+    "AUGCLIP_CLIP_MODEL": f"CLIP backbone spec (default {DEFAULT_CLIP_MODEL}; see docs/models.md)",
     "AUGCLIP_CLIP_CHECKPOINT": "local CLIP checkpoint file used instead of downloading the spec's weights",
     "AUGCLIP_DEVICE": "auto (default: CUDA when present, else CPU), cpu, cuda, cuda:N or mps",
     "AUGCLIP_PRECISION": "auto (default: fp16 autocast on CUDA, fp32 elsewhere), fp32, fp16 or bf16",
@@ -47,6 +47,30 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "AUGCLIP_UPLOAD_MAX_FILES": "most files an uploaded image zip may hold (default 20000)",
     "AUGCLIP_UPLOAD_MAX_UNZIPPED_MB": "most bytes an uploaded image zip may expand to, in MB (default 4096)",
 }
+
+
+def _number(env: Mapping[str, str], var: str, kind: type[int] | type[float]) -> int | float | None:
+    """``env[var]`` as ``kind``, ``None`` when unset or blank; a clear :class:`ConfigError` otherwise."""
+    raw = (env.get(var) or "").strip()
+    if not raw:
+        return None
+    try:
+        return kind(raw)
+    except ValueError:
+        article = "an integer" if kind is int else "a number"
+        raise ConfigError(f"{var} must be {article}, got {raw!r}") from None
+
+
+def max_image_pixels_from_env(env: Mapping[str, str] | None = None) -> int | None:
+    """``AUGCLIP_MAX_IMAGE_PIXELS`` read and checked exactly as :meth:`Settings.from_env` does.
+
+    For callers that hold no :class:`Settings` (``io.open_image`` without ``max_pixels``), so the
+    variable is parsed in one place and not the rest of the environment.
+    """
+    value = _number(os.environ if env is None else env, "AUGCLIP_MAX_IMAGE_PIXELS", int)
+    if value is not None and value <= 0:
+        raise ConfigError(f"AUGCLIP_MAX_IMAGE_PIXELS must be a positive number of pixels, got {value}")
+    return value
 
 
 def default_cache_dir() -> Path:
@@ -133,19 +157,16 @@ class Settings:
         }.items():
             if (value := get(var)) is not None:
                 values[field] = Path(value).expanduser()
-        for field, var, kind in (("max_image_pixels", "AUGCLIP_MAX_IMAGE_PIXELS", int),
-                                 ("max_upload_mb", "AUGCLIP_MAX_UPLOAD_MB", float),
+        if (pixels := max_image_pixels_from_env(env)) is not None:
+            values["max_image_pixels"] = pixels
+        for field, var, kind in (("max_upload_mb", "AUGCLIP_MAX_UPLOAD_MB", float),
                                  ("mllm_timeout", "AUGCLIP_MLLM_TIMEOUT", float),
                                  ("mllm_max_retries", "AUGCLIP_MLLM_MAX_RETRIES", int),
                                  ("upload_max_zip_mb", "AUGCLIP_UPLOAD_MAX_ZIP_MB", int),
                                  ("upload_max_files", "AUGCLIP_UPLOAD_MAX_FILES", int),
                                  ("upload_max_unzipped_mb", "AUGCLIP_UPLOAD_MAX_UNZIPPED_MB", int)):
-            if (value := get(var)) is not None:
-                try:
-                    values[field] = kind(value)
-                except ValueError:
-                    article = "an integer" if kind is int else "a number"
-                    raise ConfigError(f"{var} must be {article}, got {value!r}") from None
+            if (value := _number(env, var, kind)) is not None:
+                values[field] = value
         return cls(**values).replace(**overrides)
 
     def replace(self, **overrides: object) -> Settings:

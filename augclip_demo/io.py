@@ -30,6 +30,7 @@ from typing import Union
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from .config import max_image_pixels_from_env
 from .errors import ImageLoadError
 
 ImageInput = Union[str, os.PathLike, bytes, bytearray, Image.Image, np.ndarray]  # noqa: UP007 - runtime alias, py3.10-safe
@@ -94,7 +95,7 @@ def open_image(
     if isinstance(source, LoadedImage):
         return source
     label = describe_input(source, name)
-    limit = max_pixels if max_pixels is not None else _env_max_pixels()
+    limit = max_pixels if max_pixels is not None else max_image_pixels_from_env()
     notes: list[str] = []
     if isinstance(source, np.ndarray):
         image = _from_array(source, label)
@@ -130,11 +131,6 @@ def open_image(
     if rgb.size[0] == 0 or rgb.size[1] == 0:
         raise ImageLoadError(f"{label}: the image has zero width or height")
     return LoadedImage(image=rgb, name=label, notes=notes)
-
-
-def _env_max_pixels() -> int | None:
-    value = os.environ.get("AUGCLIP_MAX_IMAGE_PIXELS", "").strip()
-    return int(value) if value.isdigit() else None
 
 
 def _check_pixels(image: Image.Image, label: str, limit: int | None) -> None:

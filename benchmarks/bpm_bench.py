@@ -28,13 +28,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 STAGES = ("parse", "detect", "segment", "judge")
 
 
-def scene(size: int, colour: str):
+def scene(size: int, color: str):
     from PIL import Image, ImageDraw
 
     image = Image.new("RGB", (size, size), (235, 230, 220))
     draw = ImageDraw.Draw(image)
     draw.rectangle((0, int(size * 0.7), size, size), fill=(120, 90, 60))  # a table
-    draw.ellipse((int(size * 0.3), int(size * 0.4), int(size * 0.55), int(size * 0.72)), fill=colour)  # a cup
+    draw.ellipse((int(size * 0.3), int(size * 0.4), int(size * 0.55), int(size * 0.72)), fill=color)  # a cup
     return image
 
 
@@ -74,10 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     print("load (s): " + ", ".join(f"{k} {v:.1f}" for k, v in loads.items()))
     source = scene(args.size, "white")
     # every pair gets a new edit (fresh pixels, so CLIP's content cache cannot help)
-    colours = ["red", "crimson", "darkred", "orangered", "firebrick", "tomato", "indianred", "maroon", "salmon", "coral"]
+    colors = ["red", "crimson", "darkred", "orangered", "firebrick", "tomato", "indianred", "maroon", "salmon", "coral"]
 
     def run_pair(i: int):
-        edit = scene(args.size, colours[i % len(colours)])
+        edit = scene(args.size, colors[i % len(colors)])
         return bpm_score(source, edit, args.instruction, models=models)
 
     run_pair(0)  # warm-up: first-call allocations, kernel selection

@@ -154,3 +154,24 @@ def test_decompression_bomb_limit_is_kept_and_reported(tmp_path):
     assert "big.png" in text and "decompression-bomb limit" in text and "90,000 pixels" in text
     assert load_image(path, max_pixels=50_000).size == (300, 300)  # between 1x and 2x: accepted, as Pillow does
     assert Image.MAX_IMAGE_PIXELS is not None and Image.MAX_IMAGE_PIXELS > 1_000_000  # global left as it was
+
+
+def test_the_environment_limit_is_read_as_settings_read_it(tmp_path, monkeypatch):
+    """Without max_pixels, AUGCLIP_MAX_IMAGE_PIXELS applies, parsed and checked by config alone."""
+    from augclip_demo.config import Settings
+    from augclip_demo.errors import ConfigError
+
+    path = tmp_path / "big.png"
+    Image.new("L", (300, 300)).save(path)
+    monkeypatch.setenv("AUGCLIP_MAX_IMAGE_PIXELS", "20000")
+    assert Settings.from_env().max_image_pixels == 20_000
+    with pytest.raises(ImageLoadError, match="decompression-bomb limit of 40,000 pixels"):
+        load_image(path)
+    for bad, message in [("lots", "must be an integer"), ("0", "must be a positive number of pixels")]:
+        monkeypatch.setenv("AUGCLIP_MAX_IMAGE_PIXELS", bad)
+        with pytest.raises(ConfigError, match=message):  # the same error from both readers, never ignored
+            load_image(path)
+        with pytest.raises(ConfigError, match=message):
+            Settings.from_env()
+    monkeypatch.delenv("AUGCLIP_MAX_IMAGE_PIXELS")
+    assert load_image(path).size == (300, 300)

@@ -117,7 +117,7 @@ def _from_lines(text: str) -> list[str]:
     return [line for line in (ln.strip() for ln in text.splitlines()) if line]
 
 
-def normalise_key(text: str) -> str:
+def normalize_key(text: str) -> str:
     """Case- and punctuation-insensitive identity of an attribute (for de-duplication)."""
     text = re.sub(r"[^\w\s]", " ", text.casefold())
     return re.sub(r"\s+", " ", text).strip()
@@ -142,7 +142,7 @@ def clean_attributes(items: Iterable[str], max_items: int | None = DEFAULT_MAX_A
     out: list[str] = []
     for item in items:
         text = clean_attribute(item)
-        key = normalise_key(text)
+        key = normalize_key(text)
         if not _HAS_LETTER.search(key) or key in seen or len(text) > MAX_ATTRIBUTE_CHARS:
             continue
         seen.add(key)
@@ -171,7 +171,7 @@ def merge_samples(samples: Sequence[Sequence[str]], max_items: int | None = DEFA
     order: dict[str, int] = {}
     for sample in samples:
         for text in clean_attributes(sample, max_items=None):
-            key = normalise_key(text)
+            key = normalize_key(text)
             if key not in counts:
                 counts[key] = 0
                 first_text[key] = text

@@ -175,7 +175,7 @@ def _save(path: Path, key: str, matrix: np.ndarray) -> None:
 
 
 # ---------------------------------------------------------------------- selection
-def standardise(scores: np.ndarray) -> np.ndarray:
+def standardize(scores: np.ndarray) -> np.ndarray:
     """z-scores over the vocabulary."""
     std = float(scores.std())
     return (scores - scores.mean()) / (std if std > 1e-12 else 1.0)
@@ -189,7 +189,7 @@ def fits_target_better(image_scores: np.ndarray, text_scores: np.ndarray) -> np.
     cannot be compared. Each score is standardised over the whole vocabulary first; a phrase fits
     the target better when its z-score for the target text exceeds its z-score for the source image.
     """
-    return standardise(text_scores) > standardise(image_scores)
+    return standardize(text_scores) > standardize(image_scores)
 
 
 def select_diverse(order: np.ndarray, embeddings: np.ndarray, k: int, max_similarity: float,

@@ -21,7 +21,7 @@ Semantic-Aware Judge::
 
 Norm: the paper min-max normalises S_modify (Alg. 2 line 2), which needs a set of scores. One
 pair has none, so a single evaluation maps the cosine with the fixed (S_modify + 1) / 2 and says
-so (``s_modify_normalisation = "pair"`` in every result); :func:`dataset_min_max` and
+so (``s_modify_normalization = "pair"`` in every result); :func:`dataset_min_max` and
 :func:`rescore_over_dataset` give the paper's dataset-level version for a batch of scores.
 Crops are padded to a square (:func:`pad_to_square`) before CLIP sees them: CLIP's preprocessing
 centre-crops to a square and would cut off the ends of a long box.
@@ -149,16 +149,16 @@ def full_image_box(size: tuple[int, int]) -> np.ndarray:
 
 
 #: Padding colour for square crops: CLIP's normalisation mean (OpenAI CLIP), i.e. ~0 after normalising.
-PAD_COLOUR = (122, 116, 104)
+PAD_COLOR = (122, 116, 104)
 
 
-def pad_to_square(image: Image.Image, colour: tuple[int, int, int] = PAD_COLOUR) -> Image.Image:
+def pad_to_square(image: Image.Image, color: tuple[int, int, int] = PAD_COLOR) -> Image.Image:
     """``image`` centred on a square canvas of its longer side, so a centre crop keeps all of it."""
     width, height = image.size
     side = max(width, height)
     if width == height:
         return image
-    canvas = Image.new("RGB", (side, side), colour)
+    canvas = Image.new("RGB", (side, side), color)
     canvas.paste(image.convert("RGB"), ((side - width) // 2, (side - height) // 2))
     return canvas
 
@@ -330,10 +330,10 @@ def s_modify(origin_crop: np.ndarray, edit_crop: np.ndarray, text_o1: np.ndarray
 
 
 #: How S_modify was brought to [0, 1]: ``pair`` = fixed (x + 1) / 2; ``dataset`` = min-max over a set (paper).
-MODIFY_NORMALISATIONS = ("pair", "dataset")
+MODIFY_NORMALIZATIONS = ("pair", "dataset")
 
 
-def normalise_modify(value: float) -> float:
+def normalize_modify(value: float) -> float:
     """The fixed map of a cosine in [-1, 1] to [0, 1], so one pair is scored without a dataset."""
     return (float(value) + 1.0) / 2.0
 
@@ -368,7 +368,7 @@ def rescore_over_dataset(components: Any) -> list[BPMComponents]:
             s_modify=c.s_modify, s_modify_norm=float(norm), s_preserve=c.s_preserve, s_semantic=semantic,
             s_size=c.s_size, s_position=c.s_position, s_region=c.s_region,
             bpm=c.alpha * semantic + (1.0 - c.alpha) * c.s_region, overall_raw=c.overall_raw, alpha=c.alpha,
-            s_modify_normalisation="dataset"))
+            s_modify_normalization="dataset"))
     return out
 
 
@@ -387,7 +387,7 @@ class BPMComponents:
     overall_raw: float
     alpha: float
     # "pair": S_modify mapped by the fixed (x + 1) / 2 (one pair); "dataset": min-max over a set (paper)
-    s_modify_normalisation: str = "pair"
+    s_modify_normalization: str = "pair"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -400,7 +400,7 @@ def combine(s_modify_value: float, s_preserve_value: float, s_size: int, s_posit
     (un-normalised, as the paper's figures print "S_overall")."""
     if not (0.0 <= alpha <= 1.0):
         raise InputError(f"alpha must be between 0 and 1, got {alpha}")
-    modify_norm = normalise_modify(s_modify_value)
+    modify_norm = normalize_modify(s_modify_value)
     semantic = modify_norm + float(s_preserve_value)
     region = int(s_size) + int(s_position)
     return BPMComponents(

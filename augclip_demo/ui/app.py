@@ -69,8 +69,10 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
     gpu = _cuda_available()
     llm_ready = statuses.get("openai") is not None and statuses["openai"].available
 
+    clip_choices = sorted({base_settings.clip_model, *CLIP_CHOICES})
+
     def settings_for(clip_model: str | None) -> Settings:
-        return base_settings.replace(clip_model=(clip_model or "").strip() or None)
+        return base_settings.replace(clip_model=logic.offered_clip_model(clip_model, clip_choices))
 
     def options_for(classifier: str, C: float | None, weighting: bool, include_images: bool) -> AugCLIPOptions:
         return AugCLIPOptions(classifier=classifier, C=float(C) if C else 1.0, weighting=bool(weighting),
@@ -121,8 +123,9 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                         C = gr.Number(1.0, label="C (svm / logistic)", minimum=1e-4)
                         weighting = gr.Checkbox(True, label="Weight samples by alpha (Eq. 6)")
                         include_images = gr.Checkbox(True, label="Images in the fit (App. B)")
-                        clip_model = gr.Dropdown(sorted({base_settings.clip_model, *CLIP_CHOICES}),
-                                                 value=base_settings.clip_model, allow_custom_value=True,
+                        # Only the offered models: a spec typed by a web client could name a folder on
+                        # the server (local-dir:...) or any model on the Hub.
+                        clip_model = gr.Dropdown(clip_choices, value=base_settings.clip_model,
                                                  label="CLIP model (spec)")
                     with gr.Row():
                         explain_on = gr.Checkbox(True, label="Explanations (relevancy maps, hyperplane views, rankings)",
@@ -190,10 +193,12 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                         label="Start from an example (one click loads and runs it)",
                         examples_per_page=8,
                     ) if examples else None
+                evaluate_api = gr.Button(visible=False)
+                rescore_api = gr.Button(visible=False)
                 explain_api = gr.Button(visible=False)
                 bpm_api = gr.Button(visible=False)
             build_batch_tab(base_settings, provider_choices=provider_choices, default_provider=default_provider,
-                            clip_choices=sorted({base_settings.clip_model, *CLIP_CHOICES}))
+                            clip_choices=clip_choices)
             with gr.Tab("Help"):
                 gr.Markdown(views.help_markdown())
 
@@ -205,8 +210,11 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         bpm_outputs = [verdict, table, bpm_info, bpm_gallery, bpm_table, bpm_o1, bpm_o2, bpm_size, bpm_position,
                        bpm_reference, downloads, report_json, session_state]
 
-        def scored(report, state, *, clear: bool) -> dict:
-            files = views.write_downloads(report, Path(state.output_dir), state.figures)
+        # A click in the page runs stages (scores -> explanations -> BPM -> downloads): the stage handlers
+        # (archive=False) refresh report.json / .csv, and figures.zip is written once, by the last step.
+        # The API endpoints are single calls, so theirs (archive=True) write the zip themselves.
+        def scored(report, state, *, clear: bool, archive: bool) -> dict:
+            files = views.write_downloads(report, Path(state.output_dir), state.figures, archive=archive)
             out = {verdict: views.verdict_markdown(report), table: views.score_table(report),
                    src_box: "\n".join(report.attributes.source), tgt_box: "\n".join(report.attributes.target),
                    downloads: files, report_json: report.to_dict(), session_state: state}
@@ -223,39 +231,53 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             return {component: figures.get(f"edit{index + 1}_{key}") if index is not None else None
                     for component, key in zip(figure_outputs, views.PER_EDIT_FIGURES)}
 
-        @user_facing
-        def evaluate(source, edits, target, source_text, instruction, provider, src_box_value, tgt_box_value,
-                     classifier, C, weighting, include_images, clip_model, state, progress=gr.Progress()):
-            report, state = logic.evaluate(
-                settings_for(clip_model), state or logic.Session(), source=source, edits=edits,
-                target_text=target or "", source_text=source_text or "", provider=provider,
-                source_attrs_box=src_box_value or "", target_attrs_box=tgt_box_value or "",
-                options=options_for(classifier, C, weighting, include_images),
-                progress=lambda f, stage: progress(f, desc=stage),
-            )
-            return scored(report, state, clear=True)
+        def evaluate_handler(archive: bool):
+            @user_facing
+            def evaluate(source, edits, target, source_text, instruction, provider, src_box_value, tgt_box_value,
+                         classifier, C, weighting, include_images, clip_model, state, progress=gr.Progress()):
+                report, state = logic.evaluate(
+                    settings_for(clip_model), state or logic.Session(), source=source, edits=edits,
+                    target_text=target or "", source_text=source_text or "", provider=provider,
+                    source_attrs_box=src_box_value or "", target_attrs_box=tgt_box_value or "",
+                    options=options_for(classifier, C, weighting, include_images),
+                    progress=lambda f, stage: progress(f, desc=stage),
+                )
+                return scored(report, state, clear=True, archive=archive)
 
-        @user_facing
-        def rescore(src_box_value, tgt_box_value, classifier, C, weighting, include_images, clip_model, state):
-            report, state = logic.rescore(settings_for(clip_model), state or logic.Session(),
-                                          options_for(classifier, C, weighting, include_images),
-                                          src_box_value or "", tgt_box_value or "")
-            return scored(report, state, clear=False)
+            return evaluate
+
+        def rescore_handler(archive: bool):
+            @user_facing
+            def rescore(src_box_value, tgt_box_value, classifier, C, weighting, include_images, clip_model, state):
+                report, state = logic.rescore(settings_for(clip_model), state or logic.Session(),
+                                              options_for(classifier, C, weighting, include_images),
+                                              src_box_value or "", tgt_box_value or "")
+                return scored(report, state, clear=False, archive=archive)
+
+            return rescore
+
+        rescore_stage = rescore_handler(archive=False)
 
         def rescore_if_evaluated(*args):
             """Option changes re-score silently when there is something to re-score, else do nothing."""
             state = args[-1]
             if state is None or state.report is None:
                 return unchanged(score_outputs)
-            return rescore(*args)
+            return rescore_stage(*args)
 
-        @user_facing
-        def explain(explain_enabled, state, progress=gr.Progress()):
-            if not explain_enabled or state is None or state.report is None:
-                return unchanged(explain_outputs)
-            progress(0.05, desc="explaining: relevancy maps, hyperplane views, rankings")
+        def explain_handler(archive: bool):
+            @user_facing
+            def explain(explain_enabled, state, progress=gr.Progress()):
+                if not explain_enabled or state is None or state.report is None:
+                    return unchanged(explain_outputs)
+                progress(0.05, desc="explaining: relevancy maps, hyperplane views, rankings")
+                return explained(state, archive=archive)
+
+            return explain
+
+        def explained(state, *, archive: bool) -> dict:
             figures, message, state = logic.explain(settings_for(state.clip_model), state)
-            files = views.write_downloads(state.report, Path(state.output_dir), state.figures)
+            files = views.write_downloads(state.report, Path(state.output_dir), state.figures, archive=archive)
             choices = views.edit_choices(state.report)
             pick = choices[state.report.best("augclip") or 0]
             return {edit_pick: gr.Radio(choices=choices, value=pick, visible=True),
@@ -264,14 +286,19 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                     relevancy_info: views.RELEVANCY_HELP + (f"\n\n*{html.escape(message)}*" if message else ""),
                     downloads: files, session_state: state}
 
-        @user_facing
-        def bpm(bpm_enabled, instruction_value, parser, clip_model, state, fields=None, progress=gr.Progress()):
-            if not bpm_enabled or state is None or state.report is None:
-                return unchanged(bpm_outputs)
-            progress(0.05, desc="BPM: parsing, detecting (GroundingDINO), segmenting (SAM), judging")
-            report, message = logic.run_bpm(settings_for(clip_model), state, instruction=instruction_value or "",
-                                             parser=parser, fields=fields)
-            return bpm_presented(report, state, message)
+        def bpm_handler(archive: bool):
+            @user_facing
+            def bpm(bpm_enabled, instruction_value, parser, clip_model, state, fields=None, progress=gr.Progress()):
+                if not bpm_enabled or state is None or state.report is None:
+                    return unchanged(bpm_outputs)
+                progress(0.05, desc="BPM: parsing, detecting (GroundingDINO), segmenting (SAM), judging")
+                report, message = logic.run_bpm(settings_for(clip_model), state, instruction=instruction_value or "",
+                                                 parser=parser, fields=fields)
+                return bpm_presented(report, state, message, archive=archive)
+
+            return bpm
+
+        bpm_complete = bpm_handler(archive=True)
 
         @user_facing
         def bpm_with_fields(instruction_value, parser, clip_model, o1, o2, size, position, reference, state,
@@ -279,10 +306,10 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             fields = {"o1": o1, "o2": o2, "size_state": size, "position_state": position, "reference": reference}
             if not any((v or "").strip() not in ("", "None") for v in (o1, o2)):
                 raise gr.Error("Fill o1 (the object in the source) and/or o2 (the object in the edit) first.")
-            return bpm(True, instruction_value, parser, clip_model, state, fields=fields, progress=progress)
+            return bpm_complete(True, instruction_value, parser, clip_model, state, fields=fields, progress=progress)
 
-        def bpm_presented(report, state, message) -> dict:
-            files = views.write_downloads(report, Path(state.output_dir), state.figures)
+        def bpm_presented(report, state, message, *, archive: bool) -> dict:
+            files = views.write_downloads(report, Path(state.output_dir), state.figures, archive=archive)
             out = {verdict: views.verdict_markdown(report), table: views.score_table(report),
                    downloads: files, report_json: report.to_dict(), session_state: state}
             results = getattr(report.arrays, "bpm", None) or []
@@ -327,22 +354,34 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         explain_inputs = [explain_on, session_state]
         bpm_inputs = [bpm_on, instruction, bpm_parser, clip_model, session_state]
 
+        def downloads_complete(state):
+            """The chain's last step: figures.zip, written once with everything the stages made."""
+            if state is None or state.report is None or state.output_dir is None:
+                return gr.skip()
+            return views.write_downloads(state.report, Path(state.output_dir), state.figures, archive=True)
+
+        explain_stage, bpm_stage = explain_handler(archive=False), bpm_handler(archive=False)
+
         def then_explain_and_bpm(event, with_bpm: bool = True) -> None:
             # Later stages show their progress in their own tab, so the scores stay readable meanwhile.
-            follow = event.success(explain, explain_inputs, explain_outputs, api_name=False,
+            follow = event.success(explain_stage, explain_inputs, explain_outputs, api_name=False,
                                    show_progress_on=[relevancy_info])
             if with_bpm:
-                follow.success(bpm, bpm_inputs, bpm_outputs, api_name=False, show_progress_on=[bpm_info])
+                follow = follow.success(bpm_stage, bpm_inputs, bpm_outputs, api_name=False, show_progress_on=[bpm_info])
+            follow.then(downloads_complete, [session_state], downloads, api_name=False, show_progress="hidden")
 
-        then_explain_and_bpm(evaluate_btn.click(evaluate, eval_inputs, score_outputs, api_name="evaluate"))
-        then_explain_and_bpm(rescore_btn.click(rescore, rescore_inputs, score_outputs, api_name="rescore"), False)
+        evaluate_stage = evaluate_handler(archive=False)
+        then_explain_and_bpm(evaluate_btn.click(evaluate_stage, eval_inputs, score_outputs, api_name=False))
+        then_explain_and_bpm(rescore_btn.click(rescore_stage, rescore_inputs, score_outputs, api_name=False), False)
         for control in (classifier, weighting, include_images):
             then_explain_and_bpm(control.change(rescore_if_evaluated, rescore_inputs, score_outputs, api_name=False), False)
         then_explain_and_bpm(C.submit(rescore_if_evaluated, rescore_inputs, score_outputs, api_name=False), False)
         # Stand-alone endpoints for API users (same session as their /evaluate call), on hidden buttons.
-        explain_api.click(explain, explain_inputs, explain_outputs, api_name="explain")
+        evaluate_api.click(evaluate_handler(archive=True), eval_inputs, score_outputs, api_name="evaluate")
+        rescore_api.click(rescore_handler(archive=True), rescore_inputs, score_outputs, api_name="rescore")
+        explain_api.click(explain_handler(archive=True), explain_inputs, explain_outputs, api_name="explain")
         edit_pick.change(edit_figures, [session_state, edit_pick], figure_outputs, api_name=False)
-        bpm_api.click(bpm, bpm_inputs, bpm_outputs, api_name="bpm")
+        bpm_api.click(bpm_complete, bpm_inputs, bpm_outputs, api_name="bpm")
         bpm_btn.click(bpm_with_fields, [instruction, bpm_parser, clip_model, bpm_o1, bpm_o2, bpm_size, bpm_position,
                                         bpm_reference, session_state], bpm_outputs, api_name="bpm_fields",
                       show_progress_on=[bpm_info])
@@ -353,7 +392,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         save_btn.click(save_attributes, [src_box, tgt_box, session_state], save_btn, api_name=False)
         if example_block is not None:
             # Load the example into the inputs, then evaluate it with the page's current options.
-            then_explain_and_bpm(example_block.load_input_event.then(evaluate, eval_inputs, score_outputs,
+            then_explain_and_bpm(example_block.load_input_event.then(evaluate_stage, eval_inputs, score_outputs,
                                                                      api_name=False))
         edits.change(lambda files: views.edit_items(files), edits, gallery, api_name=False)
         provider.change(lambda name: _describe(statuses, name), provider, provider_info, api_name=False)

@@ -25,6 +25,7 @@ from ..metrics.registry import METRICS
 from ..report import UNTRAINED_WARNING
 from .examples import EXAMPLES_DIR
 from .guard import user_facing
+from .session import offered_clip_model
 
 MAX_SHOWN_ROWS = 500  # per-edit rows shown on the page; the downloads hold all of them
 SHOWN_COLUMNS = ("id", "edit", "name", "role", "status")
@@ -34,7 +35,7 @@ def batch_help(settings: Settings) -> str:
     return f"""
 **Score a whole benchmark.** Upload a **manifest** (JSONL, one item per line: `id`, `source`, `target_text`,
 optional `source_text`, `edits` with `path` / `name` / `role` (gt, ep, em, candidate), optional `human`
-judgments and `attributes`; the README's *Manifests* section has the format) and a **zip of the images** it
+judgments and `attributes`; docs/batch.md, *Manifests*, has the format) and a **zip of the images** it
 names; paths in the manifest are relative to the zip's root (or to its single top-level folder).
 Items with `human.preferred` give s2AFC, triplets with gt / ep / em roles give AccBoth, per-edit
 `human.scores` give correlations. The zip may be at most {settings.upload_max_zip_mb} MB, hold at most
@@ -119,8 +120,7 @@ def build_batch_tab(settings: Settings, *, provider_choices: list[tuple[str, str
                                            elem_id="aug-batch-metrics")
                 provider = gr.Dropdown(provider_choices, value=default_provider, label="Attribute provider",
                                        info="for items without attributes in the manifest")
-                clip_model = gr.Dropdown(clip_choices, value=settings.clip_model, allow_custom_value=True,
-                                         label="CLIP model (spec)")
+                clip_model = gr.Dropdown(clip_choices, value=settings.clip_model, label="CLIP model (spec)")
                 skip_invalid = gr.Checkbox(False, label="Skip invalid manifest lines (else every problem is listed "
                                                         "and nothing runs)")
         with gr.Row():
@@ -143,7 +143,7 @@ def build_batch_tab(settings: Settings, *, provider_choices: list[tuple[str, str
                 raise gr.Error("Upload a zip with the images the manifest names.")
             if not metric_keys:
                 raise gr.Error("Choose at least one metric.")
-            run_settings = settings.replace(clip_model=(clip_spec or "").strip() or None)
+            run_settings = settings.replace(clip_model=offered_clip_model(clip_spec, clip_choices))
             result = run_uploaded_batch(manifest_file, images_zip, settings=run_settings, metrics=list(metric_keys),
                                         provider=provider_name, skip_invalid=bool(skip),
                                         progress=lambda fraction, message: progress(fraction, desc=message))

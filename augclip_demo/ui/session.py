@@ -51,6 +51,18 @@ def check_upload(path: str | None, label: str, max_mb: float) -> str:
     return path
 
 
+def offered_clip_model(spec: str | None, choices: list[str]) -> str | None:
+    """``spec`` when the page offers it (``None`` for empty: the server's default), else a clear error.
+
+    Gradio already refuses a value outside a dropdown's choices; this repeats the check where the
+    model is chosen, so no code path lets a client load a model the server did not offer.
+    """
+    spec = (spec or "").strip()
+    if spec and spec not in choices:
+        raise InputError(f"CLIP model {spec!r} is not offered by this server; choose one of {', '.join(choices)}")
+    return spec or None
+
+
 def load_inputs(settings: Settings, source: str | None, edits: list[str] | None) -> tuple[LoadedImage, list[LoadedImage]]:
     if not source:
         raise InputError("Upload a source image first (left column).")

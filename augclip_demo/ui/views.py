@@ -101,25 +101,35 @@ def verdict_markdown(report: Report) -> str:
     return "\n\n".join(lines)
 
 
-def write_downloads(report: Report, folder: Path, figures: dict[str, Any] | None = None) -> list[str]:
-    """report.json, report.csv and figures.zip (every figure as PNG plus the two reports) in ``folder``."""
+def write_downloads(report: Report, folder: Path, figures: dict[str, Any] | None = None, *,
+                    archive: bool = True) -> list[str]:
+    """report.json and report.csv in ``folder``, plus figures.zip when ``archive`` (returns the paths).
+
+    figures.zip holds every figure as PNG plus the two reports and the attributes. A click in the
+    page runs several stages (scores, explanations, BPM); each stage refreshes the two small
+    reports, and the zip is written once, by the last step (``archive=True``). Until then no zip is
+    listed, and an older one is removed so it cannot be taken for the new results.
+    """
     folder.mkdir(parents=True, exist_ok=True)
     json_path = folder / "report.json"
     csv_path = folder / "report.csv"
     json_path.write_text(report.to_json() + "\n", encoding="utf-8")
     csv_path.write_text(report.to_csv(), encoding="utf-8")
     zip_path = folder / "figures.zip"
-    with zipfile.ZipFile(zip_path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        archive.write(json_path, "report.json")
-        archive.write(csv_path, "report.csv")
-        archive.writestr("attributes.json", report.attributes.to_json() + "\n")
+    if not archive:
+        zip_path.unlink(missing_ok=True)
+        return [str(json_path), str(csv_path)]
+    with zipfile.ZipFile(zip_path, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
+        bundle.write(json_path, "report.json")
+        bundle.write(csv_path, "report.csv")
+        bundle.writestr("attributes.json", report.attributes.to_json() + "\n")
         for name, figure in (figures or {}).items():
             png = folder / f"{name}.png"
             if isinstance(figure, (str, Path)):
                 png = Path(figure)
             else:
                 figure.savefig(png, dpi=110, bbox_inches="tight")
-            archive.write(png, f"figures/{png.name}")
+            bundle.write(png, f"figures/{png.name}")
     return [str(json_path), str(csv_path), str(zip_path)]
 
 
@@ -208,6 +218,6 @@ for two-edit items with a human preference, correlations for per-edit human scor
 
 ### API
 Every button is also an API endpoint (`/evaluate`, `/rescore`, `/explain`, `/bpm`, `/bpm_fields`,
-`/extract_attributes`, `/batch`): see *Use via API* at the bottom of the page, or the README for a
+`/extract_attributes`, `/batch`): see *Use via API* at the bottom of the page, or docs/app.md in the repository for a
 `gradio_client` example.
 """

@@ -7,7 +7,7 @@ import pytest
 from augclip_demo.attributes.answers import (
     clean_attributes,
     merge_samples,
-    normalise_key,
+    normalize_key,
     parse_attribute_list,
 )
 
@@ -59,7 +59,7 @@ def test_cleaning_dedupes_case_and_punctuation_insensitively_and_caps():
     items = ["A red car", "a red car.", "A RED CAR!", "  ", "'a road'", "a road", "", "x" * 300, "sky"]
     assert clean_attributes(items) == ["A red car", "a road", "sky"]  # first spelling wins, overlong dropped
     assert clean_attributes([f"item {i}" for i in range(50)], max_items=5) == [f"item {i}" for i in range(5)]
-    assert normalise_key("A dog's  tail!") == normalise_key("a dog s tail")
+    assert normalize_key("A dog's  tail!") == normalize_key("a dog s tail")
 
 
 def test_merge_orders_by_frequency_and_records_counts():

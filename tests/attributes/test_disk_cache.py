@@ -66,6 +66,7 @@ def test_unwritable_cache_warns_and_carries_on(tmp_path, caplog):
     assert "could not write" in caplog.text
 
 
+@pytest.mark.slow  # the clip-vocab provider encodes its ~3,300-phrase vocabulary first (~10 s)
 def test_provider_recovers_from_a_corrupt_entry(tiny_encoder, tmp_path, caplog):
     settings = Settings.from_env(cache_dir=tmp_path)
     source = draw_scene(shapes=[("ellipse", (10, 10, 50, 50), "blue")])

@@ -18,7 +18,7 @@ from augclip_demo.bpm.judges import (
     crop_box,
     f_position,
     f_size,
-    normalise_modify,
+    normalize_modify,
     preserved_region,
     s_modify,
     s_preserve,
@@ -207,7 +207,7 @@ def test_s_modify_is_the_cosine_of_the_two_directions():
     assert s_modify(e[0], e[2], e[0], e[1]) == pytest.approx(0.5)  # (e2-e0).(e1-e0) / 2
     assert s_modify(e[0], e[0], e[0], e[1]) == 0.0  # identical crops: no direction
     assert s_modify(e[0], e[1], e[2], e[2]) == 0.0  # o1 == o2 (a pure move or resize)
-    assert normalise_modify(-1) == 0.0 and normalise_modify(1) == 1.0
+    assert normalize_modify(-1) == 0.0 and normalize_modify(1) == 1.0
     with pytest.raises(InputError, match="one dimension"):
         s_modify(np.ones(3), np.ones(4), np.ones(4), np.ones(4))
 
@@ -299,7 +299,7 @@ def test_missing_reference_scores_position_zero():
     assert f_position(place.anchor.box, place.edit.box, "left", TH, anchor_found=place.anchor_found).score == 0
 
 
-def test_region_serialisation():
+def test_region_serialization():
     region = Region("cup", box(1, 2, 3, 4), np.ones((3, 3), dtype=bool), 0.5, True, "detected")
     data = region.to_dict()
     assert data["mask_area"] == 9 and data["box"] == [1.0, 2.0, 3.0, 4.0] and math.isclose(data["box_area"], 4.0)
@@ -308,7 +308,7 @@ def test_region_serialisation():
 # ---------------------------------------------------------------------- crops and S_modify normalisation
 def test_a_long_box_keeps_both_ends_through_clips_centre_crop(tiny_encoder):
     """Marker pixels at both ends of a wide crop survive the encoder's real preprocessing only when padded."""
-    from augclip_demo.bpm.judges import PAD_COLOUR, pad_to_square
+    from augclip_demo.bpm.judges import PAD_COLOR, pad_to_square
 
     wide = Image.new("RGB", (240, 40), "white")
     wide.paste((255, 0, 0), (0, 0, 12, 40))  # red left end
@@ -329,7 +329,7 @@ def test_a_long_box_keeps_both_ends_through_clips_centre_crop(tiny_encoder):
     assert ends_seen(square) == (True, True)
     # The crop itself is unchanged, centred, and the rest is the padding colour.
     np.testing.assert_array_equal(np.asarray(square)[100:140], np.asarray(wide))
-    assert square.getpixel((120, 10)) == PAD_COLOUR and square.getpixel((120, 230)) == PAD_COLOUR
+    assert square.getpixel((120, 10)) == PAD_COLOR and square.getpixel((120, 230)) == PAD_COLOR
     assert pad_to_square(square) is square
 
 
@@ -344,10 +344,10 @@ def test_dataset_min_max_follows_the_paper_and_is_labelled():
     with pytest.raises(InputError, match="at least one"):
         dataset_min_max([])
     pair = [combine(v, 0.8, 1, 0, alpha=0.7) for v in values]
-    assert all(c.s_modify_normalisation == "pair" for c in pair)
+    assert all(c.s_modify_normalization == "pair" for c in pair)
     assert pair[1].s_modify_norm == pytest.approx((0.1 + 1) / 2)
     whole = rescore_over_dataset(pair)
-    assert [c.s_modify_normalisation for c in whole] == ["dataset"] * 4
+    assert [c.s_modify_normalization for c in whole] == ["dataset"] * 4
     # BPM = 0.7 (Norm(S_mod) + S_pres) + 0.3 S_region, written out for the second item: Norm = 0.5
     assert whole[1].bpm == pytest.approx(0.7 * (0.5 + 0.8) + 0.3 * 1)
     assert whole[1].s_modify == 0.1 and whole[1].overall_raw == pair[1].overall_raw

@@ -29,6 +29,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
                           cwd=ROOT, env=env, timeout=300)
 
 
+@pytest.mark.slow  # a fresh interpreter imports torch and open_clip (~8 s)
 def test_score_prints_a_table_with_best_marks(scene_files, attrs_file):
     proc = run_cli("score", "--source", str(scene_files["source"]), "--edited", str(scene_files["faithful"]),
                    str(scene_files["replaced"]), "--target", "a red ball on green grass", "--source-text", "a red ball",
@@ -53,6 +54,7 @@ def test_score_json_output_and_files(scene_files, attrs_file, tmp_path, capsys):
     assert out_csv.read_text().startswith("edit,name,augclip")
 
 
+@pytest.mark.slow  # a fresh interpreter imports torch and open_clip (~8 s)
 def test_errors_exit_nonzero_with_one_line():
     proc = run_cli("score", "--source", "missing.png", "--edited", "also-missing.png", "--target", "x",
                    "--clip-model", "random:tiny", "--device", "cpu")

@@ -173,6 +173,7 @@ def test_embeddings_agree_with_the_normal_forward_for_every_vit_variant(variant_
         assert rel.image_map().shape == (70, 90)
 
 
+@pytest.mark.slow  # builds a timm trunk per case (~4 s each)
 @pytest.mark.parametrize("trunk_options, prefix, readout", [
     (dict(class_token=False, reg_tokens=0, global_pool="map"), 0, "pooler"),  # SigLIP-style: no class token
     (dict(class_token=True, reg_tokens=2, global_pool="map", pool_include_prefix=False), 3, "pooler"),

@@ -17,11 +17,11 @@ APP_ZIP_LIMITS = {"AUGCLIP_UPLOAD_MAX_ZIP_MB": "4", "AUGCLIP_UPLOAD_MAX_FILES": 
 
 
 def draw_scene(size: tuple[int, int] = (96, 96), background: str = "white", shapes: list[tuple] | None = None) -> Image.Image:
-    """A small synthetic picture: a background colour and a list of (kind, box, colour) shapes."""
+    """A small synthetic picture: a background color and a list of (kind, box, color) shapes."""
     image = Image.new("RGB", size, background)
     draw = ImageDraw.Draw(image)
-    for kind, box, colour in shapes or []:
-        getattr(draw, kind)(box, fill=colour)
+    for kind, box, color in shapes or []:
+        getattr(draw, kind)(box, fill=color)
     return image
 
 

@@ -115,7 +115,7 @@ def test_rescore_uses_the_session_embeddings(app_server, direct):
         ({"src": [], "tgt": []}, "type the source and target attributes"),
         ({"tgt": []}, "no target attributes"),
         ({"provider": "no-such"}, "not in the list of choices"),
-        ({"clip_model": "ViT-Q-1/none"}, "unknown open_clip architecture"),
+        ({"clip_model": "local-dir:/etc"}, "not in the list of choices"),  # only the offered models load
         ({"C": -1.0}, "less than minimum value"),  # Gradio validates the number field itself
     ],
 )

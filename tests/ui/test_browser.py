@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import io
+import json
 import shutil
+import urllib.parse
+import urllib.request
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -136,6 +141,15 @@ def test_explanations_and_bpm_panel_render(browser, app_server, tmp_path):
     assert page.locator("#aug-bpm-o2 textarea, #aug-bpm-o2 input").first.input_value() == "blue ball"
     assert "UNTRAINED" in page.locator("#aug-bpm-info").inner_text().upper()
     page.screenshot(path=str(tmp_path / "bpm.png"), full_page=True)
+    # figures.zip is written once, after the last stage: it holds the figures and the report with BPM.
+    link = page.locator("#aug-downloads a[href*='figures.zip']")
+    link.wait_for(timeout=240_000)
+    href = link.get_attribute("href")
+    archive = zipfile.ZipFile(io.BytesIO(urllib.request.urlopen(urllib.parse.urljoin(app_server["url"], href)).read()))
+    names = archive.namelist()
+    assert "figures/edit1_relevancy_augclip.png" in names and "figures/hyperplane_exact.png" in names, names
+    report = json.loads(archive.read("report.json"))
+    assert all(edit["metrics"].get("bpm") is not None for edit in report["edits"])
     print(f"\nscreenshots: {tmp_path}")
 
 

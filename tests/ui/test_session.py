@@ -31,3 +31,35 @@ def test_a_changed_clip_model_asks_for_a_new_evaluation(evaluated, action):
             logic.rescore(other, evaluated, AugCLIPOptions(), *ATTRS)
         else:
             logic.run_bpm(other, evaluated, instruction="make the ball blue")
+
+
+def test_evaluate_decodes_each_upload_once(scene_files, monkeypatch):
+    """The upload checks and the pipeline share one decoded image per file (a spy on the real decoder)."""
+    import augclip_demo.io as image_io
+
+    decoded: list[str] = []
+    real = image_io._open_with_pil
+
+    def counted(handle, label, limit):
+        decoded.append(label)
+        return real(handle, label, limit)
+
+    monkeypatch.setattr(image_io, "_open_with_pil", counted)
+    settings = Settings.from_env(clip_model=TINY, device="cpu")
+    edits = [str(scene_files["faithful"]), str(scene_files["replaced"])]
+    report, _ = logic.evaluate(settings, logic.Session(), source=str(scene_files["source"]), edits=edits,
+                               target_text="a blue ball", source_text="", provider="manual",
+                               source_attrs_box=ATTRS[0], target_attrs_box=ATTRS[1], options=AugCLIPOptions(),
+                               progress=lambda fraction, stage: None)
+    assert len(report.edits) == 2
+    assert sorted(decoded) == sorted(["source: source.png", "faithful.png", "replaced.png"])
+
+
+def test_only_offered_clip_models_are_loaded():
+    """A spec from a web client must be one the page offers: no folders on the server, no arbitrary Hub models."""
+    offered = ["ViT-B-16/openai", TINY]
+    assert logic.offered_clip_model(f"  {TINY} ", offered) == TINY
+    assert logic.offered_clip_model("", offered) is None  # the server's default
+    for spec in ["local-dir:/etc", "hf-hub:someone/model", "ViT-L-14/openai"]:
+        with pytest.raises(InputError, match="not offered by this server"):
+            logic.offered_clip_model(spec, offered)

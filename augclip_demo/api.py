@@ -1,0 +1,63 @@
+"""One-call entry points of the public API (``from augclip_demo import evaluate``).
+
+The classes they use (:class:`~augclip_demo.pipeline.Evaluator` and friends) are public too; these
+functions only spare a caller the two lines that build an evaluator, in the spirit of
+``requests.get`` beside ``requests.Session``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .attributes.base import AttributeProvider, Attributes
+from .io import ImageInput, LoadedImage
+from .pipeline import AugCLIPOptions, Evaluator
+from .report import Report
+
+__all__ = ["evaluate"]
+
+
+def evaluate(
+    source: ImageInput | LoadedImage,
+    edited: ImageInput | LoadedImage | Sequence[ImageInput | LoadedImage],
+    target_text: str,
+    source_text: str | None = None,
+    attributes: Attributes | AttributeProvider | str | None = None,
+    *,
+    instruction: str | None = None,
+    clip_model: str | None = None,
+    device: str | None = None,
+    classifier: str = "svm",
+    C: float = 1.0,
+    weighting: bool = True,
+    include_images: bool = True,
+) -> Report:
+    """Score edited images of ``source`` for ``target_text`` with every metric, in one call.
+
+    The same as ``Evaluator(clip_model, device).evaluate(...)`` (plus ``add_bpm`` when an
+    ``instruction`` is given). The CLIP model is loaded once per process and shared, so calling
+    this in a loop does not reload it; keep an :class:`Evaluator` when you also want to re-score
+    (:meth:`Evaluator.rescore`) or explain a report.
+
+    Args:
+        source: the source image (path, bytes, PIL image, array or :class:`LoadedImage`).
+        edited: one edited image or a list of them, in the order their results are reported.
+        target_text: what the edit should achieve (a description or an instruction).
+        source_text: a description of the source; CLIPdir needs it and is reported unavailable without.
+        attributes: :class:`Attributes`, an attribute provider, or a provider name
+            (default: ``AUGCLIP_ATTRIBUTE_PROVIDER``).
+        instruction: an editing instruction; when given, BPM is added (loads GroundingDINO and SAM).
+        clip_model: CLIP spec such as ``"ViT-B-16/openai"`` or ``"random:tiny"``
+            (default: ``AUGCLIP_CLIP_MODEL``).
+        device: ``auto`` / ``cpu`` / ``cuda`` ... (default: ``AUGCLIP_DEVICE``).
+        classifier, C, weighting, include_images: AugCLIP's options (see :func:`augclip_score`).
+
+    Returns:
+        A :class:`Report`: one :class:`EditResult` per edit, ``report.verdict()``, ``report.to_json()``.
+    """
+    options = AugCLIPOptions(classifier=classifier, C=C, weighting=weighting, include_images=include_images)
+    evaluator = Evaluator(clip_model, device, options=options)
+    report = evaluator.evaluate(source, edited, target_text, source_text, attributes)
+    if instruction is not None:
+        evaluator.add_bpm(report, instruction)
+    return report
