@@ -238,7 +238,8 @@ def load_magicbrush(root: str | Path, out: str | Path | None = None, *, method_d
 
 # ---------------------------------------------------------------------------------------------- CSV
 CSV_COLUMNS = ("id", "source", "edit", "target_text", "source_text", "instruction", "name", "role", "human_score",
-               "preferred", "dataset", "attributes")
+               "preferred", "dataset", "attributes", "o1", "o2", "size_state", "position_state", "reference")
+PARSE_COLUMNS = ("o1", "o2", "size_state", "position_state", "reference")  # corrections of the parse (manifest "parse")
 TRUE_WORDS = {"1", "true", "yes", "y", "x"}
 
 
@@ -250,7 +251,9 @@ def load_csv_pairs(csv_path: str | Path, out: str | Path | None = None, *, root:
     and ``target_text``. Optional: ``id`` (default: one item per row), ``source_text``,
     ``instruction``, ``name`` (editing model), ``role`` (gt / ep / em / candidate),
     ``human_score`` (per edit), ``preferred`` (1 on the edit people chose), ``dataset``,
-    ``attributes`` (path to an attributes JSON file).
+    ``attributes`` (path to an attributes JSON file), and the parse corrections ``o1``, ``o2``,
+    ``size_state``, ``position_state``, ``reference`` (the manifest's ``parse`` object; empty cells
+    keep the parsed value).
     """
     csv_path = Path(csv_path).expanduser()
     if not csv_path.is_file():
@@ -279,7 +282,8 @@ def load_csv_pairs(csv_path: str | Path, out: str | Path | None = None, *, root:
     items: list[dict[str, Any]] = []
     for item_id, group in grouped.items():
         first = group[0][1]
-        for field_name in ("source", "target_text", "source_text", "instruction", "dataset", "attributes"):
+        for field_name in ("source", "target_text", "source_text", "instruction", "dataset", "attributes",
+                           *PARSE_COLUMNS):
             values = {row.get(field_name, "") for _, row in group}
             if len(values) > 1:
                 problems.append(f"id {item_id!r}: rows {', '.join(str(n) for n, _ in group)} disagree on {field_name}")
@@ -305,6 +309,9 @@ def load_csv_pairs(csv_path: str | Path, out: str | Path | None = None, *, root:
         for field_name in ("source_text", "instruction"):
             if first.get(field_name):
                 item[field_name] = first[field_name]
+        corrections = {name: first[name] for name in PARSE_COLUMNS if first.get(name)}
+        if corrections:
+            item["parse"] = corrections
         if first.get("dataset") or dataset:
             item["dataset"] = first.get("dataset") or dataset
         if first.get("attributes"):

@@ -7,6 +7,7 @@ Format (JSONL, UTF-8; blank lines are ignored)::
      "target_text": "a photo of a cat wearing a hat",
      "source_text": "a photo of a cat",                # optional (CLIPdir needs it)
      "instruction": "put a hat on the cat",            # optional (BPM needs it)
+     "parse": {"o2": "hat", "position_state": "up"},   # optional: corrections of the instruction's parse
      "dataset": "tedbench",                            # optional; groups the protocol tables
      "edits": [{"path": "imagic/cat-hat.png", "name": "imagic", "role": "gt"},
                {"path": "noise/cat.png", "name": "noise", "role": "ep"}],
@@ -17,6 +18,12 @@ Format (JSONL, UTF-8; blank lines are ignored)::
 Every path must stay inside the manifest's folder: absolute paths, ``..`` components and symlinks
 that resolve outside are refused. :func:`scan_manifest` checks every line and reports every
 problem at once (:class:`~augclip_demo.errors.ManifestError`); nothing is run on a bad manifest.
+
+``parse`` corrects BPM's parse of the instruction field by field, as the app's fields and the CLI's
+``--o1/--o2/--size-state/--position-state/--reference`` do: any of ``o1``, ``o2``, ``size_state``,
+``position_state``, ``reference`` (a string, or null / "None" for no object); the fields it leaves
+out keep the parsed value. Without an instruction (or when the parser refuses it) ``o1`` / ``o2``
+give the whole parse.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from ..attributes.base import Attributes
 from ..errors import InputError, ManifestError
 
 ROLES: tuple[str, ...] = ("gt", "ep", "em", "candidate")
-ITEM_KEYS = ("id", "source", "target_text", "source_text", "instruction", "dataset", "edits", "human",
+ITEM_KEYS = ("id", "source", "target_text", "source_text", "instruction", "parse", "dataset", "edits", "human",
              "attributes", "meta")
 EDIT_KEYS = ("path", "name", "role")
 HUMAN_KEYS = ("preferred", "scores")
@@ -78,6 +85,7 @@ class ManifestItem:
     edits: list[EditSpec]
     source_text: str | None = None
     instruction: str | None = None
+    parse: dict[str, str | None] | None = None  # corrections of the instruction's parse (see the module doc)
     dataset: str | None = None
     human: HumanJudgment | None = None
     attributes: Attributes | None = None
@@ -93,6 +101,8 @@ class ManifestItem:
         for key in ("source_text", "instruction", "dataset"):
             if getattr(self, key):
                 data[key] = getattr(self, key)
+        if self.parse:
+            data["parse"] = dict(self.parse)
         data["edits"] = [{"path": e.path, "name": e.name, "role": e.role} for e in self.edits]
         if self.human is not None:
             data["human"] = self.human.to_dict()
@@ -241,6 +251,39 @@ def _optional_text(data: dict[str, Any], key: str, problems: list[str]) -> str |
     return value.strip() or None
 
 
+def _parse_corrections(value: Any, problems: list[str]) -> dict[str, str | None] | None:
+    """The item's ``parse`` object: known fields only, strings or null, valid states."""
+    from ..instructions import CORRECTABLE_FIELDS, POSITION_STATES, SIZE_STATES
+
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        problems.append(f"parse must be an object with any of {', '.join(CORRECTABLE_FIELDS)}, "
+                        f"got {type(value).__name__}")
+        return None
+    found = len(problems)
+    problems.extend(f"parse.{key} is not a parse field (use {', '.join(CORRECTABLE_FIELDS)})"
+                    for key in value if key not in CORRECTABLE_FIELDS)
+    out: dict[str, str | None] = {}
+    for key in CORRECTABLE_FIELDS:
+        if key not in value:
+            continue
+        field_value = value[key]
+        if field_value is not None and not isinstance(field_value, str):
+            problems.append(f"parse.{key} must be a string or null, got {type(field_value).__name__}")
+            continue
+        states = {"size_state": SIZE_STATES, "position_state": POSITION_STATES}.get(key)
+        if states is not None:
+            if field_value is None or field_value.strip().lower() not in states:
+                problems.append(f"parse.{key} must be one of {', '.join(states)}, got {field_value!r}")
+                continue
+            field_value = field_value.strip().lower()
+        elif field_value is None:
+            field_value = "None"  # null means "no object", as the app's and the CLI's "None"
+        out[key] = field_value
+    return out if len(problems) == found and out else None
+
+
 def _parse_attributes(value: Any, checker: _PathChecker, problems: list[str]) -> tuple[Attributes | None, str | None]:
     if value is None:
         return None, None
@@ -387,6 +430,7 @@ def parse_item(data: Any, line: int, root: Path,
     if not isinstance(target, str) or not target.strip():
         problems.append("target_text is missing or empty")
     texts = {key: _optional_text(data, key, problems) for key in ("source_text", "instruction", "dataset")}
+    corrections = _parse_corrections(data.get("parse"), problems)
     edits = _parse_edits(data.get("edits"), checker, problems)
     n_edits = len(data["edits"]) if isinstance(data.get("edits"), list) else 0
     human = _parse_human(data.get("human"), n_edits, problems)
@@ -397,7 +441,7 @@ def parse_item(data: Any, line: int, root: Path,
     item = ManifestItem(
         id=item_id, line=line, source=source_text_raw.strip(), source_path=source_path,
         target_text=target.strip(), edits=edits, source_text=texts["source_text"],
-        instruction=texts["instruction"], dataset=texts["dataset"], human=human,
+        instruction=texts["instruction"], parse=corrections, dataset=texts["dataset"], human=human,
         attributes=attributes, attributes_file=attributes_file, meta=data.get("meta"),
     )
     return item, []

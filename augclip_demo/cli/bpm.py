@@ -16,13 +16,12 @@ from ..bpm import (
     ParsedInstruction,
     RegionThresholds,
     bpm_score_many,
-    parse_instruction,
 )
 from ..config import ENVIRONMENT_VARIABLES, Settings
 from ..errors import InputError
-from ..instructions import PARSERS
+from ..instructions import PARSERS, resolve_parse
 from ..report import UNTRAINED_WARNING
-from .common import add_model_args, settings_from_args
+from .common import add_model_args, settings_from_args, warn
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -34,6 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_bpm_args(parser, required_note="one of --instruction or --o1/--o2 is required")
     add_model_args(parser)
     out = parser.add_argument_group("output")
+    out.add_argument("--parse-only", action="store_true",
+                     help="print the parse of the instruction (fields, confidence, notes) with any corrections "
+                          "applied, and stop before BPM runs (no models are loaded)")
     out.add_argument("--json", action="store_true", help="print the results as JSON instead of a table")
     out.add_argument("--out", metavar="PATH", help="also write the JSON results to PATH")
     parser.set_defaults(func=run)
@@ -45,12 +47,14 @@ def add_bpm_args(parser: argparse.ArgumentParser, required_note: str = "") -> No
     group.add_argument("--instruction", metavar="TEXT", help="the editing instruction, e.g. 'make the cup red'")
     group.add_argument("--parser", choices=PARSERS, default="rules",
                        help="instruction parser: rules (offline, default) or llm (OpenAI-compatible chat model)")
-    group.add_argument("--o1", metavar="TEXT", help="object in the source image that the edit changes ('None' for add); "
-                                                    "with --o2, replaces parsing (description-style targets)")
-    group.add_argument("--o2", metavar="TEXT", help="object in the edited image ('None' for remove)")
-    group.add_argument("--size-state", choices=SIZE_STATES, help="override the parsed size state")
-    group.add_argument("--position-state", choices=POSITION_STATES, help="override the parsed position state")
-    group.add_argument("--reference", metavar="TEXT", help="override the reference object of the position state")
+    group.add_argument("--o1", metavar="TEXT", help="correct o1, the object in the source image that the edit changes "
+                                                    "('None' for add); without a parseable --instruction, --o1/--o2 "
+                                                    "give the parse (description-style targets)")
+    group.add_argument("--o2", metavar="TEXT", help="correct o2, the object in the edited image ('None' for remove)")
+    group.add_argument("--size-state", choices=SIZE_STATES, help="correct the parsed size state")
+    group.add_argument("--position-state", choices=POSITION_STATES, help="correct the parsed position state")
+    group.add_argument("--reference", metavar="TEXT", help="correct the reference object of the position state "
+                                                           "('None' for none)")
     models = parser.add_argument_group("BPM models (each flag overrides its environment variable)")
     models.add_argument("--gdino-model", metavar="ID|PATH", help=ENVIRONMENT_VARIABLES["AUGCLIP_GDINO_MODEL"])
     models.add_argument("--sam-model", metavar="NAME", help=ENVIRONMENT_VARIABLES["AUGCLIP_SAM_MODEL"])
@@ -81,21 +85,28 @@ def wants_bpm(args: argparse.Namespace) -> bool:
     return bool(args.instruction or args.o1 or args.o2)
 
 
+def corrections_from_args(args: argparse.Namespace) -> dict[str, str | None]:
+    """The parse fields given on the command line (None where a flag was not given)."""
+    return {"o1": args.o1, "o2": args.o2, "size_state": args.size_state, "position_state": args.position_state,
+            "reference": args.reference}
+
+
 def parsed_from_args(args: argparse.Namespace, client: Any = None) -> ParsedInstruction:
-    """The parse from --o1/--o2 (and states), else from --instruction, with any state overrides applied."""
-    if args.o1 or args.o2:
-        return ParsedInstruction.from_fields(args.o1, args.o2, args.size_state or "unchanged",
-                                             args.position_state or "unchanged", args.reference, args.instruction)
-    if not args.instruction:
+    """The parse of --instruction with the --o1/--o2/--size-state/--position-state/--reference corrections
+    applied; the corrections alone when there is no instruction or the parser refuses it."""
+    if not args.instruction and not (args.o1 or args.o2):
         raise InputError("BPM needs --instruction TEXT, or --o1/--o2 for a description-style target")
-    parsed = parse_instruction(args.instruction, args.parser, client=client)
-    overrides = {k: v for k, v in (("size_state", args.size_state), ("position_state", args.position_state),
-                                   ("reference", args.reference)) if v}
-    return dataclasses.replace(parsed, **overrides) if overrides else parsed
+    return resolve_parse(args.instruction, corrections_from_args(args), args.parser, client=client)
+
+
+def report_parse(parsed: ParsedInstruction) -> None:
+    """Say on stderr what a user should check: notes, unscored changes, a confidence below high."""
+    if parsed.confidence in ("medium", "low") or parsed.notes or parsed.other_changes:
+        warn(parsed.explain())
 
 
 def llm_client(args: argparse.Namespace, settings: Settings) -> Any:
-    if args.parser != "llm" or args.o1 or args.o2:
+    if args.parser != "llm" or not args.instruction:
         return None
     from ..llm import OpenAICompatibleClient
 
@@ -107,6 +118,10 @@ def run(args: argparse.Namespace) -> int:
 
     settings = bpm_settings(args)
     parsed = parsed_from_args(args, llm_client(args, settings))
+    if args.parse_only:
+        print(json.dumps(parsed.to_dict(), indent=2) if args.json else parsed.explain())
+        return 0
+    report_parse(parsed)
     options = bpm_options(args)
     results = bpm_score_many(args.source, args.edited, parsed=parsed, models=get_bpm_models(settings), options=options)
     payload = {"source": results[0].source_name, "parse": parsed.to_dict(), "untrained": results[0].untrained,
@@ -140,7 +155,9 @@ def format_bpm(results: list[BPMResult]) -> str:
         lines.append(f"!! BPM {UNTRAINED_WARNING.upper()} !!")
     det, seg = first.models.get("detector", {}), first.models.get("segmenter", {})
     lines.append(f"models: {det.get('label', '?')} | {seg.get('label', '?')} | CLIP {first.models.get('clip', {}).get('label', '?')}")
-    lines.append(f"parse ({first.parsed.parser}): {first.parsed.describe()}")
+    lines.append(f"parse ({first.parsed.parser}, {first.parsed.confidence} confidence): {first.parsed.describe()}")
+    lines.extend(f"parse note: {note}" for note in first.parsed.notes)
+    lines.extend(f"also asked, not scored by BPM: {change}" for change in first.parsed.other_changes)
     lines.append(f"alpha {first.options.alpha:g}, box threshold {first.options.box_threshold:g}")
     lines.append("")
     lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)))

@@ -11,7 +11,15 @@ from ..metrics.augclip import CLASSIFIERS, PROJECTIONS, WEIGHT_SCALINGS
 from ..pipeline import AugCLIPOptions, Evaluator
 from ..report import UNTRAINED_WARNING, Report
 from .attributes import add_provider_args, provider_from_args
-from .bpm import add_bpm_args, bpm_options, bpm_settings, llm_client, parsed_from_args, wants_bpm
+from .bpm import (
+    add_bpm_args,
+    bpm_options,
+    bpm_settings,
+    llm_client,
+    parsed_from_args,
+    report_parse,
+    wants_bpm,
+)
 from .common import add_evaluation_inputs, add_model_args, warn
 from .table import format_report
 
@@ -103,6 +111,7 @@ def add_bpm_if_possible(evaluator: Evaluator, report: Report, args: argparse.Nam
         return False
     try:
         parsed = parsed_from_args(args, llm_client(args, evaluator.settings))
+        report_parse(parsed)
         models = get_bpm_models(evaluator.settings, encoder=evaluator.encoder)
         evaluator.add_bpm(report, parsed=parsed, models=models, options=bpm_options(args))
     except (InstructionParseError, LLMError, WeightsUnavailableError) as exc:

@@ -1,146 +1,207 @@
-"""LLM instruction parser: the three questions of the BPM paper's Fig. 6, in our words.
+"""LLM instruction parser: one question, one JSON answer checked against a schema, rules as fallback.
 
-The paper asks an LLM three separate questions (object identification, size state, position
-state), each with a few worked examples. We do the same through the project's
-OpenAI-compatible client (:class:`~augclip_demo.llm.OpenAICompatibleClient`, the client the
-attribute providers use), at temperature 0 with a fixed seed, and read the answers with tolerant
-patterns. One difference, for the reference object: where Fig. 6's position example treats the
-anchor ("tower" in "put a bird on top of the tower") as the *original* object, we ask for it
-separately as the reference, so that an added object keeps o1 = None (Sec. 3.2) and is still
-placed relative to its anchor; the object question's examples say so.
+The BPM paper parses instructions with an LLM (Alg. 1 line 4: o1, o2, the size state and the
+position state). We ask an OpenAI-compatible chat model (the project's
+:class:`~augclip_demo.llm.OpenAICompatibleClient`, at temperature 0 with a fixed seed) for all
+fields at once, as a JSON object whose form :data:`ANSWER_SCHEMA` fixes and :func:`read_answer`
+checks field by field. The prompt and its worked examples are our own.
 
-Answers that name no usable object or state raise :class:`InstructionParseError` quoting the
-answer (never the request or any key). Parses are cached per (endpoint, model, instruction) for
-the life of the process.
+Any failure (the server cannot be reached, answers something that is not JSON, or JSON that breaks
+the schema) falls back to the offline rules: the parse is the rules' parse, with a note that says
+the LLM failed and why, so the app, the CLI and batch results show it. An answer that says the
+instruction is a global or style edit is not a failure: it is refused like the rules refuse one.
+Parses are cached per (endpoint, model, instruction) for the life of the process.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from typing import Any
 
 from ..errors import InstructionParseError
-from .parsed import POSITION_STATES, SIZE_STATES, ParsedInstruction, clean_phrase
+from .parsed import POSITION_STATES, SIZE_STATES, ParsedInstruction, clean_phrase, is_pronoun
 
 SEED = 0
-MAX_TOKENS = 60
+MAX_TOKENS = 300
 
-OBJECT_PROMPT = """You read instructions for editing an image. Say which part of the ORIGINAL image the \
-instruction changes, and what that part becomes in the EDITED image. Write "None" when a side does not \
-exist: nothing of the original is changed when something is only added, and nothing appears in the \
-edited image when something is only removed. If the new thing is placed on or next to an existing \
-object, that object is not changed, so the original side is None. Use short noun phrases and give no \
-reasons.
-Answer in exactly this form: Original image: <phrase or None>. Edited image: <phrase or None>.
+#: The answer's form (JSON Schema, draft 2020-12 vocabulary); :func:`read_answer` enforces it.
+ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["o1", "o2", "size_state", "position_state"],
+    "properties": {
+        "o1": {"type": ["string", "null"]},
+        "o2": {"type": ["string", "null"]},
+        "size_state": {"enum": list(SIZE_STATES)},
+        "position_state": {"enum": list(POSITION_STATES)},
+        "reference": {"type": ["string", "null"]},
+        "other_changes": {"type": "array", "items": {"type": "string"}},
+        "global_edit": {"type": "boolean"},
+        "confidence": {"enum": ["high", "medium", "low"]},
+        "note": {"type": ["string", "null"]},
+    },
+    "additionalProperties": False,
+}
 
-Examples:
-Instruction: "Swap the bike for a bear." Answer: Original image: bike. Edited image: bear.
-Instruction: "Add a bear." Answer: Original image: None. Edited image: bear.
-Instruction: "Take the bike away." Answer: Original image: bike. Edited image: None.
-Instruction: "Put a bird on top of the tower." Answer: Original image: None. Edited image: bird.
-Instruction: "Make the hydrant blue." Answer: Original image: hydrant. Edited image: blue hydrant.
+SYSTEM_PROMPT = """You turn one image-editing request into a JSON object for an evaluation tool. The tool \
+finds objects with a detector, so every object must be a short noun phrase a detector could find \
+("red mug", "old man"), never a pronoun and never the whole picture.
 
-Instruction: "{instruction}" Answer:"""
+Fields:
+- "o1": what the request changes in the ORIGINAL picture, or null when something is only added.
+- "o2": what stands in its place in the EDITED picture, or null when something is only taken away.
+  When an object keeps its identity but changes colour, material, pose or clothing, o1 is the \
+object and o2 the object with the change ("lamp" -> "green lamp", "horse" -> "horse rearing").
+- "size_state": "larger", "smaller" or "unchanged": how the edited object's area should change. \
+Moving an object nearer the camera makes it larger; moving it further away makes it smaller.
+- "position_state": one of "left", "right", "up", "down", "inside", "near", "unchanged": where the \
+edited object should end up relative to the reference object, or, without one, relative to where \
+it was. "near" covers beside, behind, in front of and between; for a corner keep the left/right part.
+- "reference": the object the new position is described against, or null.
+- "other_changes": short descriptions of further changes when the request asks for several things \
+to different objects; o1/o2 describe the first one.
+- "global_edit": true when the request changes the whole picture (style, lighting, colours, season, \
+camera) and names no object; then o1 and o2 are null.
+- "confidence": "high", "medium" or "low".
+Reply with the JSON object only, no prose and no code fence."""
 
-SIZE_PROMPT = """You read instructions for editing an image. Say how the size of the edited object \
-should change: "larger", "smaller" or "unchanged". Answer with that one word and give no reasons.
-
-Examples:
-Instruction: "Give the bear bigger claws." Answer: larger.
-Instruction: "Make the hydrant blue." Answer: unchanged.
-Instruction: "Make the vase smaller." Answer: smaller.
-
-Instruction: "{instruction}" Answer:"""
-
-POSITION_PROMPT = """You read instructions for editing an image, together with the edited area in the \
-original image and in the edited image. Say where the edited area of the edited image should lie \
-relative to its anchor: the object the instruction places it against, or, when there is none, the \
-edited area of the original image. Choose one of: "left", "right", "up", "down", "inside", "near", \
-"unchanged". Name the anchor object as the reference, or None when the instruction names no anchor \
-object. Give no reasons.
-Answer in exactly this form: Position: <one of the choices>. Reference: <phrase or None>.
-
-Examples:
-Instruction: "Put a car on the screen of the laptop." Original area: None. Edited area: car. \
-Answer: Position: inside. Reference: screen of the laptop.
-Instruction: "Put a bird on top of the tower." Original area: None. Edited area: bird. \
-Answer: Position: up. Reference: tower.
-Instruction: "Replace the cat with a dog." Original area: cat. Edited area: dog. \
-Answer: Position: unchanged. Reference: None.
-Instruction: "Move the apple to the right." Original area: apple. Edited area: apple. \
-Answer: Position: right. Reference: None.
-
-Instruction: "{instruction}" Original area: {o1}. Edited area: {o2}. Answer:"""
-
-_FIELD_END = r"(?=\s*(?:[.;,\n]|$|edited|reference|position))"
-_ORIGINAL = re.compile(r"original(?:\s+(?:image|area))?[\s*]*[:=-]\s*[\"'*]*(.*?)[\"'*]*" + _FIELD_END, re.I | re.S)
-_EDITED = re.compile(r"edited(?:\s+(?:image|area))?[\s*]*[:=-]\s*[\"'*]*(.*?)[\"'*]*" + _FIELD_END, re.I | re.S)
-_POSITION = re.compile(r"position[\s*]*[:=-]\s*[\"'*]*([a-z]+)", re.I)
-_REFERENCE = re.compile(r"reference[\s*]*[:=-]\s*[\"'*]*(.*?)[\"'*]*" + _FIELD_END, re.I | re.S)
-_SIZE_WORDS = {"larger": "larger", "bigger": "larger", "smaller": "smaller", "unchanged": "unchanged",
-               "same": "unchanged", "no change": "unchanged"}
+#: Worked examples in our own words (none is taken from a paper).
+EXAMPLES: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("trade the lantern for a candle",
+     {"o1": "lantern", "o2": "candle", "size_state": "unchanged", "position_state": "unchanged", "reference": None,
+      "other_changes": [], "global_edit": False, "confidence": "high"}),
+    ("could you hang a kite above the oak tree?",
+     {"o1": None, "o2": "kite", "size_state": "unchanged", "position_state": "up", "reference": "oak tree",
+      "other_changes": [], "global_edit": False, "confidence": "high"}),
+    ("the teapot ought to be much smaller and blue",
+     {"o1": "teapot", "o2": "blue teapot", "size_state": "smaller", "position_state": "unchanged", "reference": None,
+      "other_changes": [], "global_edit": False, "confidence": "high"}),
+    ("take the scarf off the snowman and put a bird on the fence",
+     {"o1": "scarf", "o2": None, "size_state": "unchanged", "position_state": "unchanged", "reference": None,
+      "other_changes": ["add a bird on the fence"], "global_edit": False, "confidence": "medium"}),
+    ("give everything a grainy old-film feel",
+     {"o1": None, "o2": None, "size_state": "unchanged", "position_state": "unchanged", "reference": None,
+      "other_changes": [], "global_edit": True, "confidence": "high"}),
+)
 
 _CACHE: dict[tuple[str, str, str], ParsedInstruction] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def read_objects(answer: str) -> tuple[str | None, str | None]:
-    """(o1, o2) from an answer like ``Original image: bike. Edited image: bear.``"""
-    original, edited = _ORIGINAL.search(answer), _EDITED.search(answer)
-    if not original or not edited:
-        raise ValueError("the answer does not have the form 'Original image: ... Edited image: ...'")
-    return clean_phrase(original.group(1)), clean_phrase(edited.group(1))
+def build_messages(instruction: str) -> list[dict[str, str]]:
+    """The chat: our system prompt, the worked examples as earlier turns, then the request."""
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}]
+    for text, answer in EXAMPLES:
+        messages.append({"role": "user", "content": f"Request: {text}"})
+        messages.append({"role": "assistant", "content": json.dumps(answer)})
+    messages.append({"role": "user", "content": f"Request: {instruction}"})
+    return messages
 
 
-def read_size(answer: str) -> str:
-    """``larger`` / ``smaller`` / ``unchanged`` from the first state word in the answer."""
-    found = re.search(r"\b(larger|bigger|smaller|unchanged|same|no change)\b", answer, re.I)
-    if not found:
-        raise ValueError(f"the answer names none of {', '.join(SIZE_STATES)}")
-    return _SIZE_WORDS[found.group(1).lower()]
+class AnswerError(ValueError):
+    """The model's answer is not a JSON object of :data:`ANSWER_SCHEMA`'s form."""
 
 
-def read_position(answer: str) -> tuple[str, str | None]:
-    """(state, reference) from an answer like ``Position: up. Reference: tower.``"""
-    labelled = _POSITION.search(answer)
-    state = labelled.group(1).lower() if labelled else None
-    if state not in POSITION_STATES:
-        words = re.findall(r"\b(" + "|".join(POSITION_STATES) + r")\b", answer, re.I)
-        state = words[0].lower() if words else None
-    if state is None:
-        raise ValueError(f"the answer names none of {', '.join(POSITION_STATES)}")
-    reference = _REFERENCE.search(answer)
-    return state, clean_phrase(reference.group(1)) if reference else None
+def _json_object(answer: str) -> dict[str, Any]:
+    text = answer.strip()
+    fenced = re.match(r"^```(?:json)?\s*(.*?)\s*```$", text, re.S)
+    if fenced:
+        text = fenced.group(1)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        start, end = text.find("{"), text.rfind("}")
+        if start < 0 or end <= start:
+            raise AnswerError("the answer is not JSON") from None
+        try:
+            data = json.loads(text[start:end + 1])
+        except json.JSONDecodeError as exc:
+            raise AnswerError(f"the answer is not valid JSON ({exc.msg} at character {exc.pos})") from None
+    if not isinstance(data, dict):
+        raise AnswerError(f"the answer is JSON {type(data).__name__}, not an object")
+    return data
+
+
+def validate_answer(data: dict[str, Any]) -> list[str]:
+    """Every way ``data`` breaks :data:`ANSWER_SCHEMA` (empty when it fits)."""
+    problems = []
+    properties = ANSWER_SCHEMA["properties"]
+    for key in ANSWER_SCHEMA["required"]:
+        if key not in data:
+            problems.append(f"'{key}' is missing")
+    for key, value in data.items():
+        rule = properties.get(key)
+        if rule is None:
+            problems.append(f"unknown field '{key}'")
+            continue
+        if "enum" in rule and value not in rule["enum"]:
+            problems.append(f"'{key}' is {value!r}, not one of {', '.join(map(str, rule['enum']))}")
+        kinds = rule.get("type")
+        if kinds is None:
+            continue
+        kinds = kinds if isinstance(kinds, list) else [kinds]
+        ok = any((kind == "string" and isinstance(value, str)) or (kind == "null" and value is None)
+                 or (kind == "boolean" and isinstance(value, bool))
+                 or (kind == "array" and isinstance(value, list) and all(isinstance(v, str) for v in value))
+                 for kind in kinds)
+        if not ok:
+            problems.append(f"'{key}' is {type(value).__name__}, expected {' or '.join(kinds)}")
+    return problems
+
+
+def read_answer(answer: str, instruction: str) -> ParsedInstruction:
+    """The parse in a model's answer; :class:`AnswerError` when it breaks the schema or names no
+    usable object; :class:`InstructionParseError` when the model calls it a global edit."""
+    data = _json_object(answer)
+    problems = validate_answer(data)
+    if problems:
+        raise AnswerError("the JSON does not fit the schema: " + "; ".join(problems))
+    if data.get("global_edit"):
+        from .rules import HAND_FILL_HELP
+
+        raise InstructionParseError(
+            f"the LLM parser calls {instruction!r} a global or style edit: it names no object BPM could locate. "
+            f"{HAND_FILL_HELP}")
+    for key in ("o1", "o2", "reference"):
+        phrase = clean_phrase(data.get(key))
+        if is_pronoun(phrase):
+            raise AnswerError(f"'{key}' is {phrase!r}, which names no object")
+    if clean_phrase(data.get("o1")) is None and clean_phrase(data.get("o2")) is None:
+        raise AnswerError("both o1 and o2 are null but global_edit is not true")
+    edit_type = "add" if clean_phrase(data["o1"]) is None else "remove" if clean_phrase(data["o2"]) is None else "llm"
+    confidence = data.get("confidence") or "medium"
+    notes = (str(data["note"]),) if data.get("note") else ()
+    return ParsedInstruction(o1=data["o1"], o2=data["o2"], size_state=data["size_state"],
+                             position_state=data["position_state"], reference=data.get("reference"),
+                             edit_type=edit_type, parser="llm", instruction=instruction, confidence=confidence,
+                             notes=notes, other_changes=tuple(data.get("other_changes") or ()))
 
 
 class LLMInstructionParser:
-    """Parses instructions by asking an OpenAI-compatible chat model the three Fig. 6 questions.
+    """Parses instructions with an OpenAI-compatible chat model; falls back to the rules on failure.
 
     Args:
         client: anything with ``chat(messages, *, seed, temperature, max_tokens) -> str``
-            (default: :class:`~augclip_demo.llm.OpenAICompatibleClient` from the environment:
-            ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` / ``AUGCLIP_MLLM_MODEL``).
+            (default: :class:`~augclip_demo.llm.OpenAICompatibleClient` from the environment).
         use_cache: reuse a parse of the same instruction by the same endpoint and model.
+        fallback: on a failure, answer with the rule parser's parse and a notice (default);
+            ``False`` raises :class:`InstructionParseError` / :class:`~augclip_demo.errors.LLMError`.
     """
 
-    def __init__(self, client: Any = None, *, use_cache: bool = True):
+    def __init__(self, client: Any = None, *, use_cache: bool = True, fallback: bool = True):
         if client is None:
             from ..llm import OpenAICompatibleClient
 
             client = OpenAICompatibleClient()
         self.client = client
         self.use_cache = use_cache
-
-    def _ask(self, prompt: str) -> str:
-        return self.client.chat([{"role": "user", "content": prompt}], seed=SEED, temperature=0.0,
-                                max_tokens=MAX_TOKENS)
+        self.fallback = fallback
 
     def _where(self) -> str:
         return f"{getattr(self.client, 'base_url', 'the LLM')} (model {getattr(self.client, 'model', '?')})"
 
     def parse(self, instruction: str) -> ParsedInstruction:
-        """Three chat calls: objects, size, then position (which needs the objects)."""
         if not isinstance(instruction, str) or not instruction.strip():
             raise InstructionParseError("the instruction is empty: type what the edit should do")
         text = re.sub(r"\s+", " ", instruction).strip()
@@ -149,40 +210,42 @@ class LLMInstructionParser:
             with _CACHE_LOCK:
                 if key in _CACHE:
                     return _CACHE[key]
-        quoted = text.replace('"', "'")
-        answer = self._ask(OBJECT_PROMPT.format(instruction=quoted))
+        from ..errors import LLMError
+
         try:
-            o1, o2 = read_objects(answer)
-        except ValueError as exc:
-            raise self._unusable("objects", answer, exc) from None
-        if o1 is None and o2 is None:
-            raise InstructionParseError(
-                f"{self._where()} found no object in {text!r} (answer: {_short(answer)}); name the object in the "
-                "instruction or fill o1/o2 by hand"
-            )
-        answer = self._ask(SIZE_PROMPT.format(instruction=quoted))
-        try:
-            size = read_size(answer)
-        except ValueError as exc:
-            raise self._unusable("size state", answer, exc) from None
-        answer = self._ask(POSITION_PROMPT.format(instruction=quoted, o1=o1 or "None", o2=o2 or "None"))
-        try:
-            position, reference = read_position(answer)
-        except ValueError as exc:
-            raise self._unusable("position state", answer, exc) from None
-        edit_type = "add" if o1 is None else "remove" if o2 is None else "llm"
-        parsed = ParsedInstruction(o1=o1, o2=o2, size_state=size, position_state=position, reference=reference,
-                                   edit_type=edit_type, parser="llm", instruction=text)
+            answer = self.client.chat(build_messages(text), seed=SEED, temperature=0.0, max_tokens=MAX_TOKENS)
+            parsed = read_answer(answer, text)
+        except (LLMError, AnswerError) as exc:
+            reason = (f"the answer of {self._where()} could not be used: {exc}; answer {_short(answer)}"
+                      if isinstance(exc, AnswerError) else f"{self._where()} failed: {exc}")
+            if not self.fallback:
+                if isinstance(exc, LLMError):
+                    raise
+                raise InstructionParseError(
+                    f"{reason}. Try again, use the rule parser, or fill the fields by hand") from None
+            return self._from_rules(text, reason)
         if self.use_cache:
             with _CACHE_LOCK:
                 _CACHE[key] = parsed
         return parsed
 
-    def _unusable(self, what: str, answer: str, exc: Exception) -> InstructionParseError:
-        return InstructionParseError(
-            f"{self._where()} answered the {what} question with {_short(answer)}, which cannot be read: {exc}. "
-            "Try again, use another model, the rule parser, or fill the fields by hand"
-        )
+    @staticmethod
+    def _from_rules(text: str, reason: str) -> ParsedInstruction:
+        from dataclasses import replace
+
+        from .rules import parse_with_rules
+
+        notice = f"LLM parser unavailable ({reason}); this parse comes from the offline rules"
+        try:
+            parsed = parse_with_rules(text)
+        except InstructionParseError as exc:
+            raise InstructionParseError(f"{notice}, which refuse it too: {exc}") from None
+        return replace(parsed, notes=(notice, *parsed.notes))
+
+
+def fallback_notice(parsed: ParsedInstruction) -> str | None:
+    """The fallback notice of a parse the LLM parser handed to the rules, else None."""
+    return next((n for n in parsed.notes if n.startswith("LLM parser unavailable")), None)
 
 
 def _short(text: str, limit: int = 160) -> str:

@@ -172,15 +172,19 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                                                  object_fit="contain", elem_id="aug-bpm-gallery")
                         bpm_table = gr.Dataframe(label="BPM components", interactive=False, wrap=True,
                                                  elem_id="aug-bpm-table")
-                        gr.Markdown("**Parse** (edit the fields and press *Run BPM* for description-style targets "
-                                    "or instructions the parser cannot read):")
+                        bpm_parse_info = gr.Markdown("**Parse**: press *Parse the instruction* (Evaluate does it "
+                                                     "when BPM is on) to see o1 / o2 and the states before BPM runs; "
+                                                     "correct any field, or fill them for a description-style "
+                                                     "target.", elem_id="aug-bpm-parse-info")
                         with gr.Row():
                             bpm_o1 = gr.Textbox(label="o1 (object in the source; None to add)", elem_id="aug-bpm-o1")
                             bpm_o2 = gr.Textbox(label="o2 (object in the edit; None to remove)", elem_id="aug-bpm-o2")
                             bpm_size = gr.Dropdown(list(SIZE_STATES), value="unchanged", label="size state")
                             bpm_position = gr.Dropdown(list(POSITION_STATES), value="unchanged", label="position state")
                             bpm_reference = gr.Textbox(label="reference object (optional)")
-                        bpm_btn = gr.Button("Run BPM with these fields", size="sm", elem_id="aug-bpm-run")
+                        with gr.Row():
+                            bpm_parse_btn = gr.Button("Parse the instruction", size="sm", elem_id="aug-bpm-parse")
+                            bpm_btn = gr.Button("Run BPM with these fields", size="sm", elem_id="aug-bpm-run")
                     with gr.Tab("Report (JSON)", id="json"):
                         report_json = gr.JSON(label="Full report")
                 downloads = gr.File(label="Downloads: report.json, report.csv, figures.zip", file_count="multiple",
@@ -207,8 +211,9 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         score_outputs = [verdict, table, src_box, tgt_box, downloads, report_json, session_state,
                          edit_pick, exact_plot, umap_plot, *figure_outputs, bpm_gallery, bpm_table]
         explain_outputs = [edit_pick, exact_plot, umap_plot, *figure_outputs, relevancy_info, downloads, session_state]
-        bpm_outputs = [verdict, table, bpm_info, bpm_gallery, bpm_table, bpm_o1, bpm_o2, bpm_size, bpm_position,
-                       bpm_reference, downloads, report_json, session_state]
+        parse_fields = [bpm_o1, bpm_o2, bpm_size, bpm_position, bpm_reference]
+        bpm_outputs = [verdict, table, bpm_info, bpm_gallery, bpm_table, *parse_fields, downloads, report_json,
+                       session_state, bpm_parse_info]
 
         # A click in the page runs stages (scores -> explanations -> BPM -> downloads): the stage handlers
         # (archive=False) refresh report.json / .csv, and figures.zip is written once, by the last step.
@@ -286,15 +291,37 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                     relevancy_info: views.RELEVANCY_HELP + (f"\n\n*{html.escape(message)}*" if message else ""),
                     downloads: files, session_state: state}
 
+        def parse_shown(outcome) -> dict:
+            """The parse in the BPM tab's fields and its summary above them."""
+            values = logic.fields_of(outcome)
+            return {**{component: values[name] for component, name in zip(parse_fields, logic.BPM_FIELDS)},
+                    bpm_parse_info: views.parse_markdown(outcome)}
+
+        @user_facing
+        def bpm_parse(instruction_value, parser, clip_model):
+            """Parse the instruction and show it, editable, before BPM runs."""
+            return parse_shown(logic.parse_for_bpm(settings_for(clip_model), instruction_value or "", parser))
+
         def bpm_handler(archive: bool):
             @user_facing
-            def bpm(bpm_enabled, instruction_value, parser, clip_model, state, fields=None, progress=gr.Progress()):
+            def bpm(bpm_enabled, instruction_value, parser, clip_model, state, progress=gr.Progress()):
+                """After Evaluate: parse and show the parse; run BPM on it unless it needs the user first."""
                 if not bpm_enabled or state is None or state.report is None:
                     return unchanged(bpm_outputs)
-                progress(0.05, desc="BPM: parsing, detecting (GroundingDINO), segmenting (SAM), judging")
-                report, message = logic.run_bpm(settings_for(clip_model), state, instruction=instruction_value or "",
-                                                 parser=parser, fields=fields)
-                return bpm_presented(report, state, message, archive=archive)
+                settings = settings_for(clip_model)
+                outcome = logic.parse_for_bpm(settings, instruction_value or "", parser)
+                shown = parse_shown(outcome)
+                if outcome.parsed is None or outcome.parsed.confidence == "low":
+                    why = ("the instruction has no parse" if outcome.parsed is None
+                           else "the parse has low confidence")
+                    message = (f"BPM waits for you: {why}. Check or fill the fields under Parse, then press Run BPM "
+                               "with these fields.")
+                    report = logic.Evaluator(settings=settings).skip_bpm(state.report, message)
+                    return {**bpm_presented(report, state, message, archive=archive), **shown}
+                progress(0.05, desc="BPM: detecting (GroundingDINO), segmenting (SAM), judging")
+                report, message = logic.run_bpm(settings, state, instruction=instruction_value or "", parser=parser,
+                                                fields=logic.fields_of(outcome))
+                return {**bpm_presented(report, state, message, archive=archive), **shown}
 
             return bpm
 
@@ -303,10 +330,16 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         @user_facing
         def bpm_with_fields(instruction_value, parser, clip_model, o1, o2, size, position, reference, state,
                             progress=gr.Progress()):
-            fields = {"o1": o1, "o2": o2, "size_state": size, "position_state": position, "reference": reference}
-            if not any((v or "").strip() not in ("", "None") for v in (o1, o2)):
+            """BPM on the fields as the user left them (the parse, corrected; or typed by hand)."""
+            if state is None or state.report is None:
+                raise gr.Error("Nothing to run BPM on yet: press Evaluate first.")
+            if not any((v or "").strip() not in ("", "None") for v in (o1, o2)) and not (instruction_value or "").strip():
                 raise gr.Error("Fill o1 (the object in the source) and/or o2 (the object in the edit) first.")
-            return bpm_complete(True, instruction_value, parser, clip_model, state, fields=fields, progress=progress)
+            progress(0.05, desc="BPM: detecting (GroundingDINO), segmenting (SAM), judging")
+            fields = {"o1": o1, "o2": o2, "size_state": size, "position_state": position, "reference": reference}
+            report, message = logic.run_bpm(settings_for(clip_model), state, instruction=instruction_value or "",
+                                            parser=parser, fields=fields)
+            return bpm_presented(report, state, message, archive=True)
 
         def bpm_presented(report, state, message, *, archive: bool) -> dict:
             files = views.write_downloads(report, Path(state.output_dir), state.figures, archive=archive)
@@ -382,6 +415,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         explain_api.click(explain_handler(archive=True), explain_inputs, explain_outputs, api_name="explain")
         edit_pick.change(edit_figures, [session_state, edit_pick], figure_outputs, api_name=False)
         bpm_api.click(bpm_complete, bpm_inputs, bpm_outputs, api_name="bpm")
+        bpm_parse_btn.click(bpm_parse, [instruction, bpm_parser, clip_model], [*parse_fields, bpm_parse_info],
+                            api_name="bpm_parse")
         bpm_btn.click(bpm_with_fields, [instruction, bpm_parser, clip_model, bpm_o1, bpm_o2, bpm_size, bpm_position,
                                         bpm_reference, session_state], bpm_outputs, api_name="bpm_fields",
                       show_progress_on=[bpm_info])

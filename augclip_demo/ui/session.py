@@ -16,6 +16,7 @@ from pathlib import Path
 from ..attributes.base import Attributes, Provenance
 from ..config import Settings
 from ..errors import InputError
+from ..instructions import ParseOutcome
 from ..io import LoadedImage, open_image
 from ..pipeline import AugCLIPOptions, Evaluator
 from ..report import Report
@@ -193,16 +194,46 @@ def save_attributes(session: Session, source_attrs_box: str, target_attrs_box: s
 BPM_FIELDS = ("o1", "o2", "size_state", "position_state", "reference")
 
 
+def _parser_client(settings: Settings, parser: str, instruction: str) -> object | None:
+    if parser != "llm" or not instruction:
+        return None
+    from ..llm import OpenAICompatibleClient
+
+    return OpenAICompatibleClient(settings)
+
+
+def parse_for_bpm(settings: Settings, instruction: str, parser: str = "rules") -> ParseOutcome:
+    """The parse the BPM tab shows for the user to check and correct before BPM runs (never raises
+    for an instruction it cannot parse: the outcome carries the reason and how to fill the fields)."""
+    from ..instructions import try_parse
+
+    instruction = (instruction or "").strip()
+    if not instruction:
+        return ParseOutcome(None, refusal="There is no editing instruction to parse: type one under the target "
+                                          "text, or fill o1 / o2 and the states below and press Run BPM.")
+    return try_parse(instruction, parser, client=_parser_client(settings, parser, instruction))
+
+
+def fields_of(outcome: ParseOutcome) -> dict[str, str]:
+    """The BPM tab's field values for a parse outcome (empty objects and 'unchanged' states when refused)."""
+    parsed = outcome.parsed
+    if parsed is None:
+        return {"o1": "", "o2": "", "size_state": "unchanged", "position_state": "unchanged", "reference": ""}
+    return {"o1": parsed.o1 or "None", "o2": parsed.o2 or "None", "size_state": parsed.size_state,
+            "position_state": parsed.position_state, "reference": parsed.reference or ""}
+
+
 def run_bpm(settings: Settings, session: Session, *, instruction: str, parser: str = "rules",
             fields: dict[str, str] | None = None) -> tuple[Report, str]:
     """Add BPM to the session's report, or mark it unavailable with the reason; returns (report, message).
 
-    ``fields`` (the BPM tab's o1 / o2 / size / position / reference) replace parsing the instruction,
-    which is how description-style targets and unparseable instructions get a BPM.
+    ``fields`` (the BPM tab's o1 / o2 / size / position / reference, as shown after parsing and
+    perhaps corrected by the user) are applied to the instruction's parse field by field; when the
+    instruction cannot be parsed (or there is none) they are the parse.
     """
-    from ..bpm import ParsedInstruction
     from ..bpm.models import bpm_models_status
     from ..errors import InstructionParseError, LLMError, WeightsUnavailableError
+    from ..instructions import resolve_parse
 
     if session.report is None:
         raise InputError("Nothing to run BPM on yet: press Evaluate first.")
@@ -211,11 +242,11 @@ def run_bpm(settings: Settings, session: Session, *, instruction: str, parser: s
     report = session.report
     evaluator = Evaluator(settings=settings)
     instruction = (instruction or "").strip()
-    parsed = None
-    if fields and any((fields.get(k) or "").strip() not in ("", "None") for k in ("o1", "o2")):
-        parsed = ParsedInstruction.from_fields(*(((fields.get(k) or "").strip() or None) for k in BPM_FIELDS),
-                                               instruction=instruction or None)
-    elif not instruction:
+    corrections = {k: (fields.get(k) or "").strip() for k in BPM_FIELDS} if fields else None
+    named = bool(corrections) and any(corrections[k] not in ("", "None") for k in ("o1", "o2"))
+    if not named:
+        corrections = None  # empty fields: BPM uses the instruction's parse as it is
+    if not instruction and not named:
         message = ("BPM needs an editing instruction (type one under the target text) or the objects o1 / o2 "
                    "(fill them in the BPM tab)")
         return evaluator.skip_bpm(report, message), message
@@ -223,15 +254,12 @@ def run_bpm(settings: Settings, session: Session, *, instruction: str, parser: s
     if not available:
         message = f"BPM is unavailable: {reason}"
         return evaluator.skip_bpm(report, message), message
-    client = None
-    if parser == "llm" and parsed is None:
-        from ..llm import OpenAICompatibleClient
-
-        client = OpenAICompatibleClient(settings)
     try:
-        evaluator.add_bpm(report, instruction or None, parsed, parser=parser, client=client)
+        parsed = resolve_parse(instruction or None, corrections, parser,
+                               client=_parser_client(settings, parser, instruction))
+        evaluator.add_bpm(report, None, parsed)
     except (InstructionParseError, LLMError, WeightsUnavailableError) as exc:
-        message = f"BPM not computed: {exc}. Fill o1 / o2 and the states in the BPM tab, then press Run BPM."
+        message = f"BPM not computed: {exc}"
         return evaluator.skip_bpm(report, message), message
     return report, ""
 

@@ -37,8 +37,9 @@ BPM_HELP = (
     "BPM (region-aware; Li et al.): parses the instruction into o1 (object to edit), o2 (object after the edit), "
     "size and position states, finds the regions with GroundingDINO + SAM, then judges size and position "
     "(S_region) and the edit inside / preservation outside the regions (S_semantic). BPM = 0.7 S_semantic + 0.3 "
-    "S_region, in [0, 2]. Turn it on under *Advanced options* and type an editing instruction; for a "
-    "description-style target, fill o1 / o2 below and press *Run BPM*."
+    "S_region, in [0, 2]. Turn it on under *Advanced options* and type an editing instruction: its parse is "
+    "shown below before BPM runs (a refused or low-confidence parse waits for you); correct any field, or for a "
+    "description-style target fill o1 / o2, and press *Run BPM with these fields*."
 )
 
 TABLE_METRICS = ["augclip", "clip_dir", "clip_i", "clip_t", "l2", "bpm"]
@@ -181,6 +182,26 @@ def bpm_components_frame(panels: list[tuple[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(data)
 
 
+def parse_markdown(outcome: Any) -> str:
+    """The parse shown above the BPM fields: what was understood, how sure, what to check; or why
+    there is no parse and how to fill the fields by hand."""
+    if outcome.parsed is None:
+        return f"**No parse.** {html.escape(outcome.refusal or '')}"
+    parsed = outcome.parsed
+    label = {"high": "high", "medium": "medium: check the notes", "low": "low: check every field",
+             "given": "given by hand"}[parsed.confidence]
+    head = f"**Parse** ({html.escape(parsed.parser)}, confidence {label}): {html.escape(parsed.describe())}"
+    items = [f"- {html.escape(note)}" for note in parsed.notes if note != outcome.notice]
+    items += [f"- also asked, not scored by BPM: {html.escape(change)}" for change in parsed.other_changes]
+    blocks = [head]
+    if outcome.notice:
+        blocks.append(f"**&#9888; {html.escape(outcome.notice)}**")
+    if items:
+        blocks.append("\n".join(items))
+    blocks.append("Correct any field below and press *Run BPM with these fields*.")
+    return "\n\n".join(blocks)
+
+
 def bpm_caption(panels: list[tuple[str, Any]]) -> str:
     if not panels:
         return BPM_HELP
@@ -217,7 +238,7 @@ the papers' protocols where the manifest has what they need: AccBoth for gt / ep
 for two-edit items with a human preference, correlations for per-edit human scores.
 
 ### API
-Every button is also an API endpoint (`/evaluate`, `/rescore`, `/explain`, `/bpm`, `/bpm_fields`,
+Every button is also an API endpoint (`/evaluate`, `/rescore`, `/explain`, `/bpm`, `/bpm_parse`, `/bpm_fields`,
 `/extract_attributes`, `/batch`): see *Use via API* at the bottom of the page, or docs/app.md in the repository for a
 `gradio_client` example.
 """
