@@ -24,23 +24,15 @@ from .config import Settings
 from .errors import InputError
 from .inference.clip_encoder import ClipEncoder, get_encoder
 from .io import ImageInput, LoadedImage, open_image
-from .metrics.augclip import CLASSIFIERS, PROJECTIONS, WEIGHT_SCALINGS, AugCLIPResult, augclip_score
-from .metrics.clip_metrics import (
-    AUGMENTED_VARIANTS,
-    augmented_clip_dir,
-    augmented_variant_name,
-    clip_dir,
-    clip_i,
-    clip_t,
-)
-from .metrics.pixel import l2_distance
+from .metrics.augclip import CLASSIFIERS, PROJECTIONS, WEIGHT_SCALINGS, AugCLIPResult
+from .metrics.suite import ItemScores, MetricInputs, metric_keys, score_item
+from .metrics.vectors import unit_rows
 from .report import UNTRAINED_WARNING, AttributeChange, AugCLIPDetails, EditResult, Report
 
 __all__ = ["AugCLIPOptions", "Attributes", "EvaluationArrays", "Evaluator", "Report"]
 
 ProgressCallback = Callable[[float, str], None]
 
-NO_SOURCE_TEXT = "no source text given: CLIPdir needs one (Eq. 2) and is not computed from a made-up text"
 TRUNCATION_NOTE = "text cut to CLIP's first {limit} tokens (the rest was not scored): {texts}"
 
 
@@ -68,7 +60,11 @@ class AugCLIPOptions:
 
 @dataclass
 class EvaluationArrays:
-    """Embeddings (unit rows) and loaded images of one evaluation, kept for explanations and re-scoring."""
+    """Embeddings and loaded images of one evaluation, kept for explanations and re-scoring.
+
+    Embeddings are unit float64 rows, normalised once by :func:`~.metrics.vectors.unit_rows` as they
+    come from the encoder; the metrics take them as they are.
+    """
 
     source: LoadedImage
     edits: list[LoadedImage]
@@ -80,7 +76,22 @@ class EvaluationArrays:
     target_attr_embeddings: np.ndarray
     augclip: list[AugCLIPResult] = field(default_factory=list)
     bpm: list[Any] = field(default_factory=list)  # BPMResult per edit (masks, boxes) after Evaluator.add_bpm
-    l2: list[float] | None = None  # pixel L2 per edit, filled by the first score(): no option changes it
+    # pixel-stage metrics (L2), filled by the first score(): no AugCLIP option or attribute changes them
+    pixel_scores: ItemScores | None = None
+
+    def metric_inputs(self, options: AugCLIPOptions | None = None) -> MetricInputs:
+        """What the metric suite reads for this evaluation."""
+        return MetricInputs(
+            source_embedding=self.source_embedding,
+            edit_embeddings=self.edit_embeddings,
+            target_text_embedding=self.target_text_embedding,
+            source_text_embedding=self.source_text_embedding,
+            source_attr_embeddings=self.source_attr_embeddings,
+            target_attr_embeddings=self.target_attr_embeddings,
+            source_image=self.source.image,
+            edit_images=[edit.image for edit in self.edits],
+            augclip_options=asdict(options) if options is not None else None,
+        )
 
 
 class Evaluator:
@@ -124,14 +135,14 @@ class Evaluator:
         if attributes is None:
             attributes = self.settings.attribute_provider
         if isinstance(attributes, str):
-            attributes = self._provider(attributes)
+            attributes = self.provider(attributes)
         if isinstance(attributes, AttributeProvider):
             attributes = attributes.extract(source, target_text, source_text)
         if not isinstance(attributes, Attributes):
             raise InputError(f"attributes must be Attributes, a provider or a provider name, got {type(attributes).__name__}")
         return attributes.validate()
 
-    def _provider(self, name: str) -> AttributeProvider:
+    def provider(self, name: str) -> AttributeProvider:
         """A provider by name, configured from this evaluator's settings (clip-vocab shares its encoder)."""
         if name == "manual":
             raise InputError("provider 'manual' needs the attribute lists themselves: pass Attributes(source=[...], target=[...])")
@@ -155,6 +166,9 @@ class Evaluator:
         start = time.perf_counter()
         text_emb = self.encoder.encode_texts(texts)
         timings["text_encoding"] = time.perf_counter() - start
+        # the one normalisation of these embeddings (float64; the metrics take them as they are)
+        images = unit_rows(images, "image embeddings")
+        text_emb = unit_rows(text_emb, "text embeddings", images.shape[1])
         offset = 2 if source_text else 1
         n_src = len(attributes.source)
         return EvaluationArrays(
@@ -169,54 +183,26 @@ class Evaluator:
         )
 
     def score(self, arrays: EvaluationArrays, attributes: Attributes, options: AugCLIPOptions) -> list[EditResult]:
-        """All metrics for every edit from the embeddings (no model involved)."""
+        """Every computable metric of the suite for every edit, from the embeddings (no model involved).
+
+        Pixel-stage metrics are computed once per evaluation and kept in ``arrays``; a metric's
+        ValueError (e.g. a degenerate AugCLIP fit) propagates.
+        """
+        inputs = arrays.metric_inputs(options)
+        if arrays.pixel_scores is None:
+            arrays.pixel_scores = score_item(inputs, metric_keys(stage="pixels", computable=True), strict=True)
+        fitted = score_item(inputs, metric_keys(stage="embeddings", computable=True), strict=True)
+        scores = fitted.merged(arrays.pixel_scores, order=metric_keys(computable=True))
+        arrays.augclip = [details["augclip"] for details in scores.details]
         results = []
-        arrays.augclip = []
-        if arrays.l2 is None:
-            arrays.l2 = [l2_distance(arrays.source.image, edit.image) for edit in arrays.edits]
-        for i, (edit, emb) in enumerate(zip(arrays.edits, arrays.edit_embeddings)):
-            metrics: dict[str, float | None] = {}
-            unavailable: dict[str, str] = {}
-            res = augclip_score(
-                arrays.source_embedding,
-                emb,
-                arrays.source_attr_embeddings,
-                arrays.target_attr_embeddings,
-                weighting=options.weighting,
-                include_images=options.include_images,
-                classifier=options.classifier,
-                C=options.C,
-                weight_scaling=options.weight_scaling,
-                projection=options.projection,
-            )
-            arrays.augclip.append(res)
-            metrics["augclip"] = res.score
-            if arrays.source_text_embedding is not None:
-                metrics["clip_dir"] = clip_dir(arrays.source_embedding, emb, arrays.source_text_embedding,
-                                               arrays.target_text_embedding)
-            else:
-                metrics["clip_dir"] = None
-                unavailable["clip_dir"] = NO_SOURCE_TEXT
-            metrics["clip_i"] = clip_i(arrays.source_embedding, emb)
-            metrics["clip_t"] = clip_t(emb, arrays.target_text_embedding)
-            metrics["l2"] = arrays.l2[i]
-            for replace, weighted in AUGMENTED_VARIANTS:
-                key = augmented_variant_name(replace, weighted)
-                if replace == "tgt" and arrays.source_text_embedding is None:
-                    metrics[key] = None
-                    unavailable[key] = NO_SOURCE_TEXT
-                    continue
-                metrics[key] = augmented_clip_dir(
-                    arrays.source_embedding, emb, arrays.source_attr_embeddings, arrays.target_attr_embeddings,
-                    replace, weighted, src_text=arrays.source_text_embedding, tgt_text=arrays.target_text_embedding,
-                )
+        for i, (edit, emb, res) in enumerate(zip(arrays.edits, arrays.edit_embeddings, arrays.augclip)):
             results.append(
                 EditResult(
                     index=i,
                     name=edit.name,
                     image_sha256=edit.sha256,
-                    metrics=metrics,
-                    unavailable=unavailable,
+                    metrics=scores.values[i],
+                    unavailable=scores.unavailable[i],
                     augclip=_details(res, arrays, emb, attributes, options),
                     source_changes=_ranked(attributes.source, res.source_deltas,
                                            res.source_alpha[1:] if options.include_images else res.source_alpha),
@@ -360,7 +346,8 @@ class Evaluator:
         if attributes is not None:
             attributes = attributes.validate()
             start = time.perf_counter()
-            text_emb = self.encoder.encode_texts(attributes.source + attributes.target)
+            text_emb = unit_rows(self.encoder.encode_texts(attributes.source + attributes.target), "attribute embeddings",
+                                 arrays.edit_embeddings.shape[1])
             timings["text_encoding"] = time.perf_counter() - start
             arrays = dataclasses.replace(arrays, source_attr_embeddings=text_emb[:len(attributes.source)],
                                          target_attr_embeddings=text_emb[len(attributes.source):])
@@ -368,12 +355,14 @@ class Evaluator:
         start = time.perf_counter()
         results = self.score(arrays, attrs, options)
         timings["metrics"] = time.perf_counter() - start
-        for old, new in zip(report.edits, results):  # BPM does not depend on AugCLIP options or attributes
-            if "bpm" in old.metrics:
-                new.metrics["bpm"] = old.metrics["bpm"]
-                new.bpm = old.bpm
-                if "bpm" in old.unavailable:
-                    new.unavailable["bpm"] = old.unavailable["bpm"]
+        supplied = metric_keys(computable=False)  # e.g. BPM: no AugCLIP option or attribute list changes them
+        for old, new in zip(report.edits, results):
+            for key in supplied:
+                if key in old.metrics:
+                    new.metrics[key] = old.metrics[key]
+                    if key in old.unavailable:
+                        new.unavailable[key] = old.unavailable[key]
+            new.bpm = old.bpm
         truncated, truncation_notes = self._truncation(
             [report.target_text, report.source_text or "", *attrs.source, *attrs.target])
         notes = [n for n in report.notes if not n.startswith(TRUNCATION_NOTE.split("{", 1)[0])] + truncation_notes
@@ -407,8 +396,9 @@ def _details(res: AugCLIPResult, arrays: EvaluationArrays, edit_embedding: np.nd
         v_norm=float(np.linalg.norm(res.v)),
         w_norm=res.w_norm,
         b=res.b,
-        source_distance=res.signed_distance(arrays.source_embedding),
-        edit_distance=res.signed_distance(edit_embedding),
+        # the embeddings are unit vectors already (res.signed_distance would normalise them again)
+        source_distance=float((np.dot(res.w, arrays.source_embedding) + res.b) / res.w_norm),
+        edit_distance=float((np.dot(res.w, edit_embedding) + res.b) / res.w_norm),
         ideal_distance=float((np.dot(res.w, res.ideal) + res.b) / res.w_norm),
         fit_accuracy=res.fit_accuracy,
         classifier=res.classifier,

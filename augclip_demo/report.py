@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .attributes.base import Attributes
-from .metrics.registry import METRICS, best_index
+from .metrics.suite import METRICS, best_index
 
 UNTRAINED_WARNING = "untrained: computed with random weights, scores are not meaningful"
 

@@ -1,8 +1,11 @@
 """Batch evaluation: manifests, the streaming resumable runner, the papers' protocols, loaders.
 
 * :mod:`.manifest` - the JSONL manifest format, validation (every problem at once), path checks
-* :mod:`.runner` - ``run_batch``: parallel decode, deduplicated batched encoding, fits in a pool
-* :mod:`.results` - results files (JSONL, resume, CSV export)
+* :mod:`.runner` - ``run_batch``: the streaming loop (parallel decode, deduplicated batched encoding, fits in a pool)
+  over :mod:`.plan` (the planning pass), :mod:`.stages` (decode -> attributes -> encode -> score -> record on plain
+  data), :mod:`.embedding_store` (each embedding kept as long as needed), :mod:`.pools` (worker pools) and
+  :mod:`.options` (``BatchOptions``, ``BatchSummary``); the metrics come from :mod:`augclip_demo.metrics.suite`
+* :mod:`.results` - results files (JSONL written in order, resume, CSV export)
 * :mod:`.protocol_tables` - s2AFC, AccBoth, win shares, rank and score correlations from results files
 * :mod:`.loaders` - TEdBench, MagicBrush and CSV layouts -> manifests
 * :mod:`.triplets` - ground-truth-test triplets (gt, ep = noisy source, em = supplied image)

@@ -32,9 +32,10 @@ from ..config import Settings
 from ..inference.clip_encoder import ClipEncoder
 from ..inference.device import device_description
 from ..io import open_image
+from ..metrics.suite import needs_of, parse_metric_keys
 from .manifest import iter_manifest
-from .metrics import metric_needs, parse_metrics
-from .runner import BatchOptions, item_static_texts, run_batch
+from .plan import item_static_texts
+from .runner import BatchOptions, run_batch
 from .synthetic import write_synthetic_manifest
 
 TARGET_RATIO = 1.15
@@ -93,7 +94,7 @@ class SpeedResult:
 def bare_encode(manifest: Path, encoder: ClipEncoder, metrics: list[str], *, batch_size: int, workers: int,
                 text_batch_size: int, max_pixels: int | None = None) -> tuple[int, int]:
     """Encode every distinct image and needed text of a manifest; returns (images, texts) encoded."""
-    needs = metric_needs(metrics)
+    needs = needs_of(metrics)
     paths: dict[str, None] = {}
     texts: dict[str, None] = {}
     for item in iter_manifest(manifest):
@@ -125,7 +126,7 @@ def speed_benchmark(settings: Settings, *, n_items: int | None = None, n_edits: 
                     workers: int | None = None, repeats: int = 1, folder: str | Path | None = None,
                     encoder: ClipEncoder | None = None) -> SpeedResult:
     """Run both sides on a synthetic manifest (drawn images) and return the timings."""
-    metric_keys = parse_metrics(metrics)
+    metric_keys = parse_metric_keys(metrics)
     encoder = encoder or ClipEncoder.from_settings(settings, image_cache_size=1_000_000, text_cache_size=1_000_000)
     gpu = encoder.device.type == "cuda"
     n_items = n_items or (2048 if gpu else 64)

@@ -465,12 +465,14 @@ def _read_lines(path: Path) -> Iterator[tuple[int, str]]:
 
 
 def iter_manifest(path: str | Path, *, problems: list[str] | None = None,
-                  check_files: bool = True) -> Iterator[ManifestItem]:
+                  check_files: bool = True, rejected_lines: set[int] | None = None) -> Iterator[ManifestItem]:
     """Stream the valid items of a manifest (one line at a time; memory does not grow with its size).
 
-    With ``problems`` given, bad lines are described there (``line N (id X): ...``) and skipped;
-    without it the first bad line raises :class:`ManifestError`. Repeated ids count as problems.
-    ``check_files=False`` skips the file-system checks (for a second pass over a checked manifest).
+    With ``problems`` given, bad lines are described there (``line N (id X): ...``) and skipped
+    (their numbers are added to ``rejected_lines`` when given); without it the first bad line raises
+    :class:`ManifestError`. Repeated ids count as problems. ``check_files=False`` skips the
+    file-system checks: for a second pass over a checked manifest, which must then skip the lines
+    the first pass rejected (``item.line in rejected_lines``), since only a file check finds those.
     """
     path = Path(path).expanduser()
     root = manifest_root(path)
@@ -500,6 +502,8 @@ def iter_manifest(path: str | Path, *, problems: list[str] | None = None,
             if problems is None:
                 raise ManifestError(str(path), messages)
             problems.extend(messages)
+            if rejected_lines is not None:
+                rejected_lines.add(number)
             continue
         assert item is not None
         yield item

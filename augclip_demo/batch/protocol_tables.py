@@ -26,7 +26,7 @@ from ..metrics.agreement import (
     ProtocolItem,
     evaluate_metric,
 )
-from ..metrics.registry import METRICS
+from ..metrics.suite import METRICS
 from ..report import UNTRAINED_WARNING
 from .results import iter_results
 

@@ -199,6 +199,28 @@ class ResultsWriter:
         self.close()
 
 
+class InOrderWriter:
+    """Writes records in manifest order although items finish out of order (held until their turn)."""
+
+    def __init__(self, writer: ResultsWriter):
+        self.writer = writer
+        self.held: dict[int, dict[str, Any]] = {}  # ordinal -> record waiting for earlier items
+        self.next_ordinal = 0
+
+    def put(self, ordinal: int, record: dict[str, Any]) -> None:
+        self.held[ordinal] = record
+
+    def write_ready(self) -> list[dict[str, Any]]:
+        """Write every record whose predecessors are written; returns them."""
+        written = []
+        while self.next_ordinal in self.held:
+            record = self.held.pop(self.next_ordinal)
+            self.writer.write(record)
+            written.append(record)
+            self.next_ordinal += 1
+        return written
+
+
 # ---------------------------------------------------------------------------------------------- CSV
 CSV_FIXED = ["id", "dataset", "status", "edit", "name", "role", "path"]
 

@@ -7,8 +7,8 @@ import json
 import sys
 
 from ..attributes.base import available_providers
-from ..batch.metrics import BATCH_METRICS, DEFAULT_METRICS
 from ..batch.runner import BatchOptions, BatchRunner
+from ..metrics.suite import metric_keys
 from .common import add_model_args, settings_from_args
 from .score import add_augclip_args, options_from_args
 
@@ -23,9 +23,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("manifest", metavar="MANIFEST", help="manifest file (.jsonl, see README 'Manifests')")
     parser.add_argument("--out", required=True, metavar="RESULTS.jsonl", help="results file (appended to, resumed)")
     parser.add_argument("--csv", metavar="RESULTS.csv", help="also write one CSV row per edit at the end")
-    parser.add_argument("--metrics", metavar="LIST", default=",".join(DEFAULT_METRICS),
-                        help=f"comma-separated metrics (default {','.join(DEFAULT_METRICS)}; 'all' for every one: "
-                             f"{', '.join(BATCH_METRICS)})")
+    defaults = metric_keys(computable=True, primary=True)
+    parser.add_argument("--metrics", metavar="LIST", default=",".join(defaults),
+                        help=f"comma-separated metrics (default {','.join(defaults)}; 'all' for every one: "
+                             f"{', '.join(metric_keys(computable=True))})")
     parser.add_argument("--provider", metavar="NAME",
                         help=f"attribute provider for items without attributes ({', '.join(available_providers())}; "
                              "default AUGCLIP_ATTRIBUTE_PROVIDER)")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..metrics.registry import METRICS
+from ..metrics.suite import METRICS
 from ..report import UNTRAINED_WARNING, Report
 
 

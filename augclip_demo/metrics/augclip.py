@@ -109,6 +109,11 @@ def attribute_weights(src_set: np.ndarray, tgt_set: np.ndarray) -> tuple[np.ndar
     """
     src = normalize(as_matrix(src_set, "source set"))
     tgt = normalize(as_matrix(tgt_set, "target set", dim=src.shape[1]))
+    return attribute_weights_from_unit(src, tgt)
+
+
+def attribute_weights_from_unit(src: np.ndarray, tgt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`attribute_weights` of unit rows (no checks)."""
     src_self = src @ src.T
     tgt_self = tgt @ tgt.T
     cross = src @ tgt.T
@@ -222,7 +227,24 @@ def augclip_score(
     edit = normalize(as_vector(edit_image, "edit_image", dim))
     src_attr = normalize(as_matrix(src_attrs, "src_attrs (source attributes)", dim))
     tgt_attr = normalize(as_matrix(tgt_attrs, "tgt_attrs (target attributes)", dim))
+    return augclip_from_unit(src, edit, src_attr, tgt_attr, weighting=weighting, include_images=include_images,
+                             classifier=classifier, C=C, weight_scaling=weight_scaling, projection=projection)
 
+
+def augclip_from_unit(
+    src: np.ndarray,
+    edit: np.ndarray,
+    src_attr: np.ndarray,
+    tgt_attr: np.ndarray,
+    *,
+    weighting: bool,
+    include_images: bool,
+    classifier: str,
+    C: float,
+    weight_scaling: str = "raw",
+    projection: str = "clamped",
+) -> AugCLIPResult:
+    """:func:`augclip_score` of unit float64 vectors and rows, options already checked (no input checks)."""
     if include_images:
         src_set = np.vstack([src[None, :], src_attr])
         tgt_set = np.vstack([edit[None, :], tgt_attr])
@@ -231,6 +253,8 @@ def augclip_score(
     if len(src_set) == 0 or len(tgt_set) == 0:
         raise ValueError("the fit needs at least one source and one target sample")
 
+    # attribute_weights checks and normalises its (unit) rows again, so the weights are bit-identical
+    # to those of every earlier version (SOLVER_TOL makes the fit insensitive to last bits anyway)
     alpha_src, alpha_tgt = attribute_weights(src_set, tgt_set)
     alpha = np.concatenate([alpha_src, alpha_tgt])
     weights = sample_weights_from_alpha(alpha, weighting, weight_scaling)
@@ -249,8 +273,9 @@ def augclip_score(
     ideal = src + v
     score = cosine(edit, ideal)
 
+    ideal_unit = normalize(ideal)
+
     def deltas(attrs: np.ndarray) -> np.ndarray:
-        ideal_unit = normalize(ideal)
         return attrs @ ideal_unit - attrs @ src
 
     return AugCLIPResult(

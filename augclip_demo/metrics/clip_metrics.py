@@ -1,6 +1,9 @@
 """CLIP baselines (Sec. 3.2 and 5 of the AugCLIP paper) and augmented CLIPdir (App. D.2).
 
-All functions take CLIP embeddings (numpy vectors); every embedding is L2-normalised first::
+The public functions take CLIP embeddings of any length (numpy vectors); each one is checked and
+L2-normalised once at this edge, then passed to a ``*_from_unit`` kernel that takes unit float64
+vectors and does no checks (the metric suite calls the kernels directly: its embeddings were
+normalised once where they were made, by :func:`~.vectors.unit_rows`)::
 
     CLIPdir = cs(E(I_edit) - E(I_src), E(T_trg) - E(T_src))        (Eq. 1-2)
     CLIP-I  = cs(E(I_edit), E(I_src))
@@ -23,7 +26,7 @@ from typing import Literal
 
 import numpy as np
 
-from .augclip import attribute_weights
+from .augclip import attribute_weights_from_unit
 from .vectors import as_matrix, as_vector, cosine, normalize
 
 Replacement = Literal["src", "tgt", "both"]
@@ -39,6 +42,11 @@ def clip_dir(src_image: np.ndarray, edit_image: np.ndarray, src_text: np.ndarray
     edit = normalize(as_vector(edit_image, "edit_image", dim))
     t_src = normalize(as_vector(src_text, "src_text", dim))
     t_trg = normalize(as_vector(tgt_text, "tgt_text", dim))
+    return clip_dir_from_unit(src, edit, t_src, t_trg)
+
+
+def clip_dir_from_unit(src: np.ndarray, edit: np.ndarray, t_src: np.ndarray, t_trg: np.ndarray) -> float:
+    """:func:`clip_dir` of unit vectors (no checks)."""
     return cosine(edit - src, t_trg - t_src)
 
 
@@ -69,27 +77,45 @@ def augmented_clip_dir(
     tgt_text: np.ndarray | None = None,
 ) -> float:
     """CLIPdir with text embeddings replaced by attribute means (Eq. 13) or weighted means (Eq. 14)."""
+    if replace not in ("src", "tgt", "both"):
+        raise ValueError(f"replace must be 'src', 'tgt' or 'both', got {replace!r}")
+    if replace == "src" and tgt_text is None:
+        raise ValueError("augmented CLIPdir 'src' needs the target text embedding")
+    if replace == "tgt" and src_text is None:
+        raise ValueError("augmented CLIPdir 'tgt' needs the source text embedding")
     src = normalize(as_vector(src_image, "src_image"))
     dim = src.shape[0]
     edit = normalize(as_vector(edit_image, "edit_image", dim))
     d_s = normalize(as_matrix(src_attrs, "src_attrs", dim))
     d_t = normalize(as_matrix(tgt_attrs, "tgt_attrs", dim))
+    t_src = normalize(as_vector(src_text, "src_text", dim)) if replace == "tgt" else None
+    t_trg = normalize(as_vector(tgt_text, "tgt_text", dim)) if replace == "src" else None
+    return augmented_clip_dir_from_unit(src, edit, d_s, d_t, replace, weighted, t_src, t_trg)
+
+
+def augmented_clip_dir_from_unit(
+    src: np.ndarray,
+    edit: np.ndarray,
+    d_s: np.ndarray,
+    d_t: np.ndarray,
+    replace: Replacement,
+    weighted: bool,
+    t_src: np.ndarray | None,
+    t_trg: np.ndarray | None,
+) -> float:
+    """:func:`augmented_clip_dir` of unit vectors and unit attribute rows (no checks)."""
     if weighted:
-        alpha_s, alpha_t = attribute_weights(d_s, d_t)
+        alpha_s, alpha_t = attribute_weights_from_unit(d_s, d_t)
         mean_s = (alpha_s[:, None] * d_s).mean(axis=0)
         mean_t = (alpha_t[:, None] * d_t).mean(axis=0)
     else:
         mean_s, mean_t = d_s.mean(axis=0), d_t.mean(axis=0)
     if replace == "src":
-        if tgt_text is None:
-            raise ValueError("augmented CLIPdir 'src' needs the target text embedding")
-        direction = normalize(as_vector(tgt_text, "tgt_text", dim)) - mean_s
+        assert t_trg is not None
+        direction = t_trg - mean_s
     elif replace == "tgt":
-        if src_text is None:
-            raise ValueError("augmented CLIPdir 'tgt' needs the source text embedding")
-        direction = mean_t - normalize(as_vector(src_text, "src_text", dim))
-    elif replace == "both":
-        direction = mean_t - mean_s
+        assert t_src is not None
+        direction = mean_t - t_src
     else:
-        raise ValueError(f"replace must be 'src', 'tgt' or 'both', got {replace!r}")
+        direction = mean_t - mean_s
     return cosine(edit - src, direction)

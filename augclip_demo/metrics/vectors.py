@@ -45,6 +45,15 @@ def as_matrix(value: object, name: str, dim: int | None = None) -> np.ndarray:
     return array
 
 
+def unit_rows(value: object, name: str, dim: int | None = None) -> np.ndarray:
+    """``value`` checked (:func:`as_matrix`) and L2-normalised row by row, as float64.
+
+    The one place where embeddings become the unit vectors the metric kernels (``*_from_unit``)
+    take: the Evaluator and the batch runner call it once per embedding as it comes from the encoder.
+    """
+    return normalize(as_matrix(value, name, dim))
+
+
 def normalize(array: np.ndarray) -> np.ndarray:
     """L2-normalise a vector or each row of a matrix."""
     norms = np.linalg.norm(array, axis=-1, keepdims=True)

@@ -18,10 +18,9 @@ from typing import Any
 
 import gradio as gr
 
-from ..batch.metrics import BATCH_METRICS, DEFAULT_METRICS
 from ..batch.upload import BatchUploadResult, run_uploaded_batch
 from ..config import Settings
-from ..metrics.registry import METRICS
+from ..metrics.suite import METRICS, metric_keys
 from ..report import UNTRAINED_WARNING
 from .examples import EXAMPLES_DIR
 from .guard import user_facing
@@ -59,7 +58,7 @@ def example_batch_files() -> tuple[str, str]:
 
 
 def metric_choices() -> list[tuple[str, str]]:
-    return [(METRICS[key].label if key in METRICS else key, key) for key in BATCH_METRICS]
+    return [(METRICS[key].label if key in METRICS else key, key) for key in metric_keys(computable=True)]
 
 
 def summary_markdown(result: BatchUploadResult) -> str:
@@ -116,7 +115,7 @@ def build_batch_tab(settings: Settings, *, provider_choices: list[tuple[str, str
                                elem_id="aug-batch-manifest")
             images = gr.File(label="Images (.zip)", file_types=[".zip"], height=120, elem_id="aug-batch-zip")
             with gr.Column(min_width=300):
-                metrics = gr.CheckboxGroup(metric_choices(), value=list(DEFAULT_METRICS), label="Metrics",
+                metrics = gr.CheckboxGroup(metric_choices(), value=metric_keys(computable=True, primary=True), label="Metrics",
                                            elem_id="aug-batch-metrics")
                 provider = gr.Dropdown(provider_choices, value=default_provider, label="Attribute provider",
                                        info="for items without attributes in the manifest")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..metrics.registry import METRICS
+from ..metrics.suite import METRICS
 from ..report import UNTRAINED_WARNING, Report
 
 RELEVANCY_HELP = (

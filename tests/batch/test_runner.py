@@ -273,6 +273,50 @@ def test_retry_failed_and_csv_export(tmp_path, tiny_encoder, settings):
     assert [e["metrics"] for r in records(tmp_path / "l2.jsonl") for e in r["edits"]][0] == {"l2": 0.0}
 
 
+def test_skip_invalid_scores_the_valid_line_and_not_the_missing_file(tmp_path, tiny_encoder, settings, capsys):
+    """Issue 15.5: one line with a missing file and one valid line, run with --skip-invalid."""
+    src, edit = draw(tmp_path, "src.png", "white"), draw(tmp_path, "edit.png", "green")
+    manifest = scene_manifest(tmp_path, [
+        {"id": "missing", "source": src, "target_text": "grass", "edits": ["img/not-there.png"], "attributes": ATTRS},
+        {"id": "valid", "source": src, "target_text": "grass", "edits": [edit], "attributes": ATTRS},
+    ])
+    out = tmp_path / "r.jsonl"
+    summary = run_batch(manifest, out, options=BatchOptions(metrics="augclip,clip_i,l2", skip_invalid=True),
+                        settings=settings, encoder=tiny_encoder)
+    assert (summary.n_items, summary.n_ok, summary.n_failed, summary.n_skipped) == (1, 1, 0, 0)
+    assert len(summary.invalid) == 1 and summary.invalid[0].startswith("line 1 (id 'missing'): ")
+    assert "not-there.png" in summary.invalid[0] and "file not found" in summary.invalid[0]
+    assert summary.format().startswith("batch done: 1 item(s) scored, 0 failed, 0 already done (of 1)")
+    (got,) = records(out)  # the invalid line is reported, not run
+    assert got["id"] == "valid" and got["status"] == "ok"
+    report = Evaluator(settings=settings, encoder=tiny_encoder).evaluate(
+        tmp_path / src, tmp_path / edit, "grass", None, Attributes(ATTRS["source"], ATTRS["target"]))
+    for key in ("augclip", "clip_i", "l2"):
+        assert got["edits"][0]["metrics"][key] == pytest.approx(report.edits[0].metrics[key], abs=1e-5), key
+    # the same through the CLI: exit status 0, the skipped line named
+    args = ["batch", str(manifest), "--out", str(tmp_path / "cli.jsonl"), "--clip-model", TINY, "--device", "cpu",
+            "--metrics", "clip_i", "--skip-invalid", "--no-progress"]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "1 item(s) scored, 0 failed" in printed and "skipped 1 invalid manifest line problem(s)" in printed
+
+
+def test_skip_invalid_never_opens_a_line_refused_by_the_file_checks(tmp_path, tiny_encoder, settings):
+    """The run's second pass only parses: it must skip what the checked first pass refused (a symlink out)."""
+    root = tmp_path / "data"
+    src = draw(root, "src.png", "white")
+    draw_scene((40, 40), "black").save(tmp_path / "outside.png")
+    (root / "img" / "escape.png").symlink_to(tmp_path / "outside.png")
+    manifest = scene_manifest(root, [
+        {"id": "valid", "source": src, "target_text": "grass", "edits": [src], "attributes": ATTRS},
+        {"id": "escape", "source": src, "target_text": "grass", "edits": ["img/escape.png"], "attributes": ATTRS},
+    ])
+    summary = run_batch(manifest, tmp_path / "r.jsonl", options=BatchOptions(metrics="l2", skip_invalid=True),
+                        settings=settings, encoder=tiny_encoder)
+    assert (summary.n_ok, summary.n_failed) == (1, 0) and "outside the manifest's folder" in summary.invalid[0]
+    assert [r["id"] for r in records(tmp_path / "r.jsonl")] == ["valid"]
+
+
 def test_cli_batch_exit_codes_and_json_summary(tmp_path, capsys):
     manifest = write_synthetic_manifest(tmp_path / "data", 3, image_size=48, n_attributes=2)
     args = ["batch", str(manifest), "--out", str(tmp_path / "r.jsonl"), "--clip-model", TINY, "--device", "cpu",

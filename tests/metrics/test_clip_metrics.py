@@ -9,7 +9,7 @@ from PIL import Image
 from augclip_demo.metrics.augclip import attribute_weights
 from augclip_demo.metrics.clip_metrics import augmented_clip_dir, clip_dir, clip_i, clip_t
 from augclip_demo.metrics.pixel import l2_distance
-from augclip_demo.metrics.registry import best_index
+from augclip_demo.metrics.suite import best_index
 
 
 def unit(v):

@@ -1,0 +1,395 @@
+"""The metric suite: one table of every per-edit metric, read by everything that scores or shows one.
+
+The Evaluator (``score`` and ``rescore``), batch runs, report tables, verdicts, the app and the
+protocol tables all read :data:`METRICS`. A row (:class:`Metric`) holds what a metric is called,
+which way is better, what it needs (names from the :data:`NEEDS` vocabulary), when it runs (its
+stage) and the function that computes it for one edit.
+
+Stages:
+
+* ``embeddings``: pure math on unit embeddings; re-run by every rescore (AugCLIP options and
+  attribute lists change them); in batch runs it runs in the fit pool (threads or processes);
+* ``pixels``: needs the decoded images; computed once per evaluation (no AugCLIP option changes
+  it); in batch runs it runs in the decode workers, while the images are in memory;
+* ``regions``: the value is supplied by the BPM stage (:mod:`augclip_demo.bpm`, which needs region
+  models); the row has no function, so tables, verdicts and protocols still know its label and
+  direction.
+
+Embeddings reach the metrics as unit float64 vectors: the Evaluator and the batch runner pass every
+embedding through :func:`~.vectors.unit_rows` once, where it comes from the encoder, and the
+functions here call the ``*_from_unit`` kernels, which do no checks and no normalisation. The
+public functions (:func:`~.clip_metrics.clip_dir`, :func:`~.augclip.augclip_score`, ...) keep
+checking and normalising their inputs for callers who pass raw embeddings.
+
+Adding a metric is one row: give it a key, label, direction, description, its needs and a
+``compute(inputs, i)`` that returns the value for edit ``i`` (a float, or :class:`Scored` to keep a
+richer result). A need the vocabulary lacks is one :data:`NEEDS` entry plus the
+:class:`MetricInputs` field(s) that carry it. A metric that cannot score one edit raises
+:class:`MetricUnavailable` with the reason; an item lacking a need gets the need's ``missing``
+reason without the function being called.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from PIL import Image
+
+from ..errors import InputError
+from .augclip import augclip_from_unit, augclip_score
+from .clip_metrics import (
+    AUGMENTED_VARIANTS,
+    Replacement,
+    augmented_clip_dir_from_unit,
+    augmented_variant_name,
+    clip_dir_from_unit,
+)
+from .pixel import l2_distance
+from .vectors import cosine
+
+Stage = Literal["embeddings", "pixels", "regions"]
+STAGES: tuple[str, ...] = ("embeddings", "pixels", "regions")
+NO_SOURCE_TEXT = "no source text given: CLIPdir needs one (Eq. 2) and is not computed from a made-up text"
+NO_INSTRUCTION = "no instruction given in the manifest"
+UNDEFINED = "the metric is undefined for this edit (not a finite number)"
+
+
+class MetricUnavailable(Exception):
+    """Raised by a metric for an edit it cannot score; the message is recorded as the reason."""
+
+
+# ---------------------------------------------------------------------------------------------- inputs
+@dataclass(frozen=True)
+class Need:
+    """One kind of input a metric may need: the :class:`MetricInputs` fields that carry it."""
+
+    fields: tuple[str, ...]
+    description: str
+    missing: str  # the reason shown for an edit whose item lacks it
+
+
+NEEDS: dict[str, Need] = {
+    "image_embeddings": Need(("source_embedding", "edit_embeddings"),
+                             "unit CLIP embeddings of the source image and of every edited image",
+                             "no image embeddings"),
+    "target_text_embedding": Need(("target_text_embedding",), "unit CLIP embedding of the target text",
+                                  "no target text given"),
+    "source_text_embedding": Need(("source_text_embedding",), "unit CLIP embedding of the source text",
+                                  NO_SOURCE_TEXT),
+    "attribute_embeddings": Need(("source_attr_embeddings", "target_attr_embeddings"),
+                                 "unit CLIP embeddings of the source (D_S) and target (D_T) attributes",
+                                 "no attributes given"),
+    "pixels": Need(("source_image", "edit_images"), "the decoded source and edited images", "no decoded images"),
+    "instruction": Need(("instruction",), "the edit instruction as written", NO_INSTRUCTION),
+    "target_text": Need(("target_text",), "the target text as written (e.g. for a language-model judge)",
+                        "no target text given"),
+    "mask": Need(("mask",), "a boolean (H, W) mask of the region the edit should change", "no edit mask given"),
+    "ground_truth_image": Need(("ground_truth_image",), "a reference edited image (ground truth)",
+                               "no ground-truth image given"),
+}
+
+# augclip_score's own defaults, for inputs that give no AugCLIP options (one place for them)
+_AUGCLIP_DEFAULTS: dict[str, Any] = {
+    name: param.default for name, param in inspect.signature(augclip_score).parameters.items()
+    if param.default is not inspect.Parameter.empty
+}
+
+
+@dataclass
+class MetricInputs:
+    """Everything the metrics of one source image and its edits may use; an absent input is None.
+
+    Plain arrays, images and builtins only, so the embedding part can be sent to a worker process.
+    Embeddings are unit float64 vectors (rows) made by :func:`~.vectors.unit_rows`.
+    """
+
+    source_embedding: np.ndarray | None = None  # (d,)
+    edit_embeddings: np.ndarray | None = None  # (n_edits, d)
+    target_text_embedding: np.ndarray | None = None  # (d,)
+    source_text_embedding: np.ndarray | None = None  # (d,)
+    source_attr_embeddings: np.ndarray | None = None  # (n_s, d)
+    target_attr_embeddings: np.ndarray | None = None  # (n_t, d)
+    source_image: Image.Image | None = None
+    edit_images: list[Image.Image] | None = None
+    instruction: str | None = None
+    target_text: str | None = None
+    mask: np.ndarray | None = None
+    ground_truth_image: Image.Image | None = None
+    augclip_options: dict[str, Any] | None = None  # keyword arguments of augclip_score; None: its defaults
+
+    @property
+    def n_edits(self) -> int:
+        for edits in (self.edit_embeddings, self.edit_images):
+            if edits is not None:
+                return len(edits)
+        return 0
+
+    def missing(self, needs: Iterable[str]) -> str | None:
+        """The reason the first absent need gives, or None when every need is there."""
+        for name in sorted(needs):
+            need = NEEDS[name]
+            if any(getattr(self, attr) is None for attr in need.fields):
+                return need.missing
+        return None
+
+
+# ---------------------------------------------------------------------------------------------- the table
+@dataclass
+class Scored:
+    """A value together with the metric's full result for one edit (e.g. the AugCLIP fit)."""
+
+    value: float
+    detail: Any = None
+
+
+MetricFn = Callable[[MetricInputs, int], "float | Scored"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One row of the table (see the module docstring)."""
+
+    key: str
+    label: str
+    higher_is_better: bool
+    description: str
+    needs: frozenset[str]
+    stage: Stage
+    compute: MetricFn | None = None  # None: supplied by its stage (``regions``)
+    primary: bool = False  # shown in tables and computed by batch runs by default
+    summarise: Callable[[Any], dict[str, float]] | None = None  # detail -> the fields kept in batch results
+
+    def __post_init__(self) -> None:
+        if self.stage not in STAGES:
+            raise ValueError(f"metric {self.key!r}: stage must be one of {', '.join(STAGES)}, got {self.stage!r}")
+        unknown = sorted(set(self.needs) - set(NEEDS))
+        if unknown:
+            raise ValueError(f"metric {self.key!r}: unknown need(s) {', '.join(unknown)}; add them to NEEDS first")
+        if (self.compute is None) != (self.stage == "regions"):
+            raise ValueError(f"metric {self.key!r}: a {self.stage!r} metric "
+                             + ("needs a compute function" if self.compute is None else "is supplied by its stage"))
+
+    @property
+    def computable(self) -> bool:
+        """Computed from :class:`MetricInputs` here (not supplied by another stage)."""
+        return self.compute is not None
+
+
+def _augclip(inputs: MetricInputs, i: int) -> Scored:
+    assert inputs.edit_embeddings is not None
+    options = {**_AUGCLIP_DEFAULTS, **(inputs.augclip_options or {})}
+    result = augclip_from_unit(inputs.source_embedding, inputs.edit_embeddings[i],  # type: ignore[arg-type]
+                               inputs.source_attr_embeddings, inputs.target_attr_embeddings,  # type: ignore[arg-type]
+                               **options)
+    return Scored(result.score, result)
+
+
+def _augclip_summary(result: Any) -> dict[str, float]:
+    return {"c": result.c, "w_norm": result.w_norm, "v_norm": float(np.linalg.norm(result.v)),
+            "fit_accuracy": result.fit_accuracy}
+
+
+def _clip_dir(inputs: MetricInputs, i: int) -> float:
+    assert inputs.edit_embeddings is not None
+    return clip_dir_from_unit(inputs.source_embedding, inputs.edit_embeddings[i],  # type: ignore[arg-type]
+                              inputs.source_text_embedding, inputs.target_text_embedding)  # type: ignore[arg-type]
+
+
+def _clip_i(inputs: MetricInputs, i: int) -> float:
+    assert inputs.edit_embeddings is not None and inputs.source_embedding is not None
+    return cosine(inputs.source_embedding, inputs.edit_embeddings[i])
+
+
+def _clip_t(inputs: MetricInputs, i: int) -> float:
+    assert inputs.edit_embeddings is not None and inputs.target_text_embedding is not None
+    return cosine(inputs.edit_embeddings[i], inputs.target_text_embedding)
+
+
+def _l2(inputs: MetricInputs, i: int) -> float:
+    assert inputs.source_image is not None and inputs.edit_images is not None
+    return l2_distance(inputs.source_image, inputs.edit_images[i])
+
+
+def _augmented(replace: Replacement, weighted: bool) -> MetricFn:
+    def compute(inputs: MetricInputs, i: int) -> float:
+        assert inputs.edit_embeddings is not None
+        return augmented_clip_dir_from_unit(
+            inputs.source_embedding, inputs.edit_embeddings[i],  # type: ignore[arg-type]
+            inputs.source_attr_embeddings, inputs.target_attr_embeddings,  # type: ignore[arg-type]
+            replace, weighted, inputs.source_text_embedding, inputs.target_text_embedding)
+    return compute
+
+
+def _augmented_row(replace: Replacement, weighted: bool) -> Metric:
+    what = {"src": "source text -> mean of D_S", "tgt": "target text -> mean of D_T", "both": "both texts -> attribute means"}
+    text = {"src": {"target_text_embedding"}, "tgt": {"source_text_embedding"}, "both": set()}
+    return Metric(
+        key=augmented_variant_name(replace, weighted),
+        label=f"CLIPdir+{replace}{' (w)' if weighted else ''}",
+        higher_is_better=True,
+        description=f"augmented CLIPdir, {what[replace]}" + (" (alpha-weighted, Eq. 14)" if weighted else " (Eq. 13)"),
+        needs=frozenset({"image_embeddings", "attribute_embeddings"} | text[replace]),
+        stage="embeddings",
+        compute=_augmented(replace, weighted),
+    )
+
+
+_IMAGES = frozenset({"image_embeddings"})
+
+METRIC_TABLE: tuple[Metric, ...] = (
+    Metric("augclip", "AugCLIP", True, "cosine to the estimated ideal edit E(I_src)+v (Eq. 3)",
+           _IMAGES | {"attribute_embeddings"}, "embeddings", _augclip, primary=True, summarise=_augclip_summary),
+    Metric("clip_dir", "CLIPdir", True, "directional CLIP similarity (Eq. 1-2); needs a source text",
+           _IMAGES | {"source_text_embedding", "target_text_embedding"}, "embeddings", _clip_dir, primary=True),
+    Metric("clip_i", "CLIP-I", True, "cosine between edit and source image (preservation)",
+           _IMAGES, "embeddings", _clip_i, primary=True),
+    Metric("clip_t", "CLIP-T", True, "cosine between edit and target text (modification)",
+           _IMAGES | {"target_text_embedding"}, "embeddings", _clip_t, primary=True),
+    Metric("l2", "L2", False, "pixel RMSE in [0,1] to the source (lower is better)",
+           frozenset({"pixels"}), "pixels", _l2, primary=True),
+    *(_augmented_row(replace, weighted) for replace, weighted in AUGMENTED_VARIANTS),
+    Metric("bpm", "BPM", True,
+           "BPM paper, Alg. 1: 0.7 S_semantic + 0.3 S_region from GroundingDINO + SAM regions; needs an instruction "
+           "(or o1/o2) and the region models", frozenset({"pixels", "instruction"}), "regions", primary=True),
+)
+
+METRICS: dict[str, Metric] = {metric.key: metric for metric in METRIC_TABLE}
+
+
+def register_metric(metric: Metric) -> None:
+    """Add a row at run time (an extension's metric); the table above is the place for our own."""
+    METRICS[metric.key] = metric
+
+
+def metric_keys(*, stage: str | None = None, computable: bool | None = None, primary: bool | None = None) -> list[str]:
+    """Keys in table order, filtered by stage / computable here / primary."""
+    return [key for key, metric in METRICS.items()
+            if (stage is None or metric.stage == stage)
+            and (computable is None or metric.computable == computable)
+            and (primary is None or metric.primary == primary)]
+
+
+def needs_of(keys: Iterable[str]) -> set[str]:
+    """Every need of these metrics."""
+    return {need for key in keys for need in METRICS[key].needs}
+
+
+def parse_metric_keys(value: str | Iterable[str] | None) -> list[str]:
+    """``"augclip,l2"`` / a list / ``None`` (the primary computable metrics) / ``"all"`` -> checked keys.
+
+    Only metrics computed from :class:`MetricInputs` can be chosen (BPM comes from its own stage).
+    """
+    selectable = metric_keys(computable=True)
+    if value is None:
+        return metric_keys(computable=True, primary=True)
+    names = [part.strip() for part in (value.split(",") if isinstance(value, str) else value)]
+    names = [name.strip() for part in names for name in part.split(",") if name.strip()]
+    if not names:
+        raise InputError("no metric given; choose from " + ", ".join(selectable))
+    if names == ["all"]:
+        return selectable
+    supplied = [name for name in names if name in METRICS and not METRICS[name].computable]
+    if supplied:
+        raise InputError(f"metric(s) {', '.join(supplied)} come from the {METRICS[supplied[0]].stage} stage, which "
+                         "needs region models: score them with `augclip-demo bpm`; here choose from "
+                         + ", ".join(selectable))
+    unknown = [name for name in names if name not in METRICS]
+    if unknown:
+        raise InputError(f"unknown metric(s) {', '.join(unknown)}; available: {', '.join(selectable)} (or 'all')")
+    return list(dict.fromkeys(names))
+
+
+# ---------------------------------------------------------------------------------------------- scoring
+@dataclass
+class ItemScores:
+    """Per edit: values, reasons for missing values, and full results (details) by metric key."""
+
+    values: list[dict[str, float | None]]
+    unavailable: list[dict[str, str]]
+    details: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def empty(cls, n_edits: int) -> ItemScores:
+        return cls([{} for _ in range(n_edits)], [{} for _ in range(n_edits)], [{} for _ in range(n_edits)])
+
+    def merged(self, other: ItemScores, order: Sequence[str]) -> ItemScores:
+        """Both stages' scores per edit, values in ``order`` (keys in neither are left out)."""
+        out = ItemScores.empty(len(self.values))
+        for i in range(len(self.values)):
+            values = {**self.values[i], **other.values[i]}
+            out.values[i] = {key: values[key] for key in order if key in values}
+            out.unavailable[i] = {**self.unavailable[i], **other.unavailable[i]}
+            out.details[i] = {**self.details[i], **other.details[i]}
+        return out
+
+    def summarised(self) -> ItemScores:
+        """Details replaced by the small JSON summaries their metrics define (dropped where none)."""
+        details = [{key: METRICS[key].summarise(detail)  # type: ignore[misc]
+                    for key, detail in row.items() if METRICS[key].summarise is not None} for row in self.details]
+        return ItemScores(self.values, self.unavailable, details)
+
+
+def score_item(inputs: MetricInputs, keys: Iterable[str], *, strict: bool = False) -> ItemScores:
+    """The metrics ``keys`` for every edit of one item.
+
+    A missing need makes the metric unavailable (with the need's reason) for every edit, and
+    :class:`MetricUnavailable` for one edit. With ``strict`` a metric's ``ValueError`` (e.g. a
+    degenerate AugCLIP fit) propagates and values are kept as computed; without it (batch runs)
+    the edit gets no value and the reason, non-finite values become None with a reason, and the
+    other metrics and edits are still computed.
+    """
+    n = inputs.n_edits
+    scores = ItemScores.empty(n)
+    for key in keys:
+        metric = METRICS[key]
+        if metric.compute is None:
+            raise ValueError(f"metric {key!r} is supplied by the {metric.stage} stage, not computed here")
+        reason = inputs.missing(metric.needs)
+        if reason is not None:
+            for i in range(n):
+                scores.values[i][key] = None
+                scores.unavailable[i][key] = reason
+            continue
+        for i in range(n):
+            try:
+                out = metric.compute(inputs, i)
+            except MetricUnavailable as exc:
+                scores.values[i][key], scores.unavailable[i][key] = None, str(exc)
+                continue
+            except ValueError as exc:
+                if strict:
+                    raise
+                scores.values[i][key], scores.unavailable[i][key] = None, str(exc)
+                continue
+            value, detail = (out.value, out.detail) if isinstance(out, Scored) else (out, None)
+            value = float(value)
+            if not strict and not math.isfinite(value):
+                scores.values[i][key], scores.unavailable[i][key] = None, UNDEFINED
+                continue
+            scores.values[i][key] = value
+            if detail is not None:
+                scores.details[i][key] = detail
+    return scores
+
+
+def best_index(values: Sequence[float | None], key: str) -> int | None:
+    """Index of the best value under metric ``key`` (first on ties); None if no value is available."""
+    metric = METRICS.get(key)
+    higher = metric.higher_is_better if metric else True
+    best: int | None = None
+    for i, value in enumerate(values):
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        if best is None:
+            best = i
+            continue
+        current = values[best]
+        assert current is not None
+        if (value > current) if higher else (value < current):
+            best = i
+    return best
