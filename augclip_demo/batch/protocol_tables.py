@@ -80,7 +80,7 @@ class ProtocolReport:
         travels alone: figures from untrained models must say so on every row, as the results CSV does)."""
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=["dataset", "metric", "figure", "value", "ci_low", "ci_high", "n",
-                                                    "model", "untrained"])
+                                                    "boot_resamples", "boot_undefined", "ci_note", "model", "untrained"])
         writer.writeheader()
         provenance = {"model": "+".join(self.models), "untrained": self.untrained}
         for row in self.long_rows():
@@ -213,6 +213,8 @@ def _cell(figure: Figure | None, with_ci: bool) -> str:
     text = f"{figure.value:.3f}"
     if with_ci and figure.ci is not None:
         text += f" [{figure.ci[0]:.2f}, {figure.ci[1]:.2f}]"
+    elif with_ci and figure.ci_note:
+        text += f" [no CI: {figure.boot_undefined}/{figure.boot_resamples} resamples undefined]"
     return text
 
 
