@@ -43,6 +43,8 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
                             "random:swint / random:tiny for untrained weights"),
     "AUGCLIP_SAM_MODEL": "SAM architecture: vit_b (default), vit_l or vit_h; random:vit_b / random:tiny for untrained weights",
     "AUGCLIP_SAM_CHECKPOINT": "local SAM checkpoint file (default: downloaded into the cache directory)",
+    "AUGCLIP_SAM_URL": "where the SAM checkpoint is downloaded from (default: the official file; set for a mirror)",
+    "AUGCLIP_SAM_SHA256": "expected SHA-256 of the SAM checkpoint (checked when set; a mismatch stops the run)",
     "AUGCLIP_UPLOAD_MAX_ZIP_MB": "largest image zip accepted by the app's batch upload, in MB (default 512)",
     "AUGCLIP_UPLOAD_MAX_FILES": "most files an uploaded image zip may hold (default 20000)",
     "AUGCLIP_UPLOAD_MAX_UNZIPPED_MB": "most bytes an uploaded image zip may expand to, in MB (default 4096)",
@@ -101,6 +103,8 @@ class Settings:
     gdino_model: str = DEFAULT_GDINO_MODEL
     sam_model: str = DEFAULT_SAM_MODEL
     sam_checkpoint: Path | None = None
+    sam_url: str | None = None
+    sam_sha256: str | None = None
     upload_max_zip_mb: int = 512
     upload_max_files: int = 20000
     upload_max_unzipped_mb: int = 4096
@@ -120,6 +124,9 @@ class Settings:
             raise ConfigError(f"the MLLM timeout must be a positive number of seconds, got {self.mllm_timeout}")
         if self.mllm_max_retries < 0:
             raise ConfigError(f"the MLLM retry count must be 0 or more, got {self.mllm_max_retries}")
+        if self.sam_sha256 is not None and not (len(self.sam_sha256) == 64
+                                                 and all(c in "0123456789abcdefABCDEF" for c in self.sam_sha256)):
+            raise ConfigError(f"AUGCLIP_SAM_SHA256 must be 64 hexadecimal digits, got {self.sam_sha256!r}")
         for name in ("upload_max_zip_mb", "upload_max_files", "upload_max_unzipped_mb"):
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 0:
@@ -146,6 +153,8 @@ class Settings:
             "mllm_model": "AUGCLIP_MLLM_MODEL",
             "gdino_model": "AUGCLIP_GDINO_MODEL",
             "sam_model": "AUGCLIP_SAM_MODEL",
+            "sam_url": "AUGCLIP_SAM_URL",
+            "sam_sha256": "AUGCLIP_SAM_SHA256",
         }
         for field, var in simple.items():
             if (value := get(var)) is not None:

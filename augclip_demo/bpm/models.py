@@ -36,6 +36,11 @@ class BPMModels:
         self.encoder.load()
         return self
 
+    def unload(self) -> None:
+        """Release the two region models (the CLIP encoder is shared with the other metrics and stays)."""
+        self.detector.unload()
+        self.segmenter.unload()
+
     def info(self) -> dict[str, Any]:
         return {
             "detector": self.detector.info(),

@@ -17,7 +17,7 @@ from .. import __version__
 from ..errors import AugclipError
 
 COMMANDS: list[str] = ["score", "attributes", "explain", "bpm", "batch", "protocol", "manifest", "triplets",
-                       "bench"]
+                       "bench", "download", "doctor"]
 
 
 def build_parser() -> argparse.ArgumentParser:

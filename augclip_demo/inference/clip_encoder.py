@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -17,8 +16,9 @@ from PIL import Image
 from ..config import Settings
 from ..errors import InputError, WeightsUnavailableError
 from ..io import ImageInput, LoadedImage, open_image
-from . import hub
-from .device import autocast, device_description, is_out_of_memory, resolve_amp_dtype, resolve_device
+from . import weights
+from .device import autocast, device_description, is_out_of_memory, resolve_device
+from .lazy import LazyModel
 from .lru import LRUCache
 from .specs import ModelSpec, parse_model_spec, register_model_configs
 
@@ -48,14 +48,17 @@ class ModelInfo:
         return asdict(self)
 
 
-class ClipEncoder:
+class ClipEncoder(LazyModel):
     """Loads an open_clip backbone lazily and encodes images and texts into L2-normalised float32.
 
     Encodings are memoised in LRU caches keyed by image content hash (SHA-256 of the decoded
     pixels) and by the exact text, so an image or text is encoded once however often it is scored.
     All public methods are thread-safe: model loading is guarded, forward passes are serialised
-    (one model, one device), and the caches have their own locks.
+    (one model, one device), and the caches have their own locks. Weights come from
+    :func:`augclip_demo.inference.weights.resolve_clip`.
     """
+
+    family = "CLIP"
 
     def __init__(
         self,
@@ -75,20 +78,15 @@ class ClipEncoder:
             self.spec = spec
         else:
             self.spec = parse_model_spec(spec or settings.clip_model, checkpoint)
-        self.device = resolve_device(device)
-        self.precision = precision
-        self.amp_dtype = resolve_amp_dtype(self.device, precision)
+        super().__init__(device=device, precision=precision)
         self.cache_dir = Path(cache_dir) if cache_dir else settings.cache_dir
         self.image_batch_size = image_batch_size
         self.text_batch_size = text_batch_size
         self.image_cache: LRUCache[np.ndarray] = LRUCache(image_cache_size)
         self.text_cache: LRUCache[np.ndarray] = LRUCache(text_cache_size)
-        self._model: torch.nn.Module | None = None
         self._preprocess: Callable[[Any], torch.Tensor] | None = None
         self._tokenizer: Callable[[list[str]], torch.Tensor] | None = None
-        self._load_lock = threading.Lock()
-        self._infer_lock = threading.Lock()
-        self.load_seconds: float | None = None
+        self.weights_source: str | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings, **kwargs: Any) -> ClipEncoder:
@@ -107,8 +105,8 @@ class ClipEncoder:
         return self.spec.untrained
 
     @property
-    def is_loaded(self) -> bool:
-        return self._model is not None
+    def label(self) -> str:
+        return self.spec.label
 
     @property
     def model(self) -> torch.nn.Module:
@@ -128,127 +126,70 @@ class ClipEncoder:
         assert self._tokenizer is not None
         return self._tokenizer
 
-    @property
-    def inference_lock(self) -> threading.Lock:
-        """Held around every forward pass; explanation code that runs the model takes it too."""
-        return self._infer_lock
-
     def load(self) -> ClipEncoder:
         """Build the model and load its weights (once; later calls return immediately)."""
-        if self._model is not None:
-            return self
-        with self._load_lock:
-            if self._model is not None:
-                return self
-            start = time.perf_counter()
-            model, preprocess, tokenizer = self._build()
-            self._preprocess, self._tokenizer = preprocess, tokenizer
-            self._model = model  # set last: it is the "loaded" flag other threads check
-            self.load_seconds = time.perf_counter() - start
-            log.info("loaded %s on %s in %.1fs", self.spec.label, self.device, self.load_seconds)
+        super().load()
         return self
 
-    def _build(self) -> tuple[torch.nn.Module, Callable[[Any], torch.Tensor], Callable[[list[str]], torch.Tensor]]:
+    def _release(self) -> None:
+        self._preprocess = self._tokenizer = None
+        if hasattr(self, "_split_cache"):
+            del self._split_cache
+
+    def _build(self) -> torch.nn.Module:
         import open_clip
 
         register_model_configs()
         spec = self.spec
-        download_dir = self.cache_dir / "open_clip"
-        kwargs: dict[str, Any] = {"device": "cpu", "cache_dir": str(download_dir)}
-        tag_cfg = open_clip.get_pretrained_cfg(spec.arch, spec.pretrained) if spec.arch and spec.pretrained else {}
-        if tag_cfg.get("quick_gelu"):
-            # The tag was trained with QuickGELU (e.g. OpenAI's weights); open_clip only warns on a
-            # mismatch, which would silently change every embedding.
-            kwargs["force_quick_gelu"] = True
-        if spec.kind == "random":
-            pretrained = None
-        elif spec.kind == "checkpoint":
-            assert spec.checkpoint is not None
-            if not spec.checkpoint.is_file():
-                raise WeightsUnavailableError(
-                    spec.raw,
-                    f"the local file {spec.checkpoint}",
-                    "The file does not exist; check the path given with --clip-checkpoint / AUGCLIP_CLIP_CHECKPOINT.",
-                )
-            pretrained = str(spec.checkpoint)
-            for key in ("mean", "std", "interpolation", "resize_mode"):
-                if key in tag_cfg:  # keep the tag's preprocessing when its weights come from a file
-                    kwargs.setdefault("force_preprocess_cfg", {})[key] = tag_cfg[key]
-        elif spec.kind == "pretrained":
-            pretrained = spec.pretrained
-        else:
-            pretrained = None
-        self._preflight(tag_cfg, download_dir)
+        files = weights.resolve_clip(spec, self.cache_dir)
+        how = weights.clip_how_to_fix(spec)
+        local = str(files.checkpoint or files.folder)
+        where = files.source + (f" ({local})" if local != files.source else "")
+        kwargs: dict[str, Any] = {"device": "cpu", "force_quick_gelu": files.quick_gelu}
+        for key, arg in (("mean", "image_mean"), ("std", "image_std"), ("interpolation", "image_interpolation"),
+                         ("resize_mode", "image_resize_mode")):
+            if key in files.preprocess:  # the tag's preprocessing, also when its weights come from a file
+                kwargs[arg] = files.preprocess[key]
+        model_label = f"CLIP {spec.raw}"
         try:
             if spec.kind == "random":
                 with torch.random.fork_rng(devices=[]):
                     torch.manual_seed(RANDOM_INIT_SEED)
-                    model, _, preprocess = open_clip.create_model_and_transforms(spec.open_clip_name, **kwargs)
+                    model, _, preprocess = open_clip.create_model_and_transforms(files.model_name, **kwargs)
             else:
-                model, _, preprocess = open_clip.create_model_and_transforms(
-                    spec.open_clip_name, pretrained=pretrained, **kwargs
-                )
-            tokenizer = open_clip.get_tokenizer(spec.open_clip_name, cache_dir=str(download_dir))
+                pretrained = str(files.checkpoint) if files.checkpoint is not None else None
+                model, _, preprocess = weights.ensure_no_random_init(
+                    lambda: open_clip.create_model_and_transforms(files.model_name, pretrained=pretrained, **kwargs),
+                    model_label, where, how)
+            tok_kwargs = {"cache_dir": str(files.tokenizer_cache)} if files.tokenizer_cache else {}
+            tokenizer = open_clip.get_tokenizer(files.tokenizer_name or files.model_name, **tok_kwargs)
         except WeightsUnavailableError:
             raise
-        except Exception as exc:  # network, hub, file-format and key-mismatch errors all end here
-            raise WeightsUnavailableError(spec.raw, self._where_tried(tag_cfg, download_dir), self._how_to_fix(tag_cfg), exc) from exc
-        model = model.to(self.device).eval()
-        for param in model.parameters():
-            param.requires_grad_(False)
-        return model, preprocess, tokenizer
+        except Exception as exc:  # file-format and key-mismatch errors end here
+            reason = weights.describe_load_error(exc, files.checkpoint)
+            if files.checkpoint is not None and not reason.startswith("the file "):
+                reason = self._architecture_mismatch(files, kwargs) or reason
+            raise WeightsUnavailableError(model_label, f"{where}: {reason}", how) from exc
+        self._preprocess, self._tokenizer = preprocess, tokenizer
+        self.weights_source = files.source
+        return model
 
-    def _preflight(self, tag_cfg: dict[str, Any], download_dir: Path) -> None:
-        """Fail fast (instead of a minute of retries) when weights are neither cached nor reachable."""
-        spec = self.spec
-        how = self._how_to_fix(tag_cfg)
-        if spec.kind == "hf-hub":
-            hub.require_hub_files(spec.raw, str(spec.source_id), ["open_clip_config.json"], download_dir, how)
-        elif spec.kind == "pretrained":
-            repo = tag_cfg.get("hf_hub", "").rstrip("/")
-            if repo:
-                repo_id, filename = (repo.rsplit("/", 1) if repo.count("/") > 1 else (repo, ""))
-                names = [filename] if filename else ["open_clip_model.safetensors", "open_clip_pytorch_model.bin"]
-                hub.require_hub_files(spec.raw, repo_id, names, download_dir, how)
-            elif tag_cfg.get("url"):
-                url = tag_cfg["url"]
-                hub.require_url_reachable(spec.raw, url, download_dir / url.rsplit("/", 1)[-1], how)
+    def _architecture_mismatch(self, files: weights.ClipFiles, kwargs: dict[str, Any]) -> str | None:
+        """"the file is for a different architecture: ..." when the file's tensors do not fit the model."""
+        import open_clip
+        from open_clip.factory import load_state_dict
 
-    def _where_tried(self, tag_cfg: dict[str, Any], download_dir: Path) -> str:
-        spec = self.spec
-        if spec.kind == "checkpoint":
-            return f"the local file {spec.checkpoint} as {spec.arch}"
-        if spec.kind == "hf-hub":
-            return f"the Hugging Face Hub repository {spec.source_id} (cache: {download_dir})"
-        if spec.kind == "local-dir":
-            return f"the local folder {spec.source_id}"
-        hub = tag_cfg.get("hf_hub", "").rstrip("/")
-        places = []
-        if hub:
-            places.append(f"the Hugging Face Hub repository https://huggingface.co/{hub}")
-        if tag_cfg.get("url") and not hub:
-            places.append(tag_cfg["url"])
-        return (" and ".join(places) or f"open_clip's source for {spec.raw}") + f", downloading into {download_dir}"
-
-    def _how_to_fix(self, tag_cfg: dict[str, Any]) -> str:
-        spec = self.spec
-        if spec.kind == "checkpoint":
-            return (
-                f"Check that the file is an open_clip state dict for {spec.arch} "
-                "(open_clip_pytorch_model.bin or .safetensors from the model's hub page)."
-            )
-        hub = tag_cfg.get("hf_hub", "").rstrip("/")
-        fetch = (
-            f"download open_clip_pytorch_model.bin from https://huggingface.co/{hub}"
-            if hub
-            else (f"download {tag_cfg['url']}" if tag_cfg.get("url") else "download the weights")
-        )
-        return (
-            f"On a machine with internet, {fetch}, then run with --clip-model {spec.raw} "
-            "--clip-checkpoint PATH (or set AUGCLIP_CLIP_CHECKPOINT=PATH); or copy a filled "
-            "AUGCLIP_CACHE_DIR from such a machine. For an offline smoke test only, --clip-model "
-            "random:tiny runs with untrained weights (scores not meaningful)."
-        )
+        try:
+            file_state = load_state_dict(str(files.checkpoint))
+            model = open_clip.create_model(files.model_name, pretrained_text=False, device="cpu",
+                                           force_quick_gelu=files.quick_gelu)
+            expected = model.state_dict()
+        except Exception:  # noqa: BLE001 - the caller reports the original error instead
+            return None
+        summary = weights.compare_state_dicts(expected, file_state)
+        if summary.startswith("the tensors match"):
+            return None
+        return f"the file is for a different architecture than {files.model_name}: {summary}"
 
     def warmup(self) -> ClipEncoder:
         """Load the model and run one tiny forward pass of each tower (compiles kernels, allocates)."""

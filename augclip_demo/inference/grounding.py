@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,8 +36,9 @@ import torch
 from ..config import Settings
 from ..errors import ConfigError, InputError, WeightsUnavailableError
 from ..io import ImageInput, LoadedImage, open_image
-from . import hub
+from . import weights
 from .device import device_description, resolve_device
+from .lazy import LazyModel
 
 log = logging.getLogger(__name__)
 
@@ -167,26 +167,24 @@ def save_random_grounding(folder: Path, kind: str = "tiny") -> Path:
 
 
 # ---------------------------------------------------------------------- the detector
-class GroundingDetector:
+class GroundingDetector(LazyModel):
     """Open-vocabulary detection of short phrases; lazy, thread-safe, one model per instance."""
 
+    family = "GroundingDINO"
+
     def __init__(self, model: str | Path | None = None, *, device: str | torch.device | None = "auto",
-                 cache_dir: str | Path | None = None, batch_size: int = 4):
+                 cache_dir: str | Path | None = None, batch_size: int = 4, precision: str = "fp32"):
         settings = Settings.from_env()
         self.spec = str(model or settings.gdino_model).strip()
         if not self.spec:
             raise ConfigError("the GroundingDINO model is empty; set AUGCLIP_GDINO_MODEL or --gdino-model")
         if self.spec.startswith("random:") and self.spec not in RANDOM_SPECS:
             raise ConfigError(f"unknown GroundingDINO spec {self.spec!r}; random specs: {', '.join(RANDOM_SPECS)}")
-        self.device = resolve_device(device)
+        super().__init__(device=device, precision=precision)
         self.cache_dir = Path(cache_dir) if cache_dir else settings.cache_dir
         self.batch_size = max(1, int(batch_size))
-        self._model: torch.nn.Module | None = None
         self._processor: Any = None
         self._untrained = self.spec.startswith("random:")
-        self._load_lock = threading.Lock()
-        self._infer_lock = threading.Lock()
-        self.load_seconds: float | None = None
 
     # ------------------------------------------------------------------ loading
     @property
@@ -209,17 +207,8 @@ class GroundingDetector:
     def label(self) -> str:
         return self.spec + (" (random weights, untrained)" if self.untrained else "")
 
-    @property
-    def is_loaded(self) -> bool:
-        return self._model is not None
-
     def how_to_fix(self) -> str:
-        return (
-            f"On a machine with internet, download the repository https://huggingface.co/{_hub_id(self.spec)} "
-            "(e.g. `hf download IDEA-Research/grounding-dino-tiny --local-dir gdino-tiny`), then run with "
-            "--gdino-model PATH (or set AUGCLIP_GDINO_MODEL=PATH); or copy a filled AUGCLIP_CACHE_DIR from such a "
-            "machine. For an offline smoke test only, --gdino-model random:tiny runs with untrained weights."
-        )
+        return weights.gdino_how_to_fix(self.spec)
 
     def preflight(self) -> None:
         """Raise :class:`WeightsUnavailableError` now if the weights can be neither found nor downloaded."""
@@ -227,50 +216,40 @@ class GroundingDetector:
             return
         folder = self.local_folder
         if folder is not None:
-            if not (folder / "config.json").is_file():
-                raise WeightsUnavailableError(
-                    f"GroundingDINO {self.spec}", f"the local folder {folder} (no config.json there)",
-                    "Give a folder saved with save_pretrained (config.json, model.safetensors, tokenizer and "
-                    "preprocessor files), e.g. a download of the hub repository. " + self.how_to_fix(),
-                )
+            weights.resolve_gdino(self.spec, folder, self.cache_dir)
             return
-        hub.require_hub_files(f"GroundingDINO {self.spec}", self.spec, ["model.safetensors", "pytorch_model.bin"],
-                              self.hub_cache, self.how_to_fix())
+        weights.require_hub_available(f"GroundingDINO {self.spec}", self.spec, weights.GDINO_WEIGHT_ALTERNATIVES,
+                                      self.hub_cache, self.how_to_fix())
 
     def load(self) -> GroundingDetector:
-        if self._model is not None:
-            return self
-        with self._load_lock:
-            if self._model is not None:
-                return self
-            start = time.perf_counter()
-            model, processor = self._build()
-            self._processor = processor
-            self._model = model.to(self.device).eval()
-            for param in self._model.parameters():
-                param.requires_grad_(False)
-            self.load_seconds = time.perf_counter() - start
-            log.info("loaded GroundingDINO %s on %s in %.1fs", self.label, self.device, self.load_seconds)
+        super().load()
         return self
 
-    def _build(self) -> tuple[torch.nn.Module, Any]:
+    def _release(self) -> None:
+        self._processor = None
+
+    def _build(self) -> torch.nn.Module:
         if self.spec.startswith("random:"):
             kind = self.spec.split(":", 1)[1]
-            return build_random_grounding(kind, self.cache_dir / "bpm" / f"random-gdino-{kind}")
-        self.preflight()
+            model, self._processor = build_random_grounding(kind, self.cache_dir / "bpm" / f"random-gdino-{kind}")
+            return model
+        folder = weights.resolve_gdino(self.spec, self.local_folder, self.cache_dir)
         from transformers import GroundingDinoForObjectDetection, GroundingDinoProcessor
 
-        folder = self.local_folder
-        source = str(folder) if folder is not None else self.spec
-        kwargs: dict[str, Any] = {} if folder is not None else {"cache_dir": str(self.hub_cache)}
-        where = f"the local folder {folder}" if folder is not None else (
-            f"the Hugging Face Hub repository https://huggingface.co/{self.spec} (cache: {self.hub_cache})")
+        weights.quiet_transformers()
         try:
-            processor = GroundingDinoProcessor.from_pretrained(source, **kwargs)
-            model = GroundingDinoForObjectDetection.from_pretrained(source, **kwargs)
-        except Exception as exc:  # network, hub, missing-file and format errors all end here
-            raise WeightsUnavailableError(f"GroundingDINO {self.spec}", where, self.how_to_fix(), exc) from exc
-        return model, processor
+            processor = GroundingDinoProcessor.from_pretrained(str(folder))
+            model, info = GroundingDinoForObjectDetection.from_pretrained(str(folder), output_loading_info=True)
+            missing = list(info.get("missing_keys") or []) + list(info.get("mismatched_keys") or [])
+            if missing:  # transformers initialises those randomly and carries on: a wrong model that looks right
+                raise RuntimeError("Error(s) in loading state_dict: Missing key(s) in state_dict: "
+                                   + ", ".join(f'"{k if isinstance(k, str) else k[0]}"' for k in missing) + ".")
+        except Exception as exc:  # format and architecture errors end here (the files are all local by now)
+            weight_file = next((folder / n for n in weights.GDINO_WEIGHT_ALTERNATIVES if (folder / n).is_file()), None)
+            raise WeightsUnavailableError(f"GroundingDINO {self.spec}", f"the folder {folder}: "
+                                          + weights.describe_load_error(exc, weight_file), self.how_to_fix()) from exc
+        self._processor = processor
+        return model
 
     def info(self) -> dict[str, Any]:
         return {"model": self.spec, "label": self.label, "device": str(self.device),
@@ -303,7 +282,7 @@ class GroundingDetector:
         inputs = processor(images=images, text=texts, padding=True, truncation=True,
                            max_length=int(model.config.max_text_len), return_tensors="pt")
         period = processor.tokenizer.convert_tokens_to_ids(".")
-        with self._infer_lock, torch.inference_mode():
+        with self._infer_lock, torch.inference_mode(), self.autocast():
             outputs = model(**{k: v.to(self.device) for k, v in inputs.items()})
         probs = outputs.logits.float().sigmoid().cpu()  # (batch, queries, max_text_len); -inf -> 0
         boxes = outputs.pred_boxes.float().cpu()  # (batch, queries, 4): cx, cy, w, h relative to the image
@@ -344,10 +323,6 @@ def _phrase_token_spans(ids: list[int], mask: list[bool], period: int, special: 
         spans[-1].append(position)
     spans = [s for s in spans if s] + [[] for _ in range(count)]
     return spans[:count]
-
-
-def _hub_id(spec: str) -> str:
-    return spec if "/" in spec and not spec.startswith(("/", ".", "~")) else "IDEA-Research/grounding-dino-tiny"
 
 
 _SHARED: dict[tuple[str, str, str], GroundingDetector] = {}

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
@@ -33,16 +32,13 @@ import torch
 from ..config import Settings
 from ..errors import ConfigError, InputError, WeightsUnavailableError
 from ..io import ImageInput, LoadedImage, open_image
-from . import hub
+from . import weights
 from .device import device_description, resolve_device
+from .lazy import LazyModel
+from .weights import SAM_CHECKPOINT_URLS  # noqa: F401 - re-exported: the official URLs, by architecture
 
 log = logging.getLogger(__name__)
 
-SAM_CHECKPOINT_URLS: dict[str, str] = {
-    "vit_h": "https://dl.fbaipublicfiles.com/segment_anything/sam_vit_h_4b8939.pth",
-    "vit_l": "https://dl.fbaipublicfiles.com/segment_anything/sam_vit_l_0b3195.pth",
-    "vit_b": "https://dl.fbaipublicfiles.com/segment_anything/sam_vit_b_01ec64.pth",
-}
 ARCHITECTURES = ("vit_b", "vit_l", "vit_h", "tiny")
 RANDOM_INIT_SEED = 0
 
@@ -92,30 +88,35 @@ def parse_sam_spec(spec: str) -> tuple[str, bool]:
     return arch, random
 
 
-class SamSegmenter:
-    """Box-prompted SAM masks; lazy, thread-safe, batched across images."""
+class SamSegmenter(LazyModel):
+    """Box-prompted SAM masks; lazy, thread-safe, batched across images.
+
+    Weights: ``checkpoint`` (a local file), else ``url`` (default: the official file for the
+    architecture; ``AUGCLIP_SAM_URL`` points at a mirror) downloaded into ``AUGCLIP_CACHE_DIR/sam``;
+    ``sha256`` (``AUGCLIP_SAM_SHA256``) is checked against the file when given.
+    """
+
+    family = "SAM"
 
     def __init__(self, model: str | None = None, *, checkpoint: str | Path | None = None,
                  device: str | torch.device | None = "auto", cache_dir: str | Path | None = None,
-                 batch_size: int = 4):
+                 batch_size: int = 4, url: str | None = None, sha256: str | None = None, precision: str = "fp32"):
         settings = Settings.from_env()
         self.spec = (model or settings.sam_model).strip()
         self.arch, self.random = parse_sam_spec(self.spec)
         self.checkpoint = Path(checkpoint).expanduser() if checkpoint else None
+        self.url_override = url or settings.sam_url
+        self.sha256 = (sha256 or settings.sam_sha256 or None)
         if self.random and self.checkpoint is not None:
             raise ConfigError(f"{self.spec} asks for random weights but a checkpoint file was also given "
                               f"({self.checkpoint}); drop one of the two")
-        if self.arch == "tiny" and not self.random and self.checkpoint is None:
+        if self.arch == "tiny" and not self.random and self.checkpoint is None and not self.url_override:
             raise ConfigError("SAM 'tiny' is a test architecture with no published weights: use random:tiny, "
-                              "or give its saved state dict with --sam-checkpoint")
-        self.device = resolve_device(device)
+                              "or give its saved state dict with --sam-checkpoint (or AUGCLIP_SAM_URL)")
+        super().__init__(device=device, precision=precision)
         self.cache_dir = Path(cache_dir) if cache_dir else settings.cache_dir
         self.batch_size = max(1, int(batch_size))
-        self._model: Any = None
         self._transform: Any = None
-        self._load_lock = threading.Lock()
-        self._infer_lock = threading.Lock()
-        self.load_seconds: float | None = None
 
     # ------------------------------------------------------------------ loading
     @property
@@ -129,12 +130,8 @@ class SamSegmenter:
         return base + (" (random weights, untrained)" if self.untrained else "")
 
     @property
-    def is_loaded(self) -> bool:
-        return self._model is not None
-
-    @property
     def url(self) -> str | None:
-        return SAM_CHECKPOINT_URLS.get(self.arch)
+        return weights.sam_url(self.arch, self.url_override) if not self.random else None
 
     @property
     def checkpoint_path(self) -> Path | None:
@@ -144,13 +141,10 @@ class SamSegmenter:
         if self.checkpoint is not None:
             return self.checkpoint
         assert self.url is not None
-        return self.cache_dir / "sam" / self.url.rsplit("/", 1)[-1]
+        return weights.sam_cache_path(self.cache_dir, self.url)
 
     def how_to_fix(self) -> str:
-        url = self.url or SAM_CHECKPOINT_URLS["vit_b"]
-        return (f"On a machine with internet, download {url}, then run with --sam-model {self.arch} --sam-checkpoint "
-                "PATH (or set AUGCLIP_SAM_CHECKPOINT=PATH); or copy a filled AUGCLIP_CACHE_DIR from such a machine. "
-                "For an offline smoke test only, --sam-model random:tiny runs with untrained weights.")
+        return weights.sam_how_to_fix(self.arch, self.url)
 
     def preflight(self) -> None:
         """Raise :class:`WeightsUnavailableError` now if the checkpoint is neither here nor downloadable."""
@@ -159,66 +153,38 @@ class SamSegmenter:
         path = self.checkpoint_path
         assert path is not None
         if self.checkpoint is not None:
-            if not path.is_file():
-                raise WeightsUnavailableError(f"SAM {self.arch}", f"the local file {path}",
-                                              "The file does not exist; check --sam-checkpoint / "
-                                              "AUGCLIP_SAM_CHECKPOINT. " + self.how_to_fix())
+            weights.resolve_sam(self.arch, self.checkpoint, None, self.cache_dir)
             return
         assert self.url is not None
-        hub.require_url_reachable(f"SAM {self.arch}", self.url, path, self.how_to_fix())
+        weights.require_url_available(f"SAM {self.arch}", self.url, path, self.how_to_fix())
 
     def load(self) -> SamSegmenter:
-        if self._model is not None:
-            return self
-        with self._load_lock:
-            if self._model is not None:
-                return self
-            start = time.perf_counter()
-            from segment_anything.utils.transforms import ResizeLongestSide
-
-            model = self._build()
-            self._transform = ResizeLongestSide(model.image_encoder.img_size)
-            model = model.to(self.device).eval()
-            for param in model.parameters():
-                param.requires_grad_(False)
-            self._model = model
-            self.load_seconds = time.perf_counter() - start
-            log.info("loaded %s on %s in %.1fs", self.label, self.device, self.load_seconds)
+        super().load()
         return self
 
+    def _release(self) -> None:
+        self._transform = None
+
     def _build(self) -> Any:
+        from segment_anything.utils.transforms import ResizeLongestSide
+
         if self.random:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(RANDOM_INIT_SEED)
-                return build_sam_architecture(self.arch)
-        self.preflight()
-        path = self.checkpoint_path
-        assert path is not None
-        if not path.is_file():
-            self._download(path)
-        try:
-            state = torch.load(path, map_location="cpu", weights_only=True)
-            model = build_sam_architecture(self.arch)
-            model.load_state_dict(state)
-        except Exception as exc:  # unreadable file, wrong architecture, missing keys
-            raise WeightsUnavailableError(
-                f"SAM {self.arch}", f"the file {path}",
-                f"Check that it is the official SAM checkpoint for {self.arch} ({self.url or 'a saved tiny state dict'}). "
-                + self.how_to_fix(), exc) from exc
+                model = build_sam_architecture(self.arch)
+        else:
+            path = weights.resolve_sam(self.arch, self.checkpoint, self.url, self.cache_dir, sha256=self.sha256)
+            try:
+                state = torch.load(path, map_location="cpu", weights_only=True)
+                model = build_sam_architecture(self.arch)
+                model.load_state_dict(state)
+            except Exception as exc:  # unreadable file, wrong architecture, missing keys
+                raise WeightsUnavailableError(
+                    f"SAM {self.arch}", f"the file {path}: {weights.describe_load_error(exc, path)}",
+                    f"Check that it is the official SAM checkpoint for {self.arch} "
+                    f"({self.url or 'a saved tiny state dict'}). " + self.how_to_fix()) from exc
+        self._transform = ResizeLongestSide(model.image_encoder.img_size)
         return model
-
-    def _download(self, path: Path) -> None:
-        assert self.url is not None
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial_path = path.with_suffix(path.suffix + ".part")
-        log.warning("downloading %s to %s", self.url, path)
-        try:
-            torch.hub.download_url_to_file(self.url, str(partial_path), progress=True)
-            partial_path.replace(path)
-        except Exception as exc:
-            partial_path.unlink(missing_ok=True)
-            raise WeightsUnavailableError(f"SAM {self.arch}", f"{self.url} (downloading into {path})",
-                                          self.how_to_fix(), exc) from exc
 
     def info(self) -> dict[str, Any]:
         return {"model": self.spec, "label": self.label, "checkpoint": str(self.checkpoint) if self.checkpoint else None,
@@ -254,7 +220,7 @@ class SamSegmenter:
         return [[mask[0].cpu().numpy().astype(bool) for mask in out["masks"]] for out in outputs]
 
 
-_SHARED: dict[tuple[str, str, str, str], SamSegmenter] = {}
+_SHARED: dict[tuple[str, ...], SamSegmenter] = {}
 _SHARED_LOCK = threading.Lock()
 
 
@@ -262,11 +228,12 @@ def get_segmenter(settings: Settings | None = None, **overrides: Any) -> SamSegm
     """The process-wide segmenter for these settings (one model load per model, checkpoint and device)."""
     settings = (settings or Settings.from_env()).replace(**overrides)
     device = resolve_device(settings.device)
-    key = (settings.sam_model, str(settings.sam_checkpoint), str(device), str(settings.cache_dir))
+    key = (settings.sam_model, str(settings.sam_checkpoint), str(settings.sam_url), str(settings.sam_sha256),
+           str(device), str(settings.cache_dir))
     with _SHARED_LOCK:
         segmenter = _SHARED.get(key)
         if segmenter is None:
             segmenter = SamSegmenter(settings.sam_model, checkpoint=settings.sam_checkpoint, device=device,
-                                     cache_dir=settings.cache_dir)
+                                     cache_dir=settings.cache_dir, url=settings.sam_url, sha256=settings.sam_sha256)
             _SHARED[key] = segmenter
         return segmenter

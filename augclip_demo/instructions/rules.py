@@ -24,7 +24,7 @@ How it reads an instruction (each step is a plain function below):
 
 Where the BPM vocabulary (size: larger / smaller / unchanged; position: left / right / up /
 down / inside / near / unchanged) cannot say what the instruction asks, the closest state is
-used and a note says so (docs/parser-notes.md lists each choice): a corner keeps its horizontal
+used and a note says so (docs/method-notes.md lists each choice): a corner keeps its horizontal
 side; "closer to the camera" is ``larger`` and "further away" ``smaller``; next to / beside /
 behind / in front of / between / among are ``near``; "on" a flat thing (a wall, a screen) is
 ``inside``; a pose or attribute change keeps the object (o1 = the object, o2 = the object with

@@ -5,7 +5,7 @@ remove, replace, from A to B, attributes, resize, relative and absolute position
 give / wear, compound edits, plurals and numbers, polite and indirect forms, background, on/off
 states, and refusals). The goals (issue 18): >= 95 % objects + size right, >= 90 % positions
 right, every refusal refused. The per-category table is printed (pytest -s) and kept in
-docs/parser-notes.md; tests/data/instructions_heldout.jsonl was written after the rules were
+docs/instructions.md; tests/data/instructions_heldout.jsonl was written after the rules were
 finished and is reported, not tuned on.
 """
 
@@ -55,7 +55,7 @@ def test_rule_parser_meets_the_goals_on_the_labelled_set(rows):
 
 
 def test_heldout_set_is_reported_not_tuned(capsys):
-    """The held-out set is only measured and printed (its numbers are in docs/parser-notes.md)."""
+    """The held-out set is only measured and printed (its numbers are in docs/instructions.md)."""
     path = DATA / "instructions_heldout.jsonl"
     result = evaluate(load_labelled(path), parse_with_rules)
     print("\nheld-out:\n" + result.table())

@@ -1,0 +1,118 @@
+"""``download``: fetch every weight file the configuration needs, verify it, say where it went."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config import ENVIRONMENT_VARIABLES, Settings
+from ..errors import AugclipError, WeightsUnavailableError
+from .common import settings_from_args
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "download", help="fetch the model weights the configuration needs (then run offline)",
+        description="Download (or find in the caches) every weight file the configured models need, check each "
+                    "file (complete, and its SHA-256 where one is known or AUGCLIP_SAM_SHA256 is set) and print where "
+                    "it is. Without options: the configured CLIP model. Runs after this one work with "
+                    "HF_HUB_OFFLINE=1.")
+    parser.add_argument("--clip", action="append", metavar="SPEC", help="a CLIP spec to fetch (repeatable; "
+                        "default: AUGCLIP_CLIP_MODEL)")
+    parser.add_argument("--bpm", action="store_true", help="also GroundingDINO and SAM (the BPM region models)")
+    parser.add_argument("--all", action="store_true", help="every model in the table of supported models "
+                        "(docs: models and weights); several GB")
+    group = parser.add_argument_group("models and places (each flag overrides its environment variable)")
+    group.add_argument("--clip-checkpoint", metavar="PATH", help=ENVIRONMENT_VARIABLES["AUGCLIP_CLIP_CHECKPOINT"])
+    group.add_argument("--gdino-model", metavar="ID|PATH", help=ENVIRONMENT_VARIABLES["AUGCLIP_GDINO_MODEL"])
+    group.add_argument("--sam-model", metavar="NAME", help=ENVIRONMENT_VARIABLES["AUGCLIP_SAM_MODEL"])
+    group.add_argument("--cache-dir", metavar="DIR", help=ENVIRONMENT_VARIABLES["AUGCLIP_CACHE_DIR"])
+    parser.set_defaults(func=run)
+
+
+@dataclass
+class Fetched:
+    model: str
+    files: list[Path]
+    note: str = ""
+
+
+def wanted_models(settings: Settings, clip: list[str] | None, bpm: bool, everything: bool) -> list[tuple[str, str]]:
+    """``(family, spec)`` pairs to fetch, in order, without duplicates."""
+    from ..inference.weights import PRETRAINED
+
+    wanted: list[tuple[str, str]] = [("clip", spec) for spec in (clip or [settings.clip_model])]
+    if bpm or everything:
+        wanted += [("gdino", settings.gdino_model), ("sam", settings.sam_model)]
+    if everything:
+        wanted += [(entry.family, entry.spec) for entry in PRETRAINED]
+    unique: list[tuple[str, str]] = []
+    for item in wanted:
+        if item not in unique:
+            unique.append(item)
+    return unique
+
+
+def fetch_model(family: str, spec: str, settings: Settings, *, progress: bool = True) -> Fetched:
+    """The local files of one model (downloaded when missing), checked. Raises WeightsUnavailableError."""
+    from ..inference import weights
+    from ..inference.grounding import GroundingDetector
+    from ..inference.segmenter import SamSegmenter
+    from ..inference.specs import parse_model_spec
+
+    cache = settings.cache_dir
+    if spec.strip().startswith("random:"):
+        return Fetched(f"{family} {spec}", [], "random weights: nothing to download")
+    if family == "clip":
+        checkpoint = settings.clip_checkpoint if spec == settings.clip_model else None
+        parsed = parse_model_spec(spec, checkpoint)
+        files = weights.resolve_clip(parsed, cache, progress=progress)
+        return Fetched(f"CLIP {spec}", weights.clip_file_list(files))
+    if family == "gdino":
+        detector = GroundingDetector(spec, device="cpu", cache_dir=cache)
+        folder = weights.resolve_gdino(spec, detector.local_folder, cache, progress=progress)
+        return Fetched(f"GroundingDINO {spec}", sorted(p for p in folder.iterdir() if p.is_file()))
+    if family == "sam":
+        checkpoint = settings.sam_checkpoint if spec == settings.sam_model else None
+        segmenter = SamSegmenter(spec, checkpoint=checkpoint, device="cpu", cache_dir=cache, url=settings.sam_url,
+                                 sha256=settings.sam_sha256)
+        entry = weights.pretrained_entry("sam", segmenter.arch)
+        sha256 = segmenter.sha256 or (entry.sha256 if entry and not settings.sam_url else None)
+        path = weights.resolve_sam(segmenter.arch, segmenter.checkpoint, segmenter.url, cache, sha256=sha256,
+                                   progress=progress)
+        return Fetched(f"SAM {spec}", [path], "SHA-256 checked" if sha256 else "")
+    raise AugclipError(f"unknown model family {family!r}")
+
+
+def human_size(n_bytes: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n_bytes < 1024 or unit == "GiB":
+            return f"{n_bytes:,.0f} {unit}" if unit == "B" else f"{n_bytes:,.1f} {unit}"
+        n_bytes /= 1024
+    return f"{n_bytes:,.1f} GiB"
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = settings_from_args(args, gdino_model=args.gdino_model, sam_model=args.sam_model)
+    failures: list[str] = []
+    total = 0
+    for family, spec in wanted_models(settings, args.clip, args.bpm, args.all):
+        print(f"{family:5s} {spec}", file=sys.stderr)
+        try:
+            fetched = fetch_model(family, spec, settings)
+        except WeightsUnavailableError as exc:
+            failures.append(str(exc))
+            print(f"  FAILED: {exc}", file=sys.stderr)
+            continue
+        for path in fetched.files:
+            size = path.stat().st_size
+            total += size
+            print(f"  {human_size(size):>10s}  {path}")
+        print(f"  ok: {fetched.model}" + (f" ({fetched.note})" if fetched.note else ""))
+    print(f"{human_size(total)} in the caches for these models; AUGCLIP_CACHE_DIR is {settings.cache_dir}")
+    if failures:
+        print(f"{len(failures)} model(s) could not be fetched (see above)", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,106 @@
+"""Random weights written in the published file layouts, for :class:`tests.support.hub_server.HubServer`.
+
+Each builder seeds its own generator (``PUBLISHED_SEED``, not the ``random:`` seed), so a test can
+check that the model it loaded holds exactly the published tensors and not a fresh initialisation.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from tests.support.hub_server import HubServer
+
+PUBLISHED_SEED = 1234
+TINY_CLIP_CONFIG = Path(__file__).resolve().parents[2] / "augclip_demo" / "inference" / "model_configs" / \
+    "augclip-tiny-vit.json"
+#: open_clip's repository for ViT-B-16/openai (its pretrained table: hf_hub "timm/vit_base_patch16_clip_224.openai/").
+OPENAI_B16_REPO = "timm/vit_base_patch16_clip_224.openai"
+HF_HUB_CLIP_REPO = "test-org/tiny-clip"
+GDINO_REPO = "IDEA-Research/grounding-dino-tiny"
+SAM_FILE = "sam_vit_b_01ec64.pth"  # the official file name; the tests serve a tiny SAM under it
+
+
+def _seeded(build):
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(PUBLISHED_SEED)
+        return build()
+
+
+def tiny_clip_state() -> dict[str, torch.Tensor]:
+    """State dict of the tiny registered ViT, seeded with :data:`PUBLISHED_SEED`."""
+    import open_clip
+
+    from augclip_demo.inference.specs import TINY_ARCH, register_model_configs
+
+    register_model_configs()
+    model = _seeded(lambda: open_clip.create_model(TINY_ARCH))
+    return {k: v.contiguous() for k, v in model.state_dict().items()}
+
+
+def save_safetensors(state: dict[str, torch.Tensor], path: Path) -> Path:
+    from safetensors.torch import save_file
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in state.items()}, str(path))
+    return path
+
+
+def write_hf_hub_clip(folder: Path) -> Path:
+    """An ``hf-hub:`` open_clip repository: ``open_clip_config.json`` + ``open_clip_model.safetensors``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    model_cfg = json.loads(TINY_CLIP_CONFIG.read_text())
+    config = {"model_cfg": model_cfg,
+              "preprocess_cfg": {"mean": [0.48145466, 0.4578275, 0.40821073], "std": [0.26862954, 0.26130258, 0.27577711],
+                                 "interpolation": "bicubic", "resize_mode": "shortest"}}
+    (folder / "open_clip_config.json").write_text(json.dumps(config, indent=2))
+    save_safetensors(tiny_clip_state(), folder / "open_clip_model.safetensors")
+    return folder
+
+
+def write_hf_hub_clip_weights_only() -> Path:
+    """The tiny CLIP's published safetensors in a temporary folder (for loader-level tests)."""
+    import tempfile
+
+    return save_safetensors(tiny_clip_state(), Path(tempfile.mkdtemp(prefix="tiny-clip-")) / "open_clip_model.safetensors")
+
+
+def write_gdino(folder: Path) -> Path:
+    """GroundingDINO in transformers' layout (config, model.safetensors, preprocessor, tokenizer files), tiny config."""
+    from augclip_demo.inference.grounding import build_random_grounding
+
+    model, processor = _seeded(lambda: build_random_grounding("tiny", folder))
+    # build_random_grounding seeds itself with the random: seed; re-draw every tensor with ours.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(PUBLISHED_SEED)
+        with torch.no_grad():
+            for param in model.parameters():
+                param.add_(torch.randn_like(param) * 0.02)
+    model.save_pretrained(str(folder))
+    # The hub repositories keep the image processor in preprocessor_config.json and the tokenizer beside it.
+    processor.image_processor.save_pretrained(str(folder))
+    processor.tokenizer.save_pretrained(str(folder))
+    return folder
+
+
+def write_sam_tiny(path: Path) -> Path:
+    from augclip_demo.inference.segmenter import build_tiny_sam
+
+    model = _seeded(build_tiny_sam)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), path)
+    return path
+
+
+def publish_all(hub: HubServer, folder: Path) -> dict[str, object]:
+    """The hf-hub: CLIP repo, GroundingDINO tiny and the tiny SAM file on ``hub``; returns the names and paths."""
+    clip = write_hf_hub_clip(folder / "clip")
+    gdino = write_gdino(folder / "gdino")
+    sam = write_sam_tiny(folder / "sam" / SAM_FILE)
+    hub.add_folder(HF_HUB_CLIP_REPO, clip)
+    hub.add_folder(GDINO_REPO, gdino)
+    sam_url = hub.add_file(SAM_FILE, sam)
+    return {"clip_repo": HF_HUB_CLIP_REPO, "clip_folder": clip, "gdino_repo": GDINO_REPO, "gdino_folder": gdino,
+            "sam_url": sam_url, "sam_path": sam}
