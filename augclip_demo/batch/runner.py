@@ -139,8 +139,8 @@ class BatchRunner:
                 summary.notes.append(f"{resume.dropped_failed} failed item(s) from the last run are retried")
             if self.regions is not None and self.regions.untrained:
                 bpm = run["bpm"]
-                summary.notes.append(f"BPM region models ({bpm['detector']}; SAM {bpm['segmenter']}; CLIP {run['model']}) "
-                                     "include random weights: BPM values are untrained")
+                summary.notes.append(f"BPM models (GroundingDINO {bpm['detector']}; SAM {bpm['segmenter']}; CLIP "
+                                     f"{run['model']}) include random weights: BPM values are untrained")
             if plan.pending:
                 self.encoder.load()
                 try:

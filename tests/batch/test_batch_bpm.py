@@ -146,7 +146,8 @@ def test_results_are_labelled_untrained_with_the_region_models(full_run, setting
     assert run["metrics"] == ["clip_i", "l2", "bpm"] and run["untrained"] is True and summary.untrained
     assert run["bpm"]["detector"] == "random:tiny" and run["bpm"]["segmenter"] == "random:tiny"
     assert run["bpm"]["untrained"] is True and run["bpm"]["options"]["alpha"] == 0.7
-    assert any("BPM region models" in note and "untrained" in note for note in summary.notes)
+    assert any(note.startswith("BPM models (GroundingDINO random:tiny; SAM random:tiny") and "untrained" in note
+               for note in summary.notes)
 
 
 @pytest.mark.slow
