@@ -1,8 +1,12 @@
-"""AugCLIP Studio web app: ``python app.py`` (Gradio; GRADIO_SERVER_NAME / GRADIO_SERVER_PORT respected)."""
+"""AugCLIP Studio web app: ``python app.py [--clip-model SPEC] [--host ADDRESS] [--port N] ...``.
 
-from augclip_demo.ui import build_app, launch_kwargs
+``python app.py --help`` lists the options; each one falls back to its environment variable (the
+Space runs this file as is and configures it with variables). The code is in augclip_demo.ui.launch.
+"""
 
-demo = build_app()
+import sys
+
+from augclip_demo.ui.launch import main
 
 if __name__ == "__main__":
-    demo.launch(**launch_kwargs())
+    sys.exit(main())

@@ -24,6 +24,8 @@ DEFAULT_ATTRIBUTE_PROVIDER = "clip-vocab"
 DEFAULT_GDINO_MODEL = "IDEA-Research/grounding-dino-tiny"
 DEFAULT_SAM_MODEL = "vit_b"
 PRECISIONS = ("auto", "fp32", "fp16", "bf16")
+DEFAULT_MAX_EDITS = 8
+DEFAULT_APP_CONCURRENCY = 2
 
 #: Environment variables read by :meth:`Settings.from_env`, with what each one sets.
 ENVIRONMENT_VARIABLES: dict[str, str] = {
@@ -48,6 +50,14 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "AUGCLIP_UPLOAD_MAX_ZIP_MB": "largest image zip accepted by the app's batch upload, in MB (default 512)",
     "AUGCLIP_UPLOAD_MAX_FILES": "most files an uploaded image zip may hold (default 20000)",
     "AUGCLIP_UPLOAD_MAX_UNZIPPED_MB": "most bytes an uploaded image zip may expand to, in MB (default 4096)",
+    "AUGCLIP_MAX_EDITS": f"most edited images in one evaluation, in the app and the CLI (default {DEFAULT_MAX_EDITS})",
+    "AUGCLIP_MAX_IMAGE_SIDE": "working resolution: longer images are reduced while decoding (default 2048 px)",
+    "AUGCLIP_MAX_REQUEST_PIXELS": "pixels all images of one app request may hold, before reduction (default 1.5 G)",
+    "AUGCLIP_ALLOWED_MODELS": ("comma-separated CLIP model specs web clients may pick (default: the configured "
+                               "model and the app's list)"),
+    "AUGCLIP_CONCURRENCY": f"app requests run at once (default {DEFAULT_APP_CONCURRENCY})",
+    "AUGCLIP_APP_DISK_MB": "most bytes the app's session files and Gradio's cache may hold, in MB (default 1024)",
+    "AUGCLIP_APP_FILES_MAX_AGE_S": "seconds the app keeps a session's files after their last change (default 3600)",
 }
 
 
@@ -85,6 +95,11 @@ def default_cache_dir() -> Path:
         return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "augclip-demo"
 
 
+def parse_model_list(text: str) -> tuple[str, ...]:
+    """``"a, b,,c"`` -> ``("a", "b", "c")``: the allow-list of CLIP model specs, in the given order."""
+    return tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+
+
 @dataclass(frozen=True)
 class Settings:
     """Resolved configuration. Build with :meth:`from_env`, override with :meth:`replace`."""
@@ -108,6 +123,11 @@ class Settings:
     upload_max_zip_mb: int = 512
     upload_max_files: int = 20000
     upload_max_unzipped_mb: int = 4096
+    max_edits: int = DEFAULT_MAX_EDITS
+    allowed_models: tuple[str, ...] = ()
+    concurrency: int = DEFAULT_APP_CONCURRENCY
+    app_disk_mb: int = 1024
+    app_files_max_age_s: int = 3600
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -127,7 +147,8 @@ class Settings:
         if self.sam_sha256 is not None and not (len(self.sam_sha256) == 64
                                                  and all(c in "0123456789abcdefABCDEF" for c in self.sam_sha256)):
             raise ConfigError(f"AUGCLIP_SAM_SHA256 must be 64 hexadecimal digits, got {self.sam_sha256!r}")
-        for name in ("upload_max_zip_mb", "upload_max_files", "upload_max_unzipped_mb"):
+        for name in ("upload_max_zip_mb", "upload_max_files", "upload_max_unzipped_mb", "max_edits", "concurrency",
+                     "app_disk_mb", "app_files_max_age_s"):
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 0:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
@@ -173,9 +194,15 @@ class Settings:
                                  ("mllm_max_retries", "AUGCLIP_MLLM_MAX_RETRIES", int),
                                  ("upload_max_zip_mb", "AUGCLIP_UPLOAD_MAX_ZIP_MB", int),
                                  ("upload_max_files", "AUGCLIP_UPLOAD_MAX_FILES", int),
-                                 ("upload_max_unzipped_mb", "AUGCLIP_UPLOAD_MAX_UNZIPPED_MB", int)):
+                                 ("upload_max_unzipped_mb", "AUGCLIP_UPLOAD_MAX_UNZIPPED_MB", int),
+                                 ("max_edits", "AUGCLIP_MAX_EDITS", int),
+                                 ("concurrency", "AUGCLIP_CONCURRENCY", int),
+                                 ("app_disk_mb", "AUGCLIP_APP_DISK_MB", int),
+                                 ("app_files_max_age_s", "AUGCLIP_APP_FILES_MAX_AGE_S", int)):
             if (value := _number(env, var, kind)) is not None:
                 values[field] = value
+        if (value := get("AUGCLIP_ALLOWED_MODELS")) is not None:
+            values["allowed_models"] = parse_model_list(value)
         return cls(**values).replace(**overrides)
 
     def replace(self, **overrides: object) -> Settings:
@@ -185,6 +212,8 @@ class Settings:
         if unknown:
             raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
         changes = {k: v for k, v in overrides.items() if v is not None}
+        if isinstance(changes.get("allowed_models"), str):
+            changes["allowed_models"] = parse_model_list(changes["allowed_models"])
         for key in ("clip_checkpoint", "cache_dir", "sam_checkpoint"):
             if key in changes and not isinstance(changes[key], Path):
                 changes[key] = Path(str(changes[key])).expanduser()

@@ -10,7 +10,17 @@ array. What is normalised, and why:
   to RGB; 16-bit data is scaled to 8 bits rather than clipped;
 * animated images (GIF, APNG, WebP) use their first frame, with a note saying so;
 * Pillow's decompression-bomb limit stays on (configurable with ``AUGCLIP_MAX_IMAGE_PIXELS``) and
-  is reported as a clear :class:`ImageLoadError`.
+  is reported as a clear :class:`ImageLoadError`;
+* files, bytes and arrays smaller than :data:`MIN_IMAGE_SIDE` pixels on a side are refused (nothing
+  meaningful can be scored on them; PIL images passed in process, such as our own crops, are not);
+* images larger than the working resolution (``AUGCLIP_MAX_IMAGE_SIDE``, default
+  :data:`DEFAULT_MAX_IMAGE_SIDE` px on the longest side) are decoded reduced: JPEGs through the
+  decoder's DCT scaling (:meth:`PIL.Image.Image.draft`), every format then by an exact integer box
+  reduction (:meth:`PIL.Image.Image.reduce`), so at most one full-size decode is alive at a time and
+  what stays in memory is bounded by the cap (a note records the reduction);
+* a :class:`PixelBudget` shared by the images of one request refuses a request whose images hold
+  more pixels in total than the budget (``AUGCLIP_MAX_REQUEST_PIXELS``), checked from the file
+  headers before anything is decoded.
 
 Every failure (missing file, empty file, not an image, truncated data, bomb) raises
 :class:`~augclip_demo.errors.ImageLoadError` naming the input.
@@ -20,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import re
 import warnings
@@ -31,12 +42,59 @@ import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from .config import max_image_pixels_from_env
-from .errors import ImageLoadError
+from .errors import ImageLoadError, InputError
 
 ImageInput = Union[str, os.PathLike, bytes, bytearray, Image.Image, np.ndarray]  # noqa: UP007 - runtime alias, py3.10-safe
 
 _BACKGROUND = (255, 255, 255)
 _EXIF_ORIENTATION = 0x0112
+
+#: Smallest accepted width and height, in pixels.
+MIN_IMAGE_SIDE = 8
+#: Longest side, in pixels, that images are worked on at (larger ones are reduced while decoding).
+DEFAULT_MAX_IMAGE_SIDE = 2048
+#: Pixels (width x height, summed over its images) one request may bring, before reduction.
+DEFAULT_MAX_REQUEST_PIXELS = 1_500_000_000
+# Modes Image.reduce works on directly; the others are converted first.
+_REDUCIBLE = {"L", "LA", "RGB", "RGBA", "I", "F", "CMYK", "PA", "RGBa", "La"}
+
+
+@dataclass
+class PixelBudget:
+    """Pixels one request may still bring (header sizes, before reduction); shared by its images."""
+
+    limit: int = DEFAULT_MAX_REQUEST_PIXELS
+    used: int = 0
+
+    @classmethod
+    def from_env(cls) -> PixelBudget:
+        value = os.environ.get("AUGCLIP_MAX_REQUEST_PIXELS", "").strip()
+        return cls(int(value)) if value.isdigit() and int(value) > 0 else cls()
+
+    def check_files(self, paths: list[str | os.PathLike]) -> None:
+        """Refuse the request before any decoding when its files' headers already exceed the budget.
+
+        Unreadable files are skipped here: decoding them reports what is wrong.
+        """
+        total = 0
+        for path in paths:
+            try:
+                with Image.open(path) as image:
+                    total += image.size[0] * image.size[1]
+            except Exception:  # noqa: BLE001 - not an image / missing: open_image says so later
+                continue
+        if self.used + total > self.limit:
+            raise ImageLoadError(
+                f"the {len(paths)} images of this request hold {self.used + total:,} pixels in total, over the budget "
+                f"of {self.limit:,} pixels per request; send fewer or smaller images (AUGCLIP_MAX_REQUEST_PIXELS)")
+
+    def charge(self, size: tuple[int, int], label: str) -> None:
+        pixels = size[0] * size[1]
+        if self.used + pixels > self.limit:
+            raise ImageLoadError(
+                f"{label}: this request's images hold {self.used + pixels:,} pixels in total, over the budget of "
+                f"{self.limit:,} pixels per request; send fewer or smaller images (AUGCLIP_MAX_REQUEST_PIXELS)")
+        self.used += pixels
 
 
 @dataclass
@@ -83,30 +141,43 @@ def describe_input(source: object, name: str | None = None) -> str:
     return f"<{type(source).__name__}>"
 
 
-def load_image(source: ImageInput, *, name: str | None = None, max_pixels: int | None = None) -> Image.Image:
+def load_image(source: ImageInput, *, name: str | None = None, max_pixels: int | None = None,
+               max_side: int | None = None, budget: PixelBudget | None = None) -> Image.Image:
     """Load ``source`` as an 8-bit RGB image (see the module docstring for what is normalised)."""
-    return open_image(source, name=name, max_pixels=max_pixels).image
+    return open_image(source, name=name, max_pixels=max_pixels, max_side=max_side, budget=budget).image
 
 
 def open_image(
-    source: ImageInput | LoadedImage, *, name: str | None = None, max_pixels: int | None = None
+    source: ImageInput | LoadedImage, *, name: str | None = None, max_pixels: int | None = None,
+    max_side: int | None = None, budget: PixelBudget | None = None,
 ) -> LoadedImage:
-    """Like :func:`load_image` but also returns the name, content hash and notes."""
+    """Like :func:`load_image` but also returns the name, content hash and notes.
+
+    ``max_side`` is the working resolution (default ``AUGCLIP_MAX_IMAGE_SIDE`` or
+    :data:`DEFAULT_MAX_IMAGE_SIDE`); ``budget`` is charged with the image's pixels before decoding.
+    """
     if isinstance(source, LoadedImage):
         return source
     label = describe_input(source, name)
     limit = max_pixels if max_pixels is not None else max_image_pixels_from_env()
+    side = max_side if max_side is not None else env_max_side()
     notes: list[str] = []
     if isinstance(source, np.ndarray):
         image = _from_array(source, label)
+        if budget is not None:
+            budget.charge(image.size, label)
     elif isinstance(source, Image.Image):
         image = source
         _check_pixels(image, label, limit)
+        if budget is not None:
+            budget.charge(image.size, label)
     elif isinstance(source, (bytes, bytearray)):
         if len(source) == 0:
             raise ImageLoadError(f"{label}: the data is empty (0 bytes); upload an image file")
-        image = _open_with_pil(io.BytesIO(bytes(source)), label, limit)
+        image = _open_with_pil(io.BytesIO(bytes(source)), label, limit, side, budget)
     elif isinstance(source, (str, os.PathLike)):
+        if "\x00" in os.fspath(source):
+            raise ImageLoadError(f"{describe_input(source, name)!r}: a file name cannot contain a NUL byte")
         path = Path(source).expanduser()
         if not path.exists():
             raise ImageLoadError(f"{label}: file not found")
@@ -115,22 +186,90 @@ def open_image(
         if path.stat().st_size == 0:
             raise ImageLoadError(f"{label}: the file is empty (0 bytes)")
         with open(path, "rb") as handle:
-            image = _open_with_pil(handle, label, limit)
+            image = _open_with_pil(handle, label, limit, side, budget)
         label = name or path.name
     else:
         raise ImageLoadError(
             f"{label}: unsupported input type {type(source).__name__}; "
             "pass a file path, bytes, a PIL image or a numpy array"
         )
+    # Files, bytes and arrays are inputs; a PIL image handed over in process is taken as it is (that is
+    # also how our own crops, e.g. BPM's box crops, reach the encoder).
+    if min(image.size) < MIN_IMAGE_SIDE and not isinstance(source, Image.Image):
+        width, height = image.size
+        raise ImageLoadError(f"{label}: the image is {width}x{height} pixels; images must be at least "
+                             f"{MIN_IMAGE_SIDE}x{MIN_IMAGE_SIDE} pixels")
     try:
+        reduced = _reduce_to(image, side, notes)
+        decoded_size, image = image.size, reduced
+        if image.size != decoded_size:
+            _return_freed_memory()  # the full-size decode is gone: give its pages back to the system
         rgb = _to_rgb(image, label, notes)
     except ImageLoadError:
         raise
     except (OSError, ValueError, SyntaxError) as exc:
         raise ImageLoadError(f"{label}: the image data is corrupt or truncated ({exc})") from exc
-    if rgb.size[0] == 0 or rgb.size[1] == 0:
-        raise ImageLoadError(f"{label}: the image has zero width or height")
     return LoadedImage(image=rgb, name=label, notes=notes)
+
+
+def _return_freed_memory() -> None:
+    """Ask glibc to hand freed heap pages back to the system (Linux; a no-op elsewhere).
+
+    A full-size decode is hundreds of MB in Pillow's 16 MB blocks; glibc keeps such freed blocks in
+    the process, so without this a server keeps the peak of its largest request for good.
+    """
+    global _MALLOC_TRIM
+    if _MALLOC_TRIM is None:
+        try:
+            import ctypes
+
+            _MALLOC_TRIM = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _MALLOC_TRIM = False
+    if _MALLOC_TRIM:
+        _MALLOC_TRIM(0)
+
+
+_MALLOC_TRIM = None
+
+
+def env_max_side() -> int:
+    """The working resolution: ``AUGCLIP_MAX_IMAGE_SIDE`` when set to a positive integer, else the default."""
+    value = os.environ.get("AUGCLIP_MAX_IMAGE_SIDE", "").strip()
+    return int(value) if value.isdigit() and int(value) >= MIN_IMAGE_SIDE else DEFAULT_MAX_IMAGE_SIDE
+
+
+def reduction_factor(size: tuple[int, int], max_side: int) -> int:
+    """The smallest integer factor that brings the longest side of ``size`` to ``max_side`` or below."""
+    return max(1, -(-max(size) // max_side))
+
+
+def _reduce_to(image: Image.Image, max_side: int, notes: list[str]) -> Image.Image:
+    """Box-reduce ``image`` so its longest side is at most ``max_side``: by the smallest integer factor
+    of its stored size, whatever the decoder did already (a drafted JPEG lands on the same size)."""
+    stored = image.info.get("augclip_stored_size", image.size)
+    factor = reduction_factor(stored, max_side)
+    if factor == 1:
+        return image
+    target = (-(-stored[0] // factor), -(-stored[1] // factor))
+    sixteen_bit = image.mode.startswith("I;16")
+    if image.mode not in _REDUCIBLE:
+        transparent = image.mode in ("P", "PA") and "transparency" in image.info
+        image = image.convert("RGBA" if transparent else "I" if sixteen_bit else "L" if image.mode == "1" else "RGB")
+    info = {k: v for k, v in image.info.items() if k != "exif"}
+    orientation = image.getexif().get(_EXIF_ORIENTATION)
+    if image.size == (stored[0], stored[1]):
+        reduced = image.reduce(factor)
+    else:  # the decoder reduced already (JPEG DCT scaling): finish with a box filter to the same size
+        reduced = image.resize(target, Image.BOX)
+    reduced.info.update(info)
+    if sixteen_bit:
+        reduced.info["augclip_bit_depth"] = 16
+    if orientation is not None:
+        reduced.getexif()[_EXIF_ORIENTATION] = orientation
+    notes.append(f"reduced from {stored[0]}x{stored[1]} to {reduced.size[0]}x{reduced.size[1]} "
+                 f"(working resolution: at most {max_side} px on the longest side)")
+    return reduced
 
 
 def _check_pixels(image: Image.Image, label: str, limit: int | None) -> None:
@@ -148,7 +287,8 @@ def _bomb_message(label: str, size: tuple[int, int], limit: int) -> str:
     )
 
 
-def _open_with_pil(handle: io.IOBase, label: str, limit: int | None) -> Image.Image:
+def _open_with_pil(handle: io.IOBase, label: str, limit: int | None, max_side: int = DEFAULT_MAX_IMAGE_SIDE,
+                   budget: PixelBudget | None = None) -> Image.Image:
     saved_limit = Image.MAX_IMAGE_PIXELS
     try:
         if limit is not None:
@@ -157,9 +297,16 @@ def _open_with_pil(handle: io.IOBase, label: str, limit: int | None) -> Image.Im
             # Between 1x and 2x the limit Pillow only warns; that image is accepted as Pillow does.
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             image = Image.open(handle)
+            if budget is not None:
+                budget.charge(image.size, label)  # from the header: nothing decoded yet
             if getattr(image, "is_animated", False):
                 image.seek(0)
                 image.info["augclip_frames"] = getattr(image, "n_frames", 0)
+            factor = reduction_factor(image.size, max_side)
+            image.info["augclip_stored_size"] = image.size
+            if factor > 1 and image.format == "JPEG":
+                # DCT scaling decodes at 1/2, 1/4 or 1/8 size (never below the requested size).
+                image.draft(image.mode, (-(-image.size[0] // factor), -(-image.size[1] // factor)))
             image.load()
     except Image.DecompressionBombError as exc:
         pixels = re.search(r"\((\d+) pixels\)", str(exc))
@@ -195,8 +342,9 @@ def _to_rgb(image: Image.Image, label: str, notes: list[str]) -> Image.Image:
     if mode == "RGB":
         return image.copy()  # never alias a caller's PIL object
     if mode in ("I;16", "I;16B", "I;16L", "I;16N", "I"):
-        notes.append(f"{mode} image scaled to 8 bits")
-        return _gray_array_to_rgb(np.asarray(image), bit_depth=16 if mode.startswith("I;16") else None)
+        sixteen_bit = mode.startswith("I;16") or image.info.get("augclip_bit_depth") == 16
+        notes.append(f"{'I;16' if sixteen_bit and mode == 'I' else mode} image scaled to 8 bits")
+        return _gray_array_to_rgb(np.asarray(image), bit_depth=16 if sixteen_bit else None)
     if mode == "F":
         notes.append("floating-point image scaled to 8 bits")
         return _gray_array_to_rgb(np.asarray(image), bit_depth=None)
@@ -249,3 +397,45 @@ def _from_array(array: np.ndarray, label: str) -> Image.Image:
         raise ImageLoadError(f"{label}: unsupported array dtype {data.dtype}")
     mode = {2: "L", 3: "RGB", 4: "RGBA"}[data.ndim if data.ndim == 2 else data.shape[-1]]
     return Image.fromarray(np.ascontiguousarray(data), mode=mode)
+
+
+# ---------------------------------------------------------------------------------------------- JSON
+#: Deepest nesting of lists / objects accepted in a JSON document from a user (manifests, attributes).
+MAX_JSON_DEPTH = 32
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def json_depth(text: str, stop_above: int = MAX_JSON_DEPTH) -> int:
+    """How deeply lists and objects nest in ``text`` (brackets inside strings do not count), for
+    comparing with ``stop_above``: at or below it the answer may be an upper bound (the bracket
+    count); above it counting stops at ``stop_above + 1``, so a hostile document costs no more than
+    a well-formed one.
+    """
+    opened = text.count("[") + text.count("{")
+    if opened <= stop_above:
+        return opened  # an upper bound that is already small enough
+    depth = deepest = 0
+    for match in _JSON_BRACKET.finditer(_JSON_STRING.sub("", text)):
+        depth += 1 if match.group() in "[{" else -1
+        if depth > deepest:
+            deepest = depth
+            if deepest > stop_above:
+                break
+    return deepest
+
+
+def parse_json(text: str, what: str, max_depth: int = MAX_JSON_DEPTH) -> object:
+    """``json.loads`` for text from users: clear :class:`InputError` messages, nesting bounded.
+
+    ``what`` names the document in messages ("attributes file x.json", "line 3").
+    """
+    if json_depth(text) > max_depth:
+        raise InputError(f"{what}: JSON nested more than {max_depth} levels deep; "
+                         "a manifest line or attributes file needs only a few")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{what}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except (RecursionError, MemoryError):
+        raise InputError(f"{what}: the JSON is too large or too deeply nested") from None

@@ -14,6 +14,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ..io import MAX_JSON_DEPTH, json_depth
+
 #: Default cap per attribute set. The paper tried 10, 20 and 30 (Table 8) and found that not
 #: imposing a small fixed number works best; 30 is the largest count it tested.
 DEFAULT_MAX_ATTRIBUTES = 30
@@ -55,6 +57,9 @@ def _from_brackets(text: str) -> list[str]:
     """
     starts = [i for i, ch in enumerate(text) if ch == "["]
     ends = [i for i, ch in enumerate(text) if ch == "]"]
+    # The widest spans open at the first brackets and close at the last ones: 64 of each bound the
+    # pairs tried (an answer of thousands of brackets would otherwise make billions of them).
+    starts, ends = starts[:64], ends[-64:]
     spans = sorted(((s, e) for s in starts for e in ends if e > s), key=lambda se: se[0] - se[1])[:200]
     for start, end in spans:
         items = _literal_list(text[start:end + 1])
@@ -81,6 +86,8 @@ def _split_loose(inner: str) -> list[str]:
 
 
 def _literal_list(chunk: str) -> list[str] | None:
+    if json_depth(chunk) > MAX_JSON_DEPTH:  # Python's parser needs gigabytes for thousands of nested brackets
+        return None
     for loader in (json.loads, ast.literal_eval):
         try:
             value = loader(chunk)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..io import ImageInput
+from ..io import ImageInput, parse_json
 
 ATTRIBUTES_FORMAT_KEYS = ("source_attributes", "target_attributes")
 
@@ -65,6 +65,13 @@ class Provenance:
         prov = cls(**known)
         prov.extra.update(data)  # keep unknown keys rather than dropping them
         return prov
+
+
+# What each Provenance field may hold when read from a file (None where the field is optional).
+_PROVENANCE_TYPES: dict[str, tuple[type, ...]] = {
+    "provider": (str,), "model": (str, type(None)), "prompt_version": (str, type(None)), "seed": (int, type(None)),
+    "samples": (int,), "seconds": (int, float, type(None)), "fidelity": (str,), "extra": (dict,),
+}
 
 
 def clean_attribute_list(items: Iterable[object], label: str) -> list[str]:
@@ -123,6 +130,13 @@ class Attributes:
         for key in ATTRIBUTES_FORMAT_KEYS:
             if not isinstance(data[key], list):
                 raise InputError(f"{origin}: {key} must be a list of strings, got {type(data[key]).__name__}")
+        provenance = data.get("provenance")
+        if provenance is not None:
+            if not isinstance(provenance, dict):
+                raise InputError(f"{origin}: provenance must be an object, got {type(provenance).__name__}")
+            for key, kinds in _PROVENANCE_TYPES.items():
+                if key in provenance and not (isinstance(provenance[key], kinds) and not isinstance(provenance[key], bool)):
+                    raise InputError(f"{origin}: provenance.{key} has the wrong type ({type(provenance[key]).__name__})")
         try:
             return cls(
                 source=data["source_attributes"],
@@ -147,9 +161,11 @@ class Attributes:
         if not path.is_file():
             raise InputError(f"attributes file {path}: not found")
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(f"attributes file {path}: not valid JSON ({exc})") from None
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"attributes file {path}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                             "save it as UTF-8 JSON") from None
+        data = parse_json(text, f"attributes file {path}")
         return cls.from_dict(data, origin=f"attributes file {path}")
 
 

@@ -41,6 +41,7 @@ from typing import Any
 
 from ..attributes.base import Attributes
 from ..errors import InputError, ManifestError
+from ..io import MAX_JSON_DEPTH, json_depth
 
 ROLES: tuple[str, ...] = ("gt", "ep", "em", "candidate")
 ITEM_KEYS = ("id", "source", "target_text", "source_text", "instruction", "parse", "dataset", "edits", "human",
@@ -138,6 +139,8 @@ def _relative_parts(relative: str, root: Path, what: str) -> tuple[str, ...]:
     if not isinstance(relative, str) or not relative.strip():
         raise InputError(f"{what} is empty")
     text = relative.strip()
+    if "\x00" in text or any(ord(c) < 32 for c in text):
+        raise InputError(f"{what} {text!r} contains a control character (such as a NUL byte); file names cannot")
     if is_absolute_like(text):
         raise InputError(f"{what} {text!r} is absolute; write it relative to the manifest's folder ({root})")
     parts = tuple(p for p in text.replace("\\", "/").split("/") if p and p != ".")
@@ -464,6 +467,9 @@ def _read_lines(path: Path) -> Iterator[tuple[int, str]]:
         raise InputError(f"manifest {path}: not UTF-8 text ({exc}); save it as UTF-8 JSON lines") from None
 
 
+_UNREADABLE = object()
+
+
 def iter_manifest(path: str | Path, *, problems: list[str] | None = None,
                   check_files: bool = True, rejected_lines: set[int] | None = None) -> Iterator[ManifestItem]:
     """Stream the valid items of a manifest (one line at a time; memory does not grow with its size).
@@ -482,13 +488,16 @@ def iter_manifest(path: str | Path, *, problems: list[str] | None = None,
         if not line.strip():
             continue
         found: list[str] = []
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            found.append(f"not valid JSON ({exc.msg} at column {exc.colno})")
-            data = None
+        data: Any = _UNREADABLE
+        if json_depth(line) > MAX_JSON_DEPTH:
+            found.append(f"JSON nested more than {MAX_JSON_DEPTH} levels deep; an item needs only a few")
+        else:
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                found.append(f"not valid JSON ({exc.msg} at column {exc.colno})")
         item = None
-        if data is not None:
+        if data is not _UNREADABLE:  # a line reading `null` is parsed (and refused) like any other value
             item, found = parse_item(data, number, root, checker)
         item_id = item.id if item else (str(data.get("id")) if isinstance(data, dict) and data.get("id") is not None
                                         else None)

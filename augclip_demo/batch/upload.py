@@ -13,6 +13,7 @@ paths are relative to the zip's root, or to its single top-level folder when the
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 import shutil
@@ -24,6 +25,7 @@ from pathlib import Path
 from ..config import Settings
 from ..errors import InputError, ManifestError
 from ..inference.clip_encoder import ClipEncoder
+from ..io import MAX_JSON_DEPTH, json_depth
 from ..pipeline import AugCLIPOptions
 from .manifest import is_absolute_like
 from .protocol_tables import ProtocolReport, compute_protocols
@@ -55,10 +57,12 @@ class BatchUploadResult:
 
 def _first_paths(manifest: Path, limit: int = 50) -> list[str]:
     paths = []
-    with open(manifest, encoding="utf-8-sig") as handle:
+    with open(manifest, encoding="utf-8-sig", errors="replace") as handle:
         for line in handle:
             if len(paths) >= limit:
                 break
+            if json_depth(line) > MAX_JSON_DEPTH:
+                continue  # the manifest check reports it
             try:
                 data = json.loads(line)
             except json.JSONDecodeError:
@@ -66,6 +70,23 @@ def _first_paths(manifest: Path, limit: int = 50) -> list[str]:
             if isinstance(data, dict) and isinstance(data.get("source"), str):
                 paths.append(data["source"])
     return paths
+
+
+def check_utf8(manifest: Path, shown_name: str) -> None:
+    """Refuse a manifest that is not UTF-8, naming the uploaded file (not the server's copy of it)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    with open(manifest, "rb") as handle:
+        while True:
+            chunk = handle.read(1 << 20)
+            try:
+                decoder.decode(chunk, final=not chunk)
+            except UnicodeDecodeError as exc:
+                raise InputError(f"manifest {shown_name}: not UTF-8 text (byte {offset + max(exc.start, 0)} cannot be "
+                                 "decoded); save it as UTF-8 JSON lines") from None
+            if not chunk:
+                return
+            offset += len(chunk)
 
 
 def _choose_root(extracted: Path, manifest: Path) -> Path:
@@ -104,6 +125,7 @@ def run_uploaded_batch(manifest_file: str | Path, images_zip: str | Path, *, wor
         raise InputError(f"the manifest is over {MAX_MANIFEST_BYTES // (1024 * 1024)} MB")
     if not images_zip or not Path(images_zip).is_file():
         raise InputError("upload a zip of the images the manifest refers to")
+    check_utf8(manifest_file, manifest_file.name)
     work = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix="augclip-batch-"))
     work.mkdir(parents=True, exist_ok=True)
     extracted = work / "data"

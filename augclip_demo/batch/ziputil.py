@@ -4,7 +4,10 @@ Refused, with a message saying what and why: a file over the compressed-size lim
 more files than the file-count limit, a total uncompressed size over its limit (declared sizes are
 checked first, and the bytes actually written are counted too, so a zip that lies in its headers
 is still stopped), absolute paths (``/x``, ``C:\\x``), ``..`` components, symbolic links,
-encrypted entries and duplicate names. macOS metadata (``__MACOSX/``, ``.DS_Store``) is skipped.
+encrypted entries, duplicate names, a name used both as a file and as a folder, names nested more
+than :data:`MAX_DEPTH` folders deep or longer than the file system allows, and control characters in
+names. macOS metadata (``__MACOSX/``, ``.DS_Store``) is skipped. Messages name the zip entry, never the
+server's folders.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from ..errors import UnsafeArchiveError
 
 MB = 1024 * 1024
 _CHUNK = 1024 * 1024
+MAX_DEPTH = 32  # folders above a file inside a zip
+MAX_PART_BYTES = 255  # one file or folder name (the common file-system limit)
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,14 @@ def check_member_name(name: str) -> PurePosixPath:
                                  "folder); the zip was refused")
     if not path.parts:
         raise UnsafeArchiveError(f"the zip entry {name!r} has an empty name")
+    if any(ord(char) < 32 for char in text):
+        raise UnsafeArchiveError(f"the zip entry {name!r} has a control character in its name")
+    if len(path.parts) > MAX_DEPTH + 1:
+        raise UnsafeArchiveError(f"the zip entry {name[:80]!r}... is nested {len(path.parts) - 1} folders deep; "
+                                 f"at most {MAX_DEPTH} are accepted")
+    if any(len(part.encode("utf-8", "surrogatepass")) > MAX_PART_BYTES for part in path.parts):
+        raise UnsafeArchiveError(f"the zip entry {name[:80]!r}... has a file or folder name longer than "
+                                 f"{MAX_PART_BYTES} bytes")
     return path
 
 
@@ -87,6 +100,7 @@ def safe_extract(zip_path: str | Path, dest: str | Path, limits: ZipLimits | Non
             raise UnsafeArchiveError(f"the zip expands to {_size(declared)}, over the limit of "
                                      f"{_size(limits.max_total_bytes)} (AUGCLIP_UPLOAD_MAX_UNZIPPED_MB)")
         seen: set[str] = set()
+        folders: set[str] = set()
         planned: list[tuple[zipfile.ZipInfo, PurePosixPath]] = []
         for member in members:
             relative = check_member_name(member.filename)
@@ -96,13 +110,19 @@ def safe_extract(zip_path: str | Path, dest: str | Path, limits: ZipLimits | Non
                                          "(they could point outside the upload)")
             if member.flag_bits & 0x1:
                 raise UnsafeArchiveError(f"the zip entry {member.filename!r} is encrypted; upload an unencrypted zip")
+            key = relative.as_posix().lower()
+            parents = [p.as_posix().lower() for p in relative.parents if p.parts]
+            folders.update(parents + ([key] if member.is_dir() else []))
             if member.is_dir():
                 continue
-            key = relative.as_posix().lower()
             if key in seen:
                 raise UnsafeArchiveError(f"the zip has two entries named {member.filename!r}")
             seen.add(key)
             planned.append((member, relative))
+        clashes = seen & folders
+        if clashes:
+            raise UnsafeArchiveError(f"the zip uses {min(clashes)!r} both as a file and as a folder; rename one "
+                                     "of them")
         dest.mkdir(parents=True, exist_ok=True)
         root = dest.resolve()
         written: list[Path] = []
@@ -111,8 +131,8 @@ def safe_extract(zip_path: str | Path, dest: str | Path, limits: ZipLimits | Non
             target = root.joinpath(*relative.parts)
             if root not in target.resolve().parents:
                 raise UnsafeArchiveError(f"the zip entry {member.filename!r} would be written outside the upload folder")
-            target.parent.mkdir(parents=True, exist_ok=True)
             try:
+                target.parent.mkdir(parents=True, exist_ok=True)
                 with archive.open(member) as src, open(target, "wb") as dst:
                     while chunk := src.read(_CHUNK):
                         total += len(chunk)
@@ -121,7 +141,10 @@ def safe_extract(zip_path: str | Path, dest: str | Path, limits: ZipLimits | Non
                                 f"the zip expands to more than {_size(limits.max_total_bytes)} (its headers understate "
                                 "the sizes); refused (AUGCLIP_UPLOAD_MAX_UNZIPPED_MB)")
                         dst.write(chunk)
-            except (zipfile.BadZipFile, OSError, EOFError) as exc:
+            except (zipfile.BadZipFile, EOFError, NotImplementedError, RuntimeError) as exc:
                 raise UnsafeArchiveError(f"the zip entry {member.filename!r} could not be read ({exc})") from None
+            except OSError as exc:  # strerror only: the full text would show the server's folder
+                raise UnsafeArchiveError(f"the zip entry {member.filename!r} could not be extracted "
+                                         f"({exc.strerror or type(exc).__name__})") from None
             written.append(target)
     return written

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import AugclipError
+from .common import preflight
 
 COMMANDS: list[str] = ["score", "attributes", "explain", "bpm", "batch", "protocol", "manifest", "triplets",
                        "bench", "download", "doctor"]
@@ -44,6 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # ...but our own warnings (an unreadable cache file that is being rewritten) stay visible.
         logging.getLogger("augclip_demo").setLevel(logging.WARNING)
     try:
+        preflight(args)
         return int(args.func(args) or 0)
     except AugclipError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
+from ..bpm.judges import RegionThresholds
 from ..config import ENVIRONMENT_VARIABLES, PRECISIONS, Settings
+from ..errors import InputError
 
 
 def add_evaluation_inputs(parser: argparse.ArgumentParser) -> None:
@@ -42,3 +47,77 @@ def settings_from_args(args: argparse.Namespace, **extra: Any) -> Settings:
 
 def warn(message: str) -> None:
     print(message, file=sys.stderr)
+
+
+# ---------------------------------------------------------------------------------------------- preflight
+#: Output flags that name a file, and those that name a folder (created when missing).
+OUTPUT_FILE_FLAGS = ("out", "csv")
+OUTPUT_DIR_COMMANDS = {"explain": ("out",)}
+
+
+def check_output_file(value: str, flag: str) -> None:
+    """Refuse an output file we could not write, before any work is done."""
+    path = Path(value).expanduser()
+    if "\x00" in value:
+        raise InputError(f"{flag} {value!r}: a path cannot contain a NUL byte")
+    if path.is_dir():
+        raise InputError(f"{flag} {value}: is a folder; give a file name")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.exists():
+        raise InputError(f"{flag} {value}: the folder {parent} does not exist; create it first")
+    if not parent.is_dir():
+        raise InputError(f"{flag} {value}: {parent} is not a folder")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise InputError(f"{flag} {value}: the file is read-only")
+    if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"{flag} {value}: the folder {parent} is not writable")
+
+
+def check_output_dir(value: str, flag: str) -> None:
+    """Refuse an output folder that cannot be created or written, before any work is done."""
+    path = Path(value).expanduser()
+    if "\x00" in value:
+        raise InputError(f"{flag} {value!r}: a path cannot contain a NUL byte")
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{flag} {value}: is a file; give a folder")
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InputError(f"{flag} {value}: {existing} is a file, so the folder cannot be created")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(f"{flag} {value}: the folder {existing} is not writable")
+
+
+def preflight(args: argparse.Namespace) -> None:
+    """Checks every command shares, done before any model is loaded or any work starts.
+
+    Output paths can be written; numbers are finite and in range (whether or not the step that uses
+    them runs: ``--alpha nan`` is refused even when BPM is skipped); at most ``max_edits`` edits.
+    """
+    command = getattr(args, "command", "")
+    for name in OUTPUT_FILE_FLAGS:
+        value = getattr(args, name, None)
+        if value:
+            flag = f"--{name}"
+            if name in OUTPUT_DIR_COMMANDS.get(command, ()):
+                check_output_dir(value, flag)
+            else:
+                check_output_file(value, flag)
+    for name in ("alpha", "box_threshold"):
+        value = getattr(args, name, None)
+        if value is not None and not (math.isfinite(value) and 0.0 <= value <= 1.0):
+            raise InputError(f"--{name.replace('_', '-')} must be a number from 0 to 1, got {value!r}")
+    for name in RegionThresholds.__dataclass_fields__:
+        value = getattr(args, name, None)
+        if value is not None and not math.isfinite(value):
+            raise InputError(f"--{name.replace('_', '-')} must be a finite number, got {value!r}")
+    c_value = getattr(args, "C", None)
+    if c_value is not None and not (math.isfinite(c_value) and c_value > 0):
+        raise InputError(f"--C must be a positive number, got {c_value!r}")
+    edits = getattr(args, "edited", None)
+    if edits is not None:
+        limit = Settings.from_env().max_edits
+        if len(edits) > limit:
+            raise InputError(f"{len(edits)} edited images given; the limit is {limit} per evaluation (the app's too; "
+                             "AUGCLIP_MAX_EDITS raises it). Score more with `batch`.")

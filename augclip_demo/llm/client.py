@@ -278,6 +278,10 @@ class OpenAICompatibleClient:
             response = self._sdk.chat.completions.create(**kwargs)
         except openai.OpenAIError as exc:
             raise self._translate(exc) from None
+        except ValueError as exc:  # the body was not UTF-8 / not JSON (the SDK lets the decoder's error through)
+            kind = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else "not JSON"
+            raise LLMError(f"{self._where()} sent an answer that is {kind}; is this an OpenAI-compatible "
+                           "endpoint?", kind="bad_response", base_url=self.base_url, model=self.model) from None
         seconds = time.perf_counter() - start
         choices = getattr(response, "choices", None) or []
         message = choices[0].message if choices else None

@@ -20,13 +20,16 @@ from ..attributes.base import Attributes
 from ..attributes.catalog import ProviderStatus, provider_status
 from ..bpm import POSITION_STATES, SIZE_STATES
 from ..config import Settings
+from ..errors import InputError
 from ..pipeline import AugCLIPOptions
 from . import session as logic
 from . import views
 from .batch_tab import build_batch_tab
 from .examples import load_examples
-from .guard import user_facing
+from .guard import scrub_paths, user_facing
+from .inputs import image_path_input, number_input
 from .status import model_status, status_html
+from .storage import WorkFolders
 
 log = logging.getLogger(__name__)
 
@@ -69,18 +72,37 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
     gpu = _cuda_available()
     llm_ready = statuses.get("openai") is not None and statuses["openai"].available
 
-    clip_choices = sorted({base_settings.clip_model, *CLIP_CHOICES})
+    clip_choices = offered_models(base_settings)
 
     def settings_for(clip_model: str | None) -> Settings:
         return base_settings.replace(clip_model=logic.offered_clip_model(clip_model, clip_choices))
 
     def options_for(classifier: str, C: float | None, weighting: bool, include_images: bool) -> AugCLIPOptions:
-        return AugCLIPOptions(classifier=classifier, C=float(C) if C else 1.0, weighting=bool(weighting),
+        if C is None:  # an empty field is a mistake to report, not a request for the default
+            raise InputError("C (svm / logistic) is empty: type a positive number (1 is the default).")
+        return AugCLIPOptions(classifier=classifier, C=float(C), weighting=bool(weighting),
                               include_images=bool(include_images))
 
+    folders = WorkFolders(max_age_s=base_settings.app_files_max_age_s, max_bytes=base_settings.app_disk_mb << 20)
+
+    def own_folder(state: logic.Session | None, request: gr.Request | None) -> logic.Session:
+        """The session's state with its work folder made (deleted when the session ends)."""
+        state = state or logic.Session()
+        if state.output_dir is None or not Path(state.output_dir).is_dir():
+            state = logic.Session(**{**state.__dict__, "output_dir": str(
+                folders.new(getattr(request, "session_hash", None)))})
+        return state
+
+    def sweep() -> None:
+        """Keep the app's files within their age and size bounds (after each stage that writes files)."""
+        cached = [file for file_set in demo.temp_file_sets for file in list(file_set)]
+        keep = {Path(file) for block in demo.blocks.values() for file in getattr(block, "keep_in_cache", ())}
+        folders.sweep(cache_files=cached, keep=keep)
+
     # ------------------------------------------------------------------ layout
-    with gr.Blocks(title="AugCLIP Studio", delete_cache=(3600, 3600)) as demo:
-        session_state = gr.State(logic.Session())
+    with gr.Blocks(title="AugCLIP Studio", delete_cache=(600, base_settings.app_files_max_age_s)) as demo:
+        session_state = gr.State(logic.Session(), time_to_live=base_settings.app_files_max_age_s,
+                                 delete_callback=lambda state: folders.release_folder(getattr(state, "output_dir", None)))
         gr.Markdown(HEADER)
         status_box = gr.HTML(status_html(status))
         timer = gr.Timer(1.0, active=status.state == "loading")
@@ -90,7 +112,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                 examples_area = gr.Column()  # filled below, once the inputs exist: shown on top
                 with gr.Row(equal_height=False):
                     with gr.Column(scale=4, min_width=280):
-                        source = gr.Image(type="filepath", label="1. Source image", height=230,
+                        source = image_path_input(label="1. Source image", height=230,
                                           sources=["upload", "clipboard"], elem_id="aug-source")
                         target = gr.Textbox(label="Target text", elem_id="aug-target", lines=1,
                                             placeholder="an instruction (make the flower pink) or a description (a pink dahlia)")
@@ -100,7 +122,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                                                  placeholder="e.g. make the flower pink")
                     with gr.Column(scale=5, min_width=320):
                         edits = gr.File(file_count="multiple", file_types=["image"], allow_reordering=True,
-                                        label=f"2. Edited images (1-{logic.MAX_EDITS}; drag to reorder, x to remove)",
+                                        label=f"2. Edited images (1-{base_settings.max_edits}; drag to reorder, x to remove)",
                                         elem_id="aug-edits", height=150)
                         gallery = gr.Gallery(label="Edits in scoring order", columns=4, height=170, allow_preview=True,
                                              object_fit="contain", format="png", elem_id="aug-gallery")
@@ -120,7 +142,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                 with gr.Accordion("Advanced options (AugCLIP changes re-score from cached embeddings)", open=False):
                     with gr.Row():
                         classifier = gr.Radio(["svm", "logistic", "lda"], value="svm", label="Classifier (App. A.3)")
-                        C = gr.Number(1.0, label="C (svm / logistic)", minimum=1e-4)
+                        C = number_input(1.0, label="C (svm / logistic)", minimum=1e-4)
                         weighting = gr.Checkbox(True, label="Weight samples by alpha (Eq. 6)")
                         include_images = gr.Checkbox(True, label="Images in the fit (App. B)")
                         # Only the offered models: a spec typed by a web client could name a folder on
@@ -202,7 +224,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                 explain_api = gr.Button(visible=False)
                 bpm_api = gr.Button(visible=False)
             build_batch_tab(base_settings, provider_choices=provider_choices, default_provider=default_provider,
-                            clip_choices=clip_choices)
+                            clip_choices=clip_choices, folders=folders, after_run=sweep)
             with gr.Tab("Help"):
                 gr.Markdown(views.help_markdown())
 
@@ -239,15 +261,18 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         def evaluate_handler(archive: bool):
             @user_facing
             def evaluate(source, edits, target, source_text, instruction, provider, src_box_value, tgt_box_value,
-                         classifier, C, weighting, include_images, clip_model, state, progress=gr.Progress()):
+                         classifier, C, weighting, include_images, clip_model, state, request: gr.Request,
+                         progress=gr.Progress()):
                 report, state = logic.evaluate(
-                    settings_for(clip_model), state or logic.Session(), source=source, edits=edits,
+                    settings_for(clip_model), own_folder(state, request), source=source, edits=edits,
                     target_text=target or "", source_text=source_text or "", provider=provider,
                     source_attrs_box=src_box_value or "", target_attrs_box=tgt_box_value or "",
                     options=options_for(classifier, C, weighting, include_images),
                     progress=lambda f, stage: progress(f, desc=stage),
                 )
-                return scored(report, state, clear=True, archive=archive)
+                out = scored(report, state, clear=True, archive=archive)
+                sweep()
+                return out
 
             return evaluate
 
@@ -283,12 +308,13 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         def explained(state, *, archive: bool) -> dict:
             figures, message, state = logic.explain(settings_for(state.clip_model), state)
             files = views.write_downloads(state.report, Path(state.output_dir), state.figures, archive=archive)
+            sweep()
             choices = views.edit_choices(state.report)
             pick = choices[state.report.best("augclip") or 0]
             return {edit_pick: gr.Radio(choices=choices, value=pick, visible=True),
                     exact_plot: figures.get("hyperplane_exact"), umap_plot: figures.get("hyperplane_umap"),
                     **edit_figures(state, pick),
-                    relevancy_info: views.RELEVANCY_HELP + (f"\n\n*{html.escape(message)}*" if message else ""),
+                    relevancy_info: views.RELEVANCY_HELP + (f"\n\n*{html.escape(scrub_paths(message))}*" if message else ""),
                     downloads: files, session_state: state}
 
         def parse_shown(outcome) -> dict:
@@ -347,7 +373,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                    downloads: files, report_json: report.to_dict(), session_state: state}
             results = getattr(report.arrays, "bpm", None) or []
             if message or not results:
-                out.update({bpm_info: views.BPM_HELP + f"\n\n**{html.escape(message)}**", bpm_gallery: None,
+                out.update({bpm_info: views.BPM_HELP + f"\n\n**{html.escape(scrub_paths(message))}**", bpm_gallery: None,
                             bpm_table: None})
                 return out
             panels = views.bpm_panels(results, report)
@@ -374,8 +400,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             return "\n".join(attrs.source), "\n".join(attrs.target)
 
         @user_facing
-        def save_attributes(src_box_value, tgt_box_value, state):
-            return logic.save_attributes(state or logic.Session(), src_box_value or "", tgt_box_value or "")
+        def save_attributes(src_box_value, tgt_box_value, state, request: gr.Request):
+            return logic.save_attributes(own_folder(state, request), src_box_value or "", tgt_box_value or "")
 
         def refresh_status() -> tuple[str, gr.Timer]:
             return status_html(status), gr.Timer(active=status.state == "loading")
@@ -433,8 +459,21 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         provider.change(lambda name: _describe(statuses, name), provider, provider_info, api_name=False)
         timer.tick(refresh_status, None, [status_box, timer], api_name=False)
         demo.load(refresh_status, None, [status_box, timer], api_name=False)
-    demo.queue(default_concurrency_limit=2, max_size=64)
+        def end_session(request: gr.Request) -> None:  # the page was closed (its heartbeat stopped)
+            folders.release(getattr(request, "session_hash", None))
+
+        demo.unload(end_session)
+    demo.queue(default_concurrency_limit=base_settings.concurrency, max_size=64)
+    demo.work_folders = folders  # for tests and operators: where the session files live
     return demo
+
+
+def offered_models(settings: Settings) -> list[str]:
+    """The CLIP specs web clients may pick: the configured one plus the operator's allow-list
+    (``--allowed-models`` / ``AUGCLIP_ALLOWED_MODELS``) when one is set, else plus the usual ones."""
+    if settings.allowed_models:
+        return list(dict.fromkeys([settings.clip_model, *settings.allowed_models]))
+    return sorted({settings.clip_model, *CLIP_CHOICES})
 
 
 def unchanged(outputs: list[Any]) -> dict[Any, Any]:

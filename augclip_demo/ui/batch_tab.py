@@ -13,6 +13,7 @@ import html
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +25,9 @@ from ..config import Settings
 from ..metrics.suite import METRICS, metric_keys
 from ..report import UNTRAINED_WARNING
 from .examples import EXAMPLES_DIR
-from .guard import user_facing
+from .guard import scrub_paths, user_facing
 from .session import offered_clip_model
+from .storage import WorkFolders
 
 MAX_SHOWN_ROWS = 500  # per-edit rows shown on the page; the downloads hold all of them
 SHOWN_COLUMNS = ("id", "edit", "name", "role", "status")
@@ -45,9 +47,17 @@ Items with `human.preferred` give s2AFC, triplets with gt / ep / em roles give A
 """
 
 
-@functools.cache
 def example_batch_files() -> tuple[str, str]:
     """The shipped examples as an upload would bring them: their manifest and a zip of their folders."""
+    files = _example_batch_files()
+    if not all(Path(file).is_file() for file in files):  # swept away as an old temporary folder: make again
+        _example_batch_files.cache_clear()
+        files = _example_batch_files()
+    return files
+
+
+@functools.cache
+def _example_batch_files() -> tuple[str, str]:
     folder = Path(tempfile.mkdtemp(prefix="augclip-batch-example-"))
     manifest = folder / "examples.jsonl"
     shutil.copyfile(EXAMPLES_DIR / "manifest.jsonl", manifest)
@@ -73,12 +83,12 @@ def summary_markdown(result: BatchUploadResult) -> str:
                  f"{summary.seconds:.1f} s ({summary.items_per_second:.2f} items/s) with `{summary.model}`.")
     hidden = str(result.work_dir)
     for item_id, error in summary.failures[:10]:
-        lines.append(f"- failed `{html.escape(str(item_id))}`: {html.escape(error.replace(hidden, '…'))}")
+        lines.append(f"- failed `{html.escape(str(item_id))}`: {html.escape(scrub_paths(error.replace(hidden, '…')))}")
     if summary.n_failed > 10:
         lines.append(f"- … {summary.n_failed - 10} more failure(s): see the results CSV (`error` column)")
     if summary.invalid:
         lines.append(f"\n**{len(summary.invalid)} invalid manifest line problem(s) skipped:**")
-        lines.extend(f"- {html.escape(problem)}" for problem in summary.invalid[:20])
+        lines.extend(f"- {html.escape(scrub_paths(problem))}" for problem in summary.invalid[:20])
         if len(summary.invalid) > 20:
             lines.append(f"- … and {len(summary.invalid) - 20} more")
     if not result.protocol_rows or len(result.protocol_headers) <= 1:
@@ -96,7 +106,7 @@ def per_edit_rows(result: BatchUploadResult, metrics: list[str]) -> tuple[list[s
             total += 1
             if len(rows) < MAX_SHOWN_ROWS:
                 values = [_number(record.get(k, "")) for k in metrics]
-                rows.append([record.get(k, "") for k in SHOWN_COLUMNS] + values + [record.get("error", "")])
+                rows.append([record.get(k, "") for k in SHOWN_COLUMNS] + values + [scrub_paths(record.get("error", ""))])
     return headers, rows, total
 
 
@@ -108,7 +118,8 @@ def _number(text: str) -> float | str:
 
 
 def build_batch_tab(settings: Settings, *, provider_choices: list[tuple[str, str]], default_provider: str,
-                    clip_choices: list[str]) -> None:
+                    clip_choices: list[str], folders: WorkFolders | None = None,
+                    after_run: Callable[[], None] | None = None) -> None:
     """Lay out the tab and wire it; call inside ``gr.Blocks`` / ``gr.Tabs``."""
     with gr.Tab("Batch", id="batch"):
         gr.Markdown(batch_help(settings))
@@ -137,7 +148,8 @@ def build_batch_tab(settings: Settings, *, provider_choices: list[tuple[str, str
                         interactive=False, elem_id="aug-batch-files")
 
         @user_facing
-        def run(manifest_file, images_zip, metric_keys, provider_name, clip_spec, skip, progress=gr.Progress()):
+        def run(manifest_file, images_zip, metric_keys, provider_name, clip_spec, skip, request: gr.Request,
+                progress=gr.Progress()):
             if not manifest_file:
                 raise gr.Error("Upload a manifest first (.jsonl, one JSON object per line).")
             if not images_zip:
@@ -148,6 +160,10 @@ def build_batch_tab(settings: Settings, *, provider_choices: list[tuple[str, str
             result = run_uploaded_batch(manifest_file, images_zip, settings=run_settings, metrics=list(metric_keys),
                                         provider=provider_name, skip_invalid=bool(skip),
                                         progress=lambda fraction, message: progress(fraction, desc=message))
+            if folders is not None:  # deleted with the session (and by age / total size)
+                folders.adopt(getattr(request, "session_hash", None), result.work_dir)
+            if after_run is not None:
+                after_run()
             headers, rows, total = per_edit_rows(result, list(metric_keys))
             text = summary_markdown(result)
             if total > len(rows):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import html
 import logging
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -26,7 +27,10 @@ def user_facing(fn: Callable[..., Any]) -> Callable[..., Any]:
         except gr.Error:
             raise
         except AugclipError as exc:
-            raise gr.Error(as_html(str(exc)), title="Cannot do that") from None
+            raise gr.Error(as_html(scrub_paths(str(exc))), title="Cannot do that") from None
+        except RecursionError:
+            log.exception("recursion too deep in %s", fn.__name__)
+            raise gr.Error("The input is nested too deeply to be read.") from None
         except Exception as exc:
             if is_out_of_memory(exc):
                 raise gr.Error("The GPU ran out of memory: try fewer edited images or a smaller CLIP model.") from None
@@ -35,6 +39,16 @@ def user_facing(fn: Callable[..., Any]) -> Callable[..., Any]:
                            "Your inputs are kept; try again, or report the problem.") from None
 
     return wrapper
+
+
+# An absolute POSIX path: a "/" after no word character, "." or "/", before no "/" or space (URLs, "a / b" stay).
+_ABSOLUTE_PATH = re.compile(r"(?<![\w/.])/(?![/\s])(?:[^\s'\"/()\[\]<>,;]+/)*([^\s'\"/()\[\]<>,;]*)")
+
+
+def scrub_paths(message: str) -> str:
+    """``message`` with every absolute path cut to its last component: a web client learns the file's
+    name, never the server's folders (temporary folders, caches, the installation)."""
+    return _ABSOLUTE_PATH.sub(lambda match: f"…/{match.group(1)}" if match.group(1) else "…/", message)
 
 
 def as_html(message: str) -> str:

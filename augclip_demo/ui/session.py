@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..attributes.base import Attributes, Provenance
-from ..config import Settings
+from ..config import DEFAULT_MAX_EDITS, Settings
 from ..errors import InputError
 from ..instructions import ParseOutcome
-from ..io import LoadedImage, open_image
+from ..io import LoadedImage, PixelBudget, open_image
 from ..pipeline import AugCLIPOptions, Evaluator
 from ..report import Report
 
-MAX_EDITS = 8
+MAX_EDITS = DEFAULT_MAX_EDITS  # the default; Settings.max_edits (AUGCLIP_MAX_EDITS) is what counts
 
 Progress = Callable[[float, str], None]
 
@@ -46,6 +46,8 @@ def lines(text: str | None) -> list[str]:
 def check_upload(path: str | None, label: str, max_mb: float) -> str:
     if not path:
         raise InputError(f"{label}: no file uploaded")
+    if not isinstance(path, str) or not os.path.isfile(path):
+        raise InputError(f"{label}: the upload did not arrive as a file; upload it again")
     size = os.path.getsize(path)
     if size > max_mb * 1024 * 1024:
         raise InputError(f"{label} ({Path(path).name}) is {size / 2**20:.1f} MB; the limit is {max_mb:g} MB per image")
@@ -70,11 +72,16 @@ def load_inputs(settings: Settings, source: str | None, edits: list[str] | None)
     edits = [e for e in (edits or []) if e]
     if not edits:
         raise InputError("Upload at least one edited image (you can select several files at once).")
-    if len(edits) > MAX_EDITS:
-        raise InputError(f"{len(edits)} edited images uploaded; the limit is {MAX_EDITS}. Remove {len(edits) - MAX_EDITS}.")
+    most = settings.max_edits
+    if len(edits) > most:
+        raise InputError(f"{len(edits)} edited images uploaded; the limit is {most}. Remove {len(edits) - most}.")
     limit, pixels = settings.max_upload_mb, settings.max_image_pixels
-    src = open_image(check_upload(source, "source image", limit), name="source: " + Path(source).name, max_pixels=pixels)
-    loaded = [open_image(check_upload(path, f"edited image {i + 1}", limit), name=Path(path).name, max_pixels=pixels)
+    budget = PixelBudget.from_env()  # shared by this request's images
+    budget.check_files([source, *edits])  # from the headers, before anything is decoded
+    src = open_image(check_upload(source, "source image", limit), name="source: " + Path(source).name, max_pixels=pixels,
+                     budget=budget)
+    loaded = [open_image(check_upload(path, f"edited image {i + 1}", limit), name=Path(path).name, max_pixels=pixels,
+                         budget=budget)
               for i, path in enumerate(edits)]
     return src, loaded
 

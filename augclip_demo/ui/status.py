@@ -14,6 +14,7 @@ from ..config import Settings
 from ..errors import AugclipError
 from ..inference import ClipEncoder, get_encoder
 from ..report import UNTRAINED_WARNING
+from .guard import scrub_paths
 
 
 @dataclass
@@ -80,7 +81,7 @@ def status_html(status: ModelStatus) -> str:
     if status.state == "error":
         return (
             f'<div class="aug-status aug-error"><b>The CLIP model {spec} could not be loaded.</b><br>'
-            f"{html.escape(status.message)}<br>The app keeps running: fix the weights and restart, "
+            f"{html.escape(scrub_paths(status.message))}<br>The app keeps running: fix the weights and restart, "
             "or pick another model under <i>Advanced options</i>.</div>"
         )
     line = f'<div class="aug-status">CLIP model <b>{spec}</b> on <b>{html.escape(status.device)}</b></div>'

@@ -116,7 +116,7 @@ def test_rescore_uses_the_session_embeddings(app_server, direct):
         ({"tgt": []}, "no target attributes"),
         ({"provider": "no-such"}, "not in the list of choices"),
         ({"clip_model": "local-dir:/etc"}, "not in the list of choices"),  # only the offered models load
-        ({"C": -1.0}, "less than minimum value"),  # Gradio validates the number field itself
+        ({"C": -1.0}, "C (svm / logistic): must be at least 0.0001, got -1"),
     ],
 )
 def test_bad_inputs_get_a_message_and_the_server_keeps_serving(client, kwargs, message):

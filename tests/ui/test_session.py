@@ -40,9 +40,9 @@ def test_evaluate_decodes_each_upload_once(scene_files, monkeypatch):
     decoded: list[str] = []
     real = image_io._open_with_pil
 
-    def counted(handle, label, limit):
+    def counted(handle, label, *rest):
         decoded.append(label)
-        return real(handle, label, limit)
+        return real(handle, label, *rest)
 
     monkeypatch.setattr(image_io, "_open_with_pil", counted)
     settings = Settings.from_env(clip_model=TINY, device="cpu")

@@ -1,0 +1,163 @@
+"""The app's files on disk: per-session work folders and Gradio's cache, deleted and bounded.
+
+Every evaluation writes its downloads and figures into a work folder (``augclip-app-*``) and every
+batch run into one of its own (``augclip-batch-*``), in the system's temporary folder. Gradio keeps
+a copy of every file it serves (and every upload) in its cache. Without care both grow forever.
+
+:class:`WorkFolders` deletes
+
+* a session's folders when the session ends (the page is closed: Gradio's ``unload`` event, or the
+  session state expires: ``gr.State(delete_callback=...)``);
+* any ``augclip-app-*`` / ``augclip-batch-*`` folder not changed for ``max_age_s`` seconds (also ones
+  left behind by an earlier process that was killed);
+* the oldest files once the total (the folders this process made plus Gradio's cache of this app)
+  is over ``max_bytes``; files younger than :data:`MIN_AGE_S` are never evicted (a request may be
+  reading them), so the total may exceed the cap by what was written in that time. Folders of other
+  processes sharing the temporary folder are only ever deleted by age.
+
+Gradio's own age-based cleanup (``gr.Blocks(delete_cache=...)``) stays on beside this.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+PREFIXES = ("augclip-app-", "augclip-batch-")
+MIN_AGE_S = 120.0
+
+
+def _tree_bytes(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                continue
+    return total
+
+
+def _last_change(path: Path) -> float:
+    latest = 0.0
+    for root, _dirs, files in os.walk(path):
+        for name in [*files, "."]:
+            try:
+                latest = max(latest, os.lstat(os.path.join(root, name)).st_mtime)
+            except OSError:
+                continue
+    return latest
+
+
+class WorkFolders:
+    """Work folders per session id, with deletion on session end, by age and by total size."""
+
+    def __init__(self, root: str | Path | None = None, *, max_age_s: float = 3600, max_bytes: int = 1 << 30):
+        self.root = Path(root or tempfile.gettempdir())
+        self.max_age_s = float(max_age_s)
+        self.max_bytes = int(max_bytes)
+        self._lock = threading.Lock()
+        self._by_session: dict[str, list[Path]] = {}
+        self._made: set[Path] = set()  # every folder this process made or adopted (the size cap's scope)
+
+    # ----------------------------------------------------------------- folders
+    def new(self, session_id: str | None, prefix: str = "augclip-app-") -> Path:
+        """A fresh folder owned by ``session_id`` (``None``: owned by nobody; only age and size delete it)."""
+        folder = Path(tempfile.mkdtemp(prefix=prefix, dir=self.root))
+        self.adopt(session_id, folder)
+        return folder
+
+    def adopt(self, session_id: str | None, folder: str | Path) -> None:
+        """Make ``folder`` (created elsewhere, e.g. by a batch run) part of ``session_id``'s files."""
+        with self._lock:
+            self._made.add(Path(folder))
+            if session_id:
+                self._by_session.setdefault(session_id, []).append(Path(folder))
+
+    def release(self, session_id: str | None) -> int:
+        """Delete every folder of ``session_id``; returns how many were deleted."""
+        if not session_id:
+            return 0
+        with self._lock:
+            folders = self._by_session.pop(session_id, [])
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)
+        return len(folders)
+
+    def release_folder(self, folder: str | Path | None) -> None:
+        """Delete one folder (a session state that expired) if it is one of ours."""
+        if not folder:
+            return
+        path = Path(folder)
+        if path.parent == self.root and path.name.startswith(PREFIXES):
+            with self._lock:
+                for folders in self._by_session.values():
+                    if path in folders:
+                        folders.remove(path)
+            shutil.rmtree(path, ignore_errors=True)
+
+    def ours(self) -> list[Path]:
+        """Every ``augclip-app-*`` / ``augclip-batch-*`` folder under the root."""
+        try:
+            return [p for p in self.root.iterdir() if p.name.startswith(PREFIXES) and p.is_dir() and not p.is_symlink()]
+        except OSError:
+            return []
+
+    # ----------------------------------------------------------------- bounds
+    def sweep(self, cache_files: Iterable[str | Path] = (), keep: Iterable[str | Path] = ()) -> dict[str, int]:
+        """Delete folders older than ``max_age_s``, then the oldest files until the total fits ``max_bytes``.
+
+        ``cache_files`` are Gradio's cached copies for this app (counted and evicted like ours);
+        ``keep`` are paths never deleted (the examples, files a request is using).
+        """
+        now = time.time()
+        kept = {Path(p) for p in keep}
+        removed_folders = removed_files = 0
+        entries: list[tuple[float, int, Path]] = []  # (last change, bytes, path) of what may be evicted
+        for folder in self.ours():
+            if folder in kept:
+                continue
+            changed = _last_change(folder)
+            if now - changed > self.max_age_s:
+                shutil.rmtree(folder, ignore_errors=True)
+                removed_folders += 1
+                continue
+            if folder in self._made:
+                entries.append((changed, _tree_bytes(folder), folder))
+        for file in cache_files:
+            path = Path(file)
+            if path in kept:
+                continue
+            try:
+                info = path.lstat()
+            except OSError:
+                continue
+            entries.append((max(info.st_mtime, info.st_ctime), info.st_size, path))
+        total = sum(size for _, size, _ in entries)
+        for changed, size, path in sorted(entries, key=lambda entry: entry[0]):
+            if total <= self.max_bytes:
+                break
+            if now - changed < MIN_AGE_S:
+                continue
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+                removed_folders += 1
+            else:
+                try:
+                    path.unlink()
+                except OSError:
+                    continue
+                removed_files += 1
+            total -= size
+        if removed_folders or removed_files:
+            log.info("storage sweep: %d folder(s) and %d cached file(s) deleted; %d bytes left", removed_folders,
+                     removed_files, total)
+        return {"folders_removed": removed_folders, "files_removed": removed_files, "bytes": total}
