@@ -247,3 +247,33 @@ def test_correlation_with_two_single_edit_items_reports_its_undefined_resamples(
     assert figure.ci is None and "no interval" in figure.ci_note
     data = figure.to_dict()
     assert data["boot_undefined"] == expected and data["ci_low"] is None and data["ci_note"]
+
+
+def test_bpm_over_a_dataset_min_max_normalises_s_modify_across_its_items(tmp_path):
+    """BPM paper, Alg. 2 line 2: S_modify min-max over the dataset, recomputed here by hand."""
+    def parts(s_modify, s_preserve, s_region, alpha=0.7):
+        return {"s_modify": s_modify, "s_modify_norm": (s_modify + 1) / 2, "s_preserve": s_preserve,
+                "s_semantic": (s_modify + 1) / 2 + s_preserve, "s_size": s_region, "s_position": 0,
+                "s_region": s_region, "bpm": 0.0, "overall_raw": 0.0, "alpha": alpha,
+                "s_modify_normalization": "pair", "found": {"o1": True, "o2": True}}
+
+    given = [(0.10, 0.90, 1), (0.30, 0.50, 0), (-0.20, 0.70, 1), (0.05, 0.20, 0)]
+    rec1 = record("p1", [{"bpm": 1.0}, {"bpm": 1.0}], human={"preferred": 0}, dataset="bench")
+    rec2 = record("p2", [{"bpm": 1.0}, {"bpm": 1.0}], human={"preferred": 1}, dataset="bench")
+    rec3 = record("p3", [{"bpm": None}], dataset="bench")  # no instruction: no BPM, no components
+    for edit, values in zip(rec1["edits"] + rec2["edits"], given):
+        edit["bpm"] = parts(*values)
+    path = write_results(tmp_path / "bench.jsonl", [rec1, rec2, rec3])
+    report = compute_protocols(path, n_boot=0)
+    low, high = -0.20, 0.30
+    expected = [0.7 * ((m - low) / (high - low) + p) + 0.3 * r for m, p, r in given]
+    assert expected[0] > expected[1] and expected[3] < expected[2]  # BPM agrees with p1's choice, not p2's
+    assert report.datasets["bench"].metrics["bpm_dataset"].s2afc.value == pytest.approx(0.5)
+    from augclip_demo.batch.protocol_tables import read_protocol_items
+
+    _, grouped, keys, _, _ = read_protocol_items([path])
+    assert "bpm_dataset" in keys
+    values = [edit.metrics["bpm_dataset"] for item in grouped["bench"] for edit in item.edits]
+    assert values[:4] == pytest.approx(expected, abs=1e-12)
+    assert values[4] is None  # no components recorded: no value, like bpm
+    assert "BPM (dataset min-max)" in report.format()
