@@ -24,7 +24,7 @@ from .config import Settings
 from .errors import InputError
 from .inference.clip_encoder import ClipEncoder, get_encoder
 from .io import ImageInput, LoadedImage, open_image
-from .metrics.augclip import CLASSIFIERS, AugCLIPResult
+from .metrics.augclip import CLASSIFIERS, PROJECTIONS, WEIGHT_SCALINGS, AugCLIPResult
 from .metrics.suite import ItemScores, MetricInputs, metric_keys, score_item
 from .metrics.vectors import unit_rows
 from .report import UNTRAINED_WARNING, AttributeChange, AugCLIPDetails, EditResult, Report
@@ -32,6 +32,8 @@ from .report import UNTRAINED_WARNING, AttributeChange, AugCLIPDetails, EditResu
 __all__ = ["AugCLIPOptions", "Attributes", "EvaluationArrays", "Evaluator", "Report"]
 
 ProgressCallback = Callable[[float, str], None]
+
+TRUNCATION_NOTE = "text cut to CLIP's first {limit} tokens (the rest was not scored): {texts}"
 
 
 @dataclass(frozen=True)
@@ -42,10 +44,16 @@ class AugCLIPOptions:
     C: float = 1.0
     weighting: bool = True
     include_images: bool = True
+    weight_scaling: str = "raw"  # "raw" (App. B) or "mean" (alpha rescaled to mean 1)
+    projection: str = "clamped"  # "clamped" (Eq. 8) or "plain" (App. B, v = c w)
 
     def __post_init__(self) -> None:
         if self.classifier not in CLASSIFIERS:
             raise InputError(f"classifier must be one of {', '.join(CLASSIFIERS)}, got {self.classifier!r}")
+        if self.weight_scaling not in WEIGHT_SCALINGS:
+            raise InputError(f"weight_scaling must be one of {', '.join(WEIGHT_SCALINGS)}, got {self.weight_scaling!r}")
+        if self.projection not in PROJECTIONS:
+            raise InputError(f"projection must be one of {', '.join(PROJECTIONS)}, got {self.projection!r}")
         if not (isinstance(self.C, (int, float)) and np.isfinite(self.C) and self.C > 0):
             raise InputError(f"C must be a positive number, got {self.C!r}")
 
@@ -257,6 +265,7 @@ class Evaluator:
         results = self.score(arrays, attrs, options)
         timings["metrics"] = time.perf_counter() - start
         timings["total"] = time.perf_counter() - total_start
+        truncated, truncation_notes = self._truncation([target_text, source_text or "", *attrs.source, *attrs.target])
         return Report(
             source_name=src.name,
             source_sha256=src.sha256,
@@ -268,11 +277,20 @@ class Evaluator:
             options=asdict(options),
             edits=results,
             timings=timings,
-            notes=list(src.notes),
+            notes=list(src.notes) + truncation_notes,
             version=__version__,
             created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            truncated_texts=truncated,
             arrays=arrays,
         )
+
+    def _truncation(self, texts: list[str]) -> tuple[list[str], list[str]]:
+        """(texts the tokenizer cuts, the report note saying so) for the texts of one evaluation."""
+        truncated = self.encoder.truncated_texts(texts)
+        if not truncated:
+            return [], []
+        shown = "; ".join(repr(t if len(t) <= 60 else t[:57] + "...") for t in truncated)
+        return truncated, [TRUNCATION_NOTE.format(limit=self.encoder.context_length, texts=shown)]
 
     def add_bpm(self, report: Report, instruction: str | None = None, parsed: Any = None, *, models: Any = None,
                 options: Any = None, parser: str = "rules", client: Any = None) -> Report:
@@ -345,8 +363,12 @@ class Evaluator:
                     if key in old.unavailable:
                         new.unavailable[key] = old.unavailable[key]
             new.bpm = old.bpm
+        truncated, truncation_notes = self._truncation(
+            [report.target_text, report.source_text or "", *attrs.source, *attrs.target])
+        notes = [n for n in report.notes if not n.startswith(TRUNCATION_NOTE.split("{", 1)[0])] + truncation_notes
         return Report(**{**report.__dict__, "edits": results, "options": asdict(options), "attributes": attrs,
-                         "arrays": arrays, "timings": {**report.timings, "rescore": sum(timings.values())}})
+                         "arrays": arrays, "timings": {**report.timings, "rescore": sum(timings.values())},
+                         "notes": notes, "truncated_texts": truncated})
 
 
 def _untrained_parts(models: Any) -> list[str]:
@@ -383,6 +405,8 @@ def _details(res: AugCLIPResult, arrays: EvaluationArrays, edit_embedding: np.nd
         C=res.C,
         weighting=res.weighting,
         include_images=res.include_images,
+        weight_scaling=res.weight_scaling,
+        projection=res.projection,
         fit_samples=samples,
         alpha=[float(x) for x in res.alpha],
         sample_weight=[float(x) for x in res.sample_weight],

@@ -43,6 +43,8 @@ class AugCLIPDetails:
     fit_samples: list[str]
     alpha: list[float]
     sample_weight: list[float]
+    weight_scaling: str = "raw"
+    projection: str = "clamped"
 
 
 @dataclass
@@ -87,6 +89,8 @@ class Report:
     notes: list[str] = field(default_factory=list)
     version: str = ""
     created_at: str = ""
+    # Texts longer than CLIP's context (77 tokens): the tokenizer cut them, so only their start was scored.
+    truncated_texts: list[str] = field(default_factory=list)
     # In-memory embeddings and fits for explanations and re-scoring; never serialised.
     arrays: Any = field(default=None, repr=False, compare=False)
 

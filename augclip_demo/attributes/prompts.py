@@ -1,123 +1,131 @@
-"""The MLLM prompts for attribute extraction (AugCLIP App. C.2 and C.3), in one place.
+"""The requests sent to a multimodal chat model to extract attributes (AugCLIP App. C.2 / C.3).
 
-The structure and the in-context examples follow the paper; the wording is ours.
+We follow the paper's procedure (what is asked, in which order, in which answer format) and write
+every request and every in-context example ourselves:
 
-* Source attributes (App. C.2) take two requests. First the source image goes to the model with a
-  request for an objective, detailed, easy caption (visual aspects only, no opinions). Then the
-  caption is parsed into a Python list of short visual characteristics, guided by the paper's
-  example (a caption of a dark dog in a grassy field and its parsed list).
-* Target attributes (App. C.3) take one request: the target text plus the source caption for
-  context, asking which visual attributes the edited image should have, answered as a Python list
-  in the form "SUBJECT is/has ATTRIBUTE", near-duplicates merged, guided by the paper's example
-  (turning a person into a standing posture).
+* Source attributes (App. C.2), two requests. (1) The source image goes to the model with a request
+  for a detailed caption of what is visible, in plain words, without opinions. (2) The caption is
+  broken down into a Python list of short visual attributes, shown how by one worked example of our
+  own (a bicycle against a brick wall).
+* Target attributes (App. C.3), one request: the target text, with the source caption as context,
+  asking which visual attributes the *edited* image must show to match the target text, as
+  "SUBJECT is ATTRIBUTE" / "SUBJECT has ATTRIBUTE", near-duplicates merged, shown how by one worked
+  example of our own (water turned into orange juice). The request asks for what the target text
+  calls for only: attributes the edit leaves as they were belong to the source set, not here.
 
-Two additions to the paper's prompts, both in the direction its own results point: every item is
-asked to be short and about one visual aspect (Table 8: short attributes beat long ones), and the
-answer is asked to be the list only (so that parsing rarely has to fall back on heuristics).
+Two additions, both in the direction the paper's own results point: every item should be short and
+about one visual aspect (its Table 8: short attributes work better than long ones), and the answer
+should be the list alone (so parsing rarely needs its fallbacks).
 
-Change :data:`PROMPT_VERSION` whenever a prompt changes: it is part of every cache key and of the
-provenance saved with each attribute set.
+Change :data:`PROMPT_VERSION` whenever a request changes: it is part of every cache key and of the
+provenance saved with each attribute set, so answers to older wording are never mixed in.
 """
 
 from __future__ import annotations
 
 import json
 
-PROMPT_VERSION = "augclip-c2c3-v1"
+PROMPT_VERSION = "augclip-c2c3-v2"
 
-# ---------------------------------------------------------------- App. C.2, step 1: caption
+# ---------------------------------------------------------------- App. C.2, request 1: caption
 CAPTION_PROMPT = (
-    "Describe this image in detail. Describe only what can be seen: leave out opinions, "
-    "interpretations and anything that is not visual. Use plain, easy, intuitive sentences."
+    "Write a detailed caption for this picture. Mention only things a viewer can see (objects, "
+    "colours, materials, shapes, positions, poses, lighting); skip guesses, feelings and judgements. "
+    "Keep the sentences short and simple."
 )
 
-# ---------------------------------------------------------------- App. C.2, step 2: parse the caption
-#: The paper's in-context example for parsing a caption (App. C.2), in our words.
+# ---------------------------------------------------------------- App. C.2, request 2: caption -> list
+#: Worked example for breaking a caption into attributes (ours; same shape as the paper's).
 SOURCE_EXAMPLE_CAPTION = (
-    "The image features a large, dark-colored dog standing in a grassy field. The dog appears to be "
-    "alert and attentive, possibly observing its surroundings. The grass is lush and green, providing "
-    "a natural backdrop for the dog."
+    "A blue bicycle leans against an old brick wall on a quiet street. Its frame is thin and a little "
+    "rusty, and a wicker basket hangs from the handlebars. Late afternoon sun throws a long shadow of "
+    "the bicycle across the pavement."
 )
 SOURCE_EXAMPLE_ATTRIBUTES = [
-    "A dog is large",
-    "A dog is dark-colored",
-    "A dog is standing",
-    "A dog is standing on a grassy field",
-    "A dog is alert",
-    "A dog is attentive",
-    "A dog is observing its surroundings",
-    "A grass is lush",
-    "A grass is green",
-    "A grass is providing a natural backdrop",
+    "A bicycle is blue",
+    "A bicycle is leaning on a wall",
+    "A bicycle has a thin frame",
+    "A bicycle is slightly rusty",
+    "A bicycle has a wicker basket",
+    "A basket hangs from the handlebars",
+    "A wall is made of brick",
+    "A wall is old",
+    "A street is quiet",
+    "A shadow is long",
+    "A pavement is lit by low sun",
 ]
 
 PARSE_INSTRUCTIONS = (
-    "You are a helpful text-generation assistant. You are given a detailed description of an image; "
-    "your job is to break it down into specific visual attributes. Keep every attribute short and "
-    "about one visual aspect."
+    "Your task: split a picture caption into separate visual attributes. Each attribute is one short "
+    'sentence that names a thing and one visible property of it, such as "A bicycle is blue". Keep '
+    "every attribute short and about a single visual aspect."
 )
+
+#: Label of the caption to split; it also tells the test chat server which request it is answering.
+PARSE_INPUT_LABEL = "CAPTION TO SPLIT"
 
 
 def caption_parse_prompt(caption: str) -> str:
-    """Step 2 of App. C.2: turn a caption into a Python list of visual characteristics."""
+    """Request 2 of App. C.2: a caption -> a Python list of its visual attributes."""
     return (
         f"{PARSE_INSTRUCTIONS}\n\n"
-        f"EXAMPLE INPUT: {_quote(SOURCE_EXAMPLE_CAPTION)}\n\n"
-        f"EXAMPLE OUTPUT: {_pylist(SOURCE_EXAMPLE_ATTRIBUTES)}\n\n"
-        "Give me a Python list of the visual characteristics contained in the following sentences. "
-        "Answer with the list only.\n"
-        f"INPUT: {_quote(caption)}"
+        f"Worked example. Caption: {_quote(SOURCE_EXAMPLE_CAPTION)}\n"
+        f"Attributes: {_pylist(SOURCE_EXAMPLE_ATTRIBUTES)}\n\n"
+        "Now do the same for the caption below and reply with one Python list of strings and "
+        "nothing else.\n"
+        f"{PARSE_INPUT_LABEL}: {_quote(caption)}"
     )
 
 
 # ---------------------------------------------------------------- App. C.3: target attributes
-#: The paper's in-context example for target attributes (App. C.3): a person made to stand.
-TARGET_EXAMPLE_SUBJECT = "a person"
-TARGET_EXAMPLE_CHANGE = "a standing posture"
-TARGET_EXAMPLE_NAME = "Standing person"
+#: Worked example for target attributes (ours; same shape as the paper's): water made into juice.
+TARGET_EXAMPLE_SOURCE = "a glass of water"
+TARGET_EXAMPLE_CHANGE = "a glass of orange juice"
+TARGET_EXAMPLE_NAME = "Orange juice"
 TARGET_EXAMPLE_ATTRIBUTES = [
-    "Standing person has straight legs",
-    "Standing person is upright",
-    "Standing person is on their feet",
-    "Standing person is tall",
+    "Orange juice is orange",
+    "Orange juice is opaque",
+    "Orange juice has bits of pulp",
+    "Orange juice has a thin layer of foam",
 ]
 
 TARGET_INSTRUCTIONS = (
-    "You are a helpful text-generation assistant. You are given a detailed description of an image; "
-    "your job is to break it down into specific visual attributes. When attributes with nearly the "
-    'same meaning come up, keep only one of them: for example "A dog is large" and "A dog is big" '
-    "mean the same, so use just one. Keep every attribute short and about one visual aspect."
+    "Your task: list the visual attributes an edited picture must show. Each attribute is one short "
+    "sentence about a single visible property. Do not repeat an attribute in other words: "
+    '"A cup is small" and "A cup is little" say the same thing, so keep only one of them.'
 )
 
 
 def target_question(target_text: str, source_caption: str | None = None, source_text: str | None = None) -> str:
-    """The question about one edit, shaped like the paper's example input."""
+    """The question about one edit, shaped like the worked example's question."""
     context = ""
     if source_caption:
-        context += f"The source image shows: {_quote(source_caption)}\n"
+        context += f"Caption of the picture before the edit: {_quote(source_caption)}\n"
     if source_text:
-        context += f"The source image is described as {_quote(source_text)}.\n"
+        context += f"Short description of the picture before the edit: {_quote(source_text)}\n"
     return (
         f"{context}"
-        f"The image is edited according to the target text {_quote(target_text)}. In order to make the "
-        "image match the target text, what visual attributes should the edited image have? Answer in "
-        'the format of "SUBJECT is ATTRIBUTE" or "SUBJECT has ATTRIBUTE", where SUBJECT is a short '
-        "name for the edited subject, the way the example uses \"Standing person\"."
+        f"Edit request: {_quote(target_text)}.\n"
+        "Which visual attributes must the edited picture have so that it matches the edit request? "
+        "List only what the request calls for; leave out whatever the edit keeps as it was before. "
+        'Write each one as "SUBJECT is ATTRIBUTE" or "SUBJECT has ATTRIBUTE", where SUBJECT is a '
+        f'short name for the edited subject (the worked example uses "{TARGET_EXAMPLE_NAME}").'
     )
 
 
 def target_prompt(target_text: str, source_caption: str | None = None, source_text: str | None = None) -> str:
     """App. C.3: the target text (with the source caption as context) -> a Python list of attributes."""
     example_question = (
-        f"In order to make {TARGET_EXAMPLE_SUBJECT} into {TARGET_EXAMPLE_CHANGE}, what visual attributes "
-        f'of the image should be changed? Answer in the format of "{TARGET_EXAMPLE_NAME} is ATTRIBUTE".'
+        f"Edit request: turn {TARGET_EXAMPLE_SOURCE} into {TARGET_EXAMPLE_CHANGE}. Which visual attributes "
+        f'must the edited picture have? Write each one as "{TARGET_EXAMPLE_NAME} is ATTRIBUTE" or '
+        f'"{TARGET_EXAMPLE_NAME} has ATTRIBUTE".'
     )
     return (
         f"{TARGET_INSTRUCTIONS}\n\n"
-        f"EXAMPLE INPUT: {example_question}\n\n"
-        f"EXAMPLE OUTPUT: {_pylist(TARGET_EXAMPLE_ATTRIBUTES)}\n\n"
-        f"INPUT: {target_question(target_text, source_caption, source_text)}\n"
-        "Answer with a Python list only."
+        f"Worked example. {example_question}\n"
+        f"Attributes: {_pylist(TARGET_EXAMPLE_ATTRIBUTES)}\n\n"
+        f"Now answer for this edit.\n{target_question(target_text, source_caption, source_text)}\n"
+        "Reply with one Python list of strings and nothing else."
     )
 
 

@@ -5,10 +5,20 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..bpm import BPMOptions
 from ..errors import InputError
-from ..metrics.suite import parse_metric_keys
+from ..instructions import PARSERS
+from ..metrics.suite import METRICS, metric_keys, parse_metric_keys
 from ..pipeline import AugCLIPOptions
 from ..report import UNTRAINED_WARNING
+
+#: The stages a batch run computes: every metric of these stages can be chosen with ``--metrics``.
+BATCH_STAGES: tuple[str, ...] = ("embeddings", "pixels", "regions")
+
+
+def batch_metric_keys() -> list[str]:
+    """Every metric a batch run can compute, in table order (BPM included: the regions stage)."""
+    return [key for key in metric_keys() if METRICS[key].stage in BATCH_STAGES]
 
 
 @dataclass
@@ -27,9 +37,15 @@ class BatchOptions:
     overwrite: bool = False
     retry_failed: bool = False
     skip_invalid: bool = False
+    bpm: BPMOptions = field(default_factory=BPMOptions)  # alpha, box threshold, region thresholds (regions stage)
+    parser: str = "rules"  # instruction parser of the regions stage: rules (offline) or llm
 
     def __post_init__(self) -> None:
-        self.metrics = parse_metric_keys(self.metrics)
+        self.metrics = parse_metric_keys(self.metrics, supplied_stages=BATCH_STAGES)
+        if self.parser not in PARSERS:
+            raise InputError(f"instruction parser must be one of {', '.join(PARSERS)}, got {self.parser!r}")
+        if not isinstance(self.bpm, BPMOptions):
+            raise InputError(f"bpm options must be BPMOptions, got {type(self.bpm).__name__}")
         if self.fit_executor not in ("auto", "thread", "process"):
             raise InputError(f"fit executor must be auto, thread or process, got {self.fit_executor!r}")
         for name in ("batch_size", "text_batch_size", "workers", "fit_workers", "max_inflight"):

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..bpm.judges import BPMComponents, rescore_over_dataset
 from ..errors import InputError
 from ..metrics.agreement import (
     DEFAULT_BOOTSTRAP,
@@ -80,7 +81,7 @@ class ProtocolReport:
         travels alone: figures from untrained models must say so on every row, as the results CSV does)."""
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=["dataset", "metric", "figure", "value", "ci_low", "ci_high", "n",
-                                                    "model", "untrained"])
+                                                    "boot_resamples", "boot_undefined", "ci_note", "model", "untrained"])
         writer.writeheader()
         provenance = {"model": "+".join(self.models), "untrained": self.untrained}
         for row in self.long_rows():
@@ -204,6 +205,8 @@ def _ordered(present: dict[str, None]) -> list[str]:
 
 
 def _label(key: str) -> str:
+    if key == BPM_DATASET_KEY:
+        return "BPM (dataset min-max)"
     return METRICS[key].label if key in METRICS else key
 
 
@@ -213,6 +216,8 @@ def _cell(figure: Figure | None, with_ci: bool) -> str:
     text = f"{figure.value:.3f}"
     if with_ci and figure.ci is not None:
         text += f" [{figure.ci[0]:.2f}, {figure.ci[1]:.2f}]"
+    elif with_ci and figure.ci_note:
+        text += f" [no CI: {figure.boot_undefined}/{figure.boot_resamples} resamples undefined]"
     return text
 
 
@@ -224,6 +229,31 @@ def _render(title: str, headers: list[str], rows: list[list[str]]) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- reading
+#: BPM with S_modify min-max normalised over each dataset of the results (BPM paper, Alg. 2 line 2), derived
+#: from the components every batch record keeps; the per-pair ``bpm`` uses the fixed (x + 1) / 2 instead.
+BPM_DATASET_KEY = "bpm_dataset"
+
+
+def add_dataset_bpm(items: list[ProtocolItem], components: dict[int, dict[str, Any]]) -> bool:
+    """Give every edit with BPM components the dataset-normalised BPM as metric ``bpm_dataset``.
+
+    ``components`` maps ``id(edit)`` to the edit's recorded BPM components. Returns whether any edit got
+    a value. Edits without components (no instruction, refused parse) get ``None``, like ``bpm``.
+    """
+    scored = [(edit, components[id(edit)]) for item in items for edit in item.edits if id(edit) in components]
+    if not scored:
+        return False
+    fields = set(BPMComponents.__dataclass_fields__)
+    rescored = rescore_over_dataset(BPMComponents(**{k: v for k, v in parts.items() if k in fields})
+                                    for _, parts in scored)
+    for (edit, _), result in zip(scored, rescored):
+        edit.metrics[BPM_DATASET_KEY] = result.bpm
+    for item in items:
+        for edit in item.edits:
+            edit.metrics.setdefault(BPM_DATASET_KEY, None)
+    return True
+
+
 def read_protocol_items(paths: list[str | Path]) -> tuple[dict[str, DatasetProtocols], dict[str, list[ProtocolItem]],
                                                            list[str], list[str], bool]:
     """Items of every results file, grouped by dataset; also metric keys, model specs, untrained flag."""
@@ -233,6 +263,7 @@ def read_protocol_items(paths: list[str | Path]) -> tuple[dict[str, DatasetProto
     models: dict[str, None] = {}
     untrained = False
     seen: dict[tuple[str, str], str] = {}
+    bpm_components: dict[str, dict[int, dict[str, Any]]] = {}  # dataset -> id(edit) -> recorded components
     for path in paths:
         path = Path(path)
         for record in iter_results(path):
@@ -254,13 +285,22 @@ def read_protocol_items(paths: list[str | Path]) -> tuple[dict[str, DatasetProto
                 continue
             ds.n_items += 1
             human = record.get("human") or {}
-            edits = [ProtocolEdit(name=str(e.get("name", "")), role=str(e.get("role", "candidate")),
-                                  metrics=dict(e.get("metrics") or {})) for e in record.get("edits", [])]
+            edits = []
+            for e in record.get("edits", []):
+                edit = ProtocolEdit(name=str(e.get("name", "")), role=str(e.get("role", "candidate")),
+                                    metrics=dict(e.get("metrics") or {}))
+                parts = e.get("bpm")
+                if isinstance(parts, dict) and isinstance((e.get("metrics") or {}).get("bpm"), (int, float)):
+                    bpm_components.setdefault(name, {})[id(edit)] = parts
+                edits.append(edit)
             for edit in edits:
                 for key in edit.metrics:
                     metric_keys.setdefault(key, None)
             grouped.setdefault(name, []).append(ProtocolItem(
                 id=item_id, edits=edits, preferred=human.get("preferred"), scores=human.get("scores")))
+    for name, components in bpm_components.items():
+        if add_dataset_bpm(grouped.get(name, []), components):
+            metric_keys.setdefault(BPM_DATASET_KEY, None)
     return datasets, grouped, list(metric_keys), list(models), untrained
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..errors import InputError
 
-RUN_KEYS_COMPARED = ("model", "metrics", "options")
+RUN_KEYS_COMPARED = ("model", "metrics", "options", "bpm")  # "bpm": region models and options
 
 
 @dataclass

@@ -12,7 +12,9 @@ How it is fast (and why memory stays bounded):
    each text, how many pending items use it. Nothing else is kept (no images, no items).
 2. **Decode in parallel.** A thread pool decodes each item's images, runs the PIL part of the
    model's preprocessing (resize, crop) into small uint8 arrays, computes the pixel-stage metrics
-   (L2) and extracts attributes when an item needs a provider. At most ``max_inflight`` items are
+   (L2), runs BPM when it is chosen (the regions stage: the item's parse, GroundingDINO, SAM and
+   CLIP on the full-size images; :class:`~.stages.RegionSource` loads those models on first use) and
+   extracts attributes when an item needs a provider. At most ``max_inflight`` items are
    in flight; full-size images never outlive their worker task.
 3. **Encode once, in large batches.** Image tensors are queued and encoded ``batch_size`` at a
    time (fp16 autocast on GPU); texts are collected across items and encoded in large batches.
@@ -55,6 +57,7 @@ from .results import InOrderWriter, ResultsWriter, RunLock, apply_resume_state, 
 from .stages import (
     AttributeSource,
     DecodedItem,
+    RegionSource,
     decode_item,
     embedding_inputs,
     error_record,
@@ -88,14 +91,26 @@ class BatchRunner:
         self.needs = needs_of(self.options.metrics)
         self.pixel_metrics = [k for k in self.options.metrics if METRICS[k].stage == "pixels"]
         self.embedding_metrics = [k for k in self.options.metrics if METRICS[k].stage == "embeddings"]
+        self.region_metrics = [k for k in self.options.metrics if METRICS[k].stage == "regions"]
+        # the region models are only built when BPM is chosen, and only loaded when an item needs them
+        self.regions = (RegionSource.from_settings(self.settings, self.encoder, self.options.bpm, self.options.parser)
+                        if self.region_metrics else None)
         self.summary: BatchSummary | None = None  # live while running (the CLI prints it on Ctrl-C)
         self.stats: dict[str, int] = {}  # peak / final sizes of what the run held in memory
 
     # ------------------------------------------------------------------ public
+    @property
+    def untrained(self) -> bool:
+        """The CLIP encoder or (when BPM is chosen) any region model has random weights."""
+        return bool(self.encoder.untrained or (self.regions is not None and self.regions.untrained))
+
     def run_signature(self) -> dict[str, Any]:
-        return {"model": self.encoder.spec.raw, "untrained": self.encoder.untrained,
-                "metrics": list(self.options.metrics), "options": asdict(self.options.augclip),
-                "version": __version__}
+        run = {"model": self.encoder.spec.raw, "untrained": self.untrained,
+               "metrics": list(self.options.metrics), "options": asdict(self.options.augclip),
+               "version": __version__}
+        if self.regions is not None:
+            run["bpm"] = self.regions.signature()
+        return run
 
     def run(self) -> BatchSummary:
         start = time.perf_counter()
@@ -115,13 +130,17 @@ class BatchRunner:
             apply_resume_state(self.out, resume, overwrite=opts.overwrite, retry_failed=opts.retry_failed)
             summary = BatchSummary(manifest=str(self.manifest), out=str(self.out), n_items=plan.n_items,
                                    n_skipped=plan.n_items - plan.pending, invalid=list(plan.problems),
-                                   model=self.encoder.spec.raw, untrained=self.encoder.untrained)
+                                   model=self.encoder.spec.raw, untrained=self.untrained)
             self.summary = summary
             if resume.dropped_torn_line:
                 summary.notes.append("the results file ended in a torn line (interrupted write); it was removed and "
                                      "that item runs again")
             if resume.dropped_failed:
                 summary.notes.append(f"{resume.dropped_failed} failed item(s) from the last run are retried")
+            if self.regions is not None and self.regions.untrained:
+                bpm = run["bpm"]
+                summary.notes.append(f"BPM models (GroundingDINO {bpm['detector']}; SAM {bpm['segmenter']}; CLIP "
+                                     f"{run['model']}) include random weights: BPM values are untrained")
             if plan.pending:
                 self.encoder.load()
                 try:
@@ -145,6 +164,8 @@ class _ItemState:
     attributes: Attributes | None
     shas: dict[str, str]
     pixel_scores: ItemScores | None
+    region_scores: ItemScores | None = None
+    parse: dict[str, Any] | None = None
 
 
 class _Execution:
@@ -233,7 +254,7 @@ class _Execution:
         needs_attributes = "attribute_embeddings" in runner.needs and item.attributes is None
         future = self.pools.decode.submit(decode_item, item, claim, runner.encoder, runner.pixel_metrics,
                                           self.attribute_source if needs_attributes else None,
-                                          runner.settings.max_image_pixels)
+                                          runner.settings.max_image_pixels, runner.regions)
         self.decoding[future] = (ordinal, item, claim)
 
     def _on_decoded(self, future: cf.Future, ordinal: int, item: ManifestItem, claim: set[str]) -> None:
@@ -258,7 +279,8 @@ class _Execution:
             dynamic = (set(attributes.source) | set(attributes.target)) - static
             store.add_text_uses(dynamic)
         state = _ItemState(ordinal=ordinal, item=item, image_keys=image_keys, texts=static | dynamic,
-                           attributes=attributes, shas=decoded.shas, pixel_scores=decoded.pixel_scores)
+                           attributes=attributes, shas=decoded.shas, pixel_scores=decoded.pixel_scores,
+                           region_scores=decoded.region_scores, parse=decoded.parse)
         store.request_texts(state.texts, self.runner.encoder)
         self.waiting[ordinal] = state
 
@@ -296,11 +318,13 @@ class _Execution:
         self.writer.put(ordinal, error_record(item, self.runner.dataset, error, self.run_info))
 
     def _ok_record(self, state: _ItemState, scores: ItemScores) -> dict[str, Any]:
-        if state.pixel_scores is not None:
-            scores = scores.merged(state.pixel_scores, order=self.runner.options.metrics)
+        order = self.runner.options.metrics
+        for stage_scores in (state.pixel_scores, state.region_scores):
+            if stage_scores is not None:
+                scores = scores.merged(stage_scores, order=order)
         shas = [state.shas.get(key) for key in state.image_keys[1:]]
-        return ok_record(state.item, self.runner.dataset, scores, shas, state.attributes, self.runner.options.metrics,
-                         self.run_info)
+        extra = {"bpm_parse": state.parse} if self.runner.regions is not None else None
+        return ok_record(state.item, self.runner.dataset, scores, shas, state.attributes, order, self.run_info, extra)
 
     # ------------------------------------------------------------------ write
     def _collect(self, block: bool, one: bool = False) -> None:

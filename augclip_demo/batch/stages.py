@@ -1,4 +1,5 @@
-"""The stages of a batch item as functions over plain data: decode -> attributes -> encode -> score -> record.
+"""The stages of a batch item as functions over plain data: decode -> attributes / regions -> encode -> score
+-> record.
 
 Each function takes and returns plain values (items, arrays, dicts), so an engine can run it
 where it likes: the streaming runner (:mod:`.runner`) runs decoding in threads and scoring in a
@@ -15,8 +16,12 @@ from typing import Any
 import numpy as np
 
 from ..attributes.base import AttributeProvider, Attributes
-from ..errors import AugclipError, InputError
+from ..bpm import BPMOptions, BPMResult, bpm_score_many
+from ..bpm.models import BPMModels
+from ..config import Settings
+from ..errors import AugclipError, InputError, InstructionParseError
 from ..inference.clip_encoder import ClipEncoder
+from ..instructions import ParsedInstruction, resolve_parse
 from ..io import LoadedImage, open_image
 from ..metrics.suite import ItemScores, MetricInputs, score_item
 from ..metrics.vectors import unit_rows
@@ -53,6 +58,97 @@ class AttributeSource:
             return self.evaluator.resolve_attributes(self._provider, source, item.target_text, item.source_text)
 
 
+# ---------------------------------------------------------------------------------------------- regions
+NO_PARSE = ("no instruction and no parse in the manifest: BPM needs the item's \"instruction\" (e.g. 'make the cup "
+            "red') or a \"parse\" object naming o1 / o2")
+
+
+class RegionSource:
+    """A run's BPM region models (GroundingDINO, SAM and the run's CLIP), loaded on first use; a load
+    failure becomes the error of every item that needs them (recorded as failed, so
+    ``--retry-failed`` runs them again once the weights are there)."""
+
+    def __init__(self, models: BPMModels, options: BPMOptions, parser: str = "rules"):
+        self.models = models
+        self.options = options
+        self.parser = parser
+        self._loaded = False
+        self._error: str | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Settings, encoder: ClipEncoder, options: BPMOptions,
+                      parser: str = "rules") -> RegionSource:
+        """The shared detector and segmenter for ``settings`` with the run's CLIP encoder (nothing loaded)."""
+        from ..bpm.models import get_bpm_models
+
+        return cls(get_bpm_models(settings, encoder=encoder), options, parser)
+
+    @property
+    def untrained(self) -> bool:
+        return self.models.untrained
+
+    def signature(self) -> dict[str, Any]:
+        """What decides the BPM values besides the images (compared on resume, like the CLIP model)."""
+        detector, segmenter = self.models.detector, self.models.segmenter
+        return {"detector": detector.spec, "segmenter": segmenter.spec,
+                "sam_checkpoint": str(segmenter.checkpoint) if segmenter.checkpoint else None,
+                "parser": self.parser, "options": self.options.to_dict(), "untrained": self.untrained}
+
+    def loaded(self) -> BPMModels:
+        with self._lock:
+            if not self._loaded and self._error is None:
+                try:
+                    self.models.load()
+                    self._loaded = True
+                except AugclipError as exc:
+                    self._error = f"BPM region models are not available: {exc}"
+        if self._error is not None:
+            raise InputError(self._error)
+        return self.models
+
+
+def item_parse(item: ManifestItem, parser: str = "rules") -> tuple[ParsedInstruction | None, str | None]:
+    """The parse BPM uses for an item (its instruction's parse with the manifest's ``parse`` corrections,
+    or the corrections alone), or None and the reason it has none."""
+    if not (item.instruction and item.instruction.strip()) and not item.parse:
+        return None, NO_PARSE
+    try:
+        return resolve_parse(item.instruction, item.parse, parser), None
+    except InstructionParseError as exc:
+        if item.instruction and item.instruction.strip():
+            return None, f"the instruction parser refused {item.instruction!r}: {exc}"
+        return None, f"the manifest's parse is not enough for BPM: {exc}"
+
+
+def bpm_summary(result: BPMResult) -> dict[str, Any]:
+    """The few numbers of one edit's BPM result a batch record keeps (no masks, boxes or images)."""
+    return {**result.components.to_dict(), "found": dict(result.found)}
+
+
+def score_regions(item: ManifestItem, source: LoadedImage, edits: list[LoadedImage], parsed: ParsedInstruction,
+                  regions: RegionSource) -> ItemScores:
+    """The regions stage of one item: BPM of every edit (Alg. 1) with ``parsed``; runs in a decode worker
+    while the full-size images are in memory. A failure of the models raises (the item fails)."""
+    models = regions.loaded()
+    results = bpm_score_many(source, edits, parsed=parsed, models=models, options=regions.options,
+                             names=[edit.name for edit in item.edits])
+    scores = ItemScores.empty(len(edits))
+    for i, result in enumerate(results):
+        scores.values[i]["bpm"] = float(result.bpm)
+        scores.details[i]["bpm"] = bpm_summary(result)
+    return scores
+
+
+def regions_unavailable(n_edits: int, reason: str) -> ItemScores:
+    """Every edit without BPM, with the item's reason."""
+    scores = ItemScores.empty(n_edits)
+    for i in range(n_edits):
+        scores.values[i]["bpm"] = None
+        scores.unavailable[i]["bpm"] = reason
+    return scores
+
+
 # ---------------------------------------------------------------------------------------------- decode
 @dataclass
 class DecodedItem:
@@ -63,16 +159,27 @@ class DecodedItem:
     shas: dict[str, str] = field(default_factory=dict)  # every decoded image key -> content hash
     failed_images: dict[str, str] = field(default_factory=dict)  # image key -> why it could not be opened
     pixel_scores: ItemScores | None = None
+    region_scores: ItemScores | None = None
+    parse: dict[str, Any] | None = None  # the parse BPM used (regions stage)
     attributes: Attributes | None = None
     error: str | None = None
 
 
 def decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, pixel_metrics: Sequence[str],
-                attributes: AttributeSource | None, max_pixels: int | None) -> DecodedItem:
+                attributes: AttributeSource | None, max_pixels: int | None,
+                regions: RegionSource | None = None) -> DecodedItem:
     """Decode an item's images, prepare the ``claim``\\ ed ones for the encoder, score the pixel-stage
-    metrics and extract attributes (when ``attributes`` is given); runs in a decode worker."""
+    metrics, extract attributes (when ``attributes`` is given) and run BPM (when ``regions`` is given);
+    runs in a decode worker."""
     out = DecodedItem()
-    need_all = bool(pixel_metrics)
+    parsed: ParsedInstruction | None = None
+    if regions is not None:
+        parsed, reason = item_parse(item, regions.parser)
+        if parsed is None:
+            out.region_scores = regions_unavailable(len(item.edits), reason or NO_PARSE)
+        else:
+            out.parse = parsed.to_dict()
+    need_all = bool(pixel_metrics) or parsed is not None
     paths = [("source", item.source_path, item.source)] + [
         (f"edits[{i}] ({edit.name})", edit.resolved, edit.path) for i, edit in enumerate(item.edits)]
     loaded: dict[str, LoadedImage] = {}
@@ -99,7 +206,15 @@ def decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, pixel
     if need_all:
         source = loaded[image_key(item.source_path)]
         edits = [loaded[image_key(edit.resolved)] for edit in item.edits]
-        out.pixel_scores = score_pixels(item, source, edits, pixel_metrics)
+        if pixel_metrics:
+            out.pixel_scores = score_pixels(item, source, edits, pixel_metrics)
+        if parsed is not None:
+            assert regions is not None
+            try:
+                out.region_scores = score_regions(item, source, edits, parsed, regions)
+            except AugclipError as exc:
+                out.error = f"BPM: {exc}"
+                return out
     if attributes is not None:
         try:
             out.attributes = attributes.extract(loaded[image_key(item.source_path)], item)
@@ -158,8 +273,10 @@ def score_embeddings(inputs: MetricInputs, keys: Sequence[str]) -> ItemScores:
 
 # ---------------------------------------------------------------------------------------------- records
 def ok_record(item: ManifestItem, dataset: str, scores: ItemScores, shas: Sequence[str | None],
-              attributes: Attributes | None, order: Sequence[str], run: dict[str, Any]) -> dict[str, Any]:
-    """The results line of a scored item (``shas``: the edits' content hashes)."""
+              attributes: Attributes | None, order: Sequence[str], run: dict[str, Any],
+              extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The results line of a scored item (``shas``: the edits' content hashes; ``extra``: item-level
+    fields of a stage, e.g. ``bpm_parse``)."""
     edits = []
     for i, edit in enumerate(item.edits):
         values, reasons = scores.values[i], scores.unavailable[i]
@@ -175,7 +292,7 @@ def ok_record(item: ManifestItem, dataset: str, scores: ItemScores, shas: Sequen
         "target_text": item.target_text, "source_text": item.source_text, "instruction": item.instruction,
         "edits": edits, "human": item.human.to_dict() if item.human else None,
         "attributes": attributes.to_dict() if attributes is not None else None,
-        "meta": item.meta, "run": run,
+        "meta": item.meta, **(extra or {}), "run": run,
     }
 
 

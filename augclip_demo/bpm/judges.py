@@ -16,8 +16,15 @@ Semantic-Aware Judge::
 
     S_modify   = cs(CLIP_I(crop(I_edit, B_edit)) - CLIP_I(crop(I_src, B_origin)), CLIP_T(o2) - CLIP_T(o1))
     S_preserve = 1 - RMSE(I_src, I_edit) over the pixels outside M_origin U M_edit (pixels in [0, 1])
-    S_semantic = (S_modify + 1) / 2 + S_preserve,   S_region = S_size + S_position
+    S_semantic = Norm(S_modify) + S_preserve,   S_region = S_size + S_position
     BPM        = alpha S_semantic + (1 - alpha) S_region,  alpha = 0.7 (Table 9)
+
+Norm: the paper min-max normalises S_modify (Alg. 2 line 2), which needs a set of scores. One
+pair has none, so a single evaluation maps the cosine with the fixed (S_modify + 1) / 2 and says
+so (``s_modify_normalization = "pair"`` in every result); :func:`dataset_min_max` and
+:func:`rescore_over_dataset` give the paper's dataset-level version for a batch of scores.
+Crops are padded to a square (:func:`pad_to_square`) before CLIP sees them: CLIP's preprocessing
+centre-crops to a square and would cut off the ends of a long box.
 
 The paper's "inside" and "near" states come without a rule (Fig. 6 lists them, Sec. 3.3 only
 describes the four directions and "unchanged"); the two rules above are ours, each with a named
@@ -139,6 +146,21 @@ def box_gap(a: np.ndarray, b: np.ndarray) -> float:
 def full_image_box(size: tuple[int, int]) -> np.ndarray:
     """The box of a whole ``(width, height)`` image."""
     return np.array([0.0, 0.0, float(size[0]), float(size[1])])
+
+
+#: Padding colour for square crops: CLIP's normalisation mean (OpenAI CLIP), i.e. ~0 after normalising.
+PAD_COLOR = (122, 116, 104)
+
+
+def pad_to_square(image: Image.Image, color: tuple[int, int, int] = PAD_COLOR) -> Image.Image:
+    """``image`` centred on a square canvas of its longer side, so a centre crop keeps all of it."""
+    width, height = image.size
+    side = max(width, height)
+    if width == height:
+        return image
+    canvas = Image.new("RGB", (side, side), color)
+    canvas.paste(image.convert("RGB"), ((side - width) // 2, (side - height) // 2))
+    return canvas
 
 
 def crop_box(image: Image.Image, box: np.ndarray) -> Image.Image:
@@ -307,9 +329,47 @@ def s_modify(origin_crop: np.ndarray, edit_crop: np.ndarray, text_o1: np.ndarray
     return cosine(edit - origin, t2 - t1)
 
 
+#: How S_modify was brought to [0, 1]: ``pair`` = fixed (x + 1) / 2; ``dataset`` = min-max over a set (paper).
+MODIFY_NORMALIZATIONS = ("pair", "dataset")
+
+
 def normalize_modify(value: float) -> float:
     """The fixed map of a cosine in [-1, 1] to [0, 1], so one pair is scored without a dataset."""
     return (float(value) + 1.0) / 2.0
+
+
+def dataset_min_max(values: Any) -> np.ndarray:
+    """The paper's Norm (Alg. 2 line 2): ``(x - min) / (max - min)`` over a whole set of S_modify values.
+
+    Every value must be finite. A set whose values are all equal has no spread to normalise: it maps
+    to 0.5 (the middle, as the pair map gives a zero cosine), rather than dividing by zero.
+    """
+    array = np.asarray(values, dtype=np.float64).reshape(-1)
+    if array.size == 0:
+        raise InputError("dataset min-max needs at least one S_modify value")
+    if not np.all(np.isfinite(array)):
+        raise InputError("dataset min-max got a NaN or infinite S_modify value; drop failed items first")
+    low, high = float(array.min()), float(array.max())
+    if high - low <= 0:
+        return np.full_like(array, 0.5)
+    return (array - low) / (high - low)
+
+
+def rescore_over_dataset(components: Any) -> list[BPMComponents]:
+    """Every BPM of a set recomputed with S_modify min-max normalised over the set (the paper's protocol)."""
+    items = list(components)
+    if not items:
+        return []
+    normalised = dataset_min_max([c.s_modify for c in items])
+    out = []
+    for c, norm in zip(items, normalised):
+        semantic = float(norm) + c.s_preserve
+        out.append(BPMComponents(
+            s_modify=c.s_modify, s_modify_norm=float(norm), s_preserve=c.s_preserve, s_semantic=semantic,
+            s_size=c.s_size, s_position=c.s_position, s_region=c.s_region,
+            bpm=c.alpha * semantic + (1.0 - c.alpha) * c.s_region, overall_raw=c.overall_raw, alpha=c.alpha,
+            s_modify_normalization="dataset"))
+    return out
 
 
 @dataclass(frozen=True)
@@ -326,8 +386,10 @@ class BPMComponents:
     bpm: float
     overall_raw: float
     alpha: float
+    # "pair": S_modify mapped by the fixed (x + 1) / 2 (one pair); "dataset": min-max over a set (paper)
+    s_modify_normalization: str = "pair"
 
-    def to_dict(self) -> dict[str, float]:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 

@@ -32,6 +32,7 @@ from .judges import (
     crop_box,
     f_position,
     f_size,
+    pad_to_square,
     preserved_region,
     s_modify,
     s_preserve,
@@ -239,7 +240,8 @@ def bpm_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInput 
         places.append(localize(parse, origin, edit_region, reference, src.image.size))
     crops: list[Image.Image] = []
     for place, image in zip(places, edit_images):
-        crops += [crop_box(src.image, place.origin.box), crop_box(image, place.edit.box)]
+        # padded to a square: CLIP's centre crop would otherwise cut off the ends of a long box
+        crops += [pad_to_square(crop_box(src.image, place.origin.box)), pad_to_square(crop_box(image, place.edit.box))]
     crop_embeddings = models.encoder.encode_images(crops)
     text_embeddings = models.encoder.encode_texts([parse.o1 or "", parse.o2 or ""])
     judge_start = time.perf_counter()

@@ -8,8 +8,12 @@ import sys
 
 from ..attributes.base import available_providers
 from ..batch.runner import BatchOptions, BatchRunner
+from ..bpm import BPMOptions
+from ..config import ENVIRONMENT_VARIABLES
+from ..instructions import PARSERS
 from ..metrics.suite import metric_keys
-from .common import add_model_args, settings_from_args
+from .bpm import bpm_settings
+from .common import add_model_args
 from .score import add_augclip_args, options_from_args
 
 
@@ -25,8 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--csv", metavar="RESULTS.csv", help="also write one CSV row per edit at the end")
     defaults = metric_keys(computable=True, primary=True)
     parser.add_argument("--metrics", metavar="LIST", default=",".join(defaults),
-                        help=f"comma-separated metrics (default {','.join(defaults)}; 'all' for every one: "
-                             f"{', '.join(metric_keys(computable=True))})")
+                        help=f"comma-separated metrics (default {','.join(defaults)}; 'all' for every CLIP and pixel "
+                             f"metric: {', '.join(metric_keys(computable=True))}; add bpm by name, e.g. 'all,bpm': "
+                             f"it runs GroundingDINO + SAM on items with an instruction or a parse)")
     parser.add_argument("--provider", metavar="NAME",
                         help=f"attribute provider for items without attributes ({', '.join(available_providers())}; "
                              "default AUGCLIP_ATTRIBUTE_PROVIDER)")
@@ -45,17 +50,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_augclip_args(parser)
+    bpm = parser.add_argument_group("BPM (with --metrics ...,bpm; items give an \"instruction\" and/or a \"parse\")")
+    bpm.add_argument("--parser", choices=PARSERS, default="rules",
+                     help="instruction parser: rules (offline, default) or llm (OpenAI-compatible chat model)")
+    bpm.add_argument("--gdino-model", metavar="ID|PATH", help=ENVIRONMENT_VARIABLES["AUGCLIP_GDINO_MODEL"])
+    bpm.add_argument("--sam-model", metavar="NAME", help=ENVIRONMENT_VARIABLES["AUGCLIP_SAM_MODEL"])
+    bpm.add_argument("--sam-checkpoint", metavar="PATH", help=ENVIRONMENT_VARIABLES["AUGCLIP_SAM_CHECKPOINT"])
+    defaults_bpm = BPMOptions()
+    bpm.add_argument("--bpm-alpha", type=float, default=defaults_bpm.alpha,
+                     help=f"BPM weight of S_semantic (default {defaults_bpm.alpha}, the BPM paper's Table 9)")
+    bpm.add_argument("--box-threshold", type=float, default=defaults_bpm.box_threshold,
+                     help=f"GroundingDINO box score threshold (default {defaults_bpm.box_threshold})")
     add_model_args(parser)
     parser.set_defaults(func=run_command)
 
 
 def run_command(args: argparse.Namespace) -> int:
-    settings = settings_from_args(args, attribute_provider=args.provider)
+    settings = bpm_settings(args, attribute_provider=args.provider)
     options = BatchOptions(
         metrics=args.metrics, augclip=options_from_args(args), provider=args.provider, batch_size=args.batch_size,
         text_batch_size=args.text_batch_size, workers=args.workers, fit_workers=args.fit_workers,
         fit_executor=args.fit_executor, overwrite=args.overwrite, retry_failed=args.retry_failed,
-        skip_invalid=args.skip_invalid)
+        skip_invalid=args.skip_invalid, parser=args.parser,
+        bpm=BPMOptions(alpha=args.bpm_alpha, box_threshold=args.box_threshold))
     runner = BatchRunner(args.manifest, args.out, options=options, settings=settings, csv=args.csv,
                          show_progress=not args.no_progress)
     try:

@@ -166,6 +166,8 @@ def format_bpm(results: list[BPMResult]) -> str:
     lines.append("")
     lines.append("BPM = alpha S_sem + (1-alpha) S_reg; S_sem = (S_mod+1)/2 + S_pres; overall = S_mod + S_pres + S_reg "
                  "(the paper's Fig. 4 sum)")
+    lines.append("S_mod01 = (S_mod+1)/2, a fixed map for one pair: the paper min-max normalises S_mod over a whole "
+                 "dataset, so BPM values here are not on the paper's dataset scale")
     for i, r in enumerate(results):
         found = ", ".join(f"{k} {'found' if v else 'NOT found'}" for k, v in r.found.items() if v is not None)
         lines.append(f"edit {i + 1}: {found}; size: {r.size.reason}; position: {r.position.reason}")

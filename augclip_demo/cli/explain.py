@@ -35,8 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     group.add_argument("--no-umap", action="store_true", help="skip the UMAP view (its first call compiles numba code)")
     group.add_argument("--start-layer", type=int, default=0, metavar="L",
                        help="first attention layer in the relevancy propagation (default 0: all; -1: last only)")
-    group.add_argument("--clip-dir-difference", choices=CLIP_DIR_DIFFERENCES, default="normalized",
-                       help="CLIPdir map: subtract the normalised maps (default) or the raw relevance")
+    group.add_argument("--clip-dir-difference", choices=CLIP_DIR_DIFFERENCES, default="raw",
+                       help="CLIPdir map: subtract the relevance as computed (default, App. D.5) or min-max "
+                            "normalise each map first")
     group.add_argument("--top-k", type=int, default=8, metavar="K",
                        help="ranking charts show the K first and K last entries of long lists (default 8)")
     group.add_argument("--umap-neighbors", type=int, default=15, metavar="N", help="UMAP n_neighbors (default 15)")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..attributes.base import AttributeProvider, Attributes
 from ..errors import InstructionParseError, LLMError, WeightsUnavailableError
-from ..metrics.augclip import CLASSIFIERS
+from ..metrics.augclip import CLASSIFIERS, PROJECTIONS, WEIGHT_SCALINGS
 from ..pipeline import AugCLIPOptions, Evaluator
 from ..report import UNTRAINED_WARNING, Report
 from .attributes import add_provider_args, provider_from_args
@@ -49,11 +49,16 @@ def add_augclip_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--no-weighting", action="store_true", help="give every sample weight 1 instead of alpha")
     group.add_argument("--attributes-only", action="store_true",
                        help="fit on attributes only (Eq. 7 as printed) instead of adding the images (App. B)")
+    group.add_argument("--weight-scaling", choices=WEIGHT_SCALINGS, default="raw",
+                       help="raw: alpha as the sample weight, as App. B does (default); mean: alpha rescaled to mean 1")
+    group.add_argument("--projection", choices=PROJECTIONS, default="clamped",
+                       help="clamped: v = max(c, 0) w as Eq. 8 (default); plain: v = c w as App. B's code")
 
 
 def options_from_args(args: argparse.Namespace) -> AugCLIPOptions:
     return AugCLIPOptions(classifier=args.classifier, C=args.C, weighting=not args.no_weighting,
-                          include_images=not args.attributes_only)
+                          include_images=not args.attributes_only, weight_scaling=args.weight_scaling,
+                          projection=args.projection)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,6 +69,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         attributes = provider_from_args(args, settings, encoder=evaluator.encoder)
     report = evaluator.evaluate(args.source, args.edited, args.target, args.source_text, attributes)
+    if report.truncated_texts:
+        warn(f"warning: {len(report.truncated_texts)} text(s) longer than CLIP's "
+             f"{evaluator.encoder.context_length} tokens were cut to their start before scoring; "
+             "shorten them (see the report's truncated_texts)")
     bpm_untrained = add_bpm_if_possible(evaluator, report, args)
     if args.out:
         Path(args.out).write_text(report.to_json() + "\n", encoding="utf-8")

@@ -55,8 +55,13 @@ CLIP_DIR_MAP_CAPTION = (
     "App. D.5: R(dI; dT) = R(I_edit; dT) - R(I_src; dT), with R(I; dT) the relevancy of cs(E(I), dT) and "
     "dT = E(T_trg) - E(T_src). Red: regions that carry more of the text direction in the edit than in the source; "
     "blue: less. The paper shows CLIPdir often attends to regions the edit did not change. {layers} "
-    "Difference of {mode} maps."
+    "{mode}"
 )
+CLIP_DIR_MODE_TEXT = {
+    "raw": "The two maps are subtracted as computed (App. D.5), then scaled by one factor to fit [-1, 1].",
+    "normalized": "Each map was min-max normalised to [0, 1] before subtracting (an option; App. D.5 subtracts "
+                  "the maps as computed).",
+}
 
 
 @dataclass
@@ -69,7 +74,7 @@ class ExplainOptions:
     rankings: bool = True
     figures: bool = True
     start_layer: int = 0  # first attention layer in the relevancy propagation (0: all layers, -1: last only)
-    clip_dir_difference: str = "normalized"  # subtract normalised maps ("normalized") or raw relevance ("raw")
+    clip_dir_difference: str = "raw"  # App. D.5: subtract the relevance as computed ("raw") or min-max maps ("normalized")
     top_k: int = 8  # ranking charts: show the top_k and bottom_k entries of long lists
     umap_neighbors: int = 15
     umap_min_dist: float = 0.1
@@ -340,7 +345,7 @@ def _add_figures(report: Report, result: ReportExplanations) -> None:
             edit.figures["relevancy_clip_dir"] = clip_dir_figure(
                 arrays.source.image, image, edit.clip_dir, title=f"CLIPdir relevancy: {label}",
                 caption=CLIP_DIR_MAP_CAPTION.format(layers=_layers_text(edit.clip_dir.edit),
-                                                    mode=edit.clip_dir.difference_mode),
+                                                    mode=CLIP_DIR_MODE_TEXT[edit.clip_dir.difference_mode]),
                 untrained=untrained)
         if edit.clip_t is not None:
             edit.figures["relevancy_clip_t"] = relevancy_figure(

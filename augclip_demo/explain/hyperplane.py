@@ -43,14 +43,53 @@ KINDS = ("source_attribute", "target_attribute", "source_image", "edit", "ideal"
 EXACT_CAPTION = (
     "Exact view (no approximation): x = g(x)/|w|, the signed distance to the AugCLIP hyperplane in the full "
     "CLIP space (> 0: target side); y = first principal component of these points after removing the w "
-    "direction. The hyperplane is the line x = 0. The ideal edit E(I_src)+v (not renormalised) lies on it, "
-    "level with the source image, since v is parallel to w."
+    "direction. The hyperplane is the line x = 0."
+)
+# What the ideal edit E(I_src) + v is, by the sign of c and the projection variant (Eq. 8 / App. B).
+IDEAL_ON_PLANE = (
+    " The source image starts on the source side (c > 0), so the ideal edit E(I_src)+v (not renormalised) lies "
+    "on the line, level with the source image, since v is parallel to w."
+)
+IDEAL_IS_SOURCE = (
+    " The source image already lies on the target side (c <= 0): no move is needed to reach it, so v = 0 and "
+    "the ideal edit is the source image itself (Eq. 8)."
+)
+IDEAL_PLAIN_BACK = (
+    " The source image already lies on the target side (c < 0); the unclamped projection of App. B (v = c w) "
+    "moves it back onto the line, away from the target side."
 )
 EXACT_PER_EDIT = (
     " Each edit has its own fit (the edited image is one of the target samples, App. B), so each panel uses "
     "that edit's hyperplane and ideal point; the other edits are placed in it for comparison (faded)."
 )
 EXACT_SHARED = " All edits share one fit (attributes only), so one hyperplane and one ideal point."
+EXACT_ONE_EDIT = " One edit, one fit: the source and the edited image are samples of it besides the attributes (App. B)."
+
+
+def ideal_sentence(res: AugCLIPResult) -> str:
+    """Where the ideal edit of this fit is, in words that match its c and projection variant."""
+    if res.c > 0:
+        return IDEAL_ON_PLANE
+    if getattr(res, "projection", "clamped") == "plain" and res.c < 0:
+        return IDEAL_PLAIN_BACK
+    return IDEAL_IS_SOURCE
+
+
+def exact_caption(shown: list[FitGroup], n_fits: int, include_images: bool) -> str:
+    """The exact view's caption for the panels shown, matching the options of their fits."""
+    sentences = {ideal_sentence(group.result) for group in shown}
+    if len(sentences) == 1:
+        ideal = sentences.pop()
+    else:  # edits differ: say it per edit
+        ideal = "".join(f" Edit {', '.join(str(i + 1) for i in group.edits)}:{ideal_sentence(group.result)}"
+                        for group in shown)
+    if n_fits > 1:
+        fits = EXACT_PER_EDIT
+    elif include_images:
+        fits = EXACT_ONE_EDIT
+    else:
+        fits = EXACT_SHARED
+    return EXACT_CAPTION + ideal + fits
 UMAP_CAPTION = (
     "UMAP view (illustrative): a non-linear 2-D embedding of the same points (cosine metric, random_state={seed}, "
     "n_neighbors={k}). Lines: a 2-D {classifier} refitted on the projected fit samples with the AugCLIP sample "
@@ -227,7 +266,7 @@ def exact_view(report: Report, edits: list[int] | None = None) -> ExactView:
             b=res.b, v_norm=float(np.linalg.norm(res.v)),
             scores={i: float(arrays.augclip[i].score) for i in group.edits},
         ))
-    caption = EXACT_CAPTION + (EXACT_SHARED if len(all_groups) == 1 else EXACT_PER_EDIT)
+    caption = exact_caption(groups, len(all_groups), bool(all_groups[0].result.include_images))
     return ExactView(panels=panels, caption=caption, untrained=bool(report.untrained))
 
 

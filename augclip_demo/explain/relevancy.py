@@ -46,7 +46,9 @@ OBJECTIVES: dict[str, str] = {
     "augclip": "AugCLIP: t = E(I_src) + v, the estimated ideal edit",
     "custom": "a caller-given target vector t",
 }
-CLIP_DIR_DIFFERENCES = ("normalized", "raw")
+#: ``raw`` (default): App. D.5's difference of the relevancy maps as computed; ``normalized``: each map
+#: min-max normalised to [0, 1] before subtracting (our earlier default).
+CLIP_DIR_DIFFERENCES = ("raw", "normalized")
 
 
 # ---------------------------------------------------------------------------------------- results
@@ -114,15 +116,17 @@ class RelevancyMap:
 class ClipDirRelevancy:
     """App. D.5: R(I_edit; dT) - R(I_src; dT), a signed map, with its two component maps.
 
-    ``difference_mode="normalized"`` (default) subtracts the two [0, 1] maps, as the paper subtracts
-    the relevancy maps it displays; ``"raw"`` subtracts the un-normalised relevance and divides by the
-    largest absolute difference. Both give a map in [-1, 1]: > 0 where the edit draws more relevance
-    for the text direction than the source did.
+    ``difference_mode="raw"`` (default) is App. D.5 as written: the two relevancy maps are subtracted
+    as computed, then the difference is divided by its largest absolute value for display (one
+    factor for the whole map, so signs and ratios stay). ``"normalized"`` first min-max normalises
+    each map to [0, 1]; that discards how much relevance each image carries in total, so a source
+    with weak, flat relevance looks as strong as an edit with a sharp peak. Both give a map in
+    [-1, 1]: > 0 where the edit draws more relevance for the text direction than the source did.
     """
 
     source: RelevancyMap  # R(I_src; dT)
     edit: RelevancyMap  # R(I_edit; dT)
-    difference_mode: str = "normalized"
+    difference_mode: str = "raw"
     clip_dir: float = float("nan")  # cs(E(I_edit) - E(I_src), dT) from the relevancy pass
 
     def view_difference(self) -> np.ndarray:
@@ -269,7 +273,7 @@ def clip_dir_relevancy(
     source_text_embedding: np.ndarray,
     target_text_embedding: np.ndarray,
     *,
-    difference: str = "normalized",
+    difference: str = "raw",
     start_layer: int = 0,
 ) -> ClipDirRelevancy:
     """CLIPdir (App. D.5): R(I_edit; dT) - R(I_src; dT) with dT = E(T_trg) - E(T_src), one batch."""
@@ -289,7 +293,7 @@ def text_direction(source_text_embedding: np.ndarray, target_text_embedding: np.
 
 
 def make_clip_dir(src_map: RelevancyMap, edit_map: RelevancyMap, direction: np.ndarray,
-                  difference: str = "normalized") -> ClipDirRelevancy:
+                  difference: str = "raw") -> ClipDirRelevancy:
     if difference not in CLIP_DIR_DIFFERENCES:
         raise InputError(f"CLIPdir difference must be one of {', '.join(CLIP_DIR_DIFFERENCES)}, got {difference!r}")
     image_dir = edit_map.embedding.astype(np.float64) - src_map.embedding.astype(np.float64)

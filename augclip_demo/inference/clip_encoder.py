@@ -70,8 +70,8 @@ class ClipEncoder(LazyModel):
         cache_dir: str | Path | None = None,
         image_cache_size: int = 2048,
         text_cache_size: int = 16384,
-        image_batch_size: int = 32,
-        text_batch_size: int = 256,
+        image_batch_size: int | None = None,
+        text_batch_size: int | None = None,
     ):
         settings = Settings.from_env()
         if isinstance(spec, ModelSpec):
@@ -80,8 +80,10 @@ class ClipEncoder(LazyModel):
             self.spec = parse_model_spec(spec or settings.clip_model, checkpoint)
         super().__init__(device=device, precision=precision)
         self.cache_dir = Path(cache_dir) if cache_dir else settings.cache_dir
-        self.image_batch_size = image_batch_size
-        self.text_batch_size = text_batch_size
+        # Fixed forward-pass sizes (see _run_in_batches): every pass has exactly this many rows.
+        cuda = self.device.type == "cuda"
+        self.image_batch_size = max(1, int(image_batch_size or (64 if cuda else 8)))
+        self.text_batch_size = max(1, int(text_batch_size or (256 if cuda else 8)))
         self.image_cache: LRUCache[np.ndarray] = LRUCache(image_cache_size)
         self.text_cache: LRUCache[np.ndarray] = LRUCache(text_cache_size)
         self._preprocess: Callable[[Any], torch.Tensor] | None = None
@@ -239,7 +241,9 @@ class ClipEncoder(LazyModel):
         """Embeddings of ``images`` as an ``(n, d)`` float32 array of unit rows, in input order.
 
         Images already seen (same decoded pixels) come from the cache; the rest are encoded in
-        batches of ``batch_size`` (halved and retried on GPU out-of-memory).
+        forward passes of exactly :attr:`image_batch_size` rows (see :meth:`_run_in_batches`), so an
+        embedding is bit-identical whichever call, batch or cache state produced it. ``batch_size`` is
+        accepted for compatibility and does not change the forward passes.
         """
         loaded = [open_image(item) for item in images]
         with self.in_use():
@@ -248,7 +252,7 @@ class ClipEncoder(LazyModel):
                 items=[item.image for item in loaded],
                 cache=self.image_cache,
                 batch_fn=self._encode_image_batch,
-                batch_size=batch_size or self.image_batch_size,
+                batch_size=self.image_batch_size,
             )
 
     def encode_image(self, image: ImageInput | LoadedImage) -> np.ndarray:
@@ -298,11 +302,13 @@ class ClipEncoder(LazyModel):
 
         ``keys`` are the images' content hashes (:attr:`LoadedImage.sha256`); with them the results
         share the image cache with :meth:`encode_images`, so an image is encoded once either way.
+        Forward passes have :attr:`image_batch_size` rows whatever ``batch_size`` says (as in
+        :meth:`encode_images`), so both paths give bit-identical embeddings.
         """
         tensors = list(pixels)
         if keys is None:
             with self.in_use():
-                return self._run_in_batches(tensors, self._encode_pixel_batch, batch_size or self.image_batch_size) \
+                return self._run_in_batches(tensors, self._encode_pixel_batch, self.image_batch_size) \
                     if tensors else np.zeros((0, self.embed_dim), dtype=np.float32)
         if len(keys) != len(tensors):
             raise ValueError(f"{len(keys)} keys for {len(tensors)} images")
@@ -312,11 +318,16 @@ class ClipEncoder(LazyModel):
                 items=tensors,
                 cache=self.image_cache,
                 batch_fn=self._encode_pixel_batch,
-                batch_size=batch_size or self.image_batch_size,
+                batch_size=self.image_batch_size,
             )
 
     def encode_texts(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
-        """Embeddings of ``texts`` as an ``(n, d)`` float32 array of unit rows, in input order."""
+        """Embeddings of ``texts`` as an ``(n, d)`` float32 array of unit rows, in input order.
+
+        Forward passes have exactly :attr:`text_batch_size` rows whatever ``batch_size`` says, so a
+        text's embedding does not depend on which texts it was encoded with (see
+        :meth:`_run_in_batches`).
+        """
         cleaned = []
         for i, text in enumerate(texts):
             if not isinstance(text, str):
@@ -328,11 +339,36 @@ class ClipEncoder(LazyModel):
                 items=cleaned,
                 cache=self.text_cache,
                 batch_fn=self._encode_text_batch,
-                batch_size=batch_size or self.text_batch_size,
+                batch_size=self.text_batch_size,
             )
 
     def encode_text(self, text: str) -> np.ndarray:
         return self.encode_texts([text])[0]
+
+    @property
+    def context_length(self) -> int:
+        """Tokens the text tower reads (77 for CLIP); longer texts are cut by the tokenizer."""
+        return int(getattr(self.tokenizer, "context_length", None) or getattr(self.model, "context_length", 77))
+
+    def token_count(self, text: str) -> int | None:
+        """Tokens of ``text`` including the start / end tokens, before any truncation (None: unknown tokenizer)."""
+        tokenizer = self.tokenizer
+        if hasattr(tokenizer, "encode"):  # open_clip's BPE tokenizer: ids without start / end
+            return len(tokenizer.encode(text.strip())) + 2
+        inner = getattr(tokenizer, "tokenizer", None)  # open_clip's wrapper of a Hugging Face tokenizer
+        if callable(inner):
+            return len(inner(text.strip())["input_ids"])
+        return None
+
+    def truncated_texts(self, texts: Sequence[str]) -> list[str]:
+        """The texts (once each, in order) that the tokenizer cuts to :attr:`context_length` tokens."""
+        limit = self.context_length
+        out: list[str] = []
+        for text in dict.fromkeys(t for t in texts if t):
+            count = self.token_count(text)
+            if count is not None and count > limit:
+                out.append(text)
+        return out
 
     def _encode_cached(
         self,
@@ -366,12 +402,22 @@ class ClipEncoder(LazyModel):
         return np.stack([found[key] for key in keys]).astype(np.float32, copy=True)
 
     def _run_in_batches(self, items: list[Any], batch_fn: Callable[[list[Any]], np.ndarray], batch_size: int) -> np.ndarray:
+        """Encode ``items`` in forward passes of exactly ``batch_size`` rows, in order.
+
+        The last, short chunk is padded by repeating its last item and the padding rows are dropped.
+        Why: matrix kernels pick their blocking from the batch shape, so the same input encoded in a
+        batch of another size moves by ~1e-7 (float32 on CPU), enough to change which of two edits
+        ranks higher after the classifier fit. With one fixed shape, a row depends on its own input
+        only (checked across positions and batch mates by tests/inference/test_reproducible.py).
+        Out-of-memory halves the size and says that bit-identity with other runs is then lost.
+        """
         outputs: list[np.ndarray] = []
         start, size = 0, max(1, batch_size)
         while start < len(items):
             chunk = items[start:start + size]
+            padded = chunk + [chunk[-1]] * (size - len(chunk))
             try:
-                outputs.append(batch_fn(chunk))
+                outputs.append(batch_fn(padded)[:len(chunk)])
             except Exception as exc:
                 if not is_out_of_memory(exc) or size == 1:
                     if is_out_of_memory(exc):
@@ -383,7 +429,8 @@ class ClipEncoder(LazyModel):
                 if self.device.type == "cuda":
                     torch.cuda.empty_cache()
                 size = max(1, size // 2)
-                log.warning("out of memory on %s; retrying with batch size %d", self.device, size)
+                log.warning("out of memory on %s; retrying with batch size %d (embeddings of this run may differ "
+                            "from other runs in the last float32 bits)", self.device, size)
                 continue
             start += len(chunk)
         return np.concatenate(outputs, axis=0)

@@ -21,7 +21,13 @@ such as L2 are negated first):
   BPM's printed ``1[H1 > H2] == 1[M1 > M2]`` would count a human tie as "H1 < H2"; human ties are
   left out instead, since people expressed no preference there.
 * **Bootstrap CIs**: percentile intervals over ``n_boot`` resamples of *items* (the unit people
-  judged; edits of an item stay together), from ``numpy.random.default_rng(seed)``.
+  judged; edits of an item stay together), from ``numpy.random.default_rng(seed)``. A resample can
+  leave a statistic undefined (a correlation whose resample has one distinct value, a model missing
+  from every drawn item, no pair with a human preference). Such resamples are counted and reported
+  with the figure (``boot_undefined`` of ``boot_resamples``), never silently dropped; when more than
+  :data:`MAX_UNDEFINED_SHARE` of them are undefined, or fewer than :data:`MIN_DEFINED_RESAMPLES` are
+  defined, no interval is given and ``ci_note`` says why: an interval over the defined resamples
+  only would describe a different population (the resamples that happen to contain both classes).
 
 Ties are exact equality of the stored floats (identical images give identical values).
 """
@@ -40,6 +46,10 @@ TRIPLET_ROLES: tuple[str, ...] = ("gt", "ep", "em")
 DEFAULT_BOOTSTRAP = 1000
 DEFAULT_SEED = 0
 DEFAULT_LEVEL = 0.95
+#: A bootstrap CI is refused when more than this share of resamples leave the statistic undefined.
+MAX_UNDEFINED_SHARE = 0.05
+#: ... or when fewer resamples than this are defined.
+MIN_DEFINED_RESAMPLES = 10
 
 
 # ---------------------------------------------------------------------------------------------- data
@@ -61,16 +71,40 @@ class ProtocolItem:
 
 
 @dataclass
+class Bootstrap:
+    """A bootstrap interval with its bookkeeping: how many resamples ran and how many were undefined."""
+
+    ci: tuple[float, float] | None
+    resamples: int = 0
+    undefined: int = 0
+    note: str | None = None  # why there is no interval, when there is none
+
+
+@dataclass
 class Figure:
-    """A protocol figure: its value, bootstrap confidence interval and the number of units used."""
+    """A protocol figure: its value, bootstrap confidence interval and the number of units used.
+
+    ``boot_resamples`` / ``boot_undefined``: resamples drawn and resamples where the statistic was
+    undefined; ``ci_note`` says why ``ci`` is missing when bootstrapping was asked for.
+    """
 
     value: float | None
     ci: tuple[float, float] | None = None
     n: int = 0
+    boot_resamples: int = 0
+    boot_undefined: int = 0
+    ci_note: str | None = None
+
+    @classmethod
+    def with_bootstrap(cls, value: float | None, boot: Bootstrap | None, n: int) -> Figure:
+        if boot is None:
+            return cls(value, None, n)
+        return cls(value, boot.ci, n, boot.resamples, boot.undefined, boot.note)
 
     def to_dict(self) -> dict[str, Any]:
         return {"value": self.value, "ci_low": self.ci[0] if self.ci else None,
-                "ci_high": self.ci[1] if self.ci else None, "n": self.n}
+                "ci_high": self.ci[1] if self.ci else None, "n": self.n,
+                "boot_resamples": self.boot_resamples, "boot_undefined": self.boot_undefined, "ci_note": self.ci_note}
 
 
 @dataclass
@@ -210,20 +244,25 @@ def kendall(x: Sequence[float], y: Sequence[float]) -> float | None:
 
 
 # ---------------------------------------------------------------------------------------------- bootstrap
-def _percentile_ci(samples: list[float], level: float) -> tuple[float, float] | None:
-    if len(samples) < 10:
-        return None
+def _percentile_ci(samples: list[float], level: float, resamples: int) -> Bootstrap:
+    undefined = resamples - len(samples)
+    if len(samples) < MIN_DEFINED_RESAMPLES or undefined > MAX_UNDEFINED_SHARE * resamples:
+        note = (f"no interval: the statistic is undefined in {undefined} of {resamples} resamples "
+                f"(a CI needs at least {MIN_DEFINED_RESAMPLES} defined and at most "
+                f"{MAX_UNDEFINED_SHARE:.0%} undefined); more items would help")
+        return Bootstrap(None, resamples, undefined, note)
     alpha = (1.0 - level) / 2.0
     low, high = np.quantile(np.asarray(samples), [alpha, 1.0 - alpha])
-    return float(low), float(high)
+    return Bootstrap((float(low), float(high)), resamples, undefined)
 
 
 def bootstrap_ci(n_units: int, statistic: Callable[[np.ndarray], float | None], *, n_boot: int = DEFAULT_BOOTSTRAP,
-                 seed: int = DEFAULT_SEED, level: float = DEFAULT_LEVEL) -> tuple[float, float] | None:
+                 seed: int = DEFAULT_SEED, level: float = DEFAULT_LEVEL) -> Bootstrap | None:
     """Percentile CI of ``statistic(indices)`` over ``n_boot`` resamples (with replacement) of units.
 
-    Resamples where the statistic is undefined (``None``) are left out; fewer than 10 defined
-    resamples give no interval.
+    Resamples where the statistic is undefined (``None`` or not finite) are counted in the result;
+    too many of them (see the module docstring) give no interval and a note. ``None`` when no
+    bootstrap was asked for (``n_boot <= 0``) or there are no units.
     """
     if n_units == 0 or n_boot <= 0:
         return None
@@ -233,7 +272,7 @@ def bootstrap_ci(n_units: int, statistic: Callable[[np.ndarray], float | None], 
         value = statistic(rng.integers(0, n_units, size=n_units))
         if value is not None and math.isfinite(value):
             samples.append(value)
-    return _percentile_ci(samples, level)
+    return _percentile_ci(samples, level, n_boot)
 
 
 def mean_figure(values: Sequence[float], *, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT_SEED,
@@ -243,7 +282,7 @@ def mean_figure(values: Sequence[float], *, n_boot: int = DEFAULT_BOOTSTRAP, see
     n = len(array)
     if n == 0:
         return Figure(None, None, 0)
-    ci = None
+    boot = None
     if n_boot > 0:
         rng = np.random.default_rng(seed)
         means = []
@@ -253,8 +292,8 @@ def mean_figure(values: Sequence[float], *, n_boot: int = DEFAULT_BOOTSTRAP, see
             size = min(block, n_boot - done)
             means.extend(array[rng.integers(0, n, size=(size, n))].mean(axis=1).tolist())
             done += size
-        ci = _percentile_ci(means, level)
-    return Figure(float(array.mean()), ci, n)
+        boot = _percentile_ci(means, level, n_boot)  # a mean of >= 1 value is always defined
+    return Figure.with_bootstrap(float(array.mean()), boot, n)
 
 
 def ratio_figure(numerators: Sequence[float], denominators: Sequence[float], *, n_boot: int = DEFAULT_BOOTSTRAP,
@@ -269,8 +308,8 @@ def ratio_figure(numerators: Sequence[float], denominators: Sequence[float], *, 
         d = den[idx].sum()
         return float(num[idx].sum() / d) if d > 0 else None
 
-    return Figure(float(num.sum()) / total, bootstrap_ci(len(num), stat, n_boot=n_boot, seed=seed, level=level),
-                  int(total))
+    return Figure.with_bootstrap(float(num.sum()) / total,
+                                 bootstrap_ci(len(num), stat, n_boot=n_boot, seed=seed, level=level), int(total))
 
 
 # ---------------------------------------------------------------------------------------------- a dataset
@@ -352,7 +391,7 @@ def evaluate_metric(items: Sequence[ProtocolItem], key: str, higher_is_better: b
 
             point = _corr(kind, xs, ys)
             ci = bootstrap_ci(len(scored), stat, **boot) if point is not None else None
-            setattr(out, kind, Figure(point, ci, len(xs)))
+            setattr(out, kind, Figure.with_bootstrap(point, ci, len(xs)))
         out.pair_alignment = ratio_figure(nums, dens, **boot)
     # per-model rank agreement
     _model_ranks(items, value, higher_is_better, out, boot)
@@ -405,5 +444,5 @@ def _model_ranks(items: Sequence[ProtocolItem], value: Callable[[ProtocolEdit], 
 
         point = (rho, tau)[position]
         cis[label] = bootstrap_ci(n_items, stat, **boot) if point is not None else None
-    out.model_spearman = Figure(rho, cis["spearman"], n_models)
-    out.model_kendall = Figure(tau, cis["kendall"], n_models)
+    out.model_spearman = Figure.with_bootstrap(rho, cis["spearman"], n_models)
+    out.model_kendall = Figure.with_bootstrap(tau, cis["kendall"], n_models)

@@ -11,18 +11,28 @@ similarity to that ideal point::
     AugCLIP = cs(E(I_edit), E(I_src) + v)                                      (Eq. 3)
     delta_i = cs(E(I_src) + v, a_i) - cs(E(I_src), a_i)                        (Eq. 11-12)
 
-Choices where the paper leaves room (each is a named option, documented in the README):
+Choices where the paper leaves room (each a named option; see the method notes in the docs):
 
 * ``include_images`` (default ``True``): App. B fits on ``[src_img, src_desc]`` vs
   ``[tgt_img, tgt_desc]``, i.e. the source image joins the source set and the *edited* image joins
   the target set; ``False`` is Eq. 7 as printed (attributes only).
 * Collision (Eq. 5) is the text's "averaged" cosine over the opposite set, i.e. the mean; the printed
   sum would make the weights scale with the size of the opposite set.
-* Sample weights: alpha can be negative, which libsvm does not define, so weights are floored at
-  ``1e-3`` and rescaled to mean 1 (keeping the effective C of the unweighted fit).
-* ``v = max(c, 0) w``: Eq. 8 asks for the minimum-norm v such that g(E(I_src) + v) >= 0. When the
-  source already lies on the target side (c < 0) that v is 0. App. B's code uses c unclamped and
-  would move such a source *back* onto the plane, away from the target side; we follow Eq. 8.
+* ``weight_scaling`` (default ``"raw"``): App. B line 16 hands alpha itself to
+  ``fit(..., sample_weight=...)``. alpha can be zero or negative, which libsvm does not accept, so
+  every weight is floored at ``WEIGHT_FLOOR`` (1e-3) and otherwise used as is. ``"mean"`` rescales
+  the floored weights to mean 1, which keeps the effective C of an unweighted fit (our earlier
+  default; it moves scores because the same C then regularises differently).
+* ``projection`` (default ``"clamped"``): Eq. 8 asks for the minimum-norm v such that
+  g(E(I_src) + v) >= 0, i.e. ``v = max(c, 0) w``; when the source already lies on the target side
+  (c < 0) that v is 0. ``"plain"`` is App. B lines 23-25, ``v = c w`` without the clamp, which moves
+  such a source back onto the plane, away from the target side.
+* Solver tolerance: libsvm's default stopping tolerance (1e-3) leaves solver noise of ~1e-4 in w
+  that depends on the order of the samples; :data:`SOLVER_TOL` (1e-12) brings it below 1e-12 at
+  no measurable cost per fit (a few dozen samples).
+* Every embedding is scaled to length 1 first: the paper's similarities are all cosines, and CLIP's
+  raw feature lengths (which differ between images and texts) would otherwise steer the fit.
+  The ideal point E(I_src) + v is kept as computed (the cosine ignores its length).
 """
 
 from __future__ import annotations
@@ -36,7 +46,16 @@ from .vectors import as_matrix, as_vector, cosine, normalize
 
 Classifier = Literal["svm", "logistic", "lda"]
 CLASSIFIERS: tuple[str, ...] = ("svm", "logistic", "lda")
+WeightScaling = Literal["raw", "mean"]
+#: ``raw``: alpha as App. B passes it (floored); ``mean``: floored alpha rescaled to mean 1.
+WEIGHT_SCALINGS: tuple[str, ...] = ("raw", "mean")
+Projection = Literal["clamped", "plain"]
+#: ``clamped``: v = max(c, 0) w (Eq. 8); ``plain``: v = c w (App. B lines 23-25).
+PROJECTIONS: tuple[str, ...] = ("clamped", "plain")
+#: Smallest sample weight handed to the solver: libsvm needs positive weights, alpha may be <= 0.
 WEIGHT_FLOOR = 1e-3
+#: Stopping tolerance of the svm / logistic solvers, tight enough that scores reproduce to 1e-9.
+SOLVER_TOL = 1e-12
 
 
 @dataclass
@@ -60,6 +79,8 @@ class AugCLIPResult:
     C: float
     weighting: bool
     fit_accuracy: float = field(default=float("nan"))
+    weight_scaling: str = "raw"
+    projection: str = "clamped"
 
     @property
     def w_norm(self) -> float:
@@ -103,13 +124,20 @@ def attribute_weights_from_unit(src: np.ndarray, tgt: np.ndarray) -> tuple[np.nd
     return importance_src + collision_src, importance_tgt + collision_tgt
 
 
-def sample_weights_from_alpha(alpha: np.ndarray, weighting: bool = True) -> np.ndarray:
-    """Classifier sample weights: floor alpha at 1e-3 and rescale to mean 1, or all ones."""
+def sample_weights_from_alpha(alpha: np.ndarray, weighting: bool = True, scaling: str = "raw") -> np.ndarray:
+    """Classifier sample weights from alpha (Eq. 6).
+
+    ``weighting=False`` gives every sample weight 1. Otherwise alpha is floored at
+    :data:`WEIGHT_FLOOR` (libsvm rejects weights <= 0) and, with ``scaling="raw"`` (App. B line 16),
+    used as is; ``scaling="mean"`` rescales the floored weights to mean 1.
+    """
+    if scaling not in WEIGHT_SCALINGS:
+        raise ValueError(f"unknown weight scaling {scaling!r}; choose one of {', '.join(WEIGHT_SCALINGS)}")
     alpha = np.asarray(alpha, dtype=np.float64)
     if not weighting:
         return np.ones_like(alpha)
     floored = np.maximum(alpha, WEIGHT_FLOOR)
-    return floored / floored.mean()
+    return floored / floored.mean() if scaling == "mean" else floored
 
 
 def fit_hyperplane(
@@ -117,10 +145,18 @@ def fit_hyperplane(
 ) -> tuple[np.ndarray, float, float]:
     """Fit g(x) = w.x + b separating y=-1 (source) from y=+1 (target); returns (w, b, train accuracy).
 
-    * ``svm``: ``SVC(kernel="linear", C=C)`` with sample weights (the paper's choice, Eq. 7);
-    * ``logistic``: ``LogisticRegression(C=C, max_iter=1000)`` with the same weights;
-    * ``lda``: ``LinearDiscriminantAnalysis()``; it takes no sample weights, so the alpha weighting
-      is ignored for this variant (App. A.3 compares it unweighted as well).
+    * ``svm``: ``SVC(kernel="linear", C=C)`` with sample weights (the paper's choice, Eq. 7; the
+      soft-margin objective of App. A.3);
+    * ``logistic``: weighted logistic loss plus scikit-learn's L2 term ``|w|^2 / (2C)``. App. A.3
+      prints the logistic objective without a penalty, but it also states that the source and
+      target sets are linearly separable, and on separable data that objective has no minimiser
+      (the loss keeps falling as |w| grows), so the plane would depend on where the solver gives
+      up. The L2 term, with the same C as the SVM, makes the fit well defined;
+    * ``lda``: ``LinearDiscriminantAnalysis()`` (the Fisher criterion of App. A.3). scikit-learn's
+      LDA accepts no sample weights, so the alpha weighting cannot be applied to this variant; the
+      paper does not say whether its LDA was weighted.
+
+    svm and logistic stop at :data:`SOLVER_TOL`, so the plane does not depend on the sample order.
     """
     labels = set(np.unique(y).tolist())
     if labels != {-1, 1}:
@@ -128,12 +164,12 @@ def fit_hyperplane(
     if classifier == "svm":
         from sklearn.svm import SVC
 
-        model = SVC(kernel="linear", C=C)
+        model = SVC(kernel="linear", C=C, tol=SOLVER_TOL)
         model.fit(X, y, sample_weight=sample_weight)
     elif classifier == "logistic":
         from sklearn.linear_model import LogisticRegression
 
-        model = LogisticRegression(C=C, max_iter=1000)
+        model = LogisticRegression(C=C, tol=SOLVER_TOL, max_iter=10_000)
         model.fit(X, y, sample_weight=sample_weight)
     elif classifier == "lda":
         from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
@@ -157,6 +193,8 @@ def augclip_score(
     include_images: bool = True,
     classifier: str = "svm",
     C: float = 1.0,
+    weight_scaling: str = "raw",
+    projection: str = "clamped",
 ) -> AugCLIPResult:
     """AugCLIP score of one edited image (see the module docstring for the equations and choices).
 
@@ -169,6 +207,8 @@ def augclip_score(
         include_images: add the source / edited image to the source / target fit sets (App. B).
         classifier: ``svm`` (paper), ``logistic`` or ``lda`` (App. A.3).
         C: regularisation of svm / logistic.
+        weight_scaling: ``raw`` (App. B: alpha as is, floored) or ``mean`` (rescaled to mean 1).
+        projection: ``clamped`` (Eq. 8: v = max(c, 0) w) or ``plain`` (App. B: v = c w).
 
     Raises:
         ValueError: naming the input, for an empty attribute set, NaN/inf, a zero vector,
@@ -178,13 +218,17 @@ def augclip_score(
         raise ValueError(f"unknown classifier {classifier!r}; choose one of {', '.join(CLASSIFIERS)}")
     if not np.isfinite(C) or C <= 0:
         raise ValueError(f"C must be a positive number, got {C}")
+    if weight_scaling not in WEIGHT_SCALINGS:
+        raise ValueError(f"unknown weight scaling {weight_scaling!r}; choose one of {', '.join(WEIGHT_SCALINGS)}")
+    if projection not in PROJECTIONS:
+        raise ValueError(f"unknown projection {projection!r}; choose one of {', '.join(PROJECTIONS)}")
     src = normalize(as_vector(src_image, "src_image"))
     dim = src.shape[0]
     edit = normalize(as_vector(edit_image, "edit_image", dim))
     src_attr = normalize(as_matrix(src_attrs, "src_attrs (source attributes)", dim))
     tgt_attr = normalize(as_matrix(tgt_attrs, "tgt_attrs (target attributes)", dim))
     return augclip_from_unit(src, edit, src_attr, tgt_attr, weighting=weighting, include_images=include_images,
-                             classifier=classifier, C=C)
+                             classifier=classifier, C=C, weight_scaling=weight_scaling, projection=projection)
 
 
 def augclip_from_unit(
@@ -197,6 +241,8 @@ def augclip_from_unit(
     include_images: bool,
     classifier: str,
     C: float,
+    weight_scaling: str = "raw",
+    projection: str = "clamped",
 ) -> AugCLIPResult:
     """:func:`augclip_score` of unit float64 vectors and rows, options already checked (no input checks)."""
     if include_images:
@@ -207,12 +253,11 @@ def augclip_from_unit(
     if len(src_set) == 0 or len(tgt_set) == 0:
         raise ValueError("the fit needs at least one source and one target sample")
 
-    # attribute_weights checks and normalises its (unit) rows again: with libsvm's stopping tolerance
-    # (1e-3) a last-bit change in the weights moves the score by up to ~5e-5, so the fit keeps the
-    # weights it always had (see the suite notes)
+    # attribute_weights checks and normalises its (unit) rows again, so the weights are bit-identical
+    # to those of every earlier version (SOLVER_TOL makes the fit insensitive to last bits anyway)
     alpha_src, alpha_tgt = attribute_weights(src_set, tgt_set)
     alpha = np.concatenate([alpha_src, alpha_tgt])
-    weights = sample_weights_from_alpha(alpha, weighting)
+    weights = sample_weights_from_alpha(alpha, weighting, weight_scaling)
     X = np.vstack([src_set, tgt_set])
     y = np.concatenate([-np.ones(len(src_set), dtype=int), np.ones(len(tgt_set), dtype=int)])
     w, b, accuracy = fit_hyperplane(X, y, weights, classifier=classifier, C=C)
@@ -224,7 +269,7 @@ def augclip_from_unit(
             "indistinguishable; use more specific, distinct source and target attributes"
         )
     c = -(float(np.dot(w, src)) + b) / w_sq
-    v = max(c, 0.0) * w
+    v = (max(c, 0.0) if projection == "clamped" else c) * w
     ideal = src + v
     score = cosine(edit, ideal)
 
@@ -251,4 +296,6 @@ def augclip_from_unit(
         C=float(C),
         weighting=weighting,
         fit_accuracy=accuracy,
+        weight_scaling=weight_scaling,
+        projection=projection,
     )

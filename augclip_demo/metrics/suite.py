@@ -279,21 +279,25 @@ def needs_of(keys: Iterable[str]) -> set[str]:
     return {need for key in keys for need in METRICS[key].needs}
 
 
-def parse_metric_keys(value: str | Iterable[str] | None) -> list[str]:
+def parse_metric_keys(value: str | Iterable[str] | None, *, supplied_stages: Iterable[str] = ()) -> list[str]:
     """``"augclip,l2"`` / a list / ``None`` (the primary computable metrics) / ``"all"`` -> checked keys.
 
-    Only metrics computed from :class:`MetricInputs` can be chosen (BPM comes from its own stage).
+    Metrics computed from :class:`MetricInputs` can always be chosen; a metric supplied by another
+    stage (BPM: ``regions``) only when the caller runs that stage (``supplied_stages``). ``all``
+    stands for every computable metric; a supplied one is added by name (``"all,bpm"``).
     """
-    selectable = metric_keys(computable=True)
+    stages = set(supplied_stages)
+    selectable = metric_keys(computable=True) + [key for key, metric in METRICS.items()
+                                                 if not metric.computable and metric.stage in stages]
     if value is None:
         return metric_keys(computable=True, primary=True)
     names = [part.strip() for part in (value.split(",") if isinstance(value, str) else value)]
     names = [name.strip() for part in names for name in part.split(",") if name.strip()]
     if not names:
         raise InputError("no metric given; choose from " + ", ".join(selectable))
-    if names == ["all"]:
-        return selectable
-    supplied = [name for name in names if name in METRICS and not METRICS[name].computable]
+    names = [key for name in names for key in (metric_keys(computable=True) if name == "all" else [name])]
+    supplied = [name for name in names if name in METRICS and not METRICS[name].computable
+                and METRICS[name].stage not in stages]
     if supplied:
         raise InputError(f"metric(s) {', '.join(supplied)} come from the {METRICS[supplied[0]].stage} stage, which "
                          "needs region models: score them with `augclip-demo bpm`; here choose from "

@@ -19,6 +19,7 @@ from typing import Any
 
 import gradio as gr
 
+from ..batch.options import batch_metric_keys
 from ..batch.upload import BatchUploadResult, run_uploaded_batch
 from ..config import Settings
 from ..metrics.suite import METRICS, metric_keys
@@ -68,7 +69,8 @@ def _example_batch_files() -> tuple[str, str]:
 
 
 def metric_choices() -> list[tuple[str, str]]:
-    return [(METRICS[key].label if key in METRICS else key, key) for key in metric_keys(computable=True)]
+    """Every metric a batch run computes (BPM included: it runs on items with an instruction or a parse)."""
+    return [(METRICS[key].label if key in METRICS else key, key) for key in batch_metric_keys()]
 
 
 def summary_markdown(result: BatchUploadResult) -> str:

@@ -42,7 +42,8 @@ class CountingEncoder:
         original = encoder._encode_text_batch
 
         def counted(texts):
-            self.texts += len(texts)
+            # distinct texts: each pass is padded to the encoder's fixed size by repeating its last text
+            self.texts += len(set(texts))
             return original(texts)
 
         encoder._encode_text_batch = counted

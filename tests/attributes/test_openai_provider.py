@@ -72,16 +72,18 @@ def test_paper_flow_requests_and_result(server, tmp_path, source_image):
     sent = Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1])))
     assert sent.size == source_image.size
     assert caption_req.texts() == [CAPTION_PROMPT]
-    # step 2 (C.2): the caption parsed with the paper's in-context example, text only
+    # step 2 (C.2): the caption broken down with our worked example, text only
     source_text = "\n".join(source_req.texts())
     assert CAPTION in source_text and SOURCE_EXAMPLE_CAPTION in source_text
     assert all(example in source_text for example in SOURCE_EXAMPLE_ATTRIBUTES)
     assert not source_req.image_urls()
-    # step 3 (C.3): target text, caption as context, the paper's example, near-duplicate rule
+    # step 3 (C.3): target text, caption as context, our worked example, near-duplicate rule,
+    # and the request to leave unchanged attributes out of the target set
     target_text = "\n".join(target_req.texts())
     assert "a red ball on green grass" in target_text and CAPTION in target_text and "a red ball" in target_text
     assert all(example in target_text for example in TARGET_EXAMPLE_ATTRIBUTES)
-    assert '"A dog is large" and "A dog is big"' in target_text
+    assert '"A cup is small" and "A cup is little"' in target_text
+    assert "leave out whatever the edit keeps" in target_text
     for request in server.requests:
         assert request.body["model"] == "vision-model"
         assert request.body["seed"] == 0 and request.body["temperature"] == 0.0

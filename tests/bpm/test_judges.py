@@ -303,3 +303,51 @@ def test_region_serialization():
     region = Region("cup", box(1, 2, 3, 4), np.ones((3, 3), dtype=bool), 0.5, True, "detected")
     data = region.to_dict()
     assert data["mask_area"] == 9 and data["box"] == [1.0, 2.0, 3.0, 4.0] and math.isclose(data["box_area"], 4.0)
+
+
+# ---------------------------------------------------------------------- crops and S_modify normalisation
+def test_a_long_box_keeps_both_ends_through_clips_centre_crop(tiny_encoder):
+    """Marker pixels at both ends of a wide crop survive the encoder's real preprocessing only when padded."""
+    from augclip_demo.bpm.judges import PAD_COLOR, pad_to_square
+
+    wide = Image.new("RGB", (240, 40), "white")
+    wide.paste((255, 0, 0), (0, 0, 12, 40))  # red left end
+    wide.paste((0, 0, 255), (228, 0, 240, 40))  # blue right end
+
+    def ends_seen(image: Image.Image) -> tuple[bool, bool]:
+        pixels = tiny_encoder.preprocess(image)  # resize shortest side + centre crop + normalise
+        std = np.array([0.26862954, 0.26130258, 0.27577711])[:, None, None]
+        mean = np.array([0.48145466, 0.4578275, 0.40821073])[:, None, None]
+        rgb = pixels.numpy() * std + mean
+        red = (rgb[0] > 0.8) & (rgb[1] < 0.3) & (rgb[2] < 0.3)
+        blue = (rgb[2] > 0.8) & (rgb[0] < 0.3) & (rgb[1] < 0.3)
+        return bool(red.any()), bool(blue.any())
+
+    assert ends_seen(wide) == (False, False)  # the centre crop cut both ends off
+    square = pad_to_square(wide)
+    assert square.size == (240, 240)
+    assert ends_seen(square) == (True, True)
+    # The crop itself is unchanged, centred, and the rest is the padding colour.
+    np.testing.assert_array_equal(np.asarray(square)[100:140], np.asarray(wide))
+    assert square.getpixel((120, 10)) == PAD_COLOR and square.getpixel((120, 230)) == PAD_COLOR
+    assert pad_to_square(square) is square
+
+
+def test_dataset_min_max_follows_the_paper_and_is_labelled():
+    from augclip_demo.bpm.judges import dataset_min_max, rescore_over_dataset
+
+    values = [-0.2, 0.1, 0.4, 0.0]
+    np.testing.assert_allclose(dataset_min_max(values), [0.0, 0.5, 1.0, 2 / 6], atol=1e-15)
+    np.testing.assert_array_equal(dataset_min_max([0.3, 0.3]), [0.5, 0.5])
+    with pytest.raises(InputError, match="NaN"):
+        dataset_min_max([0.1, float("nan")])
+    with pytest.raises(InputError, match="at least one"):
+        dataset_min_max([])
+    pair = [combine(v, 0.8, 1, 0, alpha=0.7) for v in values]
+    assert all(c.s_modify_normalization == "pair" for c in pair)
+    assert pair[1].s_modify_norm == pytest.approx((0.1 + 1) / 2)
+    whole = rescore_over_dataset(pair)
+    assert [c.s_modify_normalization for c in whole] == ["dataset"] * 4
+    # BPM = 0.7 (Norm(S_mod) + S_pres) + 0.3 S_region, written out for the second item: Norm = 0.5
+    assert whole[1].bpm == pytest.approx(0.7 * (0.5 + 0.8) + 0.3 * 1)
+    assert whole[1].s_modify == 0.1 and whole[1].overall_raw == pair[1].overall_raw

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from PIL import Image
 
 from augclip_demo.errors import ExplanationUnavailableError, InputError
-from augclip_demo.explain.geometry import model_view, place_on_image
+from augclip_demo.explain.geometry import model_view, place_on_image, upsample_grid
 from augclip_demo.explain.relevancy import (
     augclip_relevancy,
     clip_dir_relevancy,
@@ -259,9 +259,21 @@ def test_objectives_reproduce_the_metric_values(tiny_encoder, scene):
     assert clip_dir.clip_dir == pytest.approx(expected, abs=1e-4)
     diff = clip_dir.image_difference()
     assert diff.shape == (70, 90) and np.nanmin(diff) >= -1 and np.nanmax(diff) <= 1
-    np.testing.assert_allclose(clip_dir.view_difference(), clip_dir.edit.view_map() - clip_dir.source.view_map())
-    raw = clip_dir_relevancy(tiny_encoder, scene, edit, texts[0], texts[1], difference="raw")
-    assert np.nanmax(np.abs(raw.view_difference())) == pytest.approx(1.0)
+    # Default (App. D.5): the raw relevance subtracted, one scale factor for display. Written out here
+    # from the two component grids: bilinear upsampling is linear, so it commutes with the subtraction.
+    assert clip_dir.difference_mode == "raw"
+    raw_grid = clip_dir.edit.raw - clip_dir.source.raw
+    np.testing.assert_allclose(clip_dir.grid_difference(), raw_grid / np.abs(raw_grid).max(), atol=1e-6)  # float32 maps
+    assert np.nanmax(np.abs(clip_dir.view_difference())) == pytest.approx(1.0)
+    up = upsample_grid(clip_dir.edit.raw, clip_dir.edit.model_input_size) - upsample_grid(
+        clip_dir.source.raw, clip_dir.edit.model_input_size)
+    np.testing.assert_allclose(clip_dir.view_difference(), up / np.abs(up).max(), atol=1e-6)
+    normalized = clip_dir_relevancy(tiny_encoder, scene, edit, texts[0], texts[1], difference="normalized")
+    np.testing.assert_allclose(normalized.view_difference(), normalized.edit.view_map() - normalized.source.view_map())
+    src_min_max = (normalized.source.raw - normalized.source.raw.min()) / np.ptp(normalized.source.raw)
+    edit_min_max = (normalized.edit.raw - normalized.edit.raw.min()) / np.ptp(normalized.edit.raw)
+    np.testing.assert_allclose(normalized.grid_difference(), edit_min_max - src_min_max, atol=1e-6)
+    assert not np.allclose(normalized.grid_difference(), clip_dir.grid_difference(), atol=1e-3)
     with pytest.raises(InputError, match="same embedding"):
         clip_dir_relevancy(tiny_encoder, scene, edit, texts[0], texts[0])
 

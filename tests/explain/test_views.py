@@ -260,3 +260,47 @@ def test_a_zero_modification_says_why_every_delta_is_zero():
     moved = RankingChart(kind="source", title="Source attributes", xlabel="delta", total=2, omitted=0, caption="",
                          items=[RankedItem("a red box", -0.05, 1), RankedItem("a wall", 0.0, 2)])
     assert "v = 0" not in axes_texts(ranking_figure(moved))
+
+
+def _fit_on_target_side(projection: str):
+    """The source image placed inside the target cluster: c < 0."""
+    result, src_attrs, tgt_attrs, src_img, edit_img = _synthetic_fit()
+    inside = tgt_attrs.mean(axis=0)
+    res = augclip_score(inside, edit_img, src_attrs, tgt_attrs, include_images=False, projection=projection)
+    return res, np.vstack([src_attrs, tgt_attrs, inside / np.linalg.norm(inside), edit_img, res.ideal])
+
+
+@pytest.mark.parametrize("case", ["source side", "target side, Eq. 8", "target side, App. B plain"])
+def test_exact_caption_says_what_the_geometry_shows(case):
+    """Each caption claim is checked against the coordinates: on the line, or v = 0 at the source."""
+    from augclip_demo.explain.hyperplane import FitGroup, exact_caption
+
+    if case == "source side":
+        res, *parts = _synthetic_fit()
+        vectors = np.vstack([*parts[:2], parts[2], parts[3], res.ideal])
+    else:
+        res, vectors = _fit_on_target_side("clamped" if "Eq. 8" in case else "plain")
+    x, _, _ = exact_coordinates(vectors, res.w, res.b)
+    source, ideal = len(vectors) - 3, len(vectors) - 1
+    caption = exact_caption([FitGroup([0], res)], 1, include_images=False)
+    if case == "source side":
+        assert res.c > 0 and x[source] < 0 and abs(x[ideal]) < 1e-6
+        assert "lies on the line" in caption and "v = 0" not in caption
+    elif "Eq. 8" in case:
+        assert res.c < 0 and x[source] > 0 and x[ideal] == pytest.approx(x[source], abs=1e-12)
+        assert "v = 0" in caption and "lies on the line" not in caption
+    else:
+        assert res.c < 0 and x[source] > 0 and abs(x[ideal]) < 1e-6
+        assert "back onto the line" in caption and "v = 0" not in caption
+    assert "share one fit (attributes only)" in caption
+
+
+def test_exact_caption_matches_the_fit_options_with_one_edit(tiny_encoder, scene_files):
+    evaluator = Evaluator(encoder=tiny_encoder)
+    one = evaluator.evaluate(scene_files["source"], [scene_files["faithful"]], "a red ball on green grass",
+                             "a red ball", ATTRIBUTES)
+    assert one.options["include_images"]
+    caption = exact_view(one).caption
+    assert "attributes only" not in caption and "One edit, one fit" in caption
+    attributes_only = evaluator.rescore(one, AugCLIPOptions(include_images=False))
+    assert "share one fit (attributes only)" in exact_view(attributes_only).caption

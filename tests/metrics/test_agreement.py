@@ -7,6 +7,7 @@ import io
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from augclip_demo.batch.protocol_tables import compute_protocols
@@ -214,3 +215,65 @@ def test_protocol_errors(tmp_path):
     (tmp_path / "bad.jsonl").write_text('{"id": 1}\n{bad\n{"id": 2}\n')
     with pytest.raises(InputError, match="line 2: not valid JSON"):
         compute_protocols(tmp_path / "bad.jsonl")
+
+
+# ---------------------------------------------------------------------------------------------- undefined resamples
+def test_bootstrap_counts_undefined_resamples_instead_of_dropping_them():
+    """A statistic undefined whenever unit 0 is not drawn: the count must match the draws themselves."""
+    from augclip_demo.metrics.agreement import bootstrap_ci
+
+    n_units, n_boot, seed = 30, 400, 5
+    rng = np.random.default_rng(seed)  # the documented resampling: default_rng(seed), n_units draws each
+    expected = sum(0 not in rng.integers(0, n_units, size=n_units) for _ in range(n_boot))
+    assert 0 < expected < n_boot  # (29/30)^30 ~ 36% of resamples miss unit 0
+
+    boot = bootstrap_ci(n_units, lambda idx: 1.0 if 0 in idx else None, n_boot=n_boot, seed=seed)
+    assert (boot.resamples, boot.undefined) == (n_boot, expected)
+    assert boot.ci is None and f"undefined in {expected} of {n_boot}" in boot.note  # > 5%: refused
+    rare = bootstrap_ci(n_units, lambda idx: float(idx.mean()) if len(set(idx.tolist())) > 1 else None,
+                        n_boot=n_boot, seed=seed)
+    assert rare.undefined == 0 and rare.ci is not None and rare.note is None
+
+
+def test_correlation_with_two_single_edit_items_reports_its_undefined_resamples():
+    items = [item("a", [0.9], scores=[5]), item("b", [0.1], scores=[1])]
+    res = evaluate_metric(items, "m", n_boot=200, seed=2)
+    # a resample drawing the same item twice has one distinct point: no correlation. P = 1/2.
+    rng = np.random.default_rng(2)
+    expected = sum(len(set(rng.integers(0, 2, size=2).tolist())) == 1 for _ in range(200))
+    figure = res.pearson
+    assert figure.value == pytest.approx(1.0)
+    assert (figure.boot_resamples, figure.boot_undefined) == (200, expected)
+    assert figure.ci is None and "no interval" in figure.ci_note
+    data = figure.to_dict()
+    assert data["boot_undefined"] == expected and data["ci_low"] is None and data["ci_note"]
+
+
+def test_bpm_over_a_dataset_min_max_normalises_s_modify_across_its_items(tmp_path):
+    """BPM paper, Alg. 2 line 2: S_modify min-max over the dataset, recomputed here by hand."""
+    def parts(s_modify, s_preserve, s_region, alpha=0.7):
+        return {"s_modify": s_modify, "s_modify_norm": (s_modify + 1) / 2, "s_preserve": s_preserve,
+                "s_semantic": (s_modify + 1) / 2 + s_preserve, "s_size": s_region, "s_position": 0,
+                "s_region": s_region, "bpm": 0.0, "overall_raw": 0.0, "alpha": alpha,
+                "s_modify_normalization": "pair", "found": {"o1": True, "o2": True}}
+
+    given = [(0.10, 0.90, 1), (0.30, 0.50, 0), (-0.20, 0.70, 1), (0.05, 0.20, 0)]
+    rec1 = record("p1", [{"bpm": 1.0}, {"bpm": 1.0}], human={"preferred": 0}, dataset="bench")
+    rec2 = record("p2", [{"bpm": 1.0}, {"bpm": 1.0}], human={"preferred": 1}, dataset="bench")
+    rec3 = record("p3", [{"bpm": None}], dataset="bench")  # no instruction: no BPM, no components
+    for edit, values in zip(rec1["edits"] + rec2["edits"], given):
+        edit["bpm"] = parts(*values)
+    path = write_results(tmp_path / "bench.jsonl", [rec1, rec2, rec3])
+    report = compute_protocols(path, n_boot=0)
+    low, high = -0.20, 0.30
+    expected = [0.7 * ((m - low) / (high - low) + p) + 0.3 * r for m, p, r in given]
+    assert expected[0] > expected[1] and expected[3] < expected[2]  # BPM agrees with p1's choice, not p2's
+    assert report.datasets["bench"].metrics["bpm_dataset"].s2afc.value == pytest.approx(0.5)
+    from augclip_demo.batch.protocol_tables import read_protocol_items
+
+    _, grouped, keys, _, _ = read_protocol_items([path])
+    assert "bpm_dataset" in keys
+    values = [edit.metrics["bpm_dataset"] for item in grouped["bench"] for edit in item.edits]
+    assert values[:4] == pytest.approx(expected, abs=1e-12)
+    assert values[4] is None  # no components recorded: no value, like bpm
+    assert "BPM (dataset min-max)" in report.format()

@@ -165,5 +165,9 @@ def test_parse_metric_keys():
         parse_metric_keys("augclip,nope")
     with pytest.raises(InputError, match="regions stage"):
         parse_metric_keys("bpm")
+    # a caller that runs the regions stage (batch runs) may choose it; "all" stays the computable metrics
+    assert parse_metric_keys("clip_i,bpm", supplied_stages=("regions",)) == ["clip_i", "bpm"]
+    assert parse_metric_keys("all,bpm", supplied_stages=("regions",)) == metric_keys(computable=True) + ["bpm"]
+    assert "bpm" not in parse_metric_keys("all", supplied_stages=("regions",))
     with pytest.raises(InputError, match="no metric given"):
         parse_metric_keys(" , ")

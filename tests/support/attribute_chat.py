@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from augclip_demo.attributes.prompts import PARSE_INPUT_LABEL
 from tests.support.chat_server import Recorded
 
 CAPTION = "The image shows a red ball on a white floor. The ball is round and shiny."
@@ -14,7 +15,7 @@ def step_of(request: Recorded) -> str:
     if request.image_urls():
         return "caption"
     text = "\n".join(request.texts())
-    return "source" if "visual characteristics" in text else "target"
+    return "source" if PARSE_INPUT_LABEL in text else "target"
 
 
 def paper_flow(request: Recorded) -> str:

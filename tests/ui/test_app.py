@@ -89,7 +89,8 @@ def test_rescore_uses_the_session_embeddings(app_server, direct):
     own.predict(*evaluate_args(), api_name="/evaluate")
     _, table, _, _, _, report = scores(own.predict("\n".join(SRC_ATTRS[:2]), "\n".join(TGT_ATTRS), "logistic", 0.5, False, True,
                                         TINY, api_name="/rescore"))
-    assert report["options"] == {"classifier": "logistic", "C": 0.5, "weighting": False, "include_images": True}
+    assert report["options"] == {"classifier": "logistic", "C": 0.5, "weighting": False, "include_images": True,
+                                 "weight_scaling": "raw", "projection": "clamped"}
     assert report["attributes"]["source_attributes"] == SRC_ATTRS[:2]
     base = direct.evaluate(FLOWER / "source.png", EDITS, "a pink dahlia flower", "an orange dahlia flower",
                            Attributes(SRC_ATTRS, TGT_ATTRS))

@@ -77,6 +77,28 @@ def test_batch_scores_match_the_runner_and_the_protocol_table_is_filled(client, 
         assert len(list(csv.DictReader(handle))) == 8
 
 
+def test_batch_tab_offers_bpm_and_scores_it_like_the_runner(client, tmp_path, tiny_encoder):
+    from augclip_demo.config import Settings
+    from augclip_demo.ui.batch_tab import metric_choices
+
+    assert ("BPM", "bpm") in metric_choices()
+    manifest = example_manifest(tmp_path)
+    summary, _, scores, _ = client.predict(*batch_args(manifest, example_zip(tmp_path), metrics=["clip_i", "bpm"]),
+                                           api_name="/batch")
+    assert "2 item(s) scored, 0 failed" in summary and "untrained" in summary
+    # the app's server runs random:tiny GroundingDINO and SAM (seeded): the runner here gives the same BPM
+    settings = Settings.from_env(clip_model=TINY, device="cpu", gdino_model="random:tiny", sam_model="random:tiny")
+    direct_out = tmp_path / "direct.jsonl"
+    run_batch(EXAMPLES / "manifest.jsonl", direct_out, options=BatchOptions(metrics="clip_i,bpm"), settings=settings,
+              encoder=tiny_encoder)
+    direct = {(r["id"], e["name"]): e["metrics"] for r in map(json.loads, direct_out.read_text().splitlines())
+              if r["id"] in ITEMS for e in r["edits"]}
+    rows = [dict(zip(scores["headers"], row)) for row in scores["data"]]
+    assert len(rows) == 8 and all(isinstance(row["BPM"], float) for row in rows)
+    for row in rows:
+        assert row["BPM"] == pytest.approx(direct[(row["id"], row["name"])]["bpm"], abs=1e-4)
+
+
 def write_zip(path: Path, entries: dict[str, bytes], compression=zipfile.ZIP_DEFLATED) -> Path:
     with zipfile.ZipFile(path, "w", compression=compression) as archive:
         for name, data in entries.items():
