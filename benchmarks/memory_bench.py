@@ -25,9 +25,9 @@ from PIL import Image  # noqa: E402
 from tests.security.servers import start_app  # noqa: E402
 
 
-def huge_png(path: Path, side: int, colour: str) -> Path:
+def huge_png(path: Path, side: int, color: str) -> Path:
     if not path.exists():
-        Image.new("RGB", (side, side), colour).save(path, compress_level=1)
+        Image.new("RGB", (side, side), color).save(path, compress_level=1)
     return path
 
 

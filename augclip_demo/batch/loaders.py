@@ -46,13 +46,13 @@ class LoaderResult:
         return "\n".join(lines)
 
 
-def normalise_text(text: str) -> str:
+def normalize_text(text: str) -> str:
     """Lower case, every run of non-alphanumerics -> one space (matches file names to texts)."""
     return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
 
 
 def slug(text: str, limit: int = 60) -> str:
-    return normalise_text(text).replace(" ", "_")[:limit] or "item"
+    return normalize_text(text).replace(" ", "_")[:limit] or "item"
 
 
 def _unique(base: str, used: set[str]) -> str:
@@ -128,7 +128,7 @@ def load_tedbench(root: str | Path, out: str | Path | None = None, *, methods: l
             if original is None:
                 warnings.append(f"{method}/{path.name}: matches no original image name; ignored")
                 continue
-            index[(original, normalise_text(Path(path.name[len(original) + 1:]).stem))] = path
+            index[(original, normalize_text(Path(path.name[len(original) + 1:]).stem))] = path
         outputs[method] = index
     items: list[dict[str, Any]] = []
     used: set[str] = set()
@@ -143,7 +143,7 @@ def load_tedbench(root: str | Path, out: str | Path | None = None, *, methods: l
             continue
         edits = []
         for method in methods:
-            found = outputs[method].get((img_name, normalise_text(target)))
+            found = outputs[method].get((img_name, normalize_text(target)))
             if found is None:
                 warnings.append(f"{method}: no output for {img_name} / {target!r}")
                 continue

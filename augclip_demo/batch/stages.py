@@ -268,7 +268,7 @@ def embedding_inputs(item: ManifestItem, attributes: Attributes | None, images: 
 
 def score_embeddings(inputs: MetricInputs, keys: Sequence[str]) -> ItemScores:
     """The embedding-stage metrics of one item, details summarised for the record (no model: any process)."""
-    return score_item(inputs, keys).summarised()
+    return score_item(inputs, keys).summarized()
 
 
 # ---------------------------------------------------------------------------------------------- records

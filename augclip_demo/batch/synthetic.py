@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
-COLOURS = ["red", "green", "blue", "yellow", "purple", "orange", "white", "black", "pink", "brown", "grey", "cyan"]
+COLORS = ["red", "green", "blue", "yellow", "purple", "orange", "white", "black", "pink", "brown", "grey", "cyan"]
 SHAPES = ["ball", "box", "disc", "block", "ring", "tile"]
 PLACES = ["a lawn", "a beach", "a street", "a kitchen", "a forest", "a desk", "a snowfield", "a lake"]
 
@@ -21,8 +21,8 @@ def draw_picture(rng: np.random.Generator, size: int, shapes: int = 3) -> Image.
     for _ in range(shapes):
         x0, y0 = (int(v) for v in rng.integers(0, size * 3 // 4, size=2))
         x1, y1 = x0 + int(rng.integers(size // 8, size // 2)), y0 + int(rng.integers(size // 8, size // 2))
-        colour = tuple(int(c) for c in rng.integers(0, 256, size=3))
-        (draw.ellipse if rng.random() < 0.5 else draw.rectangle)((x0, y0, x1, y1), fill=colour)
+        color = tuple(int(c) for c in rng.integers(0, 256, size=3))
+        (draw.ellipse if rng.random() < 0.5 else draw.rectangle)((x0, y0, x1, y1), fill=color)
     return image
 
 
@@ -33,8 +33,8 @@ def edit_picture(rng: np.random.Generator, source: Image.Image, strength: float)
     draw = ImageDraw.Draw(image)
     x0, y0 = (int(v) for v in rng.integers(0, size // 2, size=2))
     extent = max(4, int(size * (0.2 + 0.6 * strength)))
-    colour = tuple(int(c) for c in rng.integers(0, 256, size=3))
-    draw.rectangle((x0, y0, x0 + extent, y0 + extent), fill=colour)
+    color = tuple(int(c) for c in rng.integers(0, 256, size=3))
+    draw.rectangle((x0, y0, x0 + extent, y0 + extent), fill=color)
     if strength > 0.5:
         shifted = np.asarray(image, dtype=np.int16) + rng.integers(-60, 60, size=3)
         image = Image.fromarray(np.clip(shifted, 0, 255).astype(np.uint8))
@@ -60,9 +60,9 @@ def write_synthetic_manifest(folder: str | Path, n_items: int = 200, *, n_edits:
             source = draw_picture(rng, image_size)
             src_name = f"images/{index:05d}-source.{image_format}"
             source.save(folder / src_name)
-            colour, shape, place = (COLOURS[rng.integers(len(COLOURS))], SHAPES[rng.integers(len(SHAPES))],
+            color, shape, place = (COLORS[rng.integers(len(COLORS))], SHAPES[rng.integers(len(SHAPES))],
                                     PLACES[rng.integers(len(PLACES))])
-            new_colour = COLOURS[(COLOURS.index(colour) + 1 + int(rng.integers(len(COLOURS) - 1))) % len(COLOURS)]
+            new_color = COLORS[(COLORS.index(color) + 1 + int(rng.integers(len(COLORS) - 1))) % len(COLORS)]
             edits = []
             for e in range(n_edits):
                 edit = edit_picture(rng, source, strength=(e + 1) / (n_edits + 1))
@@ -72,13 +72,13 @@ def write_synthetic_manifest(folder: str | Path, n_items: int = 200, *, n_edits:
             item = {
                 "id": f"item-{index:05d}",
                 "source": src_name,
-                "target_text": f"a {new_colour} {shape} on {place}",
-                "source_text": f"a {colour} {shape} on {place}",
-                "instruction": f"make the {shape} {new_colour}",
+                "target_text": f"a {new_color} {shape} on {place}",
+                "source_text": f"a {color} {shape} on {place}",
+                "instruction": f"make the {shape} {new_color}",
                 "edits": edits,
                 "attributes": {
-                    "source": [f"a {colour} {shape} number {index} detail {k}" for k in range(n_attributes)],
-                    "target": [f"a {new_colour} {shape} number {index} detail {k}" for k in range(n_attributes)],
+                    "source": [f"a {color} {shape} number {index} detail {k}" for k in range(n_attributes)],
+                    "target": [f"a {new_color} {shape} number {index} detail {k}" for k in range(n_attributes)],
                 },
             }
             if dataset:

@@ -231,15 +231,15 @@ def exact_coordinates(vectors: np.ndarray, w: np.ndarray, b: float) -> tuple[np.
     unit_w = w / w_norm
     x = (points @ w + b) / w_norm
     residual = points - np.outer(points @ unit_w, unit_w)
-    centred = residual - residual.mean(axis=0)
-    if len(points) < 2 or not np.any(centred):
+    centered = residual - residual.mean(axis=0)
+    if len(points) < 2 or not np.any(centered):
         return x, np.zeros(len(points)), 0.0
-    _, singular, vt = np.linalg.svd(centred, full_matrices=False)
+    _, singular, vt = np.linalg.svd(centered, full_matrices=False)
     axis = vt[0]
     axis = axis if axis[np.argmax(np.abs(axis))] >= 0 else -axis
     total = float(np.sum(singular ** 2))
     explained = float(singular[0] ** 2 / total) if total > 0 else 0.0
-    return x, centred @ axis, explained
+    return x, centered @ axis, explained
 
 
 def exact_view(report: Report, edits: list[int] | None = None) -> ExactView:

@@ -21,9 +21,9 @@ from PIL import Image, ImageDraw, ImageFont
 from ..bpm import BPMResult
 from ..report import UNTRAINED_WARNING
 
-ORIGIN_COLOUR = (220, 50, 47)  # M_origin / B_origin
-EDIT_COLOUR = (38, 139, 210)  # M_edit / B_edit
-REFERENCE_COLOUR = (133, 153, 0)  # the reference object / position anchor
+ORIGIN_COLOR = (220, 50, 47)  # M_origin / B_origin
+EDIT_COLOR = (38, 139, 210)  # M_edit / B_edit
+REFERENCE_COLOR = (133, 153, 0)  # the reference object / position anchor
 BANNER = "UNTRAINED (random weights): not meaningful"
 
 
@@ -38,20 +38,20 @@ def _line_width(image: Image.Image) -> int:
     return max(1, round(max(image.size) / 200))
 
 
-def _dashed_rectangle(draw: ImageDraw.ImageDraw, box: np.ndarray, colour: tuple[int, int, int], width: int) -> None:
+def _dashed_rectangle(draw: ImageDraw.ImageDraw, box: np.ndarray, color: tuple[int, int, int], width: int) -> None:
     x0, y0, x1, y1 = (float(v) for v in box)
     dash = max(4, 3 * width)
     for a, b, horizontal, fixed in ((x0, x1, True, y0), (x0, x1, True, y1), (y0, y1, False, x0), (y0, y1, False, x1)):
         pos = a
         while pos < b:
             end = min(pos + dash, b)
-            draw.line([(pos, fixed), (end, fixed)] if horizontal else [(fixed, pos), (fixed, end)], fill=colour,
+            draw.line([(pos, fixed), (end, fixed)] if horizontal else [(fixed, pos), (fixed, end)], fill=color,
                       width=width)
             pos += 2 * dash
 
 
 def overlay_region(image: Image.Image, mask: np.ndarray | None = None, box: np.ndarray | None = None,
-                   colour: tuple[int, int, int] = ORIGIN_COLOUR, label: str | None = None, opacity: float = 0.45,
+                   color: tuple[int, int, int] = ORIGIN_COLOR, label: str | None = None, opacity: float = 0.45,
                    dashed: bool = False) -> Image.Image:
     """``image`` with ``mask`` tinted in ``colour``, ``box`` outlined (dashed if asked) and ``label`` at its corner."""
     base = image.convert("RGB")
@@ -60,21 +60,21 @@ def overlay_region(image: Image.Image, mask: np.ndarray | None = None, box: np.n
         if mask.shape != (base.size[1], base.size[0]):
             raise ValueError(f"mask shape {mask.shape} does not match the image {base.size[1]}x{base.size[0]}")
         pixels = np.asarray(base, dtype=np.float64)
-        tint = np.asarray(colour, dtype=np.float64)
+        tint = np.asarray(color, dtype=np.float64)
         pixels[mask] = (1 - opacity) * pixels[mask] + opacity * tint
         base = Image.fromarray(np.clip(np.rint(pixels), 0, 255).astype(np.uint8), "RGB")
     if box is not None:
         draw = ImageDraw.Draw(base)
         width = _line_width(base)
         if dashed:
-            _dashed_rectangle(draw, np.asarray(box), colour, width)
+            _dashed_rectangle(draw, np.asarray(box), color, width)
         else:
-            draw.rectangle([float(v) for v in box], outline=colour, width=width)
+            draw.rectangle([float(v) for v in box], outline=color, width=width)
         if label:
             font = _font(max(10, round(max(base.size) / 40)))
             x, y = float(box[0]) + width, float(box[1]) + width
             left, top, right, bottom = draw.textbbox((x, y), label, font=font)
-            draw.rectangle([left - 1, top - 1, right + 1, bottom + 1], fill=colour)
+            draw.rectangle([left - 1, top - 1, right + 1, bottom + 1], fill=color)
             draw.text((x, y), label, fill=(255, 255, 255), font=font)
     return base
 
@@ -96,13 +96,13 @@ def preserved_view(source: Image.Image, keep: np.ndarray, dim: float = 0.35) -> 
     return Image.fromarray(np.clip(np.rint(out), 0, 255).astype(np.uint8), "RGB")
 
 
-def with_banner(image: Image.Image, text: str = BANNER, colour: tuple[int, int, int] = (180, 30, 30)) -> Image.Image:
+def with_banner(image: Image.Image, text: str = BANNER, color: tuple[int, int, int] = (180, 30, 30)) -> Image.Image:
     """``image`` with a strip on top carrying ``text`` (the untrained label)."""
     font = _font(max(10, round(image.size[0] / 28)))
     probe = ImageDraw.Draw(image)
     left, top, right, bottom = probe.textbbox((0, 0), text, font=font)
     height = bottom - top + 6
-    out = Image.new("RGB", (image.size[0], image.size[1] + height), colour)
+    out = Image.new("RGB", (image.size[0], image.size[1] + height), color)
     out.paste(image.convert("RGB"), (0, height))
     ImageDraw.Draw(out).text((3, 3 - top), text, fill=(255, 255, 255), font=font)
     return out
@@ -119,13 +119,13 @@ def bpm_region_images(result: BPMResult) -> dict[str, np.ndarray]:
         origin_label += " (not found)"
     if not result.edit.found and parse.o2:
         edit_label += " (not found)"
-    source = overlay_region(result.source_image, result.origin.mask, result.origin.box, ORIGIN_COLOUR, origin_label)
+    source = overlay_region(result.source_image, result.origin.mask, result.origin.box, ORIGIN_COLOR, origin_label)
     if result.reference is not None and result.reference.box is not None:
-        source = overlay_region(source, None, result.reference.box, REFERENCE_COLOUR, f"reference: {parse.reference}",
+        source = overlay_region(source, None, result.reference.box, REFERENCE_COLOR, f"reference: {parse.reference}",
                                 dashed=True)
     elif result.anchor.provenance.startswith("the image frame"):
-        source = overlay_region(source, None, result.anchor.box, REFERENCE_COLOUR, "anchor: image frame", dashed=True)
-    edit = overlay_region(result.edit_image, result.edit.mask, result.edit.box, EDIT_COLOUR, edit_label)
+        source = overlay_region(source, None, result.anchor.box, REFERENCE_COLOR, "anchor: image frame", dashed=True)
+    edit = overlay_region(result.edit_image, result.edit.mask, result.edit.box, EDIT_COLOR, edit_label)
     preserved = preserved_view(result.source_image, result.preserved_mask)
     images = {"source": source, "edit": edit, "preserved": preserved}
     if result.untrained:
@@ -157,10 +157,10 @@ def bpm_component_figure(result: BPMResult) -> Any:
     c = result.components
     names = ["S_modify\n(0-1)", "S_preserve", "S_size", "S_position"]
     values = [c.s_modify_norm, c.s_preserve, float(c.s_size), float(c.s_position)]
-    colours = ["#268bd2", "#2aa198", "#b58900", "#cb4b16"]
+    colors = ["#268bd2", "#2aa198", "#b58900", "#cb4b16"]
     figure = Figure(figsize=(5.0, 3.0), dpi=100, layout="constrained")
     axes = figure.add_subplot()
-    bars = axes.bar(names, values, color=colours)
+    bars = axes.bar(names, values, color=colors)
     for bar, value in zip(bars, values):
         axes.text(bar.get_x() + bar.get_width() / 2, value + 0.02, f"{value:.3f}", ha="center", va="bottom", fontsize=8)
     axes.set_ylim(0, 1.15)

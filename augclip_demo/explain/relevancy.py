@@ -83,11 +83,11 @@ class RelevancyMap:
         return _is_constant(self.raw)
 
     def normalized_grid(self) -> np.ndarray:
-        return normalise(self.raw)
+        return normalize(self.raw)
 
     def view_map(self) -> np.ndarray:
         """Upsampled to the model input (bilinear) and min-max normalised to [0, 1]."""
-        return normalise(upsample_grid(self.raw, self.model_input_size))
+        return normalize(upsample_grid(self.raw, self.model_input_size))
 
     def image_map(self, size: tuple[int, int] | None = None) -> np.ndarray:
         """The normalised map on the input image frame (``size`` = (width, height), default the input's)."""
@@ -397,7 +397,7 @@ def _is_constant(values: np.ndarray) -> bool:
     return span <= 1e-12 * max(1.0, float(np.nanmax(np.abs(values))) if values.size else 1.0)
 
 
-def normalise(values: np.ndarray) -> np.ndarray:
+def normalize(values: np.ndarray) -> np.ndarray:
     """Min-max normalisation to [0, 1]; a constant map becomes all zeros (nothing stands out)."""
     values = np.asarray(values, dtype=np.float32)
     if values.size == 0 or _is_constant(values):

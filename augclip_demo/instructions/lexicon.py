@@ -14,7 +14,7 @@ def word_set(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-COLOURS = word_set(
+COLORS = word_set(
     "red orange yellow green blue purple violet pink brown black white gray grey silver gold golden beige "
     "cyan magenta turquoise teal navy maroon crimson scarlet lime olive indigo lavender tan ivory bronze "
     "copper blond blonde brunette rainbow colorful colourful transparent striped spotted checkered "
@@ -26,7 +26,7 @@ MATERIALS = word_set(
     "ice icy crystal diamond chocolate candy lego origami furry fluffy shiny matte glossy rusty golden"
 )
 #: Words that may precede a colour ("light blue", "bright red") and stay part of it.
-COLOUR_MODIFIERS = word_set("light dark bright pale deep dull vivid neon pastel hot sky baby navy royal")
+COLOR_MODIFIERS = word_set("light dark bright pale deep dull vivid neon pastel hot sky baby navy royal")
 
 #: Flat or extended surfaces: "on" such a thing means within its box, not above it.
 FLAT_SURFACES = word_set(

@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 
 from ..errors import InstructionParseError
 from .lexicon import (
-    COLOUR_MODIFIERS,
-    COLOURS,
+    COLOR_MODIFIERS,
+    COLORS,
     DOUBLING,
     FLAT_SURFACES,
     GLOBAL_NOUNS,
@@ -102,7 +102,7 @@ _SUFFIX = re.compile(
 )
 
 
-def _normalise(text: str) -> str:
+def _normalize(text: str) -> str:
     text = (text.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"').replace("\u201d", '"')
             .replace("\u2013", "-").replace("\u2014", "-").lower())
     text = text.replace("->", " into ").replace("=>", " into ")
@@ -322,7 +322,7 @@ def _split_clauses(text: str) -> list[str]:
         joint = m.group(0).strip()
         prev_word = (current + left).split()[-1:] if (current + left).split() else []
         next_word = right.split()[:1]
-        adjectival = lambda w: bool(w) and (w[0] in COLOURS or w[0] in COLOUR_MODIFIERS)  # noqa: E731
+        adjectival = lambda w: bool(w) and (w[0] in COLORS or w[0] in COLOR_MODIFIERS)  # noqa: E731
         keep = (joint in ("and", ",") and adjectival(prev_word) and adjectival(next_word)
                 and not _starts_with_verb(right))
         so_far = current + left
@@ -473,16 +473,16 @@ _GLOBAL_MODIFIERS = word_set(
 def _is_adjectival(words: str) -> bool:
     """Every word a colour, material, colour modifier or 'and' ("light blue", "black and white")."""
     tokens = words.replace("-", " ").split()
-    return bool(tokens) and all(t in COLOURS or t in MATERIALS or t in COLOUR_MODIFIERS or t == "and" for t in tokens)
+    return bool(tokens) and all(t in COLORS or t in MATERIALS or t in COLOR_MODIFIERS or t == "and" for t in tokens)
 
 
 def _with_attribute(attribute: str, obj: str) -> str:
     """o2 of "make OBJ ATTRIBUTE": the attribute in front; a new colour drops the old colour words."""
     attribute = clean_phrase(attribute) or attribute
     words = obj.split()
-    if any(w in COLOURS for w in attribute.split()) and len(words) > 1:
-        kept = [w for i, w in enumerate(words) if w not in COLOURS and not (
-            w in COLOUR_MODIFIERS and i + 1 < len(words) and words[i + 1] in COLOURS)]
+    if any(w in COLORS for w in attribute.split()) and len(words) > 1:
+        kept = [w for i, w in enumerate(words) if w not in COLORS and not (
+            w in COLOR_MODIFIERS and i + 1 < len(words) and words[i + 1] in COLORS)]
         words = kept or words
     return f"{attribute} {' '.join(words)}"
 
@@ -918,7 +918,7 @@ _SCAN_STOP = word_set("like into a an with of from as than have has had")
 def _is_pose_at(words: list[str], i: int) -> bool:
     """Is ``words[i]`` a pose verb here? ("look" only with a direction: "look autumnal" is an attribute)."""
     verb = _pose_verb(words[i])
-    if verb is None or words[i] in COLOURS or words[i] in MATERIALS:
+    if verb is None or words[i] in COLORS or words[i] in MATERIALS:
         return False
     following = words[i + 1:i + 2]
     if verb == "look" and following and following[0] not in _GAZE_NEXT:
@@ -966,10 +966,10 @@ def _pose_rule(text: str, ctx: _Ctx) -> Change | None:
     return None
 
 
-_COLOUR_WORD = "|".join(sorted(COLOURS | MATERIALS, key=len, reverse=True))
+_COLOR_WORD = "|".join(sorted(COLORS | MATERIALS, key=len, reverse=True))
 
 
-def _colour_verbs(text: str, ctx: _Ctx) -> Change | None:
+def _color_verbs(text: str, ctx: _Ctx) -> Change | None:
     m = re.match(r"^(?:change|switch|alter|make|set|turn)\s+(?:the\s+)?(?:colou?r|material|texture|pattern|shade|hue)"
                  r"\s+of\s+(.*?)\s+(?:to|into|in|from\s+\S+(?:\s+\S+)?\s+to)\s+(.*)$", text) \
         or re.match(r"^(?:change|switch|alter|make|set|turn)\s+(.*?)(?:'s|s')?\s+(?:colou?r|material|shade)\s+(?:to|into)"
@@ -979,7 +979,7 @@ def _colour_verbs(text: str, ctx: _Ctx) -> Change | None:
         value = _object(m.group(2), "new colour", ctx)
         return Change("attribute", obj, _with_attribute(value, obj), clause=text, base=obj, prefix=value)
     m = re.match(r"^(?:paint|colou?r|recolou?r|dye|tint|spray|spray-paint|spraypaint)\s+(.*?)\s+(?:in\s+|to\s+|with\s+)?"
-                 r"((?:(?:" + "|".join(sorted(COLOUR_MODIFIERS)) + r")\s+)?(?:" + _COLOUR_WORD +
+                 r"((?:(?:" + "|".join(sorted(COLOR_MODIFIERS)) + r")\s+)?(?:" + _COLOR_WORD +
                  r")(?:\s+and\s+\S+)?)$", text)
     if m:
         obj = _object(m.group(1), "object to recolour", ctx, strip_descriptor=True)
@@ -1153,7 +1153,7 @@ def _make_value(obj_text: str, value: str, ctx: _Ctx, text: str) -> Change:
             and not _is_adjectival(value)):  # "the apples should be oranges": new objects
         return Change("replace", obj, value, clause=text, base=value, confidence="medium",
                       notes=[f"{value!r} taken as new objects in place of the {obj}; check o2"])
-    known = all(w in COLOURS or w in MATERIALS or w in COLOUR_MODIFIERS or w in STYLE_WORDS or w == "and"
+    known = all(w in COLORS or w in MATERIALS or w in COLOR_MODIFIERS or w in STYLE_WORDS or w == "and"
                 or w.endswith(("y", "ed", "ful", "ous", "ish", "ic", "al", "er", "less", "en", "ive", "ble"))
                 for w in value.replace("-", " ").split())
     attribute = clean_phrase(value) or value
@@ -1192,7 +1192,7 @@ def _make_attribute(text: str, ctx: _Ctx) -> Change | None:
     loose = loose or _is_global_phrase(clean_phrase(head)) or re.search(r"\b(?:like|look|looks|was|were|is|are)\b",
                                                                         head) is not None
     if not loose and (place.size is not None or place.state in movable) and clean_phrase(head) \
-            and not re.search(r"\b(?:a|an)\s", head) and not (ref_tail and ref_tail[0] in COLOURS | MATERIALS | LARGER
+            and not re.search(r"\b(?:a|an)\s", head) and not (ref_tail and ref_tail[0] in COLORS | MATERIALS | LARGER
                                                               | SMALLER):
         obj = _object(head, "object to move", ctx)
         return Change("move", obj, obj, place.size or "unchanged", place.state or "unchanged", place.reference,
@@ -1231,12 +1231,12 @@ def _make_attribute(text: str, ctx: _Ctx) -> Change | None:
     start = len(words) - 1
     while start > 1 and clean_phrase(" ".join(words[:start - 1])):
         prev = words[start - 1]
-        if ((prev in COLOUR_MODIFIERS and words[start] in COLOURS) or prev == "and"
+        if ((prev in COLOR_MODIFIERS and words[start] in COLORS) or prev == "and"
                 or prev in ("at", "during", "under")
                 or prev in ("very", "more", "less", "look", "appear", "seem", "much", "really", "so", "even", "all",
                             "completely", "totally", "fully", "bit", "little", "slightly")
-                or ((prev in COLOURS or prev in MATERIALS) and words[start] == "and")
-                or (prev in COLOURS | MATERIALS and words[start] in COLOURS | MATERIALS)):
+                or ((prev in COLORS or prev in MATERIALS) and words[start] == "and")
+                or (prev in COLORS | MATERIALS and words[start] in COLORS | MATERIALS)):
             start -= 1
         else:
             break
@@ -1262,7 +1262,7 @@ def _unknown_verb(text: str, ctx: _Ctx) -> Change | None:
 
 _CLAUSE_RULES: tuple[Rule, ...] = (
     _keep, _global_verbs, _background, _remove, _switch_state, _move, _from_to, _replace, _resize, _give_or_wear,
-    _pose_rule, _colour_verbs, _add, _change_into, _make_attribute, _unknown_verb,
+    _pose_rule, _color_verbs, _add, _change_into, _make_attribute, _unknown_verb,
 )
 
 
@@ -1396,7 +1396,7 @@ def _understood_without_object(original: str) -> str:
 
 def _parse(original: str) -> ParsedInstruction:
     ctx = _Ctx(original)
-    text = _normalise(original)
+    text = _normalize(original)
     if not text:
         raise InstructionParseError(f"{original!r} contains no words the parser can use. {HAND_FILL_HELP}")
     if re.match(r"^(?:could|can|might|may|would|will|is|are|does|do|was)\s+(?:it|this|that|they)\s+(?:be|is|are|"
@@ -1411,7 +1411,7 @@ def _parse(original: str) -> ParsedInstruction:
             f"{HAND_FILL_HELP}")
     changes: list[Change] = []
     for piece in _split_clauses(_indirect(text)):
-        piece = _normalise(piece)
+        piece = _normalize(piece)
         if not piece:
             continue
         if changes:

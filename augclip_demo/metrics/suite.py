@@ -162,7 +162,7 @@ class Metric:
     stage: Stage
     compute: MetricFn | None = None  # None: supplied by its stage (``regions``)
     primary: bool = False  # shown in tables and computed by batch runs by default
-    summarise: Callable[[Any], dict[str, float]] | None = None  # detail -> the fields kept in batch results
+    summarize: Callable[[Any], dict[str, float]] | None = None  # detail -> the fields kept in batch results
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES:
@@ -243,7 +243,7 @@ _IMAGES = frozenset({"image_embeddings"})
 
 METRIC_TABLE: tuple[Metric, ...] = (
     Metric("augclip", "AugCLIP", True, "cosine to the estimated ideal edit E(I_src)+v (Eq. 3)",
-           _IMAGES | {"attribute_embeddings"}, "embeddings", _augclip, primary=True, summarise=_augclip_summary),
+           _IMAGES | {"attribute_embeddings"}, "embeddings", _augclip, primary=True, summarize=_augclip_summary),
     Metric("clip_dir", "CLIPdir", True, "directional CLIP similarity (Eq. 1-2); needs a source text",
            _IMAGES | {"source_text_embedding", "target_text_embedding"}, "embeddings", _clip_dir, primary=True),
     Metric("clip_i", "CLIP-I", True, "cosine between edit and source image (preservation)",
@@ -331,10 +331,10 @@ class ItemScores:
             out.details[i] = {**self.details[i], **other.details[i]}
         return out
 
-    def summarised(self) -> ItemScores:
+    def summarized(self) -> ItemScores:
         """Details replaced by the small JSON summaries their metrics define (dropped where none)."""
-        details = [{key: METRICS[key].summarise(detail)  # type: ignore[misc]
-                    for key, detail in row.items() if METRICS[key].summarise is not None} for row in self.details]
+        details = [{key: METRICS[key].summarize(detail)  # type: ignore[misc]
+                    for key, detail in row.items() if METRICS[key].summarize is not None} for row in self.details]
         return ItemScores(self.values, self.unavailable, details)
 
 

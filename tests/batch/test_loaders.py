@@ -17,9 +17,9 @@ from augclip_demo.errors import InputError, ManifestError
 from tests.support import draw_scene
 
 
-def save(path: Path, colour: str = "white") -> Path:
+def save(path: Path, color: str = "white") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    draw_scene((64, 64), colour, [("ellipse", (10, 10, 40, 40), "red")]).save(path)
+    draw_scene((64, 64), color, [("ellipse", (10, 10, 40, 40), "red")]).save(path)
     return path
 
 

@@ -53,9 +53,9 @@ def scene_manifest(folder: Path, items: list[dict]) -> Path:
     return path
 
 
-def draw(folder: Path, name: str, colour: str, shape_colour: str = "red", size=(96, 96)) -> str:
+def draw(folder: Path, name: str, color: str, shape_color: str = "red", size=(96, 96)) -> str:
     (folder / "img").mkdir(parents=True, exist_ok=True)
-    draw_scene(size, colour, [("ellipse", (20, 20, 70, 70), shape_colour)]).save(folder / "img" / name)
+    draw_scene(size, color, [("ellipse", (20, 20, 70, 70), shape_color)]).save(folder / "img" / name)
     return f"img/{name}"
 
 

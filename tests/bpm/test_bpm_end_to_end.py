@@ -25,7 +25,7 @@ from tests.support import TINY, draw_scene
 pytestmark = pytest.mark.slow
 
 SOURCE = draw_scene((120, 90), shapes=[("ellipse", (20, 20, 60, 60), "red"), ("rectangle", (70, 40, 110, 80), "green")])
-RECOLOURED = draw_scene((120, 90), shapes=[("ellipse", (20, 20, 60, 60), "blue"), ("rectangle", (70, 40, 110, 80), "green")])
+RECOLORED = draw_scene((120, 90), shapes=[("ellipse", (20, 20, 60, 60), "blue"), ("rectangle", (70, 40, 110, 80), "green")])
 MOVED = draw_scene((120, 90), shapes=[("ellipse", (0, 20, 40, 60), "red"), ("rectangle", (70, 40, 110, 80), "green")])
 
 
@@ -90,17 +90,17 @@ def test_identical_images_with_remove_have_known_components(models):
 
 def test_nothing_found_falls_back_to_the_whole_image(models):
     options = BPMOptions(box_threshold=0.9999999)  # nothing scores above this
-    result = bpm_score(SOURCE, RECOLOURED, "make the ball blue", models=models, options=options)
+    result = bpm_score(SOURCE, RECOLORED, "make the ball blue", models=models, options=options)
     assert result.found == {"o1": False, "o2": False, "reference": None}
     assert result.s_size == 0 and result.s_position == 0
     assert result.preserved_mask.all()
-    assert result.s_preserve == pytest.approx(1 - l2_distance(SOURCE, RECOLOURED))
+    assert result.s_preserve == pytest.approx(1 - l2_distance(SOURCE, RECOLORED))
     assert any("no object was found" in note for note in result.notes)
 
 
 def test_batched_edits_equal_one_at_a_time(models):
-    many = bpm_score_many(SOURCE, [RECOLOURED, MOVED], "make the ball blue", models=models)
-    for edit, result in zip([RECOLOURED, MOVED], many):
+    many = bpm_score_many(SOURCE, [RECOLORED, MOVED], "make the ball blue", models=models)
+    for edit, result in zip([RECOLORED, MOVED], many):
         single = bpm_score(SOURCE, edit, "make the ball blue", models=models)
         assert result.components.bpm == pytest.approx(single.components.bpm, abs=1e-6)
         np.testing.assert_array_equal(result.edit.mask, single.edit.mask)
@@ -108,7 +108,7 @@ def test_batched_edits_equal_one_at_a_time(models):
 
 
 def test_edits_of_another_size_are_resized_with_a_note(models):
-    small = RECOLOURED.resize((60, 60))
+    small = RECOLORED.resize((60, 60))
     result = bpm_score(SOURCE, small, "make the ball blue", models=models)
     _check_consistent(result)
     assert result.edit_image.size == (120, 90)
@@ -118,7 +118,7 @@ def test_edits_of_another_size_are_resized_with_a_note(models):
 
 def test_description_style_target_with_o1_o2_given(models):
     parsed = ParsedInstruction.from_fields("red ball", "blue ball")
-    result = bpm_score(SOURCE, RECOLOURED, parsed=parsed, models=models)
+    result = bpm_score(SOURCE, RECOLORED, parsed=parsed, models=models)
     assert result.parsed.parser == "manual" and result.parsed.o2 == "blue ball"
     _check_consistent(result)
 
@@ -131,7 +131,7 @@ def test_description_style_target_with_o1_o2_given(models):
 ])
 def test_bad_inputs(models, kwargs, error, message):
     with pytest.raises(error, match=message):
-        bpm_score(SOURCE, RECOLOURED, models=models, **kwargs)
+        bpm_score(SOURCE, RECOLORED, models=models, **kwargs)
     with pytest.raises(InputError, match="alpha must be between 0 and 1"):
         BPMOptions(alpha=2)
 
@@ -140,7 +140,7 @@ def test_bad_inputs(models, kwargs, error, message):
 def test_pipeline_adds_bpm_to_the_report(models, tiny_encoder):
     evaluator = Evaluator(encoder=tiny_encoder)
     attributes = Attributes(["red ball"], ["blue ball"])
-    report = evaluator.evaluate(SOURCE, [RECOLOURED, MOVED], "a blue ball", attributes=attributes)
+    report = evaluator.evaluate(SOURCE, [RECOLORED, MOVED], "a blue ball", attributes=attributes)
     evaluator.add_bpm(report, "make the ball blue", models=models)
     assert all(isinstance(e.metrics["bpm"], float) and e.bpm["parse"]["o2"] == "blue ball" for e in report.edits)
     assert len(report.arrays.bpm) == 2 and "BPM" in report.verdict()
@@ -152,7 +152,7 @@ def test_pipeline_adds_bpm_to_the_report(models, tiny_encoder):
 
 
 def test_panel_pictures_and_rows(models):
-    result = bpm_score(SOURCE, RECOLOURED, "put a hat on the box", models=models)
+    result = bpm_score(SOURCE, RECOLORED, "put a hat on the box", models=models)
     panel = bpm_panel(result)
     for image in (panel.source, panel.edit, panel.preserved):
         assert image.dtype == np.uint8 and image.shape[1] == 120 and image.shape[0] > 90  # the untrained banner
@@ -176,7 +176,7 @@ def test_preserved_view_keeps_the_compared_pixels_untouched():
 @pytest.fixture()
 def image_files(tmp_path):
     paths = {}
-    for name, image in (("source", SOURCE), ("recoloured", RECOLOURED), ("small", Image.new("RGB", (30, 40), "gray"))):
+    for name, image in (("source", SOURCE), ("recoloured", RECOLORED), ("small", Image.new("RGB", (30, 40), "gray"))):
         paths[name] = tmp_path / f"{name}.png"
         image.save(paths[name])
     return paths

@@ -24,7 +24,7 @@ import torch
 from augclip_demo.inference import ClipEncoder
 from tests.support import EXAMPLES, ROOT, TINY, draw_scene
 
-TEXTS = [f"a {colour} {thing}" for colour in ("red", "green", "pale blue", "dark") for thing in ("ball", "cup on a table", "dog")]
+TEXTS = [f"a {color} {thing}" for color in ("red", "green", "pale blue", "dark") for thing in ("ball", "cup on a table", "dog")]
 
 
 def fresh_encoder() -> ClipEncoder:

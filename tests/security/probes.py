@@ -20,8 +20,8 @@ def png(image: Image.Image) -> bytes:
     return buffer.getvalue()
 
 
-def good_png(path: Path, colour: str = "red") -> Path:
-    draw_scene(shapes=[("ellipse", (20, 20, 70, 70), colour)]).save(path)
+def good_png(path: Path, color: str = "red") -> Path:
+    draw_scene(shapes=[("ellipse", (20, 20, 70, 70), color)]).save(path)
     return path
 
 

@@ -33,6 +33,7 @@ def own(app_server) -> Client:
     return client
 
 
+@pytest.mark.slow  # starts python app.py
 def test_bpm_parse_endpoint_fills_the_fields(own):
     o1, o2, size, position, reference, info = own.predict("could you make the flower pink and a bit bigger?", "rules",
                                                           TINY, api_name="/bpm_parse")
@@ -40,6 +41,7 @@ def test_bpm_parse_endpoint_fills_the_fields(own):
     assert "Parse" in info and "confidence high" in info
 
 
+@pytest.mark.slow  # starts python app.py
 def test_a_refused_instruction_waits_for_the_user_then_runs_on_the_fields(own):
     out = own.predict(True, "give the photo a vintage look", "rules", TINY, api_name="/bpm")
     verdict, table, bpm_info, gallery, components, o1, o2, *_rest, parse_info = out
@@ -55,6 +57,7 @@ def test_a_refused_instruction_waits_for_the_user_then_runs_on_the_fields(own):
                                                                                 "given")
 
 
+@pytest.mark.slow  # starts python app.py
 def test_corrected_fields_override_the_parse_field_by_field(own):
     out = own.predict("make the flower pink", "rules", TINY, "flower", "pink dahlia", "unchanged", "unchanged", "",
                       api_name="/bpm_fields")
