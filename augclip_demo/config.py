@@ -26,6 +26,8 @@ DEFAULT_SAM_MODEL = "vit_b"
 PRECISIONS = ("auto", "fp32", "fp16", "bf16")
 DEFAULT_MAX_EDITS = 8
 DEFAULT_APP_CONCURRENCY = 2
+DEFAULT_MAX_LOADED_MODELS = 4
+DEFAULT_MAX_MODEL_MEMORY_MB = 8192
 
 #: Environment variables read by :meth:`Settings.from_env`, with what each one sets.
 ENVIRONMENT_VARIABLES: dict[str, str] = {
@@ -58,6 +60,10 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "AUGCLIP_CONCURRENCY": f"app requests run at once (default {DEFAULT_APP_CONCURRENCY})",
     "AUGCLIP_APP_DISK_MB": "most bytes the app's session files and Gradio's cache may hold, in MB (default 1024)",
     "AUGCLIP_APP_FILES_MAX_AGE_S": "seconds the app keeps a session's files after their last change (default 3600)",
+    "AUGCLIP_MAX_LOADED_MODELS": (f"most models (CLIP, GroundingDINO, SAM) kept loaded at once; the least recently "
+                                  f"used unused one is unloaded beyond it (default {DEFAULT_MAX_LOADED_MODELS})"),
+    "AUGCLIP_MAX_MODEL_MEMORY_MB": (f"most MB of weights (parameters + buffers) kept loaded at once, same eviction "
+                                    f"(default {DEFAULT_MAX_MODEL_MEMORY_MB})"),
 }
 
 
@@ -128,6 +134,8 @@ class Settings:
     concurrency: int = DEFAULT_APP_CONCURRENCY
     app_disk_mb: int = 1024
     app_files_max_age_s: int = 3600
+    max_loaded_models: int = DEFAULT_MAX_LOADED_MODELS
+    max_model_memory_mb: int = DEFAULT_MAX_MODEL_MEMORY_MB
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -148,7 +156,7 @@ class Settings:
                                                  and all(c in "0123456789abcdefABCDEF" for c in self.sam_sha256)):
             raise ConfigError(f"AUGCLIP_SAM_SHA256 must be 64 hexadecimal digits, got {self.sam_sha256!r}")
         for name in ("upload_max_zip_mb", "upload_max_files", "upload_max_unzipped_mb", "max_edits", "concurrency",
-                     "app_disk_mb", "app_files_max_age_s"):
+                     "app_disk_mb", "app_files_max_age_s", "max_loaded_models", "max_model_memory_mb"):
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 0:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
@@ -198,7 +206,9 @@ class Settings:
                                  ("max_edits", "AUGCLIP_MAX_EDITS", int),
                                  ("concurrency", "AUGCLIP_CONCURRENCY", int),
                                  ("app_disk_mb", "AUGCLIP_APP_DISK_MB", int),
-                                 ("app_files_max_age_s", "AUGCLIP_APP_FILES_MAX_AGE_S", int)):
+                                 ("app_files_max_age_s", "AUGCLIP_APP_FILES_MAX_AGE_S", int),
+                                 ("max_loaded_models", "AUGCLIP_MAX_LOADED_MODELS", int),
+                                 ("max_model_memory_mb", "AUGCLIP_MAX_MODEL_MEMORY_MB", int)):
             if (value := _number(env, var, kind)) is not None:
                 values[field] = value
         if (value := get("AUGCLIP_ALLOWED_MODELS")) is not None:

@@ -252,14 +252,14 @@ class Evaluator:
 
         start = time.perf_counter()
         report_progress(0.0, "loading models")
-        self.encoder.load()
-        timings["model_load"] = time.perf_counter() - start
-        start = time.perf_counter()
-        report_progress(0.2, "extracting attributes")
-        attrs = self.resolve_attributes(attributes, src, target_text, source_text)
-        timings["attributes"] = time.perf_counter() - start
-        report_progress(0.4, "encoding images and texts")
-        arrays = self.embed(src, edits, target_text, source_text, attrs, timings)
+        with self.encoder.in_use():  # pinned: the model pool does not unload it mid-evaluation
+            timings["model_load"] = time.perf_counter() - start
+            start = time.perf_counter()
+            report_progress(0.2, "extracting attributes")
+            attrs = self.resolve_attributes(attributes, src, target_text, source_text)
+            timings["attributes"] = time.perf_counter() - start
+            report_progress(0.4, "encoding images and texts")
+            arrays = self.embed(src, edits, target_text, source_text, attrs, timings)
         start = time.perf_counter()
         report_progress(0.8, "scoring")
         results = self.score(arrays, attrs, options)

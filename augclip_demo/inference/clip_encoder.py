@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from . import weights
 from .device import autocast, device_description, is_out_of_memory, resolve_device
 from .lazy import LazyModel
 from .lru import LRUCache
+from .pool import POOL
 from .specs import ModelSpec, parse_model_spec, register_model_configs
 
 log = logging.getLogger(__name__)
@@ -195,12 +195,12 @@ class ClipEncoder(LazyModel):
 
     def warmup(self) -> ClipEncoder:
         """Load the model and run one tiny forward pass of each tower (compiles kernels, allocates)."""
-        self.load()
         from PIL import Image
 
-        size = self.image_size
-        self._encode_image_batch([Image.new("RGB", (size, size), (127, 127, 127))])
-        self._encode_text_batch(["warm up"])
+        with self.in_use():
+            size = self.image_size
+            self._encode_image_batch([Image.new("RGB", (size, size), (127, 127, 127))])
+            self._encode_text_batch(["warm up"])
         return self
 
     # ------------------------------------------------------------------ info
@@ -246,13 +246,14 @@ class ClipEncoder(LazyModel):
         accepted for compatibility and does not change the forward passes.
         """
         loaded = [open_image(item) for item in images]
-        return self._encode_cached(
-            keys=[item.sha256 for item in loaded],
-            items=[item.image for item in loaded],
-            cache=self.image_cache,
-            batch_fn=self._encode_image_batch,
-            batch_size=self.image_batch_size,
-        )
+        with self.in_use():
+            return self._encode_cached(
+                keys=[item.sha256 for item in loaded],
+                items=[item.image for item in loaded],
+                cache=self.image_cache,
+                batch_fn=self._encode_image_batch,
+                batch_size=self.image_batch_size,
+            )
 
     def encode_image(self, image: ImageInput | LoadedImage) -> np.ndarray:
         return self.encode_images([image])[0]
@@ -306,17 +307,19 @@ class ClipEncoder(LazyModel):
         """
         tensors = list(pixels)
         if keys is None:
-            return self._run_in_batches(tensors, self._encode_pixel_batch, self.image_batch_size) \
-                if tensors else np.zeros((0, self.embed_dim), dtype=np.float32)
+            with self.in_use():
+                return self._run_in_batches(tensors, self._encode_pixel_batch, self.image_batch_size) \
+                    if tensors else np.zeros((0, self.embed_dim), dtype=np.float32)
         if len(keys) != len(tensors):
             raise ValueError(f"{len(keys)} keys for {len(tensors)} images")
-        return self._encode_cached(
-            keys=list(keys),
-            items=tensors,
-            cache=self.image_cache,
-            batch_fn=self._encode_pixel_batch,
-            batch_size=self.image_batch_size,
-        )
+        with self.in_use():
+            return self._encode_cached(
+                keys=list(keys),
+                items=tensors,
+                cache=self.image_cache,
+                batch_fn=self._encode_pixel_batch,
+                batch_size=self.image_batch_size,
+            )
 
     def encode_texts(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
         """Embeddings of ``texts`` as an ``(n, d)`` float32 array of unit rows, in input order.
@@ -330,13 +333,14 @@ class ClipEncoder(LazyModel):
             if not isinstance(text, str):
                 raise InputError(f"text #{i + 1} is a {type(text).__name__}, not a string")
             cleaned.append(text.strip())
-        return self._encode_cached(
-            keys=cleaned,
-            items=cleaned,
-            cache=self.text_cache,
-            batch_fn=self._encode_text_batch,
-            batch_size=self.text_batch_size,
-        )
+        with self.in_use():
+            return self._encode_cached(
+                keys=cleaned,
+                items=cleaned,
+                cache=self.text_cache,
+                batch_fn=self._encode_text_batch,
+                batch_size=self.text_batch_size,
+            )
 
     def encode_text(self, text: str) -> np.ndarray:
         return self.encode_texts([text])[0]
@@ -480,22 +484,18 @@ def _normalise(features: torch.Tensor) -> np.ndarray:
     return features.cpu().numpy().astype(np.float32)
 
 
-_SHARED: dict[tuple[Any, ...], ClipEncoder] = {}
-_SHARED_LOCK = threading.Lock()
-
-
 def get_encoder(settings: Settings | None = None, **overrides: Any) -> ClipEncoder:
     """The process-wide encoder for these settings (one model load per backbone and device).
 
     ``overrides`` are :class:`Settings` fields (``clip_model``, ``device``, ``clip_checkpoint``...).
+    The encoder is keyed by the canonical spec, so every spelling of one model gives the same
+    object; its model lives in the bounded pool (:mod:`augclip_demo.inference.pool`), whose limits
+    are set from ``settings``.
     """
     settings = (settings or Settings.from_env()).replace(**overrides)
     spec = parse_model_spec(settings.clip_model, settings.clip_checkpoint)
     device = resolve_device(settings.device)
-    key = (spec, str(device), settings.precision, str(settings.cache_dir))
-    with _SHARED_LOCK:
-        encoder = _SHARED.get(key)
-        if encoder is None:
-            encoder = ClipEncoder(spec, device=device, precision=settings.precision, cache_dir=settings.cache_dir)
-            _SHARED[key] = encoder
-        return encoder
+    POOL.configure_from(settings)
+    key = ("clip", spec, str(device), settings.precision, str(settings.cache_dir))
+    return POOL.lookup(key, lambda: ClipEncoder(spec, device=device, precision=settings.precision,
+                                                cache_dir=settings.cache_dir))

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +38,8 @@ from ..io import ImageInput, LoadedImage, open_image
 from . import weights
 from .device import device_description, resolve_device
 from .lazy import LazyModel
+from .pool import POOL
+from .specs import canonical_gdino_spec
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +176,7 @@ class GroundingDetector(LazyModel):
     def __init__(self, model: str | Path | None = None, *, device: str | torch.device | None = "auto",
                  cache_dir: str | Path | None = None, batch_size: int = 4, precision: str = "fp32"):
         settings = Settings.from_env()
-        self.spec = str(model or settings.gdino_model).strip()
+        self.spec = canonical_gdino_spec(str(model or settings.gdino_model))
         if not self.spec:
             raise ConfigError("the GroundingDINO model is empty; set AUGCLIP_GDINO_MODEL or --gdino-model")
         if self.spec.startswith("random:") and self.spec not in RANDOM_SPECS:
@@ -267,11 +268,12 @@ class GroundingDetector(LazyModel):
         cleaned = [[clean_detection_phrase(p) for p in group] for group in phrases]
         results: list[list[Detection]] = [[] for _ in pil]
         todo = [i for i, group in enumerate(cleaned) if group]
-        for start in range(0, len(todo), self.batch_size):
-            chunk = todo[start:start + self.batch_size]
-            for i, detections in zip(chunk, self._detect_batch([pil[i] for i in chunk], [cleaned[i] for i in chunk],
-                                                               box_threshold)):
-                results[i] = detections
+        with self.in_use():
+            for start in range(0, len(todo), self.batch_size):
+                chunk = todo[start:start + self.batch_size]
+                for i, detections in zip(chunk, self._detect_batch([pil[i] for i in chunk],
+                                                                   [cleaned[i] for i in chunk], box_threshold)):
+                    results[i] = detections
         return results
 
     def _detect_batch(self, images: list[Any], groups: list[list[str]], threshold: float) -> list[list[Detection]]:
@@ -325,18 +327,12 @@ def _phrase_token_spans(ids: list[int], mask: list[bool], period: int, special: 
     return spans[:count]
 
 
-_SHARED: dict[tuple[str, str, str], GroundingDetector] = {}
-_SHARED_LOCK = threading.Lock()
-
-
 def get_detector(settings: Settings | None = None, **overrides: Any) -> GroundingDetector:
-    """The process-wide detector for these settings (one model load per model and device)."""
+    """The process-wide detector for these settings (one model load per model and device), keyed by
+    the canonical spec; its model lives in the bounded pool (:mod:`augclip_demo.inference.pool`)."""
     settings = (settings or Settings.from_env()).replace(**overrides)
     device = resolve_device(settings.device)
-    key = (settings.gdino_model, str(device), str(settings.cache_dir))
-    with _SHARED_LOCK:
-        detector = _SHARED.get(key)
-        if detector is None:
-            detector = GroundingDetector(settings.gdino_model, device=device, cache_dir=settings.cache_dir)
-            _SHARED[key] = detector
-        return detector
+    spec = canonical_gdino_spec(settings.gdino_model)
+    POOL.configure_from(settings)
+    key = ("gdino", spec, str(device), str(settings.cache_dir))
+    return POOL.lookup(key, lambda: GroundingDetector(spec, device=device, cache_dir=settings.cache_dir))

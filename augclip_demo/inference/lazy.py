@@ -4,21 +4,36 @@ A wrapper is cheap to construct: it parses its spec and picks a device, nothing 
 are resolved and the network built on the first :meth:`LazyModel.load` (or the first call that
 needs the model), once, however many threads ask at the same time. :meth:`LazyModel.unload` gives
 the memory back; the next use loads again.
+
+Loaded models live in the bounded pool of :mod:`augclip_demo.inference.pool`: a load is reported
+there (with the model's bytes), and the pool may unload the least recently used model that is not
+:meth:`LazyModel.in_use`.
 """
 
 from __future__ import annotations
 
-import gc
+import contextlib
 import logging
 import threading
 import time
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from .device import autocast, device_description, resolve_amp_dtype, resolve_device
+from .pool import POOL, module_bytes, release_memory
+
+if TYPE_CHECKING:
+    from .pool import ModelPool
 
 log = logging.getLogger(__name__)
+
+#: Held while any model is built. Builds draw their initial weights from torch's global random
+#: generator (``random:`` models seed it), so two builds in parallel threads would interleave their
+#: draws and a random model would get different weights depending on timing. Loads are rare (the pool
+#: keeps models), so serialising them costs little.
+BUILD_LOCK = threading.RLock()
 
 
 class LazyModel:
@@ -71,21 +86,44 @@ class LazyModel:
         """Autocast context for this wrapper's precision (a no-op in fp32)."""
         return autocast(self.device, self.amp_dtype)
 
+    @contextlib.contextmanager
+    def in_use(self) -> Iterator[Any]:
+        """Load the model and keep the pool from evicting it until the block ends (re-entrant)."""
+        POOL.pin(self)
+        try:
+            yield self.load()
+        finally:
+            POOL.unpin(self)
+
     def load(self) -> Any:
-        """Build the model and load its weights (once; later calls return at once)."""
+        """Build the model and load its weights (once; later calls return at once).
+
+        The loaded model joins the pool, which may then unload other, unused models to stay
+        within its limits (:class:`ConfigError` if this model alone exceeds the byte limit).
+        """
         if self._model is not None:
+            POOL.touch(self)
             return self
         with self._load_lock:
             if self._model is not None:
                 return self
             start = time.perf_counter()
-            model = self._build()
+            with BUILD_LOCK:
+                model = self._build()
             model = model.to(self.device).eval()
             for param in model.parameters():
                 param.requires_grad_(False)
+            try:
+                POOL.admit(self, module_bytes(model))
+            except Exception:
+                del model
+                self._release()
+                release_memory()
+                raise
             self._model = model  # set last: it is the "loaded" flag other threads check
             self.load_seconds = time.perf_counter() - start
             log.info("loaded %s %s on %s in %.1fs", self.family, self.label, self.device, self.load_seconds)
+        POOL.enforce(protect=self)
         return self
 
     def unload(self) -> None:
@@ -95,10 +133,20 @@ class LazyModel:
                 return
             self._model = None
             self._release()
-        gc.collect()
-        if self.device.type == "cuda":
-            torch.cuda.empty_cache()
+        POOL.forget(self)
+        release_memory()
         log.info("unloaded %s %s", self.family, self.label)
+
+    def _evict(self, pool: ModelPool) -> bool:
+        """Unload for the pool if it still agrees (not pinned meanwhile); the caller releases memory."""
+        with self._load_lock:
+            if self._model is None or not pool.confirm_eviction(self):
+                return False
+            with self._infer_lock:  # a forward pass that is running finishes first
+                self._model = None
+                self._release()
+        log.info("evicted %s %s (least recently used; model pool limits)", self.family, self.label)
+        return True
 
     def device_info(self) -> dict[str, str]:
         return {"device": str(self.device), "device_name": device_description(self.device)}

@@ -20,7 +20,6 @@ image-encoder pass. The tests check the masks equal ``SamPredictor.predict``'s.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
@@ -35,6 +34,8 @@ from ..io import ImageInput, LoadedImage, open_image
 from . import weights
 from .device import device_description, resolve_device
 from .lazy import LazyModel
+from .pool import POOL
+from .specs import check_spec_text, shown_spec
 from .weights import SAM_CHECKPOINT_URLS  # noqa: F401 - re-exported: the official URLs, by architecture
 
 log = logging.getLogger(__name__)
@@ -79,13 +80,19 @@ def build_sam_architecture(arch: str) -> Any:
 
 def parse_sam_spec(spec: str) -> tuple[str, bool]:
     """``(architecture, random)`` for ``vit_b`` / ``random:vit_h`` / ``random:tiny`` / ``tiny`` ..."""
-    raw = (spec or "").strip().lower()
+    raw = check_spec_text(spec or "", "SAM model spec").lower()
     random = raw.startswith("random:")
-    arch = raw.split(":", 1)[1] if random else raw
+    arch = raw.split(":", 1)[1].strip() if random else raw
     if arch not in ARCHITECTURES:
-        raise ConfigError(f"unknown SAM model {spec!r}; use vit_b, vit_l or vit_h (or random:vit_b / random:tiny "
-                          "for untrained weights)")
+        raise ConfigError(f"unknown SAM model {shown_spec(raw)}; use vit_b, vit_l or vit_h (or random:vit_b / "
+                          "random:tiny for untrained weights)")
     return arch, random
+
+
+def canonical_sam_spec(spec: str) -> str:
+    """One spelling per SAM model: ``vit_b``, ``random:tiny`` (lower case, trimmed)."""
+    arch, random = parse_sam_spec(spec)
+    return f"random:{arch}" if random else arch
 
 
 class SamSegmenter(LazyModel):
@@ -102,7 +109,7 @@ class SamSegmenter(LazyModel):
                  device: str | torch.device | None = "auto", cache_dir: str | Path | None = None,
                  batch_size: int = 4, url: str | None = None, sha256: str | None = None, precision: str = "fp32"):
         settings = Settings.from_env()
-        self.spec = (model or settings.sam_model).strip()
+        self.spec = canonical_sam_spec(model or settings.sam_model)
         self.arch, self.random = parse_sam_spec(self.spec)
         self.checkpoint = Path(checkpoint).expanduser() if checkpoint else None
         self.url_override = url or settings.sam_url
@@ -198,11 +205,12 @@ class SamSegmenter(LazyModel):
         arrays = [np.asarray(open_image(image).image) for image in images]
         results: list[list[np.ndarray]] = [[] for _ in arrays]
         todo = [i for i, group in enumerate(boxes) if len(group)]
-        for start in range(0, len(todo), self.batch_size):
-            chunk = todo[start:start + self.batch_size]
-            masks = self._segment_batch([arrays[i] for i in chunk], [boxes[i] for i in chunk])
-            for i, group in zip(chunk, masks):
-                results[i] = group
+        with self.in_use():
+            for start in range(0, len(todo), self.batch_size):
+                chunk = todo[start:start + self.batch_size]
+                masks = self._segment_batch([arrays[i] for i in chunk], [boxes[i] for i in chunk])
+                for i, group in zip(chunk, masks):
+                    results[i] = group
         return results
 
     def _segment_batch(self, arrays: list[np.ndarray], boxes: list[Sequence[np.ndarray]]) -> list[list[np.ndarray]]:
@@ -220,20 +228,15 @@ class SamSegmenter(LazyModel):
         return [[mask[0].cpu().numpy().astype(bool) for mask in out["masks"]] for out in outputs]
 
 
-_SHARED: dict[tuple[str, ...], SamSegmenter] = {}
-_SHARED_LOCK = threading.Lock()
-
-
 def get_segmenter(settings: Settings | None = None, **overrides: Any) -> SamSegmenter:
-    """The process-wide segmenter for these settings (one model load per model, checkpoint and device)."""
+    """The process-wide segmenter for these settings (one model load per model, checkpoint and device),
+    keyed by the canonical spec; its model lives in the bounded pool (:mod:`augclip_demo.inference.pool`)."""
     settings = (settings or Settings.from_env()).replace(**overrides)
     device = resolve_device(settings.device)
-    key = (settings.sam_model, str(settings.sam_checkpoint), str(settings.sam_url), str(settings.sam_sha256),
+    spec = canonical_sam_spec(settings.sam_model)
+    POOL.configure_from(settings)
+    key = ("sam", spec, str(settings.sam_checkpoint), str(settings.sam_url), str(settings.sam_sha256),
            str(device), str(settings.cache_dir))
-    with _SHARED_LOCK:
-        segmenter = _SHARED.get(key)
-        if segmenter is None:
-            segmenter = SamSegmenter(settings.sam_model, checkpoint=settings.sam_checkpoint, device=device,
-                                     cache_dir=settings.cache_dir, url=settings.sam_url, sha256=settings.sam_sha256)
-            _SHARED[key] = segmenter
-        return segmenter
+    return POOL.lookup(key, lambda: SamSegmenter(spec, checkpoint=settings.sam_checkpoint, device=device,
+                                                 cache_dir=settings.cache_dir, url=settings.sam_url,
+                                                 sha256=settings.sam_sha256))

@@ -16,6 +16,7 @@ from pathlib import Path
 from ..attributes.base import Attributes, Provenance
 from ..config import DEFAULT_MAX_EDITS, Settings
 from ..errors import InputError
+from ..inference.specs import shown_spec
 from ..instructions import ParseOutcome
 from ..io import LoadedImage, PixelBudget, open_image
 from ..pipeline import AugCLIPOptions, Evaluator
@@ -62,7 +63,8 @@ def offered_clip_model(spec: str | None, choices: list[str]) -> str | None:
     """
     spec = (spec or "").strip()
     if spec and spec not in choices:
-        raise InputError(f"CLIP model {spec!r} is not offered by this server; choose one of {', '.join(choices)}")
+        raise InputError(f"CLIP model {shown_spec(spec)} is not offered by this server; choose one of "
+                         f"{', '.join(choices)}")
     return spec or None
 
 

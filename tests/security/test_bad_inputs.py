@@ -181,7 +181,12 @@ SPEC_CASES = [
     Case("model spec", "hf-hub: with no repository", _spec("hf-hub:"), "missing the repository id"),
     Case("model spec", "blank", _spec("   "), "the CLIP model spec is empty"),
     Case("model spec", "a file: scheme", _spec("file:/etc/passwd"), "unknown open_clip architecture 'file:'"),
-    Case("model spec", "a NUL byte", _spec("random:tiny\x00"), "unknown open_clip architecture 'tiny\\x00'"),
+    Case("model spec", "a NUL byte", _spec("random:tiny\x00"), "'random:tiny\\x00' contains control characters"),
+    Case("model spec", "a hub id that climbs out of the cache", _spec("hf-hub:../../etc"),
+         "'hf-hub:../../etc' does not name a Hugging Face Hub repository"),
+    Case("model spec", "5000 characters", _spec("random:" + "x" * 4993), "...' (5000 characters) is too long"),
+    Case("model spec", "a 2.5 G-parameter random model", _spec("random:ViT-bigG-14"),
+         "random:ViT-bigG-14 has 2,540 M parameters"),
 ]
 
 
