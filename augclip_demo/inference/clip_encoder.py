@@ -440,7 +440,7 @@ class ClipEncoder(LazyModel):
         pixels = torch.stack([preprocess(image) for image in images])
         with self._infer_lock, torch.inference_mode(), autocast(self.device, self.amp_dtype):
             features = model.encode_image(pixels.to(self.device, non_blocking=True))
-        return _normalise(features)
+        return _normalize(features)
 
     def _pixel_batch(self, items: list[np.ndarray | torch.Tensor]) -> torch.Tensor:
         """The model input on :attr:`device` for prepared images.
@@ -468,17 +468,17 @@ class ClipEncoder(LazyModel):
         pixels = self._pixel_batch(tensors)
         with self._infer_lock, torch.inference_mode(), autocast(self.device, self.amp_dtype):
             features = model.encode_image(pixels)
-        return _normalise(features)
+        return _normalize(features)
 
     def _encode_text_batch(self, texts: list[str]) -> np.ndarray:
         model, tokenizer = self.model, self.tokenizer
         tokens = tokenizer(list(texts))
         with self._infer_lock, torch.inference_mode(), autocast(self.device, self.amp_dtype):
             features = model.encode_text(tokens.to(self.device, non_blocking=True))
-        return _normalise(features)
+        return _normalize(features)
 
 
-def _normalise(features: torch.Tensor) -> np.ndarray:
+def _normalize(features: torch.Tensor) -> np.ndarray:
     features = features.float()
     features = features / features.norm(dim=-1, keepdim=True).clamp_min(1e-12)
     return features.cpu().numpy().astype(np.float32)
