@@ -9,7 +9,8 @@ import platform
 from ..config import ENVIRONMENT_VARIABLES
 from ..errors import AugclipError
 from .common import settings_from_args
-from .download import fetch_model, human_size
+from ..inference.prefetch import fetch_model
+from .download import human_size
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
-from pathlib import Path
 
 from ..config import ENVIRONMENT_VARIABLES, Settings
-from ..errors import AugclipError, WeightsUnavailableError
+from ..errors import WeightsUnavailableError
+from ..inference.prefetch import fetch_model
 from .common import settings_from_args
 
 
@@ -32,13 +31,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-@dataclass
-class Fetched:
-    model: str
-    files: list[Path]
-    note: str = ""
-
-
 def wanted_models(settings: Settings, clip: list[str] | None, bpm: bool, everything: bool) -> list[tuple[str, str]]:
     """``(family, spec)`` pairs to fetch, in order, without duplicates."""
     from ..inference.weights import PRETRAINED
@@ -53,37 +45,6 @@ def wanted_models(settings: Settings, clip: list[str] | None, bpm: bool, everyth
         if item not in unique:
             unique.append(item)
     return unique
-
-
-def fetch_model(family: str, spec: str, settings: Settings, *, progress: bool = True) -> Fetched:
-    """The local files of one model (downloaded when missing), checked. Raises WeightsUnavailableError."""
-    from ..inference import weights
-    from ..inference.grounding import GroundingDetector
-    from ..inference.segmenter import SamSegmenter
-    from ..inference.specs import parse_model_spec
-
-    cache = settings.cache_dir
-    if spec.strip().startswith("random:"):
-        return Fetched(f"{family} {spec}", [], "random weights: nothing to download")
-    if family == "clip":
-        checkpoint = settings.clip_checkpoint if spec == settings.clip_model else None
-        parsed = parse_model_spec(spec, checkpoint)
-        files = weights.resolve_clip(parsed, cache, progress=progress)
-        return Fetched(f"CLIP {spec}", weights.clip_file_list(files))
-    if family == "gdino":
-        detector = GroundingDetector(spec, device="cpu", cache_dir=cache)
-        folder = weights.resolve_gdino(spec, detector.local_folder, cache, progress=progress)
-        return Fetched(f"GroundingDINO {spec}", sorted(p for p in folder.iterdir() if p.is_file()))
-    if family == "sam":
-        checkpoint = settings.sam_checkpoint if spec == settings.sam_model else None
-        segmenter = SamSegmenter(spec, checkpoint=checkpoint, device="cpu", cache_dir=cache, url=settings.sam_url,
-                                 sha256=settings.sam_sha256)
-        entry = weights.pretrained_entry("sam", segmenter.arch)
-        sha256 = segmenter.sha256 or (entry.sha256 if entry and not settings.sam_url else None)
-        path = weights.resolve_sam(segmenter.arch, segmenter.checkpoint, segmenter.url, cache, sha256=sha256,
-                                   progress=progress)
-        return Fetched(f"SAM {spec}", [path], "SHA-256 checked" if sha256 else "")
-    raise AugclipError(f"unknown model family {family!r}")
 
 
 def human_size(n_bytes: float) -> str:

@@ -81,5 +81,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AugclipError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if os.environ.get("SPACE_ID"):  # a Hugging Face Space: fetch what the build could not preload (SAM)
+        from ..inference.prefetch import prefetch_in_background
+
+        prefetch_in_background(settings)
     demo.launch(**{**launch_kwargs(settings), **server_options(args)})
     return 0

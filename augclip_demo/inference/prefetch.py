@@ -1,0 +1,78 @@
+"""Fetch a model's weight files ahead of use (the ``download`` command, and a Space's start-up).
+
+Separate from :mod:`.weights` because it builds the detector and segmenter wrappers to learn their
+file names, and those wrappers import :mod:`.weights`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config import Settings
+from ..errors import AugclipError, WeightsUnavailableError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Fetched:
+    model: str
+    files: list[Path]
+    note: str = ""
+
+
+def fetch_model(family: str, spec: str, settings: Settings, *, progress: bool = True) -> Fetched:
+    """The local files of one model (downloaded when missing), checked. Raises WeightsUnavailableError."""
+    from . import weights
+    from .grounding import GroundingDetector
+    from .segmenter import SamSegmenter
+    from .specs import parse_model_spec
+
+    cache = settings.cache_dir
+    if spec.strip().startswith("random:"):
+        return Fetched(f"{family} {spec}", [], "random weights: nothing to download")
+    if family == "clip":
+        checkpoint = settings.clip_checkpoint if spec == settings.clip_model else None
+        parsed = parse_model_spec(spec, checkpoint)
+        files = weights.resolve_clip(parsed, cache, progress=progress)
+        return Fetched(f"CLIP {spec}", weights.clip_file_list(files))
+    if family == "gdino":
+        detector = GroundingDetector(spec, device="cpu", cache_dir=cache)
+        folder = weights.resolve_gdino(spec, detector.local_folder, cache, progress=progress)
+        return Fetched(f"GroundingDINO {spec}", sorted(p for p in folder.iterdir() if p.is_file()))
+    if family == "sam":
+        checkpoint = settings.sam_checkpoint if spec == settings.sam_model else None
+        segmenter = SamSegmenter(spec, checkpoint=checkpoint, device="cpu", cache_dir=cache, url=settings.sam_url,
+                                 sha256=settings.sam_sha256)
+        entry = weights.pretrained_entry("sam", segmenter.arch)
+        sha256 = segmenter.sha256 or (entry.sha256 if entry and not settings.sam_url else None)
+        path = weights.resolve_sam(segmenter.arch, segmenter.checkpoint, segmenter.url, cache, sha256=sha256,
+                                   progress=progress)
+        return Fetched(f"SAM {spec}", [path], "SHA-256 checked" if sha256 else "")
+    raise AugclipError(f"unknown model family {family!r}")
+
+
+def prefetch_in_background(settings: Settings, families: tuple[str, ...] = ("clip", "gdino", "sam")) -> threading.Thread:
+    """Fetch the configured models' files in a daemon thread, so a request that needs them later finds them.
+
+    Used at a Hugging Face Space's start: ``preload_from_hub`` puts CLIP and GroundingDINO in the Hub cache
+    when the Space is built, but SAM's checkpoint is not on the Hub, so it is fetched here once the app
+    starts instead of by the first BPM request. Failures are logged, never raised: the request that needs
+    the model then reports the error itself.
+    """
+    specs = {"clip": settings.clip_model, "gdino": settings.gdino_model, "sam": settings.sam_model}
+
+    def work() -> None:
+        for family in families:
+            try:
+                fetched = fetch_model(family, specs[family], settings, progress=False)
+                log.info("prefetched %s: %s", fetched.model, fetched.note or f"{len(fetched.files)} file(s)")
+            except (WeightsUnavailableError, AugclipError) as exc:
+                log.warning("could not prefetch %s weights: %s", family, exc)
+
+    thread = threading.Thread(target=work, name="augclip-prefetch", daemon=True)
+    thread.start()
+    return thread
