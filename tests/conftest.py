@@ -10,6 +10,7 @@ import pytest
 from PIL import Image
 
 from tests.support import APP_UPLOAD_LIMIT_MB, APP_ZIP_LIMITS, ROOT, TINY, draw_scene, free_port
+from tests.support.app_process import spawn_app
 from tests.support.hub_fixtures import hub, hub_gdino, online  # noqa: F401 - the local model hub fixtures
 
 # Keep every test offline and out of the user's real cache.
@@ -52,11 +53,6 @@ def scene_files(tmp_path: Path) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def app_server(tmp_path_factory: pytest.TempPathFactory):
     """``python app.py`` started as users start it, on 127.0.0.1, with the tiny random model."""
-    import subprocess
-    import sys
-    import time
-    import urllib.request
-
     port = free_port()
     log_path = tmp_path_factory.mktemp("app") / "app.log"
     inherited = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}  # no real endpoint
@@ -64,22 +60,6 @@ def app_server(tmp_path_factory: pytest.TempPathFactory):
            "AUGCLIP_CLIP_MODEL": TINY, "AUGCLIP_DEVICE": "cpu", "AUGCLIP_GDINO_MODEL": "random:tiny",
            "AUGCLIP_SAM_MODEL": "random:tiny", "AUGCLIP_MAX_UPLOAD_MB": str(APP_UPLOAD_LIMIT_MB), **APP_ZIP_LIMITS,
            "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONPATH": str(ROOT)}
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 240
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"the app did not start; log:\n{log_path.read_text()[-3000:]}")
-            time.sleep(1)
-    yield {"url": url, "log": log_path, "process": proc}
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    app = spawn_app(env, log_path, port)
+    yield {"url": app.url, "log": log_path, "process": app.process}
+    app.stop()

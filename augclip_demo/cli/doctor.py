@@ -8,8 +8,8 @@ import platform
 
 from ..config import ENVIRONMENT_VARIABLES
 from ..errors import AugclipError
-from .common import settings_from_args
 from ..inference.prefetch import fetch_model
+from .common import settings_from_args
 from .download import human_size
 
 

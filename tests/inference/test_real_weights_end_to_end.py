@@ -12,14 +12,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from augclip_demo.inference.weights import sha256_of
 from tests.support import ROOT, draw_scene, free_port, published
+from tests.support.app_process import spawn_app
 from tests.support.hub_fixtures import subprocess_env
 
 pytestmark = pytest.mark.slow
@@ -125,19 +124,8 @@ def _start_app(world, offline: bool) -> tuple[subprocess.Popen, str, Path]:
     log_path = world["root"] / f"app-{'offline' if offline else 'online'}.log"
     env = {**world["env"], "HF_HUB_OFFLINE": "1" if offline else "0", "GRADIO_SERVER_NAME": "127.0.0.1",
            "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False"}
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 240
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            return proc, url, log_path
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"the app did not start; log:\n{log_path.read_text()[-3000:]}")
-            time.sleep(1)
+    app = spawn_app(env, log_path, port)
+    return app.process, app.url, log_path
 
 
 @pytest.mark.parametrize("offline", [False, True], ids=["online", "offline"])

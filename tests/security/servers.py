@@ -3,39 +3,10 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import time
-import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 
 from tests.support import ROOT, free_port
-
-
-@dataclass
-class AppProcess:
-    process: subprocess.Popen
-    url: str
-    log: Path
-    temp: Path  # the server's TMPDIR (its work folders) and GRADIO_TEMP_DIR (Gradio's cache) live here
-
-    def memory(self) -> dict[str, int]:
-        """Resident memory now (VmRSS) and at its peak since start (VmHWM), in bytes (Linux /proc)."""
-        values = {}
-        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            key, _, rest = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                values[key] = int(rest.split()[0]) * 1024
-        return values
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+from tests.support.app_process import AppProcess, spawn_app
 
 
 def start_app(folder: Path, args: list[str] = (), env: dict[str, str] | None = None, root: Path = ROOT,
@@ -55,21 +26,7 @@ def start_app(folder: Path, args: list[str] = (), env: dict[str, str] | None = N
         for name in ("AUGCLIP_CLIP_MODEL", "GRADIO_SERVER_NAME", "GRADIO_SERVER_PORT"):
             full_env.pop(name)
         args = ["--clip-model", "random:tiny", "--host", "127.0.0.1", "--port", str(port), *args]
-    log = folder / "app.log"
-    with open(log, "w") as handle:
-        process = subprocess.Popen([sys.executable, "app.py", *args], cwd=root, env=full_env, stdout=handle,
-                                   stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            return AppProcess(process, url, log, temp)
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                raise RuntimeError(f"the app did not start; log:\n{log.read_text()[-3000:]}") from None
-            time.sleep(1)
+    return spawn_app(full_env, folder / "app.log", port, args, root, timeout, temp)
 
 
 def folder_bytes(path: Path, prefixes: tuple[str, ...] = ()) -> int:

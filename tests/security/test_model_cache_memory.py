@@ -11,10 +11,7 @@ Without the pool, every model asked for stayed loaded and every spelling loaded 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -22,6 +19,7 @@ from gradio_client import Client, handle_file
 
 from augclip_demo.config import ENVIRONMENT_VARIABLES
 from tests.support import EXAMPLES, ROOT, free_port
+from tests.support.app_process import spawn_app
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")]
 
@@ -60,25 +58,9 @@ def app(tmp_path):
            "AUGCLIP_ALLOWED_MODELS": ",".join(models), "GRADIO_SERVER_NAME": "127.0.0.1",
            "GRADIO_SERVER_PORT": str(port)}
     log_path = tmp_path / "app.log"
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 240
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"the app did not start; log:\n{log_path.read_text()[-3000:]}")
-            time.sleep(1)
-    yield url, proc, models, log_path
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    app = spawn_app(env, log_path, port)
+    yield app.url, app.process, models, log_path
+    app.stop()
 
 
 def test_many_model_choices_keep_server_memory_bounded(app):
