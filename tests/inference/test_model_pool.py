@@ -122,6 +122,7 @@ def test_big_random_architectures_are_refused(arch, millions):
         parse_model_spec(f"random:{arch}")
 
 
+@pytest.mark.slow  # several seconds of model builds on 2 cores
 def test_big_random_architecture_is_refused_without_allocating_it():
     """In a fresh interpreter (so earlier tests' memory cannot hide an allocation): the peak resident
     memory grows by less than 200 MB while random:ViT-bigG-14 (2.5 G parameters, ~9.5 GiB) is refused."""
@@ -159,6 +160,7 @@ def test_module_bytes_counts_parameters_and_buffers(tmp_path):
     encoder.unload()
 
 
+@pytest.mark.slow  # several seconds of model builds on 2 cores
 def test_pool_keeps_at_most_n_models_evicting_the_least_recently_used(tmp_path, pool_limits):
     pool_limits(max_models=2)
     a, b, c = (_tiny(tmp_path) for _ in range(3))
@@ -181,6 +183,7 @@ def test_pool_keeps_at_most_n_models_evicting_the_least_recently_used(tmp_path, 
         model.unload()
 
 
+@pytest.mark.slow  # several seconds of model builds on 2 cores
 def test_pool_keeps_at_most_m_bytes(tmp_path, pool_limits):
     one = _tiny(tmp_path).load()
     size = module_bytes(one.model)
@@ -208,6 +211,7 @@ def test_a_model_larger_than_the_byte_limit_is_refused(tmp_path, pool_limits):
     assert not encoder.is_loaded
 
 
+@pytest.mark.slow  # several seconds of model builds on 2 cores
 def test_a_model_in_use_is_not_evicted(tmp_path, pool_limits):
     pool_limits(max_models=1)
     busy, other, third = (_tiny(tmp_path) for _ in range(3))
@@ -237,6 +241,7 @@ def test_a_model_in_use_is_not_evicted(tmp_path, pool_limits):
         model.unload()
 
 
+@pytest.mark.slow  # several seconds of model builds on 2 cores
 def test_concurrent_loads_and_evictions_are_safe(tmp_path, pool_limits):
     pool_limits(max_models=2)
     models = [_tiny(tmp_path) for _ in range(4)]

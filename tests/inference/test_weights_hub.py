@@ -141,6 +141,7 @@ def test_local_dir_and_untagged_checkpoint_load_the_published_tensors(hub, tmp_p
         ClipEncoder(f"local-dir:{empty}", device="cpu").load()
 
 
+@pytest.mark.slow  # several seconds of model builds on 2 cores
 def test_tagged_model_with_a_checkpoint_reaches_the_weights_and_shows_the_mismatch(hub, tmp_path, monkeypatch):
     """The README's route (tag + --clip-checkpoint / AUGCLIP_CLIP_CHECKPOINT) used to die in open_clip's
     argument handling; now it loads the file, here the wrong architecture, and says so in one line."""
