@@ -45,16 +45,6 @@ ITEMS = [
 METRICS = "clip_i,l2,bpm"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_torch_thread():
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
 def settings() -> Settings:
     return Settings.from_env(clip_model=TINY, device="cpu", gdino_model="random:tiny", sam_model="random:tiny")

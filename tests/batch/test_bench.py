@@ -14,16 +14,6 @@ from augclip_demo.inference import ClipEncoder
 from tests.support import TINY, draw_scene
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def test_prepared_pixels_give_the_same_embeddings_as_encode_images(tiny_encoder):
     images = [draw_scene((97, 61), c, [("ellipse", (5, 5, 50, 40), "red")]) for c in ("white", "navy", "olive")]
     prepared = [tiny_encoder.preprocess_image(image) for image in images]

@@ -29,18 +29,6 @@ ROOT = Path(__file__).resolve().parents[2]
 ATTRS = {"source": ["a red ball", "a white background"], "target": ["green grass", "a red ball on grass"]}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_torch_thread():
-    """The tiny model runs thousands of tiny ops; on a shared 2-core machine intra-op threads only wait
-    on each other. Results do not depend on it; restored afterwards."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
 def settings() -> Settings:
     return Settings.from_env(clip_model=TINY, device="cpu")
