@@ -97,7 +97,7 @@ class RayOptions:
             if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise InputError(f"ray {name.replace('_', ' ')} must be a number >= 0, got {value!r}")
         if self.extractions_per_second == 0:
-            raise InputError("ray requests per second must be > 0 (leave it out for no cap)")
+            raise InputError("ray extractions per second must be > 0 (leave it out for no cap)")
 
 
 @dataclass(frozen=True)
@@ -361,6 +361,7 @@ class RayExecution:
         self.pools: PoolPlan | None = None
         self.lost: list[str] = []  # pending ids no record came back for (run again on resume)
         self.duplicates = 0  # records delivered twice (written once)
+        self.timings: dict[str, float] = {}  # seconds: connect, first_record (actors starting), stream (the rest)
 
     def run(self) -> BatchSummary:
         config, opts = self.config, self.config.options
@@ -390,7 +391,9 @@ class RayExecution:
             if resume.dropped_failed:
                 summary.notes.append(f"{resume.dropped_failed} failed item(s) from the last run are retried")
             if plan.pending:
+                clock = time.perf_counter()
                 started = connect(self.ray_options)
+                self.timings["connect"] = time.perf_counter() - clock
                 try:
                     self._execute(ray, plan, resume.done, run, summary)
                 finally:
@@ -452,8 +455,11 @@ class RayExecution:
         writer = open_results_writer(config.out, self.ray_options.rows_per_part)
         bar = tqdm(total=plan.pending, unit="item", disable=not config.show_progress, file=sys.stderr,
                    dynamic_ncols=True, smoothing=0.05, desc="batch (ray)")
+        clock = time.perf_counter()
         try:
             for batch in ds.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=1):
+                if "first_record" not in self.timings:
+                    self.timings["first_record"] = time.perf_counter() - clock
                 for item_id, text in zip(batch["id"], batch["record"]):
                     item_id = str(item_id)
                     if item_id in written or item_id in done or item_id not in pending:
@@ -470,6 +476,7 @@ class RayExecution:
         finally:
             writer.close()
             bar.close()
+            self.timings["stream"] = time.perf_counter() - clock - self.timings.get("first_record", 0.0)
         self.lost = sorted(pending - written)
         if self.lost and not summary.interrupted:
             summary.notes.append(f"{len(self.lost)} item(s) came back from no Ray worker (e.g. {self.lost[0]}); "
