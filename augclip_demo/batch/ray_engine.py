@@ -227,7 +227,9 @@ class ScoreStage:
     """Ray Data callable class: one loaded CLIP encoder per actor; a batch of items in, their records out."""
 
     def __init__(self, settings: Settings, options: BatchOptions, run_info: dict[str, Any], dataset: str,
-                 needs: set[str], bpm: bool):
+                 needs: set[str], bpm: bool, threads: int = 1):
+        from concurrent.futures import ThreadPoolExecutor
+
         from threadpoolctl import threadpool_limits
 
         from ..inference.clip_encoder import get_encoder
@@ -242,11 +244,19 @@ class ScoreStage:
         self.pixel_metrics = [k for k in options.metrics if METRICS[k].stage == "pixels"]
         self.embedding_metrics = [k for k in options.metrics if METRICS[k].stage == "embeddings"]
         self.augclip = asdict(options.augclip)
-        self.encoder = get_encoder(settings).load()
+        try:
+            self.encoder = get_encoder(settings).load()
+        except AugclipError as exc:  # re-raised plain, so the driver can unpickle it and show the message
+            raise AugclipError(str(exc)) from None
         gpu = self.encoder.device.type == "cuda"
         self.batch_size = options.batch_size or (256 if gpu else 64)
         self.text_batch_size = options.text_batch_size or (1024 if gpu else 64)
         threadpool_limits(limits=1, user_api="blas")  # the fits' matrices are tiny (as in the local runner)
+        # decoding and fits use the actor's CPUs as the local runner's decode and fit threads do
+        self.pool = ThreadPoolExecutor(max_workers=max(1, threads)) if threads > 1 else None
+
+    def _map(self, fn: Any, *columns: list[Any]) -> list[Any]:
+        return list(self.pool.map(fn, *columns)) if self.pool is not None else list(map(fn, *columns))
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         items = _items(batch)
@@ -256,11 +266,12 @@ class ScoreStage:
         regions = batch.get("regions", [b""] * n)
         region_errors = batch.get("region_error", [""] * n)
         claim_all = bool(self.embedding_metrics)
-        decoded = []
-        for item in items:
+
+        def decode(item: ManifestItem) -> Any:
             keys = {image_key(path) for path in item.image_paths()} if claim_all else set()
-            decoded.append(decode_item(item, keys, self.encoder, self.pixel_metrics, None,
-                                       self.settings.max_image_pixels))
+            return decode_item(item, keys, self.encoder, self.pixel_metrics, None, self.settings.max_image_pixels)
+
+        decoded = self._map(decode, items)
         # every image and text of the batch encoded once (the encoder's forward passes have a fixed size,
         # so an embedding is bit-identical to the local runner's whatever the batch holds)
         images: dict[str, np.ndarray] = {}
@@ -283,10 +294,8 @@ class ScoreStage:
             texts_of.append(texts)
         wanted = sorted(set().union(*texts_of)) if texts_of else []
         texts = dict(zip(wanted, encode_texts(self.encoder, wanted, self.text_batch_size))) if wanted else {}
-        records = []
-        for i, item in enumerate(items):
-            records.append(self._record(item, decoded[i], attributes[i], texts, images, attribute_errors[i],
-                                        regions[i], region_errors[i]))
+        records = self._map(lambda i: self._record(items[i], decoded[i], attributes[i], texts, images,
+                                                   attribute_errors[i], regions[i], region_errors[i]), range(n))
         import json
 
         return {"ordinal": list(batch["ordinal"]), "id": list(batch["id"]),
@@ -323,6 +332,27 @@ class ScoreStage:
 
 
 # ---------------------------------------------------------------------------------------------- driver
+def _our_error(exc: BaseException) -> AugclipError | None:
+    """The AugclipError inside a Ray error (``cause`` of a task error, the ``__cause__`` chain, or the
+    traceback text of an actor that died in its constructor), if any."""
+    import re
+
+    found = re.findall(r"augclip_demo\.errors\.\w+: ([^\n]+)", str(exc))
+    if found:
+        return AugclipError(found[-1].strip())
+    seen: set[int] = set()
+    todo: list[Any] = [exc]
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, AugclipError):
+            return current
+        todo.extend([getattr(current, "cause", None), current.__cause__, current.__context__])
+    return None
+
+
 def _import_ray() -> Any:
     try:
         import ray
@@ -440,7 +470,8 @@ class RayExecution:
                               num_cpus=pools.score_cpus, num_gpus=pools.score_gpus,
                               fn_constructor_kwargs={"settings": config.settings, "options": config.options,
                                                      "run_info": run, "dataset": config.dataset,
-                                                     "needs": config.needs, "bpm": bpm})
+                                                     "needs": config.needs, "bpm": bpm,
+                                                     "threads": max(1, int(pools.score_cpus))})
 
     def _execute(self, ray: Any, plan: Any, done: set[str], run: dict[str, Any], summary: BatchSummary) -> None:
         import json
@@ -473,6 +504,12 @@ class RayExecution:
         except KeyboardInterrupt:
             summary.interrupted = True
             raise
+        except Exception as exc:  # Ray's errors wrap ours: say what failed; what was written is kept
+            cause = _our_error(exc)
+            what = str(cause) if cause is not None else f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}"
+            raise AugclipError(f"the Ray run stopped after {len(written)} of {len(pending)} item(s): {what}. The "
+                               f"written records are kept in {config.out}; rerun the same command to resume") \
+                from exc
         finally:
             writer.close()
             bar.close()
