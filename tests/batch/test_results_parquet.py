@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from augclip_demo.batch.ray_engine import PoolPlan, RayOptions, plan_pools
+from augclip_demo.batch.ray_engine import PoolPlan, RayOptions, _RateLimiter, plan_pools
 from augclip_demo.batch.results import export_parquet, iter_results, read_resume_state
 from augclip_demo.batch.results_parquet import (
     COLUMNS,
@@ -141,6 +141,25 @@ def test_pool_sizes_follow_the_cluster():
         RayOptions(actors=0)
     with pytest.raises(InputError, match="extractions per second must be > 0"):
         RayOptions(extractions_per_second=0)
+
+
+def test_rate_limiter_spaces_calls_evenly():
+    import time
+
+    limiter = _RateLimiter(20.0)
+    start = time.perf_counter()
+    stamps = []
+    for _ in range(5):
+        limiter.wait()
+        stamps.append(time.perf_counter() - start)
+    # the k-th call starts no earlier than k intervals after the first (a late wake-up is not made up for
+    # by a burst: the schedule is fixed, so at most 20 calls start in any second)
+    assert stamps[0] < 0.04 and all(stamp >= k * 0.05 - 1e-3 for k, stamp in enumerate(stamps))
+    free = _RateLimiter(None)
+    start = time.perf_counter()
+    for _ in range(100):
+        free.wait()
+    assert time.perf_counter() - start < 0.05
 
 
 @pytest.mark.slow
