@@ -269,13 +269,13 @@ METRIC_TABLE: tuple[Metric, ...] = (
     Metric("judge_sc", "Judge SC", True,
            "MLLM judge, semantic consistency 0-10: min(request carried out, rest kept) from source + edit + the "
            "instruction (else the target text); mean over samples", frozenset({"pixels", "target_text", "llm"}),
-           "judge"),
+           "judge", primary=True),
     Metric("judge_pq", "Judge PQ", True,
            "MLLM judge, perceptual quality 0-10: min(natural look, free of artifacts) from the edit alone; mean over "
-           "samples", frozenset({"pixels", "llm"}), "judge"),
+           "samples", frozenset({"pixels", "llm"}), "judge", primary=True),
     Metric("judge_overall", "Judge overall", True,
            "MLLM judge, overall 0-10: sqrt(SC x PQ) per sample (VIEScore's combination), mean over samples",
-           frozenset({"pixels", "target_text", "llm"}), "judge"),
+           frozenset({"pixels", "target_text", "llm"}), "judge", primary=True),
 )
 
 METRICS: dict[str, Metric] = {metric.key: metric for metric in METRIC_TABLE}
