@@ -1,5 +1,6 @@
 """On-disk cache of judge answers, one JSON file per (question, images, request, model, prompt version,
-temperature, sample) under ``AUGCLIP_CACHE_DIR/judge/<question>/``, like the attribute cache.
+temperature, sample and its seed, image size) under ``AUGCLIP_CACHE_DIR/judge/<question>/``, like the
+attribute cache. The base URL is not part of the key: the model name names the judge.
 
 Only valid answers are stored (a refusal, a filtered answer or invalid JSON is asked again next
 time). The key is stored in the file and checked on read; an unreadable file is ignored with a

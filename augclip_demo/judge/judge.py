@@ -38,6 +38,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..attributes.disk_cache import cache_key
 from ..config import Settings
 from ..errors import InputError, LLMError
 from ..io import LoadedImage
@@ -268,15 +269,21 @@ class MLLMJudge:
         self._rate = _RateLimiter(self.options.requests_per_minute)
         self._schema_ok = self.options.structured != "off"
         self._count_lock = threading.Lock()
+        self._key_locks: dict[str, threading.Lock] = {}
+        self._key_locks_lock = threading.Lock()
 
     @property
     def model(self) -> str:
         return self.client.model
 
     def signature(self) -> dict[str, Any]:
-        """What decides the judge's answers besides the inputs: recorded with every result, compared on resume."""
+        """What decides the judge's answers besides the inputs: recorded with every result, compared on resume.
+
+        The base URL is not part of it (nor of the cache key): the same model name behind another address
+        (a local server restarted on another port) is taken to be the same judge.
+        """
         opts = self.options
-        return {"model": self.model, "base_url": self.client.base_url, "prompt_version": PROMPT_VERSION,
+        return {"model": self.model, "prompt_version": PROMPT_VERSION,
                 "temperature": opts.effective_temperature, "samples": opts.samples, "seeds": opts.seeds,
                 "structured": opts.structured, "image_max_side": opts.image_max_side, "max_tokens": opts.max_tokens}
 
@@ -312,7 +319,7 @@ class MLLMJudge:
                            for i, question, k in jobs}
                 for future in cf.as_completed(futures):
                     outcomes[futures[future]] = future.result()
-        settings = self.signature()
+        settings = {**self.signature(), "base_url": self.client.base_url}
         results = []
         for i in range(len(edits)):
             sc = (self._collect("sc", [outcomes[i, "sc", k] for k in range(len(seeds))]) if request is not None
@@ -332,13 +339,24 @@ class MLLMJudge:
         return {"question": question.key,
                 "images": [source.sha256, edit.sha256] if question.uses_source else [edit.sha256],
                 "request": request if question.uses_text else None,
-                "model": self.model, "base_url": self.client.base_url, "prompt_version": PROMPT_VERSION,
-                "temperature": opts.effective_temperature, "sample": k, "seed": opts.seed + k,
+                "model": self.model, "prompt_version": PROMPT_VERSION, "temperature": opts.effective_temperature, "sample": k, "seed": opts.seed + k,
                 "image_max_side": opts.image_max_side}
 
     def _sample(self, question: Question, messages: list[dict[str, Any]], key: dict[str, Any],
                 k: int) -> tuple[Answer, bool] | _Failure:
-        """(answer, from cache) for one sample, or the :class:`_Failure` that explains why there is none."""
+        """(answer, from cache) for one sample, or the :class:`_Failure` that explains why there is none.
+
+        Identical samples asked at the same time (the same edit in two items of a batch) wait for each
+        other, so the second is answered from the cache instead of asking again.
+        """
+        digest = cache_key(key)
+        with self._key_locks_lock:
+            lock = self._key_locks.setdefault(digest, threading.Lock())
+        with lock:
+            return self._sample_once(question, messages, key, k)
+
+    def _sample_once(self, question: Question, messages: list[dict[str, Any]], key: dict[str, Any],
+                     k: int) -> tuple[Answer, bool] | _Failure:
         if self.cache is not None:
             hit = self.cache.get(key, question)
             if hit is not None:

@@ -76,6 +76,7 @@ def test_without_an_endpoint_the_rows_say_why(scene_files, tmp_path, monkeypatch
     assert "OPENAI_BASE_URL" in edit.unavailable["judge_overall"]
 
 
+@pytest.mark.slow  # the score command end to end (about 4 s on 2 cores)
 def test_score_cli_flags(scene_files, server, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     out = tmp_path / "report.json"
