@@ -222,6 +222,22 @@ class _Failure(Exception):
         self.kind = kind
 
 
+class _Once:
+    """``fn(*args)`` computed on the first call and kept (thread-safe)."""
+
+    def __init__(self, fn: Any, *args: Any):
+        self._fn, self._args = fn, args
+        self._value: Any = None
+        self._done = False
+        self._lock = threading.Lock()
+
+    def __call__(self) -> Any:
+        with self._lock:
+            if not self._done:
+                self._value, self._done = self._fn(*self._args), True
+            return self._value
+
+
 class _RateLimiter:
     """Request starts at least ``60 / per_minute`` seconds apart (no limit when ``per_minute`` is 0)."""
 
@@ -305,11 +321,12 @@ class MLLMJudge:
                 if question.uses_text and request is None:
                     continue
                 jobs.extend((i, question, k) for k in range(len(seeds)))
-        messages: dict[tuple[int, str], list[dict[str, Any]]] = {}
+        # the request messages (images as data URLs) are built on the first cache miss of each (edit, question)
+        messages: dict[tuple[int, str], _Once] = {}
         for i, question, _ in jobs:
             if (i, question.key) not in messages:
                 images = [source, edits[i]] if question.uses_source else [edits[i]]
-                messages[i, question.key] = self._messages(question, images, request)
+                messages[i, question.key] = _Once(self._messages, question, images, request)
         outcomes: dict[tuple[int, str, int], tuple[Answer, bool] | _Failure] = {}
         if jobs:
             workers = min(self.options.concurrency, len(jobs))
@@ -342,7 +359,7 @@ class MLLMJudge:
                 "model": self.model, "prompt_version": PROMPT_VERSION, "temperature": opts.effective_temperature, "sample": k, "seed": opts.seed + k,
                 "image_max_side": opts.image_max_side}
 
-    def _sample(self, question: Question, messages: list[dict[str, Any]], key: dict[str, Any],
+    def _sample(self, question: Question, messages: _Once, key: dict[str, Any],
                 k: int) -> tuple[Answer, bool] | _Failure:
         """(answer, from cache) for one sample, or the :class:`_Failure` that explains why there is none.
 
@@ -355,7 +372,7 @@ class MLLMJudge:
         with lock:
             return self._sample_once(question, messages, key, k)
 
-    def _sample_once(self, question: Question, messages: list[dict[str, Any]], key: dict[str, Any],
+    def _sample_once(self, question: Question, messages: _Once, key: dict[str, Any],
                      k: int) -> tuple[Answer, bool] | _Failure:
         if self.cache is not None:
             hit = self.cache.get(key, question)
@@ -363,7 +380,7 @@ class MLLMJudge:
                 return hit[0], True
         seed = self.options.seed + k
         where = f"{question.label}, sample {k + 1} of {self.options.samples} (seed {seed})"
-        conversation = list(messages)
+        conversation = list(messages())
         try:
             for attempt in range(self.options.json_retries + 1):
                 text, finish, served = self._request(question, conversation, seed)
