@@ -53,3 +53,12 @@ def test_the_judge_stage_adds_columns_and_hover_rationales(tiny_encoder, scene_f
 def test_not_configured_is_said_before_anything_runs():
     ready, why = logic.judge_ready(Settings.from_env())
     assert not ready and "OPENAI_BASE_URL" in why
+
+
+def test_the_batch_tab_offers_the_judge_only_when_the_operator_configured_one():
+    from augclip_demo.ui.batch_tab import metric_choices
+
+    judge_keys = {"judge_sc", "judge_pq", "judge_overall"}
+    assert not judge_keys & {key for _, key in metric_choices(Settings.from_env())}
+    configured = Settings.from_env(judge_base_url="http://127.0.0.1:9/v1")
+    assert judge_keys <= {key for _, key in metric_choices(configured)}
