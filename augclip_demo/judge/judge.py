@@ -199,19 +199,6 @@ class JudgeResult:
         return {key: self.questions[q].reason or "no value" for key, q in JUDGE_METRICS.items()
                 if self.questions[q].mean is None}
 
-    def hover(self) -> str:
-        """One short text per edit for a tooltip: the scores with their spread and the first rationales."""
-        parts = []
-        for name, score in self.questions.items():
-            if score.mean is None:
-                parts.append(f"{name.upper()}: n/a ({score.reason})")
-                continue
-            spread = f" ± {score.std:.2f} (sd over {len(score.values)} samples)" if score.std is not None else ""
-            why = f" - {score.rationales[0]}" if score.rationales else ""
-            parts.append(f"{name.upper()} {score.mean:.2f}{spread}{why}")
-        return "\n".join(parts) + f"\n[judge {self.settings.get('model')}, {self.settings.get('prompt_version')}, " \
-                                  f"T={self.settings.get('temperature')}]"
-
     def to_dict(self) -> dict[str, Any]:
         return {**{name: score.to_dict() for name, score in self.questions.items()}, "settings": dict(self.settings)}
 
@@ -285,7 +272,7 @@ class MLLMJudge:
         self._rate = _RateLimiter(self.options.requests_per_minute)
         self._schema_ok = self.options.structured != "off"
         self._count_lock = threading.Lock()
-        self._key_locks: dict[str, threading.Lock] = {}
+        self._key_locks: dict[str, list[Any]] = {}  # key digest -> [lock, number of threads using it]
         self._key_locks_lock = threading.Lock()
 
     @property
@@ -367,10 +354,17 @@ class MLLMJudge:
         other, so the second is answered from the cache instead of asking again.
         """
         digest = cache_key(key)
-        with self._key_locks_lock:
-            lock = self._key_locks.setdefault(digest, threading.Lock())
-        with lock:
-            return self._sample_once(question, messages, key, k)
+        with self._key_locks_lock:  # one lock per key while anyone asks for it (dropped after: memory stays bounded)
+            entry = self._key_locks.setdefault(digest, [threading.Lock(), 0])
+            entry[1] += 1
+        try:
+            with entry[0]:
+                return self._sample_once(question, messages, key, k)
+        finally:
+            with self._key_locks_lock:
+                entry[1] -= 1
+                if entry[1] == 0:
+                    del self._key_locks[digest]
 
     def _sample_once(self, question: Question, messages: _Once, key: dict[str, Any],
                      k: int) -> tuple[Answer, bool] | _Failure:

@@ -194,8 +194,10 @@ def test_concurrency_and_rate_are_bounded(images, tmp_path):
     source, edits = images
     probe = ConcurrencyProbe(judge_answer, delay=0.05)
     with ChatServer(probe) as server:
-        make_judge(server, tmp_path, samples=4, concurrency=2).judge_edits(source, edits, "make the ball blue")
+        judge = make_judge(server, tmp_path, samples=4, concurrency=2)
+        judge.judge_edits(source, edits, "make the ball blue")
         assert len(server.requests) == 16 and probe.peak == 2
+        assert judge._key_locks == {}  # the per-key locks of finished samples are dropped (bounded memory)
     probe = ConcurrencyProbe(judge_answer, delay=0.0)
     with ChatServer(probe) as server:
         make_judge(server, tmp_path / "rate", samples=2, concurrency=4, requests_per_minute=1200).judge(
