@@ -24,7 +24,7 @@ from ..inference.clip_encoder import ClipEncoder
 from ..instructions import ParsedInstruction, resolve_parse
 from ..io import LoadedImage, open_image
 from ..judge import JudgeOptions, MLLMJudge
-from ..judge.judge import CONTENT_FAILURES
+from ..judge.judge import CONTENT_FAILURES, judge_signature
 from ..metrics.suite import ItemScores, MetricInputs, score_item
 from ..metrics.vectors import unit_rows
 from ..pipeline import Evaluator
@@ -167,13 +167,10 @@ class JudgeSource:
         self._lock = threading.Lock()
 
     def signature(self) -> dict[str, Any]:
-        """What decides the judge's values besides the images (compared on resume)."""
-        judge = self.loaded(raise_error=False)
-        if judge is not None:
-            return judge.signature()
-        opts = self.options
-        return {"model": opts.model or self.settings.judge_model or self.settings.mllm_model, "unavailable": self._error,
-                "temperature": opts.effective_temperature, "samples": opts.samples, "seeds": opts.seeds}
+        """What decides the judge's values besides the images (compared on resume; the same whether or not
+        the endpoint is reachable, so a run can resume once it is)."""
+        model = (self.options.model or self.settings.judge_model or self.settings.mllm_model).strip()
+        return judge_signature(self.options, model)
 
     def loaded(self, raise_error: bool = True) -> MLLMJudge | None:
         with self._lock:

@@ -285,10 +285,7 @@ class MLLMJudge:
         The base URL is not part of it (nor of the cache key): the same model name behind another address
         (a local server restarted on another port) is taken to be the same judge.
         """
-        opts = self.options
-        return {"model": self.model, "prompt_version": PROMPT_VERSION,
-                "temperature": opts.effective_temperature, "samples": opts.samples, "seeds": opts.seeds,
-                "structured": opts.structured, "image_max_side": opts.image_max_side, "max_tokens": opts.max_tokens}
+        return judge_signature(self.options, self.model)
 
     def __repr__(self) -> str:
         return f"MLLMJudge({self.client!r}, samples={self.options.samples}, prompt={PROMPT_VERSION})"
@@ -447,6 +444,13 @@ class MLLMJudge:
             return score
         score.values = [min(s.values()) for s in score.subscores]
         return score
+
+
+def judge_signature(options: JudgeOptions, model: str) -> dict[str, Any]:
+    """The judge's settings that decide its answers (:meth:`MLLMJudge.signature`), without building a client."""
+    return {"model": model, "prompt_version": PROMPT_VERSION, "temperature": options.effective_temperature,
+            "samples": options.samples, "seeds": options.seeds, "structured": options.structured,
+            "image_max_side": options.image_max_side, "max_tokens": options.max_tokens}
 
 
 def _overall(sc: QuestionScore, pq: QuestionScore) -> QuestionScore:
