@@ -331,6 +331,39 @@ class Evaluator:
             edit.bpm = None
         return report
 
+    def add_judge(self, report: Report, judge: Any = None, *, instruction: str | None = None,
+                  options: Any = None) -> Report:
+        """Add the MLLM judge's rows (``judge_sc``, ``judge_pq``, ``judge_overall``; details in ``EditResult.judge``).
+
+        ``judge`` is an :class:`~augclip_demo.judge.MLLMJudge` (default: one built from ``options``, a
+        :class:`~augclip_demo.judge.JudgeOptions`, or from this evaluator's settings). The request
+        judged is ``instruction`` when given, else the report's target text. A judge that cannot be
+        built (no endpoint configured) or a question that fails (refused, filtered, invalid JSON,
+        server error) leaves the row unavailable with the reason; nothing is scored as 0.
+        """
+        from .errors import LLMError
+        from .judge import JUDGE_METRICS, MLLMJudge, unavailable_result
+
+        if report.arrays is None:
+            raise InputError("this report has no in-memory images (loaded from JSON?); run evaluate() again")
+        arrays: EvaluationArrays = report.arrays
+        start = time.perf_counter()
+        try:
+            judge = judge or MLLMJudge(options, settings=self.settings)
+        except LLMError as exc:
+            results = [unavailable_result(f"judge unavailable: {exc}")] * len(arrays.edits)
+        else:
+            results = judge.judge_edits(arrays.source, arrays.edits, instruction or report.target_text)
+        for edit, result in zip(report.edits, results):
+            for key in JUDGE_METRICS:
+                edit.metrics.pop(key, None)
+                edit.unavailable.pop(key, None)
+            edit.metrics.update(result.metrics())
+            edit.unavailable.update(result.unavailable())
+            edit.judge = result.to_dict()
+        report.timings["judge"] = time.perf_counter() - start
+        return report
+
     def rescore(self, report: Report, options: AugCLIPOptions | None = None,
                 attributes: Attributes | None = None) -> Report:
         """Re-score a report with other options and/or edited attribute lists, reusing embeddings.
@@ -363,6 +396,7 @@ class Evaluator:
                     if key in old.unavailable:
                         new.unavailable[key] = old.unavailable[key]
             new.bpm = old.bpm
+            new.judge = old.judge
         truncated, truncation_notes = self._truncation(
             [report.target_text, report.source_text or "", *attrs.source, *attrs.target])
         notes = [n for n in report.notes if not n.startswith(TRUNCATION_NOTE.split("{", 1)[0])] + truncation_notes

@@ -23,6 +23,8 @@ from ..errors import AugclipError, InputError, InstructionParseError
 from ..inference.clip_encoder import ClipEncoder
 from ..instructions import ParsedInstruction, resolve_parse
 from ..io import LoadedImage, open_image
+from ..judge import JudgeOptions, MLLMJudge
+from ..judge.judge import CONTENT_FAILURES, judge_signature
 from ..metrics.suite import ItemScores, MetricInputs, score_item
 from ..metrics.vectors import unit_rows
 from ..pipeline import Evaluator
@@ -149,6 +151,55 @@ def regions_unavailable(n_edits: int, reason: str) -> ItemScores:
     return scores
 
 
+# ---------------------------------------------------------------------------------------------- judge
+class JudgeSource:
+    """A run's MLLM judge, built on first use and shared by every decode worker (its concurrency and
+    rate bounds hold for the whole run). An endpoint that cannot be built or answers with a transport
+    error (down, unauthorised, rate limited after every retry) fails the item, so ``--retry-failed``
+    asks again later (answers already given come from the cache); an answer the judge cannot use
+    (refused, filtered, invalid JSON) leaves the row unavailable with the reason."""
+
+    def __init__(self, settings: Settings, options: JudgeOptions):
+        self.settings = settings
+        self.options = options
+        self._judge: MLLMJudge | None = None
+        self._error: str | None = None
+        self._lock = threading.Lock()
+
+    def signature(self) -> dict[str, Any]:
+        """What decides the judge's values besides the images (compared on resume; the same whether or not
+        the endpoint is reachable, so a run can resume once it is)."""
+        model = (self.options.model or self.settings.judge_model or self.settings.mllm_model).strip()
+        return judge_signature(self.options, model)
+
+    def loaded(self, raise_error: bool = True) -> MLLMJudge | None:
+        with self._lock:
+            if self._judge is None and self._error is None:
+                try:
+                    self._judge = MLLMJudge(self.options, settings=self.settings)
+                except AugclipError as exc:
+                    self._error = f"the MLLM judge is not available: {exc}"
+        if self._error is not None and raise_error:
+            raise InputError(self._error)
+        return self._judge
+
+
+def score_judge(item: ManifestItem, source: LoadedImage, edits: list[LoadedImage], judge: JudgeSource) -> ItemScores:
+    """The judge stage of one item (every edit against the item's instruction, else its target text); runs in a
+    decode worker while the images are in memory."""
+    results = judge.loaded().judge_edits(source, edits, item.instruction or item.target_text)  # type: ignore[union-attr]
+    scores = ItemScores.empty(len(edits))
+    for i, result in enumerate(results):
+        endpoint = [q for q in result.questions.values() if q.kind is not None and q.kind not in CONTENT_FAILURES
+                    and q.kind != "no_request"]
+        if endpoint:
+            raise InputError(endpoint[0].reason or "the MLLM judge failed")
+        scores.values[i].update(result.metrics())
+        scores.unavailable[i].update(result.unavailable())
+        scores.details[i]["judge"] = result.to_dict()
+    return scores
+
+
 # ---------------------------------------------------------------------------------------------- decode
 @dataclass
 class DecodedItem:
@@ -160,6 +211,7 @@ class DecodedItem:
     failed_images: dict[str, str] = field(default_factory=dict)  # image key -> why it could not be opened
     pixel_scores: ItemScores | None = None
     region_scores: ItemScores | None = None
+    judge_scores: ItemScores | None = None
     parse: dict[str, Any] | None = None  # the parse BPM used (regions stage)
     attributes: Attributes | None = None
     error: str | None = None
@@ -167,9 +219,10 @@ class DecodedItem:
 
 def decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, pixel_metrics: Sequence[str],
                 attributes: AttributeSource | None, max_pixels: int | None,
-                regions: RegionSource | None = None) -> DecodedItem:
+                regions: RegionSource | None = None, judge: JudgeSource | None = None) -> DecodedItem:
     """Decode an item's images, prepare the ``claim``\\ ed ones for the encoder, score the pixel-stage
-    metrics, extract attributes (when ``attributes`` is given) and run BPM (when ``regions`` is given);
+    metrics, extract attributes (when ``attributes`` is given), run BPM (when ``regions`` is given) and the
+    MLLM judge (when ``judge`` is given);
     runs in a decode worker."""
     out = DecodedItem()
     parsed: ParsedInstruction | None = None
@@ -179,7 +232,7 @@ def decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, pixel
             out.region_scores = regions_unavailable(len(item.edits), reason or NO_PARSE)
         else:
             out.parse = parsed.to_dict()
-    need_all = bool(pixel_metrics) or parsed is not None
+    need_all = bool(pixel_metrics) or parsed is not None or judge is not None
     paths = [("source", item.source_path, item.source)] + [
         (f"edits[{i}] ({edit.name})", edit.resolved, edit.path) for i, edit in enumerate(item.edits)]
     loaded: dict[str, LoadedImage] = {}
@@ -214,6 +267,12 @@ def decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, pixel
                 out.region_scores = score_regions(item, source, edits, parsed, regions)
             except AugclipError as exc:
                 out.error = f"BPM: {exc}"
+                return out
+        if judge is not None:
+            try:
+                out.judge_scores = score_judge(item, source, edits, judge)
+            except AugclipError as exc:
+                out.error = f"judge: {exc}"
                 return out
     if attributes is not None:
         try:

@@ -254,18 +254,26 @@ class OpenAICompatibleClient:
 
     # ------------------------------------------------------------------ requests
     def chat(self, messages: list[dict], *, seed: int | None = None, temperature: float = 0.0,
-             max_tokens: int | None = None) -> str:
+             max_tokens: int | None = None, response_format: dict[str, Any] | None = None) -> str:
         """Send ``messages`` and return the answer's text.
 
         ``seed`` is passed through (OpenAI and vLLM honour it; servers that ignore it just sample).
         ``max_tokens`` uses the classic field, which every OpenAI-compatible server accepts.
+        ``response_format`` (e.g. ``{"type": "json_schema", ...}``) is sent only when given: servers
+        that constrain decoding (OpenAI, vLLM, Ollama, LM Studio) honour it, others may answer 400.
         Raises :class:`LLMError` on any failure, after the SDK's retries where they apply.
         """
-        return self.complete(messages, seed=seed, temperature=temperature, max_tokens=max_tokens).text
+        return self.complete(messages, seed=seed, temperature=temperature, max_tokens=max_tokens,
+                             response_format=response_format).text
 
     def complete(self, messages: list[dict], *, seed: int | None = None, temperature: float = 0.0,
-                 max_tokens: int | None = None) -> ChatReply:
-        """Like :meth:`chat`, returning a :class:`ChatReply` (text, reported model, finish reason, time)."""
+                 max_tokens: int | None = None, response_format: dict[str, Any] | None = None) -> ChatReply:
+        """Like :meth:`chat`, returning a :class:`ChatReply` (text, reported model, finish reason, time).
+
+        An answer without text is an :class:`LLMError`: ``kind="refused"`` when the model declined
+        (the message's ``refusal`` field), ``kind="filtered"`` when the server's content filter
+        stopped it (``finish_reason="content_filter"``), else ``kind="no_answer"``.
+        """
         import openai
 
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": temperature}
@@ -273,6 +281,8 @@ class OpenAICompatibleClient:
             kwargs["seed"] = int(seed)
         if max_tokens is not None:
             kwargs["max_tokens"] = int(max_tokens)
+        if response_format is not None:
+            kwargs["response_format"] = response_format
         start = time.perf_counter()
         try:
             response = self._sdk.chat.completions.create(**kwargs)
@@ -290,8 +300,9 @@ class OpenAICompatibleClient:
         if not isinstance(text, str) or not text.strip():
             refusal = getattr(message, "refusal", None) if message is not None else None
             detail = f"; it refused: {redact(str(refusal))[:200]}" if refusal else ""
+            kind = "refused" if refusal else "filtered" if finish == "content_filter" else "no_answer"
             raise LLMError(f"{self._where()} returned no text (finish_reason={finish}){detail}",
-                           kind="no_answer", base_url=self.base_url, model=self.model)
+                           kind=kind, base_url=self.base_url, model=self.model)
         log.debug("chat answer from %s in %.2fs (%d chars)", self._where(), seconds, len(text))
         return ChatReply(text=text, model=str(getattr(response, "model", None) or self.model),
                          finish_reason=finish, seconds=seconds)
