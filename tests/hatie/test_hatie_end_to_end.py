@@ -85,3 +85,20 @@ def test_vqa_needs_a_client(models):
 
     with pytest.raises(InputError, match="VQA"):
         hatie_score_many(SOURCE, [RECOLORED], "make the ball blue", models, options=HatieOptions(vqa=True))
+
+
+def test_vqa_on_through_a_real_server(models, monkeypatch):
+    from augclip_demo.hatie.vqa import VqaScorer
+    from augclip_demo.llm.client import OpenAICompatibleClient
+    from tests.support.chat_server import ChatServer
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with ChatServer(responder=lambda request: "yes") as server:
+        client = OpenAICompatibleClient(base_url=server.url, model="vision-test", timeout=5, max_retries=0)
+        with_vqa = HatieModels(models.detector, models.segmenter, models.encoder, vqa=VqaScorer(client))
+        result = hatie_score_many(SOURCE, [RECOLORED], "turn the picture into a watercolor painting", with_vqa,
+                                  options=HatieOptions(vqa=True))[0]
+    bf = result.scores.criteria["background_fidelity"]
+    vqa = next(c for c in bf.components if c.name == "vqa_background")
+    assert vqa.value == 1.0 and vqa.weight == pytest.approx(0.42)
+    assert any("watercolor painting" in text for r in server.requests for text in r.texts())
