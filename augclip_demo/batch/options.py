@@ -8,6 +8,7 @@ from typing import Any
 from ..bpm import BPMOptions
 from ..errors import InputError
 from ..instructions import PARSERS
+from ..metrics.hatie import HatieOptions
 from ..metrics.suite import METRICS, metric_keys, parse_metric_keys
 from ..pipeline import AugCLIPOptions
 from ..report import UNTRAINED_WARNING
@@ -39,6 +40,9 @@ class BatchOptions:
     skip_invalid: bool = False
     bpm: BPMOptions = field(default_factory=BPMOptions)  # alpha, box threshold, region thresholds (regions stage)
     parser: str = "rules"  # instruction parser of the regions stage: rules (offline) or llm
+    hatie: HatieOptions = field(default_factory=HatieOptions)  # HATIE's named choices (regions stage)
+    hatie_features: Any = None  # DINOv2 / LPIPS networks for HATIE (None: left out, noted)
+    hatie_vqa: Any = None  # HATIE's VQA scorer (needed when hatie.vqa is on)
 
     def __post_init__(self) -> None:
         self.metrics = parse_metric_keys(self.metrics, supplied_stages=BATCH_STAGES)
