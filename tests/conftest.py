@@ -11,7 +11,7 @@ from PIL import Image
 
 from tests.support import APP_UPLOAD_LIMIT_MB, APP_ZIP_LIMITS, ROOT, TINY, draw_scene, free_port
 from tests.support.app_process import spawn_app
-from tests.support.hub_fixtures import hub, hub_gdino, online  # noqa: F401 - the local model hub fixtures
+from tests.support.hub_fixtures import hub, hub_features, hub_gdino, online  # noqa: F401 - the local model hub fixtures
 
 # Keep every test offline and out of the user's real cache.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
