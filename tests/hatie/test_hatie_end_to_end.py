@@ -102,3 +102,24 @@ def test_vqa_on_through_a_real_server(models, monkeypatch):
     vqa = next(c for c in bf.components if c.name == "vqa_background")
     assert vqa.value == 1.0 and vqa.weight == pytest.approx(0.42)
     assert any("watercolor painting" in text for r in server.requests for text in r.texts())
+
+
+@pytest.fixture(scope="module")
+def features():
+    from augclip_demo.hatie.features import HatieFeatures
+
+    return HatieFeatures(dino="random:tiny-v2", lpips="random:alex", fid="random:inception-v3-compat").load()
+
+
+def test_feature_networks_give_perfect_similarities_for_an_untouched_edit(models, features):
+    with_features = HatieModels(models.detector, models.segmenter, models.encoder, features)
+    result = hatie_score_many(SOURCE, [SOURCE], "make the ball blue", with_features, box_threshold=0.01)[0]
+    assert result.untrained and not any("no feature networks" in n for n in result.notes)
+    bc = result.scores.criteria["background_consistency"]
+    parts = {c.name: c.value for c in bc.components}
+    assert parts["lpips"] == pytest.approx(1.0, abs=1e-6) and parts["dino"] == pytest.approx(1.0, abs=1e-9)
+    assert parts["clip"] == pytest.approx(1.0, abs=1e-6) and parts["l2"] == 1.0
+    assert bc.value == pytest.approx(1.0, abs=1e-5)
+    changed = hatie_score_many(SOURCE, [RECOLORED], "make the ball blue", with_features, box_threshold=0.01)[0]
+    lp = next(c.value for c in changed.scores.criteria["background_consistency"].components if c.name == "lpips")
+    assert 0.0 <= lp <= 1.0
