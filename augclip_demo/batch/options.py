@@ -43,6 +43,7 @@ class BatchOptions:
     hatie: HatieOptions = field(default_factory=HatieOptions)  # HATIE's named choices (regions stage)
     hatie_features: Any = None  # DINOv2 / LPIPS networks for HATIE (None: left out, noted)
     hatie_vqa: Any = None  # HATIE's VQA scorer (needed when hatie.vqa is on)
+    hatie_calibrated: dict[str, dict[str, float]] = field(default_factory=dict)  # saved weight sets by name
 
     def __post_init__(self) -> None:
         self.metrics = parse_metric_keys(self.metrics, supplied_stages=BATCH_STAGES)

@@ -24,7 +24,7 @@ from ..hatie import HatieModels, HatieResult, hatie_score_many
 from ..inference.clip_encoder import ClipEncoder
 from ..instructions import ParsedInstruction, resolve_parse
 from ..io import LoadedImage, open_image
-from ..metrics.hatie import NEEDS_A_SET, HatieOptions
+from ..metrics.hatie import CRITERION_LABELS, NEEDS_A_SET, HatieOptions, total_weights
 from ..metrics.suite import HATIE_KEYS, ItemScores, MetricInputs, score_item
 from ..metrics.vectors import unit_rows
 from ..pipeline import Evaluator
@@ -72,7 +72,7 @@ class RegionSource:
 
     def __init__(self, models: BPMModels, options: BPMOptions, parser: str = "rules", *,
                  keys: Sequence[str] = ("bpm",), hatie: HatieOptions | None = None, features: Any = None,
-                 vqa: Any = None):
+                 vqa: Any = None, calibrated: dict[str, dict[str, float]] | None = None):
         self.models = models
         self.options = options
         self.parser = parser
@@ -80,6 +80,7 @@ class RegionSource:
         self.hatie = hatie or HatieOptions()
         self.features = features  # HATIE's DINOv2 / LPIPS (None: left out, noted on every result)
         self.vqa = vqa  # HATIE's VQA scorer when hatie.vqa is on
+        self.calibrated = dict(calibrated or {})  # saved criterion weight sets (HatieOptions.total may name one)
         self._loaded = False
         self._error: str | None = None
         self._lock = threading.Lock()
@@ -115,7 +116,7 @@ class RegionSource:
                "sam_checkpoint": str(segmenter.checkpoint) if segmenter.checkpoint else None,
                "parser": self.parser, "options": self.options.to_dict(), "untrained": self.untrained}
         if self.hatie_keys:
-            out["hatie"] = {"options": self.hatie.to_dict(),
+            out["hatie"] = {"options": self.hatie.to_dict(), "weights": hatie_weights(self.hatie.total, self.calibrated),
                             "features": self.features.info() if self.features is not None else None,
                             "vqa": self.vqa.info() if self.vqa is not None else None}
         return out
@@ -131,6 +132,11 @@ class RegionSource:
         if self._error is not None:
             raise InputError(self._error)
         return self.models
+
+
+def hatie_weights(name: str, calibrated: dict[str, dict[str, float]]) -> dict[str, float]:
+    """The criterion weights a run's totals use (compared on resume: a changed set reruns nothing silently)."""
+    return total_weights(name, calibrated)
 
 
 def item_parse(item: ManifestItem, parser: str = "rules") -> tuple[ParsedInstruction | None, str | None]:
@@ -167,6 +173,7 @@ def score_regions(item: ManifestItem, source: LoadedImage, edits: list[LoadedIma
     if regions.hatie_keys:
         hatie = hatie_score_many(source, edits, item.instruction, regions.hatie_models(), parsed=parsed,
                                  edit_type=item.edit_type, target_text=item.target_text, options=regions.hatie,
+                                 calibrated=regions.calibrated,
                                  names=[edit.name for edit in item.edits])
         for i, result in enumerate(hatie):
             add_hatie(scores, i, result, regions.hatie_keys)
@@ -185,7 +192,8 @@ def add_hatie(scores: ItemScores, i: int, result: HatieResult, keys: Sequence[st
         if value is None:
             score = result.scores.criteria.get(criterion) if result.scores is not None else None
             scores.unavailable[i][key] = (result.reason or (score.reason if score is not None else None)
-                                          or f"not part of a {result.edit_type.edit_type} edit (HATIE, App. C.1)")
+                                          or f"HATIE does not score {CRITERION_LABELS.get(criterion, criterion)} for "
+                                          f"{result.edit_type.edit_type} edits (App. C.1)")
     scores.details[i]["hatie"] = result.summary()
 
 

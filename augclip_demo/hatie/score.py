@@ -99,8 +99,8 @@ class HatieResult:
 
     def summary(self) -> dict[str, Any]:
         """The small JSON record a batch line keeps: type, criteria, total, components."""
-        return {"edit_type": self.edit_type.to_dict(), "reason": self.reason,
-                **({} if self.scores is None else self.scores.to_dict()),
+        return {**({} if self.scores is None else self.scores.to_dict()),
+                "edit_type": self.edit_type.to_dict(), "reason": self.reason,
                 "detections": self.detections, "texts": self.texts, "notes": list(self.notes),
                 "untrained": self.untrained}
 

@@ -20,6 +20,7 @@ distance ``d`` becomes ``1 - d``, a mean squared error becomes ``1 - mse / max_m
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -246,7 +247,9 @@ def frechet_distance(mu1: np.ndarray, sigma1: np.ndarray, mu2: np.ndarray, sigma
 
     mu1, mu2 = np.atleast_1d(np.asarray(mu1, np.float64)), np.atleast_1d(np.asarray(mu2, np.float64))
     s1, s2 = np.atleast_2d(np.asarray(sigma1, np.float64)), np.atleast_2d(np.asarray(sigma2, np.float64))
-    covmean = linalg.sqrtm(s1 @ s2)
+    with warnings.catch_warnings():  # small sets give singular covariances; FID is then only indicative
+        warnings.simplefilter("ignore")
+        covmean = linalg.sqrtm(s1 @ s2)
     if not np.isfinite(covmean).all():
         offset = np.eye(s1.shape[0]) * 1e-6
         covmean = linalg.sqrtm((s1 + offset) @ (s2 + offset))
