@@ -34,9 +34,10 @@ def add_hatie_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--hatie-weights", default="published", metavar="NAME",
                        help="criterion weights of the total: published (default), per-type-code, or a name saved "
                             "by `hatie calibrate`")
-    group.add_argument("--hatie-dino", default=None, metavar="SPEC",
-                       help="DINOv2 network (default facebook/dinov2-base; random:tiny-v2 for tests)")
-    group.add_argument("--hatie-lpips", default="alex", metavar="NET", help="LPIPS backbone (default alex)")
+    group.add_argument("--hatie-dino", default=None, metavar="SPEC", help="DINOv2 network (default "
+                       "AUGCLIP_HATIE_DINO, else facebook/dinov2-base; random:tiny-v2 for tests)")
+    group.add_argument("--hatie-lpips", default=None, metavar="NET",
+                       help="LPIPS backbone (default AUGCLIP_HATIE_LPIPS, else alex)")
     group.add_argument("--hatie-fid", default="inception-v3-compat", metavar="SPEC",
                        help="FID network (default inception-v3-compat)")
 
@@ -62,9 +63,9 @@ def hatie_from_args(args: argparse.Namespace, settings: Settings, *, want: bool)
 
 
 def features_from_args(args: argparse.Namespace, settings: Settings) -> Any:
-    from ..hatie.features import DEFAULT_DINO, HatieFeatures
+    from ..hatie.features import HatieFeatures
 
-    return HatieFeatures(settings, dino=args.hatie_dino or DEFAULT_DINO, lpips=args.hatie_lpips, fid=args.hatie_fid)
+    return HatieFeatures(settings, dino=args.hatie_dino, lpips=args.hatie_lpips, fid=args.hatie_fid)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

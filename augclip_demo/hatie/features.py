@@ -56,14 +56,14 @@ class HatieFeatures:
     ``inception-v3-compat`` / ``random:inception-v3-compat`` for FID; nothing loads until used.
     """
 
-    def __init__(self, settings: Any = None, *, dino: str = DEFAULT_DINO, lpips: str = DEFAULT_LPIPS,
+    def __init__(self, settings: Any = None, *, dino: str | None = None, lpips: str | None = None,
                  fid: str = DEFAULT_FID):
         from ..inference.dino import get_dino
         from ..inference.fid import get_fid_network
         from ..inference.lpips import get_lpips
 
-        self.dino_network = get_dino(dino, settings)
-        self.lpips_network = get_lpips(lpips, settings)
+        self.dino_network = get_dino(dino or getattr(settings, "hatie_dino", None) or DEFAULT_DINO, settings)
+        self.lpips_network = get_lpips(lpips or getattr(settings, "hatie_lpips", None) or DEFAULT_LPIPS, settings)
         self._fid_spec, self._settings = fid, settings
         self._get_fid = get_fid_network
         self._fid: Any = None
