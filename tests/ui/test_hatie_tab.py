@@ -41,4 +41,6 @@ def test_hatie_tab_shows_the_criteria_of_each_edit(app_server, tiny_encoder):
         assert edit.unavailable["hatie_iq"].startswith("needs a set")
 
     with pytest.raises(Exception, match="edit type"):
-        Client(app_server["url"], verbose=False).predict("", "auto (from the instruction)", TINY, api_name="/hatie")
+        own.predict("", "auto (from the instruction)", TINY, api_name="/hatie")
+    with pytest.raises(Exception, match="press Evaluate first"):
+        Client(app_server["url"], verbose=False).predict("make the flower pink", "attribute", TINY, api_name="/hatie")
