@@ -41,7 +41,7 @@ class BatchOptions:
     bpm: BPMOptions = field(default_factory=BPMOptions)  # alpha, box threshold, region thresholds (regions stage)
     parser: str = "rules"  # instruction parser of the regions stage: rules (offline) or llm
     hatie: HatieOptions = field(default_factory=HatieOptions)  # HATIE's named choices (regions stage)
-    hatie_features: Any = None  # DINOv2 / LPIPS networks for HATIE (None: left out, noted)
+    hatie_features: Any = "auto"  # DINOv2 / LPIPS for HATIE: "auto" (the settings' networks), None (left out, noted)
     hatie_vqa: Any = None  # HATIE's VQA scorer (needed when hatie.vqa is on)
     hatie_calibrated: dict[str, dict[str, float]] = field(default_factory=dict)  # saved weight sets by name
 

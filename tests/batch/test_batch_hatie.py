@@ -60,7 +60,8 @@ def run(tmp_path_factory, settings, tiny_encoder):
         draw_scene((120, 90), shapes=shapes).save(root / "img" / name)
     (root / "manifest.jsonl").write_text("".join(json.dumps(item) + "\n" for item in ITEMS))
     out = root / "results.jsonl"
-    summary = BatchRunner(root / "manifest.jsonl", out, options=BatchOptions(metrics=METRICS), settings=settings,
+    summary = BatchRunner(root / "manifest.jsonl", out, options=BatchOptions(metrics=METRICS, hatie_features=None),
+                          settings=settings,
                           encoder=tiny_encoder, show_progress=False).run()
     return root, out, summary, {r["id"]: r for r in iter_results(out)}
 
