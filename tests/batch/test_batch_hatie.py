@@ -150,3 +150,12 @@ def test_cli_batch_takes_hatie_options(run, tmp_path):
     names = {c["name"] for c in bc["components"]}
     assert {"lpips", "dino", "l2"} <= names and "clip" not in names
     assert record["run"]["bpm"]["hatie"]["options"]["bc_clip"] is False
+
+
+def test_protocol_report_treats_hatie_columns_as_metrics(run):
+    from augclip_demo.batch.protocol_tables import compute_protocols
+
+    _, out, _, _ = run
+    report = compute_protocols(out, n_boot=0)
+    assert {"hatie", "hatie_of", "hatie_bc", "hatie_iq"} <= set(report.metrics)
+    assert "HATIE" in report.format(with_ci=False)
