@@ -51,6 +51,11 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "AUGCLIP_SAM_CHECKPOINT": "local SAM checkpoint file (default: downloaded into the cache directory)",
     "AUGCLIP_SAM_URL": "where the SAM checkpoint is downloaded from (default: the official file; set for a mirror)",
     "AUGCLIP_SAM_SHA256": "expected SHA-256 of the SAM checkpoint (checked when set; a mismatch stops the run)",
+    "AUGCLIP_HATIE_DINO": "DINOv2 network of HATIE's measures: hub id or folder (default facebook/dinov2-base; "
+                          "random:tiny-v2 / random:dinov2-base for untrained weights)",
+    "AUGCLIP_HATIE_LPIPS": "LPIPS backbone of HATIE's measures: alex (default), squeeze, vgg, or random:NET",
+    "AUGCLIP_FILE_MIRROR": ("base URL of a mirror holding the LPIPS backbones and the FID Inception file under their "
+                            "published names (default: torchvision's and torch-fidelity's official URLs)"),
     "AUGCLIP_UPLOAD_MAX_ZIP_MB": "largest image zip accepted by the app's batch upload, in MB (default 512)",
     "AUGCLIP_UPLOAD_MAX_FILES": "most files an uploaded image zip may hold (default 20000)",
     "AUGCLIP_UPLOAD_MAX_UNZIPPED_MB": "most bytes an uploaded image zip may expand to, in MB (default 4096)",
@@ -134,6 +139,9 @@ class Settings:
     sam_checkpoint: Path | None = None
     sam_url: str | None = None
     sam_sha256: str | None = None
+    file_mirror: str | None = None
+    hatie_dino: str = "facebook/dinov2-base"
+    hatie_lpips: str = "alex"
     upload_max_zip_mb: int = 512
     upload_max_files: int = 20000
     upload_max_unzipped_mb: int = 4096
@@ -208,6 +216,9 @@ class Settings:
             "sam_sha256": "AUGCLIP_SAM_SHA256",
             "judge_model": "AUGCLIP_JUDGE_MODEL",
             "judge_base_url": "AUGCLIP_JUDGE_BASE_URL",
+            "file_mirror": "AUGCLIP_FILE_MIRROR",
+            "hatie_dino": "AUGCLIP_HATIE_DINO",
+            "hatie_lpips": "AUGCLIP_HATIE_LPIPS",
         }
         for field, var in simple.items():
             if (value := get(var)) is not None:

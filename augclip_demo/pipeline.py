@@ -76,6 +76,7 @@ class EvaluationArrays:
     target_attr_embeddings: np.ndarray
     augclip: list[AugCLIPResult] = field(default_factory=list)
     bpm: list[Any] = field(default_factory=list)  # BPMResult per edit (masks, boxes) after Evaluator.add_bpm
+    hatie: list[Any] = field(default_factory=list)  # HatieResult per edit after Evaluator.add_hatie
     # pixel-stage metrics (L2), filled by the first score(): no AugCLIP option or attribute changes them
     pixel_scores: ItemScores | None = None
 
@@ -318,6 +319,44 @@ class Evaluator:
         report.timings["bpm"] = time.perf_counter() - start
         if models.untrained:
             note = f"BPM {UNTRAINED_WARNING} (GroundingDINO / SAM / CLIP: {'; '.join(_untrained_parts(models))})"
+            if note not in report.notes:
+                report.notes.append(note)
+        return report
+
+    def add_hatie(self, report: Report, instruction: str | None = None, *, edit_type: str | None = None,
+                  models: Any = None, options: Any = None, target_text: str | None = None) -> Report:
+        """Add HATIE's per-edit criteria (metrics ``hatie``, ``hatie_of`` ... ``hatie_bc``; ``hatie_iq`` needs a
+        set) with results in ``report.arrays.hatie``. ``models`` defaults to BPM's detector and segmenter
+        with this evaluator's CLIP and the shared DINOv2 / LPIPS networks."""
+        from .hatie import HatieModels, hatie_score_many
+        from .hatie.features import HatieFeatures
+        from .metrics.hatie import NEEDS_A_SET
+        from .metrics.suite import HATIE_KEYS
+
+        if report.arrays is None:
+            raise InputError("this report has no in-memory images (loaded from JSON?); run evaluate() again")
+        arrays: EvaluationArrays = report.arrays
+        if models is None:
+            from .bpm.models import get_bpm_models
+
+            bpm = get_bpm_models(self.settings, encoder=self.encoder)
+            models = HatieModels(bpm.detector, bpm.segmenter, bpm.encoder, HatieFeatures(self.settings))
+        start = time.perf_counter()
+        results = hatie_score_many(arrays.source, arrays.edits, instruction, models.load(), edit_type=edit_type,
+                                   options=options, target_text=target_text or report.target_text,
+                                   names=[e.name for e in arrays.edits])
+        for edit, result in zip(report.edits, results):
+            for key, criterion in HATIE_KEYS.items():
+                value = None if criterion == "image_quality" else result.value(criterion)
+                edit.metrics[key] = value
+                edit.unavailable.pop(key, None)
+                if value is None:
+                    edit.unavailable[key] = (NEEDS_A_SET if criterion == "image_quality"
+                                             else result.reason or f"not scored for {result.edit_type.edit_type} edits")
+        arrays.hatie = results
+        report.timings["hatie"] = time.perf_counter() - start
+        if models.untrained:
+            note = f"HATIE {UNTRAINED_WARNING}"
             if note not in report.notes:
                 report.notes.append(note)
         return report

@@ -9,6 +9,7 @@ from ..bpm import BPMOptions
 from ..errors import InputError
 from ..instructions import PARSERS
 from ..judge import JUDGE_METRICS, JudgeOptions
+from ..metrics.hatie import HatieOptions
 from ..metrics.suite import METRICS, metric_keys, parse_metric_keys
 from ..pipeline import AugCLIPOptions
 from ..report import UNTRAINED_WARNING
@@ -42,6 +43,10 @@ class BatchOptions:
     parser: str = "rules"  # instruction parser of the regions stage: rules (offline) or llm
     # the MLLM judge (judge stage): given options add its rows; its rows without options use AUGCLIP_JUDGE_*
     judge: JudgeOptions | None = None
+    hatie: HatieOptions = field(default_factory=HatieOptions)  # HATIE's named choices (regions stage)
+    hatie_features: Any = "auto"  # DINOv2 / LPIPS for HATIE: "auto" (the settings' networks), None (left out, noted)
+    hatie_vqa: Any = None  # HATIE's VQA scorer (needed when hatie.vqa is on)
+    hatie_calibrated: dict[str, dict[str, float]] = field(default_factory=dict)  # saved weight sets by name
 
     def __post_init__(self) -> None:
         self.metrics = parse_metric_keys(self.metrics, supplied_stages=BATCH_STAGES)

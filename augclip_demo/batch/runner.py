@@ -95,13 +95,27 @@ class BatchRunner:
         self.embedding_metrics = [k for k in self.options.metrics if METRICS[k].stage == "embeddings"]
         self.region_metrics = [k for k in self.options.metrics if METRICS[k].stage == "regions"]
         # the region models are only built when BPM is chosen, and only loaded when an item needs them
-        self.regions = (RegionSource.from_settings(self.settings, self.encoder, self.options.bpm, self.options.parser)
+        self.regions = (RegionSource.from_settings(self.settings, self.encoder, self.options.bpm, self.options.parser,
+                                                   keys=self.region_metrics, hatie=self.options.hatie,
+                                                   features=self._hatie_features(), vqa=self.options.hatie_vqa,
+                                                   calibrated=self.options.hatie_calibrated)
                         if self.region_metrics else None)
         self.judge_metrics = [k for k in self.options.metrics if METRICS[k].stage == "judge"]
         self.judge = (JudgeSource(self.settings, self.options.judge or JudgeOptions.from_settings(self.settings))
                       if self.judge_metrics else None)
         self.summary: BatchSummary | None = None  # live while running (the CLI prints it on Ctrl-C)
         self.stats: dict[str, int] = {}  # peak / final sizes of what the run held in memory
+
+    def _hatie_features(self) -> Any:
+        """The run's DINOv2 / LPIPS networks when a HATIE metric is chosen ("auto": the settings' own)."""
+        features = self.options.hatie_features
+        if isinstance(features, str) and features == "auto":
+            if not any(key.startswith("hatie") for key in self.region_metrics):
+                return None
+            from ..hatie.features import HatieFeatures
+
+            return HatieFeatures(self.settings)
+        return features
 
     # ------------------------------------------------------------------ public
     @property

@@ -8,6 +8,7 @@ from pathlib import Path
 from ..attributes.base import AttributeProvider, Attributes
 from ..errors import InstructionParseError, LLMError, WeightsUnavailableError
 from ..metrics.augclip import CLASSIFIERS, PROJECTIONS, WEIGHT_SCALINGS
+from ..metrics.hatie import EDIT_TYPES
 from ..pipeline import AugCLIPOptions, Evaluator
 from ..report import UNTRAINED_WARNING, Report
 from .attributes import add_provider_args, provider_from_args
@@ -36,6 +37,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-bpm", action="store_true", help="do not compute BPM even when an instruction is given")
     add_judge_args(parser, how="With --judge the report gains the judge's rows, judged against --instruction when "
                                "given, else --target.")
+    parser.add_argument("--hatie", action="store_true",
+                        help="also compute HATIE's per-edit criteria (hatie, hatie_of/bf/oc/bc; Image Quality needs a "
+                             "set: see `augclip-demo hatie table`); uses --instruction and --hatie-type")
+    parser.add_argument("--hatie-type", choices=EDIT_TYPES, help="HATIE's edit type (default: from the instruction)")
     add_model_args(parser)
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print the full report as JSON instead of a table")
@@ -80,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
     judge_options = judge_options_from_args(args, settings)
     if judge_options is not None:
         evaluator.add_judge(report, options=judge_options, instruction=getattr(args, "instruction", None))
+    if args.hatie:
+        evaluator.add_hatie(report, args.instruction, edit_type=args.hatie_type)
     if args.out:
         Path(args.out).write_text(report.to_json() + "\n", encoding="utf-8")
     if args.csv:

@@ -251,6 +251,29 @@ def _augmented_row(replace: Replacement, weighted: bool) -> Metric:
 
 _IMAGES = frozenset({"image_embeddings"})
 
+_HATIE_NEEDS = frozenset({"pixels", "instruction"})
+#: HATIE (paper 003): the four per-edit criteria, the edit's total over them, and Image Quality, which
+#: needs a set (the FID of all sources vs all edits of one model: batch and protocol tables only).
+HATIE_ROWS: tuple[Metric, ...] = (
+    Metric("hatie", "HATIE", True, "HATIE total of one edit: its criteria weighted (published 0.2 OF / 0.4 BF / "
+           "0.1 OC / 0.3 BC, renormalised over the criteria its edit type has); IQ needs a set", _HATIE_NEEDS,
+           "regions"),
+    Metric("hatie_of", "HATIE OF", True, "HATIE Object Fidelity: detector confidence, CLIP and VQA on the object; "
+           "size for resizes; add: relation to the anchor", _HATIE_NEEDS, "regions"),
+    Metric("hatie_bf", "HATIE BF", True, "HATIE Background Fidelity: CLIP (and VQA) of the background / style "
+           "change, squashed", _HATIE_NEEDS, "regions"),
+    Metric("hatie_oc", "HATIE OC", True, "HATIE Object Consistency: CLIP / LPIPS / DINO / L2 of the object's crops, "
+           "centre-of-mass shift and size ratio", _HATIE_NEEDS, "regions"),
+    Metric("hatie_bc", "HATIE BC", True, "HATIE Background Consistency: CLIP / LPIPS / DINO / L2 of the backgrounds "
+           "outside the edited object (style: plain, edge, grey, small versions)", _HATIE_NEEDS, "regions"),
+    Metric("hatie_iq", "HATIE IQ", True, "HATIE Image Quality: 1 - tanh(FID / 25) between a model's sources and "
+           "edits; needs a set (a single pair has none)", frozenset({"pixels"}), "regions"),
+)
+#: metric key -> criterion of :mod:`.hatie`
+HATIE_KEYS: dict[str, str] = {"hatie": "total", "hatie_of": "object_fidelity", "hatie_bf": "background_fidelity",
+                              "hatie_oc": "object_consistency", "hatie_bc": "background_consistency",
+                              "hatie_iq": "image_quality"}
+
 METRIC_TABLE: tuple[Metric, ...] = (
     Metric("augclip", "AugCLIP", True, "cosine to the estimated ideal edit E(I_src)+v (Eq. 3)",
            _IMAGES | {"attribute_embeddings"}, "embeddings", _augclip, primary=True, summarize=_augclip_summary),
@@ -276,6 +299,7 @@ METRIC_TABLE: tuple[Metric, ...] = (
     Metric("judge_overall", "Judge overall", True,
            "MLLM judge, overall 0-10: sqrt(SC x PQ) per sample (VIEScore's combination), mean over samples",
            frozenset({"pixels", "target_text", "llm"}), "judge", primary=True),
+    *HATIE_ROWS,
 )
 
 METRICS: dict[str, Metric] = {metric.key: metric for metric in METRIC_TABLE}

@@ -27,6 +27,7 @@ from . import views
 from .batch_tab import build_batch_tab
 from .examples import load_examples
 from .guard import scrub_paths, user_facing
+from .hatie_tab import build_hatie_tab
 from .inputs import image_path_input, number_input
 from .status import model_status, status_html
 from .storage import WorkFolders
@@ -211,6 +212,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                         with gr.Row():
                             bpm_parse_btn = gr.Button("Parse the instruction", size="sm", elem_id="aug-bpm-parse")
                             bpm_btn = gr.Button("Run BPM with these fields", size="sm", elem_id="aug-bpm-run")
+                    build_hatie_tab(session_state, instruction, clip_model, settings_for)
                     with gr.Tab("Report (JSON)", id="json"):
                         report_json = gr.JSON(label="Full report")
                 downloads = gr.File(label="Downloads: report.json, report.csv, figures.zip", file_count="multiple",
