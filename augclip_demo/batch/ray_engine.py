@@ -209,7 +209,7 @@ class RegionStage:
 
         self.settings = settings
         self.encoder = get_encoder(settings)
-        self.regions = RegionSource.from_settings(settings, self.encoder, options.bpm, options.parser)
+        self.regions = RegionSource.from_settings(settings, self.encoder, options.bpm, options.parser, keys=("bpm",))
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         scores: list[bytes] = []
@@ -401,6 +401,11 @@ class RayExecution:
             raise InputError(f"manifest {manifest}: file not found")
         if out.resolve() == manifest.resolve():
             raise InputError("--out must not be the manifest itself")
+        unsupported = [key for key in config.options.metrics if key in config.judge_metrics
+                       or (key in config.region_metrics and key != "bpm")]
+        if unsupported:
+            raise InputError(f"--engine ray does not run {', '.join(unsupported)} yet (the judge and HATIE stages run "
+                             "on the local engine only); leave them out of --metrics or use --engine local")
         ray = _import_ray()
         run = config.run_signature()
         with RunLock(out):
