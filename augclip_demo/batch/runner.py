@@ -54,7 +54,14 @@ from .manifest import ManifestItem
 from .options import BatchOptions, BatchSummary
 from .plan import RunPlan, image_key, item_static_texts, make_plan, planned_items
 from .pools import PoolSizes, WorkerPools
-from .results import InOrderWriter, ResultsWriter, RunLock, apply_resume_state, export_csv, read_resume_state
+from .results import (
+    InOrderWriter,
+    RunLock,
+    apply_resume_state,
+    export_csv,
+    open_results_writer,
+    read_resume_state,
+)
 from .stages import (
     AttributeSource,
     DecodedItem,
@@ -73,6 +80,9 @@ log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[float, str], None]
 
+#: Where a run executes: this process (threads, pools) or a Ray cluster (``pip install 'augclip-demo[ray]'``).
+ENGINES: tuple[str, ...] = ("local", "ray")
+
 
 class BatchRunner:
     """Runs one manifest into one results file (see the module docstring for how)."""
@@ -80,7 +90,11 @@ class BatchRunner:
     def __init__(self, manifest: str | Path, out: str | Path, *, options: BatchOptions | None = None,
                  settings: Settings | None = None, encoder: ClipEncoder | None = None,
                  csv: str | Path | None = None, progress: ProgressFn | None = None, show_progress: bool = True,
-                 dataset: str | None = None):
+                 dataset: str | None = None, engine: str = "local", ray_options: Any = None):
+        if engine not in ENGINES:
+            raise InputError(f"batch engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+        self.engine = engine
+        self.ray_options = ray_options  # a ray_engine.RayOptions (engine "ray")
         self.manifest = Path(manifest).expanduser()
         self.out = Path(out).expanduser()
         self.options = options or BatchOptions()
@@ -134,6 +148,10 @@ class BatchRunner:
         return run
 
     def run(self) -> BatchSummary:
+        if self.engine == "ray":  # the same configuration, executed by Ray Data actors (optional import)
+            from .ray_engine import RayExecution
+
+            return RayExecution(self, self.ray_options).run()
         start = time.perf_counter()
         if not self.manifest.is_file():
             raise InputError(f"manifest {self.manifest}: file not found")
@@ -218,7 +236,7 @@ class _Execution:
         exhausted = False
         self.bar = _progress_bar(self.plan.pending, runner.show_progress)
         self.pools = WorkerPools(sizes)
-        self.writer = InOrderWriter(ResultsWriter(runner.out))
+        self.writer = InOrderWriter(open_results_writer(runner.out))  # JSONL, or Parquet parts
         # The fits' matrices are tiny: BLAS threads would only spin against the encoder's threads.
         blas = threadpool_limits(limits=1, user_api="blas")
         try:
@@ -394,11 +412,14 @@ def _progress_bar(total: int, show: bool) -> Any:
 def run_batch(manifest: str | Path, out: str | Path, *, options: BatchOptions | None = None,
               settings: Settings | None = None, encoder: ClipEncoder | None = None, csv: str | Path | None = None,
               progress: ProgressFn | None = None, show_progress: bool = False,
-              dataset: str | None = None) -> BatchSummary:
-    """Score every item of ``manifest`` into ``out`` (JSONL; resumes an existing file).
+              dataset: str | None = None, engine: str = "local", ray_options: Any = None) -> BatchSummary:
+    """Score every item of ``manifest`` into ``out`` (JSONL, or a Parquet folder when it ends in
+    ``.parquet``; resumes an existing one).
 
     ``progress(fraction, message)`` is called as items finish; ``dataset`` names items that have
-    no ``dataset`` field (default: the manifest's file name without extension).
+    no ``dataset`` field (default: the manifest's file name without extension). ``engine="ray"``
+    runs on Ray Data instead (:mod:`.ray_engine`; ``ray_options``: a ``RayOptions``).
     """
     return BatchRunner(manifest, out, options=options, settings=settings, encoder=encoder, csv=csv,
-                       progress=progress, show_progress=show_progress, dataset=dataset).run()
+                       progress=progress, show_progress=show_progress, dataset=dataset, engine=engine,
+                       ray_options=ray_options).run()
