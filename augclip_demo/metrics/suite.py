@@ -350,6 +350,12 @@ METRIC_TABLE: tuple[Metric, ...] = (
 
 METRICS: dict[str, Metric] = {metric.key: metric for metric in METRIC_TABLE}
 
+#: The reference-based and preservation metrics (docs/metrics.md): not primary, since most evaluations
+#: lack their inputs, but shown in tables wherever an edit has a value for them.
+REFERENCE_METRICS: tuple[str, ...] = ("l1_gt", "l2_gt", "clip_i_gt", "dino_gt", "clip_t_caption",
+                                      "structure_distance", "psnr_unedited", "lpips_unedited", "mse_unedited",
+                                      "ssim_unedited")
+
 
 def register_metric(metric: Metric) -> None:
     """Add a row at run time (an extension's metric); the table above is the place for our own."""
