@@ -92,6 +92,8 @@ class EvaluationArrays:
     structure_keys_source: np.ndarray | None = None
     structure_keys_edits: list[np.ndarray] | None = None
     unedited_measures: list[dict[str, float | None]] | None = None
+    mask_origin: str | None = None  # "given" (uploaded / passed) or "bpm" (BPM's regions, per edit)
+    network_metrics: tuple[str, ...] = ()  # the feature metrics asked for (add_bpm reuses the choice)
 
     def metric_inputs(self, options: AugCLIPOptions | None = None) -> MetricInputs:
         """What the metric suite reads for this evaluation."""
@@ -274,8 +276,10 @@ class Evaluator:
             arrays.output_caption = caption
             arrays.output_caption_embedding = unit_rows(self.encoder.encode_texts([caption]), "caption embedding",
                                                         dim)[0]
+        arrays.network_metrics = tuple(sorted(wanted))
         if edit_mask is not None:
             arrays.edit_mask = load_edit_mask(edit_mask, arrays.source.image.size)
+            arrays.mask_origin = "given"
         edits = [edit.image for edit in arrays.edits]
         if "dino_gt" in wanted and arrays.ground_truth is not None:
             dino = get_dino(self.networks.dino, self.settings)
@@ -454,11 +458,44 @@ class Evaluator:
             edit.bpm = result.to_dict()
         arrays.bpm = results
         report.timings["bpm"] = time.perf_counter() - start
+        if arrays.edit_mask is None:  # no mask was given: BPM's regions are the edit mask, edit by edit
+            self._unedited_from_bpm(report, arrays, results)
         if models.untrained:
             note = f"BPM {UNTRAINED_WARNING} (GroundingDINO / SAM / CLIP: {'; '.join(_untrained_parts(models))})"
             if note not in report.notes:
                 report.notes.append(note)
         return report
+
+    def _unedited_from_bpm(self, report: Report, arrays: EvaluationArrays, results: Sequence[Any]) -> None:
+        """PSNR / MSE / SSIM (and LPIPS when asked for) outside each edit's BPM regions (not BPM's preserved
+        mask): the pixel stage is scored again with them and the report's values updated."""
+        from .inference.image_measures import UNEDITED_MEASURES, unedited_measures
+        from .inference.lpips import get_lpips
+
+        lpips = get_lpips(self.networks.lpips, self.settings) if "lpips_unedited" in arrays.network_metrics else None
+        size = (arrays.source.image.height, arrays.source.image.width)
+        measures: list[dict[str, float | None]] = []
+        for edit, result in zip(arrays.edits, results):
+            region = ~np.asarray(result.preserved_mask, dtype=bool)
+            if region.shape != size or not region.any():  # nothing localised: no mask to measure outside
+                measures.append(dict.fromkeys(UNEDITED_MEASURES))
+                continue
+            measures.append(unedited_measures(arrays.source.image, edit.image, region, lpips))
+        arrays.unedited_measures = measures
+        arrays.mask_origin = "bpm"
+        keys = metric_keys(stage="pixels", computable=True)
+        arrays.pixel_scores = score_item(arrays.metric_inputs(), keys, strict=True)
+        for i, edit in enumerate(report.edits):
+            for key in UNEDITED_MEASURES:
+                edit.metrics[key] = arrays.pixel_scores.values[i].get(key)
+                edit.unavailable.pop(key, None)
+                if key in arrays.pixel_scores.unavailable[i]:
+                    edit.unavailable[key] = arrays.pixel_scores.unavailable[i][key]
+        note = "PSNR / MSE / SSIM / LPIPS (unedited) are measured outside each edit's BPM regions (no mask was given)"
+        if note not in report.notes:
+            report.notes.append(note)
+        if lpips is not None and lpips.untrained:
+            report.notes.append(f"LPIPS (unedited) {UNTRAINED_WARNING} ({lpips.label})")
 
     @staticmethod
     def skip_bpm(report: Report, reason: str) -> Report:

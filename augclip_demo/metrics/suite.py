@@ -62,6 +62,7 @@ NO_DINO = ("no ground-truth image given, or DINO not requested (it loads faceboo
            "metric)")
 NO_STRUCTURE = "not requested (it loads facebook/dino-vitb8: ask for the structure_distance metric)"
 NO_LPIPS = "not requested (it loads the LPIPS network: ask for the lpips_unedited metric)"
+NO_MASK = "no edit mask given (upload one, or run BPM: its regions then give the mask)"
 NO_UNEDITED = "the edit mask covers the whole image: nothing unedited to compare"
 
 
@@ -107,7 +108,7 @@ NEEDS: dict[str, Need] = {
     "structure_keys": Need(("structure_keys_source", "structure_keys_edits"),
                            "last-block attention keys (DINO ViT-B/8) of the source and of every edit", NO_STRUCTURE),
     "unedited_measures": Need(("unedited_measures",), "PSNR / MSE / SSIM / LPIPS outside the edit mask, measured "
-                              "per edit with torchmetrics (inference/image_measures.py)", "no edit mask given"),
+                              "per edit with torchmetrics (inference/image_measures.py)", NO_MASK),
 }
 
 # augclip_score's own defaults, for inputs that give no AugCLIP options (one place for them)
@@ -336,13 +337,13 @@ METRIC_TABLE: tuple[Metric, ...] = (
     Metric("structure_distance", "Structure dist.", False, "MSE between DINO ViT-B/8 key self-similarities of source "
            "and edit (PIE-Bench)", frozenset({"structure_keys"}), "pixels", _structure),
     Metric("psnr_unedited", "PSNR (unedited)", True, "PSNR in dB between source and edit outside the edit mask "
-           "(PIE-Bench)", frozenset({"mask", "unedited_measures"}), "pixels", _unedited("psnr_unedited")),
+           "(PIE-Bench)", frozenset({"unedited_measures"}), "pixels", _unedited("psnr_unedited")),
     Metric("lpips_unedited", "LPIPS (unedited)", False, "LPIPS (SqueezeNet) between source and edit outside the edit "
-           "mask (PIE-Bench)", frozenset({"mask", "unedited_measures"}), "pixels", _unedited("lpips_unedited")),
+           "mask (PIE-Bench)", frozenset({"unedited_measures"}), "pixels", _unedited("lpips_unedited")),
     Metric("mse_unedited", "MSE (unedited)", False, "mean squared pixel difference in [0,1] outside the edit mask "
-           "(PIE-Bench)", frozenset({"mask", "unedited_measures"}), "pixels", _unedited("mse_unedited")),
+           "(PIE-Bench)", frozenset({"unedited_measures"}), "pixels", _unedited("mse_unedited")),
     Metric("ssim_unedited", "SSIM (unedited)", True, "SSIM between source and edit outside the edit mask (PIE-Bench)",
-           frozenset({"mask", "unedited_measures"}), "pixels", _unedited("ssim_unedited")),
+           frozenset({"unedited_measures"}), "pixels", _unedited("ssim_unedited")),
     Metric("bpm", "BPM", True,
            "BPM paper, Alg. 1: 0.7 S_semantic + 0.3 S_region from GroundingDINO + SAM regions; needs an instruction "
            "(or o1/o2) and the region models", frozenset({"pixels", "instruction"}), "regions", primary=True),

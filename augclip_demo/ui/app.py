@@ -277,7 +277,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             @user_facing
             def evaluate(source, edits, target, source_text, instruction, provider, src_box_value, tgt_box_value,
                          classifier, C, weighting, include_images, clip_model, ground_truth_file=None,
-                         edit_mask_file=None, caption="", feature_keys=None, state=None, request: gr.Request = None,
+                         edit_mask_file=None, caption=None, feature_keys=None, state=None, request: gr.Request = None,
                          progress=gr.Progress()):
                 report, state = logic.evaluate(
                     settings_for(clip_model), own_folder(state, request), source=source, edits=edits,
