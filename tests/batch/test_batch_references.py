@@ -38,7 +38,8 @@ def test_batch_reference_metrics_equal_the_evaluator(tmp_path, tiny_encoder):
     manifest = tmp_path / "m.jsonl"
     manifest.write_text(json.dumps({"id": "a", "source": files["source"], "target_text": "a red ball on grass",
                                     "edits": [files["edit"]], "attributes": ATTRS, "ground_truth": files["gt"],
-                                    "edit_mask": files["mask"], "output_caption": "a red ball on green grass"}) + "\n")
+                                    "edit_mask": files["mask"], "output_caption": "a red ball on green grass",
+                                    "human": {"scores": [3.0]}}) + "\n")
     settings = Settings.from_env(clip_model=TINY, device="cpu")
     summary = run_batch(manifest, tmp_path / "r.jsonl", options=BatchOptions(metrics=KEYS), settings=settings,
                         encoder=tiny_encoder)
@@ -53,6 +54,11 @@ def test_batch_reference_metrics_equal_the_evaluator(tmp_path, tiny_encoder):
     for key in KEYS.split(","):
         assert got[key] is not None, key
         assert got[key] == pytest.approx(want[key], abs=1e-5), key
+    # the protocol tables take them like any other metric (direction from the suite)
+    from augclip_demo.batch.protocol_tables import compute_protocols
+
+    protocols = compute_protocols(tmp_path / "r.jsonl", n_boot=0)
+    assert {"l1_gt", "psnr_unedited", "clip_t_caption"} <= set(protocols.metrics)
 
 
 def test_manifest_reference_fields_are_checked(tmp_path):
