@@ -56,8 +56,10 @@ def column_label(key: str) -> str:
 def table_metrics(report: Report) -> list[str]:
     """The table's columns: the usual metrics, then each reference / preservation metric some edit has a
     value for (they switch on when their input is given: a ground truth, a caption, a mask, a network)."""
-    keys = [k for k in TABLE_METRICS if any(k in e.metrics for e in report.edits)]
-    return keys + [k for k in REFERENCE_METRICS if any(e.metrics.get(k) is not None for e in report.edits)]
+    base = [k for k in TABLE_METRICS if any(k in e.metrics for e in report.edits)]
+    extra = [k for k in REFERENCE_METRICS if any(e.metrics.get(k) is not None for e in report.edits)]
+    cut = base.index("bpm") if "bpm" in base else len(base)  # BPM stays the last column
+    return base[:cut] + extra + base[cut:]
 
 
 def score_frame(report: Report) -> pd.DataFrame:
