@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from .attributes.base import AttributeProvider, Attributes
 from .io import ImageInput, LoadedImage
+from .judge import JudgeOptions
 from .pipeline import AugCLIPOptions, Evaluator
 from .report import Report
 
@@ -35,6 +36,7 @@ def evaluate(
     output_caption: str | None = None,
     edit_mask: ImageInput | None = None,
     feature_metrics: Sequence[str] = (),
+    judge: bool | JudgeOptions = False,
 ) -> Report:
     """Score edited images of ``source`` for ``target_text`` with every metric, in one call.
 
@@ -60,6 +62,9 @@ def evaluate(
         edit_mask: white = the region the edit should change: adds PSNR / MSE / SSIM outside it (PIE-Bench).
         feature_metrics: metrics that load a network of their own: ``dino_gt``, ``structure_distance``,
             ``lpips_unedited`` (docs/metrics.md).
+        judge: ``True`` or a :class:`~augclip_demo.judge.JudgeOptions` to add the MLLM judge's rows
+            (``judge_sc``, ``judge_pq``, ``judge_overall``; an OpenAI-compatible endpoint, see docs/judge.md),
+            judged against ``instruction`` when given, else ``target_text``.
 
     Returns:
         A :class:`Report`: one :class:`EditResult` per edit, ``report.verdict()``, ``report.to_json()``.
@@ -70,4 +75,7 @@ def evaluate(
                                 output_caption=output_caption, edit_mask=edit_mask, network_metrics=feature_metrics)
     if instruction is not None:
         evaluator.add_bpm(report, instruction)
+    if judge:
+        evaluator.add_judge(report, options=judge if isinstance(judge, JudgeOptions) else None,
+                            instruction=instruction)
     return report
