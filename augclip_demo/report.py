@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .attributes.base import Attributes
-from .metrics.suite import METRICS, best_index
+from .metrics.suite import METRICS, REFERENCE_METRICS, best_index
 
 UNTRAINED_WARNING = "untrained: computed with random weights, scores are not meaningful"
 
@@ -101,7 +101,9 @@ class Report:
 
     def metric_keys(self, include_variants: bool = False) -> list[str]:
         present = {key for edit in self.edits for key in edit.metrics}
-        keys = [key for key in METRICS if key in present and (include_variants or METRICS[key].primary)]
+        valued = {key for edit in self.edits for key, value in edit.metrics.items() if value is not None}
+        keys = [key for key in METRICS if key in present and (include_variants or METRICS[key].primary
+                                                              or (key in REFERENCE_METRICS and key in valued))]
         return keys + sorted(present - set(METRICS))
 
     def best(self, key: str) -> int | None:

@@ -21,7 +21,8 @@ from ..attributes.catalog import ProviderStatus, provider_status
 from ..bpm import POSITION_STATES, SIZE_STATES
 from ..config import Settings
 from ..errors import InputError
-from ..pipeline import AugCLIPOptions
+from ..metrics.suite import METRICS
+from ..pipeline import NETWORK_METRICS, AugCLIPOptions
 from . import session as logic
 from . import views
 from .batch_tab import build_batch_tab
@@ -159,6 +160,20 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                                               label="BPM instruction parser")
                         judge_on = gr.Checkbox(False, label="MLLM judge (SC / PQ / overall)", elem_id="aug-judge-on",
                                                interactive=judge_ready, info=judge_where)
+                    gr.Markdown("**Reference and preservation metrics** (MagicBrush, PIE-Bench; docs/metrics.md): "
+                                "each input switches on its columns.")
+                    with gr.Row():
+                        ground_truth = gr.Image(label="Ground-truth edit (L1 / L2 / CLIP-I to it)", type="filepath",
+                                                elem_id="aug-ground-truth", height=150)
+                        edit_mask = gr.Image(label="Edit mask: white = edited region (PSNR / MSE / SSIM outside it)",
+                                             type="filepath", elem_id="aug-edit-mask", height=150)
+                        with gr.Column():
+                            output_caption = gr.Textbox(label="Output caption (CLIP-T to it)",
+                                                        elem_id="aug-output-caption")
+                            feature_metrics = gr.CheckboxGroup(
+                                [(f"{METRICS[key].label}: {what}", key) for key, what in NETWORK_METRICS.items()],
+                                value=[], label="Columns that load a network of their own",
+                                elem_id="aug-feature-metrics")
                 with gr.Row():
                     evaluate_btn = gr.Button("Evaluate", variant="primary", size="lg", elem_id="aug-evaluate", scale=3)
                     rescore_btn = gr.Button("Re-score with the edited attributes", size="lg", scale=2)
@@ -267,14 +282,17 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         def evaluate_handler(archive: bool):
             @user_facing
             def evaluate(source, edits, target, source_text, instruction, provider, src_box_value, tgt_box_value,
-                         classifier, C, weighting, include_images, clip_model, state, request: gr.Request,
+                         classifier, C, weighting, include_images, clip_model, ground_truth_file=None,
+                         edit_mask_file=None, caption=None, feature_keys=None, state=None, request: gr.Request = None,
                          progress=gr.Progress()):
                 report, state = logic.evaluate(
                     settings_for(clip_model), own_folder(state, request), source=source, edits=edits,
                     target_text=target or "", source_text=source_text or "", provider=provider,
                     source_attrs_box=src_box_value or "", target_attrs_box=tgt_box_value or "",
                     options=options_for(classifier, C, weighting, include_images),
-                    progress=lambda f, stage: progress(f, desc=stage),
+                    progress=lambda f, stage: progress(f, desc=stage), ground_truth=ground_truth_file or None,
+                    edit_mask=edit_mask_file or None, output_caption=caption or "",
+                    feature_metrics=list(feature_keys or []),
                 )
                 out = scored(report, state, clear=True, archive=archive)
                 sweep()
@@ -428,7 +446,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
 
         # -------------------------------------------------------------- wiring
         eval_inputs = [source, edits, target, source_text, instruction, provider, src_box, tgt_box, classifier, C,
-                       weighting, include_images, clip_model, session_state]
+                       weighting, include_images, clip_model, ground_truth, edit_mask, output_caption, feature_metrics,
+                       session_state]
         rescore_inputs = [src_box, tgt_box, classifier, C, weighting, include_images, clip_model, session_state]
         explain_inputs = [explain_on, session_state]
         bpm_inputs = [bpm_on, instruction, bpm_parser, clip_model, session_state]

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..attributes.base import Attributes, Provenance
 from ..config import DEFAULT_MAX_EDITS, Settings
@@ -19,7 +20,7 @@ from ..errors import InputError
 from ..inference.specs import shown_spec
 from ..instructions import ParseOutcome
 from ..io import LoadedImage, PixelBudget, open_image
-from ..pipeline import AugCLIPOptions, Evaluator
+from ..pipeline import NETWORK_METRICS, AugCLIPOptions, Evaluator
 from ..report import Report
 
 MAX_EDITS = DEFAULT_MAX_EDITS  # the default; Settings.max_edits (AUGCLIP_MAX_EDITS) is what counts
@@ -129,8 +130,15 @@ def evaluate(
     target_attrs_box: str,
     options: AugCLIPOptions,
     progress: Progress,
+    ground_truth: str | None = None,
+    edit_mask: str | None = None,
+    output_caption: str = "",
+    feature_metrics: Sequence[str] = (),
 ) -> tuple[Report, Session]:
     """Run a full evaluation; returns the report and the updated session.
+
+    ``ground_truth`` / ``edit_mask`` (uploaded files), ``output_caption`` and ``feature_metrics`` (the
+    network metrics the user switched on) add the reference and preservation columns.
 
     What is in the attribute boxes is what gets scored. The provider extracts new lists only when
     the boxes are empty, or when they still hold, unedited, lists extracted for other inputs
@@ -158,8 +166,14 @@ def evaluate(
     def staged(fraction: float, stage: str) -> None:
         progress(0.15 + 0.6 * fraction, stage)
 
+    references: dict[str, Any] = {}
+    if ground_truth:
+        references["ground_truth"] = open_image(ground_truth, name="ground truth", max_pixels=settings.max_image_pixels)
+    if edit_mask:
+        references["edit_mask"] = open_image(edit_mask, name="edit mask", max_pixels=settings.max_image_pixels)
     report = evaluator.evaluate(src, loaded, target_text, source_text or None, attributes, options=options,
-                                progress=staged)
+                                progress=staged, output_caption=(output_caption or "").strip() or None,
+                                network_metrics=[k for k in feature_metrics if k in NETWORK_METRICS], **references)
     output_dir = session.output_dir or tempfile.mkdtemp(prefix="augclip-app-")
     session = Session(**{**session.__dict__, "report": report, "clip_model": settings.clip_model,
                          "output_dir": output_dir, "figures": {}})

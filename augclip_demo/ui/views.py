@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..metrics.suite import METRICS
+from ..metrics.suite import METRICS, REFERENCE_METRICS
 from ..report import UNTRAINED_WARNING, Report
 
 RELEVANCY_HELP = (
@@ -56,9 +56,18 @@ def column_label(key: str) -> str:
     return info.label + ("" if info.higher_is_better else " (lower is better)")
 
 
+def table_metrics(report: Report) -> list[str]:
+    """The table's columns: the usual metrics, then each reference / preservation metric some edit has a
+    value for (they switch on when their input is given: a ground truth, a caption, a mask, a network)."""
+    base = [k for k in TABLE_METRICS if any(k in e.metrics for e in report.edits)]
+    extra = [k for k in REFERENCE_METRICS if any(e.metrics.get(k) is not None for e in report.edits)]
+    cut = base.index("bpm") if "bpm" in base else len(base)  # BPM stays the last column
+    return base[:cut] + extra + base[cut:]
+
+
 def score_frame(report: Report) -> pd.DataFrame:
     """One row per edit; numbers as floats (NaN when unavailable)."""
-    keys = [k for k in TABLE_METRICS if any(k in e.metrics for e in report.edits)]
+    keys = table_metrics(report)
     rows = []
     for edit in report.edits:
         row: dict[str, Any] = {"#": edit.index + 1, "edit": edit.name}
@@ -72,7 +81,7 @@ def score_frame(report: Report) -> pd.DataFrame:
 def score_table(report: Report) -> Any:
     """The score table as a pandas Styler: 4 decimals, 'n/a' for unavailable, best per column highlighted."""
     frame = score_frame(report)
-    keys = [k for k in TABLE_METRICS if column_label(k) in frame.columns]
+    keys = [k for k in table_metrics(report) if column_label(k) in frame.columns]
     styles = pd.DataFrame("", index=frame.index, columns=frame.columns)
     if len(report.edits) > 1:
         for key in keys:
@@ -86,7 +95,8 @@ def verdict_markdown(report: Report) -> str:
     lines = [f"### {html.escape(report.verdict().replace(' [' + UNTRAINED_WARNING + ']', ''))}"]
     if report.untrained:
         lines.append(f"**&#9888; {UNTRAINED_WARNING}.**")
-    reasons = sorted({r for e in report.edits for k, r in e.unavailable.items() if k in TABLE_METRICS})
+    shown = set(table_metrics(report)) | set(TABLE_METRICS)
+    reasons = sorted({r for e in report.edits for k, r in e.unavailable.items() if k in shown})
     lines.extend(f"*n/a: {html.escape(r)}*" for r in reasons)
     prov = report.attributes.provenance
     lines.append(
