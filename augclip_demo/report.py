@@ -203,7 +203,8 @@ class Report:
         return best_index(self.metric_values(key), key)
 
     def verdict(self, keys: list[str] | None = None) -> str:
-        """One line, e.g. ``AugCLIP prefers edit 2 (ours), CLIPdir prefers edit 1 (base)``."""
+        """One line, e.g. ``AugCLIP prefers edit E2 (ours), CLIPdir prefers edit E1 (base)`` (short names)."""
+        names = self.edit_names()
         parts = []
         for key in keys or ["augclip", "clip_dir", "bpm"]:
             if key not in METRICS or all(v is None for v in self.metric_values(key)):
@@ -211,8 +212,7 @@ class Report:
             best = self.best(key)
             if best is None:
                 continue
-            edit = self.edits[best]
-            parts.append(f"{METRICS[key].label} prefers edit {best + 1} ({edit.name})")
+            parts.append(f"{METRICS[key].label} prefers edit {names[best].tag} ({names[best].short})")
         if not parts:
             return "no metric could rank the edits"
         text = ", ".join(parts)
@@ -246,13 +246,16 @@ class Report:
     def csv_rows(self, include_variants: bool = True) -> list[dict[str, Any]]:
         keys = self.metric_keys(include_variants=include_variants)
         rows = []
+        names = self.edit_names()
         for edit in self.edits:
+            name = names[edit.index]
             row: dict[str, Any] = {"edit": edit.index + 1, "name": edit.name}
             for key in keys:
                 value = edit.metrics.get(key)
                 row[key] = "" if value is None else value
             row["model"] = self.model.get("spec", "")
             row["untrained"] = self.untrained
+            row["tag"], row["short_name"] = name.tag, name.short  # as the app and the CLI table show the edit
             rows.append(row)
         return rows
 
