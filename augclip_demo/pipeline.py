@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import inspect
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -139,7 +140,10 @@ class Evaluator:
         if isinstance(attributes, str):
             attributes = self.provider(attributes)
         if isinstance(attributes, AttributeProvider):
-            attributes = attributes.extract(source, target_text, source_text, progress=progress)
+            if "progress" in inspect.signature(attributes.extract).parameters:  # extracting providers report steps
+                attributes = attributes.extract(source, target_text, source_text, progress=progress)
+            else:
+                attributes = attributes.extract(source, target_text, source_text)
         if not isinstance(attributes, Attributes):
             raise InputError(f"attributes must be Attributes, a provider or a provider name, got {type(attributes).__name__}")
         return attributes.validate()

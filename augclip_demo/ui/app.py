@@ -150,7 +150,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                         # Only the offered models: a spec typed by a web client could name a folder on
                         # the server (local-dir:...) or any model on the Hub.
                         clip_model = gr.Dropdown(clip_choices, value=base_settings.clip_model,
-                                                 label="CLIP model (spec)")
+                                                 label="CLIP model (spec)", elem_id="aug-clip-model")
                     with gr.Row():
                         explain_on = gr.Checkbox(True, label="Explanations (relevancy maps, hyperplane views, rankings)",
                                                  elem_id="aug-explain-on")
