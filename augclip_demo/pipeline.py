@@ -269,9 +269,8 @@ class Evaluator:
             extracting = not isinstance(attributes, Attributes)
             if extracting:
                 report_progress(0.05, "extracting attributes")
-            attrs = self.resolve_attributes(
-                attributes, src, target_text, source_text,
-                progress=lambda fraction, stage: report_progress(0.05 + 0.55 * fraction, stage))
+            attrs = self.resolve_attributes(attributes, src, target_text, source_text,
+                                            progress=_forward_only(report_progress, 0.05, 0.6))
             timings["attributes"] = time.perf_counter() - start
             arrays = self.embed(src, edits, target_text, source_text, attrs, timings,
                                 progress=lambda fraction, stage: report_progress(0.6 + 0.3 * fraction, stage))
@@ -433,3 +432,15 @@ def _ranked(texts: list[str], deltas: np.ndarray, alphas: np.ndarray) -> list[At
     """Attributes from most to least changed by v (by |delta|, as the paper's Fig. 9-10 rank them)."""
     changes = [AttributeChange(text=t, delta=float(d), alpha=float(a)) for t, d, a in zip(texts, deltas, alphas)]
     return sorted(changes, key=lambda c: abs(c.delta), reverse=True)
+
+
+def _forward_only(progress: ProgressCallback, low: float, high: float) -> ProgressCallback:
+    """``progress`` for a sub-step mapped onto [low, high] that never moves back (a provider's own
+    fractions may restart, e.g. after encoding its vocabulary it starts ranking at a lower one)."""
+    furthest = [low]
+
+    def report(fraction: float, stage: str) -> None:
+        furthest[0] = max(furthest[0], low + (high - low) * min(max(float(fraction), 0.0), 1.0))
+        progress(furthest[0], stage)
+
+    return report

@@ -131,11 +131,12 @@ def terminal_progress(stream: Any = None) -> Any:
     stream = stream or sys.stderr
     if not getattr(stream, "isatty", lambda: False)():
         return None
-    start = time.perf_counter()
+    start, furthest = time.perf_counter(), [0.0]
     width = 100
 
     def report(fraction: float, message: str) -> None:
-        line = f"[{time.perf_counter() - start:5.0f} s] {100 * min(max(fraction, 0.0), 1.0):3.0f}%  {message}"
+        furthest[0] = max(furthest[0], min(max(fraction, 0.0), 1.0))
+        line = f"[{time.perf_counter() - start:5.0f} s] {100 * furthest[0]:3.0f}%  {message}"
         stream.write("\r" + line[:width].ljust(width))
         if fraction >= 1.0:
             stream.write("\r" + " " * width + "\r")

@@ -23,6 +23,7 @@ from ..bpm import POSITION_STATES, SIZE_STATES
 from ..config import Settings
 from ..errors import InputError, WeightsUnavailableError
 from ..pipeline import AugCLIPOptions
+from ..report import edit_tag
 from . import session as logic
 from . import views
 from .batch_tab import build_batch_tab
@@ -257,7 +258,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             """The selected edit's relevancy maps and ranking charts."""
             figures = state.figures if state is not None else {}
             index = views.picked_index(pick)
-            return {component: figures.get(f"edit{index + 1}_{key}") if index is not None else None
+            return {component: figures.get(f"{edit_tag(index)}_{key}") if index is not None else None
                     for component, key in zip(figure_outputs, views.PER_EDIT_FIGURES)}
 
         def evaluate_handler(archive: bool):
@@ -499,10 +500,11 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
 def timed(progress: Any) -> Any:
     """A ``progress(fraction, stage)`` callback for a Gradio progress bar that adds the time since the
     click: a long step (minutes of attribute extraction on CPU) visibly moves and says how long it has taken."""
-    start = time.perf_counter()
+    start, furthest = time.perf_counter(), [0.0]
 
     def report(fraction: float, stage: str) -> None:
-        progress(min(max(float(fraction), 0.0), 1.0), desc=f"{stage} - {time.perf_counter() - start:.0f} s")
+        furthest[0] = max(furthest[0], min(max(float(fraction), 0.0), 1.0))  # a bar never moves back
+        progress(furthest[0], desc=f"{stage} - {time.perf_counter() - start:.0f} s")
 
     return report
 

@@ -43,7 +43,7 @@ def test_the_status_area_lists_every_missing_model_at_once(tmp_path):
     region = check_region_models(settings, background=False)
     assert region.state == "done" and len(region.missing) == 2
     panel = status_html(model_status(settings, background=False), region)
-    items = panel.split("<li>")[1:]
+    items = [part.split("</li>")[0] for part in panel.split("<li>")[1:]]
     assert len(items) == 3, panel
     assert items[0].startswith("CLIP ViT-B-16/openai: ") and "augclip-demo download --clip ViT-B-16/openai" in items[0]
     assert items[1].startswith("for BPM: GroundingDINO") and "AUGCLIP_GDINO_MODEL" in items[1]

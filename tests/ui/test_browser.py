@@ -211,7 +211,7 @@ def test_explanations_and_bpm_panel_render(browser, app_server, tmp_path):
     href = link.get_attribute("href")
     archive = zipfile.ZipFile(io.BytesIO(urllib.request.urlopen(urllib.parse.urljoin(app_server["url"], href)).read()))
     names = archive.namelist()
-    assert "figures/edit1_relevancy_augclip.png" in names and "figures/hyperplane_exact.png" in names, names
+    assert "figures/E1_relevancy_augclip.png" in names and "figures/hyperplane_exact.png" in names, names
     report = json.loads(archive.read("report.json"))
     assert all(edit["metrics"].get("bpm") is not None for edit in report["edits"])
     print(f"\nscreenshots: {tmp_path}")
