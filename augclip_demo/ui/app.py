@@ -44,6 +44,7 @@ CSS = """
 .aug-error {background: #fde2e1; border: 2px solid #c0392b; color: #5c1410; padding: 8px 12px; border-radius: 6px;}
 .aug-steps {color: #555; font-size: 0.9rem;}
 #aug-evaluate {min-height: 48px;}
+#aug-gallery .caption-label {max-width: 100%; white-space: normal; overflow-wrap: anywhere; line-height: 1.15;}
 """
 
 HEADER = """
