@@ -54,3 +54,39 @@ def test_edit_names_number_in_order_and_keep_the_full_name():
     named = edit_names(["t_out_ours.png", "t_out_base.png"])
     assert named == [EditName(1, "ours", "t_out_ours.png"), EditName(2, "base", "t_out_base.png")]
     assert [n.label for n in named] == ["E1 ours", "E2 base"] and named[1].tag == edit_tag(1) == "E2"
+
+
+@pytest.mark.slow
+def test_every_view_of_a_report_uses_the_same_labels(tiny_encoder):
+    """CLI table, CSV, the app's table / picker, the verdict: E1..En and the short names; full names kept."""
+    import csv
+    import io
+
+    from augclip_demo.attributes import Attributes
+    from augclip_demo.cli.table import format_report
+    from augclip_demo.pipeline import Evaluator
+    from augclip_demo.ui import views
+    from tests.support import draw_scene
+
+    names = [f"tedbench_output_image_017_{m}.png" for m in ("ours", "base", "sdedit")]
+    edits = [draw_scene(background=color) for color in ("green", "white", "blue")]
+    report = Evaluator(encoder=tiny_encoder).evaluate(
+        draw_scene(shapes=[("ellipse", (20, 20, 70, 70), "red")]), edits, "a red ball on grass",
+        attributes=Attributes(["white background"], ["green grass"]), names=names)
+    table = format_report(report)
+    rows = [line.split() for line in table.splitlines() if line.startswith("E")]
+    assert [row[:2] for row in rows[:3]] == [["E1", "ours"], ["E2", "base"], ["E3", "sdedit"]]
+    assert "tedbench_output_ima" not in "\n".join(" ".join(r) for r in rows[:3])
+    assert all(f"E{i + 1} = {name}" in table for i, name in enumerate(names))  # the full names, once each
+    best = report.best("augclip")
+    assert f"AugCLIP prefers edit E{best + 1} ({['ours', 'base', 'sdedit'][best]})" in report.verdict()
+    csv_rows = list(csv.DictReader(io.StringIO(report.to_csv())))
+    assert [(r["edit"], r["name"], r["tag"], r["short_name"]) for r in csv_rows] == [
+        (str(i + 1), name, f"E{i + 1}", short) for i, (name, short) in enumerate(zip(names, ["ours", "base", "sdedit"]))]
+    choices = views.edit_choices(report)
+    assert choices == ["E1 ours", "E2 base", "E3 sdedit"]
+    assert [views.picked_index(choice) for choice in choices] == [0, 1, 2] and views.picked_index("3. x") is None
+    frame = views.score_frame(report)
+    assert list(frame["#"]) == ["E1", "E2", "E3"]
+    assert frame["edit"][0] == f'<span title="{names[0]}">ours</span>'
+    assert len(views.SCORE_DATATYPES) >= len(frame.columns)
