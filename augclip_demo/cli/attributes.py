@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,10 @@ def run(args: argparse.Namespace) -> int:
                          "(or use --list-providers)")
     provider = provider_from_args(args, settings)
     progress = terminal_progress()
-    attributes = provider.extract(args.source, args.target, args.source_text, progress=progress)
+    if progress is not None and "progress" in inspect.signature(provider.extract).parameters:
+        attributes = provider.extract(args.source, args.target, args.source_text, progress=progress)
+    else:  # manual lists: nothing to report
+        attributes = provider.extract(args.source, args.target, args.source_text)
     if args.out:
         attributes.save(args.out)
     print(attributes.to_json() if args.json else format_attributes(attributes))
