@@ -34,7 +34,7 @@ class WeightsUnavailableError(AugclipError, RuntimeError):
         self.how_to_fix = how_to_fix
         detail = f" ({type(cause).__name__}: {_first_line(cause)})" if cause is not None else ""
         super().__init__(
-            f"weights for {model} could not be loaded: tried {tried}{detail}.\n{how_to_fix}"
+            f"weights for {model} could not be loaded: tried {tried}{detail}. {how_to_fix}"
         )
 
     def brief(self) -> str:
