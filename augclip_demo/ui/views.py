@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from ..metrics.suite import METRICS
-from ..report import UNTRAINED_WARNING, Report, edit_names
+from ..report import UNTRAINED_WARNING, Report, edit_names, edit_tag
 
 RELEVANCY_HELP = (
     "Pick an edit above. Where each metric looks (Chefer et al. 2021 gradient relevancy on CLIP's vision transformer). "
@@ -42,7 +42,10 @@ BPM_HELP = (
     "description-style target fill o1 / o2, and press *Run BPM with these fields*."
 )
 
-TABLE_METRICS = ["augclip", "clip_dir", "clip_i", "clip_t", "l2", "bpm"]
+TABLE_METRICS = ["augclip", "clip_dir", "clip_i", "clip_t", "l2", "bpm", "judge_sc", "judge_pq", "judge_overall"]
+JUDGE_HELP = ("MLLM judge (0-10, higher is better): SC = semantic consistency (the request carried out, the rest "
+              "kept), PQ = perceptual quality (natural look, no artifacts), overall = sqrt(SC x PQ). Hover a score "
+              "for the judge's rationale; +/- is the standard deviation over the judge's samples.")
 # Column types of the score table (#, edit, then at most every metric): numbers sort as numbers, and
 # the edit's cell is HTML so that hovering it shows the full file name.
 SCORE_DATATYPES = ["str", "html"] + ["number"] * len(TABLE_METRICS)
@@ -103,8 +106,6 @@ def score_table(report: Report) -> Any:
     return frame.style.format(precision=4, na_rep="n/a").apply(lambda _: styles, axis=None)
 
 
-
-
 def verdict_markdown(report: Report) -> str:
     lines = [f"### {html.escape(report.verdict().replace(' [' + UNTRAINED_WARNING + ']', ''))}"]
     if report.untrained:
@@ -117,7 +118,7 @@ def verdict_markdown(report: Report) -> str:
         f"**{html.escape(prov.provider)}**{' (' + html.escape(prov.model) + ')' if prov.model else ''}"
         f" - {html.escape(prov.fidelity)}. Highlighted: the best edit under each metric."
     )
-    notes = report.notes + [f"edit {e.index + 1}: {n}" for e in report.edits for n in e.notes]
+    notes = report.notes + [f"{edit_tag(e.index)}: {n}" for e in report.edits for n in e.notes]
     lines.extend(f"*note: {html.escape(n)}*" for n in notes)
     lines.append(f"<small>{html.escape(timing_line(report))}</small>")
     return "\n\n".join(lines)
@@ -289,3 +290,31 @@ Every button is also an API endpoint (`/evaluate`, `/rescore`, `/explain`, `/bpm
 `/extract_attributes`, `/batch`): see *Use via API* at the bottom of the page, or docs/app.md in the repository for a
 `gradio_client` example.
 """
+
+
+def judge_html(report: Report) -> str:
+    """The judge's scores per edit as a small HTML table; each cell's rationale shows on hover (title)."""
+    rows = [edit for edit in report.edits if edit.judge]
+    if not rows:
+        return ""
+    cells = []
+    names = report.edit_names()
+    for edit in rows:
+        name = names[edit.index]
+        tds = [f"<td>{name.tag}</td><td>{name_cell(name.full, name.short or name.full)}</td>"]
+        for name in ("sc", "pq", "overall"):
+            score = edit.judge.get(name) or {}
+            if score.get("mean") is None:
+                tds.append(f'<td title="{html.escape(score.get("reason") or "no value", quote=True)}">n/a</td>')
+                continue
+            spread = f" &plusmn; {score['std']:.2f}" if score.get("std") is not None else ""
+            why = " | ".join(score.get("rationales") or []) or "overall = sqrt(SC x PQ) per sample"
+            tds.append(f'<td title="{html.escape(why, quote=True)}">{score["mean"]:.2f}{spread}</td>')
+        cells.append("<tr>" + "".join(tds) + "</tr>")
+    settings = rows[0].judge.get("settings") or {}
+    caption = (f"judge {settings.get('model')}, prompt {settings.get('prompt_version')}, temperature "
+               f"{settings.get('temperature')}, {settings.get('samples')} sample(s)")
+    return (f'<div id="aug-judge-table"><small>{html.escape(JUDGE_HELP)}</small><table>'
+            "<tr><th>#</th><th>edit</th><th>SC</th><th>PQ</th><th>overall</th></tr>" + "".join(cells)
+            + f"</table><small>{html.escape(caption)}</small></div>")
+
