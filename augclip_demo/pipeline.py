@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import inspect
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -197,14 +198,19 @@ class Evaluator:
         source: LoadedImage,
         target_text: str,
         source_text: str | None,
+        progress: ProgressCallback | None = None,
     ) -> Attributes:
-        """An :class:`Attributes` as given, or extracted by a provider instance or provider name."""
+        """An :class:`Attributes` as given, or extracted by a provider instance or provider name
+        (``progress(fraction, message)`` then hears of each step of the extraction)."""
         if attributes is None:
             attributes = self.settings.attribute_provider
         if isinstance(attributes, str):
             attributes = self.provider(attributes)
         if isinstance(attributes, AttributeProvider):
-            attributes = attributes.extract(source, target_text, source_text)
+            if "progress" in inspect.signature(attributes.extract).parameters:  # extracting providers report steps
+                attributes = attributes.extract(source, target_text, source_text, progress=progress)
+            else:
+                attributes = attributes.extract(source, target_text, source_text)
         if not isinstance(attributes, Attributes):
             raise InputError(f"attributes must be Attributes, a provider or a provider name, got {type(attributes).__name__}")
         return attributes.validate()
@@ -223,13 +229,17 @@ class Evaluator:
         source_text: str | None,
         attributes: Attributes,
         timings: dict[str, float] | None = None,
+        progress: ProgressCallback | None = None,
     ) -> EvaluationArrays:
         """Encode every image once (one batch) and every text once (one batch)."""
         timings = timings if timings is not None else {}
+        say = progress or (lambda fraction, stage: None)
         start = time.perf_counter()
+        say(0.0, f"encoding {1 + len(edits)} images")
         images = self.encoder.encode_images([source, *edits])
         timings["image_encoding"] = time.perf_counter() - start
         texts = [target_text] + ([source_text] if source_text else []) + attributes.source + attributes.target
+        say(0.7, f"encoding {len(texts)} texts")
         start = time.perf_counter()
         text_emb = self.encoder.encode_texts(texts)
         timings["text_encoding"] = time.perf_counter() - start
@@ -361,7 +371,8 @@ class Evaluator:
 
         ``attributes`` is an :class:`Attributes`, a provider instance, or a provider name
         (default: ``AUGCLIP_ATTRIBUTE_PROVIDER``). ``progress(fraction, stage)`` is called as
-        each stage starts (loading models, extracting attributes, encoding, scoring).
+        each stage starts (loading models, extracting attributes, encoding, scoring) and, within the
+        attribute extraction, at each of the provider's steps (e.g. each batch of vocabulary phrases).
 
         Reference and preservation metrics (docs/metrics.md): ``ground_truth`` (a target image, as
         MagicBrush has per turn) enables L1 / L2 / CLIP-I to it, ``output_caption`` CLIP-T to it,
@@ -392,19 +403,22 @@ class Evaluator:
         with self.encoder.in_use():  # pinned: the model pool does not unload it mid-evaluation
             timings["model_load"] = time.perf_counter() - start
             start = time.perf_counter()
-            report_progress(0.2, "extracting attributes")
-            attrs = self.resolve_attributes(attributes, src, target_text, source_text)
+            extracting = not isinstance(attributes, Attributes)
+            if extracting:
+                report_progress(0.05, "extracting attributes")
+            attrs = self.resolve_attributes(attributes, src, target_text, source_text,
+                                            progress=_forward_only(report_progress, 0.05, 0.6))
             timings["attributes"] = time.perf_counter() - start
-            report_progress(0.4, "encoding images and texts")
-            arrays = self.embed(src, edits, target_text, source_text, attrs, timings)
+            arrays = self.embed(src, edits, target_text, source_text, attrs, timings,
+                                progress=lambda fraction, stage: report_progress(0.6 + 0.25 * fraction, stage))
             reference_notes: list[str] = []
             if ground_truth is not None or output_caption or edit_mask is not None or network_metrics:
-                report_progress(0.6, "reference and preservation inputs")
+                report_progress(0.85, "reference and preservation inputs")
                 reference_notes = self.add_references(arrays, ground_truth=ground_truth, output_caption=output_caption,
                                                       edit_mask=edit_mask, network_metrics=network_metrics,
                                                       timings=timings)
         start = time.perf_counter()
-        report_progress(0.8, "scoring")
+        report_progress(0.9, "scoring")
         results = self.score(arrays, attrs, options)
         timings["metrics"] = time.perf_counter() - start
         timings["total"] = time.perf_counter() - total_start
@@ -436,7 +450,8 @@ class Evaluator:
         return truncated, [TRUNCATION_NOTE.format(limit=self.encoder.context_length, texts=shown)]
 
     def add_bpm(self, report: Report, instruction: str | None = None, parsed: Any = None, *, models: Any = None,
-                options: Any = None, parser: str = "rules", client: Any = None) -> Report:
+                options: Any = None, parser: str = "rules", client: Any = None,
+                progress: ProgressCallback | None = None) -> Report:
         """Add BPM (metric ``bpm``, details in ``EditResult.bpm``, results in ``report.arrays.bpm``).
 
         ``instruction`` is parsed with ``parser`` (``rules`` / ``llm``), or ``parsed`` gives the parse
@@ -452,7 +467,7 @@ class Evaluator:
         models = models or get_bpm_models(self.settings, encoder=self.encoder)
         start = time.perf_counter()
         results = bpm_score_many(arrays.source, arrays.edits, instruction, parsed, models, options=options,
-                                 parser=parser, client=client, names=[e.name for e in arrays.edits])
+                                 parser=parser, client=client, names=[e.name for e in arrays.edits], progress=progress)
         for edit, result in zip(report.edits, results):
             edit.metrics["bpm"] = result.bpm
             edit.unavailable.pop("bpm", None)
@@ -664,3 +679,15 @@ def _ranked(texts: list[str], deltas: np.ndarray, alphas: np.ndarray) -> list[At
     """Attributes from most to least changed by v (by |delta|, as the paper's Fig. 9-10 rank them)."""
     changes = [AttributeChange(text=t, delta=float(d), alpha=float(a)) for t, d, a in zip(texts, deltas, alphas)]
     return sorted(changes, key=lambda c: abs(c.delta), reverse=True)
+
+
+def _forward_only(progress: ProgressCallback, low: float, high: float) -> ProgressCallback:
+    """``progress`` for a sub-step mapped onto [low, high] that never moves back (a provider's own
+    fractions may restart, e.g. after encoding its vocabulary it starts ranking at a lower one)."""
+    furthest = [low]
+
+    def report(fraction: float, stage: str) -> None:
+        furthest[0] = max(furthest[0], low + (high - low) * min(max(float(fraction), 0.0), 1.0))
+        progress(furthest[0], stage)
+
+    return report
