@@ -130,14 +130,16 @@ class Evaluator:
         source: LoadedImage,
         target_text: str,
         source_text: str | None,
+        progress: ProgressCallback | None = None,
     ) -> Attributes:
-        """An :class:`Attributes` as given, or extracted by a provider instance or provider name."""
+        """An :class:`Attributes` as given, or extracted by a provider instance or provider name
+        (``progress(fraction, message)`` then hears of each step of the extraction)."""
         if attributes is None:
             attributes = self.settings.attribute_provider
         if isinstance(attributes, str):
             attributes = self.provider(attributes)
         if isinstance(attributes, AttributeProvider):
-            attributes = attributes.extract(source, target_text, source_text)
+            attributes = attributes.extract(source, target_text, source_text, progress=progress)
         if not isinstance(attributes, Attributes):
             raise InputError(f"attributes must be Attributes, a provider or a provider name, got {type(attributes).__name__}")
         return attributes.validate()
@@ -156,13 +158,17 @@ class Evaluator:
         source_text: str | None,
         attributes: Attributes,
         timings: dict[str, float] | None = None,
+        progress: ProgressCallback | None = None,
     ) -> EvaluationArrays:
         """Encode every image once (one batch) and every text once (one batch)."""
         timings = timings if timings is not None else {}
+        say = progress or (lambda fraction, stage: None)
         start = time.perf_counter()
+        say(0.0, f"encoding {1 + len(edits)} images")
         images = self.encoder.encode_images([source, *edits])
         timings["image_encoding"] = time.perf_counter() - start
         texts = [target_text] + ([source_text] if source_text else []) + attributes.source + attributes.target
+        say(0.7, f"encoding {len(texts)} texts")
         start = time.perf_counter()
         text_emb = self.encoder.encode_texts(texts)
         timings["text_encoding"] = time.perf_counter() - start
@@ -230,7 +236,8 @@ class Evaluator:
 
         ``attributes`` is an :class:`Attributes`, a provider instance, or a provider name
         (default: ``AUGCLIP_ATTRIBUTE_PROVIDER``). ``progress(fraction, stage)`` is called as
-        each stage starts (loading models, extracting attributes, encoding, scoring).
+        each stage starts (loading models, extracting attributes, encoding, scoring) and, within the
+        attribute extraction, at each of the provider's steps (e.g. each batch of vocabulary phrases).
         """
         report_progress = progress or (lambda fraction, stage: None)
         total_start = time.perf_counter()
@@ -255,13 +262,17 @@ class Evaluator:
         with self.encoder.in_use():  # pinned: the model pool does not unload it mid-evaluation
             timings["model_load"] = time.perf_counter() - start
             start = time.perf_counter()
-            report_progress(0.2, "extracting attributes")
-            attrs = self.resolve_attributes(attributes, src, target_text, source_text)
+            extracting = not isinstance(attributes, Attributes)
+            if extracting:
+                report_progress(0.05, "extracting attributes")
+            attrs = self.resolve_attributes(
+                attributes, src, target_text, source_text,
+                progress=lambda fraction, stage: report_progress(0.05 + 0.55 * fraction, stage))
             timings["attributes"] = time.perf_counter() - start
-            report_progress(0.4, "encoding images and texts")
-            arrays = self.embed(src, edits, target_text, source_text, attrs, timings)
+            arrays = self.embed(src, edits, target_text, source_text, attrs, timings,
+                                progress=lambda fraction, stage: report_progress(0.6 + 0.3 * fraction, stage))
         start = time.perf_counter()
-        report_progress(0.8, "scoring")
+        report_progress(0.9, "scoring")
         results = self.score(arrays, attrs, options)
         timings["metrics"] = time.perf_counter() - start
         timings["total"] = time.perf_counter() - total_start
@@ -293,7 +304,8 @@ class Evaluator:
         return truncated, [TRUNCATION_NOTE.format(limit=self.encoder.context_length, texts=shown)]
 
     def add_bpm(self, report: Report, instruction: str | None = None, parsed: Any = None, *, models: Any = None,
-                options: Any = None, parser: str = "rules", client: Any = None) -> Report:
+                options: Any = None, parser: str = "rules", client: Any = None,
+                progress: ProgressCallback | None = None) -> Report:
         """Add BPM (metric ``bpm``, details in ``EditResult.bpm``, results in ``report.arrays.bpm``).
 
         ``instruction`` is parsed with ``parser`` (``rules`` / ``llm``), or ``parsed`` gives the parse
@@ -309,7 +321,7 @@ class Evaluator:
         models = models or get_bpm_models(self.settings, encoder=self.encoder)
         start = time.perf_counter()
         results = bpm_score_many(arrays.source, arrays.edits, instruction, parsed, models, options=options,
-                                 parser=parser, client=client, names=[e.name for e in arrays.edits])
+                                 parser=parser, client=client, names=[e.name for e in arrays.edits], progress=progress)
         for edit, result in zip(report.edits, results):
             edit.metrics["bpm"] = result.bpm
             edit.unavailable.pop("bpm", None)

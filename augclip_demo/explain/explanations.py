@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InputError
-from ..report import UNTRAINED_WARNING
+from ..report import UNTRAINED_WARNING, edit_names
 from .hyperplane import ExactView, UmapView, exact_view, umap_view
 from .rankings import EditRankings, edit_rankings
 from .relevancy import (
@@ -184,8 +185,11 @@ class ReportExplanations:
 
 
 def explain_report(report: Report, encoder: ClipEncoder | None = None, options: ExplainOptions | None = None,
-                   **overrides: Any) -> ReportExplanations:
+                   *, progress: Callable[[float, str], None] | None = None, **overrides: Any) -> ReportExplanations:
     """All explanations of ``report`` (from :meth:`Evaluator.evaluate`); ``encoder`` runs the relevancy maps.
+
+    ``progress(fraction, message)`` hears of every step: each batch of relevancy maps, the rankings,
+    the two hyperplane views and each edit's figures.
 
     ``overrides`` are :class:`ExplainOptions` fields. Parts that cannot be computed (no encoder, a
     backbone without a ViT tower, no source text for CLIPdir) are listed in ``unavailable`` with the
@@ -207,6 +211,10 @@ def explain_report(report: Report, encoder: ClipEncoder | None = None, options: 
     unavailable: dict[str, str] = {}
     edits = [EditExplanation(index=i, name=e.name) for i, e in enumerate(report.edits)]
     total = time.perf_counter()
+    say = progress or (lambda fraction, message: None)
+
+    def within(low: float, high: float) -> Callable[[float, str], None]:
+        return lambda fraction, message: say(low + (high - low) * fraction, message)
 
     if options.relevancy:
         reason = _relevancy_blocker(report, encoder)
@@ -215,21 +223,25 @@ def explain_report(report: Report, encoder: ClipEncoder | None = None, options: 
         else:
             assert encoder is not None
             start = time.perf_counter()
-            _add_relevancy(report, encoder, edits, options)
+            say(0.0, "relevancy maps")
+            _add_relevancy(report, encoder, edits, options, within(0.0, 0.55))
             timings["relevancy"] = time.perf_counter() - start
             timings["relevancy_per_image"] = timings["relevancy"] / max(1, _relevancy_image_count(report, options))
     if options.rankings:
         start = time.perf_counter()
+        say(0.55, "attribute rankings")
         for edit in edits:
             edit.rankings = edit_rankings(report, edit.index, top_k=options.top_k)
         timings["rankings"] = time.perf_counter() - start
     exact = umap = None
     if options.exact:
         start = time.perf_counter()
+        say(0.57, "exact hyperplane view")
         exact = exact_view(report)
         timings["exact_view"] = time.perf_counter() - start
     if options.umap:
         start = time.perf_counter()
+        say(0.6, "UMAP view")
         try:
             umap = umap_view(report, n_neighbors=options.umap_neighbors, min_dist=options.umap_min_dist,
                              seed=options.umap_seed)
@@ -241,7 +253,7 @@ def explain_report(report: Report, encoder: ClipEncoder | None = None, options: 
                                 options=options, verdict=report.verdict(), unavailable=unavailable, timings=timings)
     if options.figures:
         start = time.perf_counter()
-        _add_figures(report, result)
+        _add_figures(report, result, within(0.7, 1.0))
         timings["figures"] = time.perf_counter() - start
     timings["total"] = time.perf_counter() - total
     return result
@@ -263,7 +275,8 @@ def _relevancy_image_count(report: Report, options: ExplainOptions) -> int:
     return (3 if report.source_text else 2) * edits + (1 if report.source_text else 0)
 
 
-def _add_relevancy(report: Report, encoder: ClipEncoder, edits: list[EditExplanation], options: ExplainOptions) -> None:
+def _add_relevancy(report: Report, encoder: ClipEncoder, edits: list[EditExplanation], options: ExplainOptions,
+                   progress: Callable[[float, str], None] | None = None) -> None:
     arrays = report.arrays
     images: list[Any] = []
     targets: list[np.ndarray] = []
@@ -293,7 +306,7 @@ def _add_relevancy(report: Report, encoder: ClipEncoder, edits: list[EditExplana
             objectives.append("clip_dir")
             slots.append((i, "clip_dir"))
     maps = relevancy_batch(encoder, images, np.stack(targets), objectives=objectives, start_layer=options.start_layer,
-                           batch_size=options.batch_size)
+                           batch_size=options.batch_size, progress=progress)
     source_dir = None
     for (edit_index, objective), rel in zip(slots, maps):
         if edit_index is None:
@@ -327,7 +340,8 @@ def _layers_text(rel: RelevancyMap) -> str:
 
 
 # ---------------------------------------------------------------------------------------- figures
-def _add_figures(report: Report, result: ReportExplanations) -> None:
+def _add_figures(report: Report, result: ReportExplanations,
+                 progress: Callable[[float, str], None] | None = None) -> None:
     from .figures import (
         clip_dir_figure,
         exact_view_figure,
@@ -338,9 +352,12 @@ def _add_figures(report: Report, result: ReportExplanations) -> None:
 
     arrays = report.arrays
     untrained = result.untrained
-    for edit in result.edits:
+    names = edit_names([edit.name for edit in report.edits])
+    say = progress or (lambda fraction, message: None)
+    for done, edit in enumerate(result.edits):
+        say(done / (len(result.edits) + 1), f"figures of {names[edit.index].tag} ({done + 1} of {len(result.edits)})")
         image = arrays.edits[edit.index].image
-        label = f"edit {edit.index + 1} ({edit.name})"
+        label = names[edit.index].label
         if edit.augclip is not None:
             edit.figures["relevancy_augclip"] = relevancy_figure(
                 image, edit.augclip, title=f"AugCLIP relevancy: {label} toward the ideal edit",
@@ -359,6 +376,7 @@ def _add_figures(report: Report, result: ReportExplanations) -> None:
                 subtitle=f"cs(E(I_edit), E(T_trg)) = {edit.clip_t.score:+.3f}  (CLIP-T)")
         if edit.rankings is not None:
             edit.figures.update(ranking_figures(edit.rankings))
+    say(len(result.edits) / (len(result.edits) + 1), "figures of the hyperplane views")
     if result.exact is not None:
         result.figures["hyperplane_exact"] = exact_view_figure(result.exact)
     if result.umap is not None:

@@ -22,7 +22,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 from PIL import Image
 
-from ..report._names import short_names
+from ..report import short_edit_names
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -95,6 +95,13 @@ def _display_image(image: Image.Image) -> Image.Image:
     return image.resize((max(1, round(width * scale)), max(1, round(height * scale))), method)
 
 
+def _edit_short_names(points: PointSet) -> dict[int, str]:
+    """Edit index -> its short name under the one naming rule (report.short_edit_names)."""
+    rows = points.indices("edit")
+    shorts = short_edit_names([points.texts[i] for i in rows])
+    return {int(points.edits[i] or 0): short for i, short in zip(rows, shorts)}
+
+
 def _short(text: str, limit: int) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -144,11 +151,11 @@ def clip_dir_figure(source_image: Image.Image, edit_image: Image.Image, rel: Cli
     edit_box = None if rel.edit.view.covers_whole_image else rel.edit.view.box
     _overlay(axes[0], src_disp, rel.source.image_map(src_disp.size), cmap=RELEVANCY_CMAP, vmin=0, vmax=1,
              alpha=0.5, view_box=src_box, scale=src_scale)
-    axes[0].set_title(f"R(I_src; dT): {_short(rel.source.image_name, 30)}", fontsize=10)
+    axes[0].set_title("R(I_src; dT): the source", fontsize=10)
     _colorbar(body, axes[0], RELEVANCY_CMAP, 0, 1, "relevance [0, 1]", 0.8)
     _overlay(axes[1], edit_disp, rel.edit.image_map(edit_disp.size), cmap=RELEVANCY_CMAP, vmin=0, vmax=1,
              alpha=0.5, view_box=edit_box, scale=edit_scale)
-    axes[1].set_title(f"R(I_edit; dT): {_short(rel.edit.image_name, 30)}", fontsize=10)
+    axes[1].set_title("R(I_edit; dT): the edit", fontsize=10)
     _colorbar(body, axes[1], RELEVANCY_CMAP, 0, 1, "relevance [0, 1]", 0.8)
     _overlay(axes[2], edit_disp, rel.image_difference(edit_disp.size), cmap=SIGNED_CMAP, vmin=-1, vmax=1,
              alpha=0.6, view_box=edit_box, scale=edit_scale)
@@ -305,12 +312,11 @@ def _legend_handles(points: PointSet, extra: list[Line2D]) -> list[Line2D]:
             style = _KIND_STYLE[kind]
             handles.append(Line2D([], [], ls="", marker=style["marker"], color=style["color"],
                                   markersize=13 if kind in ("source_image", "ideal") else 7, label=style["label"]))
-    edit_rows = points.indices("edit")
-    names = short_names([points.texts[i] for i in edit_rows])
-    for i, name in zip(edit_rows, names):
+    shorts = _edit_short_names(points)
+    for i in points.indices("edit"):
         edit = points.edits[i] or 0
         handles.append(Line2D([], [], ls="", marker="D", color=edit_color(edit), markeredgecolor="black",
-                              markersize=8, label=f"{points.labels[i]}: {_short(name, 26)}"))
+                              markersize=8, label=f"{points.labels[i]} {shorts[edit]}"))
     return handles + extra
 
 
@@ -361,10 +367,9 @@ def _panel_title(panel: ExactPanel, points: PointSet, shared: bool) -> str:
         scores = ", ".join(f"E{i + 1} {s:.3f}" for i, s in panel.scores.items())
         return f"Shared fit   AugCLIP: {scores}"
     (edit,) = panel.edits[:1]
-    names = short_names([t for k, t in zip(points.kinds, points.texts) if k == "edit"])
-    name = next(n for n, e in zip(names, [e for k, e in zip(points.kinds, points.edits) if k == "edit"]) if e == edit)
+    name = _edit_short_names(points)[edit]
     more = f" (also edits {', '.join(str(i + 1) for i in panel.edits[1:])})" if len(panel.edits) > 1 else ""
-    return f"Fit of E{edit + 1} {_short(name, 22)}{more}   AugCLIP {panel.scores[edit]:.3f}"
+    return f"Fit of E{edit + 1} {name}{more}   AugCLIP {panel.scores[edit]:.3f}"
 
 
 def exact_view_figure(view: ExactView) -> Figure:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..report._names import short_names
+from ..report import edit_tag, short_edit_names
 from .figures import EDIT_COLORS, IDEAL_COLOR, SOURCE_COLOR, SOURCE_IMAGE_COLOR, TARGET_COLOR, edit_color
 from .hyperplane import ExactPanel, ExactView, PointSet, UmapView, point_alpha
 
@@ -37,7 +37,7 @@ def _number(value: float, digits: int = 4) -> str:
 def _edit_names(points: PointSet) -> dict[int, str]:
     """Edit index -> the short, distinct display name (the full name is in the hover text)."""
     rows = [i for i, k in enumerate(points.kinds) if k == "edit"]
-    names = short_names([points.texts[i] for i in rows])
+    names = short_edit_names([points.texts[i] for i in rows])
     return {points.edits[i] or 0: name for i, name in zip(rows, names)}
 
 
@@ -95,11 +95,11 @@ def exact_panel_spec(view: ExactView, panel: ExactPanel) -> dict[str, Any]:
     faded = None if view.shared_fit else {e for e in points.edits if e is not None and e not in panel.edits}
     names = _edit_names(points)
     if view.shared_fit:
-        scores = ", ".join(f"E{i + 1} {s:.3f}" for i, s in panel.scores.items())
+        scores = ", ".join(f"{edit_tag(i)} {s:.3f}" for i, s in panel.scores.items())
         title = f"Exact view, shared fit: AugCLIP {scores}"
     else:
         edit = panel.edits[0]
-        title = f"Exact view, fit of E{edit + 1} {names.get(edit, '')}: AugCLIP {panel.scores[edit]:.3f}"
+        title = f"Exact view, fit of {edit_tag(edit)} {names.get(edit, '')}: AugCLIP {panel.scores[edit]:.3f}"
     layout = _layout(title, "g(x) / |w|: signed distance to the hyperplane (> 0: target side)",
                      f"1st PC orthogonal to w ({panel.y_explained:.0%} of that variance)", view.untrained)
     layout["shapes"] = [
@@ -136,7 +136,7 @@ def umap_view_spec(view: UmapView, exact: ExactView | None = None) -> dict[str, 
         segment = _segment(line.w, line.b, (lo[0], hi[0]), (lo[1], hi[1]))
         if segment is None:
             continue
-        label = "2-D line" if len(view.lines) == 1 else f"2-D line, fit of E{line.edits[0] + 1}"
+        label = "2-D line" if len(view.lines) == 1 else f"2-D line, fit of {edit_tag(line.edits[0])}"
         traces.append({"type": "scatter", "mode": "lines", "name": f"{label} (acc. {line.accuracy:.0%})",
                        "x": [segment[0][0], segment[1][0]], "y": [segment[0][1], segment[1][1]],
                        "hoverinfo": "skip", "line": {"color": "black" if len(view.lines) == 1
@@ -162,7 +162,7 @@ def _per_fit_numbers(points: PointSet, exact: ExactView | None) -> tuple[list[st
     distances: list[list[str]] = [[] for _ in range(n)]
     shared = exact.shared_fit
     for panel in exact.panels:
-        tag = "" if shared else f"E{panel.edits[0] + 1} "
+        tag = "" if shared else f"{edit_tag(panel.edits[0])} "
         alpha = panel.alpha if panel.alpha is not None else np.full(len(panel.points), np.nan)
         base = [i for i, k in enumerate(panel.points.kinds) if k != "ideal"]
         for row, j in enumerate(base):

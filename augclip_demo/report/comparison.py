@@ -20,8 +20,7 @@ from PIL import Image
 
 from ..errors import InputError
 from ..metrics.suite import METRICS, best_index
-from . import UNTRAINED_WARNING, Report
-from ._names import short_names
+from . import UNTRAINED_WARNING, Report, edit_names
 
 THUMBNAIL_SIDE = 320  # longest side of every picture in the grid, in pixels
 VERDICT_KEYS = ("augclip", "clip_dir", "bpm")  # the judges named in the verdict line (Report.verdict's)
@@ -63,7 +62,7 @@ class EditColumn:
 
     @property
     def label(self) -> str:
-        return f"E{self.index + 1} {self.short}"
+        return f"E{self.index + 1} {self.short}" if self.short else f"E{self.index + 1}"
 
 
 @dataclass
@@ -131,8 +130,9 @@ def comparison_grid(report: Report, tiles: dict[int, list[Tile]] | None = None) 
     metric the report has (primary ones, table order), and ``tiles`` per 0-based edit index."""
     arrays = getattr(report, "arrays", None)
     keys = report.metric_keys()
-    shorts = short_names([edit.name for edit in report.edits])
-    labels = [f"E{i + 1} {short}" for i, short in enumerate(shorts)]
+    names = edit_names([edit.name for edit in report.edits])
+    shorts = [name.short for name in names]
+    labels = [name.label for name in names]
     count = len(report.edits)
     columns = []
     for i, edit in enumerate(report.edits):

@@ -41,6 +41,9 @@ class Session:
     # The last explanations without their matplotlib figures (saved as PNGs): the geometry the
     # interactive hyperplane views reuse and the maps the comparison grid shows.
     explained: Any = None
+    # Set when the last Evaluate stopped before scoring (a model without weights, named in the status
+    # area): the later stages (explanations, BPM, downloads) then leave the page as it is.
+    halted: str | None = None
 
 
 def lines(text: str | None) -> list[str]:
@@ -97,12 +100,13 @@ def attributes_key(source: LoadedImage, target_text: str, source_text: str, prov
 
 
 def extract_attributes(evaluator: Evaluator, source: LoadedImage, target_text: str, source_text: str,
-                       provider: str) -> Attributes:
+                       provider: str, progress: Progress | None = None) -> Attributes:
     if not (target_text or "").strip():
         raise InputError("Type the target text first: attributes are extracted from it.")
     if provider == "manual":
         raise InputError("Provider 'manual': type the attributes one per line, or load a JSON file.")
-    return evaluator.resolve_attributes(provider, source, target_text.strip(), (source_text or "").strip() or None)
+    return evaluator.resolve_attributes(provider, source, target_text.strip(), (source_text or "").strip() or None,
+                                        progress=progress)
 
 
 def attributes_from_boxes(source_text_box: str, target_text_box: str, session: Session) -> Attributes | None:
@@ -150,20 +154,21 @@ def evaluate(
     boxes = attributes_from_boxes(source_attrs_box, target_attrs_box, session)
     stale = (boxes is not None and session.extracted is not None and session.attributes_key != key
              and (boxes.source, boxes.target) == (session.extracted.source, session.extracted.target))
-    if boxes is not None and not (stale and provider != "manual"):
-        attributes = boxes
+    extracting = boxes is None or (stale and provider != "manual")
+    if not extracting:
+        attributes: Attributes | Any = boxes
     elif provider == "manual":
         raise InputError("Provider 'manual': type the source and target attributes (one per line), or load a JSON file.")
-    else:
-        progress(0.1, f"extracting attributes ({provider})")
-        attributes = extract_attributes(evaluator, src, target_text, source_text, provider)
-        session = Session(**{**session.__dict__, "extracted": attributes, "attributes_key": key})
+    else:  # the evaluator extracts them: its progress then covers each step, its timing line the time taken
+        attributes = evaluator.provider(provider)
 
     def staged(fraction: float, stage: str) -> None:
-        progress(0.15 + 0.6 * fraction, stage)
+        progress(0.03 + 0.95 * fraction, stage)
 
     report = evaluator.evaluate(src, loaded, target_text, source_text or None, attributes, options=options,
                                 progress=staged)
+    if extracting:
+        session = Session(**{**session.__dict__, "extracted": report.attributes, "attributes_key": key})
     output_dir = session.output_dir or tempfile.mkdtemp(prefix="augclip-app-")
     session = Session(**{**session.__dict__, "report": report, "clip_model": settings.clip_model,
                          "output_dir": output_dir, "figures": {}, "explained": None})
@@ -185,12 +190,12 @@ def rescore(settings: Settings, session: Session, options: AugCLIPOptions, sourc
 
 
 def extract(settings: Settings, session: Session, *, source: str | None, target_text: str, source_text: str,
-            provider: str) -> tuple[Attributes, Session]:
+            provider: str, progress: Progress | None = None) -> tuple[Attributes, Session]:
     """Extract attributes for the current inputs and remember which inputs they belong to."""
     if not source:
         raise InputError("Upload a source image first: source attributes are read from it.")
     loaded = open_image(check_upload(source, "source image", settings.max_upload_mb), max_pixels=settings.max_image_pixels)
-    attrs = extract_attributes(Evaluator(settings=settings), loaded, target_text, source_text, provider)
+    attrs = extract_attributes(Evaluator(settings=settings), loaded, target_text, source_text, provider, progress)
     key = attributes_key(loaded, target_text or "", source_text or "", provider, settings.clip_model)
     return attrs, Session(**{**session.__dict__, "extracted": attrs, "attributes_key": key})
 
@@ -237,7 +242,7 @@ def fields_of(outcome: ParseOutcome) -> dict[str, str]:
 
 
 def run_bpm(settings: Settings, session: Session, *, instruction: str, parser: str = "rules",
-            fields: dict[str, str] | None = None) -> tuple[Report, str]:
+            fields: dict[str, str] | None = None, progress: Progress | None = None) -> tuple[Report, str]:
     """Add BPM to the session's report, or mark it unavailable with the reason; returns (report, message).
 
     ``fields`` (the BPM tab's o1 / o2 / size / position / reference, as shown after parsing and
@@ -270,14 +275,15 @@ def run_bpm(settings: Settings, session: Session, *, instruction: str, parser: s
     try:
         parsed = resolve_parse(instruction or None, corrections, parser,
                                client=_parser_client(settings, parser, instruction))
-        evaluator.add_bpm(report, None, parsed)
+        evaluator.add_bpm(report, None, parsed, progress=progress)
     except (InstructionParseError, LLMError, WeightsUnavailableError) as exc:
         message = f"BPM not computed: {exc}"
         return evaluator.skip_bpm(report, message), message
     return report, ""
 
 
-def explain(settings: Settings, session: Session) -> tuple[dict[str, str], str, Session]:
+def explain(settings: Settings, session: Session,
+            progress: Progress | None = None) -> tuple[dict[str, str], str, Session]:
     """Every explanation of the session's report, saved as PNGs; returns (stem -> path, notes, session)."""
     from ..explain import explain_report
     from ..explain.figures import save_figure
@@ -286,8 +292,11 @@ def explain(settings: Settings, session: Session) -> tuple[dict[str, str], str, 
     if session.report is None:
         raise InputError("Nothing to explain yet: press Evaluate first.")
     encoder = get_encoder(settings)
-    explanations = explain_report(session.report, encoder)
+    say = progress or (lambda fraction, stage: None)
+    explanations = explain_report(session.report, encoder,
+                                  progress=lambda fraction, stage: say(0.9 * fraction, f"explaining: {stage}"))
     folder = Path(session.output_dir or tempfile.mkdtemp(prefix="augclip-app-")) / "figures"
+    say(0.9, "explaining: saving the figures")
     figures = {stem: str(save_figure(figure, folder / f"{stem}.png")) for stem, figure in explanations.all_figures().items()}
     notes = sorted(set(explanations.unavailable.values())
                    | {reason for edit in explanations.edits for reason in edit.unavailable.values()})
