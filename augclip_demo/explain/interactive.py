@@ -27,6 +27,7 @@ _SETS = (  # kind, legend name, marker symbol, size, colour
     ("source_image", "source image", "star", 18, SOURCE_IMAGE_COLOR),
     ("ideal", "ideal edit E(I_src)+v", "x", 14, IDEAL_COLOR),
 )
+_RANK = {kind: 100 * (i + 1) for i, (kind, *_rest) in enumerate(_SETS)}  # legend order: sets, then edits
 HOVER = "<b>%{customdata[0]}</b>  %{customdata[1]}<br>%{customdata[2]}<br>%{customdata[3]}<extra></extra>"
 
 
@@ -43,15 +44,16 @@ def _edit_names(points: PointSet) -> dict[int, str]:
 
 def _traces(points: PointSet, xy: np.ndarray, alpha_text: list[str], distance_text: list[str],
             faded: set[int] | None = None) -> list[dict[str, Any]]:
-    """One trace per set (S, T, source image, ideal points) and one per edit, so each toggles alone."""
+    """One trace per set (S, T, source image, ideal points) and one per edit, so each toggles alone;
+    the source image and the ideal points come last, so they are drawn over edits that land on them."""
     traces = []
     custom = [[label, text, a, d] for label, text, a, d in zip(points.labels, points.texts, alpha_text, distance_text)]
-    for kind, name, symbol, size, color in _SETS:
+    for kind, name, symbol, size, color in _SETS[:2]:
         rows = [i for i, k in enumerate(points.kinds) if k == kind]
         if not rows:
             continue
         traces.append({
-            "type": "scatter", "mode": "markers", "name": name, "legendgroup": kind,
+            "type": "scatter", "mode": "markers", "name": name, "legendgroup": kind, "legendrank": _RANK[kind],
             "x": [float(xy[i, 0]) for i in rows], "y": [float(xy[i, 1]) for i in rows],
             "customdata": [custom[i] for i in rows], "hovertemplate": HOVER,
             "marker": {"symbol": symbol, "size": size, "color": color, "line": {"width": 0.6, "color": "white"}},
@@ -64,10 +66,20 @@ def _traces(points: PointSet, xy: np.ndarray, alpha_text: list[str], distance_te
         dim = faded is not None and edit in faded
         traces.append({
             "type": "scatter", "mode": "markers", "name": f"{points.labels[i]} {names[edit]}",
-            "legendgroup": f"edit{edit}", "x": [float(xy[i, 0])], "y": [float(xy[i, 1])],
+            "legendgroup": f"edit{edit}", "legendrank": 1000 + edit, "x": [float(xy[i, 0])], "y": [float(xy[i, 1])],
             "customdata": [custom[i]], "hovertemplate": HOVER,
             "marker": {"symbol": "diamond", "size": 14, "color": edit_color(edit), "opacity": 0.4 if dim else 1.0,
                        "line": {"width": 1, "color": "black"}},
+        })
+    for kind, name, symbol, size, color in _SETS[2:]:  # drawn last: on top of the edits
+        rows = [i for i, k in enumerate(points.kinds) if k == kind]
+        if not rows:
+            continue
+        traces.append({
+            "type": "scatter", "mode": "markers", "name": name, "legendgroup": kind, "legendrank": _RANK[kind],
+            "x": [float(xy[i, 0]) for i in rows], "y": [float(xy[i, 1]) for i in rows],
+            "customdata": [custom[i] for i in rows], "hovertemplate": HOVER,
+            "marker": {"symbol": symbol, "size": size, "color": color, "line": {"width": 0.6, "color": "white"}},
         })
     return traces
 
@@ -112,6 +124,8 @@ def exact_panel_spec(view: ExactView, panel: ExactPanel) -> dict[str, Any]:
     ]
     span = max(1e-6, float(np.ptp(np.append(panel.x, 0.0))))
     layout["xaxis"]["range"] = [min(float(panel.x.min()), 0.0) - 0.08 * span, max(float(panel.x.max()), 0.0) + 0.08 * span]
+    span_y = max(1e-6, float(np.ptp(panel.y)))
+    layout["yaxis"]["range"] = [float(panel.y.min()) - 0.08 * span_y, float(panel.y.max()) + 0.08 * span_y]
     return {"data": _traces(points, xy, alpha_text, distance_text, faded), "layout": layout,
             "config": {"displaylogo": False, "scrollZoom": True}}
 

@@ -30,20 +30,6 @@ SRC_ATTRS = ["dahlia is orange", "round flower head", "dark green background"]
 TGT_ATTRS = ["dahlia is pink", "pink petals"]
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(
-            executable_path=CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium"),
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"],
-        )
-        yield instance
-        instance.close()
-
-
 def open_page(browser, url: str):
     page = browser.new_page(viewport={"width": 1366, "height": 768})
     page.set_default_timeout(120_000)  # a loaded 2-core machine can take a while to render the app
