@@ -182,6 +182,7 @@ class _PointLabel:
     text: str
     marker_pt: float  # the marker's radius in points: the label starts beyond it
     style: dict
+    rank: int = 2  # placing order: images (0), the |v| note (1), attributes (2)
 
 
 @dataclass
@@ -196,8 +197,8 @@ class _Labeller:
     labels: list[_PointLabel] = field(default_factory=list)
     omitted: int = 0
 
-    def add(self, ax: Axes, xy: Sequence[float], text: str, marker_pt: float, **style) -> None:
-        self.labels.append(_PointLabel(ax, (float(xy[0]), float(xy[1])), text, marker_pt, style))
+    def add(self, ax: Axes, xy: Sequence[float], text: str, marker_pt: float, rank: int = 2, **style) -> None:
+        self.labels.append(_PointLabel(ax, (float(xy[0]), float(xy[1])), text, marker_pt, style, rank))
 
     def place(self, fig: Figure) -> None:
         fig.draw_without_rendering()  # the layout is final from here on (labels stay out of it)
@@ -212,7 +213,7 @@ class _Labeller:
             x, y = label.ax.transData.transform(label.xy)
             r = label.marker_pt * px_per_pt * 0.8
             markers.setdefault(id(label.ax), []).append((x - r, y - r, x + r, y + r))
-        for label in self.labels:
+        for label in sorted(self.labels, key=lambda item: item.rank):  # stable: the order added within a rank
             ax = label.ax
             inside = _box(ax.get_window_extent(renderer))
             x, y = ax.transData.transform(label.xy)
@@ -241,9 +242,15 @@ class _Labeller:
                 self.omitted += 1
                 continue
             dx, dy, gap, box = spot
-            probe.xyann = (dx * gap / px_per_pt, dy * gap / px_per_pt)
-            probe.set_ha("left" if dx > 0 else "right" if dx < 0 else "center")
-            probe.set_va("bottom" if dy > 0 else "top" if dy < 0 else "center")
+            probe.remove()
+            far = gap > (label.marker_pt + 8) * px_per_pt  # far from its marker: a thin leader line says whose
+            arrow = dict(arrowstyle="-", lw=0.6, color=label.style.get("color", "#444444"), alpha=0.7,
+                         shrinkA=1, shrinkB=label.marker_pt * 0.8) if far else None
+            placed = ax.annotate(label.text, label.xy, xytext=(dx * gap / px_per_pt, dy * gap / px_per_pt),
+                                 textcoords="offset points", ha="left" if dx > 0 else "right" if dx < 0 else "center",
+                                 va="bottom" if dy > 0 else "top" if dy < 0 else "center", arrowprops=arrow,
+                                 **label.style)
+            placed.set_in_layout(False)
             taken[id(ax)].append(box)
 
 
@@ -301,7 +308,8 @@ def _scatter_points(ax: Axes, points: PointSet, xy: np.ndarray, labeller: _Label
             attribute_labels.append((i, dict(fontsize=8.5, color=style["color"], zorder=6)))
     far_first = sorted(attribute_labels, key=lambda item: -float(np.sum(((xy[item[0]] - centre) / spread) ** 2)))
     for i, style in image_labels + far_first:
-        labeller.add(ax, xy[i], points.labels[i], _MARKER_PT[points.kinds[i]], **style)
+        labeller.add(ax, xy[i], points.labels[i], _MARKER_PT[points.kinds[i]],
+                     rank=0 if points.kinds[i] in ("source_image", "edit", "ideal") else 2, **style)
 
 
 def _legend_handles(points: PointSet, extra: list[Line2D]) -> list[Line2D]:
@@ -381,6 +389,8 @@ def exact_view_figure(view: ExactView) -> Figure:
     panel_w, panel_h = 6.2, 4.8
     title = "AugCLIP hyperplane, exact view" + ("" if n == 1 else f" ({n} fits, one per edit)")
     fig, body = _framed(panel_w * cols + 3.6, panel_h * rows, title, view.caption, view.untrained)
+    if rows > 1:  # air between one panel's x label and the next row's title
+        fig.get_layout_engine().set(hspace=0.05)
     labeller = _Labeller()
     plot_col, key_col = body.subfigures(1, 2, width_ratios=[panel_w * cols, 3.6])
     axes = np.atleast_1d(plot_col.subplots(rows, cols, squeeze=False)).ravel()
@@ -407,9 +417,8 @@ def exact_view_figure(view: ExactView) -> Figure:
             ax.annotate("", xy=xy[ideal], xytext=xy[src], zorder=3,
                         arrowprops=dict(arrowstyle="-|>", lw=1.6, color="#444444", shrinkA=9, shrinkB=8))
             mid = (xy[src] + xy[ideal]) / 2
-            # Below the arrow: edit labels sit above-right of their markers.
-            ax.annotate(f"v  (|v| = {panel.v_norm:.3f})", mid, xytext=(0, -14), textcoords="offset points",
-                        ha="center", fontsize=9, color="#444444", zorder=7)
+            labeller.add(ax, mid, f"v  (|v| = {panel.v_norm:.3f})", 1.0, rank=1, fontsize=9, color="#444444",
+                         zorder=7)
         _scatter_points(ax, panel.points, xy, labeller, highlight=panel.edits if not view.shared_fit else None)
         ax.set_title(_panel_title(panel, panel.points, view.shared_fit), fontsize=10)
         ax.set_xlabel("g(x) / |w|   signed distance to the hyperplane", fontsize=9.5)

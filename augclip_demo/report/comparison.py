@@ -162,14 +162,16 @@ CSS = """
 .aug-comparison .verdict {font-size: 1.05rem; font-weight: 600; margin: 8px 0 12px 0;}
 .aug-comparison .untrained {background: #b71c1c; color: white; font-weight: 700; padding: 6px 10px; border-radius: 4px;}
 .aug-comparison .grid {display: flex; gap: 14px; overflow-x: auto; align-items: flex-start; padding-bottom: 8px;}
-.aug-comparison .col {flex: 0 0 272px; border: 1px solid #d6d6d6; border-radius: 6px; padding: 8px; background: #fafafa;}
+.aug-comparison .col {flex: 0 0 236px; border: 1px solid #d6d6d6; border-radius: 6px; padding: 8px; background: #fafafa;}
 .aug-comparison .col.source {background: #eef3fa;}
 .aug-comparison .col h2 {font-size: 1rem; margin: 0 0 4px 0; overflow-wrap: anywhere;}
 .aug-comparison .full {color: #555; font-size: 0.78rem; overflow-wrap: anywhere; margin-bottom: 6px;}
 .aug-comparison .col img {width: 100%; height: auto; display: block; border-radius: 3px;}
-.aug-comparison table {border-collapse: collapse; width: 100%; margin: 6px 0; font-size: 0.86rem;}
-.aug-comparison td {padding: 2px 4px; border-bottom: 1px solid #e4e4e4;}
-.aug-comparison td.v {text-align: right; font-variant-numeric: tabular-nums;}
+.aug-comparison table {border-collapse: collapse !important; width: 100%; margin: 6px 0 !important;
+  font-size: 0.84rem !important; border: none !important; display: table !important;}
+.aug-comparison td {padding: 2px 4px !important; border: none !important; border-bottom: 1px solid #e4e4e4 !important;
+  line-height: 1.3 !important;}
+.aug-comparison td.v {text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap;}
 .aug-comparison tr.best td {background: #bfe8c3; font-weight: 700;}
 .aug-comparison .edit-verdict {font-weight: 600; font-size: 0.88rem; margin: 4px 0 8px 0;}
 .aug-comparison .tile {margin-top: 8px;}
@@ -204,9 +206,10 @@ def _column(column: EditColumn) -> str:
     rows = []
     for cell in column.metrics:
         rank = f" ({cell.rank})" if cell.rank is not None else ""
-        direction = "" if cell.key not in METRICS or METRICS[cell.key].higher_is_better else " (lower is better)"
+        lower = cell.key in METRICS and not METRICS[cell.key].higher_is_better
+        direction = ' <span title="lower is better">&darr;</span>' if lower else ""
         tip = f' title="{e(cell.reason)}"' if cell.reason else ""
-        rows.append(f'<tr class="{"best" if cell.best else ""}"><td>{e(cell.label)}{e(direction)}</td>'
+        rows.append(f'<tr class="{"best" if cell.best else ""}"><td>{e(cell.label)}{direction}</td>'
                     f'<td class="v"{tip}>{e(cell.shown)}{e(rank)}</td></tr>')
     parts.append(f'<table>{"".join(rows)}</table>')
     parts.append(f'<div class="edit-verdict">{e(column.verdict)}</div>')
@@ -223,7 +226,8 @@ def _column(column: EditColumn) -> str:
 def grid_html(grid: ComparisonGrid, *, standalone: bool = True) -> str:
     """The grid as HTML: a whole document (``standalone``) or a fragment for a page that has its own."""
     e = html.escape
-    head = [f"<h1>Comparison of {len(grid.columns)} edit(s) of {e(grid.source_name)}</h1>"]
+    source_name = grid.source_name.removeprefix("source: ")  # the app's name for the source image
+    head = [f"<h1>Comparison of {len(grid.columns)} edit(s) of {e(source_name)}</h1>"]
     if grid.untrained:
         head.append(f'<div class="untrained">&#9888; {e(UNTRAINED_WARNING)}</div>')
     meta = f"target text: <b>{e(grid.target_text)}</b>"
@@ -234,9 +238,9 @@ def grid_html(grid: ComparisonGrid, *, standalone: bool = True) -> str:
     head.append(f'<div class="meta">{meta}</div>')
     head.append(f'<div class="verdict">Verdict: {e(grid.verdict)}</div>')
     head.append('<div class="meta">Each column: the edit, every metric (rank among the edits in brackets; '
-                "green: the best edit under that metric), a verdict line, then the relevancy maps and BPM "
-                "regions where they were computed.</div>")
-    source = ['<div class="col source"><h2>source</h2>', f'<div class="full">{e(grid.source_name)}</div>']
+                "green: the best edit under that metric; &darr;: lower is better), a verdict line, then the "
+                "relevancy maps and BPM regions where they were computed.</div>")
+    source = ['<div class="col source"><h2>source</h2>', f'<div class="full">{e(source_name)}</div>']
     if grid.source_image is not None:
         source.append(_img(grid.source_image, "source image"))
     source.append("</div>")
@@ -246,7 +250,7 @@ def grid_html(grid: ComparisonGrid, *, standalone: bool = True) -> str:
     body = f'<div class="aug-comparison">{body}</div>'
     if not standalone:
         return f"<style>{CSS}</style>{body}"
-    title = e(f"AugCLIP comparison: {grid.source_name}")
+    title = e(f"AugCLIP comparison: {source_name}")
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
             f'<meta name="viewport" content="width=device-width, initial-scale=1"><style>{PAGE_CSS}{CSS}</style></head>'
             f"<body>{body}</body></html>\n")

@@ -56,7 +56,7 @@ def text_boxes(fig: Figure) -> list[TextBox]:
     for artist in _texts(fig):
         if not artist.get_visible() or not artist.get_text().strip():
             continue
-        box = artist.get_window_extent(renderer)
+        box = Text.get_window_extent(artist, renderer)  # the text itself (an annotation's leader line aside)
         if box.width <= 0 or box.height <= 0:
             continue
         boxes.append(TextBox(artist.get_text(), box.x0, box.y0, box.x1, box.y1))

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import urllib.parse
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -126,7 +124,7 @@ def test_the_whole_inspection_flow_reads_well(browser, app_server):
     page.locator("#aug-exact").screenshot(path=str(shots / "05-hyperplane-exact-hover.png"))
     # a legend click hides the source attributes
     before = visible_points(page, "#aug-exact")
-    page.locator("#aug-exact .legendtext", has_text="source attributes (S)").click()
+    page.locator("#aug-exact .legend .traces", has_text="source attributes (S)").locator(".legendtoggle").click()
     page.wait_for_function(f"""() => {{
         const t = Array.from(document.querySelectorAll('#aug-exact .scatterlayer .trace'));
         return t.reduce((n, x) => n + x.querySelectorAll('.points path').length, 0) < {before}; }}""")
@@ -153,13 +151,9 @@ def test_the_whole_inspection_flow_reads_well(browser, app_server):
     assert page.locator("#aug-comparison .verdict").inner_text().startswith("Verdict:")
     assert page.locator("#aug-comparison .tile").count() >= 4 * 6  # 3 maps + 3 BPM pictures per edit
     page.screenshot(path=str(shots / "10-comparison.png"), full_page=True)
-    link = page.locator("#aug-comparison-download a, a#aug-comparison-download").first
-    href = link.get_attribute("href") if link.count() else None
-    if href is None:  # Gradio renders a DownloadButton as a button wrapping a link
-        href = page.locator("#aug-comparison-download").evaluate(
-            "el => (el.closest('a') || el.querySelector('a') || {}).href || null")
-    assert href, "no download link for the HTML report"
-    html_text = urllib.request.urlopen(urllib.parse.urljoin(app_server["url"], href)).read().decode("utf-8")
+    with page.expect_download(timeout=60_000) as download:
+        page.locator("#aug-comparison-download").click()
+    html_text = Path(download.value.path()).read_text(encoding="utf-8")
     assert "<!DOCTYPE html>" in html_text and not re.search(r"https?://|<script", html_text)
     (shots / "comparison.html").write_text(html_text, encoding="utf-8")
     print(f"\nscreenshots: {shots}")
