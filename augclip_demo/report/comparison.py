@@ -121,7 +121,7 @@ def _edit_verdict(cells: list[MetricCell], count: int) -> str:
     if best:
         return "best under " + ", ".join(best)
     if judged:
-        return "ranked " + ", ".join(f"{c.rank} of {count} by {c.label}" for c in judged)
+        return "ranks: " + ", ".join(f"{c.label} {c.rank}/{count}" for c in judged)
     return "no judging metric available"
 
 
@@ -162,7 +162,7 @@ CSS = """
 .aug-comparison .verdict {font-size: 1.05rem; font-weight: 600; margin: 8px 0 12px 0;}
 .aug-comparison .untrained {background: #b71c1c; color: white; font-weight: 700; padding: 6px 10px; border-radius: 4px;}
 .aug-comparison .grid {display: flex; gap: 14px; overflow-x: auto; align-items: flex-start; padding-bottom: 8px;}
-.aug-comparison .col {flex: 0 0 236px; border: 1px solid #d6d6d6; border-radius: 6px; padding: 8px; background: #fafafa;}
+.aug-comparison .col {flex: 1 0 196px; max-width: 300px; border: 1px solid #d6d6d6; border-radius: 6px; padding: 8px; background: #fafafa;}
 .aug-comparison .col.source {background: #eef3fa;}
 .aug-comparison .col h2 {font-size: 1rem; margin: 0 0 4px 0; overflow-wrap: anywhere;}
 .aug-comparison .full {color: #555; font-size: 0.78rem; overflow-wrap: anywhere; margin-bottom: 6px;}

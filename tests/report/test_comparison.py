@@ -51,7 +51,7 @@ def test_numbers_ranks_and_verdicts_follow_the_metric_table():
     assert cells["E3 p2p"]["bpm"].shown == "n/a" and cells["E3 p2p"]["bpm"].rank is None
     assert cells["E3 p2p"]["bpm"].reason == "no instruction given"
     assert [c.verdict for c in grid.columns] == ["best under CLIPdir", "best under AugCLIP, BPM",
-                                                 "ranked 3 of 3 by AugCLIP, 2 of 3 by CLIPdir"]
+                                                 "ranks: AugCLIP 3/3, CLIPdir 2/3"]
 
 
 def test_the_html_file_is_self_contained_and_shows_everything(tmp_path):
