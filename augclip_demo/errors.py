@@ -61,7 +61,7 @@ class MissingWeightsError(WeightsUnavailableError):
         self.model = ", ".join(e.model for e in self.errors)
         self.tried = "; ".join(e.tried for e in self.errors)
         self.how_to_fix = " ".join(dict.fromkeys(e.how_to_fix for e in self.errors))
-        head = f"{len(self.errors)} model(s) have no weights{' for ' + purpose if purpose else ''}:"
+        head = f"the weights of {len(self.errors)} models{' for ' + purpose if purpose else ''} could not be loaded:"
         AugclipError.__init__(self, "\n".join([head, *("- " + e.brief() for e in self.errors)]))
 
     def brief(self) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import inspect
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -139,7 +140,10 @@ class Evaluator:
         if isinstance(attributes, str):
             attributes = self.provider(attributes)
         if isinstance(attributes, AttributeProvider):
-            attributes = attributes.extract(source, target_text, source_text, progress=progress)
+            if "progress" in inspect.signature(attributes.extract).parameters:  # extracting providers report steps
+                attributes = attributes.extract(source, target_text, source_text, progress=progress)
+            else:
+                attributes = attributes.extract(source, target_text, source_text)
         if not isinstance(attributes, Attributes):
             raise InputError(f"attributes must be Attributes, a provider or a provider name, got {type(attributes).__name__}")
         return attributes.validate()
@@ -265,9 +269,8 @@ class Evaluator:
             extracting = not isinstance(attributes, Attributes)
             if extracting:
                 report_progress(0.05, "extracting attributes")
-            attrs = self.resolve_attributes(
-                attributes, src, target_text, source_text,
-                progress=lambda fraction, stage: report_progress(0.05 + 0.55 * fraction, stage))
+            attrs = self.resolve_attributes(attributes, src, target_text, source_text,
+                                            progress=_forward_only(report_progress, 0.05, 0.6))
             timings["attributes"] = time.perf_counter() - start
             arrays = self.embed(src, edits, target_text, source_text, attrs, timings,
                                 progress=lambda fraction, stage: report_progress(0.6 + 0.3 * fraction, stage))
@@ -429,3 +432,15 @@ def _ranked(texts: list[str], deltas: np.ndarray, alphas: np.ndarray) -> list[At
     """Attributes from most to least changed by v (by |delta|, as the paper's Fig. 9-10 rank them)."""
     changes = [AttributeChange(text=t, delta=float(d), alpha=float(a)) for t, d, a in zip(texts, deltas, alphas)]
     return sorted(changes, key=lambda c: abs(c.delta), reverse=True)
+
+
+def _forward_only(progress: ProgressCallback, low: float, high: float) -> ProgressCallback:
+    """``progress`` for a sub-step mapped onto [low, high] that never moves back (a provider's own
+    fractions may restart, e.g. after encoding its vocabulary it starts ranking at a lower one)."""
+    furthest = [low]
+
+    def report(fraction: float, stage: str) -> None:
+        furthest[0] = max(furthest[0], low + (high - low) * min(max(float(fraction), 0.0), 1.0))
+        progress(furthest[0], stage)
+
+    return report

@@ -11,7 +11,7 @@ from ..attributes.base import AttributeProvider
 from ..config import ENVIRONMENT_VARIABLES, Settings
 from ..errors import InputError
 from ..report import UNTRAINED_WARNING
-from .common import add_model_args, settings_from_args
+from .common import add_model_args, settings_from_args, terminal_progress
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -71,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} required "
                          "(or use --list-providers)")
     provider = provider_from_args(args, settings)
-    attributes = provider.extract(args.source, args.target, args.source_text)
+    progress = terminal_progress()
+    attributes = provider.extract(args.source, args.target, args.source_text, progress=progress)
     if args.out:
         attributes.save(args.out)
     print(attributes.to_json() if args.json else format_attributes(attributes))

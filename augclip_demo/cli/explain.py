@@ -11,7 +11,7 @@ from ..explain.explanations import ExplainOptions, explain_report
 from ..explain.relevancy import CLIP_DIR_DIFFERENCES
 from ..pipeline import Evaluator
 from ..report import UNTRAINED_WARNING
-from .common import add_evaluation_inputs, add_model_args, settings_from_args
+from .common import add_evaluation_inputs, add_model_args, settings_from_args, terminal_progress
 from .score import add_augclip_args, options_from_args
 
 
@@ -56,7 +56,10 @@ def run(args: argparse.Namespace) -> int:
     evaluator = Evaluator(settings=settings, options=options_from_args(args))
     attributes = Attributes.load(args.attributes) if args.attributes else settings.attribute_provider
     report = evaluator.evaluate(args.source, args.edited, args.target, args.source_text, attributes)
-    explanations = explain_report(report, evaluator.encoder, options)
+    progress = terminal_progress()
+    explanations = explain_report(report, evaluator.encoder, options, progress=progress)
+    if progress is not None:
+        progress(1.0, "done")
     out = Path(args.out)
     written = explanations.save(out, dpi=args.dpi, formats=("png", "svg") if args.svg else ("png",))
     report_path = out / "report.json"

@@ -20,7 +20,7 @@ from .bpm import (
     report_parse,
     wants_bpm,
 )
-from .common import add_evaluation_inputs, add_model_args, warn
+from .common import add_evaluation_inputs, add_model_args, terminal_progress, warn
 from .table import format_report
 
 
@@ -71,7 +71,10 @@ def run(args: argparse.Namespace) -> int:
         attributes: Attributes | AttributeProvider = Attributes.load(args.attributes)
     else:
         attributes = provider_from_args(args, settings, encoder=evaluator.encoder)
-    report = evaluator.evaluate(args.source, args.edited, args.target, args.source_text, attributes)
+    progress = terminal_progress()
+    report = evaluator.evaluate(args.source, args.edited, args.target, args.source_text, attributes, progress=progress)
+    if progress is not None:
+        progress(1.0, "done")
     if report.truncated_texts:
         warn(f"warning: {len(report.truncated_texts)} text(s) longer than CLIP's "
              f"{evaluator.encoder.context_length} tokens were cut to their start before scoring; "

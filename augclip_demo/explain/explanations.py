@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InputError
-from ..report import UNTRAINED_WARNING, edit_names
+from ..report import UNTRAINED_WARNING, edit_names, edit_tag
 from .hyperplane import ExactView, UmapView, exact_view, umap_view
 from .rankings import EditRankings, edit_rankings
 from .relevancy import (
@@ -138,11 +138,12 @@ class ReportExplanations:
     figures: dict[str, Figure] = field(default_factory=dict, repr=False)  # hyperplane_exact, hyperplane_umap
 
     def all_figures(self) -> dict[str, Figure]:
-        """Every figure under the file stem it is saved as (e.g. ``edit1_relevancy_augclip``)."""
+        """Every figure under the file stem it is saved as (e.g. ``E1_relevancy_augclip``: the edit's tag,
+        as every view and download numbers it)."""
         out = dict(self.figures)
         for edit in self.edits:
             for key, fig in edit.figures.items():
-                out[f"edit{edit.index + 1}_{key}"] = fig
+                out[f"{edit_tag(edit.index)}_{key}"] = fig
         return out
 
     def to_dict(self) -> dict[str, Any]:

@@ -547,9 +547,8 @@ def clip_how_to_fix(spec: Any) -> str:
         fetch = f"download the repository {hub_endpoint()}/{spec.source_id}"
     # Kept short (the app's status area and the CLI show it whole); docs/models.md has the long story.
     return (
-        f"Fix: run `augclip-demo download --clip {spec.raw}` where there is internet (and copy AUGCLIP_CACHE_DIR "
-        f"here), or {fetch} and pass --clip-checkpoint PATH (AUGCLIP_CLIP_CHECKPOINT=PATH). Smoke test only: "
-        "--clip-model random:tiny (untrained)."
+        f"Fix: run `augclip-demo download --clip {spec.raw}` where there is internet (then copy AUGCLIP_CACHE_DIR "
+        f"here), or {fetch} and pass --clip-checkpoint PATH (AUGCLIP_CLIP_CHECKPOINT=PATH)."
     )
 
 
@@ -633,9 +632,9 @@ def _cache_root_of(path: Path) -> Path:
 def gdino_how_to_fix(spec: str) -> str:
     repo = spec if "/" in spec and not spec.startswith(("/", ".", "~")) else "IDEA-Research/grounding-dino-tiny"
     return (
-        f"Fix: run `augclip-demo download --bpm` where there is internet (and copy AUGCLIP_CACHE_DIR here), or "
-        f"`hf download {repo} --local-dir gdino` and pass --gdino-model PATH (AUGCLIP_GDINO_MODEL=PATH). Smoke test "
-        "only: --gdino-model random:tiny (untrained)."
+        f"Fix: run `augclip-demo download --bpm` where there is internet (then copy AUGCLIP_CACHE_DIR here), or "
+        f"download {hub_endpoint()}/{repo} (`hf download {repo} --local-dir gdino`) and pass --gdino-model PATH "
+        "(AUGCLIP_GDINO_MODEL=PATH)."
     )
 
 
@@ -679,9 +678,9 @@ def sam_url(arch: str, override: str | None = None) -> str | None:
 
 def sam_how_to_fix(arch: str, url: str | None) -> str:
     url = url or SAM_CHECKPOINT_URLS["vit_b"]
-    return (f"Fix: run `augclip-demo download --bpm` where there is internet (and copy AUGCLIP_CACHE_DIR here), or "
+    return (f"Fix: run `augclip-demo download --bpm` where there is internet (then copy AUGCLIP_CACHE_DIR here), or "
             f"download {url} and pass --sam-checkpoint PATH (AUGCLIP_SAM_CHECKPOINT=PATH; AUGCLIP_SAM_URL for a "
-            f"mirror) with --sam-model {arch}. Smoke test only: --sam-model random:tiny (untrained).")
+            f"mirror) with --sam-model {arch}.")
 
 
 def sam_cache_path(cache_dir: Path, url: str) -> Path:

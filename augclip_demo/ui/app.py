@@ -23,6 +23,7 @@ from ..bpm import POSITION_STATES, SIZE_STATES
 from ..config import Settings
 from ..errors import InputError, WeightsUnavailableError
 from ..pipeline import AugCLIPOptions
+from ..report import edit_tag
 from . import session as logic
 from . import views
 from .batch_tab import build_batch_tab
@@ -43,6 +44,7 @@ CSS = """
 .aug-error {background: #fde2e1; border: 2px solid #c0392b; color: #5c1410; padding: 8px 12px; border-radius: 6px;}
 .aug-steps {color: #555; font-size: 0.9rem;}
 #aug-evaluate {min-height: 48px;}
+#aug-gallery .caption-label {max-width: 100%; white-space: normal; overflow-wrap: anywhere; line-height: 1.15;}
 """
 
 HEADER = """
@@ -150,7 +152,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                         # Only the offered models: a spec typed by a web client could name a folder on
                         # the server (local-dir:...) or any model on the Hub.
                         clip_model = gr.Dropdown(clip_choices, value=base_settings.clip_model,
-                                                 label="CLIP model (spec)")
+                                                 label="CLIP model (spec)", elem_id="aug-clip-model")
                     with gr.Row():
                         explain_on = gr.Checkbox(True, label="Explanations (relevancy maps, hyperplane views, rankings)",
                                                  elem_id="aug-explain-on")
@@ -266,7 +268,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             """The selected edit's relevancy maps and ranking charts."""
             figures = state.figures if state is not None else {}
             index = views.picked_index(pick)
-            out = {component: figures.get(f"edit{index + 1}_{key}") if index is not None else None
+            out = {component: figures.get(f"{edit_tag(index)}_{key}") if index is not None else None
                    for component, key in zip(figure_outputs, views.PER_EDIT_FIGURES)}
             out[exact_plot] = views.exact_plot(getattr(state, "explained", None), index)
             return out
@@ -525,10 +527,11 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
 def timed(progress: Any) -> Any:
     """A ``progress(fraction, stage)`` callback for a Gradio progress bar that adds the time since the
     click: a long step (minutes of attribute extraction on CPU) visibly moves and says how long it has taken."""
-    start = time.perf_counter()
+    start, furthest = time.perf_counter(), [0.0]
 
     def report(fraction: float, stage: str) -> None:
-        progress(min(max(float(fraction), 0.0), 1.0), desc=f"{stage} - {time.perf_counter() - start:.0f} s")
+        furthest[0] = max(furthest[0], min(max(float(fraction), 0.0), 1.0))  # a bar never moves back
+        progress(furthest[0], desc=f"{stage} - {time.perf_counter() - start:.0f} s")
 
     return report
 
