@@ -218,7 +218,9 @@ def test_explain_and_bpm_endpoints_follow_the_evaluation(app_server, direct):
         spec = json.loads(view["plot"])
         names = [trace["name"] for trace in spec["data"]]
         assert "source attributes (S)" in names and sum(name.startswith(("E1 ", "E2 ")) for name in names) == 2
-        assert all("alpha" in str(c) for t in spec["data"] if t.get("customdata") for c in t["customdata"])
+        hovers = [c for t in spec["data"] for c in t.get("customdata", [])]
+        assert hovers and all(len(c) == 4 and "g(x)/|w|" in c[3] for c in hovers)  # label, text, alpha, distance
+        assert all("alpha (Eq. 6)" in c[2] for c in hovers if c[0].startswith("S"))
     with zipfile.ZipFile([f for f in files if f.endswith(".zip")][0]) as archive:
         pngs = [name for name in archive.namelist() if name.startswith("figures/") and name.endswith(".png")]
     assert len(pngs) == 2 + 2 * 6  # two hyperplane views, six figures per edit

@@ -178,8 +178,8 @@ def test_explanations_and_bpm_panel_render(browser, app_server, tmp_path):
     page.wait_for_function(f"document.querySelector('#aug-map-augclip img').src != {shown!r}")
     page.screenshot(path=str(tmp_path / "relevancy.png"), full_page=True)
     page.get_by_role("tab", name="Hyperplane views").click()
-    page.locator("#aug-exact img").wait_for()
-    page.locator("#aug-umap img").wait_for()
+    page.locator("#aug-exact .js-plotly-plot .scatterlayer .points path").first.wait_for()  # interactive (Plotly)
+    page.locator("#aug-umap .js-plotly-plot .scatterlayer .points path").first.wait_for()
     page.screenshot(path=str(tmp_path / "hyperplane.png"), full_page=True)
     page.get_by_role("tab", name="Attribute rankings").click()
     for element in ("#aug-rank-source img", "#aug-rank-target img", "#aug-alpha img"):
