@@ -29,7 +29,8 @@ from typing import Any
 
 from ..errors import InputError
 
-RUN_KEYS_COMPARED = ("model", "metrics", "options", "bpm")  # "bpm": region models and options
+RUN_KEYS_COMPARED = ("model", "metrics", "options", "bpm", "judge")  # "bpm": region models and options; "judge":
+# the judge's model, prompt version, temperature and samples
 
 
 @dataclass

@@ -46,6 +46,7 @@ from ..attributes.base import Attributes
 from ..config import Settings
 from ..errors import InputError, ManifestError
 from ..inference.clip_encoder import ClipEncoder, get_encoder
+from ..judge import JudgeOptions
 from ..metrics.suite import METRICS, ItemScores, needs_of
 from ..pipeline import Evaluator
 from .embedding_store import EmbeddingStore
@@ -57,6 +58,7 @@ from .results import InOrderWriter, ResultsWriter, RunLock, apply_resume_state, 
 from .stages import (
     AttributeSource,
     DecodedItem,
+    JudgeSource,
     RegionSource,
     decode_item,
     embedding_inputs,
@@ -93,10 +95,27 @@ class BatchRunner:
         self.embedding_metrics = [k for k in self.options.metrics if METRICS[k].stage == "embeddings"]
         self.region_metrics = [k for k in self.options.metrics if METRICS[k].stage == "regions"]
         # the region models are only built when BPM is chosen, and only loaded when an item needs them
-        self.regions = (RegionSource.from_settings(self.settings, self.encoder, self.options.bpm, self.options.parser)
+        self.regions = (RegionSource.from_settings(self.settings, self.encoder, self.options.bpm, self.options.parser,
+                                                   keys=self.region_metrics, hatie=self.options.hatie,
+                                                   features=self._hatie_features(), vqa=self.options.hatie_vqa,
+                                                   calibrated=self.options.hatie_calibrated)
                         if self.region_metrics else None)
+        self.judge_metrics = [k for k in self.options.metrics if METRICS[k].stage == "judge"]
+        self.judge = (JudgeSource(self.settings, self.options.judge or JudgeOptions.from_settings(self.settings))
+                      if self.judge_metrics else None)
         self.summary: BatchSummary | None = None  # live while running (the CLI prints it on Ctrl-C)
         self.stats: dict[str, int] = {}  # peak / final sizes of what the run held in memory
+
+    def _hatie_features(self) -> Any:
+        """The run's DINOv2 / LPIPS networks when a HATIE metric is chosen ("auto": the settings' own)."""
+        features = self.options.hatie_features
+        if isinstance(features, str) and features == "auto":
+            if not any(key.startswith("hatie") for key in self.region_metrics):
+                return None
+            from ..hatie.features import HatieFeatures
+
+            return HatieFeatures(self.settings)
+        return features
 
     # ------------------------------------------------------------------ public
     @property
@@ -110,6 +129,8 @@ class BatchRunner:
                "version": __version__}
         if self.regions is not None:
             run["bpm"] = self.regions.signature()
+        if self.judge is not None:
+            run["judge"] = self.judge.signature()
         return run
 
     def run(self) -> BatchSummary:
@@ -166,6 +187,7 @@ class _ItemState:
     pixel_scores: ItemScores | None
     region_scores: ItemScores | None = None
     parse: dict[str, Any] | None = None
+    judge_scores: ItemScores | None = None
 
 
 class _Execution:
@@ -254,7 +276,7 @@ class _Execution:
         needs_attributes = "attribute_embeddings" in runner.needs and item.attributes is None
         future = self.pools.decode.submit(decode_item, item, claim, runner.encoder, runner.pixel_metrics,
                                           self.attribute_source if needs_attributes else None,
-                                          runner.settings.max_image_pixels, runner.regions)
+                                          runner.settings.max_image_pixels, runner.regions, runner.judge)
         self.decoding[future] = (ordinal, item, claim)
 
     def _on_decoded(self, future: cf.Future, ordinal: int, item: ManifestItem, claim: set[str]) -> None:
@@ -280,7 +302,8 @@ class _Execution:
             store.add_text_uses(dynamic)
         state = _ItemState(ordinal=ordinal, item=item, image_keys=image_keys, texts=static | dynamic,
                            attributes=attributes, shas=decoded.shas, pixel_scores=decoded.pixel_scores,
-                           region_scores=decoded.region_scores, parse=decoded.parse)
+                           region_scores=decoded.region_scores, parse=decoded.parse,
+                           judge_scores=decoded.judge_scores)
         store.request_texts(state.texts, self.runner.encoder)
         self.waiting[ordinal] = state
 
@@ -319,7 +342,7 @@ class _Execution:
 
     def _ok_record(self, state: _ItemState, scores: ItemScores) -> dict[str, Any]:
         order = self.runner.options.metrics
-        for stage_scores in (state.pixel_scores, state.region_scores):
+        for stage_scores in (state.pixel_scores, state.region_scores, state.judge_scores):
             if stage_scores is not None:
                 scores = scores.merged(stage_scores, order=order)
         shas = [state.shas.get(key) for key in state.image_keys[1:]]

@@ -14,6 +14,8 @@ from ..instructions import PARSERS
 from ..metrics.suite import metric_keys
 from .bpm import bpm_settings
 from .common import add_model_args
+from .hatie import add_hatie_args, hatie_from_args
+from .judge_options import add_judge_args, judge_options_from_args
 from .score import add_augclip_args, options_from_args
 
 
@@ -31,7 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--metrics", metavar="LIST", default=",".join(defaults),
                         help=f"comma-separated metrics (default {','.join(defaults)}; 'all' for every CLIP and pixel "
                              f"metric: {', '.join(metric_keys(computable=True))}; add bpm by name, e.g. 'all,bpm': "
-                             f"it runs GroundingDINO + SAM on items with an instruction or a parse)")
+                             f"it runs GroundingDINO + SAM on items with an instruction or a parse; --judge adds "
+                             f"judge_sc, judge_pq, judge_overall)")
     parser.add_argument("--provider", metavar="NAME",
                         help=f"attribute provider for items without attributes ({', '.join(available_providers())}; "
                              "default AUGCLIP_ATTRIBUTE_PROVIDER)")
@@ -61,18 +64,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help=f"BPM weight of S_semantic (default {defaults_bpm.alpha}, the BPM paper's Table 9)")
     bpm.add_argument("--box-threshold", type=float, default=defaults_bpm.box_threshold,
                      help=f"GroundingDINO box score threshold (default {defaults_bpm.box_threshold})")
+    add_judge_args(parser, how="With --judge (or judge_* in --metrics) every item's edits are judged against its "
+                               "\"instruction\", else its target text; an endpoint failure fails the item "
+                               "(--retry-failed asks again, earlier answers come from the cache).")
+    add_hatie_args(parser)
     add_model_args(parser)
     parser.set_defaults(func=run_command)
 
 
 def run_command(args: argparse.Namespace) -> int:
     settings = bpm_settings(args, attribute_provider=args.provider)
+    wants_hatie = any(m.strip().startswith("hatie") for m in args.metrics.split(","))
+    hatie = hatie_from_args(args, settings, want=wants_hatie)
     options = BatchOptions(
         metrics=args.metrics, augclip=options_from_args(args), provider=args.provider, batch_size=args.batch_size,
         text_batch_size=args.text_batch_size, workers=args.workers, fit_workers=args.fit_workers,
         fit_executor=args.fit_executor, overwrite=args.overwrite, retry_failed=args.retry_failed,
         skip_invalid=args.skip_invalid, parser=args.parser,
-        bpm=BPMOptions(alpha=args.bpm_alpha, box_threshold=args.box_threshold))
+        bpm=BPMOptions(alpha=args.bpm_alpha, box_threshold=args.box_threshold),
+        judge=judge_options_from_args(args, settings), **hatie)
     runner = BatchRunner(args.manifest, args.out, options=options, settings=settings, csv=args.csv,
                          show_progress=not args.no_progress)
     try:

@@ -52,6 +52,24 @@ def fetch_model(family: str, spec: str, settings: Settings, *, progress: bool = 
         path = weights.resolve_sam(segmenter.arch, segmenter.checkpoint, segmenter.url, cache, sha256=sha256,
                                    progress=progress)
         return Fetched(f"SAM {spec}", [path], "SHA-256 checked" if sha256 else "")
+    if family == "dino":
+        from .dino import DinoFeatures
+
+        folder = DinoFeatures(spec, device="cpu", cache_dir=cache).resolve(progress=progress)
+        assert folder is not None
+        return Fetched(f"DINO {spec}", sorted(p for p in folder.iterdir() if p.is_file()))
+    if family == "lpips":
+        from .lpips import LpipsNetwork
+
+        path = LpipsNetwork(spec, device="cpu", cache_dir=cache, mirror=settings.file_mirror).resolve(progress=progress)
+        assert path is not None
+        return Fetched(f"LPIPS {spec} backbone", [path], "linear heads ship with torchmetrics")
+    if family == "fid":
+        from .fid import FidInception
+
+        path = FidInception(spec, device="cpu", cache_dir=cache, mirror=settings.file_mirror).resolve(progress=progress)
+        assert path is not None
+        return Fetched(f"FID {spec}", [path])
     raise AugclipError(f"unknown model family {family!r}")
 
 

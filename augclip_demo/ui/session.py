@@ -300,6 +300,7 @@ def explain(settings: Settings, session: Session,
     figures = {stem: str(save_figure(figure, folder / f"{stem}.png")) for stem, figure in explanations.all_figures().items()}
     notes = sorted(set(explanations.unavailable.values())
                    | {reason for edit in explanations.edits for reason in edit.unavailable.values()})
+
     explanations.figures = {}
     for edit in explanations.edits:
         edit.figures = {}
@@ -319,3 +320,18 @@ def comparison(session: Session) -> tuple[str, str]:
     path = grid.save(folder / "comparison.html")
     return grid_html(grid, standalone=False), str(path)
 
+
+def judge_ready(settings: Settings) -> tuple[bool, str]:
+    """Whether the operator configured an endpoint for the MLLM judge, and a line saying which (no secrets)."""
+    from ..llm.client import endpoint_status
+
+    status = endpoint_status(settings.judge_base_url)
+    model = settings.judge_model or settings.mllm_model
+    return status.configured, (f"judge model {model} at {status.base_url}" if status.configured else status.reason)
+
+
+def run_judge(settings: Settings, session: Session, *, instruction: str) -> Report:
+    """Add the MLLM judge's rows to the session's report (every failure becomes the rows' reason)."""
+    if session.report is None:
+        raise InputError("Nothing to judge yet: press Evaluate first.")
+    return Evaluator(settings=settings).add_judge(session.report, instruction=(instruction or "").strip() or None)
