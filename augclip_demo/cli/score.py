@@ -48,6 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     out.add_argument("--all-metrics", action="store_true", help="also show the augmented CLIPdir variants")
     out.add_argument("--out", metavar="PATH", help="also write the JSON report to PATH")
     out.add_argument("--csv", metavar="PATH", help="also write one CSV row per edit to PATH")
+    out.add_argument("--html", metavar="PATH",
+                     help="also write the comparison grid (every edit side by side: image, metrics, verdict, BPM "
+                          "regions when BPM ran) as one self-contained HTML file; `explain` adds relevancy maps")
     parser.set_defaults(func=run)
 
 
@@ -134,6 +137,10 @@ def run(args: argparse.Namespace) -> int:
         Path(args.out).write_text(report.to_json() + "\n", encoding="utf-8")
     if args.csv:
         Path(args.csv).write_text(report.to_csv(), encoding="utf-8")
+    if args.html:
+        from ..explain.comparison import comparison_grid
+
+        comparison_grid(report).save(args.html)
     if args.json:
         print(report.to_json())
     else:

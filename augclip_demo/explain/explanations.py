@@ -165,8 +165,9 @@ class ReportExplanations:
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, allow_nan=False)
 
-    def save(self, out_dir: str | Path, dpi: int = 110) -> list[Path]:
-        """Write every figure as ``<stem>.png`` and the numbers as ``explanations.json``; returns the paths."""
+    def save(self, out_dir: str | Path, dpi: int = 110, formats: tuple[str, ...] = ("png",)) -> list[Path]:
+        """Write every figure as ``<stem>.png`` (and ``.svg`` when asked) and the numbers as
+        ``explanations.json``; returns the paths."""
         from .figures import save_figure
 
         folder = Path(out_dir)
@@ -174,7 +175,11 @@ class ReportExplanations:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise InputError(f"cannot create the output folder {folder}: {exc.strerror or exc}") from None
-        written = [save_figure(fig, folder / f"{stem}.png", dpi=dpi) for stem, fig in self.all_figures().items()]
+        unknown = sorted(set(formats) - {"png", "svg", "pdf"})
+        if unknown:
+            raise InputError(f"figure format(s) {', '.join(unknown)} not supported; use png, svg or pdf")
+        written = [save_figure(fig, folder / f"{stem}.{fmt}", dpi=dpi) for stem, fig in self.all_figures().items()
+                   for fmt in formats]
         json_path = folder / "explanations.json"
         json_path.write_text(self.to_json() + "\n", encoding="utf-8")
         return written + [json_path]

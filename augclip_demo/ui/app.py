@@ -198,10 +198,12 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                                                 type="filepath", elem_id="aug-map-clip-dir", show_label=False, buttons=["download", "fullscreen"])
                     with gr.Tab("Hyperplane views", id="hyperplane"):
                         gr.Markdown(views.HYPERPLANE_HELP)
-                        exact_plot = gr.Image(label="Exact view (all edits)", type="filepath", elem_id="aug-exact", show_label=False,
-                                              buttons=["download", "fullscreen"])
-                        umap_plot = gr.Image(label="UMAP view (illustrative; all edits)", type="filepath",
-                                             elem_id="aug-umap", show_label=False, buttons=["download", "fullscreen"])
+                        # Interactive (Plotly, bundled with Gradio): hover names a point and gives its alpha
+                        # and signed distance; the legend hides / shows sets; drag to zoom, double-click to reset.
+                        exact_plot = gr.Plot(label="Exact view (the selected edit's fit)", elem_id="aug-exact",
+                                             show_label=False)
+                        umap_plot = gr.Plot(label="UMAP view (illustrative; all edits)", elem_id="aug-umap",
+                                            show_label=False)
                     with gr.Tab("Attribute rankings", id="rankings"):
                         gr.Markdown(views.RANKINGS_HELP)
                         with gr.Row():
@@ -232,6 +234,13 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                             bpm_parse_btn = gr.Button("Parse the instruction", size="sm", elem_id="aug-bpm-parse")
                             bpm_btn = gr.Button("Run BPM with these fields", size="sm", elem_id="aug-bpm-run")
                     build_hatie_tab(session_state, instruction, clip_model, settings_for)
+                    with gr.Tab("Comparison", id="comparison") as comparison_tab:
+                        with gr.Row():
+                            comparison_btn = gr.Button("Show / refresh the comparison", size="sm",
+                                                       elem_id="aug-comparison-refresh")
+                            comparison_file = gr.DownloadButton("Download the HTML report", size="sm", visible=False,
+                                                                elem_id="aug-comparison-download")
+                        comparison_html = gr.HTML(views.COMPARISON_HELP, elem_id="aug-comparison")
                     with gr.Tab("Report (JSON)", id="json"):
                         report_json = gr.JSON(label="Full report")
                 downloads = gr.File(label="Downloads: report.json, report.csv, figures.zip", file_count="multiple",
@@ -280,8 +289,10 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             """The selected edit's relevancy maps and ranking charts."""
             figures = state.figures if state is not None else {}
             index = views.picked_index(pick)
-            return {component: figures.get(f"{edit_tag(index)}_{key}") if index is not None else None
-                    for component, key in zip(figure_outputs, views.PER_EDIT_FIGURES)}
+            out = {component: figures.get(f"{edit_tag(index)}_{key}") if index is not None else None
+                   for component, key in zip(figure_outputs, views.PER_EDIT_FIGURES)}
+            out[exact_plot] = views.exact_plot(getattr(state, "explained", None), index)
+            return out
 
         def evaluate_handler(archive: bool):
             """``archive=False``: the page's Evaluate (a model without weights is shown in the status area,
@@ -360,7 +371,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             choices = views.edit_choices(state.report)
             pick = choices[state.report.best("augclip") or 0]
             return {edit_pick: gr.Radio(choices=choices, value=pick, visible=True),
-                    exact_plot: figures.get("hyperplane_exact"), umap_plot: figures.get("hyperplane_umap"),
+                    umap_plot: views.umap_plot(state.explained),
                     **edit_figures(state, pick),
                     relevancy_info: views.RELEVANCY_HELP + (f"\n\n*{html.escape(scrub_paths(message))}*" if message else ""),
                     downloads: files, session_state: state}
@@ -496,7 +507,10 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                 follow = follow.success(bpm_stage, bpm_inputs, bpm_outputs, api_name=False, show_progress_on=[bpm_info])
                 follow = follow.success(judge_stage, [judge_on, instruction, clip_model, session_state], judge_outputs,
                                         api_name=False, show_progress_on=[judge_info])
-            follow.then(downloads_complete, [session_state], downloads, api_name=False, show_progress="hidden")
+            follow = follow.then(downloads_complete, [session_state], downloads, api_name=False, show_progress="hidden")
+            # The results changed: the comparison is rebuilt when it is next asked for (cheap to say so).
+            follow.then(lambda: (views.COMPARISON_HELP, gr.DownloadButton(visible=False)), None,
+                        [comparison_html, comparison_file], api_name=False, show_progress="hidden")
 
         evaluate_stage = evaluate_handler(archive=False)
         page_score_outputs = [*score_outputs, status_box]
@@ -509,7 +523,19 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         evaluate_api.click(evaluate_handler(archive=True), eval_inputs, score_outputs, api_name="evaluate")
         rescore_api.click(rescore_handler(archive=True), rescore_inputs, score_outputs, api_name="rescore")
         explain_api.click(explain_handler(archive=True), explain_inputs, explain_outputs, api_name="explain")
-        edit_pick.change(edit_figures, [session_state, edit_pick], figure_outputs, api_name=False)
+        edit_pick.change(edit_figures, [session_state, edit_pick], [*figure_outputs, exact_plot], api_name=False)
+
+        @user_facing
+        def show_comparison(state):
+            """Built when asked for (tab opened, button), so evaluating costs nothing more."""
+            if state is None or state.report is None:
+                return views.COMPARISON_HELP, gr.DownloadButton(visible=False)
+            fragment, path = logic.comparison(state)
+            return fragment, gr.DownloadButton(value=path, visible=True)
+
+        comparison_tab.select(show_comparison, [session_state], [comparison_html, comparison_file], api_name=False)
+        comparison_btn.click(show_comparison, [session_state], [comparison_html, comparison_file],
+                             api_name="comparison")
         bpm_api.click(bpm_complete, bpm_inputs, bpm_outputs, api_name="bpm")
         bpm_parse_btn.click(bpm_parse, [instruction, bpm_parser, clip_model], [*parse_fields, bpm_parse_info],
                             api_name="bpm_parse")

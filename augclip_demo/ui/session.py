@@ -38,6 +38,9 @@ class Session:
     extracted: Attributes | None = None  # what the provider returned, before any user edits
     output_dir: str | None = None
     figures: dict = field(default_factory=dict)
+    # The last explanations without their matplotlib figures (saved as PNGs): the geometry the
+    # interactive hyperplane views reuse and the maps the comparison grid shows.
+    explained: Any = None
     # Set when the last Evaluate stopped before scoring (a model without weights, named in the status
     # area): the later stages (explanations, BPM, downloads) then leave the page as it is.
     halted: str | None = None
@@ -181,7 +184,7 @@ def evaluate(
         session = Session(**{**session.__dict__, "extracted": report.attributes, "attributes_key": key})
     output_dir = session.output_dir or tempfile.mkdtemp(prefix="augclip-app-")
     session = Session(**{**session.__dict__, "report": report, "clip_model": settings.clip_model,
-                         "output_dir": output_dir, "figures": {}})
+                         "output_dir": output_dir, "figures": {}, "explained": None})
     return report, session
 
 
@@ -196,7 +199,7 @@ def rescore(settings: Settings, session: Session, options: AugCLIPOptions, sourc
     if attributes is None:
         raise InputError("Both attribute lists are empty: type at least one source and one target attribute.")
     report = Evaluator(settings=settings).rescore(session.report, options, attributes)
-    return report, Session(**{**session.__dict__, "report": report, "figures": {}})
+    return report, Session(**{**session.__dict__, "report": report, "figures": {}, "explained": None})
 
 
 def extract(settings: Settings, session: Session, *, source: str | None, target_text: str, source_text: str,
@@ -310,7 +313,25 @@ def explain(settings: Settings, session: Session,
     figures = {stem: str(save_figure(figure, folder / f"{stem}.png")) for stem, figure in explanations.all_figures().items()}
     notes = sorted(set(explanations.unavailable.values())
                    | {reason for edit in explanations.edits for reason in edit.unavailable.values()})
-    return figures, "; ".join(notes), Session(**{**session.__dict__, "figures": figures})
+
+    explanations.figures = {}
+    for edit in explanations.edits:
+        edit.figures = {}
+    return figures, "; ".join(notes), Session(**{**session.__dict__, "figures": figures, "explained": explanations})
+
+
+def comparison(session: Session) -> tuple[str, str]:
+    """The comparison grid of the session's report: (HTML fragment for the page, path of the HTML file)."""
+    from ..explain.comparison import comparison_grid
+    from ..report.comparison import grid_html
+
+    if session.report is None:
+        raise InputError("Nothing to compare yet: press Evaluate first.")
+    explained = session.explained
+    grid = comparison_grid(session.report, explained)
+    folder = Path(session.output_dir or tempfile.mkdtemp(prefix="augclip-app-"))
+    path = grid.save(folder / "comparison.html")
+    return grid_html(grid, standalone=False), str(path)
 
 
 def judge_ready(settings: Settings) -> tuple[bool, str]:
@@ -327,4 +348,3 @@ def run_judge(settings: Settings, session: Session, *, instruction: str) -> Repo
     if session.report is None:
         raise InputError("Nothing to judge yet: press Evaluate first.")
     return Evaluator(settings=settings).add_judge(session.report, instruction=(instruction or "").strip() or None)
-

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import math
 import zipfile
 from pathlib import Path
@@ -25,7 +26,16 @@ HYPERPLANE_HELP = (
     "vertical line x = 0; y = first principal component after removing the w direction. The source sits left, "
     "the ideal edit on the line, each edit where it lands. **UMAP view**: an illustrative 2-D projection of the "
     "attributes, images and ideal point (App. A.3, Fig. 8); its captions say how the line is drawn. With the "
-    "images in the fit, every edit has its own hyperplane, so each edit gets its own panel."
+    "images in the fit, every edit has its own hyperplane: the exact view shows the fit of the edit picked above. "
+    "Hover a point for its text or file name, its weight alpha (Eq. 6) and its signed distance; click a legend "
+    "entry to hide or show a set (double-click: only that one); drag to zoom, double-click to reset. The static "
+    "figures (every panel) are in figures.zip."
+)
+COMPARISON_HELP = (
+    "Every edit side by side: the image, every metric (rank among the edits in brackets, the best in green), a "
+    "verdict line, the relevancy maps and, when BPM ran, its regions. Press *Show / refresh the comparison* "
+    "(opening this tab does it too) after an evaluation; *Download the HTML report* saves it as one file with "
+    "the images inside, to attach to a review."
 )
 RANKINGS_HELP = (
     "Eq. 11 / 12 (App. A.4, Fig. 9-10): how much the ideal edit E(I_src)+v moves toward each attribute. Source "
@@ -48,7 +58,7 @@ JUDGE_HELP = ("MLLM judge (0-10, higher is better): SC = semantic consistency (t
               "for the judge's rationale; +/- is the standard deviation over the judge's samples.")
 # Column types of the score table (#, edit, then at most every metric): numbers sort as numbers, and
 # the edit's cell is HTML so that hovering it shows the full file name.
-SCORE_DATATYPES = ["str", "html"] + ["number"] * len(TABLE_METRICS)
+SCORE_DATATYPES = ["str", "html"] + ["number"] * (len(TABLE_METRICS) + len(REFERENCE_METRICS))
 SCORE_LABEL = "Scores (one row per edit; best per column highlighted; click a header to sort, hover a name for its file)"
 BEST_STYLE = "background-color: #bfe8c3; font-weight: 700"
 
@@ -178,6 +188,32 @@ def write_downloads(report: Report, folder: Path, figures: dict[str, Any] | None
                 figure.savefig(png, dpi=110, bbox_inches="tight")
             bundle.write(png, f"figures/{png.name}")
     return [str(json_path), str(csv_path), str(zip_path)]
+
+
+def plot_value(spec: dict[str, Any] | None) -> Any:
+    """A Plotly figure specification as ``gr.Plot`` takes it (Gradio's own plotly.js draws it in the page)."""
+    if spec is None:
+        return None
+    from gradio.components.plot import PlotData
+
+    return PlotData(type="plotly", plot=json.dumps(spec, allow_nan=False))
+
+
+def exact_plot(explained: Any, edit: int | None) -> Any:
+    """The interactive exact view of the picked edit's fit (None before the explanations)."""
+    from ..explain.interactive import exact_view_spec
+
+    if explained is None or getattr(explained, "exact", None) is None:
+        return None
+    return plot_value(exact_view_spec(explained.exact, edit))
+
+
+def umap_plot(explained: Any) -> Any:
+    from ..explain.interactive import umap_view_spec
+
+    if explained is None or getattr(explained, "umap", None) is None:
+        return None
+    return plot_value(umap_view_spec(explained.umap, explained.exact))
 
 
 def edit_items(files: list[str] | None) -> list[tuple[str, str]]:

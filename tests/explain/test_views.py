@@ -231,13 +231,15 @@ def test_cli_explain_writes_pngs_and_json(scene_files, tmp_path, capsys, umap_wa
     names = {p.name for p in out.iterdir()}
     assert {"hyperplane_exact.png", "hyperplane_umap.png", "E1_relevancy_augclip.png", "E1_relevancy_clip_dir.png",
             "E1_relevancy_clip_t.png", "E1_source_changes.png", "E1_target_changes.png", "E1_alpha.png",
-            "explanations.json", "report.json"} == names
+            "explanations.json", "report.json", "comparison.html"} == names
     for path in out.glob("*.png"):
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", path.name
     assert matplotlib.get_backend() == backend  # figures use the object API: no pyplot, no backend switch
     data = json.loads((out / "explanations.json").read_text())
     assert data["options"]["top_k"] == 2 and data["edits"][0]["rankings"]["source_changes"]["omitted"] == 0
     assert json.loads((out / "report.json").read_text())["edits"][0]["name"] == "faithful.png"
+    grid = (out / "comparison.html").read_text(encoding="utf-8")
+    assert "faithful.png" in grid and grid.count('<img src="data:image/png;base64,') == 2 + 3  # images, 3 maps
 
 
 def test_cli_explain_errors_are_one_line(tmp_path, capsys):

@@ -210,8 +210,17 @@ def test_explain_and_bpm_endpoints_follow_the_evaluation(app_server, direct):
         True, api_name="/explain")
     pick = pick["value"] if isinstance(pick, dict) else pick  # a component update carries its value
     assert pick.startswith(("E1 ", "E2 "))  # the edit AugCLIP prefers is shown first
-    for figure in (exact, umap, augclip_map, clip_t_map, clip_dir_map, src_rank, tgt_rank, alpha):
+    for figure in (augclip_map, clip_t_map, clip_dir_map, src_rank, tgt_rank, alpha):
         assert Path(figure).suffix == ".png" and Path(figure).stat().st_size > 10_000
+    for view in (exact, umap):  # the interactive views: Plotly JSON with one trace per set and per edit
+        view = view.get("value", view) if isinstance(view, dict) and "value" in view else view
+        assert view["type"] == "plotly", view
+        spec = json.loads(view["plot"])
+        names = [trace["name"] for trace in spec["data"]]
+        assert "source attributes (S)" in names and sum(name.startswith(("E1 ", "E2 ")) for name in names) == 2
+        hovers = [c for t in spec["data"] for c in t.get("customdata", [])]
+        assert hovers and all(len(c) == 4 and "g(x)/|w|" in c[3] for c in hovers)  # label, text, alpha, distance
+        assert all("alpha (Eq. 6)" in c[2] for c in hovers if c[0].startswith("S"))
     with zipfile.ZipFile([f for f in files if f.endswith(".zip")][0]) as archive:
         pngs = [name for name in archive.namelist() if name.startswith("figures/") and name.endswith(".png")]
     assert len(pngs) == 2 + 2 * 6  # two hyperplane views, six figures per edit

@@ -30,20 +30,6 @@ SRC_ATTRS = ["dahlia is orange", "round flower head", "dark green background"]
 TGT_ATTRS = ["dahlia is pink", "pink petals"]
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(
-            executable_path=CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium"),
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"],
-        )
-        yield instance
-        instance.close()
-
-
 def open_page(browser, url: str):
     page = browser.new_page(viewport={"width": 1366, "height": 768})
     page.set_default_timeout(120_000)  # a loaded 2-core machine can take a while to render the app
@@ -192,8 +178,8 @@ def test_explanations_and_bpm_panel_render(browser, app_server, tmp_path):
     page.wait_for_function(f"document.querySelector('#aug-map-augclip img').src != {shown!r}")
     page.screenshot(path=str(tmp_path / "relevancy.png"), full_page=True)
     page.get_by_role("tab", name="Hyperplane views").click()
-    page.locator("#aug-exact img").wait_for()
-    page.locator("#aug-umap img").wait_for()
+    page.locator("#aug-exact .js-plotly-plot .scatterlayer .points path").first.wait_for()  # interactive (Plotly)
+    page.locator("#aug-umap .js-plotly-plot .scatterlayer .points path").first.wait_for()
     page.screenshot(path=str(tmp_path / "hyperplane.png"), full_page=True)
     page.get_by_role("tab", name="Attribute rankings").click()
     for element in ("#aug-rank-source img", "#aug-rank-target img", "#aug-alpha img"):

@@ -10,8 +10,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .attributes.base import Attributes
-from .metrics.suite import METRICS, REFERENCE_METRICS, best_index
+from ..attributes.base import Attributes
+from ..metrics.suite import METRICS, REFERENCE_METRICS, best_index
 
 UNTRAINED_WARNING = "untrained: computed with random weights, scores are not meaningful"
 
