@@ -14,7 +14,7 @@ from tests.support import ROOT, TINY, free_port
 from tests.support.app_process import spawn_app
 from tests.support.chat_server import ChatServer
 from tests.support.judge_chat import judge_answer
-from tests.ui.test_browser import EDITS, FLOWER, SRC_ATTRS, TGT_ATTRS, browser, open_page, wait_for_rows  # noqa: F401
+from tests.ui.test_browser import EDITS, FLOWER, SRC_ATTRS, TGT_ATTRS, open_page, wait_for_rows
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
