@@ -21,6 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--clip", action="append", metavar="SPEC", help="a CLIP spec to fetch (repeatable; "
                         "default: AUGCLIP_CLIP_MODEL)")
     parser.add_argument("--bpm", action="store_true", help="also GroundingDINO and SAM (the BPM region models)")
+    parser.add_argument("--bpm-fast", action="store_true", help="also GroundingDINO and SAM 2.1 Hiera-Tiny (the "
+                        "models of the fast BPM preset, AUGCLIP_BPM_PRESET=fast)")
     parser.add_argument("--vocab", action="store_true", help="also encode the clip-vocab attribute vocabulary "
                         "with each CLIP model into AUGCLIP_CACHE_DIR/clip_vocab (the offline provider then "
                         "starts without encoding; minutes on a small CPU, done once per model)")
@@ -34,13 +36,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def wanted_models(settings: Settings, clip: list[str] | None, bpm: bool, everything: bool) -> list[tuple[str, str]]:
-    """``(family, spec)`` pairs to fetch, in order, without duplicates."""
+def wanted_models(settings: Settings, clip: list[str] | None, bpm: bool, everything: bool,
+                  bpm_fast: bool = False) -> list[tuple[str, str]]:
+    """``(family, spec)`` pairs to fetch, in order, without duplicates (``bpm``: the configured preset's)."""
     from ..inference.weights import PRETRAINED
 
     wanted: list[tuple[str, str]] = [("clip", spec) for spec in (clip or [settings.clip_model])]
     if bpm or everything:
-        wanted += [("gdino", settings.gdino_model), ("sam", settings.sam_model)]
+        segmenter = ("sam2", settings.fast_sam_model) if settings.bpm_preset == "fast" else ("sam", settings.sam_model)
+        wanted += [("gdino", settings.gdino_model), segmenter]
+    if bpm_fast:
+        wanted += [("gdino", settings.gdino_model), ("sam2", settings.fast_sam_model)]
     if everything:
         wanted += [(entry.family, entry.spec) for entry in PRETRAINED]
     unique: list[tuple[str, str]] = []
@@ -63,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     failures: list[str] = []
     fetched_ok: set[tuple[str, str]] = set()
     total = 0
-    for family, spec in wanted_models(settings, args.clip, args.bpm, args.all):
+    for family, spec in wanted_models(settings, args.clip, args.bpm, args.all, args.bpm_fast):
         print(f"{family:5s} {spec}", file=sys.stderr)
         try:
             fetched = fetch_model(family, spec, settings)
