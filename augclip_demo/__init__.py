@@ -52,6 +52,9 @@ _PUBLIC: dict[str, str] = {
     "BPMOptions": "augclip_demo.bpm",
     "BPMResult": "augclip_demo.bpm",
     "RegionThresholds": "augclip_demo.bpm",
+    # the MLLM judge (an OpenAI-compatible chat model)
+    "MLLMJudge": "augclip_demo.judge",
+    "JudgeOptions": "augclip_demo.judge",
     # explanations
     "explain_report": "augclip_demo.explain",
     "ExplainOptions": "augclip_demo.explain",

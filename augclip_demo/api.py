@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from .attributes.base import AttributeProvider, Attributes
 from .io import ImageInput, LoadedImage
+from .judge import JudgeOptions
 from .pipeline import AugCLIPOptions, Evaluator
 from .report import Report
 
@@ -31,6 +32,7 @@ def evaluate(
     C: float = 1.0,
     weighting: bool = True,
     include_images: bool = True,
+    judge: bool | JudgeOptions = False,
 ) -> Report:
     """Score edited images of ``source`` for ``target_text`` with every metric, in one call.
 
@@ -51,6 +53,9 @@ def evaluate(
             (default: ``AUGCLIP_CLIP_MODEL``).
         device: ``auto`` / ``cpu`` / ``cuda`` ... (default: ``AUGCLIP_DEVICE``).
         classifier, C, weighting, include_images: AugCLIP's options (see :func:`augclip_score`).
+        judge: ``True`` or a :class:`~augclip_demo.judge.JudgeOptions` to add the MLLM judge's rows
+            (``judge_sc``, ``judge_pq``, ``judge_overall``; an OpenAI-compatible endpoint, see docs/judge.md),
+            judged against ``instruction`` when given, else ``target_text``.
 
     Returns:
         A :class:`Report`: one :class:`EditResult` per edit, ``report.verdict()``, ``report.to_json()``.
@@ -60,4 +65,7 @@ def evaluate(
     report = evaluator.evaluate(source, edited, target_text, source_text, attributes)
     if instruction is not None:
         evaluator.add_bpm(report, instruction)
+    if judge:
+        evaluator.add_judge(report, options=judge if isinstance(judge, JudgeOptions) else None,
+                            instruction=instruction)
     return report

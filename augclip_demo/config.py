@@ -13,6 +13,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from .errors import ConfigError
 
@@ -30,6 +31,7 @@ DEFAULT_MAX_EDITS = 8
 DEFAULT_APP_CONCURRENCY = 2
 DEFAULT_MAX_LOADED_MODELS = 4
 DEFAULT_MAX_MODEL_MEMORY_MB = 8192
+DEFAULT_JUDGE_CONCURRENCY = 4
 
 #: Environment variables read by :meth:`Settings.from_env`, with what each one sets.
 ENVIRONMENT_VARIABLES: dict[str, str] = {
@@ -55,6 +57,11 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "AUGCLIP_SAM_CHECKPOINT": "local SAM checkpoint file (default: downloaded into the cache directory)",
     "AUGCLIP_SAM_URL": "where the SAM checkpoint is downloaded from (default: the official file; set for a mirror)",
     "AUGCLIP_SAM_SHA256": "expected SHA-256 of the SAM checkpoint (checked when set; a mismatch stops the run)",
+    "AUGCLIP_HATIE_DINO": "DINOv2 network of HATIE's measures: hub id or folder (default facebook/dinov2-base; "
+                          "random:tiny-v2 / random:dinov2-base for untrained weights)",
+    "AUGCLIP_HATIE_LPIPS": "LPIPS backbone of HATIE's measures: alex (default), squeeze, vgg, or random:NET",
+    "AUGCLIP_FILE_MIRROR": ("base URL of a mirror holding the LPIPS backbones and the FID Inception file under their "
+                            "published names (default: torchvision's and torch-fidelity's official URLs)"),
     "AUGCLIP_UPLOAD_MAX_ZIP_MB": "largest image zip accepted by the app's batch upload, in MB (default 512)",
     "AUGCLIP_UPLOAD_MAX_FILES": "most files an uploaded image zip may hold (default 20000)",
     "AUGCLIP_UPLOAD_MAX_UNZIPPED_MB": "most bytes an uploaded image zip may expand to, in MB (default 4096)",
@@ -70,6 +77,12 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
                                   f"used unused one is unloaded beyond it (default {DEFAULT_MAX_LOADED_MODELS})"),
     "AUGCLIP_MAX_MODEL_MEMORY_MB": (f"most MB of weights (parameters + buffers) kept loaded at once, same eviction "
                                     f"(default {DEFAULT_MAX_MODEL_MEMORY_MB})"),
+    "AUGCLIP_JUDGE_MODEL": "chat model of the MLLM judge (default: AUGCLIP_MLLM_MODEL); see docs/judge.md",
+    "AUGCLIP_JUDGE_BASE_URL": "OpenAI-compatible API root of the judge (default: OPENAI_BASE_URL, else OpenAI)",
+    "AUGCLIP_JUDGE_SAMPLES": "answers per question and edit, to measure the judge's own spread (default 1, at most 16)",
+    "AUGCLIP_JUDGE_TEMPERATURE": "judge sampling temperature (default 0 for one sample, 1 for several)",
+    "AUGCLIP_JUDGE_CONCURRENCY": f"judge requests in flight at once (default {DEFAULT_JUDGE_CONCURRENCY})",
+    "AUGCLIP_JUDGE_RPM": "most judge requests started per minute (default 0: no limit beyond the concurrency)",
 }
 
 
@@ -134,6 +147,9 @@ class Settings:
     sam_checkpoint: Path | None = None
     sam_url: str | None = None
     sam_sha256: str | None = None
+    file_mirror: str | None = None
+    hatie_dino: str = "facebook/dinov2-base"
+    hatie_lpips: str = "alex"
     upload_max_zip_mb: int = 512
     upload_max_files: int = 20000
     upload_max_unzipped_mb: int = 4096
@@ -144,6 +160,12 @@ class Settings:
     app_files_max_age_s: int = 3600
     max_loaded_models: int = DEFAULT_MAX_LOADED_MODELS
     max_model_memory_mb: int = DEFAULT_MAX_MODEL_MEMORY_MB
+    judge_model: str | None = None  # None: mllm_model
+    judge_base_url: str | None = None  # None: OPENAI_BASE_URL
+    judge_samples: int = 1
+    judge_temperature: float | None = None  # None: 0 for one sample, 1 for several
+    judge_concurrency: int = DEFAULT_JUDGE_CONCURRENCY
+    judge_requests_per_minute: float = 0.0
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -165,6 +187,14 @@ class Settings:
         if self.sam_sha256 is not None and not (len(self.sam_sha256) == 64
                                                  and all(c in "0123456789abcdefABCDEF" for c in self.sam_sha256)):
             raise ConfigError(f"AUGCLIP_SAM_SHA256 must be 64 hexadecimal digits, got {self.sam_sha256!r}")
+        if not 1 <= self.judge_samples <= 16:
+            raise ConfigError(f"AUGCLIP_JUDGE_SAMPLES must be from 1 to 16, got {self.judge_samples}")
+        if self.judge_temperature is not None and not 0 <= self.judge_temperature <= 2:
+            raise ConfigError(f"AUGCLIP_JUDGE_TEMPERATURE must be from 0 to 2, got {self.judge_temperature}")
+        if not 1 <= self.judge_concurrency <= 64:
+            raise ConfigError(f"AUGCLIP_JUDGE_CONCURRENCY must be from 1 to 64, got {self.judge_concurrency}")
+        if not self.judge_requests_per_minute >= 0:
+            raise ConfigError(f"AUGCLIP_JUDGE_RPM must be 0 or more, got {self.judge_requests_per_minute}")
         for name in ("upload_max_zip_mb", "upload_max_files", "upload_max_unzipped_mb", "max_edits", "concurrency",
                      "app_disk_mb", "app_files_max_age_s", "max_loaded_models", "max_model_memory_mb"):
             value = getattr(self, name)
@@ -196,6 +226,11 @@ class Settings:
             "fast_sam_model": "AUGCLIP_FAST_SAM_MODEL",
             "sam_url": "AUGCLIP_SAM_URL",
             "sam_sha256": "AUGCLIP_SAM_SHA256",
+            "judge_model": "AUGCLIP_JUDGE_MODEL",
+            "judge_base_url": "AUGCLIP_JUDGE_BASE_URL",
+            "file_mirror": "AUGCLIP_FILE_MIRROR",
+            "hatie_dino": "AUGCLIP_HATIE_DINO",
+            "hatie_lpips": "AUGCLIP_HATIE_LPIPS",
         }
         for field, var in simple.items():
             if (value := get(var)) is not None:
@@ -220,7 +255,11 @@ class Settings:
                                  ("app_disk_mb", "AUGCLIP_APP_DISK_MB", int),
                                  ("app_files_max_age_s", "AUGCLIP_APP_FILES_MAX_AGE_S", int),
                                  ("max_loaded_models", "AUGCLIP_MAX_LOADED_MODELS", int),
-                                 ("max_model_memory_mb", "AUGCLIP_MAX_MODEL_MEMORY_MB", int)):
+                                 ("max_model_memory_mb", "AUGCLIP_MAX_MODEL_MEMORY_MB", int),
+                                 ("judge_samples", "AUGCLIP_JUDGE_SAMPLES", int),
+                                 ("judge_temperature", "AUGCLIP_JUDGE_TEMPERATURE", float),
+                                 ("judge_concurrency", "AUGCLIP_JUDGE_CONCURRENCY", int),
+                                 ("judge_requests_per_minute", "AUGCLIP_JUDGE_RPM", float)):
             if (value := _number(env, var, kind)) is not None:
                 values[field] = value
         if (value := get("AUGCLIP_ALLOWED_MODELS")) is not None:
@@ -242,5 +281,11 @@ class Settings:
         return dataclasses.replace(self, **changes) if changes else self
 
     def as_dict(self) -> dict[str, object]:
-        """Plain values for reports and logs (contains no secrets by construction)."""
-        return {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(self).items()}
+        """Plain values for reports and logs (no secrets: keys are never settings, and the judge's base URL is
+        shown without user info, query or fragment)."""
+        values = {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(self).items()}
+        if self.judge_base_url:
+            parts = urlsplit(self.judge_base_url)
+            host = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
+            values["judge_base_url"] = urlunsplit((parts.scheme, host, parts.path, "", ""))
+        return values

@@ -56,8 +56,10 @@ class LLMError(AugclipError, RuntimeError):
     reason for callers that react differently (the app, the batch runner): ``not_configured``,
     ``auth`` (401), ``forbidden`` (403), ``not_found`` (404), ``bad_request`` (400/422),
     ``rate_limited`` (429 after every retry), ``server`` (5xx after every retry), ``timeout``,
-    ``connection``, ``bad_response``, ``no_answer`` (no text came back), ``no_list`` (the text held
-    no usable list), ``http`` (any other status). ``status`` is the HTTP status when there was one.
+    ``connection``, ``bad_response``, ``no_answer`` (no text came back), ``refused`` (the model declined:
+    the answer's ``refusal`` field), ``filtered`` (the server's content filter stopped the answer),
+    ``no_list`` (the text held no usable list), ``bad_json`` (the text was not the JSON asked for),
+    ``http`` (any other status). ``status`` is the HTTP status when there was one.
     """
 
     def __init__(self, message: str, *, kind: str = "error", status: int | None = None,

@@ -76,6 +76,7 @@ class EvaluationArrays:
     target_attr_embeddings: np.ndarray
     augclip: list[AugCLIPResult] = field(default_factory=list)
     bpm: list[Any] = field(default_factory=list)  # BPMResult per edit (masks, boxes) after Evaluator.add_bpm
+    hatie: list[Any] = field(default_factory=list)  # HatieResult per edit after Evaluator.add_hatie
     # pixel-stage metrics (L2), filled by the first score(): no AugCLIP option or attribute changes them
     pixel_scores: ItemScores | None = None
 
@@ -322,6 +323,44 @@ class Evaluator:
                 report.notes.append(note)
         return report
 
+    def add_hatie(self, report: Report, instruction: str | None = None, *, edit_type: str | None = None,
+                  models: Any = None, options: Any = None, target_text: str | None = None) -> Report:
+        """Add HATIE's per-edit criteria (metrics ``hatie``, ``hatie_of`` ... ``hatie_bc``; ``hatie_iq`` needs a
+        set) with results in ``report.arrays.hatie``. ``models`` defaults to BPM's detector and segmenter
+        with this evaluator's CLIP and the shared DINOv2 / LPIPS networks."""
+        from .hatie import HatieModels, hatie_score_many
+        from .hatie.features import HatieFeatures
+        from .metrics.hatie import NEEDS_A_SET
+        from .metrics.suite import HATIE_KEYS
+
+        if report.arrays is None:
+            raise InputError("this report has no in-memory images (loaded from JSON?); run evaluate() again")
+        arrays: EvaluationArrays = report.arrays
+        if models is None:
+            from .bpm.models import get_bpm_models
+
+            bpm = get_bpm_models(self.settings, encoder=self.encoder)
+            models = HatieModels(bpm.detector, bpm.segmenter, bpm.encoder, HatieFeatures(self.settings))
+        start = time.perf_counter()
+        results = hatie_score_many(arrays.source, arrays.edits, instruction, models.load(), edit_type=edit_type,
+                                   options=options, target_text=target_text or report.target_text,
+                                   names=[e.name for e in arrays.edits])
+        for edit, result in zip(report.edits, results):
+            for key, criterion in HATIE_KEYS.items():
+                value = None if criterion == "image_quality" else result.value(criterion)
+                edit.metrics[key] = value
+                edit.unavailable.pop(key, None)
+                if value is None:
+                    edit.unavailable[key] = (NEEDS_A_SET if criterion == "image_quality"
+                                             else result.reason or f"not scored for {result.edit_type.edit_type} edits")
+        arrays.hatie = results
+        report.timings["hatie"] = time.perf_counter() - start
+        if models.untrained:
+            note = f"HATIE {UNTRAINED_WARNING}"
+            if note not in report.notes:
+                report.notes.append(note)
+        return report
+
     @staticmethod
     def skip_bpm(report: Report, reason: str) -> Report:
         """Mark BPM unavailable for every edit, with the reason shown in tables and JSON."""
@@ -329,6 +368,39 @@ class Evaluator:
             edit.metrics["bpm"] = None
             edit.unavailable["bpm"] = reason
             edit.bpm = None
+        return report
+
+    def add_judge(self, report: Report, judge: Any = None, *, instruction: str | None = None,
+                  options: Any = None) -> Report:
+        """Add the MLLM judge's rows (``judge_sc``, ``judge_pq``, ``judge_overall``; details in ``EditResult.judge``).
+
+        ``judge`` is an :class:`~augclip_demo.judge.MLLMJudge` (default: one built from ``options``, a
+        :class:`~augclip_demo.judge.JudgeOptions`, or from this evaluator's settings). The request
+        judged is ``instruction`` when given, else the report's target text. A judge that cannot be
+        built (no endpoint configured) or a question that fails (refused, filtered, invalid JSON,
+        server error) leaves the row unavailable with the reason; nothing is scored as 0.
+        """
+        from .errors import LLMError
+        from .judge import JUDGE_METRICS, MLLMJudge, unavailable_result
+
+        if report.arrays is None:
+            raise InputError("this report has no in-memory images (loaded from JSON?); run evaluate() again")
+        arrays: EvaluationArrays = report.arrays
+        start = time.perf_counter()
+        try:
+            judge = judge or MLLMJudge(options, settings=self.settings)
+        except LLMError as exc:
+            results = [unavailable_result(f"judge unavailable: {exc}")] * len(arrays.edits)
+        else:
+            results = judge.judge_edits(arrays.source, arrays.edits, instruction or report.target_text)
+        for edit, result in zip(report.edits, results):
+            for key in JUDGE_METRICS:
+                edit.metrics.pop(key, None)
+                edit.unavailable.pop(key, None)
+            edit.metrics.update(result.metrics())
+            edit.unavailable.update(result.unavailable())
+            edit.judge = result.to_dict()
+        report.timings["judge"] = time.perf_counter() - start
         return report
 
     def rescore(self, report: Report, options: AugCLIPOptions | None = None,
@@ -363,6 +435,7 @@ class Evaluator:
                     if key in old.unavailable:
                         new.unavailable[key] = old.unavailable[key]
             new.bpm = old.bpm
+            new.judge = old.judge
         truncated, truncation_notes = self._truncation(
             [report.target_text, report.source_text or "", *attrs.source, *attrs.target])
         notes = [n for n in report.notes if not n.startswith(TRUNCATION_NOTE.split("{", 1)[0])] + truncation_notes

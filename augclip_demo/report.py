@@ -59,6 +59,7 @@ class EditResult:
     target_changes: list[AttributeChange] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     bpm: dict[str, Any] | None = None  # BPMResult.to_dict() when BPM ran (components, parse, regions)
+    judge: dict[str, Any] | None = None  # JudgeResult.to_dict() when the MLLM judge ran (scores, spread, rationales)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EditResult:

@@ -11,7 +11,7 @@ from PIL import Image
 
 from tests.support import APP_UPLOAD_LIMIT_MB, APP_ZIP_LIMITS, ROOT, TINY, draw_scene, free_port
 from tests.support.app_process import spawn_app
-from tests.support.hub_fixtures import hub, hub_gdino, online  # noqa: F401 - the local model hub fixtures
+from tests.support.hub_fixtures import hub, hub_features, hub_gdino, online  # noqa: F401 - the local model hub fixtures
 
 # Keep every test offline and out of the user's real cache.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -58,7 +58,8 @@ def app_server(tmp_path_factory: pytest.TempPathFactory):
     inherited = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}  # no real endpoint
     env = {**inherited, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
            "AUGCLIP_CLIP_MODEL": TINY, "AUGCLIP_DEVICE": "cpu", "AUGCLIP_GDINO_MODEL": "random:tiny",
-           "AUGCLIP_SAM_MODEL": "random:tiny", "AUGCLIP_MAX_UPLOAD_MB": str(APP_UPLOAD_LIMIT_MB), **APP_ZIP_LIMITS,
+           "AUGCLIP_SAM_MODEL": "random:tiny", "AUGCLIP_HATIE_DINO": "random:tiny-v2",
+           "AUGCLIP_HATIE_LPIPS": "random:alex", "AUGCLIP_MAX_UPLOAD_MB": str(APP_UPLOAD_LIMIT_MB), **APP_ZIP_LIMITS,
            "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONPATH": str(ROOT)}
     app = spawn_app(env, log_path, port)
     yield {"url": app.url, "log": log_path, "process": app.process}

@@ -60,14 +60,17 @@ def _distributions_of(module: str) -> set[str]:
 
 
 def test_every_import_is_a_declared_dependency():
-    """Core modules import only `dependencies`; the app (augclip_demo/ui) may also use the `app` extra."""
+    """Core modules import only `dependencies`; the app (augclip_demo/ui) may also use the `app` extra, the
+    Ray engine and Parquet results (imported only when used) the `ray` extra."""
     core = {_name(r) for r in PROJECT["dependencies"]}
     app = core | {_name(r) for r in PROJECT["optional-dependencies"]["app"]}
+    ray = core | {_name(r) for r in PROJECT["optional-dependencies"]["ray"]}
     package = sorted((ROOT / "augclip_demo").rglob("*.py"))
     ui = [f for f in package if "ui" in f.relative_to(ROOT / "augclip_demo").parts]
+    ray_files = [ROOT / "augclip_demo" / "batch" / name for name in ("ray_engine.py", "results_parquet.py")]
     problems = []
-    for files, declared, where in [([f for f in package if f not in ui], core, "dependencies"),
-                                   (ui, app, "dependencies + [app]")]:
+    for files, declared, where in [([f for f in package if f not in ui and f not in ray_files], core, "dependencies"),
+                                   (ui, app, "dependencies + [app]"), (ray_files, ray, "dependencies + [ray]")]:
         for module, importers in _third_party_imports(files).items():
             if not _distributions_of(module) & declared:
                 problems.append(f"{module} (imported by {', '.join(sorted(importers))}) is not in {where}")
@@ -79,7 +82,7 @@ def test_requirements_txt_is_the_tested_set_of_the_declared_ranges():
     lines = [line.split("#")[0].strip() for line in (ROOT / "requirements.txt").read_text().splitlines()]
     pinned = {_name(line) for line in lines if line}
     declared = PROJECT["dependencies"] + PROJECT["optional-dependencies"]["app"] + \
-        PROJECT["optional-dependencies"]["test"]
+        PROJECT["optional-dependencies"]["test"] + PROJECT["optional-dependencies"]["ray"]
     for requirement in map(Requirement, declared):
         assert _name(str(requirement)) in pinned, f"{requirement.name} is declared in pyproject but not in requirements.txt"
         installed = metadata.version(requirement.name)

@@ -5,7 +5,9 @@
   over :mod:`.plan` (the planning pass), :mod:`.stages` (decode -> attributes -> encode -> score -> record on plain
   data), :mod:`.embedding_store` (each embedding kept as long as needed), :mod:`.pools` (worker pools) and
   :mod:`.options` (``BatchOptions``, ``BatchSummary``); the metrics come from :mod:`augclip_demo.metrics.suite`
-* :mod:`.results` - results files (JSONL written in order, resume, CSV export)
+* :mod:`.results` - results files (JSONL written in order, resume, CSV export); :mod:`.results_parquet` - the
+  same records as a folder of Parquet parts
+* :mod:`.ray_engine` - ``engine="ray"``: the same run on Ray Data actors (optional extra ``ray``; imported on use)
 * :mod:`.protocol_tables` - s2AFC, AccBoth, win shares, rank and score correlations from results files
 * :mod:`.loaders` - TEdBench, MagicBrush and CSV layouts -> manifests
 * :mod:`.triplets` - ground-truth-test triplets (gt, ep = noisy source, em = supplied image)

@@ -8,6 +8,7 @@ Format (JSONL, UTF-8; blank lines are ignored)::
      "source_text": "a photo of a cat",                # optional (CLIPdir needs it)
      "instruction": "put a hat on the cat",            # optional (BPM needs it)
      "parse": {"o2": "hat", "position_state": "up"},   # optional: corrections of the instruction's parse
+     "edit_type": "add",                               # optional: HATIE's edit type (else from the instruction)
      "dataset": "tedbench",                            # optional; groups the protocol tables
      "edits": [{"path": "imagic/cat-hat.png", "name": "imagic", "role": "gt"},
                {"path": "noise/cat.png", "name": "noise", "role": "ep"}],
@@ -40,12 +41,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..attributes.base import Attributes
-from ..errors import InputError, ManifestError
+from ..errors import InputError, InstructionParseError, ManifestError
+from ..instructions.edit_types import check_edit_type
 from ..io import MAX_JSON_DEPTH, json_depth
 
 ROLES: tuple[str, ...] = ("gt", "ep", "em", "candidate")
 ITEM_KEYS = ("id", "source", "target_text", "source_text", "instruction", "parse", "dataset", "edits", "human",
-             "attributes", "meta")
+             "attributes", "meta", "edit_type")
 EDIT_KEYS = ("path", "name", "role")
 HUMAN_KEYS = ("preferred", "scores")
 
@@ -92,6 +94,7 @@ class ManifestItem:
     attributes: Attributes | None = None
     attributes_file: str | None = None
     meta: Any = None
+    edit_type: str | None = None  # HATIE's edit type when the manifest gives it
 
     def image_paths(self) -> list[Path]:
         return [self.source_path] + [edit.resolved for edit in self.edits]
@@ -113,6 +116,8 @@ class ManifestItem:
             data["attributes"] = {"source": list(self.attributes.source), "target": list(self.attributes.target)}
         if self.meta is not None:
             data["meta"] = self.meta
+        if self.edit_type:
+            data["edit_type"] = self.edit_type
         return data
 
 
@@ -438,6 +443,12 @@ def parse_item(data: Any, line: int, root: Path,
     n_edits = len(data["edits"]) if isinstance(data.get("edits"), list) else 0
     human = _parse_human(data.get("human"), n_edits, problems)
     attributes, attributes_file = _parse_attributes(data.get("attributes"), checker, problems)
+    edit_type = None
+    if data.get("edit_type") is not None:
+        try:
+            edit_type = check_edit_type(data["edit_type"])
+        except InstructionParseError as exc:
+            problems.append(str(exc))
     if problems:
         return None, problems
     assert source_path is not None and isinstance(source_text_raw, str) and isinstance(target, str)
@@ -445,7 +456,7 @@ def parse_item(data: Any, line: int, root: Path,
         id=item_id, line=line, source=source_text_raw.strip(), source_path=source_path,
         target_text=target.strip(), edits=edits, source_text=texts["source_text"],
         instruction=texts["instruction"], parse=corrections, dataset=texts["dataset"], human=human,
-        attributes=attributes, attributes_file=attributes_file, meta=data.get("meta"),
+        attributes=attributes, attributes_file=attributes_file, meta=data.get("meta"), edit_type=edit_type,
     )
     return item, []
 

@@ -8,12 +8,14 @@ from typing import Any
 from ..bpm import BPMOptions
 from ..errors import InputError
 from ..instructions import PARSERS
+from ..judge import JUDGE_METRICS, JudgeOptions
+from ..metrics.hatie import HatieOptions
 from ..metrics.suite import METRICS, metric_keys, parse_metric_keys
 from ..pipeline import AugCLIPOptions
 from ..report import UNTRAINED_WARNING
 
 #: The stages a batch run computes: every metric of these stages can be chosen with ``--metrics``.
-BATCH_STAGES: tuple[str, ...] = ("embeddings", "pixels", "regions")
+BATCH_STAGES: tuple[str, ...] = ("embeddings", "pixels", "regions", "judge")
 
 
 def batch_metric_keys() -> list[str]:
@@ -39,9 +41,19 @@ class BatchOptions:
     skip_invalid: bool = False
     bpm: BPMOptions = field(default_factory=BPMOptions)  # alpha, box threshold, region thresholds (regions stage)
     parser: str = "rules"  # instruction parser of the regions stage: rules (offline) or llm
+    # the MLLM judge (judge stage): given options add its rows; its rows without options use AUGCLIP_JUDGE_*
+    judge: JudgeOptions | None = None
+    hatie: HatieOptions = field(default_factory=HatieOptions)  # HATIE's named choices (regions stage)
+    hatie_features: Any = "auto"  # DINOv2 / LPIPS for HATIE: "auto" (the settings' networks), None (left out, noted)
+    hatie_vqa: Any = None  # HATIE's VQA scorer (needed when hatie.vqa is on)
+    hatie_calibrated: dict[str, dict[str, float]] = field(default_factory=dict)  # saved weight sets by name
 
     def __post_init__(self) -> None:
         self.metrics = parse_metric_keys(self.metrics, supplied_stages=BATCH_STAGES)
+        if self.judge is not None:
+            if not isinstance(self.judge, JudgeOptions):
+                raise InputError(f"judge options must be JudgeOptions, got {type(self.judge).__name__}")
+            self.metrics += [key for key in JUDGE_METRICS if key not in self.metrics]
         if self.parser not in PARSERS:
             raise InputError(f"instruction parser must be one of {', '.join(PARSERS)}, got {self.parser!r}")
         if not isinstance(self.bpm, BPMOptions):

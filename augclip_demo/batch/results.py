@@ -28,8 +28,16 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from .results_parquet import (
+    ParquetResultsWriter,
+    is_parquet_results,
+    iter_parquet_results,
+    prepare_parquet_folder,
+    write_parquet_results,
+)
 
-RUN_KEYS_COMPARED = ("model", "metrics", "options", "bpm")  # "bpm": region models and options
+RUN_KEYS_COMPARED = ("model", "metrics", "options", "bpm", "judge")  # "bpm": region models and options; "judge":
+# the judge's model, prompt version, temperature and samples
 
 
 @dataclass
@@ -49,8 +57,12 @@ class ResumeState:
 
 
 def iter_results(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Stream the records of a results file; a torn last line (killed writer) is skipped."""
+    """Stream the records of a results file; a torn last line (killed writer) is skipped. A Parquet
+    results folder (``.parquet``, see :mod:`.results_parquet`) gives the same records."""
     path = Path(path)
+    if is_parquet_results(path):
+        yield from iter_parquet_results(path)
+        return
     if not path.is_file():
         raise InputError(f"results file {path}: not found")
     with open(path, encoding="utf-8") as handle:
@@ -92,8 +104,8 @@ def read_resume_state(path: str | Path, run: dict[str, Any], *, overwrite: bool 
     """
     path = Path(path)
     state = ResumeState()
-    if path.is_dir():
-        raise InputError(f"results file {path} is a folder; give a .jsonl file name")
+    if is_parquet_results(path):
+        return _read_parquet_resume_state(path, run, overwrite=overwrite, retry_failed=retry_failed)
     if overwrite or not path.exists():
         return state
     state.exists = True
@@ -131,6 +143,9 @@ def apply_resume_state(path: str | Path, state: ResumeState, *, overwrite: bool 
                        retry_failed: bool = False) -> None:
     """Make the file match ``state``: create or empty it, cut a torn line, drop failed records to retry."""
     path = Path(path)
+    if is_parquet_results(path):
+        state.dropped_failed += prepare_parquet_folder(path, overwrite=overwrite, retry_failed=retry_failed)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     if overwrite or not state.exists:
         path.write_text("", encoding="utf-8")
@@ -147,6 +162,27 @@ def apply_resume_state(path: str | Path, state: ResumeState, *, overwrite: bool 
                     continue
                 dst.write(line)
         os.replace(tmp, path)
+
+
+def _read_parquet_resume_state(path: Path, run: dict[str, Any], *, overwrite: bool,
+                               retry_failed: bool) -> ResumeState:
+    state = ResumeState()
+    if path.exists() and not path.is_dir():
+        raise InputError(f"results {path}: Parquet results are a folder of part files; this is a file: use another "
+                         "--out")
+    if overwrite or not path.exists():
+        return state
+    state.exists = True
+    for record in iter_parquet_results(path):
+        _compare_run(path, record, run)
+        if record.get("status") == "ok":
+            state.done.add(str(record["id"]))
+            state.n_ok += 1
+        else:
+            state.n_failed += 1
+            if not retry_failed:
+                state.done.add(str(record["id"]))
+    return state
 
 
 class RunLock:
@@ -199,10 +235,17 @@ class ResultsWriter:
         self.close()
 
 
+def open_results_writer(path: str | Path, rows_per_part: int = 512) -> ResultsWriter | ParquetResultsWriter:
+    """The writer for a results path: JSONL (one flushed line per record) or a Parquet folder (part files)."""
+    if is_parquet_results(path):
+        return ParquetResultsWriter(path, rows_per_part)
+    return ResultsWriter(path)
+
+
 class InOrderWriter:
     """Writes records in manifest order although items finish out of order (held until their turn)."""
 
-    def __init__(self, writer: ResultsWriter):
+    def __init__(self, writer: ResultsWriter | ParquetResultsWriter):
         self.writer = writer
         self.held: dict[int, dict[str, Any]] = {}  # ordinal -> record waiting for earlier items
         self.next_ordinal = 0
@@ -219,6 +262,11 @@ class InOrderWriter:
             written.append(record)
             self.next_ordinal += 1
         return written
+
+
+def export_parquet(results_path: str | Path, folder: str | Path, rows_per_part: int = 512) -> Path:
+    """A results file (JSONL, or another Parquet folder) rewritten as a Parquet results folder (same records)."""
+    return write_parquet_results(iter_results(results_path), folder, rows_per_part)
 
 
 # ---------------------------------------------------------------------------------------------- CSV

@@ -46,6 +46,7 @@ from ..attributes.base import Attributes
 from ..config import Settings
 from ..errors import InputError, ManifestError
 from ..inference.clip_encoder import ClipEncoder, get_encoder
+from ..judge import JudgeOptions
 from ..metrics.suite import METRICS, ItemScores, needs_of
 from ..pipeline import Evaluator
 from .embedding_store import EmbeddingStore
@@ -53,10 +54,18 @@ from .manifest import ManifestItem
 from .options import BatchOptions, BatchSummary
 from .plan import RunPlan, image_key, item_static_texts, make_plan, planned_items
 from .pools import PoolSizes, WorkerPools
-from .results import InOrderWriter, ResultsWriter, RunLock, apply_resume_state, export_csv, read_resume_state
+from .results import (
+    InOrderWriter,
+    RunLock,
+    apply_resume_state,
+    export_csv,
+    open_results_writer,
+    read_resume_state,
+)
 from .stages import (
     AttributeSource,
     DecodedItem,
+    JudgeSource,
     RegionSource,
     decode_item,
     embedding_inputs,
@@ -71,6 +80,9 @@ log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[float, str], None]
 
+#: Where a run executes: this process (threads, pools) or a Ray cluster (``pip install 'augclip-demo[ray]'``).
+ENGINES: tuple[str, ...] = ("local", "ray")
+
 
 class BatchRunner:
     """Runs one manifest into one results file (see the module docstring for how)."""
@@ -78,7 +90,11 @@ class BatchRunner:
     def __init__(self, manifest: str | Path, out: str | Path, *, options: BatchOptions | None = None,
                  settings: Settings | None = None, encoder: ClipEncoder | None = None,
                  csv: str | Path | None = None, progress: ProgressFn | None = None, show_progress: bool = True,
-                 dataset: str | None = None):
+                 dataset: str | None = None, engine: str = "local", ray_options: Any = None):
+        if engine not in ENGINES:
+            raise InputError(f"batch engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+        self.engine = engine
+        self.ray_options = ray_options  # a ray_engine.RayOptions (engine "ray")
         self.manifest = Path(manifest).expanduser()
         self.out = Path(out).expanduser()
         self.options = options or BatchOptions()
@@ -93,10 +109,27 @@ class BatchRunner:
         self.embedding_metrics = [k for k in self.options.metrics if METRICS[k].stage == "embeddings"]
         self.region_metrics = [k for k in self.options.metrics if METRICS[k].stage == "regions"]
         # the region models are only built when BPM is chosen, and only loaded when an item needs them
-        self.regions = (RegionSource.from_settings(self.settings, self.encoder, self.options.bpm, self.options.parser)
+        self.regions = (RegionSource.from_settings(self.settings, self.encoder, self.options.bpm, self.options.parser,
+                                                   keys=self.region_metrics, hatie=self.options.hatie,
+                                                   features=self._hatie_features(), vqa=self.options.hatie_vqa,
+                                                   calibrated=self.options.hatie_calibrated)
                         if self.region_metrics else None)
+        self.judge_metrics = [k for k in self.options.metrics if METRICS[k].stage == "judge"]
+        self.judge = (JudgeSource(self.settings, self.options.judge or JudgeOptions.from_settings(self.settings))
+                      if self.judge_metrics else None)
         self.summary: BatchSummary | None = None  # live while running (the CLI prints it on Ctrl-C)
         self.stats: dict[str, int] = {}  # peak / final sizes of what the run held in memory
+
+    def _hatie_features(self) -> Any:
+        """The run's DINOv2 / LPIPS networks when a HATIE metric is chosen ("auto": the settings' own)."""
+        features = self.options.hatie_features
+        if isinstance(features, str) and features == "auto":
+            if not any(key.startswith("hatie") for key in self.region_metrics):
+                return None
+            from ..hatie.features import HatieFeatures
+
+            return HatieFeatures(self.settings)
+        return features
 
     # ------------------------------------------------------------------ public
     @property
@@ -110,9 +143,15 @@ class BatchRunner:
                "version": __version__}
         if self.regions is not None:
             run["bpm"] = self.regions.signature()
+        if self.judge is not None:
+            run["judge"] = self.judge.signature()
         return run
 
     def run(self) -> BatchSummary:
+        if self.engine == "ray":  # the same configuration, executed by Ray Data actors (optional import)
+            from .ray_engine import RayExecution
+
+            return RayExecution(self, self.ray_options).run()
         start = time.perf_counter()
         if not self.manifest.is_file():
             raise InputError(f"manifest {self.manifest}: file not found")
@@ -166,6 +205,7 @@ class _ItemState:
     pixel_scores: ItemScores | None
     region_scores: ItemScores | None = None
     parse: dict[str, Any] | None = None
+    judge_scores: ItemScores | None = None
 
 
 class _Execution:
@@ -196,7 +236,7 @@ class _Execution:
         exhausted = False
         self.bar = _progress_bar(self.plan.pending, runner.show_progress)
         self.pools = WorkerPools(sizes)
-        self.writer = InOrderWriter(ResultsWriter(runner.out))
+        self.writer = InOrderWriter(open_results_writer(runner.out))  # JSONL, or Parquet parts
         # The fits' matrices are tiny: BLAS threads would only spin against the encoder's threads.
         blas = threadpool_limits(limits=1, user_api="blas")
         try:
@@ -254,7 +294,7 @@ class _Execution:
         needs_attributes = "attribute_embeddings" in runner.needs and item.attributes is None
         future = self.pools.decode.submit(decode_item, item, claim, runner.encoder, runner.pixel_metrics,
                                           self.attribute_source if needs_attributes else None,
-                                          runner.settings.max_image_pixels, runner.regions)
+                                          runner.settings.max_image_pixels, runner.regions, runner.judge)
         self.decoding[future] = (ordinal, item, claim)
 
     def _on_decoded(self, future: cf.Future, ordinal: int, item: ManifestItem, claim: set[str]) -> None:
@@ -280,7 +320,8 @@ class _Execution:
             store.add_text_uses(dynamic)
         state = _ItemState(ordinal=ordinal, item=item, image_keys=image_keys, texts=static | dynamic,
                            attributes=attributes, shas=decoded.shas, pixel_scores=decoded.pixel_scores,
-                           region_scores=decoded.region_scores, parse=decoded.parse)
+                           region_scores=decoded.region_scores, parse=decoded.parse,
+                           judge_scores=decoded.judge_scores)
         store.request_texts(state.texts, self.runner.encoder)
         self.waiting[ordinal] = state
 
@@ -319,7 +360,7 @@ class _Execution:
 
     def _ok_record(self, state: _ItemState, scores: ItemScores) -> dict[str, Any]:
         order = self.runner.options.metrics
-        for stage_scores in (state.pixel_scores, state.region_scores):
+        for stage_scores in (state.pixel_scores, state.region_scores, state.judge_scores):
             if stage_scores is not None:
                 scores = scores.merged(stage_scores, order=order)
         shas = [state.shas.get(key) for key in state.image_keys[1:]]
@@ -371,11 +412,14 @@ def _progress_bar(total: int, show: bool) -> Any:
 def run_batch(manifest: str | Path, out: str | Path, *, options: BatchOptions | None = None,
               settings: Settings | None = None, encoder: ClipEncoder | None = None, csv: str | Path | None = None,
               progress: ProgressFn | None = None, show_progress: bool = False,
-              dataset: str | None = None) -> BatchSummary:
-    """Score every item of ``manifest`` into ``out`` (JSONL; resumes an existing file).
+              dataset: str | None = None, engine: str = "local", ray_options: Any = None) -> BatchSummary:
+    """Score every item of ``manifest`` into ``out`` (JSONL, or a Parquet folder when it ends in
+    ``.parquet``; resumes an existing one).
 
     ``progress(fraction, message)`` is called as items finish; ``dataset`` names items that have
-    no ``dataset`` field (default: the manifest's file name without extension).
+    no ``dataset`` field (default: the manifest's file name without extension). ``engine="ray"``
+    runs on Ray Data instead (:mod:`.ray_engine`; ``ray_options``: a ``RayOptions``).
     """
     return BatchRunner(manifest, out, options=options, settings=settings, encoder=encoder, csv=csv,
-                       progress=progress, show_progress=show_progress, dataset=dataset).run()
+                       progress=progress, show_progress=show_progress, dataset=dataset, engine=engine,
+                       ray_options=ray_options).run()

@@ -20,10 +20,14 @@ from ..bpm import BPMOptions, BPMResult, bpm_score_many
 from ..bpm.models import BPMModels
 from ..config import Settings
 from ..errors import AugclipError, InputError, InstructionParseError
+from ..hatie import HatieModels, HatieResult, hatie_score_many
 from ..inference.clip_encoder import ClipEncoder
 from ..instructions import ParsedInstruction, resolve_parse
 from ..io import LoadedImage, open_image
-from ..metrics.suite import ItemScores, MetricInputs, score_item
+from ..judge import JudgeOptions, MLLMJudge
+from ..judge.judge import CONTENT_FAILURES, judge_signature
+from ..metrics.hatie import CRITERION_LABELS, NEEDS_A_SET, HatieOptions, total_weights
+from ..metrics.suite import HATIE_KEYS, ItemScores, MetricInputs, score_item
 from ..metrics.vectors import unit_rows
 from ..pipeline import Evaluator
 from .manifest import ManifestItem
@@ -68,21 +72,40 @@ class RegionSource:
     failure becomes the error of every item that needs them (recorded as failed, so
     ``--retry-failed`` runs them again once the weights are there)."""
 
-    def __init__(self, models: BPMModels, options: BPMOptions, parser: str = "rules"):
+    def __init__(self, models: BPMModels, options: BPMOptions, parser: str = "rules", *,
+                 keys: Sequence[str] = ("bpm",), hatie: HatieOptions | None = None, features: Any = None,
+                 vqa: Any = None, calibrated: dict[str, dict[str, float]] | None = None):
         self.models = models
         self.options = options
         self.parser = parser
+        self.keys = tuple(keys)  # the region metrics the run asked for (bpm and / or the hatie rows)
+        self.hatie = hatie or HatieOptions()
+        self.features = features  # HATIE's DINOv2 / LPIPS (None: left out, noted on every result)
+        self.vqa = vqa  # HATIE's VQA scorer when hatie.vqa is on
+        self.calibrated = dict(calibrated or {})  # saved criterion weight sets (HatieOptions.total may name one)
         self._loaded = False
         self._error: str | None = None
         self._lock = threading.Lock()
 
     @classmethod
     def from_settings(cls, settings: Settings, encoder: ClipEncoder, options: BPMOptions,
-                      parser: str = "rules") -> RegionSource:
+                      parser: str = "rules", **kwargs: Any) -> RegionSource:
         """The shared detector and segmenter for ``settings`` with the run's CLIP encoder (nothing loaded)."""
         from ..bpm.models import get_bpm_models
 
-        return cls(get_bpm_models(settings, encoder=encoder), options, parser)
+        return cls(get_bpm_models(settings, encoder=encoder), options, parser, **kwargs)
+
+    @property
+    def bpm(self) -> bool:
+        return "bpm" in self.keys
+
+    @property
+    def hatie_keys(self) -> list[str]:
+        return [key for key in self.keys if key in HATIE_KEYS]
+
+    def hatie_models(self) -> HatieModels:
+        models = self.loaded()
+        return HatieModels(models.detector, models.segmenter, models.encoder, self.features, self.vqa)
 
     @property
     def untrained(self) -> bool:
@@ -91,9 +114,14 @@ class RegionSource:
     def signature(self) -> dict[str, Any]:
         """What decides the BPM values besides the images (compared on resume, like the CLIP model)."""
         detector, segmenter = self.models.detector, self.models.segmenter
-        return {"detector": detector.spec, "segmenter": segmenter.spec,
-                "sam_checkpoint": str(segmenter.checkpoint) if segmenter.checkpoint else None,
-                "parser": self.parser, "options": self.options.to_dict(), "untrained": self.untrained}
+        out = {"detector": detector.spec, "segmenter": segmenter.spec,
+               "sam_checkpoint": str(segmenter.checkpoint) if segmenter.checkpoint else None,
+               "parser": self.parser, "options": self.options.to_dict(), "untrained": self.untrained}
+        if self.hatie_keys:
+            out["hatie"] = {"options": self.hatie.to_dict(), "weights": hatie_weights(self.hatie.total, self.calibrated),
+                            "features": self.features.info() if self.features is not None else None,
+                            "vqa": self.vqa.info() if self.vqa is not None else None}
+        return out
 
     def loaded(self) -> BPMModels:
         with self._lock:
@@ -106,6 +134,11 @@ class RegionSource:
         if self._error is not None:
             raise InputError(self._error)
         return self.models
+
+
+def hatie_weights(name: str, calibrated: dict[str, dict[str, float]]) -> dict[str, float]:
+    """The criterion weights a run's totals use (compared on resume: a changed set reruns nothing silently)."""
+    return total_weights(name, calibrated)
 
 
 def item_parse(item: ManifestItem, parser: str = "rules") -> tuple[ParsedInstruction | None, str | None]:
@@ -126,26 +159,102 @@ def bpm_summary(result: BPMResult) -> dict[str, Any]:
     return {**result.components.to_dict(), "found": dict(result.found)}
 
 
-def score_regions(item: ManifestItem, source: LoadedImage, edits: list[LoadedImage], parsed: ParsedInstruction,
-                  regions: RegionSource) -> ItemScores:
-    """The regions stage of one item: BPM of every edit (Alg. 1) with ``parsed``; runs in a decode worker
-    while the full-size images are in memory. A failure of the models raises (the item fails)."""
-    models = regions.loaded()
-    results = bpm_score_many(source, edits, parsed=parsed, models=models, options=regions.options,
-                             names=[edit.name for edit in item.edits])
-    scores = ItemScores.empty(len(edits))
-    for i, result in enumerate(results):
-        scores.values[i]["bpm"] = float(result.bpm)
-        scores.details[i]["bpm"] = bpm_summary(result)
+def score_regions(item: ManifestItem, source: LoadedImage, edits: list[LoadedImage], parsed: ParsedInstruction | None,
+                  regions: RegionSource, scores: ItemScores | None = None) -> ItemScores:
+    """The regions stage of one item: BPM of every edit (Alg. 1) with ``parsed`` (when there is one and BPM
+    was asked for) and HATIE's criteria (when asked for); runs in a decode worker while the full-size
+    images are in memory. A failure of the models raises (the item fails)."""
+    scores = scores or ItemScores.empty(len(edits))
+    if regions.bpm and parsed is not None:
+        models = regions.loaded()
+        results = bpm_score_many(source, edits, parsed=parsed, models=models, options=regions.options,
+                                 names=[edit.name for edit in item.edits])
+        for i, result in enumerate(results):
+            scores.values[i]["bpm"] = float(result.bpm)
+            scores.details[i]["bpm"] = bpm_summary(result)
+    if regions.hatie_keys:
+        hatie = hatie_score_many(source, edits, item.instruction, regions.hatie_models(), parsed=parsed,
+                                 edit_type=item.edit_type, target_text=item.target_text, options=regions.hatie,
+                                 calibrated=regions.calibrated,
+                                 names=[edit.name for edit in item.edits])
+        for i, result in enumerate(hatie):
+            add_hatie(scores, i, result, regions.hatie_keys)
     return scores
 
 
-def regions_unavailable(n_edits: int, reason: str) -> ItemScores:
+def add_hatie(scores: ItemScores, i: int, result: HatieResult, keys: Sequence[str]) -> None:
+    """Edit ``i``'s HATIE values (each chosen key), reasons and the record's ``hatie`` summary."""
+    for key in keys:
+        criterion = HATIE_KEYS[key]
+        if criterion == "image_quality":
+            scores.values[i][key], scores.unavailable[i][key] = None, NEEDS_A_SET
+            continue
+        value = result.value(criterion)
+        scores.values[i][key] = value
+        if value is None:
+            score = result.scores.criteria.get(criterion) if result.scores is not None else None
+            scores.unavailable[i][key] = (result.reason or (score.reason if score is not None else None)
+                                          or f"HATIE does not score {CRITERION_LABELS.get(criterion, criterion)} for "
+                                          f"{result.edit_type.edit_type} edits (App. C.1)")
+    scores.details[i]["hatie"] = result.summary()
+
+
+def regions_unavailable(n_edits: int, reason: str, keys: Sequence[str] = ("bpm",)) -> ItemScores:
     """Every edit without BPM, with the item's reason."""
     scores = ItemScores.empty(n_edits)
     for i in range(n_edits):
-        scores.values[i]["bpm"] = None
-        scores.unavailable[i]["bpm"] = reason
+        for key in keys:
+            scores.values[i][key] = None
+            scores.unavailable[i][key] = reason
+    return scores
+
+
+# ---------------------------------------------------------------------------------------------- judge
+class JudgeSource:
+    """A run's MLLM judge, built on first use and shared by every decode worker (its concurrency and
+    rate bounds hold for the whole run). An endpoint that cannot be built or answers with a transport
+    error (down, unauthorised, rate limited after every retry) fails the item, so ``--retry-failed``
+    asks again later (answers already given come from the cache); an answer the judge cannot use
+    (refused, filtered, invalid JSON) leaves the row unavailable with the reason."""
+
+    def __init__(self, settings: Settings, options: JudgeOptions):
+        self.settings = settings
+        self.options = options
+        self._judge: MLLMJudge | None = None
+        self._error: str | None = None
+        self._lock = threading.Lock()
+
+    def signature(self) -> dict[str, Any]:
+        """What decides the judge's values besides the images (compared on resume; the same whether or not
+        the endpoint is reachable, so a run can resume once it is)."""
+        model = (self.options.model or self.settings.judge_model or self.settings.mllm_model).strip()
+        return judge_signature(self.options, model)
+
+    def loaded(self, raise_error: bool = True) -> MLLMJudge | None:
+        with self._lock:
+            if self._judge is None and self._error is None:
+                try:
+                    self._judge = MLLMJudge(self.options, settings=self.settings)
+                except AugclipError as exc:
+                    self._error = f"the MLLM judge is not available: {exc}"
+        if self._error is not None and raise_error:
+            raise InputError(self._error)
+        return self._judge
+
+
+def score_judge(item: ManifestItem, source: LoadedImage, edits: list[LoadedImage], judge: JudgeSource) -> ItemScores:
+    """The judge stage of one item (every edit against the item's instruction, else its target text); runs in a
+    decode worker while the images are in memory."""
+    results = judge.loaded().judge_edits(source, edits, item.instruction or item.target_text)  # type: ignore[union-attr]
+    scores = ItemScores.empty(len(edits))
+    for i, result in enumerate(results):
+        endpoint = [q for q in result.questions.values() if q.kind is not None and q.kind not in CONTENT_FAILURES
+                    and q.kind != "no_request"]
+        if endpoint:
+            raise InputError(endpoint[0].reason or "the MLLM judge failed")
+        scores.values[i].update(result.metrics())
+        scores.unavailable[i].update(result.unavailable())
+        scores.details[i]["judge"] = result.to_dict()
     return scores
 
 
@@ -160,6 +269,7 @@ class DecodedItem:
     failed_images: dict[str, str] = field(default_factory=dict)  # image key -> why it could not be opened
     pixel_scores: ItemScores | None = None
     region_scores: ItemScores | None = None
+    judge_scores: ItemScores | None = None
     parse: dict[str, Any] | None = None  # the parse BPM used (regions stage)
     attributes: Attributes | None = None
     error: str | None = None
@@ -167,19 +277,22 @@ class DecodedItem:
 
 def decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, pixel_metrics: Sequence[str],
                 attributes: AttributeSource | None, max_pixels: int | None,
-                regions: RegionSource | None = None) -> DecodedItem:
+                regions: RegionSource | None = None, judge: JudgeSource | None = None) -> DecodedItem:
     """Decode an item's images, prepare the ``claim``\\ ed ones for the encoder, score the pixel-stage
-    metrics, extract attributes (when ``attributes`` is given) and run BPM (when ``regions`` is given);
+    metrics, extract attributes (when ``attributes`` is given), run BPM (when ``regions`` is given) and the
+    MLLM judge (when ``judge`` is given);
     runs in a decode worker."""
     out = DecodedItem()
     parsed: ParsedInstruction | None = None
     if regions is not None:
         parsed, reason = item_parse(item, regions.parser)
         if parsed is None:
-            out.region_scores = regions_unavailable(len(item.edits), reason or NO_PARSE)
+            if regions.bpm:
+                out.region_scores = regions_unavailable(len(item.edits), reason or NO_PARSE)
         else:
             out.parse = parsed.to_dict()
-    need_all = bool(pixel_metrics) or parsed is not None
+    run_regions = regions is not None and (parsed is not None or bool(regions.hatie_keys))
+    need_all = bool(pixel_metrics) or run_regions or judge is not None
     paths = [("source", item.source_path, item.source)] + [
         (f"edits[{i}] ({edit.name})", edit.resolved, edit.path) for i, edit in enumerate(item.edits)]
     loaded: dict[str, LoadedImage] = {}
@@ -208,12 +321,18 @@ def decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, pixel
         edits = [loaded[image_key(edit.resolved)] for edit in item.edits]
         if pixel_metrics:
             out.pixel_scores = score_pixels(item, source, edits, pixel_metrics)
-        if parsed is not None:
+        if run_regions:
             assert regions is not None
             try:
-                out.region_scores = score_regions(item, source, edits, parsed, regions)
+                out.region_scores = score_regions(item, source, edits, parsed, regions, out.region_scores)
             except AugclipError as exc:
-                out.error = f"BPM: {exc}"
+                out.error = f"{'BPM' if regions.bpm and parsed is not None else 'HATIE'}: {exc}"
+                return out
+        if judge is not None:
+            try:
+                out.judge_scores = score_judge(item, source, edits, judge)
+            except AugclipError as exc:
+                out.error = f"judge: {exc}"
                 return out
     if attributes is not None:
         try:

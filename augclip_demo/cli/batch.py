@@ -7,13 +7,15 @@ import json
 import sys
 
 from ..attributes.base import available_providers
-from ..batch.runner import BatchOptions, BatchRunner
+from ..batch.runner import ENGINES, BatchOptions, BatchRunner
 from ..bpm import BPMOptions
 from ..config import ENVIRONMENT_VARIABLES
 from ..instructions import PARSERS
 from ..metrics.suite import metric_keys
 from .bpm import bpm_settings
 from .common import add_model_args
+from .hatie import add_hatie_args, hatie_from_args
+from .judge_options import add_judge_args, judge_options_from_args
 from .score import add_augclip_args, options_from_args
 
 
@@ -25,13 +27,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "Exit status: 0 all items scored, 1 some items failed (recorded in the results), "
                     "2 bad input, 130 interrupted.")
     parser.add_argument("manifest", metavar="MANIFEST", help="manifest file (.jsonl, see README 'Manifests')")
-    parser.add_argument("--out", required=True, metavar="RESULTS.jsonl", help="results file (appended to, resumed)")
+    parser.add_argument("--out", required=True, metavar="RESULTS.jsonl",
+                        help="results file (appended to, resumed); a name ending in .parquet (or a folder) holds "
+                             "Parquet part files instead")
     parser.add_argument("--csv", metavar="RESULTS.csv", help="also write one CSV row per edit at the end")
     defaults = metric_keys(computable=True, primary=True)
     parser.add_argument("--metrics", metavar="LIST", default=",".join(defaults),
                         help=f"comma-separated metrics (default {','.join(defaults)}; 'all' for every CLIP and pixel "
                              f"metric: {', '.join(metric_keys(computable=True))}; add bpm by name, e.g. 'all,bpm': "
-                             f"it runs GroundingDINO + SAM on items with an instruction or a parse)")
+                             f"it runs GroundingDINO + SAM on items with an instruction or a parse; --judge adds "
+                             f"judge_sc, judge_pq, judge_overall)")
     parser.add_argument("--provider", metavar="NAME",
                         help=f"attribute provider for items without attributes ({', '.join(available_providers())}; "
                              "default AUGCLIP_ATTRIBUTE_PROVIDER)")
@@ -48,6 +53,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--skip-invalid", action="store_true",
                      help="run the valid items of a manifest with problems (the problems are listed) instead of stopping")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    engine = parser.add_argument_group("engine (--engine ray: Ray Data, pip install 'augclip-demo[ray]'; docs/ray.md)")
+    engine.add_argument("--engine", choices=ENGINES, default="local",
+                        help="local: this process (default); ray: actors on a Ray cluster or a local Ray instance")
+    engine.add_argument("--ray-address", metavar="ADDR",
+                        help="Ray cluster to join ('auto' for the running one; default RAY_ADDRESS, else start a local "
+                             "instance for this run)")
+    engine.add_argument("--ray-actors", type=int, metavar="N",
+                        help="scoring actors, one loaded CLIP each (default: the cluster's GPUs, else its CPUs)")
+    engine.add_argument("--ray-gpus-per-actor", type=float, metavar="G",
+                        help="GPUs per scoring actor (default 1 when the cluster has GPUs; 0.5 puts two on a GPU)")
+    engine.add_argument("--ray-cpus-per-actor", type=float, default=1.0, metavar="C", help="CPUs per scoring actor")
+    engine.add_argument("--ray-items-per-batch", type=int, default=16, metavar="N", help="items per actor call")
+    engine.add_argument("--ray-attribute-actors", type=int, default=1, metavar="N",
+                        help="concurrent attribute providers (bounds concurrent LLM calls; default 1)")
+    engine.add_argument("--ray-attribute-rate", type=float, metavar="R",
+                        help="attribute extractions per second, all actors together (one openai extraction makes "
+                             "about three chat requests; default: no cap)")
+    engine.add_argument("--ray-bpm-actors", type=int, metavar="N", help="BPM region actors (default: as scoring)")
     run.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_augclip_args(parser)
     bpm = parser.add_argument_group("BPM (with --metrics ...,bpm; items give an \"instruction\" and/or a \"parse\")")
@@ -61,20 +84,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help=f"BPM weight of S_semantic (default {defaults_bpm.alpha}, the BPM paper's Table 9)")
     bpm.add_argument("--box-threshold", type=float, default=defaults_bpm.box_threshold,
                      help=f"GroundingDINO box score threshold (default {defaults_bpm.box_threshold})")
+    add_judge_args(parser, how="With --judge (or judge_* in --metrics) every item's edits are judged against its "
+                               "\"instruction\", else its target text; an endpoint failure fails the item "
+                               "(--retry-failed asks again, earlier answers come from the cache).")
+    add_hatie_args(parser)
     add_model_args(parser)
     parser.set_defaults(func=run_command)
 
 
 def run_command(args: argparse.Namespace) -> int:
     settings = bpm_settings(args, attribute_provider=args.provider)
+    wants_hatie = any(m.strip().startswith("hatie") for m in args.metrics.split(","))
+    hatie = hatie_from_args(args, settings, want=wants_hatie)
     options = BatchOptions(
         metrics=args.metrics, augclip=options_from_args(args), provider=args.provider, batch_size=args.batch_size,
         text_batch_size=args.text_batch_size, workers=args.workers, fit_workers=args.fit_workers,
         fit_executor=args.fit_executor, overwrite=args.overwrite, retry_failed=args.retry_failed,
         skip_invalid=args.skip_invalid, parser=args.parser,
-        bpm=BPMOptions(alpha=args.bpm_alpha, box_threshold=args.box_threshold))
+        bpm=BPMOptions(alpha=args.bpm_alpha, box_threshold=args.box_threshold),
+        judge=judge_options_from_args(args, settings), **hatie)
+    ray_options = None
+    if args.engine == "ray":
+        from ..batch.ray_engine import RayOptions
+
+        ray_options = RayOptions(
+            address=args.ray_address, actors=args.ray_actors, num_gpus=args.ray_gpus_per_actor,
+            num_cpus=args.ray_cpus_per_actor, items_per_batch=args.ray_items_per_batch,
+            attribute_actors=args.ray_attribute_actors, extractions_per_second=args.ray_attribute_rate,
+            bpm_actors=args.ray_bpm_actors)
     runner = BatchRunner(args.manifest, args.out, options=options, settings=settings, csv=args.csv,
-                         show_progress=not args.no_progress)
+                         show_progress=not args.no_progress, engine=args.engine, ray_options=ray_options)
     try:
         summary = runner.run()
     except KeyboardInterrupt:

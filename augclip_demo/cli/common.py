@@ -89,6 +89,13 @@ def check_output_dir(value: str, flag: str) -> None:
         raise InputError(f"{flag} {value}: the folder {existing} is not writable")
 
 
+def _parquet_results(value: str) -> bool:
+    """``batch --out`` naming a Parquet results folder (``.parquet`` or an existing folder)."""
+    from ..batch.results_parquet import is_parquet_results
+
+    return is_parquet_results(Path(value).expanduser())
+
+
 def preflight(args: argparse.Namespace) -> None:
     """Checks every command shares, done before any model is loaded or any work starts.
 
@@ -100,7 +107,8 @@ def preflight(args: argparse.Namespace) -> None:
         value = getattr(args, name, None)
         if value:
             flag = f"--{name}"
-            if name in OUTPUT_DIR_COMMANDS.get(command, ()):
+            if name in OUTPUT_DIR_COMMANDS.get(command, ()) or (command == "batch" and name == "out"
+                                                                 and _parquet_results(value)):
                 check_output_dir(value, flag)
             else:
                 check_output_file(value, flag)

@@ -8,6 +8,7 @@ from pathlib import Path
 from ..attributes.base import AttributeProvider, Attributes
 from ..errors import InstructionParseError, LLMError, WeightsUnavailableError
 from ..metrics.augclip import CLASSIFIERS, PROJECTIONS, WEIGHT_SCALINGS
+from ..metrics.hatie import EDIT_TYPES
 from ..pipeline import AugCLIPOptions, Evaluator
 from ..report import UNTRAINED_WARNING, Report
 from .attributes import add_provider_args, provider_from_args
@@ -21,6 +22,7 @@ from .bpm import (
     wants_bpm,
 )
 from .common import add_evaluation_inputs, add_model_args, warn
+from .judge_options import add_judge_args, judge_options_from_args
 from .table import format_report
 
 
@@ -33,6 +35,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_bpm_args(parser, required_note="BPM runs when one of --instruction or --o1/--o2 is given and the "
                                         "GroundingDINO + SAM weights are available")
     parser.add_argument("--no-bpm", action="store_true", help="do not compute BPM even when an instruction is given")
+    add_judge_args(parser, how="With --judge the report gains the judge's rows, judged against --instruction when "
+                               "given, else --target.")
+    parser.add_argument("--hatie", action="store_true",
+                        help="also compute HATIE's per-edit criteria (hatie, hatie_of/bf/oc/bc; Image Quality needs a "
+                             "set: see `augclip-demo hatie table`); uses --instruction and --hatie-type")
+    parser.add_argument("--hatie-type", choices=EDIT_TYPES, help="HATIE's edit type (default: from the instruction)")
     add_model_args(parser)
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print the full report as JSON instead of a table")
@@ -74,6 +82,11 @@ def run(args: argparse.Namespace) -> int:
              f"{evaluator.encoder.context_length} tokens were cut to their start before scoring; "
              "shorten them (see the report's truncated_texts)")
     bpm_untrained = add_bpm_if_possible(evaluator, report, args)
+    judge_options = judge_options_from_args(args, settings)
+    if judge_options is not None:
+        evaluator.add_judge(report, options=judge_options, instruction=getattr(args, "instruction", None))
+    if args.hatie:
+        evaluator.add_hatie(report, args.instruction, edit_type=args.hatie_type)
     if args.out:
         Path(args.out).write_text(report.to_json() + "\n", encoding="utf-8")
     if args.csv:
@@ -85,6 +98,9 @@ def run(args: argparse.Namespace) -> int:
         if bpm_untrained and not report.untrained:
             text = f"!! BPM {UNTRAINED_WARNING.upper()} (GroundingDINO / SAM) !!\n" + text
         print(text)
+        for edit in report.edits:
+            if edit.judge is not None:
+                print(f"judge, edit {edit.index + 1}: " + judge_lines(edit.judge))
     skipped = report.edits[0].unavailable.get("bpm") if report.edits else None
     if skipped and args.json:  # the table already shows it; with --json say it on stderr too
         warn(f"note: {skipped}")
@@ -118,3 +134,19 @@ def add_bpm_if_possible(evaluator: Evaluator, report: Report, args: argparse.Nam
         evaluator.skip_bpm(report, f"BPM skipped: {exc}")
         return False
     return models.untrained
+
+
+def judge_lines(judge: dict) -> str:
+    """The judge's scores of one edit with their spread over samples and the first rationale of each."""
+    parts = []
+    for name in ("sc", "pq", "overall"):
+        score = judge.get(name) or {}
+        if score.get("mean") is None:
+            parts.append(f"{name.upper()} n/a")
+            continue
+        spread = f" +/- {score['std']:.2f} sd" if score.get("std") is not None else ""
+        why = f" ({score['rationales'][0]})" if score.get("rationales") else ""
+        parts.append(f"{name.upper()} {score['mean']:.2f}{spread}{why}")
+    settings = judge.get("settings") or {}
+    return "; ".join(parts) + (f" [model {settings.get('model')}, {settings.get('prompt_version')}, temperature "
+                               f"{settings.get('temperature')}, {settings.get('samples')} sample(s)]" if settings else "")

@@ -58,6 +58,24 @@ def fetch_model(family: str, spec: str, settings: Settings, *, progress: bool = 
         segmenter = Sam2Segmenter(spec, device="cpu", cache_dir=cache)
         folder = weights.resolve_sam2(segmenter.spec, segmenter.local_folder, cache, progress=progress)
         return Fetched(f"SAM 2 {spec}", sorted(p for p in folder.iterdir() if p.is_file()))
+    if family == "dino":
+        from .dino import DinoFeatures
+
+        folder = DinoFeatures(spec, device="cpu", cache_dir=cache).resolve(progress=progress)
+        assert folder is not None
+        return Fetched(f"DINO {spec}", sorted(p for p in folder.iterdir() if p.is_file()))
+    if family == "lpips":
+        from .lpips import LpipsNetwork
+
+        path = LpipsNetwork(spec, device="cpu", cache_dir=cache, mirror=settings.file_mirror).resolve(progress=progress)
+        assert path is not None
+        return Fetched(f"LPIPS {spec} backbone", [path], "linear heads ship with torchmetrics")
+    if family == "fid":
+        from .fid import FidInception
+
+        path = FidInception(spec, device="cpu", cache_dir=cache, mirror=settings.file_mirror).resolve(progress=progress)
+        assert path is not None
+        return Fetched(f"FID {spec}", [path])
     raise AugclipError(f"unknown model family {family!r}")
 
 

@@ -88,6 +88,24 @@ GDINO_FILES: tuple[tuple[tuple[str, ...], bool], ...] = (
 OPEN_CLIP_WEIGHT_FILES = ("open_clip_model.safetensors", "open_clip_pytorch_model.bin")
 OPEN_CLIP_CONFIG = "open_clip_config.json"
 
+#: Files of a transformers ViT / DINOv2 repository: (alternatives, required).
+DINO_WEIGHT_ALTERNATIVES = ("model.safetensors", "pytorch_model.bin")
+DINO_FILES: tuple[tuple[tuple[str, ...], bool], ...] = (
+    (("config.json",), True),
+    (DINO_WEIGHT_ALTERNATIVES, True),
+)
+_DINO_PUBLISHED = ("model.safetensors", "config.json")
+#: torchvision's ImageNet weights for the LPIPS backbones (torchvision's own weight tables; the file
+#: name's 8 hex digits are the start of its SHA-256, which torchvision checks and so do we).
+TORCHVISION_BACKBONE_URLS: dict[str, str] = {
+    "alex": "https://download.pytorch.org/models/alexnet-owt-7be5be79.pth",
+    "squeeze": "https://download.pytorch.org/models/squeezenet1_1-b8a52dc0.pth",
+    "vgg": "https://download.pytorch.org/models/vgg16-397923af.pth",
+}
+#: torch-fidelity's Inception-v3 (TensorFlow FID weights, converted): torch_fidelity.URL_INCEPTION_V3.
+FID_INCEPTION_URL = ("https://github.com/toshas/torch-fidelity/releases/download/v0.2.0/"
+                     "weights-inception-2015-12-05-6726825d.pth")
+
 _GDINO_PUBLISHED = ("model.safetensors", "config.json", "preprocessor_config.json", "tokenizer_config.json",
                     "vocab.txt", "tokenizer.json", "special_tokens_map.json")
 
@@ -119,6 +137,22 @@ PRETRAINED: tuple[PretrainedWeights, ...] = (
     PretrainedWeights("sam", "vit_l", SAM_CHECKPOINT_URLS["vit_l"], ("sam_vit_l_0b3195.pth",), 1192.0, "Apache-2.0"),
     PretrainedWeights("sam", "vit_h", SAM_CHECKPOINT_URLS["vit_h"], ("sam_vit_h_4b8939.pth",), 2445.0, "Apache-2.0",
                       note="Grounded-SAM's choice"),
+    # perceptual feature networks (reference, preservation and distribution metrics; docs/metrics.md)
+    PretrainedWeights("dino", "facebook/dino-vits16", "hf-hub:facebook/dino-vits16", _DINO_PUBLISHED, 83.0,
+                      "Apache-2.0", note="MagicBrush's DINO similarity"),
+    PretrainedWeights("dino", "facebook/dino-vitb8", "hf-hub:facebook/dino-vitb8", _DINO_PUBLISHED, 327.0,
+                      "Apache-2.0", note="PIE-Bench's structure distance"),
+    PretrainedWeights("dino", "facebook/dinov2-base", "hf-hub:facebook/dinov2-base", _DINO_PUBLISHED, 330.0,
+                      "Apache-2.0", note="HATIE's feature similarities"),
+    PretrainedWeights("lpips", "alex", TORCHVISION_BACKBONE_URLS["alex"], ("alexnet-owt-7be5be79.pth",), 233.0,
+                      "BSD-3-Clause (torchvision)", note="LPIPS backbone (HATIE); LPIPS' linear heads ship in torchmetrics"),
+    PretrainedWeights("lpips", "squeeze", TORCHVISION_BACKBONE_URLS["squeeze"], ("squeezenet1_1-b8a52dc0.pth",), 4.7,
+                      "BSD-3-Clause (torchvision)", note="LPIPS backbone (PIE-Bench)"),
+    PretrainedWeights("lpips", "vgg", TORCHVISION_BACKBONE_URLS["vgg"], ("vgg16-397923af.pth",), 528.0,
+                      "BSD-3-Clause (torchvision)", note="LPIPS backbone"),
+    PretrainedWeights("fid", "inception-v3-compat", FID_INCEPTION_URL, ("weights-inception-2015-12-05-6726825d.pth",),
+                      91.2, "Apache-2.0 (TensorFlow weights, converted by torch-fidelity)",
+                      note="FID's Inception (torchmetrics / torch-fidelity)"),
 )
 
 
@@ -894,3 +928,94 @@ def require_url_available(model: str, url: str, target: Path, how_to_fix: str) -
         raise WeightsUnavailableError(model, f"{url} (not found at {target}, and {_offline_phrase()})", how_to_fix)
     if (reason := unreachable_reason(url)) is not None:
         raise WeightsUnavailableError(model, f"{url} (not found at {target}, and {reason})", how_to_fix)
+
+
+# ---------------------------------------------------------------------- feature networks (DINO, LPIPS, FID)
+
+
+def dino_how_to_fix(spec: str) -> str:
+    repo = spec if "/" in spec and not spec.startswith(("/", ".", "~")) else "facebook/dino-vits16"
+    return (f"On a machine with internet, run `augclip-demo download --all` (or download the repository "
+            f"{hub_endpoint()}/{repo}, e.g. `hf download {repo} --local-dir dino`, then give that folder as the "
+            "model); or copy a filled AUGCLIP_CACHE_DIR from such a machine. For an offline smoke test only, "
+            "random:dino-vits16 (or random:tiny) runs with untrained weights.")
+
+
+def resolve_transformers_folder(model: str, spec: str, local_folder: Path | None, cache_dir: Path, how: str, *,
+                                files: tuple[tuple[tuple[str, ...], bool], ...] = DINO_FILES,
+                                progress: bool = False) -> Path:
+    """A folder ``from_pretrained`` can load offline: ``local_folder`` checked, or the hub snapshot of ``spec``."""
+    weight_names = next(names for names, _ in files if names[0].endswith((".safetensors", ".bin")))
+    if local_folder is not None:
+        if not (local_folder / "config.json").is_file():
+            raise WeightsUnavailableError(model, f"the local folder {local_folder} (no config.json there)",
+                                          "Give a folder saved with save_pretrained (config.json and "
+                                          f"{' or '.join(weight_names)}), e.g. a download of the hub repository. " + how)
+        found = [local_folder / name for name in weight_names if (local_folder / name).is_file()]
+        if not found:
+            raise WeightsUnavailableError(model, f"the local folder {local_folder} (no {' or '.join(weight_names)} "
+                                          "there)", how)
+        if (problem := check_weight_file(found[0])) is not None:
+            raise WeightsUnavailableError(model, f"the file {found[0]}", f"It {problem}. {how}")
+        return local_folder
+    fetch = HubFetch(model, spec, Path(cache_dir) / "huggingface", how, progress=progress)
+    folders = set()
+    for names, required in files:
+        path = fetch.fetch(names, required=required)
+        if path is not None:
+            folders.add(path.parent)
+    if len(folders) != 1:
+        raise WeightsUnavailableError(model, f"the cache ({', '.join(sorted(map(str, folders)))})",
+                                      "The files come from different snapshots; delete the repository's cache folder "
+                                      "and download again. " + how)
+    return folders.pop()
+
+
+def mirrored_url(url: str, mirror: str | None) -> str:
+    """``url``, or the same file name under ``mirror`` (``AUGCLIP_FILE_MIRROR``) when one is set."""
+    if not mirror:
+        return url
+    return mirror.rstrip("/") + "/" + Path(urlparse(url).path).name
+
+
+def torchvision_hash_prefix(name: str) -> str | None:
+    """The SHA-256 prefix torchvision writes into its weight file names (``alexnet-owt-7be5be79.pth``)."""
+    import re
+
+    match = re.search(r"-([a-f0-9]{8,})\.", name)
+    return match.group(1) if match else None
+
+
+def url_weights_how_to_fix(model: str, url: str, flag: str) -> str:
+    return (f"On a machine with internet, run `augclip-demo download --all` (or download {url} and give the file "
+            f"with {flag}); or copy a filled AUGCLIP_CACHE_DIR from such a machine; AUGCLIP_FILE_MIRROR points at a "
+            f"mirror holding the same file names. For an offline smoke test only, the random: variant of {model} "
+            "runs with untrained weights.")
+
+
+def resolve_url_weights(model: str, url: str, checkpoint: Path | None, cache_dir: Path, subdir: str, how: str, *,
+                        check_name_hash: bool = False, progress: bool = False) -> Path:
+    """A local weight file: ``checkpoint`` checked, else ``url``'s file in ``cache_dir/subdir`` (downloaded when
+    missing), else the same file already in torch's hub cache. ``check_name_hash`` compares the file's
+    SHA-256 with the prefix in its name (torchvision's convention), for files from the official URL."""
+    if checkpoint is not None:
+        if not checkpoint.is_file():
+            raise WeightsUnavailableError(model, f"the local file {checkpoint}", "The file does not exist. " + how)
+        if (problem := check_weight_file(checkpoint)) is not None:
+            raise WeightsUnavailableError(model, f"the local file {checkpoint}", f"It {problem}. {how}")
+        return checkpoint
+    name = Path(urlparse(url).path).name
+    target = Path(cache_dir) / subdir / name
+    if not target.is_file():
+        import torch.hub
+
+        torch_cached = Path(torch.hub.get_dir()) / "checkpoints" / name
+        if torch_cached.is_file() and check_weight_file(torch_cached) is None:
+            target = torch_cached
+    prefix = torchvision_hash_prefix(name) if check_name_hash else None
+    path = fetch_url(model, url, target, how, progress=progress)
+    if prefix and not sha256_of(path).startswith(prefix):
+        raise WeightsUnavailableError(model, f"the file {path}", f"Its SHA-256 does not start with {prefix}, as its "
+                                      "name says it should: corrupt or a different file. Delete it and run again. "
+                                      + how)
+    return path

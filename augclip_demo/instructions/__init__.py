@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InstructionParseError
+from .edit_types import HATIE_EDIT_TYPES, EditType, check_edit_type, classify_edit_type
 from .llm_parser import LLMInstructionParser, fallback_notice
 from .parsed import (
     CONFIDENCE_LEVELS,
@@ -28,7 +29,8 @@ from .parsed import (
 from .rules import HAND_FILL_HELP, parse_with_rules
 
 __all__ = [
-    "CONFIDENCE_LEVELS", "CORRECTABLE_FIELDS", "HAND_FILL_HELP", "PARSERS", "POSITION_STATES", "SIZE_STATES",
+    "CONFIDENCE_LEVELS", "CORRECTABLE_FIELDS", "EditType", "HATIE_EDIT_TYPES", "check_edit_type",
+    "classify_edit_type", "HAND_FILL_HELP", "PARSERS", "POSITION_STATES", "SIZE_STATES",
     "LLMInstructionParser", "ParseOutcome", "ParsedInstruction", "apply_corrections", "clean_phrase", "is_pronoun",
     "parse_instruction", "parse_with_rules", "resolve_parse", "try_parse",
 ]

@@ -189,6 +189,9 @@ class ChatReply:
     model: str
     finish_reason: str | None
     seconds: float
+    #: token -> log-probability of the answer's first token's alternatives, when asked for
+    #: (``top_logprobs``) and the server gives them; else None
+    first_token_logprobs: dict[str, float] | None = None
 
 
 class OpenAICompatibleClient:
@@ -254,18 +257,29 @@ class OpenAICompatibleClient:
 
     # ------------------------------------------------------------------ requests
     def chat(self, messages: list[dict], *, seed: int | None = None, temperature: float = 0.0,
-             max_tokens: int | None = None) -> str:
+             max_tokens: int | None = None, response_format: dict[str, Any] | None = None) -> str:
         """Send ``messages`` and return the answer's text.
 
         ``seed`` is passed through (OpenAI and vLLM honour it; servers that ignore it just sample).
         ``max_tokens`` uses the classic field, which every OpenAI-compatible server accepts.
+        ``response_format`` (e.g. ``{"type": "json_schema", ...}``) is sent only when given: servers
+        that constrain decoding (OpenAI, vLLM, Ollama, LM Studio) honour it, others may answer 400.
         Raises :class:`LLMError` on any failure, after the SDK's retries where they apply.
         """
-        return self.complete(messages, seed=seed, temperature=temperature, max_tokens=max_tokens).text
+        return self.complete(messages, seed=seed, temperature=temperature, max_tokens=max_tokens,
+                             response_format=response_format).text
 
     def complete(self, messages: list[dict], *, seed: int | None = None, temperature: float = 0.0,
-                 max_tokens: int | None = None) -> ChatReply:
-        """Like :meth:`chat`, returning a :class:`ChatReply` (text, reported model, finish reason, time)."""
+                 max_tokens: int | None = None, response_format: dict[str, Any] | None = None,
+                 top_logprobs: int | None = None) -> ChatReply:
+        """Like :meth:`chat`, returning a :class:`ChatReply` (text, reported model, finish reason, time).
+
+        An answer without text is an :class:`LLMError`: ``kind="refused"`` when the model declined
+        (the message's ``refusal`` field), ``kind="filtered"`` when the server's content filter
+        stopped it (``finish_reason="content_filter"``), else ``kind="no_answer"``.
+        ``top_logprobs`` asks for that many alternatives of every answer token (``logprobs`` in the
+        request); servers that ignore it answer without them (``first_token_logprobs`` is None).
+        """
         import openai
 
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": temperature}
@@ -273,6 +287,11 @@ class OpenAICompatibleClient:
             kwargs["seed"] = int(seed)
         if max_tokens is not None:
             kwargs["max_tokens"] = int(max_tokens)
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+        if top_logprobs is not None:
+            kwargs["logprobs"] = True
+            kwargs["top_logprobs"] = int(top_logprobs)
         start = time.perf_counter()
         try:
             response = self._sdk.chat.completions.create(**kwargs)
@@ -290,11 +309,13 @@ class OpenAICompatibleClient:
         if not isinstance(text, str) or not text.strip():
             refusal = getattr(message, "refusal", None) if message is not None else None
             detail = f"; it refused: {redact(str(refusal))[:200]}" if refusal else ""
+            kind = "refused" if refusal else "filtered" if finish == "content_filter" else "no_answer"
             raise LLMError(f"{self._where()} returned no text (finish_reason={finish}){detail}",
-                           kind="no_answer", base_url=self.base_url, model=self.model)
+                           kind=kind, base_url=self.base_url, model=self.model)
         log.debug("chat answer from %s in %.2fs (%d chars)", self._where(), seconds, len(text))
         return ChatReply(text=text, model=str(getattr(response, "model", None) or self.model),
-                         finish_reason=finish, seconds=seconds)
+                         finish_reason=finish, seconds=seconds,
+                         first_token_logprobs=_first_token_logprobs(choices[0]) if top_logprobs is not None else None)
 
     def _translate(self, exc: Exception) -> LLMError:
         """One clear :class:`LLMError` per failure class; server messages are quoted scrubbed."""
@@ -344,6 +365,20 @@ class OpenAICompatibleClient:
                             "endpoint?", kind="bad_response", **common)
         return LLMError(f"request to {where} failed: {type(exc).__name__}: {redact(str(exc))[:300]}",
                         kind="bad_response", **common)
+
+
+def _first_token_logprobs(choice: Any) -> dict[str, float] | None:
+    """token -> log-probability of the first answer token's alternatives (the token itself included)."""
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None
+    first = content[0]
+    out: dict[str, float] = {}
+    for alt in list(getattr(first, "top_logprobs", None) or []) + [first]:
+        token, logprob = getattr(alt, "token", None), getattr(alt, "logprob", None)
+        if isinstance(token, str) and isinstance(logprob, (int, float)):
+            out.setdefault(token, float(logprob))
+    return out or None
 
 
 def _server_message(exc: Any) -> str:

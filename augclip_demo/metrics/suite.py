@@ -14,6 +14,8 @@ Stages:
 * ``regions``: the value is supplied by the BPM stage (:mod:`augclip_demo.bpm`, which needs region
   models); the row has no function, so tables, verdicts and protocols still know its label and
   direction.
+* ``judge``: the value is supplied by the MLLM judge (:mod:`augclip_demo.judge`, which calls a chat
+  model through :mod:`augclip_demo.llm`); no function here either, for the same reason.
 
 Embeddings reach the metrics as unit float64 vectors: the Evaluator and the batch runner pass every
 embedding through :func:`~.vectors.unit_rows` once, where it comes from the encoder, and the
@@ -52,8 +54,13 @@ from .clip_metrics import (
 from .pixel import l2_distance
 from .vectors import cosine
 
-Stage = Literal["embeddings", "pixels", "regions"]
-STAGES: tuple[str, ...] = ("embeddings", "pixels", "regions")
+Stage = Literal["embeddings", "pixels", "regions", "judge"]
+STAGES: tuple[str, ...] = ("embeddings", "pixels", "regions", "judge")
+#: Stages whose values another layer supplies (their rows have no compute function), and how to get them.
+SUPPLIED_STAGES: dict[str, str] = {
+    "regions": "which needs region models: score them with `augclip-demo bpm`",
+    "judge": "which needs an MLLM judge: add --judge (and --judge-model) to `augclip-demo score`",
+}
 NO_SOURCE_TEXT = "no source text given: CLIPdir needs one (Eq. 2) and is not computed from a made-up text"
 NO_INSTRUCTION = "no instruction given in the manifest"
 UNDEFINED = "the metric is undefined for this edit (not a finite number)"
@@ -91,6 +98,9 @@ NEEDS: dict[str, Need] = {
     "mask": Need(("mask",), "a boolean (H, W) mask of the region the edit should change", "no edit mask given"),
     "ground_truth_image": Need(("ground_truth_image",), "a reference edited image (ground truth)",
                                "no ground-truth image given"),
+    # supplied by the judge stage (no MetricInputs field): listed so tables and docs can say what it needs
+    "llm": Need((), "an MLLM judge: an OpenAI-compatible chat model that reads images (--judge-model)",
+                "no judge model configured (set OPENAI_BASE_URL or OPENAI_API_KEY, and --judge-model)"),
 }
 
 # augclip_score's own defaults, for inputs that give no AugCLIP options (one place for them)
@@ -170,7 +180,7 @@ class Metric:
         unknown = sorted(set(self.needs) - set(NEEDS))
         if unknown:
             raise ValueError(f"metric {self.key!r}: unknown need(s) {', '.join(unknown)}; add them to NEEDS first")
-        if (self.compute is None) != (self.stage == "regions"):
+        if (self.compute is None) != (self.stage in SUPPLIED_STAGES):
             raise ValueError(f"metric {self.key!r}: a {self.stage!r} metric "
                              + ("needs a compute function" if self.compute is None else "is supplied by its stage"))
 
@@ -241,6 +251,29 @@ def _augmented_row(replace: Replacement, weighted: bool) -> Metric:
 
 _IMAGES = frozenset({"image_embeddings"})
 
+_HATIE_NEEDS = frozenset({"pixels", "instruction"})
+#: HATIE (paper 003): the four per-edit criteria, the edit's total over them, and Image Quality, which
+#: needs a set (the FID of all sources vs all edits of one model: batch and protocol tables only).
+HATIE_ROWS: tuple[Metric, ...] = (
+    Metric("hatie", "HATIE", True, "HATIE total of one edit: its criteria weighted (published 0.2 OF / 0.4 BF / "
+           "0.1 OC / 0.3 BC, renormalised over the criteria its edit type has); IQ needs a set", _HATIE_NEEDS,
+           "regions"),
+    Metric("hatie_of", "HATIE OF", True, "HATIE Object Fidelity: detector confidence, CLIP and VQA on the object; "
+           "size for resizes; add: relation to the anchor", _HATIE_NEEDS, "regions"),
+    Metric("hatie_bf", "HATIE BF", True, "HATIE Background Fidelity: CLIP (and VQA) of the background / style "
+           "change, squashed", _HATIE_NEEDS, "regions"),
+    Metric("hatie_oc", "HATIE OC", True, "HATIE Object Consistency: CLIP / LPIPS / DINO / L2 of the object's crops, "
+           "centre-of-mass shift and size ratio", _HATIE_NEEDS, "regions"),
+    Metric("hatie_bc", "HATIE BC", True, "HATIE Background Consistency: CLIP / LPIPS / DINO / L2 of the backgrounds "
+           "outside the edited object (style: plain, edge, grey, small versions)", _HATIE_NEEDS, "regions"),
+    Metric("hatie_iq", "HATIE IQ", True, "HATIE Image Quality: 1 - tanh(FID / 25) between a model's sources and "
+           "edits; needs a set (a single pair has none)", frozenset({"pixels"}), "regions"),
+)
+#: metric key -> criterion of :mod:`.hatie`
+HATIE_KEYS: dict[str, str] = {"hatie": "total", "hatie_of": "object_fidelity", "hatie_bf": "background_fidelity",
+                              "hatie_oc": "object_consistency", "hatie_bc": "background_consistency",
+                              "hatie_iq": "image_quality"}
+
 METRIC_TABLE: tuple[Metric, ...] = (
     Metric("augclip", "AugCLIP", True, "cosine to the estimated ideal edit E(I_src)+v (Eq. 3)",
            _IMAGES | {"attribute_embeddings"}, "embeddings", _augclip, primary=True, summarize=_augclip_summary),
@@ -256,6 +289,17 @@ METRIC_TABLE: tuple[Metric, ...] = (
     Metric("bpm", "BPM", True,
            "BPM paper, Alg. 1: 0.7 S_semantic + 0.3 S_region from GroundingDINO + SAM regions; needs an instruction "
            "(or o1/o2) and the region models", frozenset({"pixels", "instruction"}), "regions", primary=True),
+    Metric("judge_sc", "Judge SC", True,
+           "MLLM judge, semantic consistency 0-10: min(request carried out, rest kept) from source + edit + the "
+           "instruction (else the target text); mean over samples", frozenset({"pixels", "target_text", "llm"}),
+           "judge", primary=True),
+    Metric("judge_pq", "Judge PQ", True,
+           "MLLM judge, perceptual quality 0-10: min(natural look, free of artifacts) from the edit alone; mean over "
+           "samples", frozenset({"pixels", "llm"}), "judge", primary=True),
+    Metric("judge_overall", "Judge overall", True,
+           "MLLM judge, overall 0-10: sqrt(SC x PQ) per sample (VIEScore's combination), mean over samples",
+           frozenset({"pixels", "target_text", "llm"}), "judge", primary=True),
+    *HATIE_ROWS,
 )
 
 METRICS: dict[str, Metric] = {metric.key: metric for metric in METRIC_TABLE}
@@ -299,8 +343,9 @@ def parse_metric_keys(value: str | Iterable[str] | None, *, supplied_stages: Ite
     supplied = [name for name in names if name in METRICS and not METRICS[name].computable
                 and METRICS[name].stage not in stages]
     if supplied:
-        raise InputError(f"metric(s) {', '.join(supplied)} come from the {METRICS[supplied[0]].stage} stage, which "
-                         "needs region models: score them with `augclip-demo bpm`; here choose from "
+        stage = METRICS[supplied[0]].stage
+        raise InputError(f"metric(s) {', '.join(supplied)} come from the {stage} stage, "
+                         f"{SUPPLIED_STAGES.get(stage, 'which is not run here')}; here choose from "
                          + ", ".join(selectable))
     unknown = [name for name in names if name not in METRICS]
     if unknown:

@@ -27,6 +27,7 @@ from . import views
 from .batch_tab import build_batch_tab
 from .examples import load_examples
 from .guard import scrub_paths, user_facing
+from .hatie_tab import build_hatie_tab
 from .inputs import image_path_input, number_input
 from .status import model_status, status_html
 from .storage import WorkFolders
@@ -71,6 +72,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
     provider_choices = [(provider_label(item), item.name) for item in statuses.values()]
     gpu = _cuda_available()
     llm_ready = statuses.get("openai") is not None and statuses["openai"].available
+    judge_ready, judge_where = logic.judge_ready(base_settings)
 
     clip_choices = offered_models(base_settings)
 
@@ -155,12 +157,15 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                         bpm_on = gr.Checkbox(gpu, label="BPM (GroundingDINO + SAM; slow on CPU)", elem_id="aug-bpm-on")
                         bpm_parser = gr.Radio(["rules", "llm"] if llm_ready else ["rules"], value="rules",
                                               label="BPM instruction parser")
+                        judge_on = gr.Checkbox(False, label="MLLM judge (SC / PQ / overall)", elem_id="aug-judge-on",
+                                               interactive=judge_ready, info=judge_where)
                 with gr.Row():
                     evaluate_btn = gr.Button("Evaluate", variant="primary", size="lg", elem_id="aug-evaluate", scale=3)
                     rescore_btn = gr.Button("Re-score with the edited attributes", size="lg", scale=2)
                 verdict = gr.Markdown(elem_id="aug-verdict")
                 table = gr.Dataframe(label="Scores (one row per edit; best per column highlighted)",
                                      interactive=False, elem_id="aug-table", wrap=True)
+                judge_info = gr.HTML(elem_id="aug-judge")
                 edit_pick = gr.Radio([], label="Explanations for edit", elem_id="aug-edit-pick", visible=False)
                 with gr.Tabs():
                     with gr.Tab("Relevancy maps", id="relevancy"):
@@ -207,6 +212,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                         with gr.Row():
                             bpm_parse_btn = gr.Button("Parse the instruction", size="sm", elem_id="aug-bpm-parse")
                             bpm_btn = gr.Button("Run BPM with these fields", size="sm", elem_id="aug-bpm-run")
+                    build_hatie_tab(session_state, instruction, clip_model, settings_for)
                     with gr.Tab("Report (JSON)", id="json"):
                         report_json = gr.JSON(label="Full report")
                 downloads = gr.File(label="Downloads: report.json, report.csv, figures.zip", file_count="multiple",
@@ -384,6 +390,20 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                         bpm_position: parse["position_state"], bpm_reference: parse["reference"]})
             return out
 
+        judge_outputs = [verdict, table, judge_info, downloads, report_json, session_state]
+
+        @user_facing
+        def judge_stage(judge_enabled, instruction_value, clip_model, state, progress=gr.Progress()):
+            """After Evaluate, when switched on: the MLLM judge's columns (the rationale on hover below the table)."""
+            if not judge_enabled or not judge_ready or state is None or state.report is None:
+                return {**unchanged(judge_outputs), judge_info: ""}
+            progress(0.05, desc="MLLM judge: asking the chat model")
+            report = logic.run_judge(settings_for(clip_model), state, instruction=instruction_value or "")
+            files = views.write_downloads(report, Path(state.output_dir), state.figures, archive=False)
+            return {verdict: views.verdict_markdown(report), table: views.score_table(report),
+                    judge_info: views.judge_html(report), downloads: files, report_json: report.to_dict(),
+                    session_state: state}
+
         @user_facing
         def extract(source, target, source_text, provider, clip_model, state, progress=gr.Progress()):
             progress(0.1, desc=f"extracting attributes ({provider})")
@@ -427,6 +447,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                                    show_progress_on=[relevancy_info])
             if with_bpm:
                 follow = follow.success(bpm_stage, bpm_inputs, bpm_outputs, api_name=False, show_progress_on=[bpm_info])
+                follow = follow.success(judge_stage, [judge_on, instruction, clip_model, session_state], judge_outputs,
+                                        api_name=False, show_progress_on=[judge_info])
             follow.then(downloads_complete, [session_state], downloads, api_name=False, show_progress="hidden")
 
         evaluate_stage = evaluate_handler(archive=False)

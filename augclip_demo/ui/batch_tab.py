@@ -68,9 +68,14 @@ def _example_batch_files() -> tuple[str, str]:
     return str(manifest), str(images)
 
 
-def metric_choices() -> list[tuple[str, str]]:
-    """Every metric a batch run computes (BPM included: it runs on items with an instruction or a parse)."""
-    return [(METRICS[key].label if key in METRICS else key, key) for key in batch_metric_keys()]
+def metric_choices(settings: Settings | None = None) -> list[tuple[str, str]]:
+    """Every metric a batch run computes (BPM included: it runs on items with an instruction or a parse); the
+    MLLM judge's rows only when ``settings`` name a configured judge endpoint (the operator's, never the client's)."""
+    from ..llm.client import endpoint_status
+
+    judge = settings is not None and endpoint_status(settings.judge_base_url).configured
+    return [(METRICS[key].label if key in METRICS else key, key) for key in batch_metric_keys()
+            if judge or METRICS[key].stage != "judge"]
 
 
 def summary_markdown(result: BatchUploadResult) -> str:
@@ -128,7 +133,7 @@ def build_batch_tab(settings: Settings, *, provider_choices: list[tuple[str, str
                                elem_id="aug-batch-manifest")
             images = gr.File(label="Images (.zip)", file_types=[".zip"], height=120, elem_id="aug-batch-zip")
             with gr.Column(min_width=300):
-                metrics = gr.CheckboxGroup(metric_choices(), value=metric_keys(computable=True, primary=True), label="Metrics",
+                metrics = gr.CheckboxGroup(metric_choices(settings), value=metric_keys(computable=True, primary=True), label="Metrics",
                                            elem_id="aug-batch-metrics")
                 provider = gr.Dropdown(provider_choices, value=default_provider, label="Attribute provider",
                                        info="for items without attributes in the manifest")

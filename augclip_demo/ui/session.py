@@ -288,3 +288,20 @@ def explain(settings: Settings, session: Session) -> tuple[dict[str, str], str, 
     notes = sorted(set(explanations.unavailable.values())
                    | {reason for edit in explanations.edits for reason in edit.unavailable.values()})
     return figures, "; ".join(notes), Session(**{**session.__dict__, "figures": figures})
+
+
+def judge_ready(settings: Settings) -> tuple[bool, str]:
+    """Whether the operator configured an endpoint for the MLLM judge, and a line saying which (no secrets)."""
+    from ..llm.client import endpoint_status
+
+    status = endpoint_status(settings.judge_base_url)
+    model = settings.judge_model or settings.mllm_model
+    return status.configured, (f"judge model {model} at {status.base_url}" if status.configured else status.reason)
+
+
+def run_judge(settings: Settings, session: Session, *, instruction: str) -> Report:
+    """Add the MLLM judge's rows to the session's report (every failure becomes the rows' reason)."""
+    if session.report is None:
+        raise InputError("Nothing to judge yet: press Evaluate first.")
+    return Evaluator(settings=settings).add_judge(session.report, instruction=(instruction or "").strip() or None)
+

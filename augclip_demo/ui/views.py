@@ -42,7 +42,10 @@ BPM_HELP = (
     "description-style target fill o1 / o2, and press *Run BPM with these fields*."
 )
 
-TABLE_METRICS = ["augclip", "clip_dir", "clip_i", "clip_t", "l2", "bpm"]
+TABLE_METRICS = ["augclip", "clip_dir", "clip_i", "clip_t", "l2", "bpm", "judge_sc", "judge_pq", "judge_overall"]
+JUDGE_HELP = ("MLLM judge (0-10, higher is better): SC = semantic consistency (the request carried out, the rest "
+              "kept), PQ = perceptual quality (natural look, no artifacts), overall = sqrt(SC x PQ). Hover a score "
+              "for the judge's rationale; +/- is the standard deviation over the judge's samples.")
 BEST_STYLE = "background-color: #bfe8c3; font-weight: 700"
 
 
@@ -242,3 +245,29 @@ Every button is also an API endpoint (`/evaluate`, `/rescore`, `/explain`, `/bpm
 `/extract_attributes`, `/batch`): see *Use via API* at the bottom of the page, or docs/app.md in the repository for a
 `gradio_client` example.
 """
+
+
+def judge_html(report: Report) -> str:
+    """The judge's scores per edit as a small HTML table; each cell's rationale shows on hover (title)."""
+    rows = [edit for edit in report.edits if edit.judge]
+    if not rows:
+        return ""
+    cells = []
+    for edit in rows:
+        tds = [f"<td>{edit.index + 1}</td><td>{html.escape(edit.name)}</td>"]
+        for name in ("sc", "pq", "overall"):
+            score = edit.judge.get(name) or {}
+            if score.get("mean") is None:
+                tds.append(f'<td title="{html.escape(score.get("reason") or "no value", quote=True)}">n/a</td>')
+                continue
+            spread = f" &plusmn; {score['std']:.2f}" if score.get("std") is not None else ""
+            why = " | ".join(score.get("rationales") or []) or "overall = sqrt(SC x PQ) per sample"
+            tds.append(f'<td title="{html.escape(why, quote=True)}">{score["mean"]:.2f}{spread}</td>')
+        cells.append("<tr>" + "".join(tds) + "</tr>")
+    settings = rows[0].judge.get("settings") or {}
+    caption = (f"judge {settings.get('model')}, prompt {settings.get('prompt_version')}, temperature "
+               f"{settings.get('temperature')}, {settings.get('samples')} sample(s)")
+    return (f'<div id="aug-judge-table"><small>{html.escape(JUDGE_HELP)}</small><table>'
+            "<tr><th>#</th><th>edit</th><th>SC</th><th>PQ</th><th>overall</th></tr>" + "".join(cells)
+            + f"</table><small>{html.escape(caption)}</small></div>")
+

@@ -61,23 +61,29 @@ class Scripted:
     delay: float = 0.0
 
 
-def completion(text: str | None, model: str = "served-model", finish_reason: str = "stop") -> dict:
-    """A chat-completion JSON body with one choice whose message content is ``text``."""
+def completion(text: str | None, model: str = "served-model", finish_reason: str = "stop",
+               refusal: str | None = None) -> dict:
+    """A chat-completion JSON body with one choice whose message content is ``text`` (and, when
+    given, the ``refusal`` field OpenAI sets when the model declines)."""
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if refusal is not None:
+        message["refusal"] = refusal
     return {
         "id": "chatcmpl-test",
         "object": "chat.completion",
         "created": 1700000000,
         "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish_reason}],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
     }
 
 
 class ChatServer:
     """Scripted answers are served in order; when none is left, ``responder(request)`` answers
-    (a function returning the assistant text), else HTTP 500 "no scripted answer"."""
+    (a function returning the assistant text, or a :class:`Scripted` answer such as a refusal), else
+    HTTP 500 "no scripted answer"."""
 
-    def __init__(self, responder: Callable[[Recorded], str] | None = None):
+    def __init__(self, responder: Callable[[Recorded], str | Scripted] | None = None):
         self.requests: list[Recorded] = []
         self.responder = responder
         self._script: deque[Scripted] = deque()
@@ -102,7 +108,9 @@ class ChatServer:
                 if scripted is None:
                     if server.responder is not None:
                         model = body.get("model", "served-model") if isinstance(body, dict) else "served-model"
-                        scripted = Scripted(200, completion(server.responder(record), model=model))
+                        answer = server.responder(record)
+                        scripted = (answer if isinstance(answer, Scripted)
+                                    else Scripted(200, completion(answer, model=model)))
                     else:
                         scripted = Scripted(500, {"error": {"message": "no scripted answer"}})
                 if scripted.delay and server._stop.wait(scripted.delay):
@@ -140,6 +148,14 @@ class ChatServer:
 
     def add_reply(self, text: str | None, delay: float = 0.0, model: str = "served-model") -> ChatServer:
         return self.add(200, completion(text, model=model), delay=delay)
+
+    def add_refusal(self, refusal: str = "I can't help with that.") -> ChatServer:
+        """The model declines: no content, the message's ``refusal`` field set (as OpenAI answers)."""
+        return self.add(200, completion(None, refusal=refusal))
+
+    def add_filtered(self, text: str | None = None) -> ChatServer:
+        """The server's content filter stopped the answer: ``finish_reason="content_filter"``."""
+        return self.add(200, completion(text, finish_reason="content_filter"))
 
     def add_error(self, status: int, message: str = "error", headers: dict[str, str] | None = None) -> ChatServer:
         return self.add(status, {"error": {"message": message, "type": "test", "code": None}}, headers)

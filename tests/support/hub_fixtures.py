@@ -65,3 +65,17 @@ def subprocess_env(hub: HubServer, root: Path, **extra: str) -> dict[str, str]:
                 "PYTHONPATH": str(published.TINY_CLIP_CONFIG.parents[3])})
     env.update(extra)
     return env
+
+
+@pytest.fixture(scope="session")
+def hub_features(hub: HubServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The tiny DINO / DINOv2 repositories and the SqueezeNet LPIPS backbone file on ``hub``
+    (files under ``hub.url + '/files'``, the AUGCLIP_FILE_MIRROR of the tests)."""
+    folder = tmp_path_factory.mktemp("published-features")
+    dino = published.write_dino(folder / "dino", "tiny")
+    dinov2 = published.write_dino(folder / "dinov2", "tiny-v2")
+    hub.add_folder(published.DINO_REPO, dino)
+    hub.add_folder(published.DINOV2_REPO, dinov2)
+    squeeze = published.write_torchvision_squeezenet(folder / "tv" / published.LPIPS_SQUEEZE_FILE)
+    hub.add_file(published.LPIPS_SQUEEZE_FILE, squeeze)
+    return {"dino": dino, "dinov2": dinov2, "squeeze": squeeze}

@@ -121,3 +121,41 @@ def publish_all(hub: HubServer, folder: Path) -> dict[str, object]:
     sam_url = hub.add_file(SAM_FILE, sam)
     return {"clip_repo": HF_HUB_CLIP_REPO, "clip_folder": clip, "gdino_repo": GDINO_REPO, "gdino_folder": gdino,
             "sam_url": sam_url, "sam_path": sam}
+
+
+# ---------------------------------------------------------------------- feature networks (DINO, LPIPS, FID)
+DINO_REPO = "facebook/dino-vits16"  # the tests serve a tiny ViT under the MagicBrush network's name
+DINOV2_REPO = "facebook/dinov2-base"  # and a tiny DINOv2 under HATIE's
+LPIPS_SQUEEZE_FILE = "squeezenet1_1-b8a52dc0.pth"  # torchvision's file name (full SqueezeNet 1.1 state dict)
+FID_FILE = "weights-inception-2015-12-05-6726825d.pth"  # torch-fidelity's file name
+
+
+def write_dino(folder: Path, architecture: str = "tiny") -> Path:
+    """A DINO / DINOv2 repository as transformers saves it (config.json + model.safetensors), seeded."""
+    from augclip_demo.inference.dino import save_random_dino
+
+    return save_random_dino(architecture, folder, seed=PUBLISHED_SEED)
+
+
+def write_torchvision_squeezenet(path: Path) -> Path:
+    """torchvision's SqueezeNet 1.1 state dict (features and classifier), seeded: the LPIPS squeeze backbone file."""
+    import torchvision
+
+    model = _seeded(lambda: torchvision.models.squeezenet1_1(weights=None))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), path)
+    return path
+
+
+def write_fid_inception(path: Path) -> Path:
+    """torch-fidelity's Inception-v3 state dict layout with seeded random tensors (about 91 MB)."""
+    from augclip_demo.inference.fid import build_inception
+
+    model = build_inception(None)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(PUBLISHED_SEED)
+        state = {k: (v + 0.01 * torch.randn_like(v)) if v.is_floating_point() else v
+                 for k, v in model.state_dict().items()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(state, path)
+    return path

@@ -1,0 +1,129 @@
+"""``hatie``: HATIE's per-model table of a batch results file, and fitting its criterion weights.
+
+The per-edit criteria come from ``batch --metrics ...,hatie,hatie_of,hatie_bf,hatie_oc,hatie_bc``
+(options below are shared with ``batch``); ``hatie table`` ranks the models like the paper's table,
+with Image Quality (FID) when the manifest is given; ``hatie calibrate`` fits the four criterion
+weights to the manifest's human judgments and saves them under a name for ``--hatie-weights``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ..config import Settings
+from ..errors import InputError
+from ..metrics.hatie import HatieOptions
+from .common import add_model_args
+
+
+def add_hatie_args(parser: argparse.ArgumentParser) -> None:
+    """The HATIE options of ``batch`` (the named choices of docs/method-notes.md)."""
+    group = parser.add_argument_group("HATIE (with --metrics ...,hatie,hatie_of,hatie_bf,hatie_oc,hatie_bc)")
+    group.add_argument("--hatie-vqa", action="store_true",
+                       help="ask the OpenAI-compatible vision model (OPENAI_BASE_URL, AUGCLIP_MLLM_MODEL) HATIE's "
+                            "yes / no questions; default off: the VQA weights are shared by the other measures")
+    group.add_argument("--hatie-bc", choices=("code", "paper"), default="code",
+                       help="Background Consistency measures: code (CLIP, LPIPS, DINO, L2; default) or paper "
+                            "(LPIPS, DINO, L2)")
+    group.add_argument("--hatie-no-squash", action="store_true",
+                       help="Background Fidelity without the published code's squashing function")
+    group.add_argument("--hatie-relation", choices=("anchor", "repeat"), default="anchor",
+                       help="add edits: relation prompt names the anchor (default) or repeats the new object (code)")
+    group.add_argument("--hatie-weights", default="published", metavar="NAME",
+                       help="criterion weights of the total: published (default), per-type-code, or a name saved "
+                            "by `hatie calibrate`")
+    group.add_argument("--hatie-dino", default=None, metavar="SPEC", help="DINOv2 network (default "
+                       "AUGCLIP_HATIE_DINO, else facebook/dinov2-base; random:tiny-v2 for tests)")
+    group.add_argument("--hatie-lpips", default=None, metavar="NET",
+                       help="LPIPS backbone (default AUGCLIP_HATIE_LPIPS, else alex)")
+    group.add_argument("--hatie-fid", default="inception-v3-compat", metavar="SPEC",
+                       help="FID network (default inception-v3-compat)")
+
+
+def hatie_from_args(args: argparse.Namespace, settings: Settings, *, want: bool) -> dict[str, Any]:
+    """``BatchOptions`` fields for HATIE: options, feature networks and VQA scorer (only when ``want``)."""
+    from ..batch.hatie_tables import calibrated_sets, resolve_weights
+
+    resolve_weights(args.hatie_weights, settings)  # a clear error for an unknown name, before any model loads
+    options = HatieOptions(vqa=args.hatie_vqa, bc_clip=args.hatie_bc == "code", bf_squash=not args.hatie_no_squash,
+                           relation_prompt=args.hatie_relation, total=args.hatie_weights)
+    out: dict[str, Any] = {"hatie": options}
+    if not want:
+        return out
+    out["hatie_features"] = features_from_args(args, settings)
+    if args.hatie_vqa:
+        from ..hatie.vqa import VqaScorer
+        from ..llm.client import OpenAICompatibleClient
+
+        out["hatie_vqa"] = VqaScorer(OpenAICompatibleClient(settings))
+    out["hatie_calibrated"] = calibrated_sets(settings)
+    return out
+
+
+def features_from_args(args: argparse.Namespace, settings: Settings) -> Any:
+    from ..hatie.features import HatieFeatures
+
+    return HatieFeatures(settings, dino=args.hatie_dino, lpips=args.hatie_lpips, fid=args.hatie_fid)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("hatie", help="HATIE: per-model table and weight calibration from batch results",
+                                   description=__doc__)
+    sub = parser.add_subparsers(dest="hatie_command", metavar="ACTION", required=True)
+    table = sub.add_parser("table", help="per-model HATIE table (criteria, IQ, total), per edit type, correlations "
+                                         "with the human judgments")
+    table.add_argument("results", metavar="RESULTS.jsonl")
+    table.add_argument("--manifest", metavar="MANIFEST.jsonl", help="the run's manifest: computes Image Quality (FID)")
+    table.add_argument("--weights", default="published", metavar="NAME", help="criterion weights (default published)")
+    table.add_argument("--hatie-fid", default="inception-v3-compat", metavar="SPEC", help="FID network")
+    table.add_argument("--json", metavar="PATH", help="also write the table as JSON")
+    add_model_args(table)
+    table.set_defaults(func=run_table)
+    cal = sub.add_parser("calibrate", help="fit the criterion weights to the human judgments of a results file")
+    cal.add_argument("results", metavar="RESULTS.jsonl")
+    cal.add_argument("--name", required=True, help="save the weights under this name (use with --hatie-weights)")
+    cal.add_argument("--step", type=float, default=0.01, help="grid step (default 0.01, as HATIE)")
+    cal.add_argument("--folds", type=int, default=5, help="cross-validation folds over items (default 5)")
+    cal.add_argument("--seed", type=int, default=0, help="fold shuffle seed (default 0)")
+    cal.set_defaults(func=run_calibrate)
+
+
+def run_table(args: argparse.Namespace) -> int:
+    from ..batch.hatie_tables import hatie_table, model_fids
+    from ..inference.fid import get_fid_network
+
+    settings = Settings.from_env()
+    iq = None
+    if args.manifest:
+        network = get_fid_network(settings, args.hatie_fid)
+
+        class _Fid:
+            def fid_features(self, images: list) -> Any:
+                return network.features(images)
+
+        iq = model_fids(args.results, args.manifest, _Fid())
+    table = hatie_table(args.results, weights=args.weights, image_quality=iq, settings=settings)
+    if args.manifest and get_fid_network(settings, args.hatie_fid).untrained:
+        table.notes.append("the FID network has random weights: Image Quality is untrained")
+    print(table.format())
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(table.to_dict(), handle, indent=2, allow_nan=False)
+    return 0
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    from ..batch.hatie_tables import check_weight_name, fit_from_results, save_weights
+
+    check_weight_name(args.name)
+    if args.folds < 1 or not 0 < args.step <= 0.5:
+        raise InputError("--folds must be >= 1 and --step in (0, 0.5]")
+    fit = fit_from_results(args.results, step=args.step, folds=args.folds, seed=args.seed)
+    path = save_weights(args.name, fit, str(args.results))
+    weights = ", ".join(f"{k} {v:.2f}" for k, v in fit.weights.items())
+    cv = f"{fit.cv_r:.4f}" if fit.cv_r is not None else "n/a"
+    print(f"fitted on {fit.n} rated edits: {weights}\nPearson r {fit.r:.4f} (cross-validated {cv})\n"
+          f"saved as {args.name!r} ({path}); use it with --hatie-weights {args.name}")
+    return 0

@@ -1,0 +1,99 @@
+"""HATIE's panel for one edit: the five criteria as bars, their components as rows, the masks used.
+
+Image Quality has no per-edit value (it is the FID of a set), so its bar is left empty and labelled
+"needs a set". Figures are built without pyplot (safe in a server thread).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from ..hatie import HatieResult
+from ..metrics.hatie import CRITERIA, CRITERION_LABELS
+from ..report import UNTRAINED_WARNING
+
+BAR_KEYS = (*CRITERIA, "image_quality")
+MASK_COLOURS = [(230, 60, 60), (40, 120, 230), (40, 170, 80), (230, 160, 30), (150, 60, 200)]
+
+
+def criterion_bars(result: HatieResult) -> list[tuple[str, float | None, str]]:
+    """(label, value or None, why) per criterion, Image Quality last."""
+    rows = []
+    for key in BAR_KEYS:
+        label = CRITERION_LABELS[key]
+        if key == "image_quality":
+            rows.append((label, None, "needs a set"))
+            continue
+        score = result.scores.criteria.get(key) if result.scores is not None else None
+        if score is None:
+            rows.append((label, None, "not scored for this edit type" if result.scores is not None
+                         else (result.reason or "not scored")))
+        else:
+            rows.append((label, score.value, score.reason or ""))
+    return rows
+
+
+def hatie_figure(result: HatieResult) -> Any:
+    """A horizontal bar chart of the criteria and the edit's total (matplotlib Figure)."""
+    from matplotlib.figure import Figure
+
+    bars = criterion_bars(result)
+    total = result.scores.total if result.scores is not None else None
+    labels = [b[0] for b in bars] + ["Total (this edit)"]
+    values = [b[1] for b in bars] + [total]
+    fig = Figure(figsize=(6.4, 3.0), dpi=100)
+    ax = fig.add_subplot(1, 1, 1)
+    y = np.arange(len(labels))[::-1]
+    for yi, label, value, why in zip(y, labels, values, [b[2] for b in bars] + [""]):
+        if value is None:
+            ax.barh(yi, 1.0, color="none", edgecolor="#bbbbbb", hatch="//")
+            ax.text(0.02, yi, why or "-", va="center", fontsize=8, color="#555555")
+        else:
+            ax.barh(yi, value, color="#c05621" if label.startswith("Total") else "#2b6cb0")
+            ax.text(min(value, 0.86) + 0.01, yi, f"{value:.3f}", va="center", fontsize=8)
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.set_xlim(0, 1)
+    kind = result.edit_type.edit_type or "not a HATIE type"
+    title = f"{result.edit_name}: HATIE ({kind}, {result.edit_type.confidence})"
+    if result.untrained:
+        title += " - untrained"
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def component_rows(result: HatieResult) -> list[dict[str, Any]]:
+    """One row per component of every criterion: criterion, component, value, weight, note."""
+    rows = []
+    if result.scores is None:
+        return [{"criterion": "-", "component": "-", "value": None, "weight": None,
+                 "note": result.reason or "not scored"}]
+    for key, score in result.scores.criteria.items():
+        rows.append({"criterion": CRITERION_LABELS[key], "component": "(criterion)", "value": score.value,
+                     "weight": result.scores.weights.get(key), "note": "; ".join(score.notes) or (score.reason or "")})
+        for c in score.components:
+            rows.append({"criterion": CRITERION_LABELS[key], "component": c.name, "value": c.value,
+                         "weight": c.weight, "note": c.note})
+    if result.untrained:
+        rows.append({"criterion": "-", "component": "-", "value": None, "weight": None, "note": UNTRAINED_WARNING})
+    return rows
+
+
+def mask_views(result: HatieResult) -> list[tuple[Image.Image, str]]:
+    """(image with one mask tinted, caption) for every mask the criteria used (512 x 512 frame)."""
+    out = []
+    for i, (name, mask) in enumerate(result.masks.items()):
+        base = result.source_image if "source" in name else result.edit_image
+        if base is None:
+            continue
+        pixels = np.asarray(base.convert("RGB"), dtype=np.float64)
+        m = np.asarray(mask, dtype=bool)
+        if m.shape != pixels.shape[:2]:
+            continue
+        colour = np.asarray(MASK_COLOURS[i % len(MASK_COLOURS)], dtype=np.float64)
+        pixels[m] = 0.45 * pixels[m] + 0.55 * colour
+        out.append((Image.fromarray(pixels.round().astype(np.uint8)), f"{result.edit_name}: {name}"))
+    return out

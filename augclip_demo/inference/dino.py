@@ -1,0 +1,288 @@
+"""DINO and DINOv2 feature networks (transformers ``ViTModel`` / ``Dinov2Model``).
+
+Model specs (the ``model`` argument; ``AUGCLIP_DINO_MODEL`` is not a thing: each metric names the
+network its benchmark used, see docs/metrics.md):
+
+* ``facebook/dino-vits16`` (MagicBrush's DINO similarity), ``facebook/dino-vitb8`` (PIE-Bench's
+  structure distance), ``facebook/dinov2-base`` (HATIE): hub repositories in transformers' layout
+  (``config.json`` + ``model.safetensors`` or ``pytorch_model.bin``), fetched through
+  :mod:`augclip_demo.inference.weights` into ``AUGCLIP_CACHE_DIR/huggingface``;
+* a local folder saved with ``save_pretrained`` (a copy of such a repository);
+* ``random:dino-vits16`` / ``random:dino-vitb8`` / ``random:dinov2-base``: the real architectures
+  with seeded random weights (speed checks); ``random:tiny`` (a 2-layer ViT, width 32, patch 16)
+  and ``random:tiny-v2`` (the same as a DINOv2) for tests. All are untrained.
+
+Two read-outs:
+
+* :meth:`DinoFeatures.embed`: one vector per image, after the final layer norm: the class token
+  (``pooling="cls"``, what DINO's own ``forward`` returns and MagicBrush compares) or the mean of
+  the patch tokens (``pooling="mean"``; register tokens, where a model has them, are left out).
+  Preprocessing ``"resize-crop"``: shorter side to 256 (bicubic, PIL), centre crop 224, ImageNet
+  mean/std: MagicBrush's DINO transform and DINOv2's published image processor.
+* :meth:`DinoFeatures.keys`: the attention keys of one block for every token (class token first),
+  heads concatenated: the input of the "splicing ViT features" self-similarity that PIE-Bench's
+  structure distance compares. Preprocessing: shorter side to ``size`` (224), the longer capped at
+  ``max_size`` (480), bilinear on the tensor, ImageNet mean/std applied to pixels scaled by
+  ``pixel_scale`` (PIE-Bench's script passes 0-255 values: ``pixel_scale=255``; see method notes).
+  Positional embeddings are interpolated for non-square inputs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+
+from ..config import Settings
+from ..errors import ConfigError, InputError, WeightsUnavailableError
+from ..io import ImageInput, open_image
+from . import weights
+from .device import resolve_device
+from .lazy import LazyModel
+from .pool import POOL
+from .specs import check_spec_text, shown_spec
+
+log = logging.getLogger(__name__)
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+RANDOM_INIT_SEED = 0
+KNOWN_HUB_MODELS = ("facebook/dino-vits16", "facebook/dino-vitb8", "facebook/dinov2-base")
+#: The default network of each use (docs/metrics.md, docs/method-notes.md).
+MAGICBRUSH_DINO = "facebook/dino-vits16"
+STRUCTURE_DINO = "facebook/dino-vitb8"
+HATIE_DINO = "facebook/dinov2-base"
+
+Pooling = Literal["cls", "mean"]
+Preprocess = Literal["resize-crop", "none"]
+
+
+def _vit_config(hidden: int, layers: int, heads: int, patch: int, image: int = 224) -> Any:
+    from transformers import ViTConfig
+
+    return ViTConfig(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+                     intermediate_size=4 * hidden, patch_size=patch, image_size=image, qkv_bias=True,
+                     layer_norm_eps=1e-6, hidden_act="gelu")
+
+
+def _dinov2_config(hidden: int, layers: int, heads: int, patch: int = 14, image: int = 518) -> Any:
+    from transformers import Dinov2Config
+
+    return Dinov2Config(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads, mlp_ratio=4,
+                        patch_size=patch, image_size=image, layerscale_value=1.0, layer_norm_eps=1e-6)
+
+
+#: ``random:NAME`` -> the configuration it builds (the real architectures, or small ones for tests).
+RANDOM_ARCHITECTURES: dict[str, Any] = {
+    "dino-vits16": lambda: _vit_config(384, 12, 6, 16),
+    "dino-vitb8": lambda: _vit_config(768, 12, 12, 8),
+    "dinov2-base": lambda: _dinov2_config(768, 12, 12),
+    "tiny": lambda: _vit_config(32, 2, 2, 16),
+    "tiny-v2": lambda: _dinov2_config(32, 2, 2, 14, 56),
+}
+
+
+def canonical_dino_spec(spec: str) -> str:
+    raw = check_spec_text(spec or "", "DINO model spec")
+    if raw.lower().startswith("random:"):
+        name = raw.split(":", 1)[1].strip().lower()
+        if name not in RANDOM_ARCHITECTURES:
+            raise ConfigError(f"unknown random DINO architecture {shown_spec(raw)}; use random:"
+                              + " / random:".join(RANDOM_ARCHITECTURES))
+        return f"random:{name}"
+    return raw
+
+
+def build_dino_model(config: Any) -> torch.nn.Module:
+    """The transformers model for a ViT (DINO) or DINOv2 configuration, without a pooling head."""
+    from transformers import Dinov2Model, ViTModel
+
+    if config.model_type == "vit":
+        return ViTModel(config, add_pooling_layer=False)
+    if config.model_type == "dinov2":
+        return Dinov2Model(config)
+    raise ConfigError(f"a DINO feature network must be a ViT or DINOv2 model, this one is {config.model_type!r}")
+
+
+def save_random_dino(name: str, folder: Path, seed: int = RANDOM_INIT_SEED) -> Path:
+    """A ``random:NAME`` network saved with ``save_pretrained`` (tests publish such folders)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = build_dino_model(RANDOM_ARCHITECTURES[name]())
+    model.save_pretrained(str(folder))
+    return folder
+
+
+def _patch_tokens_start(model: torch.nn.Module) -> int:
+    """Index of the first patch token: after the class token and any register tokens."""
+    return 1 + int(getattr(model.config, "num_register_tokens", 0) or 0)
+
+
+class DinoFeatures(LazyModel):
+    """One DINO / DINOv2 network: image vectors (:meth:`embed`) and attention keys (:meth:`keys`)."""
+
+    family = "DINO"
+
+    def __init__(self, model: str = MAGICBRUSH_DINO, *, device: str | torch.device | None = "auto",
+                 cache_dir: str | Path | None = None, precision: str = "fp32"):
+        self.spec = canonical_dino_spec(model)
+        self.random = self.spec.startswith("random:")
+        candidate = Path(self.spec).expanduser()
+        is_path = self.spec.startswith(("/", ".", "~")) or candidate.is_dir()
+        self.local_folder = candidate if (not self.random and is_path) else None
+        if not self.random and self.local_folder is None and self.spec.count("/") != 1:
+            raise ConfigError(f"DINO model {shown_spec(self.spec)} is neither a hub id (ORG/NAME, e.g. "
+                              f"{MAGICBRUSH_DINO}), a local folder, nor random:NAME")
+        super().__init__(device=device, precision=precision)
+        self.cache_dir = Path(cache_dir) if cache_dir else Settings.from_env().cache_dir
+
+    # ------------------------------------------------------------------ loading
+    @property
+    def untrained(self) -> bool:
+        if self.random:
+            return True
+        folder = self.local_folder
+        return bool(folder is not None and (folder / weights_marker()).is_file())
+
+    @property
+    def label(self) -> str:
+        return f"DINO {self.spec}" + (" (random weights, untrained)" if self.untrained else "")
+
+    def how_to_fix(self) -> str:
+        return weights.dino_how_to_fix(self.spec)
+
+    def resolve(self, *, progress: bool = False) -> Path | None:
+        """The local folder of the weights (downloaded when missing); ``None`` for random weights."""
+        if self.random:
+            return None
+        return weights.resolve_transformers_folder(f"DINO {self.spec}", self.spec, self.local_folder, self.cache_dir,
+                                                   self.how_to_fix(), progress=progress)
+
+    def _build(self) -> Any:
+        if self.random:
+            name = self.spec.split(":", 1)[1]
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(RANDOM_INIT_SEED)
+                return build_dino_model(RANDOM_ARCHITECTURES[name]())
+        from transformers import AutoConfig, Dinov2Model, ViTModel
+
+        folder = self.resolve()
+        assert folder is not None
+        try:
+            config = AutoConfig.from_pretrained(str(folder))
+            if config.model_type == "vit":
+                model, info = ViTModel.from_pretrained(str(folder), add_pooling_layer=False, output_loading_info=True)
+            elif config.model_type == "dinov2":
+                model, info = Dinov2Model.from_pretrained(str(folder), output_loading_info=True)
+            else:
+                raise ConfigError(f"{folder} holds a {config.model_type!r} model; a DINO network is a ViT or DINOv2")
+        except ConfigError:
+            raise
+        except Exception as exc:  # unreadable file, wrong architecture
+            path = next((folder / n for n in weights.DINO_WEIGHT_ALTERNATIVES if (folder / n).is_file()), None)
+            raise WeightsUnavailableError(f"DINO {self.spec}", f"the folder {folder}: "
+                                          f"{weights.describe_load_error(exc, path)}", self.how_to_fix()) from exc
+        missing = [k for k in info.get("missing_keys", []) if "pooler" not in k]
+        if missing:  # transformers would initialise them at random: never a silent fallback
+            raise WeightsUnavailableError(f"DINO {self.spec}", f"the folder {folder}: {len(missing)} tensor(s) "
+                                          f"missing from the weights ({', '.join(sorted(missing)[:3])}, ...)",
+                                          "The file is for a different architecture or incomplete. "
+                                          + self.how_to_fix())
+        return model
+
+    def info(self) -> dict[str, Any]:
+        return {"model": self.spec, "label": self.label, "device": str(self.device), "untrained": self.untrained}
+
+    # ------------------------------------------------------------------ preprocessing
+    @staticmethod
+    def preprocess_crop(images: Sequence[ImageInput], resize: int = 256, crop: int = 224) -> torch.Tensor:
+        """Shorter side to ``resize`` (bicubic, PIL), centre crop ``crop``, ImageNet mean/std: (n, 3, crop, crop)."""
+        from torchvision import transforms
+
+        transform = transforms.Compose([
+            transforms.Resize(resize, interpolation=transforms.InterpolationMode.BICUBIC),
+            transforms.CenterCrop(crop), transforms.ToTensor(), transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
+        return torch.stack([transform(open_image(image).image.convert("RGB")) for image in images])
+
+    @staticmethod
+    def preprocess_structure(image: ImageInput, size: int = 224, max_size: int = 480,
+                             pixel_scale: float = 255.0) -> torch.Tensor:
+        """Pixels times ``pixel_scale / 255``, shorter side to ``size`` (longer at most ``max_size``, bilinear,
+        antialiased), ImageNet mean/std: (1, 3, h, w)."""
+        from torchvision.transforms import functional as tvf
+
+        rgb = np.asarray(open_image(image).image.convert("RGB"), dtype=np.float32) * np.float32(pixel_scale / 255.0)
+        tensor = torch.from_numpy(np.ascontiguousarray(rgb.transpose(2, 0, 1)))[None]
+        tensor = tvf.resize(tensor, [size], max_size=max_size, antialias=True)
+        return tvf.normalize(tensor, list(IMAGENET_MEAN), list(IMAGENET_STD))
+
+    # ------------------------------------------------------------------ read-outs
+    def _hidden(self, pixels: torch.Tensor) -> torch.Tensor:
+        model = self._model
+        kwargs = {"interpolate_pos_encoding": True} if model.config.model_type == "vit" else {}
+        with torch.inference_mode(), self.autocast():
+            return model(pixel_values=pixels.to(self.device), **kwargs).last_hidden_state.float().cpu()
+
+    def embed(self, images: Sequence[ImageInput], *, pooling: Pooling = "cls", preprocess: Preprocess = "resize-crop",
+              batch_size: int = 16) -> np.ndarray:
+        """One float64 vector per image, not normalised: (n, hidden size).
+
+        ``preprocess="none"`` takes ``images`` as a ready (n, 3, H, W) tensor.
+        """
+        if pooling not in ("cls", "mean"):
+            raise InputError(f"DINO pooling must be 'cls' or 'mean', got {pooling!r}")
+        with self.in_use():
+            if preprocess == "none":
+                batches = [images[i:i + batch_size] for i in range(0, len(images), batch_size)]  # type: ignore[misc]
+            elif preprocess == "resize-crop":
+                batches = [self.preprocess_crop(images[i:i + batch_size]) for i in range(0, len(images), batch_size)]
+            else:
+                raise InputError(f"unknown DINO preprocessing {preprocess!r}; use 'resize-crop' or 'none'")
+            out = []
+            start = _patch_tokens_start(self._model)
+            with self.inference_lock:
+                for batch in batches:
+                    hidden = self._hidden(torch.as_tensor(batch))
+                    out.append(hidden[:, 0] if pooling == "cls" else hidden[:, start:].mean(dim=1))
+        return torch.cat(out).double().numpy() if out else np.zeros((0, 0))
+
+    def keys(self, images: Sequence[ImageInput], *, layer: int = -1, size: int = 224, max_size: int = 480,
+             pixel_scale: float = 255.0) -> list[np.ndarray]:
+        """The attention keys of block ``layer`` (default: the last), (tokens, hidden) float32 per image."""
+        with self.in_use():
+            projections = [m for n, m in self._model.named_modules() if n.endswith("attention.k_proj")]
+            if not projections:
+                raise ConfigError(f"{self.label}: no attention key projections found (transformers changed?)")
+            captured: list[torch.Tensor] = []
+            handle = projections[layer].register_forward_hook(lambda _m, _i, out: captured.append(out.detach()))
+            try:
+                with self.inference_lock:
+                    for image in images:
+                        self._hidden(self.preprocess_structure(image, size, max_size, pixel_scale))
+            finally:
+                handle.remove()
+        return [keys[0].float().cpu().numpy() for keys in captured]
+
+
+def weights_marker() -> str:
+    """File name that marks a saved folder as holding random (untrained) weights."""
+    return "augclip_random_weights.json"
+
+
+def mark_untrained(folder: Path, spec: str) -> None:
+    (folder / weights_marker()).write_text(json.dumps({"random": spec}), encoding="utf-8")
+
+
+def get_dino(model: str = MAGICBRUSH_DINO, settings: Settings | None = None) -> DinoFeatures:
+    """The process-wide :class:`DinoFeatures` for ``model`` (one load per model, device and cache)."""
+    settings = settings or Settings.from_env()
+    device = resolve_device(settings.device)
+    spec = canonical_dino_spec(model)
+    POOL.configure_from(settings)
+    key = ("dino", spec, str(device), str(settings.cache_dir))
+    return POOL.lookup(key, lambda: DinoFeatures(spec, device=device, cache_dir=settings.cache_dir))

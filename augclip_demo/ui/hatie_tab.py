@@ -1,0 +1,87 @@
+"""The app's HATIE tab: after Evaluate, HATIE's criteria for every edit as bars, their components
+on demand, and the masks the criteria used. Self-contained: :func:`build_hatie_tab` adds the tab and
+wires its one button; it reads the session's report and writes HATIE's values into it.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from ..config import Settings
+from ..errors import InputError
+from ..metrics.hatie import EDIT_TYPES, HatieOptions
+from .guard import scrub_paths, user_facing
+
+AUTO = "auto (from the instruction)"
+HELP = ("**HATIE** (paper 003) scores an edit on Object / Background Fidelity and Consistency; which of them "
+        "apply depends on the edit type. Image Quality is the FID of a set of edits, so a single pair shows "
+        "*needs a set* (batch runs compute it: `augclip-demo hatie table`). Regions come from BPM's GroundingDINO "
+        "+ SAM, where HATIE used a closed-vocabulary Mask R-CNN (see docs/hatie.md).")
+
+
+def run_hatie(settings: Settings, session: Any, instruction: str, edit_type: str | None) -> list[Any]:
+    """HATIE for the session's report (the page's Evaluate result); returns the per-edit results."""
+    from ..pipeline import Evaluator
+
+    if session is None or session.report is None:
+        raise InputError("Nothing to score yet: press Evaluate first.")
+    if session.clip_model != settings.clip_model:
+        raise InputError("The CLIP model changed since the last evaluation: press Evaluate to encode with it.")
+    given = None if not edit_type or edit_type == AUTO else edit_type
+    if not (instruction or "").strip() and given is None:
+        raise InputError("HATIE needs the editing instruction (under the target text) or an edit type chosen here.")
+    report = Evaluator(settings=settings).add_hatie(session.report, (instruction or "").strip() or None,
+                                                    edit_type=given, options=HatieOptions())
+    return list(report.arrays.hatie)
+
+
+def build_hatie_tab(session_state: Any, instruction: Any, clip_model: Any,
+                    settings_for: Callable[[str | None], Settings]) -> None:
+    """Add the HATIE tab (inside the page's Tabs) and wire its button."""
+    from ..explain.hatie_panel import component_rows, hatie_figure, mask_views
+
+    with gr.Tab("HATIE", id="hatie"):
+        info = gr.Markdown(HELP, elem_id="aug-hatie-info")
+        with gr.Row():
+            kind = gr.Dropdown([AUTO, *EDIT_TYPES], value=AUTO, label="HATIE edit type", elem_id="aug-hatie-type")
+            run = gr.Button("Run HATIE", size="sm", elem_id="aug-hatie-run")
+        plots = gr.Gallery(label="Criteria per edit", columns=2, height=360, object_fit="contain",
+                           elem_id="aug-hatie-bars")
+        with gr.Accordion("Components (every measure and its weight)", open=False):
+            components = gr.Dataframe(interactive=False, wrap=True, elem_id="aug-hatie-components")
+        masks = gr.Gallery(label="Masks the criteria used", columns=4, height=300, object_fit="contain",
+                           elem_id="aug-hatie-masks")
+
+    @user_facing
+    def on_run(instruction_value, edit_type, clip, state, progress=gr.Progress()):
+        progress(0.05, desc="HATIE: detecting, segmenting, measuring")
+        results = run_hatie(settings_for(clip), state, instruction_value, edit_type)
+        figures = [(_figure_image(hatie_figure(r)), r.edit_name) for r in results]
+        rows = [{"edit": r.edit_name, **row} for r in results for row in component_rows(r)]
+        views = [view for r in results for view in mask_views(r)]
+        kinds = "; ".join(f"{r.edit_name}: {r.edit_type.edit_type or 'none'} ({r.edit_type.reason})" for r in results)
+        notes = sorted({n for r in results for n in r.notes})
+        text = HELP + f"\n\n**Edit type**: {html.escape(scrub_paths(kinds))}"
+        if notes:
+            text += "\n\n" + "\n".join(f"- {html.escape(scrub_paths(n))}" for n in notes)
+        return {info: text, plots: figures, components: pd.DataFrame(rows), masks: views or None,
+                session_state: state}
+
+    run.click(on_run, inputs=[instruction, kind, clip_model, session_state],
+              outputs=[info, plots, components, masks, session_state], api_name="hatie")
+
+
+def _figure_image(fig: Any) -> Any:
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    buffer.seek(0)
+    return Image.open(buffer).convert("RGB")
