@@ -59,6 +59,8 @@ _PUBLIC: dict[str, str] = {
     "explain_report": "augclip_demo.explain",
     "ExplainOptions": "augclip_demo.explain",
     "ReportExplanations": "augclip_demo.explain",
+    "comparison_grid": "augclip_demo.explain",
+    "ComparisonGrid": "augclip_demo.report.comparison",
     # models, images, settings
     "ClipEncoder": "augclip_demo.inference",
     "get_encoder": "augclip_demo.inference",

@@ -32,6 +32,10 @@ def evaluate(
     C: float = 1.0,
     weighting: bool = True,
     include_images: bool = True,
+    ground_truth: ImageInput | LoadedImage | None = None,
+    output_caption: str | None = None,
+    edit_mask: ImageInput | None = None,
+    feature_metrics: Sequence[str] = (),
     judge: bool | JudgeOptions = False,
 ) -> Report:
     """Score edited images of ``source`` for ``target_text`` with every metric, in one call.
@@ -53,6 +57,11 @@ def evaluate(
             (default: ``AUGCLIP_CLIP_MODEL``).
         device: ``auto`` / ``cpu`` / ``cuda`` ... (default: ``AUGCLIP_DEVICE``).
         classifier, C, weighting, include_images: AugCLIP's options (see :func:`augclip_score`).
+        ground_truth: a ground-truth edited image: adds L1 / L2 / CLIP-I to it (MagicBrush).
+        output_caption: a caption of the wanted result: adds CLIP-T to it (MagicBrush).
+        edit_mask: white = the region the edit should change: adds PSNR / MSE / SSIM outside it (PIE-Bench).
+        feature_metrics: metrics that load a network of their own: ``dino_gt``, ``structure_distance``,
+            ``lpips_unedited`` (docs/metrics.md).
         judge: ``True`` or a :class:`~augclip_demo.judge.JudgeOptions` to add the MLLM judge's rows
             (``judge_sc``, ``judge_pq``, ``judge_overall``; an OpenAI-compatible endpoint, see docs/judge.md),
             judged against ``instruction`` when given, else ``target_text``.
@@ -62,7 +71,8 @@ def evaluate(
     """
     options = AugCLIPOptions(classifier=classifier, C=C, weighting=weighting, include_images=include_images)
     evaluator = Evaluator(clip_model, device, options=options)
-    report = evaluator.evaluate(source, edited, target_text, source_text, attributes)
+    report = evaluator.evaluate(source, edited, target_text, source_text, attributes, ground_truth=ground_truth,
+                                output_caption=output_caption, edit_mask=edit_mask, network_metrics=feature_metrics)
     if instruction is not None:
         evaluator.add_bpm(report, instruction)
     if judge:

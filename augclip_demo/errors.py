@@ -7,6 +7,8 @@ as ordinary exceptions.
 
 from __future__ import annotations
 
+import re
+
 
 class AugclipError(Exception):
     """Base class: the message says what is wrong and what to do about it."""
@@ -34,6 +36,36 @@ class WeightsUnavailableError(AugclipError, RuntimeError):
         super().__init__(
             f"weights for {model} could not be loaded: tried {tried}{detail}. {how_to_fix}"
         )
+
+    def brief(self) -> str:
+        """One short line: the model and what provides its weights (the command, the flag and variable).
+
+        ``GroundingDINO IDEA-Research/grounding-dino-tiny: no weights here; run `augclip-demo download
+        --bpm`, or --gdino-model PATH (AUGCLIP_GDINO_MODEL=PATH)``. Used where several models are
+        listed at once (the app's status area, BPM); the full message has the details.
+        """
+        command = re.search(r"`(augclip-demo [^`]+)`", self.how_to_fix)
+        pointer = re.search(r"(--[a-z-]+ PATH) \((AUGCLIP_[A-Z_]+=PATH)", self.how_to_fix)
+        ways = ([f"run `{command.group(1)}`"] if command else []) + (
+            [f"{pointer.group(1)} ({pointer.group(2)})"] if pointer else [])
+        if not ways:
+            return f"{self.model}: {_first_line(self.how_to_fix) or 'no usable weights'}"
+        return f"{self.model}: no usable weights here; " + ", or ".join(ways)
+
+
+class MissingWeightsError(WeightsUnavailableError):
+    """Several models lack weights: one line per model, each with what provides it."""
+
+    def __init__(self, errors: list[WeightsUnavailableError], purpose: str = ""):
+        self.errors = list(errors)
+        self.model = ", ".join(e.model for e in self.errors)
+        self.tried = "; ".join(e.tried for e in self.errors)
+        self.how_to_fix = " ".join(dict.fromkeys(e.how_to_fix for e in self.errors))
+        head = f"the weights of {len(self.errors)} models{' for ' + purpose if purpose else ''} could not be loaded:"
+        AugclipError.__init__(self, "\n".join([head, *("- " + e.brief() for e in self.errors)]))
+
+    def brief(self) -> str:
+        return "; ".join(e.brief() for e in self.errors)
 
 
 class InputError(AugclipError, ValueError):

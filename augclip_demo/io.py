@@ -173,7 +173,7 @@ def open_image(
             budget.charge(image.size, label)
     elif isinstance(source, (bytes, bytearray)):
         if len(source) == 0:
-            raise ImageLoadError(f"{label}: the data is empty (0 bytes); upload an image file")
+            raise ImageLoadError(f"{label}: the data is empty (0 bytes); give an image file")
         image = _open_with_pil(io.BytesIO(bytes(source)), label, limit, side, budget)
     elif isinstance(source, (str, os.PathLike)):
         if "\x00" in os.fspath(source):
@@ -318,7 +318,7 @@ def _open_with_pil(handle: io.IOBase, label: str, limit: int | None, max_side: i
         ) from exc
     except UnidentifiedImageError as exc:
         raise ImageLoadError(
-            f"{label}: not a recognised image format; upload a PNG, JPEG, WebP, GIF, BMP or TIFF file"
+            f"{label}: not a recognised image format; give a PNG, JPEG, WebP, GIF, BMP or TIFF file"
         ) from exc
     except (OSError, ValueError, SyntaxError, EOFError) as exc:
         raise ImageLoadError(f"{label}: the image data is corrupt or truncated ({exc})") from exc

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import inspect
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -29,7 +30,10 @@ from .metrics.suite import ItemScores, MetricInputs, metric_keys, score_item
 from .metrics.vectors import unit_rows
 from .report import UNTRAINED_WARNING, AttributeChange, AugCLIPDetails, EditResult, Report
 
-__all__ = ["AugCLIPOptions", "Attributes", "EvaluationArrays", "Evaluator", "Report"]
+__all__ = ["AugCLIPOptions", "Attributes", "EvaluationArrays", "Evaluator", "FeatureNetworks", "NETWORK_METRICS",
+           "Report", "load_edit_mask"]
+
+_BICUBIC = 3  # PIL.Image.BICUBIC
 
 ProgressCallback = Callable[[float, str], None]
 
@@ -79,6 +83,19 @@ class EvaluationArrays:
     hatie: list[Any] = field(default_factory=list)  # HatieResult per edit after Evaluator.add_hatie
     # pixel-stage metrics (L2), filled by the first score(): no AugCLIP option or attribute changes them
     pixel_scores: ItemScores | None = None
+    # reference and preservation inputs (Evaluator.add_references): None where not given / not requested
+    ground_truth: LoadedImage | None = None
+    output_caption: str | None = None
+    edit_mask: np.ndarray | None = None  # (H, W) of the source, True = the region the edit should change
+    ground_truth_embedding: np.ndarray | None = None
+    output_caption_embedding: np.ndarray | None = None
+    dino_edit_embeddings: np.ndarray | None = None
+    dino_ground_truth_embedding: np.ndarray | None = None
+    structure_keys_source: np.ndarray | None = None
+    structure_keys_edits: list[np.ndarray] | None = None
+    unedited_measures: list[dict[str, float | None]] | None = None
+    mask_origin: str | None = None  # "given" (uploaded / passed) or "bpm" (BPM's regions, per edit)
+    network_metrics: tuple[str, ...] = ()  # the feature metrics asked for (add_bpm reuses the choice)
 
     def metric_inputs(self, options: AugCLIPOptions | None = None) -> MetricInputs:
         """What the metric suite reads for this evaluation."""
@@ -92,7 +109,54 @@ class EvaluationArrays:
             source_image=self.source.image,
             edit_images=[edit.image for edit in self.edits],
             augclip_options=asdict(options) if options is not None else None,
+            ground_truth_image=self.ground_truth.image if self.ground_truth is not None else None,
+            ground_truth_embedding=self.ground_truth_embedding,
+            output_caption=self.output_caption,
+            output_caption_embedding=self.output_caption_embedding,
+            mask=self.edit_mask,
+            dino_edit_embeddings=self.dino_edit_embeddings,
+            dino_ground_truth_embedding=self.dino_ground_truth_embedding,
+            structure_keys_source=self.structure_keys_source,
+            structure_keys_edits=self.structure_keys_edits,
+            unedited_measures=self.unedited_measures,
         )
+
+
+#: Metrics that load a feature network of their own: computed only when asked for (``network_metrics``).
+NETWORK_METRICS: dict[str, str] = {
+    "dino_gt": "DINO (MagicBrush: facebook/dino-vits16)",
+    "structure_distance": "DINO (PIE-Bench: facebook/dino-vitb8)",
+    "lpips_unedited": "LPIPS (PIE-Bench: squeeze)",
+}
+
+
+@dataclass(frozen=True)
+class FeatureNetworks:
+    """Which network each feature metric loads (defaults: the benchmarks' own; ``random:`` ones for tests)."""
+
+    dino: str = "facebook/dino-vits16"  # dino_gt (MagicBrush)
+    structure: str = "facebook/dino-vitb8"  # structure_distance (PIE-Bench)
+    lpips: str = "squeeze"  # lpips_unedited (PIE-Bench)
+    structure_pixel_scale: float = 255.0  # PIE-Bench's script feeds 0-255 pixels to the key extractor
+
+
+def load_edit_mask(mask: Any, size: tuple[int, int]) -> np.ndarray:
+    """A boolean (H, W) edit mask of ``size`` (W, H) from a path / bytes / PIL image / array (True or >= 128 =
+    the region the edit should change); a mask of another size is resized to the source's (nearest)."""
+    from PIL import Image
+
+    if isinstance(mask, np.ndarray) and mask.ndim == 2:
+        array = mask.astype(bool) if mask.dtype == bool else np.asarray(mask, dtype=np.float64) >= (
+            0.5 if mask.dtype.kind == "f" else 128)
+    else:
+        loaded = mask if isinstance(mask, LoadedImage) else open_image(mask, name="edit mask")
+        array = np.asarray(loaded.image.convert("L")) >= 128
+    if array.shape != (size[1], size[0]):
+        array = np.asarray(Image.fromarray(array.astype(np.uint8) * 255).resize(size, Image.NEAREST)) >= 128
+    if not array.any():
+        raise InputError("the edit mask is empty (no pixel marked as edited): mark the region the edit should "
+                         "change in white")
+    return array
 
 
 class Evaluator:
@@ -105,6 +169,7 @@ class Evaluator:
         options: AugCLIP classifier options.
         encoder: an existing :class:`ClipEncoder` to use (shared between evaluators).
         settings: explicit settings instead of the environment.
+        networks: the DINO / LPIPS networks of the feature metrics (:class:`FeatureNetworks`).
     """
 
     def __init__(
@@ -117,12 +182,14 @@ class Evaluator:
         options: AugCLIPOptions | None = None,
         encoder: ClipEncoder | None = None,
         settings: Settings | None = None,
+        networks: FeatureNetworks | None = None,
     ):
         self.settings = (settings or Settings.from_env()).replace(
             clip_model=clip_model, device=device, clip_checkpoint=checkpoint, precision=precision
         )
         self.options = options or AugCLIPOptions()
         self.encoder = encoder or get_encoder(self.settings)
+        self.networks = networks or FeatureNetworks()
 
     # ------------------------------------------------------------------ stages
     def resolve_attributes(
@@ -131,14 +198,19 @@ class Evaluator:
         source: LoadedImage,
         target_text: str,
         source_text: str | None,
+        progress: ProgressCallback | None = None,
     ) -> Attributes:
-        """An :class:`Attributes` as given, or extracted by a provider instance or provider name."""
+        """An :class:`Attributes` as given, or extracted by a provider instance or provider name
+        (``progress(fraction, message)`` then hears of each step of the extraction)."""
         if attributes is None:
             attributes = self.settings.attribute_provider
         if isinstance(attributes, str):
             attributes = self.provider(attributes)
         if isinstance(attributes, AttributeProvider):
-            attributes = attributes.extract(source, target_text, source_text)
+            if "progress" in inspect.signature(attributes.extract).parameters:  # extracting providers report steps
+                attributes = attributes.extract(source, target_text, source_text, progress=progress)
+            else:
+                attributes = attributes.extract(source, target_text, source_text)
         if not isinstance(attributes, Attributes):
             raise InputError(f"attributes must be Attributes, a provider or a provider name, got {type(attributes).__name__}")
         return attributes.validate()
@@ -157,13 +229,17 @@ class Evaluator:
         source_text: str | None,
         attributes: Attributes,
         timings: dict[str, float] | None = None,
+        progress: ProgressCallback | None = None,
     ) -> EvaluationArrays:
         """Encode every image once (one batch) and every text once (one batch)."""
         timings = timings if timings is not None else {}
+        say = progress or (lambda fraction, stage: None)
         start = time.perf_counter()
+        say(0.0, f"encoding {1 + len(edits)} images")
         images = self.encoder.encode_images([source, *edits])
         timings["image_encoding"] = time.perf_counter() - start
         texts = [target_text] + ([source_text] if source_text else []) + attributes.source + attributes.target
+        say(0.7, f"encoding {len(texts)} texts")
         start = time.perf_counter()
         text_emb = self.encoder.encode_texts(texts)
         timings["text_encoding"] = time.perf_counter() - start
@@ -182,6 +258,66 @@ class Evaluator:
             source_attr_embeddings=text_emb[offset:offset + n_src],
             target_attr_embeddings=text_emb[offset + n_src:],
         )
+
+    def add_references(self, arrays: EvaluationArrays, *, ground_truth: ImageInput | LoadedImage | None = None,
+                       output_caption: str | None = None, edit_mask: Any = None,
+                       network_metrics: Sequence[str] = (), timings: dict[str, float] | None = None) -> list[str]:
+        """Fill the reference and preservation inputs of ``arrays``; returns notes (untrained networks).
+
+        The ground truth and the output caption are encoded with this evaluator's CLIP; the feature
+        networks run only for the metrics in ``network_metrics`` (:data:`NETWORK_METRICS`).
+        """
+        from .inference.dino import get_dino
+
+        timings = timings if timings is not None else {}
+        unknown = sorted(set(network_metrics) - set(NETWORK_METRICS))
+        if unknown:
+            raise InputError(f"unknown feature metric(s) {', '.join(unknown)}; choose from {', '.join(NETWORK_METRICS)}")
+        wanted = set(network_metrics)
+        notes: list[str] = []
+        start = time.perf_counter()
+        dim = arrays.edit_embeddings.shape[1]
+        if ground_truth is not None:
+            arrays.ground_truth = open_image(ground_truth, name=None if _has_own_name(ground_truth) else "ground truth",
+                                             max_pixels=self.settings.max_image_pixels)
+            arrays.ground_truth_embedding = unit_rows(self.encoder.encode_images([arrays.ground_truth]),
+                                                      "ground-truth embedding", dim)[0]
+        caption = (output_caption or "").strip() or None
+        if caption is not None:
+            arrays.output_caption = caption
+            arrays.output_caption_embedding = unit_rows(self.encoder.encode_texts([caption]), "caption embedding",
+                                                        dim)[0]
+        arrays.network_metrics = tuple(sorted(wanted))
+        if edit_mask is not None:
+            arrays.edit_mask = load_edit_mask(edit_mask, arrays.source.image.size)
+            arrays.mask_origin = "given"
+        edits = [edit.image for edit in arrays.edits]
+        if "dino_gt" in wanted and arrays.ground_truth is not None:
+            dino = get_dino(self.networks.dino, self.settings)
+            rows = unit_rows(dino.embed([*edits, arrays.ground_truth.image], pooling="cls"), "DINO features")
+            arrays.dino_edit_embeddings, arrays.dino_ground_truth_embedding = rows[:-1], rows[-1]
+            if dino.untrained:
+                notes.append(f"DINO (GT) {UNTRAINED_WARNING} ({dino.label})")
+        if "structure_distance" in wanted:
+            dino = get_dino(self.networks.structure, self.settings)
+            size = arrays.source.image.size
+            same_size = [e if e.size == size else e.convert("RGB").resize(size, _BICUBIC) for e in edits]
+            keys = dino.keys([arrays.source.image, *same_size], pixel_scale=self.networks.structure_pixel_scale)
+            arrays.structure_keys_source, arrays.structure_keys_edits = keys[0], keys[1:]
+            if dino.untrained:
+                notes.append(f"Structure distance {UNTRAINED_WARNING} ({dino.label})")
+        if arrays.edit_mask is not None:
+            from .inference.image_measures import unedited_measures
+            from .inference.lpips import get_lpips
+
+            lpips = get_lpips(self.networks.lpips, self.settings) if "lpips_unedited" in wanted else None
+            arrays.unedited_measures = [unedited_measures(arrays.source.image, edit, arrays.edit_mask, lpips)
+                                        for edit in edits]
+            if lpips is not None and lpips.untrained:
+                notes.append(f"LPIPS (unedited) {UNTRAINED_WARNING} ({lpips.label})")
+        arrays.pixel_scores = None  # the pixel stage reads these inputs: recompute it
+        timings["references"] = time.perf_counter() - start
+        return notes
 
     def score(self, arrays: EvaluationArrays, attributes: Attributes, options: AugCLIPOptions) -> list[EditResult]:
         """Every computable metric of the suite for every edit, from the embeddings (no model involved).
@@ -226,12 +362,23 @@ class Evaluator:
         options: AugCLIPOptions | None = None,
         names: Sequence[str] | None = None,
         progress: ProgressCallback | None = None,
+        ground_truth: ImageInput | LoadedImage | None = None,
+        output_caption: str | None = None,
+        edit_mask: Any = None,
+        network_metrics: Sequence[str] = (),
     ) -> Report:
         """Score one or more edited images of ``source`` for ``target_text``.
 
         ``attributes`` is an :class:`Attributes`, a provider instance, or a provider name
         (default: ``AUGCLIP_ATTRIBUTE_PROVIDER``). ``progress(fraction, stage)`` is called as
-        each stage starts (loading models, extracting attributes, encoding, scoring).
+        each stage starts (loading models, extracting attributes, encoding, scoring) and, within the
+        attribute extraction, at each of the provider's steps (e.g. each batch of vocabulary phrases).
+
+        Reference and preservation metrics (docs/metrics.md): ``ground_truth`` (a target image, as
+        MagicBrush has per turn) enables L1 / L2 / CLIP-I to it, ``output_caption`` CLIP-T to it,
+        ``edit_mask`` (white = the region the edit should change, source-sized) PSNR / MSE / SSIM
+        outside it; ``network_metrics`` adds those that load a network of their own
+        (``dino_gt``, ``structure_distance``, ``lpips_unedited``; see :data:`NETWORK_METRICS`).
         """
         report_progress = progress or (lambda fraction, stage: None)
         total_start = time.perf_counter()
@@ -256,13 +403,22 @@ class Evaluator:
         with self.encoder.in_use():  # pinned: the model pool does not unload it mid-evaluation
             timings["model_load"] = time.perf_counter() - start
             start = time.perf_counter()
-            report_progress(0.2, "extracting attributes")
-            attrs = self.resolve_attributes(attributes, src, target_text, source_text)
+            extracting = not isinstance(attributes, Attributes)
+            if extracting:
+                report_progress(0.05, "extracting attributes")
+            attrs = self.resolve_attributes(attributes, src, target_text, source_text,
+                                            progress=_forward_only(report_progress, 0.05, 0.6))
             timings["attributes"] = time.perf_counter() - start
-            report_progress(0.4, "encoding images and texts")
-            arrays = self.embed(src, edits, target_text, source_text, attrs, timings)
+            arrays = self.embed(src, edits, target_text, source_text, attrs, timings,
+                                progress=lambda fraction, stage: report_progress(0.6 + 0.25 * fraction, stage))
+            reference_notes: list[str] = []
+            if ground_truth is not None or output_caption or edit_mask is not None or network_metrics:
+                report_progress(0.85, "reference and preservation inputs")
+                reference_notes = self.add_references(arrays, ground_truth=ground_truth, output_caption=output_caption,
+                                                      edit_mask=edit_mask, network_metrics=network_metrics,
+                                                      timings=timings)
         start = time.perf_counter()
-        report_progress(0.8, "scoring")
+        report_progress(0.9, "scoring")
         results = self.score(arrays, attrs, options)
         timings["metrics"] = time.perf_counter() - start
         timings["total"] = time.perf_counter() - total_start
@@ -278,7 +434,7 @@ class Evaluator:
             options=asdict(options),
             edits=results,
             timings=timings,
-            notes=list(src.notes) + truncation_notes,
+            notes=list(src.notes) + truncation_notes + reference_notes,
             version=__version__,
             created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             truncated_texts=truncated,
@@ -294,7 +450,8 @@ class Evaluator:
         return truncated, [TRUNCATION_NOTE.format(limit=self.encoder.context_length, texts=shown)]
 
     def add_bpm(self, report: Report, instruction: str | None = None, parsed: Any = None, *, models: Any = None,
-                options: Any = None, parser: str = "rules", client: Any = None) -> Report:
+                options: Any = None, parser: str = "rules", client: Any = None,
+                progress: ProgressCallback | None = None) -> Report:
         """Add BPM (metric ``bpm``, details in ``EditResult.bpm``, results in ``report.arrays.bpm``).
 
         ``instruction`` is parsed with ``parser`` (``rules`` / ``llm``), or ``parsed`` gives the parse
@@ -310,19 +467,51 @@ class Evaluator:
         models = models or get_bpm_models(self.settings, encoder=self.encoder)
         start = time.perf_counter()
         results = bpm_score_many(arrays.source, arrays.edits, instruction, parsed, models, options=options,
-                                 parser=parser, client=client, names=[e.name for e in arrays.edits])
+                                 parser=parser, client=client, names=[e.name for e in arrays.edits], progress=progress)
         for edit, result in zip(report.edits, results):
             edit.metrics["bpm"] = result.bpm
             edit.unavailable.pop("bpm", None)
             edit.bpm = result.to_dict()
         arrays.bpm = results
         report.timings["bpm"] = time.perf_counter() - start
+        if arrays.edit_mask is None:  # no mask was given: BPM's regions are the edit mask, edit by edit
+            self._unedited_from_bpm(report, arrays, results)
         if models.untrained:
             note = f"BPM {UNTRAINED_WARNING} (GroundingDINO / SAM / CLIP: {'; '.join(_untrained_parts(models))})"
             if note not in report.notes:
                 report.notes.append(note)
         return report
 
+    def _unedited_from_bpm(self, report: Report, arrays: EvaluationArrays, results: Sequence[Any]) -> None:
+        """PSNR / MSE / SSIM (and LPIPS when asked for) outside each edit's BPM regions (not BPM's preserved
+        mask): the pixel stage is scored again with them and the report's values updated."""
+        from .inference.image_measures import UNEDITED_MEASURES, unedited_measures
+        from .inference.lpips import get_lpips
+
+        lpips = get_lpips(self.networks.lpips, self.settings) if "lpips_unedited" in arrays.network_metrics else None
+        size = (arrays.source.image.height, arrays.source.image.width)
+        measures: list[dict[str, float | None]] = []
+        for edit, result in zip(arrays.edits, results):
+            region = ~np.asarray(result.preserved_mask, dtype=bool)
+            if region.shape != size or not region.any():  # nothing localised: no mask to measure outside
+                measures.append(dict.fromkeys(UNEDITED_MEASURES))
+                continue
+            measures.append(unedited_measures(arrays.source.image, edit.image, region, lpips))
+        arrays.unedited_measures = measures
+        arrays.mask_origin = "bpm"
+        keys = metric_keys(stage="pixels", computable=True)
+        arrays.pixel_scores = score_item(arrays.metric_inputs(), keys, strict=True)
+        for i, edit in enumerate(report.edits):
+            for key in UNEDITED_MEASURES:
+                edit.metrics[key] = arrays.pixel_scores.values[i].get(key)
+                edit.unavailable.pop(key, None)
+                if key in arrays.pixel_scores.unavailable[i]:
+                    edit.unavailable[key] = arrays.pixel_scores.unavailable[i][key]
+        note = "PSNR / MSE / SSIM / LPIPS (unedited) are measured outside each edit's BPM regions (no mask was given)"
+        if note not in report.notes:
+            report.notes.append(note)
+        if lpips is not None and lpips.untrained:
+            report.notes.append(f"LPIPS (unedited) {UNTRAINED_WARNING} ({lpips.label})")
     def add_hatie(self, report: Report, instruction: str | None = None, *, edit_type: str | None = None,
                   models: Any = None, options: Any = None, target_text: str | None = None) -> Report:
         """Add HATIE's per-edit criteria (metrics ``hatie``, ``hatie_of`` ... ``hatie_bc``; ``hatie_iq`` needs a
@@ -490,3 +679,15 @@ def _ranked(texts: list[str], deltas: np.ndarray, alphas: np.ndarray) -> list[At
     """Attributes from most to least changed by v (by |delta|, as the paper's Fig. 9-10 rank them)."""
     changes = [AttributeChange(text=t, delta=float(d), alpha=float(a)) for t, d, a in zip(texts, deltas, alphas)]
     return sorted(changes, key=lambda c: abs(c.delta), reverse=True)
+
+
+def _forward_only(progress: ProgressCallback, low: float, high: float) -> ProgressCallback:
+    """``progress`` for a sub-step mapped onto [low, high] that never moves back (a provider's own
+    fractions may restart, e.g. after encoding its vocabulary it starts ranking at a lower one)."""
+    furthest = [low]
+
+    def report(fraction: float, stage: str) -> None:
+        furthest[0] = max(furthest[0], low + (high - low) * min(max(float(fraction), 0.0), 1.0))
+        progress(furthest[0], stage)
+
+    return report

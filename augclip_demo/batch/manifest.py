@@ -14,6 +14,9 @@ Format (JSONL, UTF-8; blank lines are ignored)::
                {"path": "noise/cat.png", "name": "noise", "role": "ep"}],
      "human": {"preferred": 0} or {"scores": [4.5, 2.0]},            # optional
      "attributes": {"source": [...], "target": [...]} or "attrs/cat-hat.json",  # optional
+     "ground_truth": "gt/cat-hat.png",                 # optional: a target image (MagicBrush): L1 / L2 / CLIP-I to it
+     "edit_mask": "masks/cat-hat.png",                 # optional: white = edit region (PIE-Bench): PSNR / MSE / SSIM outside
+     "output_caption": "a cat in a red hat",           # optional: a caption of the wanted result: CLIP-T to it
      "meta": {...}}                                    # optional, free-form, copied to the results
 
 Every path must stay inside the manifest's folder: absolute paths, ``..`` components and symlinks
@@ -47,7 +50,7 @@ from ..io import MAX_JSON_DEPTH, json_depth
 
 ROLES: tuple[str, ...] = ("gt", "ep", "em", "candidate")
 ITEM_KEYS = ("id", "source", "target_text", "source_text", "instruction", "parse", "dataset", "edits", "human",
-             "attributes", "meta", "edit_type")
+             "attributes", "ground_truth", "edit_mask", "output_caption", "meta", "edit_type")
 EDIT_KEYS = ("path", "name", "role")
 HUMAN_KEYS = ("preferred", "scores")
 
@@ -94,10 +97,17 @@ class ManifestItem:
     attributes: Attributes | None = None
     attributes_file: str | None = None
     meta: Any = None
+    ground_truth: str | None = None  # as written; ground_truth_path resolved
+    ground_truth_path: Path | None = None
+    edit_mask: str | None = None
+    edit_mask_path: Path | None = None
+    output_caption: str | None = None
     edit_type: str | None = None  # HATIE's edit type when the manifest gives it
 
     def image_paths(self) -> list[Path]:
-        return [self.source_path] + [edit.resolved for edit in self.edits]
+        """The images to encode: the source, the edits, then the ground truth when there is one."""
+        extra = [self.ground_truth_path] if self.ground_truth_path is not None else []
+        return [self.source_path] + [edit.resolved for edit in self.edits] + extra
 
     def to_dict(self) -> dict[str, Any]:
         """The manifest line for this item (paths as written, relative to the manifest)."""
@@ -114,6 +124,9 @@ class ManifestItem:
             data["attributes"] = self.attributes_file
         elif self.attributes is not None:
             data["attributes"] = {"source": list(self.attributes.source), "target": list(self.attributes.target)}
+        for key in ("ground_truth", "edit_mask", "output_caption"):
+            if getattr(self, key):
+                data[key] = getattr(self, key)
         if self.meta is not None:
             data["meta"] = self.meta
         if self.edit_type:
@@ -443,6 +456,20 @@ def parse_item(data: Any, line: int, root: Path,
     n_edits = len(data["edits"]) if isinstance(data.get("edits"), list) else 0
     human = _parse_human(data.get("human"), n_edits, problems)
     attributes, attributes_file = _parse_attributes(data.get("attributes"), checker, problems)
+    reference_paths: dict[str, tuple[str, Path] | None] = {}
+    for key in ("ground_truth", "edit_mask"):
+        value = data.get(key)
+        reference_paths[key] = None
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            problems.append(f"{key} must be a path (a string) relative to the manifest's folder")
+            continue
+        try:
+            reference_paths[key] = (value.strip(), checker.file(value, key))
+        except InputError as exc:
+            problems.append(str(exc))
+    output_caption = _optional_text(data, "output_caption", problems)
     edit_type = None
     if data.get("edit_type") is not None:
         try:
@@ -457,6 +484,11 @@ def parse_item(data: Any, line: int, root: Path,
         target_text=target.strip(), edits=edits, source_text=texts["source_text"],
         instruction=texts["instruction"], parse=corrections, dataset=texts["dataset"], human=human,
         attributes=attributes, attributes_file=attributes_file, meta=data.get("meta"), edit_type=edit_type,
+        ground_truth=(reference_paths["ground_truth"] or (None, None))[0],
+        ground_truth_path=(reference_paths["ground_truth"] or (None, None))[1],
+        edit_mask=(reference_paths["edit_mask"] or (None, None))[0],
+        edit_mask_path=(reference_paths["edit_mask"] or (None, None))[1],
+        output_caption=output_caption,
     )
     return item, []
 

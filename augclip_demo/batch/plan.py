@@ -27,6 +27,8 @@ def item_static_texts(item: ManifestItem, needs: set[str]) -> set[str]:
         texts.add(item.target_text)
     if "source_text_embedding" in needs and item.source_text:
         texts.add(item.source_text)
+    if "output_caption_embedding" in needs and item.output_caption:
+        texts.add(item.output_caption)
     if "attribute_embeddings" in needs and item.attributes is not None:
         texts.update(item.attributes.source)
         texts.update(item.attributes.target)

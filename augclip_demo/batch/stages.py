@@ -27,7 +27,7 @@ from ..io import LoadedImage, open_image
 from ..judge import JudgeOptions, MLLMJudge
 from ..judge.judge import CONTENT_FAILURES, judge_signature
 from ..metrics.hatie import CRITERION_LABELS, NEEDS_A_SET, HatieOptions, total_weights
-from ..metrics.suite import HATIE_KEYS, ItemScores, MetricInputs, score_item
+from ..metrics.suite import HATIE_KEYS, METRICS, ItemScores, MetricInputs, score_item
 from ..metrics.vectors import unit_rows
 from ..pipeline import Evaluator
 from .manifest import ManifestItem
@@ -295,6 +295,8 @@ def decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, pixel
     need_all = bool(pixel_metrics) or run_regions or judge is not None
     paths = [("source", item.source_path, item.source)] + [
         (f"edits[{i}] ({edit.name})", edit.resolved, edit.path) for i, edit in enumerate(item.edits)]
+    if item.ground_truth_path is not None:
+        paths.append(("ground_truth", item.ground_truth_path, item.ground_truth or ""))
     loaded: dict[str, LoadedImage] = {}
     for label, path, written in paths:
         key = image_key(path)
@@ -320,7 +322,12 @@ def decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, pixel
         source = loaded[image_key(item.source_path)]
         edits = [loaded[image_key(edit.resolved)] for edit in item.edits]
         if pixel_metrics:
-            out.pixel_scores = score_pixels(item, source, edits, pixel_metrics)
+            truth = loaded.get(image_key(item.ground_truth_path)) if item.ground_truth_path is not None else None
+            try:
+                out.pixel_scores = score_pixels(item, source, edits, pixel_metrics, truth)
+            except AugclipError as exc:
+                out.error = f"edit_mask: {exc}"
+                return out
         if run_regions:
             assert regions is not None
             try:
@@ -342,10 +349,26 @@ def decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, pixel
     return out
 
 
-def score_pixels(item: ManifestItem, source: LoadedImage, edits: list[LoadedImage], keys: Sequence[str]) -> ItemScores:
-    """The pixel-stage metrics of one item's decoded images."""
+def score_pixels(item: ManifestItem, source: LoadedImage, edits: list[LoadedImage], keys: Sequence[str],
+                 ground_truth: LoadedImage | None = None) -> ItemScores:
+    """The pixel-stage metrics of one item's decoded images (with its ground truth and edit mask, if any).
+
+    The unedited-region measures (PSNR / MSE / SSIM, torchmetrics) run only when a chosen metric needs
+    them; LPIPS, which loads a network, is not computed in batch runs (its reason says so)."""
+    mask = None
+    measures = None
+    if item.edit_mask_path is not None:
+        from ..pipeline import load_edit_mask
+
+        mask = load_edit_mask(item.edit_mask_path, source.image.size)
+        if any("unedited_measures" in METRICS[key].needs for key in keys):
+            from ..inference.image_measures import unedited_measures
+
+            measures = [unedited_measures(source.image, edit.image, mask) for edit in edits]
     inputs = MetricInputs(source_image=source.image, edit_images=[edit.image for edit in edits],
-                          instruction=item.instruction or None, target_text=item.target_text)
+                          instruction=item.instruction or None, target_text=item.target_text,
+                          ground_truth_image=ground_truth.image if ground_truth is not None else None,
+                          mask=mask, unedited_measures=measures)
     return score_item(inputs, keys)
 
 
@@ -371,9 +394,14 @@ def embedding_inputs(item: ManifestItem, attributes: Attributes | None, images: 
     """The embedding-stage inputs of one item: ``images`` are its unit rows, source first; ``texts``
     maps every text the item needs to its unit row."""
     with_attributes = "attribute_embeddings" in needs and attributes is not None
+    n_edits = len(item.edits)
+    truth = images[1 + n_edits] if item.ground_truth_path is not None and len(images) > 1 + n_edits else None
     return MetricInputs(
         source_embedding=images[0],
-        edit_embeddings=np.stack(images[1:]),
+        edit_embeddings=np.stack(images[1:1 + n_edits]),
+        ground_truth_embedding=truth,
+        output_caption_embedding=(texts[item.output_caption] if "output_caption_embedding" in needs
+                                  and item.output_caption else None),
         target_text_embedding=texts[item.target_text] if "target_text_embedding" in needs else None,
         source_text_embedding=(texts[item.source_text] if "source_text_embedding" in needs and item.source_text
                                else None),

@@ -98,7 +98,8 @@ def build_triplets(manifest: str | Path, out: str | Path | None = None, *, em_di
     if em_folder is not None and not em_folder.is_dir():
         raise InputError(f"em folder {em_folder}: not found")
     ep_dir, em_copy_dir = out_dir / f"{out.stem}_ep", out_dir / f"{out.stem}_em"
-    problems: list[str] = []
+    no_gt: list[str] = []
+    no_em: list[str] = []
     plans: list[tuple[Any, Any, Path]] = []
     for item in iter_manifest(manifest, check_files=False):  # validate_manifest checked the files above
         gt = next((e for e in item.edits if e.role == "gt"), None)
@@ -106,17 +107,17 @@ def build_triplets(manifest: str | Path, out: str | Path | None = None, *, em_di
         if em is None and em_folder is not None:
             em = _find_em(em_folder, item.id)
         if gt is None:
-            problems.append(f"{item.id}: no edit with role gt (the well-edited image)")
+            no_gt.append(str(item.id))
         elif em is None:
-            where = f"{em_folder}/{item.id}.png (or another image extension)" if em_folder else "an em edit or --em-dir"
-            problems.append(f"{item.id}: no excessively modified image: expected {where}")
+            no_em.append(str(item.id))
         else:
             plans.append((item, gt, em))
+    problems = _triplet_problems(no_gt, no_em, em_folder)
     if problems and not skip_missing:
-        raise InputError(f"cannot build triplets from {manifest}: " + "; ".join(problems[:20])
-                         + (f"; ... {len(problems) - 20} more" if len(problems) > 20 else ""))
+        raise InputError(f"cannot build triplets from {Path(manifest).name}:\n" + "\n".join(problems)
+                         + "\n(--skip-missing builds the items that have both.)")
     if not plans:
-        raise InputError(f"no item of {manifest} can form a triplet: " + "; ".join(problems[:5]))
+        raise InputError(f"no item of {Path(manifest).name} can form a triplet:\n" + "\n".join(problems))
     ep_dir.mkdir(exist_ok=True)
     items = []
     for item, gt, em in plans:
@@ -144,4 +145,23 @@ def build_triplets(manifest: str | Path, out: str | Path | None = None, *, em_di
         data["meta"] = meta
         items.append(data)
     write_manifest(items, out)
-    return TripletResult(manifest=out, n_items=len(items), skipped=problems)
+    skipped = [f"{i}: no edit with role gt" for i in no_gt] + [f"{i}: no excessively modified (em) image" for i in no_em]
+    return TripletResult(manifest=out, n_items=len(items), skipped=skipped)
+
+
+def _triplet_problems(no_gt: list[str], no_em: list[str], em_folder: Path | None) -> list[str]:
+    """At most two short lines, whatever the manifest's size: how many items lack what, a few ids, the fix."""
+    lines = []
+    if no_gt:
+        lines.append(f"- {len(no_gt)} item(s) have no edit with role gt (the well-edited image): {_ids(no_gt)}; "
+                     "give each item one edit with \"role\": \"gt\"")
+    if no_em:
+        fix = (f"put ITEM_ID.png (or another image extension) in {em_folder.name}/" if em_folder is not None
+               else "add an edit with \"role\": \"em\" to each item, or pass --em-dir FOLDER with ITEM_ID.png files")
+        lines.append(f"- {len(no_em)} item(s) have no excessively modified (em) image: {_ids(no_em)}; {fix}")
+    return lines
+
+
+def _ids(ids: list[str], shown: int = 3) -> str:
+    text = ", ".join(repr(i if len(i) <= 40 else i[:37] + "...") for i in ids[:shown])
+    return text + (f" and {len(ids) - shown} more" if len(ids) > shown else "")

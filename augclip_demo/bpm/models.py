@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import Settings
-from ..errors import AugclipError
+from ..errors import AugclipError, MissingWeightsError, WeightsUnavailableError
 from ..inference.clip_encoder import ClipEncoder, get_encoder
 from ..inference.grounding import GroundingDetector, get_detector
 from ..inference.sam2_segmenter import Sam2Segmenter, get_fast_segmenter
@@ -86,9 +86,31 @@ def bpm_models_status(settings: Settings | None = None) -> tuple[bool, str]:
     settings = settings or Settings.from_env()
     try:
         detector, segmenter = region_models(settings)
-        for model in (detector, segmenter):
-            if not model.is_loaded:
-                model.preflight()
+        require_bpm_weights(settings)
     except AugclipError as exc:
         return False, str(exc)
     return True, f"{detector.label}; {segmenter.label}"
+
+
+def bpm_missing_weights(settings: Settings | None = None) -> list[WeightsUnavailableError]:
+    """Every region model (GroundingDINO, SAM) whose weights are neither loaded, on disk nor
+    downloadable: all of them, so a user fixes them in one go. Loads nothing."""
+    settings = settings or Settings.from_env()
+    missing = []
+    for model in region_models(settings):
+        if model.is_loaded:
+            continue
+        try:
+            model.preflight()
+        except WeightsUnavailableError as exc:
+            missing.append(exc)
+    return missing
+
+
+def require_bpm_weights(settings: Settings | None = None) -> None:
+    """Raise one error naming every missing BPM model (one line each with what provides it)."""
+    missing = bpm_missing_weights(settings)
+    if len(missing) == 1:
+        raise missing[0]
+    if missing:
+        raise MissingWeightsError(missing, "BPM")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -181,11 +181,18 @@ def bpm_score(source: ImageInput | LoadedImage, edited: ImageInput | LoadedImage
 def bpm_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInput | LoadedImage],
                    instruction: str | None = None, parsed: ParsedInstruction | dict | None = None,
                    models: BPMModels | None = None, *, options: BPMOptions | None = None, parser: str = "rules",
-                   client: Any = None, names: Sequence[str] | None = None) -> list[BPMResult]:
-    """BPM of several edits of one source: each model runs once over all images (batched)."""
+                   client: Any = None, names: Sequence[str] | None = None,
+                   progress: Callable[[float, str], None] | None = None) -> list[BPMResult]:
+    """BPM of several edits of one source: each model runs once over all images (batched).
+
+    ``progress(fraction, message)`` hears of each stage (parse, loading, detection, segmentation)
+    and of each edit as it is judged.
+    """
     options = options or BPMOptions()
+    say = progress or (lambda fraction, message: None)
     timings: dict[str, float] = {}
     clock = _StageClock(timings)
+    say(0.0, "BPM: parsing the instruction")
     clock.start()
     parse = resolve_parse(instruction, parsed, parser, client)
     clock.stop("parse")
@@ -206,11 +213,13 @@ def bpm_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInput 
         from .models import get_bpm_models
 
         models = get_bpm_models()
+    say(0.05, "BPM: loading GroundingDINO and SAM")
     clock.start()
     models.load()  # loading is not a per-pair cost: timed apart from the stages
     clock.stop("model_load")
 
     # detect: o1 and the reference in the source (one pass), o2 in every edit; one batch
+    say(0.2, f"BPM: detecting the objects in {1 + len(edit_images)} images (GroundingDINO)")
     clock.start()
     src_phrases = list(dict.fromkeys(p for p in (parse.o1, parse.reference) if p))
     images: list[Image.Image] = [src.image] + edit_images
@@ -223,6 +232,7 @@ def bpm_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInput 
     clock.stop("detect")
 
     # segment: M_origin in the source, M_edit in every edit where the object was found; one batch
+    say(0.5, "BPM: segmenting the found objects (SAM)")
     clock.start()
     boxes = [[det_o1.box] if det_o1 is not None and det_o1.found else []]
     boxes += [[d.box] if d is not None and d.found else [] for d in det_o2]
@@ -231,6 +241,7 @@ def bpm_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInput 
     clock.stop("segment")
 
     # judge: CLIP on every crop and the two texts (one batch each), then the numpy judges
+    say(0.75, "BPM: encoding the regions (CLIP)")
     clock.start()
     origin = detected_region(parse.o1, det_o1, mask_o1)
     reference = detected_region(parse.reference, det_ref, None) if parse.reference else None
@@ -248,6 +259,7 @@ def bpm_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInput 
     results = []
     shape = (src.image.size[1], src.image.size[0])
     for i, (place, image) in enumerate(zip(places, edit_images)):
+        say(0.85 + 0.15 * i / len(edit_images), f"BPM: judging edit E{i + 1} of {len(edit_images)}")
         modify = s_modify(crop_embeddings[2 * i], crop_embeddings[2 * i + 1], text_embeddings[0], text_embeddings[1])
         keep = preserved_region(place.origin.mask, place.edit.mask, shape)
         preservation = s_preserve(src.image, image, keep)

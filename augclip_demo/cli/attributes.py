@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from ..attributes.base import AttributeProvider
 from ..config import ENVIRONMENT_VARIABLES, Settings
 from ..errors import InputError
 from ..report import UNTRAINED_WARNING
-from .common import add_model_args, settings_from_args
+from .common import add_model_args, settings_from_args, terminal_progress
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -71,7 +72,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} required "
                          "(or use --list-providers)")
     provider = provider_from_args(args, settings)
-    attributes = provider.extract(args.source, args.target, args.source_text)
+    progress = terminal_progress()
+    if progress is not None and "progress" in inspect.signature(provider.extract).parameters:
+        attributes = provider.extract(args.source, args.target, args.source_text, progress=progress)
+    else:  # manual lists: nothing to report
+        attributes = provider.extract(args.source, args.target, args.source_text)
     if args.out:
         attributes.save(args.out)
     print(attributes.to_json() if args.json else format_attributes(attributes))

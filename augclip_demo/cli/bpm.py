@@ -20,8 +20,9 @@ from ..bpm import (
 from ..config import ENVIRONMENT_VARIABLES, Settings
 from ..errors import InputError
 from ..instructions import PARSERS, resolve_parse
-from ..report import UNTRAINED_WARNING
+from ..report import UNTRAINED_WARNING, edit_names
 from .common import add_model_args, settings_from_args, warn
+from .table import files_legend
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -114,7 +115,7 @@ def llm_client(args: argparse.Namespace, settings: Settings) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..bpm.models import get_bpm_models
+    from ..bpm.models import get_bpm_models, require_bpm_weights
 
     settings = bpm_settings(args)
     parsed = parsed_from_args(args, llm_client(args, settings))
@@ -123,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     report_parse(parsed)
     options = bpm_options(args)
+    require_bpm_weights(settings)  # every missing region model at once, before anything loads
     results = bpm_score_many(args.source, args.edited, parsed=parsed, models=get_bpm_models(settings), options=options)
     payload = {"source": results[0].source_name, "parse": parsed.to_dict(), "untrained": results[0].untrained,
                "edits": [{"name": r.edit_name, **r.to_dict()} for r in results]}
@@ -143,10 +145,11 @@ def format_bpm(results: list[BPMResult]) -> str:
     """A fixed-width table: one row per edit with BPM and every component, then the parse and notes."""
     first = results[0]
     header = ["#", "edit", "BPM", "S_sem", "S_mod", "S_mod01", "S_pres", "S_reg", "S_size", "S_pos", "overall"]
+    names = edit_names([r.edit_name for r in results])
     rows = []
     for i, r in enumerate(results):
         c = r.components
-        rows.append([str(i + 1), r.edit_name[:28], f"{c.bpm:.4f}", f"{c.s_semantic:.4f}", f"{c.s_modify:.4f}",
+        rows.append([names[i].tag, names[i].short, f"{c.bpm:.4f}", f"{c.s_semantic:.4f}", f"{c.s_modify:.4f}",
                      f"{c.s_modify_norm:.4f}", f"{c.s_preserve:.4f}", str(c.s_region), str(c.s_size),
                      str(c.s_position), f"{c.overall_raw:.4f}"])
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
@@ -163,6 +166,7 @@ def format_bpm(results: list[BPMResult]) -> str:
     lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)))
     lines.append("  ".join("-" * w for w in widths))
     lines.extend("  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows)
+    lines.extend(files_legend(names))
     lines.append("")
     lines.append("BPM = alpha S_sem + (1-alpha) S_reg; S_sem = (S_mod+1)/2 + S_pres; overall = S_mod + S_pres + S_reg "
                  "(the paper's Fig. 4 sum)")
@@ -170,8 +174,8 @@ def format_bpm(results: list[BPMResult]) -> str:
                  "dataset, so BPM values here are not on the paper's dataset scale")
     for i, r in enumerate(results):
         found = ", ".join(f"{k} {'found' if v else 'NOT found'}" for k, v in r.found.items() if v is not None)
-        lines.append(f"edit {i + 1}: {found}; size: {r.size.reason}; position: {r.position.reason}")
-        lines.extend(f"edit {i + 1}: note: {note}" for note in r.notes)
+        lines.append(f"{names[i].tag}: {found}; size: {r.size.reason}; position: {r.position.reason}")
+        lines.extend(f"{names[i].tag}: note: {note}" for note in r.notes)
     timings = first.timings
     lines.append("time: " + ", ".join(f"{stage} {timings.get(stage, 0.0):.2f}s" for stage in ("parse", "detect", "segment", "judge")))
     return "\n".join(lines)

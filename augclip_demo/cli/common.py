@@ -129,3 +129,25 @@ def preflight(args: argparse.Namespace) -> None:
         if len(edits) > limit:
             raise InputError(f"{len(edits)} edited images given; the limit is {limit} per evaluation (the app's too; "
                              "AUGCLIP_MAX_EDITS raises it). Score more with `batch`.")
+
+
+def terminal_progress(stream: Any = None) -> Any:
+    """A ``progress(fraction, message)`` callback that rewrites one status line on a terminal, with the
+    seconds since it was made; ``None`` when ``stream`` (stderr) is not a terminal (pipes and logs stay clean)."""
+    import time
+
+    stream = stream or sys.stderr
+    if not getattr(stream, "isatty", lambda: False)():
+        return None
+    start, furthest = time.perf_counter(), [0.0]
+    width = 100
+
+    def report(fraction: float, message: str) -> None:
+        furthest[0] = max(furthest[0], min(max(fraction, 0.0), 1.0))
+        line = f"[{time.perf_counter() - start:5.0f} s] {100 * furthest[0]:3.0f}%  {message}"
+        stream.write("\r" + line[:width].ljust(width))
+        if fraction >= 1.0:
+            stream.write("\r" + " " * width + "\r")
+        stream.flush()
+
+    return report

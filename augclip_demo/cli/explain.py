@@ -6,11 +6,12 @@ import argparse
 from pathlib import Path
 
 from ..attributes.base import Attributes, available_providers
+from ..explain.comparison import comparison_grid
 from ..explain.explanations import ExplainOptions, explain_report
 from ..explain.relevancy import CLIP_DIR_DIFFERENCES
 from ..pipeline import Evaluator
 from ..report import UNTRAINED_WARNING
-from .common import add_evaluation_inputs, add_model_args, settings_from_args
+from .common import add_evaluation_inputs, add_model_args, settings_from_args, terminal_progress
 from .score import add_augclip_args, options_from_args
 
 
@@ -20,8 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="write relevancy maps, hyperplane views and attribute rankings (PNG + JSON)",
         description="Score edited images like `score`, then write the explanations into --out: relevancy maps "
                     "(AugCLIP, CLIPdir, CLIP-T) per edit, the exact and the UMAP hyperplane views, the attribute "
-                    "ranking and alpha charts per edit, explanations.json (the numbers behind every figure) and "
-                    "report.json (the scores).",
+                    "ranking and alpha charts per edit, explanations.json (the numbers behind every figure), "
+                    "report.json (the scores) and comparison.html (every edit side by side, self-contained).",
     )
     add_evaluation_inputs(parser)
     parser.add_argument("--provider", metavar="NAME",
@@ -43,6 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     group.add_argument("--umap-neighbors", type=int, default=15, metavar="N", help="UMAP n_neighbors (default 15)")
     group.add_argument("--seed", type=int, default=0, help="UMAP random_state (default 0)")
     group.add_argument("--dpi", type=int, default=110, help="PNG resolution (default 110)")
+    group.add_argument("--svg", action="store_true", help="also write every figure as SVG (vector, for papers)")
     parser.set_defaults(func=run)
 
 
@@ -54,11 +56,15 @@ def run(args: argparse.Namespace) -> int:
     evaluator = Evaluator(settings=settings, options=options_from_args(args))
     attributes = Attributes.load(args.attributes) if args.attributes else settings.attribute_provider
     report = evaluator.evaluate(args.source, args.edited, args.target, args.source_text, attributes)
-    explanations = explain_report(report, evaluator.encoder, options)
+    progress = terminal_progress()
+    explanations = explain_report(report, evaluator.encoder, options, progress=progress)
+    if progress is not None:
+        progress(1.0, "done")
     out = Path(args.out)
-    written = explanations.save(out, dpi=args.dpi)
+    written = explanations.save(out, dpi=args.dpi, formats=("png", "svg") if args.svg else ("png",))
     report_path = out / "report.json"
     report_path.write_text(report.to_json() + "\n", encoding="utf-8")
+    written.append(comparison_grid(report, explanations).save(out / "comparison.html"))
     if report.untrained:
         print(f"WARNING: {UNTRAINED_WARNING}")
     print(report.verdict())

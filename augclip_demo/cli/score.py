@@ -6,10 +6,10 @@ import argparse
 from pathlib import Path
 
 from ..attributes.base import AttributeProvider, Attributes
-from ..errors import InstructionParseError, LLMError, WeightsUnavailableError
+from ..errors import InputError, InstructionParseError, LLMError, WeightsUnavailableError
 from ..metrics.augclip import CLASSIFIERS, PROJECTIONS, WEIGHT_SCALINGS
 from ..metrics.hatie import EDIT_TYPES
-from ..pipeline import AugCLIPOptions, Evaluator
+from ..pipeline import NETWORK_METRICS, AugCLIPOptions, Evaluator, FeatureNetworks
 from ..report import UNTRAINED_WARNING, Report
 from .attributes import add_provider_args, provider_from_args
 from .bpm import (
@@ -21,7 +21,7 @@ from .bpm import (
     report_parse,
     wants_bpm,
 )
-from .common import add_evaluation_inputs, add_model_args, warn
+from .common import add_evaluation_inputs, add_model_args, terminal_progress, warn
 from .judge_options import add_judge_args, judge_options_from_args
 from .table import format_report
 
@@ -35,6 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_bpm_args(parser, required_note="BPM runs when one of --instruction or --o1/--o2 is given and the "
                                         "GroundingDINO + SAM weights are available")
     parser.add_argument("--no-bpm", action="store_true", help="do not compute BPM even when an instruction is given")
+    add_reference_args(parser)
     add_judge_args(parser, how="With --judge the report gains the judge's rows, judged against --instruction when "
                                "given, else --target.")
     parser.add_argument("--hatie", action="store_true",
@@ -47,6 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     out.add_argument("--all-metrics", action="store_true", help="also show the augmented CLIPdir variants")
     out.add_argument("--out", metavar="PATH", help="also write the JSON report to PATH")
     out.add_argument("--csv", metavar="PATH", help="also write one CSV row per edit to PATH")
+    out.add_argument("--html", metavar="PATH",
+                     help="also write the comparison grid (every edit side by side: image, metrics, verdict, BPM "
+                          "regions when BPM ran) as one self-contained HTML file; `explain` adds relevancy maps")
     parser.set_defaults(func=run)
 
 
@@ -63,6 +67,42 @@ def add_augclip_args(parser: argparse.ArgumentParser) -> None:
                        help="clamped: v = max(c, 0) w as Eq. 8 (default); plain: v = c w as App. B's code")
 
 
+def add_reference_args(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("reference and preservation metrics (docs/metrics.md)")
+    group.add_argument("--ground-truth", metavar="IMAGE",
+                       help="a ground-truth edited image (MagicBrush): adds L1 / L2 / CLIP-I to it (and DINO with "
+                            "--feature-metrics dino_gt)")
+    group.add_argument("--output-caption", metavar="TEXT", help="a caption of the wanted result: adds CLIP-T to it")
+    group.add_argument("--edit-mask", metavar="IMAGE",
+                       help="white = the region the edit should change (source-sized): adds PSNR / MSE / SSIM outside "
+                            "it (PIE-Bench), and LPIPS with --feature-metrics lpips_unedited")
+    group.add_argument("--feature-metrics", metavar="KEYS", default="",
+                       help="metrics that load a network of their own, comma-separated: "
+                            + ", ".join(NETWORK_METRICS) + " (or 'all')")
+    group.add_argument("--dino-model", metavar="SPEC", default=FeatureNetworks.dino,
+                       help=f"DINO for dino_gt (default {FeatureNetworks.dino}; random:tiny for an untrained smoke test)")
+    group.add_argument("--structure-model", metavar="SPEC", default=FeatureNetworks.structure,
+                       help=f"DINO for structure_distance (default {FeatureNetworks.structure})")
+    group.add_argument("--lpips-net", metavar="NET", default=FeatureNetworks.lpips,
+                       help=f"LPIPS backbone: alex, squeeze or vgg (default {FeatureNetworks.lpips}, PIE-Bench's; "
+                            "random:NET for an untrained smoke test)")
+
+
+def feature_metrics_from_args(args: argparse.Namespace) -> list[str]:
+    names = [n.strip() for n in (args.feature_metrics or "").split(",") if n.strip()]
+    if "all" in names:
+        return list(NETWORK_METRICS)
+    unknown = [n for n in names if n not in NETWORK_METRICS]
+    if unknown:
+        raise InputError(f"--feature-metrics: unknown {', '.join(unknown)}; choose from {', '.join(NETWORK_METRICS)} "
+                         "or all")
+    return names
+
+
+def networks_from_args(args: argparse.Namespace) -> FeatureNetworks:
+    return FeatureNetworks(dino=args.dino_model, structure=args.structure_model, lpips=args.lpips_net)
+
+
 def options_from_args(args: argparse.Namespace) -> AugCLIPOptions:
     return AugCLIPOptions(classifier=args.classifier, C=args.C, weighting=not args.no_weighting,
                           include_images=not args.attributes_only, weight_scaling=args.weight_scaling,
@@ -71,12 +111,18 @@ def options_from_args(args: argparse.Namespace) -> AugCLIPOptions:
 
 def run(args: argparse.Namespace) -> int:
     settings = bpm_settings(args, attribute_provider=args.provider, mllm_model=args.mllm_model)
-    evaluator = Evaluator(settings=settings, options=options_from_args(args))
+    network_metrics = feature_metrics_from_args(args)
+    evaluator = Evaluator(settings=settings, options=options_from_args(args), networks=networks_from_args(args))
     if args.attributes:  # a file wins over any provider
         attributes: Attributes | AttributeProvider = Attributes.load(args.attributes)
     else:
         attributes = provider_from_args(args, settings, encoder=evaluator.encoder)
-    report = evaluator.evaluate(args.source, args.edited, args.target, args.source_text, attributes)
+    progress = terminal_progress()
+    report = evaluator.evaluate(args.source, args.edited, args.target, args.source_text, attributes,
+                                ground_truth=args.ground_truth, output_caption=args.output_caption,
+                                edit_mask=args.edit_mask, network_metrics=network_metrics, progress=progress)
+    if progress is not None:
+        progress(1.0, "done")
     if report.truncated_texts:
         warn(f"warning: {len(report.truncated_texts)} text(s) longer than CLIP's "
              f"{evaluator.encoder.context_length} tokens were cut to their start before scoring; "
@@ -91,6 +137,10 @@ def run(args: argparse.Namespace) -> int:
         Path(args.out).write_text(report.to_json() + "\n", encoding="utf-8")
     if args.csv:
         Path(args.csv).write_text(report.to_csv(), encoding="utf-8")
+    if args.html:
+        from ..explain.comparison import comparison_grid
+
+        comparison_grid(report).save(args.html)
     if args.json:
         print(report.to_json())
     else:

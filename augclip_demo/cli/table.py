@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from ..metrics.suite import METRICS
-from ..report import UNTRAINED_WARNING, Report
+from ..report import UNTRAINED_WARNING, EditName, Report
 
 
 def format_report(report: Report, include_variants: bool = False) -> str:
     """A fixed-width table, one row per edit, ``*`` marking the best edit under each metric."""
     keys = report.metric_keys(include_variants=include_variants)
     best = {key: report.best(key) for key in keys}
+    names = report.edit_names()
     header = ["#", "edit"] + [METRICS[k].label + ("" if METRICS[k].higher_is_better else " (low)")
                              if k in METRICS else k for k in keys]
     rows = []
     for edit in report.edits:
-        row = [str(edit.index + 1), _clip(edit.name, 28)]
+        row = [names[edit.index].tag, names[edit.index].short]
         for key in keys:
             value = edit.metrics.get(key)
             cell = "n/a" if value is None else f"{value:.4f}"
@@ -33,16 +34,22 @@ def format_report(report: Report, include_variants: bool = False) -> str:
     lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)))
     lines.append("  ".join("-" * w for w in widths))
     lines.extend("  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows)
+    lines.extend(files_legend(names))
     lines.append("")
     if len(report.edits) > 1:
         lines.append("* best under that metric (L2: lowest)")
     lines.append(report.verdict())
     reasons = sorted({reason for e in report.edits for k, reason in e.unavailable.items() if k in keys})
     lines.extend(f"n/a: {reason}" for reason in reasons)
-    notes = report.notes + [f"edit {e.index + 1}: {n}" for e in report.edits for n in e.notes]
+    notes = report.notes + [f"{names[e.index].tag}: {n}" for e in report.edits for n in e.notes]
     lines.extend(f"note: {n}" for n in notes)
     return "\n".join(lines)
 
 
-def _clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "~"
+def files_legend(names: list[EditName]) -> list[str]:
+    """``E1 = tedbench_out_1_ours.png``: the full file names behind the short ones (the JSON and CSV
+    exports carry them too)."""
+    if all(name.short == name.full for name in names):
+        return []
+    return ["files: " + ", ".join(f"{name.tag} = {name.full}" for name in names)] if len(names) <= 2 else \
+        ["files:", *(f"  {name.tag} = {name.full}" for name in names)]

@@ -8,9 +8,12 @@
 * :mod:`.rankings`: Eq. 11 / 12 attribute rankings (App. A.4, Fig. 9-10) and the alpha weights.
 * :mod:`.figures`: the matplotlib figures (object API, headless).
 * :mod:`.regions`: BPM's regions (masks, boxes, preserved region) for the app's BPM panel.
+* :mod:`.interactive`: the hyperplane views as Plotly specifications (hover, toggles, zoom) for the app.
+* :mod:`.comparison`: the comparison grid's pictures (maps, BPM regions) for the HTML report.
 * :func:`explain_report`: all of it for a :class:`~augclip_demo.report.Report` in one call.
 """
 
+from .comparison import comparison_grid
 from .explanations import EditExplanation, ExplainOptions, ReportExplanations, explain_report
 from .hyperplane import (
     ExactPanel,
@@ -48,6 +51,7 @@ __all__ = [
     "augclip_relevancy",
     "clip_dir_relevancy",
     "clip_t_relevancy",
+    "comparison_grid",
     "edit_rankings",
     "exact_coordinates",
     "exact_view",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InputError
-from ..report import UNTRAINED_WARNING
+from ..report import UNTRAINED_WARNING, edit_names, edit_tag
 from .hyperplane import ExactView, UmapView, exact_view, umap_view
 from .rankings import EditRankings, edit_rankings
 from .relevancy import (
@@ -137,11 +138,12 @@ class ReportExplanations:
     figures: dict[str, Figure] = field(default_factory=dict, repr=False)  # hyperplane_exact, hyperplane_umap
 
     def all_figures(self) -> dict[str, Figure]:
-        """Every figure under the file stem it is saved as (e.g. ``edit1_relevancy_augclip``)."""
+        """Every figure under the file stem it is saved as (e.g. ``E1_relevancy_augclip``: the edit's tag,
+        as every view and download numbers it)."""
         out = dict(self.figures)
         for edit in self.edits:
             for key, fig in edit.figures.items():
-                out[f"edit{edit.index + 1}_{key}"] = fig
+                out[f"{edit_tag(edit.index)}_{key}"] = fig
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -163,8 +165,9 @@ class ReportExplanations:
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, allow_nan=False)
 
-    def save(self, out_dir: str | Path, dpi: int = 110) -> list[Path]:
-        """Write every figure as ``<stem>.png`` and the numbers as ``explanations.json``; returns the paths."""
+    def save(self, out_dir: str | Path, dpi: int = 110, formats: tuple[str, ...] = ("png",)) -> list[Path]:
+        """Write every figure as ``<stem>.png`` (and ``.svg`` when asked) and the numbers as
+        ``explanations.json``; returns the paths."""
         from .figures import save_figure
 
         folder = Path(out_dir)
@@ -172,15 +175,22 @@ class ReportExplanations:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise InputError(f"cannot create the output folder {folder}: {exc.strerror or exc}") from None
-        written = [save_figure(fig, folder / f"{stem}.png", dpi=dpi) for stem, fig in self.all_figures().items()]
+        unknown = sorted(set(formats) - {"png", "svg", "pdf"})
+        if unknown:
+            raise InputError(f"figure format(s) {', '.join(unknown)} not supported; use png, svg or pdf")
+        written = [save_figure(fig, folder / f"{stem}.{fmt}", dpi=dpi) for stem, fig in self.all_figures().items()
+                   for fmt in formats]
         json_path = folder / "explanations.json"
         json_path.write_text(self.to_json() + "\n", encoding="utf-8")
         return written + [json_path]
 
 
 def explain_report(report: Report, encoder: ClipEncoder | None = None, options: ExplainOptions | None = None,
-                   **overrides: Any) -> ReportExplanations:
+                   *, progress: Callable[[float, str], None] | None = None, **overrides: Any) -> ReportExplanations:
     """All explanations of ``report`` (from :meth:`Evaluator.evaluate`); ``encoder`` runs the relevancy maps.
+
+    ``progress(fraction, message)`` hears of every step: each batch of relevancy maps, the rankings,
+    the two hyperplane views and each edit's figures.
 
     ``overrides`` are :class:`ExplainOptions` fields. Parts that cannot be computed (no encoder, a
     backbone without a ViT tower, no source text for CLIPdir) are listed in ``unavailable`` with the
@@ -202,6 +212,10 @@ def explain_report(report: Report, encoder: ClipEncoder | None = None, options: 
     unavailable: dict[str, str] = {}
     edits = [EditExplanation(index=i, name=e.name) for i, e in enumerate(report.edits)]
     total = time.perf_counter()
+    say = progress or (lambda fraction, message: None)
+
+    def within(low: float, high: float) -> Callable[[float, str], None]:
+        return lambda fraction, message: say(low + (high - low) * fraction, message)
 
     if options.relevancy:
         reason = _relevancy_blocker(report, encoder)
@@ -210,21 +224,25 @@ def explain_report(report: Report, encoder: ClipEncoder | None = None, options: 
         else:
             assert encoder is not None
             start = time.perf_counter()
-            _add_relevancy(report, encoder, edits, options)
+            say(0.0, "relevancy maps")
+            _add_relevancy(report, encoder, edits, options, within(0.0, 0.55))
             timings["relevancy"] = time.perf_counter() - start
             timings["relevancy_per_image"] = timings["relevancy"] / max(1, _relevancy_image_count(report, options))
     if options.rankings:
         start = time.perf_counter()
+        say(0.55, "attribute rankings")
         for edit in edits:
             edit.rankings = edit_rankings(report, edit.index, top_k=options.top_k)
         timings["rankings"] = time.perf_counter() - start
     exact = umap = None
     if options.exact:
         start = time.perf_counter()
+        say(0.57, "exact hyperplane view")
         exact = exact_view(report)
         timings["exact_view"] = time.perf_counter() - start
     if options.umap:
         start = time.perf_counter()
+        say(0.6, "UMAP view")
         try:
             umap = umap_view(report, n_neighbors=options.umap_neighbors, min_dist=options.umap_min_dist,
                              seed=options.umap_seed)
@@ -236,7 +254,7 @@ def explain_report(report: Report, encoder: ClipEncoder | None = None, options: 
                                 options=options, verdict=report.verdict(), unavailable=unavailable, timings=timings)
     if options.figures:
         start = time.perf_counter()
-        _add_figures(report, result)
+        _add_figures(report, result, within(0.7, 1.0))
         timings["figures"] = time.perf_counter() - start
     timings["total"] = time.perf_counter() - total
     return result
@@ -258,7 +276,8 @@ def _relevancy_image_count(report: Report, options: ExplainOptions) -> int:
     return (3 if report.source_text else 2) * edits + (1 if report.source_text else 0)
 
 
-def _add_relevancy(report: Report, encoder: ClipEncoder, edits: list[EditExplanation], options: ExplainOptions) -> None:
+def _add_relevancy(report: Report, encoder: ClipEncoder, edits: list[EditExplanation], options: ExplainOptions,
+                   progress: Callable[[float, str], None] | None = None) -> None:
     arrays = report.arrays
     images: list[Any] = []
     targets: list[np.ndarray] = []
@@ -288,7 +307,7 @@ def _add_relevancy(report: Report, encoder: ClipEncoder, edits: list[EditExplana
             objectives.append("clip_dir")
             slots.append((i, "clip_dir"))
     maps = relevancy_batch(encoder, images, np.stack(targets), objectives=objectives, start_layer=options.start_layer,
-                           batch_size=options.batch_size)
+                           batch_size=options.batch_size, progress=progress)
     source_dir = None
     for (edit_index, objective), rel in zip(slots, maps):
         if edit_index is None:
@@ -322,7 +341,8 @@ def _layers_text(rel: RelevancyMap) -> str:
 
 
 # ---------------------------------------------------------------------------------------- figures
-def _add_figures(report: Report, result: ReportExplanations) -> None:
+def _add_figures(report: Report, result: ReportExplanations,
+                 progress: Callable[[float, str], None] | None = None) -> None:
     from .figures import (
         clip_dir_figure,
         exact_view_figure,
@@ -333,9 +353,12 @@ def _add_figures(report: Report, result: ReportExplanations) -> None:
 
     arrays = report.arrays
     untrained = result.untrained
-    for edit in result.edits:
+    names = edit_names([edit.name for edit in report.edits])
+    say = progress or (lambda fraction, message: None)
+    for done, edit in enumerate(result.edits):
+        say(done / (len(result.edits) + 1), f"figures of {names[edit.index].tag} ({done + 1} of {len(result.edits)})")
         image = arrays.edits[edit.index].image
-        label = f"edit {edit.index + 1} ({edit.name})"
+        label = names[edit.index].label
         if edit.augclip is not None:
             edit.figures["relevancy_augclip"] = relevancy_figure(
                 image, edit.augclip, title=f"AugCLIP relevancy: {label} toward the ideal edit",
@@ -354,6 +377,7 @@ def _add_figures(report: Report, result: ReportExplanations) -> None:
                 subtitle=f"cs(E(I_edit), E(T_trg)) = {edit.clip_t.score:+.3f}  (CLIP-T)")
         if edit.rankings is not None:
             edit.figures.update(ranking_figures(edit.rankings))
+    say(len(result.edits) / (len(result.edits) + 1), "figures of the hyperplane views")
     if result.exact is not None:
         result.figures["hyperplane_exact"] = exact_view_figure(result.exact)
     if result.umap is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,8 @@ from matplotlib.figure import Figure, SubFigure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 from PIL import Image
+
+from ..report import short_edit_names
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -92,6 +95,13 @@ def _display_image(image: Image.Image) -> Image.Image:
     return image.resize((max(1, round(width * scale)), max(1, round(height * scale))), method)
 
 
+def _edit_short_names(points: PointSet) -> dict[int, str]:
+    """Edit index -> its short name under the one naming rule (report.short_edit_names)."""
+    rows = points.indices("edit")
+    shorts = short_edit_names([points.texts[i] for i in rows])
+    return {int(points.edits[i] or 0): short for i, short in zip(rows, shorts)}
+
+
 def _short(text: str, limit: int) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -141,11 +151,11 @@ def clip_dir_figure(source_image: Image.Image, edit_image: Image.Image, rel: Cli
     edit_box = None if rel.edit.view.covers_whole_image else rel.edit.view.box
     _overlay(axes[0], src_disp, rel.source.image_map(src_disp.size), cmap=RELEVANCY_CMAP, vmin=0, vmax=1,
              alpha=0.5, view_box=src_box, scale=src_scale)
-    axes[0].set_title(f"R(I_src; dT): {_short(rel.source.image_name, 30)}", fontsize=10)
+    axes[0].set_title("R(I_src; dT): the source", fontsize=10)
     _colorbar(body, axes[0], RELEVANCY_CMAP, 0, 1, "relevance [0, 1]", 0.8)
     _overlay(axes[1], edit_disp, rel.edit.image_map(edit_disp.size), cmap=RELEVANCY_CMAP, vmin=0, vmax=1,
              alpha=0.5, view_box=edit_box, scale=edit_scale)
-    axes[1].set_title(f"R(I_edit; dT): {_short(rel.edit.image_name, 30)}", fontsize=10)
+    axes[1].set_title("R(I_edit; dT): the edit", fontsize=10)
     _colorbar(body, axes[1], RELEVANCY_CMAP, 0, 1, "relevance [0, 1]", 0.8)
     _overlay(axes[2], edit_disp, rel.image_difference(edit_disp.size), cmap=SIGNED_CMAP, vmin=-1, vmax=1,
              alpha=0.6, view_box=edit_box, scale=edit_scale)
@@ -163,28 +173,143 @@ _KIND_STYLE = {
 }
 
 
-def _scatter_points(ax: Axes, points: PointSet, xy: np.ndarray, highlight: Sequence[int] | None = None) -> None:
-    """Markers by kind, edits in their own colours (faded unless highlighted), short labels beside each point."""
-    for i, (kind, label) in enumerate(zip(points.kinds, points.labels)):
+@dataclass
+class _PointLabel:
+    """A label waiting for a place beside its marker (placed once the layout is final)."""
+
+    ax: Axes
+    xy: tuple[float, float]  # data coordinates of the marker
+    text: str
+    marker_pt: float  # the marker's radius in points: the label starts beyond it
+    style: dict
+    rank: int = 2  # placing order: images (0), the |v| note (1), attributes (2)
+
+
+@dataclass
+class _Labeller:
+    """Collects point labels, then places them so that none overlaps another text, a marker or the axes' edge.
+
+    Each label tries positions around its marker (right, above, below, left and the diagonals, at
+    growing distances) in priority order (images before attributes); a label with no free position is
+    left out and counted, since the key beside the plot lists every attribute anyway.
+    """
+
+    labels: list[_PointLabel] = field(default_factory=list)
+    omitted: int = 0
+
+    def add(self, ax: Axes, xy: Sequence[float], text: str, marker_pt: float, rank: int = 2, **style) -> None:
+        self.labels.append(_PointLabel(ax, (float(xy[0]), float(xy[1])), text, marker_pt, style, rank))
+
+    def place(self, fig: Figure) -> None:
+        fig.draw_without_rendering()  # the layout is final from here on (labels stay out of it)
+        renderer = fig._get_renderer()
+        px_per_pt = fig.dpi / 72.0
+        taken: dict[int, list[tuple[float, float, float, float]]] = {}  # per axes: boxes labels must avoid
+        markers: dict[int, list[tuple[float, float, float, float]]] = {}
+        for label in self.labels:
+            if id(label.ax) not in taken:  # the axes' fixed texts (g(x) = 0, side names, |v|), padded a little
+                taken[id(label.ax)] = [_grow(_box(t.get_window_extent(renderer)), 2) for t in label.ax.texts
+                                       if t.get_visible() and t.get_text().strip()]
+            x, y = label.ax.transData.transform(label.xy)
+            r = label.marker_pt * px_per_pt * 0.8
+            markers.setdefault(id(label.ax), []).append((x - r, y - r, x + r, y + r))
+        for label in sorted(self.labels, key=lambda item: item.rank):  # stable: the order added within a rank
+            ax = label.ax
+            inside = _box(ax.get_window_extent(renderer))
+            x, y = ax.transData.transform(label.xy)
+            probe = ax.annotate(label.text, label.xy, xytext=(0, 0), textcoords="offset points", **label.style)
+            probe.set_in_layout(False)
+            extent = probe.get_window_extent(renderer)
+            width, height = extent.width + 2, extent.height + 2
+            own = (x, y)
+            spot = None
+            for distance in (2.0, 6.0, 11.0, 17.0, 24.0):
+                for dx, dy in _DIRECTIONS:
+                    gap = (label.marker_pt + distance) * px_per_pt
+                    left = x + dx * gap - (0 if dx > 0 else width if dx < 0 else width / 2)
+                    bottom = y + dy * gap - (0 if dy > 0 else height if dy < 0 else height / 2)
+                    box = (left, bottom, left + width, bottom + height)
+                    if not _within(box, inside) or any(_hits(box, other) for other in taken[id(ax)]):
+                        continue
+                    if any(_hits(box, m) for m in markers[id(ax)] if not _holds(m, own)):
+                        continue
+                    spot = (dx, dy, gap, box)
+                    break
+                if spot is not None:
+                    break
+            if spot is None:
+                probe.remove()
+                self.omitted += 1
+                continue
+            dx, dy, gap, box = spot
+            probe.remove()
+            far = gap > (label.marker_pt + 8) * px_per_pt  # far from its marker: a thin leader line says whose
+            arrow = dict(arrowstyle="-", lw=0.6, color=label.style.get("color", "#444444"), alpha=0.7,
+                         shrinkA=1, shrinkB=label.marker_pt * 0.8) if far else None
+            placed = ax.annotate(label.text, label.xy, xytext=(dx * gap / px_per_pt, dy * gap / px_per_pt),
+                                 textcoords="offset points", ha="left" if dx > 0 else "right" if dx < 0 else "center",
+                                 va="bottom" if dy > 0 else "top" if dy < 0 else "center", arrowprops=arrow,
+                                 **label.style)
+            placed.set_in_layout(False)
+            taken[id(ax)].append(box)
+
+
+_DIRECTIONS = ((1, 0), (0.75, 0.75), (0.75, -0.75), (0, 1), (0, -1), (-1, 0), (-0.75, 0.75), (-0.75, -0.75))
+
+
+def _box(extent) -> tuple[float, float, float, float]:
+    return (extent.x0, extent.y0, extent.x1, extent.y1)
+
+
+def _grow(box: tuple[float, float, float, float], pad: float) -> tuple[float, float, float, float]:
+    return (box[0] - pad, box[1] - pad, box[2] + pad, box[3] + pad)
+
+
+def _hits(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return min(a[2], b[2]) > max(a[0], b[0]) and min(a[3], b[3]) > max(a[1], b[1])
+
+
+def _within(box: tuple[float, float, float, float], outer: tuple[float, float, float, float]) -> bool:
+    return box[0] >= outer[0] + 1 and box[1] >= outer[1] + 1 and box[2] <= outer[2] - 1 and box[3] <= outer[3] - 1
+
+
+def _holds(box: tuple[float, float, float, float], point: tuple[float, float]) -> bool:
+    return box[0] <= point[0] <= box[2] and box[1] <= point[1] <= box[3] and abs(
+        (box[0] + box[2]) / 2 - point[0]) < 1e-6 and abs((box[1] + box[3]) / 2 - point[1]) < 1e-6
+
+
+_MARKER_PT = {"source_attribute": 3.5, "target_attribute": 3.5, "source_image": 9.0, "ideal": 6.5, "edit": 5.5}
+
+
+def _scatter_points(ax: Axes, points: PointSet, xy: np.ndarray, labeller: _Labeller,
+                    highlight: Sequence[int] | None = None) -> None:
+    """Markers by kind, edits in their own colours (faded unless highlighted); labels go to ``labeller``
+    (images first, then the attributes farthest from the crowd, which have the most room)."""
+    image_labels, attribute_labels = [], []
+    centre = xy.mean(axis=0)
+    spread = np.where(np.ptp(xy, axis=0) > 0, np.ptp(xy, axis=0), 1.0)
+    for i, kind in enumerate(points.kinds):
         x, y = xy[i]
         if kind == "edit":
             edit = points.edits[i] or 0
             faded = highlight is not None and edit not in highlight
             ax.scatter([x], [y], marker="D", s=120, color=edit_color(edit), edgecolors="black", linewidths=0.8,
                        alpha=0.35 if faded else 1.0, zorder=5)
-            ax.annotate(label, (x, y), xytext=(7, 6), textcoords="offset points", fontsize=10, fontweight="bold",
-                        color=edit_color(edit), alpha=0.5 if faded else 1.0, zorder=6)
+            image_labels.append((i, dict(fontsize=10, fontweight="bold", color=edit_color(edit),
+                                         alpha=0.5 if faded else 1.0, zorder=6)))
             continue
         style = dict(_KIND_STYLE[kind])
         style.pop("label")
         ax.scatter([x], [y], edgecolors="white" if kind != "ideal" else "none", linewidths=0.6,
                    zorder=4 if kind.endswith("attribute") else 6, **style)
-        weight = "bold" if kind in ("source_image", "ideal") else "normal"
-        size = 10 if kind in ("source_image", "ideal") else 8.5
-        # Images tend to cluster: the source is labelled below-left, the ideal below-right, edits above-right.
-        offset, align = {"source_image": ((-9, -14), "right"), "ideal": ((7, -14), "left")}.get(kind, ((6, 5), "left"))
-        ax.annotate(label, (x, y), xytext=offset, textcoords="offset points", ha=align,
-                    fontsize=size, fontweight=weight, color=style["color"], zorder=6)
+        if kind in ("source_image", "ideal"):
+            image_labels.append((i, dict(fontsize=10, fontweight="bold", color=style["color"], zorder=6)))
+        else:
+            attribute_labels.append((i, dict(fontsize=8.5, color=style["color"], zorder=6)))
+    far_first = sorted(attribute_labels, key=lambda item: -float(np.sum(((xy[item[0]] - centre) / spread) ** 2)))
+    for i, style in image_labels + far_first:
+        labeller.add(ax, xy[i], points.labels[i], _MARKER_PT[points.kinds[i]],
+                     rank=0 if points.kinds[i] in ("source_image", "edit", "ideal") else 2, **style)
 
 
 def _legend_handles(points: PointSet, extra: list[Line2D]) -> list[Line2D]:
@@ -195,36 +320,54 @@ def _legend_handles(points: PointSet, extra: list[Line2D]) -> list[Line2D]:
             style = _KIND_STYLE[kind]
             handles.append(Line2D([], [], ls="", marker=style["marker"], color=style["color"],
                                   markersize=13 if kind in ("source_image", "ideal") else 7, label=style["label"]))
+    shorts = _edit_short_names(points)
     for i in points.indices("edit"):
         edit = points.edits[i] or 0
         handles.append(Line2D([], [], ls="", marker="D", color=edit_color(edit), markeredgecolor="black",
-                              markersize=8, label=f"{points.labels[i]}: {_short(points.texts[i], 26)}"))
+                              markersize=8, label=f"{points.labels[i]} {shorts[edit]}"))
     return handles + extra
 
 
-def _key(sub: SubFigure, points: PointSet, handles: list[Line2D]) -> None:
-    """The legend and the attribute texts behind the short labels, in their own column."""
+def _key(sub: SubFigure, points: PointSet, handles: list[Line2D], labeller: _Labeller) -> None:
+    """The legend, then the attribute texts behind the short labels, in their own column.
+
+    Placed after the point labels (the layout is final then): the list starts below the legend's real
+    extent and keeps one full line per attribute, as many as fit; the rest are counted.
+    """
     ax = sub.subplots()
     ax.set_axis_off()
     legend = ax.legend(handles=handles, loc="upper left", fontsize=9, frameon=False, borderaxespad=0.0)
     legend.set_in_layout(False)
+    labeller.place(sub.figure)
+    renderer = sub.figure._get_renderer()
+    frame = ax.get_window_extent(renderer)
+    if frame.height <= 0:
+        return
+    legend_bottom = legend.get_window_extent(renderer).y0
+    line = 0.2 * sub.figure.dpi / frame.height  # 0.2 inch per line, in axes fraction
+    top = (legend_bottom - frame.y0) / frame.height - 0.6 * line
     rows = [(label, text, SOURCE_COLOR) for k, label, text in zip(points.kinds, points.labels, points.texts)
             if k == "source_attribute"]
     rows += [(label, text, TARGET_COLOR) for k, label, text in zip(points.kinds, points.labels, points.texts)
              if k == "target_attribute"]
-    limit = 22
-    shown = rows[:limit]
-    height_in = max(1.0, sub.bbox.height / sub.dpi)
-    line = 0.2 / height_in  # about 0.2 inch per line, whatever the figure height
-    top = 1.0 - line * 1.1 * (len(handles) + 1)
-    step = min(line, max(0.5 * line, (top - 0.02) / max(1, len(shown) + (1 if len(rows) > limit else 0))))
+    notes = []
+    if labeller.omitted:
+        notes.append(f"{labeller.omitted} crowded point label(s) left out")
+    room = max(0, int(top / line) - len(notes))
+    shown = rows if len(rows) <= room else rows[: max(0, room - 1)]
+    if len(shown) < len(rows):
+        notes.insert(0, f"... {len(rows) - len(shown)} more attributes (see the JSON)")
     for j, (label, text, color) in enumerate(shown):
-        ax.text(0.0, top - j * step, f"{label}", fontsize=8.5, color=color, fontweight="bold", va="top",
+        ax.text(0.0, top - j * line, f"{label}", fontsize=8.5, color=color, fontweight="bold", va="top",
                 transform=ax.transAxes)
-        ax.text(0.13, top - j * step, _short(text, 40), fontsize=8.5, color="#222222", va="top", transform=ax.transAxes)
-    if len(rows) > limit:
-        ax.text(0.0, top - len(shown) * step, f"... {len(rows) - limit} more (see the JSON)", fontsize=8.5,
-                color="#555555", va="top", transform=ax.transAxes)
+        ax.text(0.13, top - j * line, _short(text, 40), fontsize=8.5, color="#222222", va="top",
+                transform=ax.transAxes)
+    for j, note in enumerate(notes):
+        ax.text(0.0, top - (len(shown) + j) * line, note, fontsize=8.5, color="#555555", va="top",
+                transform=ax.transAxes)
+    # Freeze the layout the labels were placed in (saving would otherwise lay the figure out again, and
+    # pay for it again).
+    sub.figure.set_layout_engine("none")
 
 
 def _panel_title(panel: ExactPanel, points: PointSet, shared: bool) -> str:
@@ -232,9 +375,9 @@ def _panel_title(panel: ExactPanel, points: PointSet, shared: bool) -> str:
         scores = ", ".join(f"E{i + 1} {s:.3f}" for i, s in panel.scores.items())
         return f"Shared fit   AugCLIP: {scores}"
     (edit,) = panel.edits[:1]
-    name = next(t for k, t, e in zip(points.kinds, points.texts, points.edits) if k == "edit" and e == edit)
+    name = _edit_short_names(points)[edit]
     more = f" (also edits {', '.join(str(i + 1) for i in panel.edits[1:])})" if len(panel.edits) > 1 else ""
-    return f"Fit of E{edit + 1} {_short(name, 22)}{more}   AugCLIP {panel.scores[edit]:.3f}"
+    return f"Fit of E{edit + 1} {name}{more}   AugCLIP {panel.scores[edit]:.3f}"
 
 
 def exact_view_figure(view: ExactView) -> Figure:
@@ -246,6 +389,9 @@ def exact_view_figure(view: ExactView) -> Figure:
     panel_w, panel_h = 6.2, 4.8
     title = "AugCLIP hyperplane, exact view" + ("" if n == 1 else f" ({n} fits, one per edit)")
     fig, body = _framed(panel_w * cols + 3.6, panel_h * rows, title, view.caption, view.untrained)
+    if rows > 1:  # air between one panel's x label and the next row's title
+        fig.get_layout_engine().set(hspace=0.05)
+    labeller = _Labeller()
     plot_col, key_col = body.subfigures(1, 2, width_ratios=[panel_w * cols, 3.6])
     axes = np.atleast_1d(plot_col.subplots(rows, cols, squeeze=False)).ravel()
     for ax, panel in zip(axes, panels):
@@ -271,10 +417,9 @@ def exact_view_figure(view: ExactView) -> Figure:
             ax.annotate("", xy=xy[ideal], xytext=xy[src], zorder=3,
                         arrowprops=dict(arrowstyle="-|>", lw=1.6, color="#444444", shrinkA=9, shrinkB=8))
             mid = (xy[src] + xy[ideal]) / 2
-            # Below the arrow: edit labels sit above-right of their markers.
-            ax.annotate(f"v  (|v| = {panel.v_norm:.3f})", mid, xytext=(0, -14), textcoords="offset points",
-                        ha="center", fontsize=9, color="#444444", zorder=7)
-        _scatter_points(ax, panel.points, xy, highlight=panel.edits if not view.shared_fit else None)
+            labeller.add(ax, mid, f"v  (|v| = {panel.v_norm:.3f})", 1.0, rank=1, fontsize=9, color="#444444",
+                         zorder=7)
+        _scatter_points(ax, panel.points, xy, labeller, highlight=panel.edits if not view.shared_fit else None)
         ax.set_title(_panel_title(panel, panel.points, view.shared_fit), fontsize=10)
         ax.set_xlabel("g(x) / |w|   signed distance to the hyperplane", fontsize=9.5)
         ax.set_ylabel(f"1st PC orthogonal to w ({panel.y_explained:.0%} of that variance)", fontsize=9.5)
@@ -283,7 +428,7 @@ def exact_view_figure(view: ExactView) -> Figure:
     for ax in axes[n:]:
         ax.set_axis_off()
     extra = [Line2D([], [], color="black", lw=1.6, label="hyperplane g(x) = 0")]
-    _key(key_col, panels[0].points, _legend_handles(panels[0].points, extra))
+    _key(key_col, panels[0].points, _legend_handles(panels[0].points, extra), labeller)
     return fig
 
 
@@ -313,6 +458,7 @@ def umap_view_figure(view: UmapView) -> Figure:
                         view.untrained)
     plot_col, key_col = body.subfigures(1, 2, width_ratios=[7.4, 3.6])
     ax = plot_col.subplots()
+    labeller = _Labeller()
     xy = view.coords
     pad_x = 0.12 * max(1e-6, float(np.ptp(xy[:, 0])))
     pad_y = 0.12 * max(1e-6, float(np.ptp(xy[:, 1])))
@@ -334,7 +480,7 @@ def umap_view_figure(view: UmapView) -> Figure:
         else:
             label += ", outside the plot"
         extra.append(Line2D([], [], color=color, lw=1.6, ls="-" if len(view.lines) == 1 else "--", label=label))
-    _scatter_points(ax, view.points, xy)
+    _scatter_points(ax, view.points, xy, labeller)
     ax.set_xlim(*xlim)
     ax.set_ylim(*ylim)
     ax.set_xlabel("UMAP 1", fontsize=9.5)
@@ -342,7 +488,7 @@ def umap_view_figure(view: UmapView) -> Figure:
     ax.tick_params(labelsize=8.5)
     ax.grid(alpha=0.25)
     ax.set_title("Axes have no units: UMAP preserves neighbourhoods, not distances", fontsize=9.5)
-    _key(key_col, view.points, _legend_handles(view.points, extra))
+    _key(key_col, view.points, _legend_handles(view.points, extra), labeller)
     return fig
 
 

@@ -193,9 +193,12 @@ class ExactPanel:
     b: float
     v_norm: float
     scores: dict[int, float]  # AugCLIP score of each edit in ``edits``
+    alpha: np.ndarray | None = None  # Eq. 6 weight of each point in this fit (NaN: not a fit sample)
 
     def coordinates(self) -> list[dict[str, Any]]:
-        return [dict(p, x=float(x), y=float(y)) for p, x, y in zip(self.points.to_dict(), self.x, self.y)]
+        alpha = self.alpha if self.alpha is not None else np.full(len(self.x), np.nan)
+        return [dict(p, x=float(x), y=float(y), alpha=float(a))
+                for p, x, y, a in zip(self.points.to_dict(), self.x, self.y, alpha)]
 
     def to_dict(self) -> dict[str, Any]:
         return {"edits": [i + 1 for i in self.edits], "c": self.c, "w_norm": self.w_norm, "b": self.b,
@@ -265,9 +268,34 @@ def exact_view(report: Report, edits: list[int] | None = None) -> ExactView:
             edits=list(group.edits), points=sub, x=x, y=y, y_explained=explained, c=res.c, w_norm=res.w_norm,
             b=res.b, v_norm=float(np.linalg.norm(res.v)),
             scores={i: float(arrays.augclip[i].score) for i in group.edits},
+            alpha=point_alpha(sub, group),
         ))
     caption = exact_caption(groups, len(all_groups), bool(all_groups[0].result.include_images))
     return ExactView(panels=panels, caption=caption, untrained=bool(report.untrained))
+
+
+def point_alpha(points: PointSet, group: FitGroup) -> np.ndarray:
+    """The alpha (Eq. 6) each point has in ``group``'s fit, NaN for points that are not fit samples.
+
+    The fit's samples are the source set ([source image], S...) then the target set ([edit], T...),
+    the images only with ``include_images`` (App. B).
+    """
+    res = group.result
+    images = 1 if res.include_images else 0
+    alpha = np.full(len(points), np.nan)
+    counts = {"source_attribute": 0, "target_attribute": 0}
+    for i, kind in enumerate(points.kinds):
+        if kind == "source_attribute":
+            alpha[i] = res.alpha[images + counts[kind]]
+            counts[kind] += 1
+        elif kind == "target_attribute":
+            alpha[i] = res.alpha[res.n_source + images + counts[kind]]
+            counts[kind] += 1
+        elif images and kind == "source_image":
+            alpha[i] = res.alpha[0]
+        elif images and kind == "edit" and points.edits[i] in group.edits:
+            alpha[i] = res.alpha[res.n_source]
+    return alpha
 
 
 # ---------------------------------------------------------------------------------------- UMAP view

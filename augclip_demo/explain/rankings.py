@@ -101,7 +101,7 @@ def edit_rankings(report: Report, edit_index: int, *, top_k: int = 8, bottom_k: 
     bottom_k = top_k if bottom_k is None else bottom_k
     edit: EditResult = report.edits[edit_index]
     untrained = bool(report.untrained)
-    name = f"edit {edit_index + 1} ({edit.name})"
+    name = report.edit_names()[edit_index].label  # "E2 ours": the one naming rule of every view
     # Eq. 11-12 rank by magnitude; the report's lists are already in that order, sort again to be safe.
     source = sorted(((c.text, c.delta) for c in edit.source_changes), key=lambda t: abs(t[1]), reverse=True)
     target = sorted(((c.text, c.delta) for c in edit.target_changes), key=lambda t: abs(t[1]), reverse=True)

@@ -23,7 +23,7 @@ mode; the model is left exactly as it was, also when the pass raises.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -179,8 +179,11 @@ def relevancy_batch(
     objectives: Sequence[str] | None = None,
     start_layer: int = 0,
     batch_size: int | None = None,
+    progress: Callable[[float, str], None] | None = None,
 ) -> list[RelevancyMap]:
     """One relevancy map per ``(images[i], targets[i])`` pair, computed in batches.
+
+    ``progress(fraction, message)`` is called after every batch (maps done / maps asked).
 
     Samples do not interact in a ViT forward pass, so the gradient of the summed objective with
     respect to sample i's attention equals that of its own objective: batching is exact.
@@ -241,6 +244,8 @@ def relevancy_batch(
                 notes=[] if view.exact else [view.note],
             ))
         start += len(chunk)
+        if progress is not None:
+            progress(start / len(loaded), f"relevancy maps: {start} of {len(loaded)}")
     return maps
 
 

@@ -1,7 +1,7 @@
 """DINO and DINOv2 feature networks (transformers ``ViTModel`` / ``Dinov2Model``).
 
-Model specs (the ``model`` argument; ``AUGCLIP_DINO_MODEL`` is not a thing: each metric names the
-network its benchmark used, see docs/metrics.md):
+Model specs (the ``model`` argument; there is no environment variable: each metric names the network
+its benchmark used, see docs/metrics.md, and :class:`augclip_demo.pipeline.FeatureNetworks` overrides it):
 
 * ``facebook/dino-vits16`` (MagicBrush's DINO similarity), ``facebook/dino-vitb8`` (PIE-Bench's
   structure distance), ``facebook/dinov2-base`` (HATIE): hub repositories in transformers' layout
@@ -29,7 +29,6 @@ Two read-outs:
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -144,10 +143,7 @@ class DinoFeatures(LazyModel):
     # ------------------------------------------------------------------ loading
     @property
     def untrained(self) -> bool:
-        if self.random:
-            return True
-        folder = self.local_folder
-        return bool(folder is not None and (folder / weights_marker()).is_file())
+        return self.random
 
     @property
     def label(self) -> str:
@@ -267,15 +263,6 @@ class DinoFeatures(LazyModel):
             finally:
                 handle.remove()
         return [keys[0].float().cpu().numpy() for keys in captured]
-
-
-def weights_marker() -> str:
-    """File name that marks a saved folder as holding random (untrained) weights."""
-    return "augclip_random_weights.json"
-
-
-def mark_untrained(folder: Path, spec: str) -> None:
-    (folder / weights_marker()).write_text(json.dumps({"random": spec}), encoding="utf-8")
 
 
 def get_dino(model: str = MAGICBRUSH_DINO, settings: Settings | None = None) -> DinoFeatures:

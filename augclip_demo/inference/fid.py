@@ -160,8 +160,9 @@ def frechet_distance(network: FidInception, real: Sequence[ImageInput], generate
         return float(metric.compute())
 
 
-def get_fid_network(settings: Settings | None = None, model: str = NETWORK,
+def get_fid_network(model: str = NETWORK, settings: Settings | None = None,
                     checkpoint: str | Path | None = None) -> FidInception:
+    """The process-wide :class:`FidInception` (one load per weights, device and cache)."""
     settings = settings or Settings.from_env()
     device = resolve_device(settings.device)
     spec = f"random:{NETWORK}" if parse_fid_spec(model) else NETWORK

@@ -370,7 +370,7 @@ class HubFetch:
                 self.model,
                 f"{' or '.join(names)} of {self.repo_id}: not in the local caches ({', '.join(map(str, self.cache_dirs))}) "
                 f"and {_offline_phrase()}",
-                "Run once with a network (or `augclip-demo download`) to fill the cache. " + self.how_to_fix)
+                self.how_to_fix)
         self._require_endpoint(names[0])
         for name in names:
             path = self._download(name, force=False, missing_ok=True)
@@ -589,11 +589,10 @@ def clip_how_to_fix(spec: Any) -> str:
             fetch = f"download {url}"
     elif spec.kind == "hf-hub":
         fetch = f"download the repository {hub_endpoint()}/{spec.source_id}"
+    # Kept short (the app's status area and the CLI show it whole); docs/models.md has the long story.
     return (
-        f"On a machine with internet, run `augclip-demo download --clip {spec.raw}` (or {fetch}, then run with "
-        f"--clip-model {spec.raw} --clip-checkpoint PATH, or set AUGCLIP_CLIP_CHECKPOINT=PATH); or copy a filled "
-        "AUGCLIP_CACHE_DIR from such a machine. For an offline smoke test only, --clip-model random:tiny runs with "
-        "untrained weights (scores not meaningful)."
+        f"Fix: run `augclip-demo download --clip {spec.raw}` where there is internet (then copy AUGCLIP_CACHE_DIR "
+        f"here), or {fetch} and pass --clip-checkpoint PATH (AUGCLIP_CLIP_CHECKPOINT=PATH)."
     )
 
 
@@ -677,10 +676,9 @@ def _cache_root_of(path: Path) -> Path:
 def gdino_how_to_fix(spec: str) -> str:
     repo = spec if "/" in spec and not spec.startswith(("/", ".", "~")) else "IDEA-Research/grounding-dino-tiny"
     return (
-        f"On a machine with internet, run `augclip-demo download --bpm` (or download the repository "
-        f"{hub_endpoint()}/{repo}, e.g. `hf download {repo} --local-dir gdino`, then run with --gdino-model PATH or "
-        "set AUGCLIP_GDINO_MODEL=PATH); or copy a filled AUGCLIP_CACHE_DIR from such a machine. For an offline smoke "
-        "test only, --gdino-model random:tiny runs with untrained weights."
+        f"Fix: run `augclip-demo download --bpm` where there is internet (then copy AUGCLIP_CACHE_DIR here), or "
+        f"download {hub_endpoint()}/{repo} (`hf download {repo} --local-dir gdino`) and pass --gdino-model PATH "
+        "(AUGCLIP_GDINO_MODEL=PATH)."
     )
 
 
@@ -756,10 +754,9 @@ def sam_url(arch: str, override: str | None = None) -> str | None:
 
 def sam_how_to_fix(arch: str, url: str | None) -> str:
     url = url or SAM_CHECKPOINT_URLS["vit_b"]
-    return (f"On a machine with internet, run `augclip-demo download --bpm` (or download {url}, then run with "
-            f"--sam-model {arch} --sam-checkpoint PATH or set AUGCLIP_SAM_CHECKPOINT=PATH); or copy a filled "
-            "AUGCLIP_CACHE_DIR from such a machine; AUGCLIP_SAM_URL points at a mirror. For an offline smoke test "
-            "only, --sam-model random:tiny runs with untrained weights.")
+    return (f"Fix: run `augclip-demo download --bpm` where there is internet (then copy AUGCLIP_CACHE_DIR here), or "
+            f"download {url} and pass --sam-checkpoint PATH (AUGCLIP_SAM_CHECKPOINT=PATH; AUGCLIP_SAM_URL for a "
+            f"mirror) with --sam-model {arch}.")
 
 
 def sam_cache_path(cache_dir: Path, url: str) -> Path:

@@ -52,6 +52,7 @@ from .clip_metrics import (
     clip_dir_from_unit,
 )
 from .pixel import l2_distance
+from .reference import l1_to_ground_truth, l2_to_ground_truth, structure_distance
 from .vectors import cosine
 
 Stage = Literal["embeddings", "pixels", "regions", "judge"]
@@ -64,6 +65,12 @@ SUPPLIED_STAGES: dict[str, str] = {
 NO_SOURCE_TEXT = "no source text given: CLIPdir needs one (Eq. 2) and is not computed from a made-up text"
 NO_INSTRUCTION = "no instruction given in the manifest"
 UNDEFINED = "the metric is undefined for this edit (not a finite number)"
+NO_DINO = ("no ground-truth image given, or DINO not requested (it loads facebook/dino-vits16: ask for the dino_gt "
+           "metric)")
+NO_STRUCTURE = "not requested (it loads facebook/dino-vitb8: ask for the structure_distance metric)"
+NO_LPIPS = "not requested (it loads the LPIPS network: ask for the lpips_unedited metric)"
+NO_MASK = "no edit mask given (upload one, or run BPM: its regions then give the mask)"
+NO_UNEDITED = "the edit mask covers the whole image: nothing unedited to compare"
 
 
 class MetricUnavailable(Exception):
@@ -98,6 +105,17 @@ NEEDS: dict[str, Need] = {
     "mask": Need(("mask",), "a boolean (H, W) mask of the region the edit should change", "no edit mask given"),
     "ground_truth_image": Need(("ground_truth_image",), "a reference edited image (ground truth)",
                                "no ground-truth image given"),
+    "ground_truth_embedding": Need(("ground_truth_embedding",), "unit CLIP embedding of the ground-truth image",
+                                   "no ground-truth image given"),
+    "output_caption_embedding": Need(("output_caption_embedding",), "unit CLIP embedding of the output caption "
+                                     "(a description of the wanted result)", "no output caption given"),
+    "dino_embeddings": Need(("dino_edit_embeddings", "dino_ground_truth_embedding"),
+                            "unit DINO ViT-S/16 class-token features of every edit and of the ground truth",
+                            NO_DINO),
+    "structure_keys": Need(("structure_keys_source", "structure_keys_edits"),
+                           "last-block attention keys (DINO ViT-B/8) of the source and of every edit", NO_STRUCTURE),
+    "unedited_measures": Need(("unedited_measures",), "PSNR / MSE / SSIM / LPIPS outside the edit mask, measured "
+                              "per edit with torchmetrics (inference/image_measures.py)", NO_MASK),
     # supplied by the judge stage (no MetricInputs field): listed so tables and docs can say what it needs
     "llm": Need((), "an MLLM judge: an OpenAI-compatible chat model that reads images (--judge-model)",
                 "no judge model configured (set OPENAI_BASE_URL or OPENAI_API_KEY, and --judge-model)"),
@@ -130,6 +148,14 @@ class MetricInputs:
     target_text: str | None = None
     mask: np.ndarray | None = None
     ground_truth_image: Image.Image | None = None
+    ground_truth_embedding: np.ndarray | None = None  # (d,) CLIP
+    output_caption: str | None = None
+    output_caption_embedding: np.ndarray | None = None  # (d,) CLIP
+    dino_edit_embeddings: np.ndarray | None = None  # (n_edits, d_dino)
+    dino_ground_truth_embedding: np.ndarray | None = None  # (d_dino,)
+    structure_keys_source: np.ndarray | None = None  # (tokens, d) float32
+    structure_keys_edits: list[np.ndarray] | None = None  # per edit, (tokens, d)
+    unedited_measures: list[dict[str, float | None]] | None = None  # per edit, by metric key
     augclip_options: dict[str, Any] | None = None  # keyword arguments of augclip_score; None: its defaults
 
     @property
@@ -225,6 +251,49 @@ def _l2(inputs: MetricInputs, i: int) -> float:
     return l2_distance(inputs.source_image, inputs.edit_images[i])
 
 
+def _l1_gt(inputs: MetricInputs, i: int) -> float:
+    assert inputs.edit_images is not None and inputs.ground_truth_image is not None
+    return l1_to_ground_truth(inputs.edit_images[i], inputs.ground_truth_image)
+
+
+def _l2_gt(inputs: MetricInputs, i: int) -> float:
+    assert inputs.edit_images is not None and inputs.ground_truth_image is not None
+    return l2_to_ground_truth(inputs.edit_images[i], inputs.ground_truth_image)
+
+
+def _clip_i_gt(inputs: MetricInputs, i: int) -> float:
+    assert inputs.edit_embeddings is not None and inputs.ground_truth_embedding is not None
+    return cosine(inputs.edit_embeddings[i], inputs.ground_truth_embedding)
+
+
+def _dino_gt(inputs: MetricInputs, i: int) -> float:
+    assert inputs.dino_edit_embeddings is not None and inputs.dino_ground_truth_embedding is not None
+    return cosine(inputs.dino_edit_embeddings[i], inputs.dino_ground_truth_embedding)
+
+
+def _clip_t_caption(inputs: MetricInputs, i: int) -> float:
+    assert inputs.edit_embeddings is not None and inputs.output_caption_embedding is not None
+    return cosine(inputs.edit_embeddings[i], inputs.output_caption_embedding)
+
+
+def _structure(inputs: MetricInputs, i: int) -> float:
+    assert inputs.structure_keys_source is not None and inputs.structure_keys_edits is not None
+    return structure_distance(inputs.structure_keys_source, inputs.structure_keys_edits[i])
+
+
+def _unedited(key: str) -> MetricFn:
+    def compute(inputs: MetricInputs, i: int) -> float:
+        assert inputs.unedited_measures is not None
+        measures = inputs.unedited_measures[i]
+        if all(value is None for value in measures.values()):
+            raise MetricUnavailable(NO_UNEDITED)
+        value = measures.get(key)
+        if value is None:
+            raise MetricUnavailable(NO_LPIPS if key == "lpips_unedited" else NO_UNEDITED)
+        return value
+    return compute
+
+
 def _augmented(replace: Replacement, weighted: bool) -> MetricFn:
     def compute(inputs: MetricInputs, i: int) -> float:
         assert inputs.edit_embeddings is not None
@@ -286,6 +355,28 @@ METRIC_TABLE: tuple[Metric, ...] = (
     Metric("l2", "L2", False, "pixel RMSE in [0,1] to the source (lower is better)",
            frozenset({"pixels"}), "pixels", _l2, primary=True),
     *(_augmented_row(replace, weighted) for replace, weighted in AUGMENTED_VARIANTS),
+    # reference-based (MagicBrush's evaluation: a ground-truth image per edit, an output caption)
+    Metric("l1_gt", "L1 (GT)", False, "mean absolute pixel difference in [0,1] to the ground-truth image (MagicBrush)",
+           frozenset({"pixels", "ground_truth_image"}), "pixels", _l1_gt),
+    Metric("l2_gt", "L2 (GT)", False, "mean squared pixel difference in [0,1] to the ground-truth image "
+           "(MagicBrush's L2, an MSE)", frozenset({"pixels", "ground_truth_image"}), "pixels", _l2_gt),
+    Metric("clip_i_gt", "CLIP-I (GT)", True, "cosine between the CLIP embeddings of edit and ground truth (MagicBrush)",
+           _IMAGES | {"ground_truth_embedding"}, "embeddings", _clip_i_gt),
+    Metric("dino_gt", "DINO (GT)", True, "cosine between DINO ViT-S/16 class tokens of edit and ground truth "
+           "(MagicBrush)", frozenset({"dino_embeddings"}), "embeddings", _dino_gt),
+    Metric("clip_t_caption", "CLIP-T (caption)", True, "cosine between the edit and the output caption (MagicBrush's "
+           "CLIP-T)", _IMAGES | {"output_caption_embedding"}, "embeddings", _clip_t_caption),
+    # preservation (PIE-Bench: outside the edit mask; structure distance on the whole image)
+    Metric("structure_distance", "Structure dist.", False, "MSE between DINO ViT-B/8 key self-similarities of source "
+           "and edit (PIE-Bench)", frozenset({"structure_keys"}), "pixels", _structure),
+    Metric("psnr_unedited", "PSNR (unedited)", True, "PSNR in dB between source and edit outside the edit mask "
+           "(PIE-Bench)", frozenset({"unedited_measures"}), "pixels", _unedited("psnr_unedited")),
+    Metric("lpips_unedited", "LPIPS (unedited)", False, "LPIPS (SqueezeNet) between source and edit outside the edit "
+           "mask (PIE-Bench)", frozenset({"unedited_measures"}), "pixels", _unedited("lpips_unedited")),
+    Metric("mse_unedited", "MSE (unedited)", False, "mean squared pixel difference in [0,1] outside the edit mask "
+           "(PIE-Bench)", frozenset({"unedited_measures"}), "pixels", _unedited("mse_unedited")),
+    Metric("ssim_unedited", "SSIM (unedited)", True, "SSIM between source and edit outside the edit mask (PIE-Bench)",
+           frozenset({"unedited_measures"}), "pixels", _unedited("ssim_unedited")),
     Metric("bpm", "BPM", True,
            "BPM paper, Alg. 1: 0.7 S_semantic + 0.3 S_region from GroundingDINO + SAM regions; needs an instruction "
            "(or o1/o2) and the region models", frozenset({"pixels", "instruction"}), "regions", primary=True),
@@ -303,6 +394,12 @@ METRIC_TABLE: tuple[Metric, ...] = (
 )
 
 METRICS: dict[str, Metric] = {metric.key: metric for metric in METRIC_TABLE}
+
+#: The reference-based and preservation metrics (docs/metrics.md): not primary, since most evaluations
+#: lack their inputs, but shown in tables wherever an edit has a value for them.
+REFERENCE_METRICS: tuple[str, ...] = ("l1_gt", "l2_gt", "clip_i_gt", "dino_gt", "clip_t_caption",
+                                      "structure_distance", "psnr_unedited", "lpips_unedited", "mse_unedited",
+                                      "ssim_unedited")
 
 
 def register_metric(metric: Metric) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import logging
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,10 @@ from ..attributes.base import Attributes
 from ..attributes.catalog import ProviderStatus, provider_status
 from ..bpm import POSITION_STATES, SIZE_STATES
 from ..config import Settings
-from ..errors import InputError
-from ..pipeline import AugCLIPOptions
+from ..errors import InputError, WeightsUnavailableError
+from ..metrics.suite import METRICS
+from ..pipeline import NETWORK_METRICS, AugCLIPOptions
+from ..report import edit_tag
 from . import session as logic
 from . import views
 from .batch_tab import build_batch_tab
@@ -29,7 +32,7 @@ from .examples import load_examples
 from .guard import scrub_paths, user_facing
 from .hatie_tab import build_hatie_tab
 from .inputs import image_path_input, number_input
-from .status import model_status, status_html
+from .status import check_region_models, model_status, status_html
 from .storage import WorkFolders
 
 log = logging.getLogger(__name__)
@@ -43,6 +46,7 @@ CSS = """
 .aug-error {background: #fde2e1; border: 2px solid #c0392b; color: #5c1410; padding: 8px 12px; border-radius: 6px;}
 .aug-steps {color: #555; font-size: 0.9rem;}
 #aug-evaluate {min-height: 48px;}
+#aug-gallery .caption-label {max-width: 100%; white-space: normal; overflow-wrap: anywhere; line-height: 1.15;}
 """
 
 HEADER = """
@@ -66,6 +70,7 @@ def provider_label(item: ProviderStatus) -> str:
 def build_app(settings: Settings | None = None) -> gr.Blocks:
     base_settings = settings or Settings.from_env()
     status = model_status(base_settings)
+    region_check = check_region_models(base_settings)
     examples = load_examples()
     statuses = {item.name: item for item in provider_status(base_settings)}
     default_provider = base_settings.attribute_provider if base_settings.attribute_provider in statuses else "manual"
@@ -106,8 +111,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         session_state = gr.State(logic.Session(), time_to_live=base_settings.app_files_max_age_s,
                                  delete_callback=lambda state: folders.release_folder(getattr(state, "output_dir", None)))
         gr.Markdown(HEADER)
-        status_box = gr.HTML(status_html(status))
-        timer = gr.Timer(1.0, active=status.state == "loading")
+        status_box = gr.HTML(status_html(status, region_check), elem_id="aug-status")
+        timer = gr.Timer(1.0, active=status.state == "loading" or region_check.state == "checking")
 
         with gr.Tabs():
             with gr.Tab("Evaluate", id="evaluate"):
@@ -150,7 +155,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                         # Only the offered models: a spec typed by a web client could name a folder on
                         # the server (local-dir:...) or any model on the Hub.
                         clip_model = gr.Dropdown(clip_choices, value=base_settings.clip_model,
-                                                 label="CLIP model (spec)")
+                                                 label="CLIP model (spec)", elem_id="aug-clip-model")
                     with gr.Row():
                         explain_on = gr.Checkbox(True, label="Explanations (relevancy maps, hyperplane views, rankings)",
                                                  elem_id="aug-explain-on")
@@ -159,12 +164,26 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                                               label="BPM instruction parser")
                         judge_on = gr.Checkbox(False, label="MLLM judge (SC / PQ / overall)", elem_id="aug-judge-on",
                                                interactive=judge_ready, info=judge_where)
+                    gr.Markdown("**Reference and preservation metrics** (MagicBrush, PIE-Bench; docs/metrics.md): "
+                                "each input switches on its columns.")
+                    with gr.Row():
+                        ground_truth = gr.Image(label="Ground-truth edit (L1 / L2 / CLIP-I to it)", type="filepath",
+                                                elem_id="aug-ground-truth", height=150)
+                        edit_mask = gr.Image(label="Edit mask: white = edited region (PSNR / MSE / SSIM outside it)",
+                                             type="filepath", elem_id="aug-edit-mask", height=150)
+                        with gr.Column():
+                            output_caption = gr.Textbox(label="Output caption (CLIP-T to it)",
+                                                        elem_id="aug-output-caption")
+                            feature_metrics = gr.CheckboxGroup(
+                                [(f"{METRICS[key].label}: {what}", key) for key, what in NETWORK_METRICS.items()],
+                                value=[], label="Columns that load a network of their own",
+                                elem_id="aug-feature-metrics")
                 with gr.Row():
                     evaluate_btn = gr.Button("Evaluate", variant="primary", size="lg", elem_id="aug-evaluate", scale=3)
                     rescore_btn = gr.Button("Re-score with the edited attributes", size="lg", scale=2)
                 verdict = gr.Markdown(elem_id="aug-verdict")
-                table = gr.Dataframe(label="Scores (one row per edit; best per column highlighted)",
-                                     interactive=False, elem_id="aug-table", wrap=True)
+                table = gr.Dataframe(views.empty_table(views.EMPTY_SCORES), label=views.SCORE_LABEL,
+                                     datatype=views.SCORE_DATATYPES, interactive=False, elem_id="aug-table", wrap=True)
                 judge_info = gr.HTML(elem_id="aug-judge")
                 edit_pick = gr.Radio([], label="Explanations for edit", elem_id="aug-edit-pick", visible=False)
                 with gr.Tabs():
@@ -179,10 +198,12 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                                                 type="filepath", elem_id="aug-map-clip-dir", show_label=False, buttons=["download", "fullscreen"])
                     with gr.Tab("Hyperplane views", id="hyperplane"):
                         gr.Markdown(views.HYPERPLANE_HELP)
-                        exact_plot = gr.Image(label="Exact view (all edits)", type="filepath", elem_id="aug-exact", show_label=False,
-                                              buttons=["download", "fullscreen"])
-                        umap_plot = gr.Image(label="UMAP view (illustrative; all edits)", type="filepath",
-                                             elem_id="aug-umap", show_label=False, buttons=["download", "fullscreen"])
+                        # Interactive (Plotly, bundled with Gradio): hover names a point and gives its alpha
+                        # and signed distance; the legend hides / shows sets; drag to zoom, double-click to reset.
+                        exact_plot = gr.Plot(label="Exact view (the selected edit's fit)", elem_id="aug-exact",
+                                             show_label=False)
+                        umap_plot = gr.Plot(label="UMAP view (illustrative; all edits)", elem_id="aug-umap",
+                                            show_label=False)
                     with gr.Tab("Attribute rankings", id="rankings"):
                         gr.Markdown(views.RANKINGS_HELP)
                         with gr.Row():
@@ -197,8 +218,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                         bpm_gallery = gr.Gallery(label="Per edit: source with M_origin / B_origin, edit with M_edit / "
                                                        "B_edit, preserved region", columns=3, height=420,
                                                  object_fit="contain", elem_id="aug-bpm-gallery")
-                        bpm_table = gr.Dataframe(label="BPM components", interactive=False, wrap=True,
-                                                 elem_id="aug-bpm-table")
+                        bpm_table = gr.Dataframe(views.empty_table(views.EMPTY_BPM), label="BPM components",
+                                                 interactive=False, wrap=True, elem_id="aug-bpm-table")
                         bpm_parse_info = gr.Markdown("**Parse**: press *Parse the instruction* (Evaluate does it "
                                                      "when BPM is on) to see o1 / o2 and the states before BPM runs; "
                                                      "correct any field, or fill them for a description-style "
@@ -213,6 +234,13 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                             bpm_parse_btn = gr.Button("Parse the instruction", size="sm", elem_id="aug-bpm-parse")
                             bpm_btn = gr.Button("Run BPM with these fields", size="sm", elem_id="aug-bpm-run")
                     build_hatie_tab(session_state, instruction, clip_model, settings_for)
+                    with gr.Tab("Comparison", id="comparison") as comparison_tab:
+                        with gr.Row():
+                            comparison_btn = gr.Button("Show / refresh the comparison", size="sm",
+                                                       elem_id="aug-comparison-refresh")
+                            comparison_file = gr.DownloadButton("Download the HTML report", size="sm", visible=False,
+                                                                elem_id="aug-comparison-download")
+                        comparison_html = gr.HTML(views.COMPARISON_HELP, elem_id="aug-comparison")
                     with gr.Tab("Report (JSON)", id="json"):
                         report_json = gr.JSON(label="Full report")
                 downloads = gr.File(label="Downloads: report.json, report.csv, figures.zip", file_count="multiple",
@@ -252,8 +280,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                    src_box: "\n".join(report.attributes.source), tgt_box: "\n".join(report.attributes.target),
                    downloads: files, report_json: report.to_dict(), session_state: state}
             if clear:  # figures of an earlier evaluation must not stay beside new numbers
-                out.update({component: None for component in (exact_plot, umap_plot, *figure_outputs, bpm_gallery,
-                                                               bpm_table)})
+                out.update({component: None for component in (exact_plot, umap_plot, *figure_outputs, bpm_gallery)})
+                out[bpm_table] = views.empty_table(views.EMPTY_BPM)
                 out[edit_pick] = gr.Radio(choices=views.edit_choices(report), value=None, visible=False)
             return out
 
@@ -261,26 +289,52 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             """The selected edit's relevancy maps and ranking charts."""
             figures = state.figures if state is not None else {}
             index = views.picked_index(pick)
-            return {component: figures.get(f"edit{index + 1}_{key}") if index is not None else None
-                    for component, key in zip(figure_outputs, views.PER_EDIT_FIGURES)}
+            out = {component: figures.get(f"{edit_tag(index)}_{key}") if index is not None else None
+                   for component, key in zip(figure_outputs, views.PER_EDIT_FIGURES)}
+            out[exact_plot] = views.exact_plot(getattr(state, "explained", None), index)
+            return out
 
         def evaluate_handler(archive: bool):
+            """``archive=False``: the page's Evaluate (a model without weights is shown in the status area,
+            and the later stages stand still); ``archive=True``: the API endpoint (it answers with the error)."""
+            page = not archive
+
             @user_facing
             def evaluate(source, edits, target, source_text, instruction, provider, src_box_value, tgt_box_value,
-                         classifier, C, weighting, include_images, clip_model, state, request: gr.Request,
+                         classifier, C, weighting, include_images, clip_model, ground_truth_file=None,
+                         edit_mask_file=None, caption=None, feature_keys=None, state=None, request: gr.Request = None,
                          progress=gr.Progress()):
-                report, state = logic.evaluate(
-                    settings_for(clip_model), own_folder(state, request), source=source, edits=edits,
-                    target_text=target or "", source_text=source_text or "", provider=provider,
-                    source_attrs_box=src_box_value or "", target_attrs_box=tgt_box_value or "",
-                    options=options_for(classifier, C, weighting, include_images),
-                    progress=lambda f, stage: progress(f, desc=stage),
-                )
+                settings = settings_for(clip_model)
+                state = logic.Session(**{**own_folder(state, request).__dict__, "halted": None})
+                if page and model_status(settings).state == "error":
+                    return halted(settings, state)
+                try:
+                    report, state = logic.evaluate(
+                        settings, state, source=source, edits=edits,
+                        target_text=target or "", source_text=source_text or "", provider=provider,
+                        source_attrs_box=src_box_value or "", target_attrs_box=tgt_box_value or "",
+                        options=options_for(classifier, C, weighting, include_images),
+                        progress=timed(progress), ground_truth=ground_truth_file or None,
+                        edit_mask=edit_mask_file or None, output_caption=caption or "",
+                        feature_metrics=list(feature_keys or []),
+                    )
+                except WeightsUnavailableError:
+                    if not page:
+                        raise
+                    return halted(settings, state)
                 out = scored(report, state, clear=True, archive=archive)
+                if page:
+                    out[status_box] = status_html(model_status(settings), region_check)
                 sweep()
                 return out
 
             return evaluate
+
+        def halted(settings: Settings, state: logic.Session) -> dict:
+            """Nothing scored: the status area names what is missing (no error toast, no red outputs)."""
+            current = model_status(settings)
+            return {**unchanged(score_outputs), status_box: status_html(current, region_check),
+                    session_state: logic.Session(**{**state.__dict__, "halted": current.spec})}
 
         def rescore_handler(archive: bool):
             @user_facing
@@ -304,21 +358,20 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         def explain_handler(archive: bool):
             @user_facing
             def explain(explain_enabled, state, progress=gr.Progress()):
-                if not explain_enabled or state is None or state.report is None:
+                if not explain_enabled or state is None or state.report is None or state.halted:
                     return unchanged(explain_outputs)
-                progress(0.05, desc="explaining: relevancy maps, hyperplane views, rankings")
-                return explained(state, archive=archive)
+                return explained(state, archive=archive, progress=timed(progress))
 
             return explain
 
-        def explained(state, *, archive: bool) -> dict:
-            figures, message, state = logic.explain(settings_for(state.clip_model), state)
+        def explained(state, *, archive: bool, progress=None) -> dict:
+            figures, message, state = logic.explain(settings_for(state.clip_model), state, progress)
             files = views.write_downloads(state.report, Path(state.output_dir), state.figures, archive=archive)
             sweep()
             choices = views.edit_choices(state.report)
             pick = choices[state.report.best("augclip") or 0]
             return {edit_pick: gr.Radio(choices=choices, value=pick, visible=True),
-                    exact_plot: figures.get("hyperplane_exact"), umap_plot: figures.get("hyperplane_umap"),
+                    umap_plot: views.umap_plot(state.explained),
                     **edit_figures(state, pick),
                     relevancy_info: views.RELEVANCY_HELP + (f"\n\n*{html.escape(scrub_paths(message))}*" if message else ""),
                     downloads: files, session_state: state}
@@ -338,7 +391,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             @user_facing
             def bpm(bpm_enabled, instruction_value, parser, clip_model, state, progress=gr.Progress()):
                 """After Evaluate: parse and show the parse; run BPM on it unless it needs the user first."""
-                if not bpm_enabled or state is None or state.report is None:
+                if not bpm_enabled or state is None or state.report is None or state.halted:
                     return unchanged(bpm_outputs)
                 settings = settings_for(clip_model)
                 outcome = logic.parse_for_bpm(settings, instruction_value or "", parser)
@@ -350,9 +403,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                                "with these fields.")
                     report = logic.Evaluator(settings=settings).skip_bpm(state.report, message)
                     return {**bpm_presented(report, state, message, archive=archive), **shown}
-                progress(0.05, desc="BPM: detecting (GroundingDINO), segmenting (SAM), judging")
                 report, message = logic.run_bpm(settings, state, instruction=instruction_value or "", parser=parser,
-                                                fields=logic.fields_of(outcome))
+                                                fields=logic.fields_of(outcome), progress=timed(progress))
                 return {**bpm_presented(report, state, message, archive=archive), **shown}
 
             return bpm
@@ -367,10 +419,9 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                 raise gr.Error("Nothing to run BPM on yet: press Evaluate first.")
             if not any((v or "").strip() not in ("", "None") for v in (o1, o2)) and not (instruction_value or "").strip():
                 raise gr.Error("Fill o1 (the object in the source) and/or o2 (the object in the edit) first.")
-            progress(0.05, desc="BPM: detecting (GroundingDINO), segmenting (SAM), judging")
             fields = {"o1": o1, "o2": o2, "size_state": size, "position_state": position, "reference": reference}
             report, message = logic.run_bpm(settings_for(clip_model), state, instruction=instruction_value or "",
-                                            parser=parser, fields=fields)
+                                            parser=parser, fields=fields, progress=timed(progress))
             return bpm_presented(report, state, message, archive=True)
 
         def bpm_presented(report, state, message, *, archive: bool) -> dict:
@@ -380,7 +431,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             results = getattr(report.arrays, "bpm", None) or []
             if message or not results:
                 out.update({bpm_info: views.BPM_HELP + f"\n\n**{html.escape(scrub_paths(message))}**", bpm_gallery: None,
-                            bpm_table: None})
+                            bpm_table: views.empty_table(views.EMPTY_BPM)})
                 return out
             panels = views.bpm_panels(results, report)
             parse = panels[0][1].parse
@@ -395,7 +446,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         @user_facing
         def judge_stage(judge_enabled, instruction_value, clip_model, state, progress=gr.Progress()):
             """After Evaluate, when switched on: the MLLM judge's columns (the rationale on hover below the table)."""
-            if not judge_enabled or not judge_ready or state is None or state.report is None:
+            if not judge_enabled or not judge_ready or state is None or state.report is None or state.halted:
                 return {**unchanged(judge_outputs), judge_info: ""}
             progress(0.05, desc="MLLM judge: asking the chat model")
             report = logic.run_judge(settings_for(clip_model), state, instruction=instruction_value or "")
@@ -406,9 +457,9 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
 
         @user_facing
         def extract(source, target, source_text, provider, clip_model, state, progress=gr.Progress()):
-            progress(0.1, desc=f"extracting attributes ({provider})")
             attrs, state = logic.extract(settings_for(clip_model), state or logic.Session(), source=source,
-                                         target_text=target or "", source_text=source_text or "", provider=provider)
+                                         target_text=target or "", source_text=source_text or "", provider=provider,
+                                         progress=timed(progress))
             prov = attrs.provenance
             gr.Info(f"{len(attrs.source)} source and {len(attrs.target)} target attributes from {prov.provider} "
                     f"({prov.fidelity}). Edit them freely, then Evaluate.")
@@ -423,19 +474,26 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         def save_attributes(src_box_value, tgt_box_value, state, request: gr.Request):
             return logic.save_attributes(own_folder(state, request), src_box_value or "", tgt_box_value or "")
 
-        def refresh_status() -> tuple[str, gr.Timer]:
-            return status_html(status), gr.Timer(active=status.state == "loading")
+        def refresh_status(clip_model: str | None) -> tuple[str, gr.Timer]:
+            """The status area for the model picked now (picking one starts loading it)."""
+            try:
+                current = model_status(settings_for(clip_model))
+            except InputError:
+                current = status
+            busy = current.state == "loading" or region_check.state == "checking"
+            return status_html(current, region_check), gr.Timer(active=busy)
 
         # -------------------------------------------------------------- wiring
         eval_inputs = [source, edits, target, source_text, instruction, provider, src_box, tgt_box, classifier, C,
-                       weighting, include_images, clip_model, session_state]
+                       weighting, include_images, clip_model, ground_truth, edit_mask, output_caption, feature_metrics,
+                       session_state]
         rescore_inputs = [src_box, tgt_box, classifier, C, weighting, include_images, clip_model, session_state]
         explain_inputs = [explain_on, session_state]
         bpm_inputs = [bpm_on, instruction, bpm_parser, clip_model, session_state]
 
         def downloads_complete(state):
             """The chain's last step: figures.zip, written once with everything the stages made."""
-            if state is None or state.report is None or state.output_dir is None:
+            if state is None or state.report is None or state.output_dir is None or state.halted:
                 return gr.skip()
             return views.write_downloads(state.report, Path(state.output_dir), state.figures, archive=True)
 
@@ -449,10 +507,14 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                 follow = follow.success(bpm_stage, bpm_inputs, bpm_outputs, api_name=False, show_progress_on=[bpm_info])
                 follow = follow.success(judge_stage, [judge_on, instruction, clip_model, session_state], judge_outputs,
                                         api_name=False, show_progress_on=[judge_info])
-            follow.then(downloads_complete, [session_state], downloads, api_name=False, show_progress="hidden")
+            follow = follow.then(downloads_complete, [session_state], downloads, api_name=False, show_progress="hidden")
+            # The results changed: the comparison is rebuilt when it is next asked for (cheap to say so).
+            follow.then(lambda: (views.COMPARISON_HELP, gr.DownloadButton(visible=False)), None,
+                        [comparison_html, comparison_file], api_name=False, show_progress="hidden")
 
         evaluate_stage = evaluate_handler(archive=False)
-        then_explain_and_bpm(evaluate_btn.click(evaluate_stage, eval_inputs, score_outputs, api_name=False))
+        page_score_outputs = [*score_outputs, status_box]
+        then_explain_and_bpm(evaluate_btn.click(evaluate_stage, eval_inputs, page_score_outputs, api_name=False))
         then_explain_and_bpm(rescore_btn.click(rescore_stage, rescore_inputs, score_outputs, api_name=False), False)
         for control in (classifier, weighting, include_images):
             then_explain_and_bpm(control.change(rescore_if_evaluated, rescore_inputs, score_outputs, api_name=False), False)
@@ -461,7 +523,19 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         evaluate_api.click(evaluate_handler(archive=True), eval_inputs, score_outputs, api_name="evaluate")
         rescore_api.click(rescore_handler(archive=True), rescore_inputs, score_outputs, api_name="rescore")
         explain_api.click(explain_handler(archive=True), explain_inputs, explain_outputs, api_name="explain")
-        edit_pick.change(edit_figures, [session_state, edit_pick], figure_outputs, api_name=False)
+        edit_pick.change(edit_figures, [session_state, edit_pick], [*figure_outputs, exact_plot], api_name=False)
+
+        @user_facing
+        def show_comparison(state):
+            """Built when asked for (tab opened, button), so evaluating costs nothing more."""
+            if state is None or state.report is None:
+                return views.COMPARISON_HELP, gr.DownloadButton(visible=False)
+            fragment, path = logic.comparison(state)
+            return fragment, gr.DownloadButton(value=path, visible=True)
+
+        comparison_tab.select(show_comparison, [session_state], [comparison_html, comparison_file], api_name=False)
+        comparison_btn.click(show_comparison, [session_state], [comparison_html, comparison_file],
+                             api_name="comparison")
         bpm_api.click(bpm_complete, bpm_inputs, bpm_outputs, api_name="bpm")
         bpm_parse_btn.click(bpm_parse, [instruction, bpm_parser, clip_model], [*parse_fields, bpm_parse_info],
                             api_name="bpm_parse")
@@ -475,12 +549,13 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         save_btn.click(save_attributes, [src_box, tgt_box, session_state], save_btn, api_name=False)
         if example_block is not None:
             # Load the example into the inputs, then evaluate it with the page's current options.
-            then_explain_and_bpm(example_block.load_input_event.then(evaluate_stage, eval_inputs, score_outputs,
+            then_explain_and_bpm(example_block.load_input_event.then(evaluate_stage, eval_inputs, page_score_outputs,
                                                                      api_name=False))
         edits.change(lambda files: views.edit_items(files), edits, gallery, api_name=False)
         provider.change(lambda name: _describe(statuses, name), provider, provider_info, api_name=False)
-        timer.tick(refresh_status, None, [status_box, timer], api_name=False)
-        demo.load(refresh_status, None, [status_box, timer], api_name=False)
+        timer.tick(refresh_status, clip_model, [status_box, timer], api_name=False)
+        demo.load(refresh_status, clip_model, [status_box, timer], api_name=False)
+        clip_model.change(refresh_status, clip_model, [status_box, timer], api_name=False)
         def end_session(request: gr.Request) -> None:  # the page was closed (its heartbeat stopped)
             folders.release(getattr(request, "session_hash", None))
 
@@ -488,6 +563,18 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
     demo.queue(default_concurrency_limit=base_settings.concurrency, max_size=64)
     demo.work_folders = folders  # for tests and operators: where the session files live
     return demo
+
+
+def timed(progress: Any) -> Any:
+    """A ``progress(fraction, stage)`` callback for a Gradio progress bar that adds the time since the
+    click: a long step (minutes of attribute extraction on CPU) visibly moves and says how long it has taken."""
+    start, furthest = time.perf_counter(), [0.0]
+
+    def report(fraction: float, stage: str) -> None:
+        furthest[0] = max(furthest[0], min(max(float(fraction), 0.0), 1.0))  # a bar never moves back
+        progress(furthest[0], desc=f"{stage} - {time.perf_counter() - start:.0f} s")
+
+    return report
 
 
 def offered_models(settings: Settings) -> list[str]:

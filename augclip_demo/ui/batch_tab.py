@@ -28,6 +28,7 @@ from .examples import EXAMPLES_DIR
 from .guard import scrub_paths, user_facing
 from .session import offered_clip_model
 from .storage import WorkFolders
+from .views import empty_table
 
 MAX_SHOWN_ROWS = 500  # per-edit rows shown on the page; the downloads hold all of them
 SHOWN_COLUMNS = ("id", "edit", "name", "role", "status")
@@ -115,11 +116,28 @@ def per_edit_rows(result: BatchUploadResult, metrics: list[str]) -> tuple[list[s
     return headers, rows, total
 
 
-def _number(text: str) -> float | str:
+def _number(text: str) -> float:
+    """A metric cell of the results CSV as a number (NaN when empty: a failed item or an unavailable metric)."""
     try:
-        return round(float(text), 4)
+        return float(text)
     except ValueError:
-        return text
+        return float("nan")
+
+
+def per_edit_table(headers: list[str], rows: list[list[Any]], metrics: list[str]) -> Any:
+    """The per-edit rows with every score shown with four decimals (and sorted as numbers), blank when missing."""
+    import pandas as pd
+
+    frame = pd.DataFrame(rows, columns=headers)
+    labels = [METRICS[k].label if k in METRICS else k for k in metrics]
+    return frame.style.format("{:.4f}", subset=labels, na_rep="")
+
+
+EMPTY_PROTOCOL = ("No protocol figures yet: choose a manifest and its image zip (or press Load the shipped examples), "
+                  "then Run batch.")
+EMPTY_SCORES = "No per-edit scores yet: they appear here when a batch has run."
+NO_PROTOCOL = ("No protocol figures for this manifest: they need human judgments (human.preferred or human.scores) "
+               "or gt / ep / em triplets (augclip-demo triplets adds them).")
 
 
 def build_batch_tab(settings: Settings, *, provider_choices: list[tuple[str, str]], default_provider: str,
@@ -145,10 +163,12 @@ def build_batch_tab(settings: Settings, *, provider_choices: list[tuple[str, str
             example_btn = gr.Button("Load the shipped examples (a manifest of 4 triplets and its zip)", scale=2,
                                     elem_id="aug-batch-example")
         summary = gr.Markdown(elem_id="aug-batch-summary")
-        protocol = gr.Dataframe(label="Protocols (metric x figure; 95% bootstrap CI in brackets)", interactive=False,
+        protocol = gr.Dataframe(empty_table(EMPTY_PROTOCOL),
+                                label="Protocols (metric x figure; 95% bootstrap CI in brackets)", interactive=False,
                                 wrap=True, elem_id="aug-batch-protocol")
-        scores = gr.Dataframe(label=f"Per-edit scores (first {MAX_SHOWN_ROWS} rows; all in the downloads)",
-                              interactive=False, max_height=420, elem_id="aug-batch-scores")
+        scores = gr.Dataframe(empty_table(EMPTY_SCORES),
+                              label=f"Per-edit scores (first {MAX_SHOWN_ROWS} rows; all in the downloads; click a "
+                                    "header to sort)", interactive=False, max_height=420, elem_id="aug-batch-scores")
         files = gr.File(label="Downloads: results (JSONL, CSV), protocols (JSON, CSV)", file_count="multiple",
                         interactive=False, elem_id="aug-batch-files")
 
@@ -173,8 +193,9 @@ def build_batch_tab(settings: Settings, *, provider_choices: list[tuple[str, str
             text = summary_markdown(result)
             if total > len(rows):
                 text += f"\n\nShowing {len(rows)} of {total} per-edit rows."
-            return (text, {"headers": result.protocol_headers, "data": result.protocol_rows},
-                    {"headers": headers, "data": rows}, result.files())
+            protocol_table = ({"headers": result.protocol_headers, "data": result.protocol_rows}
+                              if result.protocol_rows else empty_table(NO_PROTOCOL))
+            return text, protocol_table, per_edit_table(headers, rows, list(metric_keys)), result.files()
 
         example_btn.click(lambda: example_batch_files(), None, [manifest, images], api_name=False)
         # One batch at a time: a batch fills the CPU / GPU by itself.

@@ -27,7 +27,8 @@ def user_facing(fn: Callable[..., Any]) -> Callable[..., Any]:
         except gr.Error:
             raise
         except AugclipError as exc:
-            raise gr.Error(as_html(scrub_paths(str(exc))), title="Cannot do that") from None
+            # The message is the whole story: no traceback in the server console for an expected error.
+            raise gr.Error(as_html(scrub_paths(str(exc))), title="Cannot do that", print_exception=False) from None
         except RecursionError:
             log.exception("recursion too deep in %s", fn.__name__)
             raise gr.Error("The input is nested too deeply to be read.") from None

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..attributes.base import Attributes, Provenance
 from ..config import DEFAULT_MAX_EDITS, Settings
@@ -19,7 +20,7 @@ from ..errors import InputError
 from ..inference.specs import shown_spec
 from ..instructions import ParseOutcome
 from ..io import LoadedImage, PixelBudget, open_image
-from ..pipeline import AugCLIPOptions, Evaluator
+from ..pipeline import NETWORK_METRICS, AugCLIPOptions, Evaluator
 from ..report import Report
 
 MAX_EDITS = DEFAULT_MAX_EDITS  # the default; Settings.max_edits (AUGCLIP_MAX_EDITS) is what counts
@@ -37,6 +38,12 @@ class Session:
     extracted: Attributes | None = None  # what the provider returned, before any user edits
     output_dir: str | None = None
     figures: dict = field(default_factory=dict)
+    # The last explanations without their matplotlib figures (saved as PNGs): the geometry the
+    # interactive hyperplane views reuse and the maps the comparison grid shows.
+    explained: Any = None
+    # Set when the last Evaluate stopped before scoring (a model without weights, named in the status
+    # area): the later stages (explanations, BPM, downloads) then leave the page as it is.
+    halted: str | None = None
 
 
 def lines(text: str | None) -> list[str]:
@@ -93,12 +100,13 @@ def attributes_key(source: LoadedImage, target_text: str, source_text: str, prov
 
 
 def extract_attributes(evaluator: Evaluator, source: LoadedImage, target_text: str, source_text: str,
-                       provider: str) -> Attributes:
+                       provider: str, progress: Progress | None = None) -> Attributes:
     if not (target_text or "").strip():
         raise InputError("Type the target text first: attributes are extracted from it.")
     if provider == "manual":
         raise InputError("Provider 'manual': type the attributes one per line, or load a JSON file.")
-    return evaluator.resolve_attributes(provider, source, target_text.strip(), (source_text or "").strip() or None)
+    return evaluator.resolve_attributes(provider, source, target_text.strip(), (source_text or "").strip() or None,
+                                        progress=progress)
 
 
 def attributes_from_boxes(source_text_box: str, target_text_box: str, session: Session) -> Attributes | None:
@@ -129,8 +137,15 @@ def evaluate(
     target_attrs_box: str,
     options: AugCLIPOptions,
     progress: Progress,
+    ground_truth: str | None = None,
+    edit_mask: str | None = None,
+    output_caption: str = "",
+    feature_metrics: Sequence[str] = (),
 ) -> tuple[Report, Session]:
     """Run a full evaluation; returns the report and the updated session.
+
+    ``ground_truth`` / ``edit_mask`` (uploaded files), ``output_caption`` and ``feature_metrics`` (the
+    network metrics the user switched on) add the reference and preservation columns.
 
     What is in the attribute boxes is what gets scored. The provider extracts new lists only when
     the boxes are empty, or when they still hold, unedited, lists extracted for other inputs
@@ -146,23 +161,30 @@ def evaluate(
     boxes = attributes_from_boxes(source_attrs_box, target_attrs_box, session)
     stale = (boxes is not None and session.extracted is not None and session.attributes_key != key
              and (boxes.source, boxes.target) == (session.extracted.source, session.extracted.target))
-    if boxes is not None and not (stale and provider != "manual"):
-        attributes = boxes
+    extracting = boxes is None or (stale and provider != "manual")
+    if not extracting:
+        attributes: Attributes | Any = boxes
     elif provider == "manual":
         raise InputError("Provider 'manual': type the source and target attributes (one per line), or load a JSON file.")
-    else:
-        progress(0.1, f"extracting attributes ({provider})")
-        attributes = extract_attributes(evaluator, src, target_text, source_text, provider)
-        session = Session(**{**session.__dict__, "extracted": attributes, "attributes_key": key})
+    else:  # the evaluator extracts them: its progress then covers each step, its timing line the time taken
+        attributes = evaluator.provider(provider)
 
     def staged(fraction: float, stage: str) -> None:
-        progress(0.15 + 0.6 * fraction, stage)
+        progress(0.03 + 0.95 * fraction, stage)
 
+    references: dict[str, Any] = {}
+    if ground_truth:
+        references["ground_truth"] = open_image(ground_truth, name="ground truth", max_pixels=settings.max_image_pixels)
+    if edit_mask:
+        references["edit_mask"] = open_image(edit_mask, name="edit mask", max_pixels=settings.max_image_pixels)
     report = evaluator.evaluate(src, loaded, target_text, source_text or None, attributes, options=options,
-                                progress=staged)
+                                progress=staged, output_caption=(output_caption or "").strip() or None,
+                                network_metrics=[k for k in feature_metrics if k in NETWORK_METRICS], **references)
+    if extracting:
+        session = Session(**{**session.__dict__, "extracted": report.attributes, "attributes_key": key})
     output_dir = session.output_dir or tempfile.mkdtemp(prefix="augclip-app-")
     session = Session(**{**session.__dict__, "report": report, "clip_model": settings.clip_model,
-                         "output_dir": output_dir, "figures": {}})
+                         "output_dir": output_dir, "figures": {}, "explained": None})
     return report, session
 
 
@@ -177,16 +199,16 @@ def rescore(settings: Settings, session: Session, options: AugCLIPOptions, sourc
     if attributes is None:
         raise InputError("Both attribute lists are empty: type at least one source and one target attribute.")
     report = Evaluator(settings=settings).rescore(session.report, options, attributes)
-    return report, Session(**{**session.__dict__, "report": report, "figures": {}})
+    return report, Session(**{**session.__dict__, "report": report, "figures": {}, "explained": None})
 
 
 def extract(settings: Settings, session: Session, *, source: str | None, target_text: str, source_text: str,
-            provider: str) -> tuple[Attributes, Session]:
+            provider: str, progress: Progress | None = None) -> tuple[Attributes, Session]:
     """Extract attributes for the current inputs and remember which inputs they belong to."""
     if not source:
         raise InputError("Upload a source image first: source attributes are read from it.")
     loaded = open_image(check_upload(source, "source image", settings.max_upload_mb), max_pixels=settings.max_image_pixels)
-    attrs = extract_attributes(Evaluator(settings=settings), loaded, target_text, source_text, provider)
+    attrs = extract_attributes(Evaluator(settings=settings), loaded, target_text, source_text, provider, progress)
     key = attributes_key(loaded, target_text or "", source_text or "", provider, settings.clip_model)
     return attrs, Session(**{**session.__dict__, "extracted": attrs, "attributes_key": key})
 
@@ -233,7 +255,7 @@ def fields_of(outcome: ParseOutcome) -> dict[str, str]:
 
 
 def run_bpm(settings: Settings, session: Session, *, instruction: str, parser: str = "rules",
-            fields: dict[str, str] | None = None) -> tuple[Report, str]:
+            fields: dict[str, str] | None = None, progress: Progress | None = None) -> tuple[Report, str]:
     """Add BPM to the session's report, or mark it unavailable with the reason; returns (report, message).
 
     ``fields`` (the BPM tab's o1 / o2 / size / position / reference, as shown after parsing and
@@ -266,14 +288,15 @@ def run_bpm(settings: Settings, session: Session, *, instruction: str, parser: s
     try:
         parsed = resolve_parse(instruction or None, corrections, parser,
                                client=_parser_client(settings, parser, instruction))
-        evaluator.add_bpm(report, None, parsed)
+        evaluator.add_bpm(report, None, parsed, progress=progress)
     except (InstructionParseError, LLMError, WeightsUnavailableError) as exc:
         message = f"BPM not computed: {exc}"
         return evaluator.skip_bpm(report, message), message
     return report, ""
 
 
-def explain(settings: Settings, session: Session) -> tuple[dict[str, str], str, Session]:
+def explain(settings: Settings, session: Session,
+            progress: Progress | None = None) -> tuple[dict[str, str], str, Session]:
     """Every explanation of the session's report, saved as PNGs; returns (stem -> path, notes, session)."""
     from ..explain import explain_report
     from ..explain.figures import save_figure
@@ -282,12 +305,33 @@ def explain(settings: Settings, session: Session) -> tuple[dict[str, str], str, 
     if session.report is None:
         raise InputError("Nothing to explain yet: press Evaluate first.")
     encoder = get_encoder(settings)
-    explanations = explain_report(session.report, encoder)
+    say = progress or (lambda fraction, stage: None)
+    explanations = explain_report(session.report, encoder,
+                                  progress=lambda fraction, stage: say(0.9 * fraction, f"explaining: {stage}"))
     folder = Path(session.output_dir or tempfile.mkdtemp(prefix="augclip-app-")) / "figures"
+    say(0.9, "explaining: saving the figures")
     figures = {stem: str(save_figure(figure, folder / f"{stem}.png")) for stem, figure in explanations.all_figures().items()}
     notes = sorted(set(explanations.unavailable.values())
                    | {reason for edit in explanations.edits for reason in edit.unavailable.values()})
-    return figures, "; ".join(notes), Session(**{**session.__dict__, "figures": figures})
+
+    explanations.figures = {}
+    for edit in explanations.edits:
+        edit.figures = {}
+    return figures, "; ".join(notes), Session(**{**session.__dict__, "figures": figures, "explained": explanations})
+
+
+def comparison(session: Session) -> tuple[str, str]:
+    """The comparison grid of the session's report: (HTML fragment for the page, path of the HTML file)."""
+    from ..explain.comparison import comparison_grid
+    from ..report.comparison import grid_html
+
+    if session.report is None:
+        raise InputError("Nothing to compare yet: press Evaluate first.")
+    explained = session.explained
+    grid = comparison_grid(session.report, explained)
+    folder = Path(session.output_dir or tempfile.mkdtemp(prefix="augclip-app-"))
+    path = grid.save(folder / "comparison.html")
+    return grid_html(grid, standalone=False), str(path)
 
 
 def judge_ready(settings: Settings) -> tuple[bool, str]:
@@ -304,4 +348,3 @@ def run_judge(settings: Settings, session: Session, *, instruction: str) -> Repo
     if session.report is None:
         raise InputError("Nothing to judge yet: press Evaluate first.")
     return Evaluator(settings=settings).add_judge(session.report, instruction=(instruction or "").strip() or None)
-

@@ -1,17 +1,18 @@
-"""The model status line: loads the configured CLIP backbone in the background at start-up.
+"""The status area: the chosen CLIP backbone (loaded in the background) and every missing model.
 
-The app starts even when the weights cannot be loaded: the status panel then says what is missing
-and how to provide it, and every evaluation answers with the same message.
+The app starts even when weights cannot be loaded: the one status area at the top of the page then
+names every model without weights (the chosen CLIP model, GroundingDINO and SAM for BPM), each with
+the command or variable that provides it, and clears as soon as the user picks a model that works.
 """
 
 from __future__ import annotations
 
 import html
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..config import Settings
-from ..errors import AugclipError
+from ..errors import AugclipError, WeightsUnavailableError
 from ..inference import ClipEncoder, get_encoder
 from ..report import UNTRAINED_WARNING
 from .guard import scrub_paths
@@ -25,6 +26,7 @@ class ModelStatus:
     device: str = ""
     untrained: bool = False
     encoder: ClipEncoder | None = None
+    brief: str = ""  # one line: the model and what provides its weights (errors only)
 
 
 _STATUSES: dict[str, ModelStatus] = {}
@@ -59,6 +61,8 @@ def _load(settings: Settings, status: ModelStatus) -> None:
         status.device = encoder.info().device_name
         status.state = "ready"
         _preload_vocabulary(settings)
+    except WeightsUnavailableError as exc:
+        status.state, status.message, status.brief = "error", str(exc), exc.brief()
     except AugclipError as exc:
         status.state, status.message = "error", str(exc)
     except Exception as exc:  # noqa: BLE001 - shown in the panel; the app keeps running
@@ -86,16 +90,51 @@ def _warm_up_umap() -> None:
         pass
 
 
-def status_html(status: ModelStatus) -> str:
-    """The status line (and, when needed, a warning or an error panel) as HTML."""
+@dataclass
+class RegionModelsCheck:
+    """Whether BPM's region models (GroundingDINO, SAM) have weights: checked once, in the background."""
+
+    state: str = "checking"  # checking | done
+    missing: list[str] = field(default_factory=list)  # one brief line per missing model
+
+
+def check_region_models(settings: Settings, *, background: bool = True) -> RegionModelsCheck:
+    check = RegionModelsCheck()
+
+    def run() -> None:
+        try:
+            from ..bpm.models import bpm_missing_weights
+
+            check.missing = [error.brief() for error in bpm_missing_weights(settings)]
+        except AugclipError as exc:  # a bad spec: say it like a missing model
+            check.missing = [str(exc).splitlines()[0][:300]]
+        except Exception as exc:  # noqa: BLE001 - the check only informs; BPM reports again when it runs
+            check.missing = [f"the BPM models could not be checked ({type(exc).__name__})"]
+        check.state = "done"
+
+    if background:
+        threading.Thread(target=run, daemon=True, name="augclip-bpm-check").start()
+    else:
+        run()
+    return check
+
+
+def status_html(status: ModelStatus, region: RegionModelsCheck | None = None) -> str:
+    """The status area as HTML: the CLIP model's state, then every missing model with what provides it."""
     spec = html.escape(status.spec)
+    bpm_missing = region.missing if region is not None else []
     if status.state == "loading":
-        return f'<div class="aug-status">CLIP model <b>{spec}</b>: loading&hellip;</div>'
+        return f'<div class="aug-status">CLIP model <b>{spec}</b>: loading&hellip;</div>' + _bpm_note(bpm_missing)
     if status.state == "error":
+        what = status.brief or status.message.splitlines()[0][:300]
+        items = [f"<li>{_code(html.escape(scrub_paths(what)))}</li>"]
+        items += [f"<li>for BPM: {_code(html.escape(scrub_paths(line)))}</li>" for line in bpm_missing]
+        details = html.escape(scrub_paths(status.message))
         return (
-            f'<div class="aug-status aug-error"><b>The CLIP model {spec} could not be loaded.</b><br>'
-            f"{html.escape(scrub_paths(status.message))}<br>The app keeps running: fix the weights and restart, "
-            "or pick another model under <i>Advanced options</i>.</div>"
+            f'<div class="aug-status aug-error" id="aug-status-error"><b>The CLIP model {spec} could not be loaded.</b> '
+            f"Missing here:<ul>{''.join(items)}</ul>The app keeps running: pick another CLIP model under "
+            "<i>Advanced options</i>, or provide the files and restart."
+            f"<details><summary>details</summary>{details}</details></div>"
         )
     line = f'<div class="aug-status">CLIP model <b>{spec}</b> on <b>{html.escape(status.device)}</b></div>'
     if status.untrained:
@@ -103,4 +142,17 @@ def status_html(status: ModelStatus) -> str:
             f'<div class="aug-untrained">&#9888; {html.escape(UNTRAINED_WARNING.upper())}. '
             "Random weights exercise the whole pipeline, but the numbers mean nothing.</div>"
         )
-    return line
+    return line + _bpm_note(bpm_missing)
+
+
+def _bpm_note(missing: list[str]) -> str:
+    if not missing:
+        return ""
+    items = "".join(f"<li>{_code(html.escape(scrub_paths(line)))}</li>" for line in missing)
+    return f'<div class="aug-status aug-bpm-missing">BPM is unavailable until these are provided:<ul>{items}</ul></div>'
+
+
+def _code(text: str) -> str:
+    """`command` spans as <code>."""
+    parts = text.split("`")
+    return "".join(f"<code>{part}</code>" if i % 2 else part for i, part in enumerate(parts))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import math
 import zipfile
 from pathlib import Path
@@ -10,8 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..metrics.suite import METRICS
-from ..report import UNTRAINED_WARNING, Report
+from ..metrics.suite import METRICS, REFERENCE_METRICS
+from ..report import UNTRAINED_WARNING, Report, edit_names, edit_tag
 
 RELEVANCY_HELP = (
     "Pick an edit above. Where each metric looks (Chefer et al. 2021 gradient relevancy on CLIP's vision transformer). "
@@ -25,7 +26,16 @@ HYPERPLANE_HELP = (
     "vertical line x = 0; y = first principal component after removing the w direction. The source sits left, "
     "the ideal edit on the line, each edit where it lands. **UMAP view**: an illustrative 2-D projection of the "
     "attributes, images and ideal point (App. A.3, Fig. 8); its captions say how the line is drawn. With the "
-    "images in the fit, every edit has its own hyperplane, so each edit gets its own panel."
+    "images in the fit, every edit has its own hyperplane: the exact view shows the fit of the edit picked above. "
+    "Hover a point for its text or file name, its weight alpha (Eq. 6) and its signed distance; click a legend "
+    "entry to hide or show a set (double-click: only that one); drag to zoom, double-click to reset. The static "
+    "figures (every panel) are in figures.zip."
+)
+COMPARISON_HELP = (
+    "Every edit side by side: the image, every metric (rank among the edits in brackets, the best in green), a "
+    "verdict line, the relevancy maps and, when BPM ran, its regions. Press *Show / refresh the comparison* "
+    "(opening this tab does it too) after an evaluation; *Download the HTML report* saves it as one file with "
+    "the images inside, to attach to a review."
 )
 RANKINGS_HELP = (
     "Eq. 11 / 12 (App. A.4, Fig. 9-10): how much the ideal edit E(I_src)+v moves toward each attribute. Source "
@@ -46,6 +56,10 @@ TABLE_METRICS = ["augclip", "clip_dir", "clip_i", "clip_t", "l2", "bpm", "judge_
 JUDGE_HELP = ("MLLM judge (0-10, higher is better): SC = semantic consistency (the request carried out, the rest "
               "kept), PQ = perceptual quality (natural look, no artifacts), overall = sqrt(SC x PQ). Hover a score "
               "for the judge's rationale; +/- is the standard deviation over the judge's samples.")
+# Column types of the score table (#, edit, then at most every metric): numbers sort as numbers, and
+# the edit's cell is HTML so that hovering it shows the full file name.
+SCORE_DATATYPES = ["str", "html"] + ["number"] * (len(TABLE_METRICS) + len(REFERENCE_METRICS))
+SCORE_LABEL = "Scores (one row per edit; best per column highlighted; click a header to sort, hover a name for its file)"
 BEST_STYLE = "background-color: #bfe8c3; font-weight: 700"
 
 
@@ -56,12 +70,41 @@ def column_label(key: str) -> str:
     return info.label + ("" if info.higher_is_better else " (lower is better)")
 
 
+def table_metrics(report: Report) -> list[str]:
+    """The table's columns: the usual metrics, then each reference / preservation metric some edit has a
+    value for (they switch on when their input is given: a ground truth, a caption, a mask, a network)."""
+    base = [k for k in TABLE_METRICS if any(k in e.metrics for e in report.edits)]
+    extra = [k for k in REFERENCE_METRICS if any(e.metrics.get(k) is not None for e in report.edits)]
+    cut = base.index("bpm") if "bpm" in base else len(base)  # BPM stays the last column
+    return base[:cut] + extra + base[cut:]
+
+
+# What the empty tables say (a table without rows would show Gradio's placeholder headers "1 2 3").
+EMPTY_SCORES = ("No scores yet: add a source image, the target text and the edited images, then press Evaluate "
+                "(or click an example above).")
+EMPTY_BPM = ("BPM has not run: tick BPM under Advanced options, type an editing instruction, then press Evaluate "
+             "(or fill o1 / o2 below and press Run BPM with these fields).")
+
+
+def empty_table(message: str) -> pd.DataFrame:
+    """A one-cell table that says what to do to fill it."""
+    return pd.DataFrame({"": [message]})
+
+
+def name_cell(full: str, label: str) -> str:
+    """The edit's label as an HTML cell whose hover (title) shows the full file name."""
+    return f'<span title="{html.escape(full)}">{html.escape(label)}</span>'
+
+
 def score_frame(report: Report) -> pd.DataFrame:
-    """One row per edit; numbers as floats (NaN when unavailable)."""
-    keys = [k for k in TABLE_METRICS if any(k in e.metrics for e in report.edits)]
+    """One row per edit (E1..En and the short name; the full name on hover); numbers as floats (NaN when
+    unavailable)."""
+    keys = table_metrics(report)
+    names = report.edit_names()
     rows = []
     for edit in report.edits:
-        row: dict[str, Any] = {"#": edit.index + 1, "edit": edit.name}
+        name = names[edit.index]
+        row: dict[str, Any] = {"#": name.tag, "edit": name_cell(name.full, name.short or name.full)}
         for key in keys:
             value = edit.metrics.get(key)
             row[column_label(key)] = float("nan") if value is None else float(value)
@@ -72,7 +115,7 @@ def score_frame(report: Report) -> pd.DataFrame:
 def score_table(report: Report) -> Any:
     """The score table as a pandas Styler: 4 decimals, 'n/a' for unavailable, best per column highlighted."""
     frame = score_frame(report)
-    keys = [k for k in TABLE_METRICS if column_label(k) in frame.columns]
+    keys = [k for k in table_metrics(report) if column_label(k) in frame.columns]
     styles = pd.DataFrame("", index=frame.index, columns=frame.columns)
     if len(report.edits) > 1:
         for key in keys:
@@ -86,7 +129,8 @@ def verdict_markdown(report: Report) -> str:
     lines = [f"### {html.escape(report.verdict().replace(' [' + UNTRAINED_WARNING + ']', ''))}"]
     if report.untrained:
         lines.append(f"**&#9888; {UNTRAINED_WARNING}.**")
-    reasons = sorted({r for e in report.edits for k, r in e.unavailable.items() if k in TABLE_METRICS})
+    shown = set(table_metrics(report)) | set(TABLE_METRICS)
+    reasons = sorted({r for e in report.edits for k, r in e.unavailable.items() if k in shown})
     lines.extend(f"*n/a: {html.escape(r)}*" for r in reasons)
     prov = report.attributes.provenance
     lines.append(
@@ -94,15 +138,24 @@ def verdict_markdown(report: Report) -> str:
         f"**{html.escape(prov.provider)}**{' (' + html.escape(prov.model) + ')' if prov.model else ''}"
         f" - {html.escape(prov.fidelity)}. Highlighted: the best edit under each metric."
     )
-    notes = report.notes + [f"edit {e.index + 1}: {n}" for e in report.edits for n in e.notes]
+    notes = report.notes + [f"{edit_tag(e.index)}: {n}" for e in report.edits for n in e.notes]
     lines.extend(f"*note: {html.escape(n)}*" for n in notes)
-    timing = report.timings
-    lines.append(
-        "<small>"
-        + ", ".join(f"{k.replace('_', ' ')} {v:.2f}s" for k, v in timing.items() if isinstance(v, float) and math.isfinite(v))
-        + "</small>"
-    )
+    lines.append(f"<small>{html.escape(timing_line(report))}</small>")
     return "\n\n".join(lines)
+
+
+def timing_line(report: Report) -> str:
+    """``model load 0.01 s, attributes 41.20 s, ...``; attributes that were given (typed, loaded or kept
+    from an earlier extraction) say so instead of showing a time for work that did not happen."""
+    parts = []
+    for key, value in report.timings.items():
+        if not isinstance(value, (int, float)) or not math.isfinite(value):
+            continue
+        if key == "attributes" and value < 0.01:
+            parts.append("attributes given (not extracted)")
+            continue
+        parts.append(f"{key.replace('_', ' ')} {value:.2f} s")
+    return "time: " + ", ".join(parts)
 
 
 def write_downloads(report: Report, folder: Path, figures: dict[str, Any] | None = None, *,
@@ -137,9 +190,37 @@ def write_downloads(report: Report, folder: Path, figures: dict[str, Any] | None
     return [str(json_path), str(csv_path), str(zip_path)]
 
 
+def plot_value(spec: dict[str, Any] | None) -> Any:
+    """A Plotly figure specification as ``gr.Plot`` takes it (Gradio's own plotly.js draws it in the page)."""
+    if spec is None:
+        return None
+    from gradio.components.plot import PlotData
+
+    return PlotData(type="plotly", plot=json.dumps(spec, allow_nan=False))
+
+
+def exact_plot(explained: Any, edit: int | None) -> Any:
+    """The interactive exact view of the picked edit's fit (None before the explanations)."""
+    from ..explain.interactive import exact_view_spec
+
+    if explained is None or getattr(explained, "exact", None) is None:
+        return None
+    return plot_value(exact_view_spec(explained.exact, edit))
+
+
+def umap_plot(explained: Any) -> Any:
+    from ..explain.interactive import umap_view_spec
+
+    if explained is None or getattr(explained, "umap", None) is None:
+        return None
+    return plot_value(umap_view_spec(explained.umap, explained.exact))
+
+
 def edit_items(files: list[str] | None) -> list[tuple[str, str]]:
-    """Gallery items for the uploaded edits, captioned with their scoring position."""
-    return [(path, f"{i + 1}. {Path(path).name}") for i, path in enumerate(files or [])]
+    """Gallery items for the uploaded edits, captioned E1..En and the short name (the file list beside
+    it shows the full names)."""
+    files = files or []
+    return [(path, name.label) for path, name in zip(files, edit_names([Path(p).name for p in files]))]
 
 
 PER_EDIT_FIGURES = ("relevancy_augclip", "relevancy_clip_t", "relevancy_clip_dir", "source_changes",
@@ -147,42 +228,52 @@ PER_EDIT_FIGURES = ("relevancy_augclip", "relevancy_clip_t", "relevancy_clip_dir
 
 
 def edit_choices(report: Report) -> list[str]:
-    return [f"{edit.index + 1}. {edit.name}" for edit in report.edits]
+    """``E1 ours``, ``E2 base``, ...: the same labels as the table, the gallery and the figures."""
+    return [name.label for name in report.edit_names()]
 
 
 def picked_index(pick: str | None) -> int | None:
     """The 0-based edit index of a choice made by :func:`edit_choices`."""
     if not pick:
         return None
-    head = pick.split(".", 1)[0]
-    return int(head) - 1 if head.isdigit() else None
+    head = pick.split(" ", 1)[0]
+    return int(head[1:]) - 1 if head[:1] == "E" and head[1:].isdigit() else None
 
 
 def bpm_panels(results: list[Any], report: Report) -> list[tuple[str, Any]]:
     from ..explain.regions import bpm_panel
 
-    return [(edit.name, bpm_panel(result)) for edit, result in zip(report.edits, results)]
+    return [(name.label, bpm_panel(result)) for name, result in zip(report.edit_names(), results)]
 
 
 def bpm_items(panels: list[tuple[str, Any]]) -> list[tuple[Any, str]]:
     items = []
-    for i, (name, panel) in enumerate(panels):
-        items += [(panel.source, f"edit {i + 1} ({name}): source, M_origin / B_origin"),
-                  (panel.edit, f"edit {i + 1} ({name}): edit, M_edit / B_edit"),
-                  (panel.preserved, f"edit {i + 1} ({name}): preserved region (hatched: excluded)")]
+    for label, panel in panels:
+        items += [(panel.source, f"{label}: source, M_origin / B_origin"),
+                  (panel.edit, f"{label}: edit, M_edit / B_edit"),
+                  (panel.preserved, f"{label}: preserved region (hatched: excluded)")]
     return items
 
 
 def bpm_components_frame(panels: list[tuple[str, Any]]) -> pd.DataFrame:
     """Rows: BPM's components; columns: one per edit, then what the component is."""
     if not panels:
-        return pd.DataFrame()
+        return empty_table(EMPTY_BPM)
     first = panels[0][1].rows
     data: dict[str, list[Any]] = {"component": [row[0] for row in first]}
-    for i, (name, panel) in enumerate(panels):
-        data[f"edit {i + 1} ({name})"] = [row[1] for row in panel.rows]
-    data["what it is (edit 1)"] = [row[2] for row in first]
+    for label, panel in panels:
+        data[label] = [_number_text(row[1]) for row in panel.rows]
+    data[f"what it is ({panels[0][0].split(' ', 1)[0]})"] = [row[2] for row in first]
     return pd.DataFrame(data)
+
+
+def _number_text(value: Any) -> Any:
+    """Scores with four decimals, counts (S_size, S_position, S_region) as integers, text as it is."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.4f}" if math.isfinite(value) else "n/a"
 
 
 def parse_markdown(outcome: Any) -> str:
@@ -253,8 +344,10 @@ def judge_html(report: Report) -> str:
     if not rows:
         return ""
     cells = []
+    names = report.edit_names()
     for edit in rows:
-        tds = [f"<td>{edit.index + 1}</td><td>{html.escape(edit.name)}</td>"]
+        name = names[edit.index]
+        tds = [f"<td>{name.tag}</td><td>{name_cell(name.full, name.short or name.full)}</td>"]
         for name in ("sc", "pq", "overall"):
             score = edit.judge.get(name) or {}
             if score.get("mean") is None:

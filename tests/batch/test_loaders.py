@@ -161,7 +161,7 @@ def test_build_triplets(tedbench, tmp_path_factory, tiny_encoder):
     em_dir = tmp_path_factory.mktemp("generated")  # outside the dataset: copied in
     save(em_dir / f"{ids[0]}.png", "black")
     save(em_dir / f"{ids[1]}.jpg", "black")
-    with pytest.raises(InputError, match=f"{ids[2]}: no excessively modified image"):
+    with pytest.raises(InputError, match=f"1 item\\(s\\) have no excessively modified \\(em\\) image: '{ids[2]}'"):
         build_triplets(manifest, em_dir=em_dir)
     result = build_triplets(manifest, em_dir=em_dir, sigma=0.03, seed=5, skip_missing=True)
     assert result.n_items == 2 and len(result.skipped) == 1

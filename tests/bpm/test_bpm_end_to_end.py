@@ -236,3 +236,21 @@ def test_models_status_without_weights(tmp_path):
     assert not ok and "could not be loaded" in reason
     ok, reason = bpm_models_status(Settings.from_env(gdino_model="random:tiny", sam_model="random:tiny"))
     assert ok and "untrained" in reason
+
+
+def test_bpm_regions_give_the_unedited_metrics_their_mask(models, tiny_encoder):
+    evaluator = Evaluator(encoder=tiny_encoder)
+    attributes = Attributes(["red ball"], ["blue ball"])
+    report = evaluator.evaluate(SOURCE, [RECOLORED, MOVED], "a blue ball", attributes=attributes)
+    assert report.edits[0].metrics["mse_unedited"] is None  # no mask yet
+    evaluator.add_bpm(report, "make the ball blue", models=models)
+    source = np.asarray(SOURCE.convert("RGB"), dtype=np.float64) / 255.0
+    for edit, image, result in zip(report.edits, [RECOLORED, MOVED], report.arrays.bpm):
+        keep = np.asarray(result.preserved_mask, dtype=bool)[..., None]  # BPM's preserved region = 1 - mask
+        edited = np.asarray(image.convert("RGB"), dtype=np.float64) / 255.0
+        expected = float((((source - edited) * keep) ** 2).mean())  # PIE-Bench: both masked, whole-image mean
+        assert edit.metrics["mse_unedited"] == pytest.approx(expected, rel=1e-5, abs=1e-9)
+        assert edit.metrics["psnr_unedited"] is not None or expected == 0
+    assert any("BPM regions" in note for note in report.notes)
+    rescored = evaluator.rescore(report, attributes=Attributes(["red ball", "green box"], ["blue ball"]))
+    assert rescored.edits[1].metrics["mse_unedited"] == report.edits[1].metrics["mse_unedited"]

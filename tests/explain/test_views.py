@@ -153,12 +153,12 @@ def test_explain_report_end_to_end(report, tiny_encoder, umap_warm_seconds):
     explanations = explain_report(report, tiny_encoder)
     assert not explanations.unavailable
     figures = explanations.all_figures()
-    assert set(figures) == {"hyperplane_exact", "hyperplane_umap"} | {f"edit{i}_{k}" for i in (1, 2)
+    assert set(figures) == {"hyperplane_exact", "hyperplane_umap"} | {f"E{i}_{k}" for i in (1, 2)
                                                                       for k in PER_EDIT_FIGURES}
     for stem, fig in figures.items():
         assert UNTRAINED_BANNER in _figure_texts(fig), stem  # random weights are labelled on every figure
     buffer = io.BytesIO()
-    figures["edit2_relevancy_clip_dir"].savefig(buffer, format="png")  # the CLI test renders every kind to files
+    figures["E2_relevancy_clip_dir"].savefig(buffer, format="png")  # the CLI test renders every kind to files
     assert buffer.getvalue()[:8] == b"\x89PNG\r\n\x1a\n"
     edit = explanations.edits[1]
     assert edit.augclip.score == pytest.approx(report.edits[1].metrics["augclip"], abs=1e-5)
@@ -229,15 +229,17 @@ def test_cli_explain_writes_pngs_and_json(scene_files, tmp_path, capsys, umap_wa
     printed = capsys.readouterr().out
     assert "UNTRAINED" in printed.upper() and "explanations.json" in printed
     names = {p.name for p in out.iterdir()}
-    assert {"hyperplane_exact.png", "hyperplane_umap.png", "edit1_relevancy_augclip.png", "edit1_relevancy_clip_dir.png",
-            "edit1_relevancy_clip_t.png", "edit1_source_changes.png", "edit1_target_changes.png", "edit1_alpha.png",
-            "explanations.json", "report.json"} == names
+    assert {"hyperplane_exact.png", "hyperplane_umap.png", "E1_relevancy_augclip.png", "E1_relevancy_clip_dir.png",
+            "E1_relevancy_clip_t.png", "E1_source_changes.png", "E1_target_changes.png", "E1_alpha.png",
+            "explanations.json", "report.json", "comparison.html"} == names
     for path in out.glob("*.png"):
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", path.name
     assert matplotlib.get_backend() == backend  # figures use the object API: no pyplot, no backend switch
     data = json.loads((out / "explanations.json").read_text())
     assert data["options"]["top_k"] == 2 and data["edits"][0]["rankings"]["source_changes"]["omitted"] == 0
     assert json.loads((out / "report.json").read_text())["edits"][0]["name"] == "faithful.png"
+    grid = (out / "comparison.html").read_text(encoding="utf-8")
+    assert "faithful.png" in grid and grid.count('<img src="data:image/png;base64,') == 2 + 3  # images, 3 maps
 
 
 def test_cli_explain_errors_are_one_line(tmp_path, capsys):

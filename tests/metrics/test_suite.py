@@ -18,6 +18,7 @@ from augclip_demo.metrics.clip_metrics import (
     clip_t,
 )
 from augclip_demo.metrics.pixel import l2_distance
+from augclip_demo.metrics.reference import l1_to_ground_truth, l2_to_ground_truth, structure_distance
 from augclip_demo.metrics.suite import (
     METRICS,
     NEEDS,
@@ -45,6 +46,15 @@ def raw_case(seed: int = 3, d: int = 24):
         "target_attrs": base + 1.5 * direction + rng.normal(scale=0.6, size=(3, d)),
         "source_image": Image.fromarray(rng.integers(0, 255, (12, 10, 3), dtype=np.uint8)),
         "edit_images": [Image.fromarray(rng.integers(0, 255, (9, 14, 3), dtype=np.uint8)) for _ in range(2)],
+        "ground_truth_image": Image.fromarray(rng.integers(0, 255, (11, 13, 3), dtype=np.uint8)),
+        "ground_truth": 1.3 * (base + 0.8 * direction),
+        "caption": 2.0 * (base + direction + rng.normal(scale=0.2, size=d)),
+        "dino_edits": rng.normal(size=(2, 6)),
+        "dino_truth": rng.normal(size=6),
+        "keys_source": rng.normal(size=(5, 4)),
+        "keys_edits": [rng.normal(size=(5, 4)) for _ in range(2)],
+        "unedited": [{"psnr_unedited": 20.0 + k, "mse_unedited": 0.01 * k, "ssim_unedited": 0.5 + 0.1 * k,
+                      "lpips_unedited": 0.2 * k} for k in (1, 2)],
     }
 
 
@@ -61,6 +71,15 @@ def inputs_of(case, source_text=True, options=None) -> MetricInputs:
         source_image=case["source_image"],
         edit_images=case["edit_images"],
         augclip_options=options,
+        ground_truth_image=case["ground_truth_image"],
+        ground_truth_embedding=unit_rows(case["ground_truth"][None], "GT", d)[0],
+        output_caption_embedding=unit_rows(case["caption"][None], "caption", d)[0],
+        dino_edit_embeddings=unit_rows(case["dino_edits"], "DINO"),
+        dino_ground_truth_embedding=unit_rows(case["dino_truth"][None], "DINO GT")[0],
+        structure_keys_source=case["keys_source"],
+        structure_keys_edits=case["keys_edits"],
+        mask=np.zeros((12, 10), bool),
+        unedited_measures=case["unedited"],
     )
 
 
@@ -76,6 +95,13 @@ def test_every_computable_row_equals_its_public_function_on_raw_inputs():
             "clip_i": clip_i(s, e),
             "clip_t": clip_t(e, tt),
             "l2": l2_distance(case["source_image"], case["edit_images"][i]),
+            "l1_gt": l1_to_ground_truth(case["edit_images"][i], case["ground_truth_image"]),
+            "l2_gt": l2_to_ground_truth(case["edit_images"][i], case["ground_truth_image"]),
+            "clip_i_gt": clip_i(case["ground_truth"], e),
+            "clip_t_caption": clip_t(e, case["caption"]),
+            "dino_gt": clip_i(case["dino_truth"], case["dino_edits"][i]),
+            "structure_distance": structure_distance(case["keys_source"], case["keys_edits"][i]),
+            **case["unedited"][i],
         }
         for replace, weighted in AUGMENTED_VARIANTS:
             want[augmented_variant_name(replace, weighted)] = augmented_clip_dir(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import threading
 import zipfile
 from pathlib import Path
@@ -48,7 +50,13 @@ def direct(tiny_encoder):
 
 
 def table_rows(table: dict) -> dict[str, list]:
-    return {row[1]: row for row in table["data"]}
+    """Rows by the edit's full file name: the cell shows E-number and short name, the file name is its hover."""
+    rows = {}
+    for row in table["data"]:
+        match = re.fullmatch(r'<span title="([^"]*)">([^<]*)</span>', row[1])
+        assert match, row[1]
+        rows[html.unescape(match.group(1))] = row
+    return rows
 
 
 def test_named_endpoints(client):
@@ -74,7 +82,7 @@ def test_table_matches_the_evaluator(client, direct):
     augclip_col = table["headers"].index("AugCLIP")
     highlighted = [i for i, row in enumerate(styling) if row[augclip_col]]
     assert highlighted == [expected.best("augclip")]
-    assert "untrained" in verdict and f"AugCLIP prefers edit {expected.best('augclip') + 1}" in verdict
+    assert "untrained" in verdict and f"AugCLIP prefers edit E{expected.best('augclip') + 1}" in verdict
     assert report["untrained"] is True and report["model"]["spec"] == TINY
     names = sorted(Path(f).name for f in files)
     assert names == ["figures.zip", "report.csv", "report.json"]
@@ -201,9 +209,18 @@ def test_explain_and_bpm_endpoints_follow_the_evaluation(app_server, direct):
     pick, exact, umap, augclip_map, clip_t_map, clip_dir_map, src_rank, tgt_rank, alpha, info, files, *_ = own.predict(
         True, api_name="/explain")
     pick = pick["value"] if isinstance(pick, dict) else pick  # a component update carries its value
-    assert pick.startswith("1. ") or pick.startswith("2. ")  # the edit AugCLIP prefers is shown first
-    for figure in (exact, umap, augclip_map, clip_t_map, clip_dir_map, src_rank, tgt_rank, alpha):
+    assert pick.startswith(("E1 ", "E2 "))  # the edit AugCLIP prefers is shown first
+    for figure in (augclip_map, clip_t_map, clip_dir_map, src_rank, tgt_rank, alpha):
         assert Path(figure).suffix == ".png" and Path(figure).stat().st_size > 10_000
+    for view in (exact, umap):  # the interactive views: Plotly JSON with one trace per set and per edit
+        view = view.get("value", view) if isinstance(view, dict) and "value" in view else view
+        assert view["type"] == "plotly", view
+        spec = json.loads(view["plot"])
+        names = [trace["name"] for trace in spec["data"]]
+        assert "source attributes (S)" in names and sum(name.startswith(("E1 ", "E2 ")) for name in names) == 2
+        hovers = [c for t in spec["data"] for c in t.get("customdata", [])]
+        assert hovers and all(len(c) == 4 and "g(x)/|w|" in c[3] for c in hovers)  # label, text, alpha, distance
+        assert all("alpha (Eq. 6)" in c[2] for c in hovers if c[0].startswith("S"))
     with zipfile.ZipFile([f for f in files if f.endswith(".zip")][0]) as archive:
         pngs = [name for name in archive.namelist() if name.startswith("figures/") and name.endswith(".png")]
     assert len(pngs) == 2 + 2 * 6  # two hyperplane views, six figures per edit

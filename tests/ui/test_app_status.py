@@ -33,3 +33,34 @@ def test_the_app_builds_when_weights_are_missing(tmp_path):
     assert demo.title == "AugCLIP Studio"
     names = {dep.get("api_name") for dep in demo.config["dependencies"]}
     assert {"evaluate", "rescore", "explain", "bpm", "extract_attributes"} <= names
+
+
+def test_the_status_area_lists_every_missing_model_at_once(tmp_path):
+    """CLIP, GroundingDINO and SAM all missing: one panel, one short line each with what provides it."""
+    from augclip_demo.ui.status import check_region_models
+
+    settings = Settings.from_env({}, clip_model="ViT-B-16/openai", device="cpu", cache_dir=tmp_path)
+    region = check_region_models(settings, background=False)
+    assert region.state == "done" and len(region.missing) == 2
+    panel = status_html(model_status(settings, background=False), region)
+    items = [part.split("</li>")[0] for part in panel.split("<li>")[1:]]
+    assert len(items) == 3, panel
+    assert items[0].startswith("CLIP ViT-B-16/openai: ") and "augclip-demo download --clip ViT-B-16/openai" in items[0]
+    assert items[1].startswith("for BPM: GroundingDINO") and "AUGCLIP_GDINO_MODEL" in items[1]
+    assert items[2].startswith("for BPM: SAM vit_b") and "AUGCLIP_SAM_CHECKPOINT" in items[2]
+    assert all(len(item) < 400 for item in items)
+    # the full message stays available, folded, and names no server folder
+    assert "<details>" in panel and str(tmp_path) not in panel
+
+
+def test_a_working_clip_model_with_missing_bpm_models_says_only_that(tmp_path):
+    from augclip_demo.ui.status import check_region_models
+
+    settings = Settings.from_env({}, clip_model="random:tiny", device="cpu", cache_dir=tmp_path)
+    panel = status_html(model_status(settings, background=False), check_region_models(settings, background=False))
+    assert "aug-error" not in panel and "BPM is unavailable until these are provided" in panel
+    assert panel.count("<li>") == 2
+    ready = Settings.from_env({}, clip_model="random:tiny", gdino_model="random:tiny", sam_model="random:tiny",
+                              device="cpu", cache_dir=tmp_path)
+    assert "BPM is unavailable" not in status_html(model_status(ready, background=False),
+                                                   check_region_models(ready, background=False))

@@ -30,20 +30,6 @@ SRC_ATTRS = ["dahlia is orange", "round flower head", "dark green background"]
 TGT_ATTRS = ["dahlia is pink", "pink petals"]
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(
-            executable_path=CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium"),
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"],
-        )
-        yield instance
-        instance.close()
-
-
 def open_page(browser, url: str):
     page = browser.new_page(viewport={"width": 1366, "height": 768})
     page.set_default_timeout(120_000)  # a loaded 2-core machine can take a while to render the app
@@ -53,13 +39,20 @@ def open_page(browser, url: str):
 
 
 def read_table(page) -> dict[str, list[str]]:
-    """Gradio 6 renders the dataframe as an ARIA grid of virtual rows with gridcell children."""
+    """Gradio 6 renders the dataframe as an ARIA grid of virtual rows with gridcell children; rows by the
+    edit's short name (the second cell)."""
     rows = {}
     for row in page.locator("#aug-table [role=row]").all():
         cells = [c.strip() for c in row.locator("[role=gridcell]").all_inner_texts()]
         if len(cells) > 2:
             rows[cells[1]] = cells
     return rows
+
+
+def name_hovers(page) -> dict[str, str]:
+    """Short name -> the full file name its cell shows on hover (the title attribute)."""
+    spans = page.locator("#aug-table [role=gridcell] span[title]").all()
+    return {span.inner_text().strip(): span.get_attribute("title") for span in spans}
 
 
 def wait_for_rows(page, count: int, timeout: float = 240_000) -> None:
@@ -83,13 +76,15 @@ def test_upload_type_evaluate_and_read_the_table(browser, app_server, tiny_encod
     expected = Evaluator(TINY, device="cpu", encoder=tiny_encoder).evaluate(
         FLOWER / "source.png", EDITS, "a pink dahlia flower", "an orange dahlia flower", Attributes(SRC_ATTRS, TGT_ATTRS))
     rows = read_table(page)
-    assert set(rows) == {"well_edited.png", "excessively_modified.png"}
+    assert set(rows) == {"well_edited", "excessively_modified"}  # the shared ".png" is dropped
+    assert name_hovers(page) == {"well_edited": "well_edited.png", "excessively_modified": "excessively_modified.png"}
+    assert [cells[0] for cells in rows.values()] == ["E1", "E2"]
     for edit in expected.edits:
-        cells = rows[edit.name]
+        cells = rows[edit.name.removesuffix(".png")]
         for position, key in ((2, "augclip"), (3, "clip_dir"), (4, "clip_i"), (5, "clip_t"), (6, "l2")):
             assert float(cells[position]) == pytest.approx(edit.metrics[key], abs=6e-5), (edit.name, key)
     verdict = page.locator("#aug-verdict").inner_text()
-    assert f"AugCLIP prefers edit {expected.best('augclip') + 1}" in verdict
+    assert f"AugCLIP prefers edit E{expected.best('augclip') + 1}" in verdict
     assert "UNTRAINED" in page.content()  # the random-weights warning is on the page
 
     page.set_viewport_size({"width": 1920, "height": 1080})
@@ -102,8 +97,63 @@ def test_an_example_runs_with_one_click(browser, app_server, tmp_path):
     page.get_by_text("make it night").first.click()
     wait_for_rows(page, 4)
     rows = read_table(page)
-    assert set(rows) == {"well_edited.png", "partial_edit.png", "excessively_preserved.png", "excessively_modified.png"}
+    shorts = ["well_edited", "partial_edit", "excessively_preserved", "excessively_modified"]
+    assert set(rows) == set(shorts)
+    # One naming rule everywhere: E1..E4 and the same short names in the table, the gallery and the picker.
+    assert sorted(cells[0] for cells in rows.values()) == ["E1", "E2", "E3", "E4"]
+    labels = [f"{rows[name][0]} {name}" for name in shorts]
+    gallery = page.locator("#aug-gallery").inner_text()
+    assert all(label in gallery for label in labels), gallery
+    page.locator("#aug-edit-pick").get_by_text(labels[0]).wait_for(timeout=240_000)
+    picker = page.locator("#aug-edit-pick").inner_text()
+    assert all(label in picker for label in labels), picker
     page.screenshot(path=str(tmp_path / "example.png"), full_page=True)
+
+
+def test_empty_tables_say_what_to_do(browser, app_server):
+    page = open_page(browser, app_server["url"])
+    table = page.locator("#aug-table").inner_text()
+    assert "No scores yet" in table and "press Evaluate" in table
+    headers = [h.strip() for h in page.locator("#aug-table [role=columnheader]").all_inner_texts()]
+    assert not any(h in ("1", "2", "3") for h in headers), headers
+
+
+def test_status_area_names_a_missing_model_and_clears_when_a_working_one_is_picked(browser, app_server, tmp_path):
+    """Pick a CLIP model whose weights the server lacks: the status area says so with the command that
+    provides them, Evaluate leaves no error toast, and picking a working model clears it."""
+    page = open_page(browser, app_server["url"])
+    status = page.locator("#aug-status")
+    assert "could not be loaded" not in status.inner_text()
+    page.get_by_text("Advanced options").click()
+    page.locator("#aug-clip-model input").click()
+    page.get_by_role("option", name="ViT-B-16/openai").click()
+    page.wait_for_function("document.querySelector('#aug-status').innerText.includes('could not be loaded')",
+                           timeout=120_000)
+    text = status.inner_text()
+    assert "augclip-demo download --clip ViT-B-16/openai" in text and "AUGCLIP_CLIP_CHECKPOINT" in text, text
+    assert len([line for line in text.splitlines() if line.strip()]) <= 6, text
+    page.screenshot(path=str(tmp_path / "status-missing-model.png"), full_page=True)
+    # Evaluate with the broken model: nothing scored, no toast, the status area still says why.
+    page.locator("#aug-source input[type=file]").set_input_files(str(FLOWER / "source.png"))
+    page.locator("#aug-edits input[type=file]").set_input_files([str(p) for p in EDITS])
+    page.locator("#aug-target textarea").fill("a pink dahlia flower")
+    page.locator("#aug-src-attrs textarea").fill("\n".join(SRC_ATTRS))
+    page.locator("#aug-tgt-attrs textarea").fill("\n".join(TGT_ATTRS))
+    page.locator("#aug-evaluate").click()
+    page.wait_for_timeout(3000)
+    assert page.locator(".toast-body").count() == 0 and page.get_by_text("Cannot do that").count() == 0
+    assert "could not be loaded" in status.inner_text() and "No scores yet" in page.locator("#aug-table").inner_text()
+    assert "Traceback" not in page.content()
+    # Back to a model that works: the red panel goes.
+    page.locator("#aug-clip-model input").click()
+    page.get_by_role("option", name="random:tiny").click()
+    page.wait_for_function("!document.querySelector('#aug-status').innerText.includes('could not be loaded')",
+                           timeout=120_000)
+    assert page.locator("#aug-status .aug-error").count() == 0
+    page.locator("#aug-evaluate").click()
+    wait_for_rows(page, 2)
+    page.screenshot(path=str(tmp_path / "status-cleared.png"), full_page=True)
+    print(f"\nscreenshots: {tmp_path}")
 
 
 def test_a_bad_input_shows_a_message_not_a_traceback(browser, app_server):
@@ -124,12 +174,12 @@ def test_explanations_and_bpm_panel_render(browser, app_server, tmp_path):
     for element in ("#aug-map-augclip img", "#aug-map-clip-t img", "#aug-map-clip-dir img"):
         page.locator(element).wait_for(timeout=240_000)
     shown = page.locator("#aug-map-augclip img").get_attribute("src")
-    page.locator("#aug-edit-pick").get_by_text("4. excessively_modified.png").click()
+    page.locator("#aug-edit-pick").get_by_text("E4 excessively_modified").click()
     page.wait_for_function(f"document.querySelector('#aug-map-augclip img').src != {shown!r}")
     page.screenshot(path=str(tmp_path / "relevancy.png"), full_page=True)
     page.get_by_role("tab", name="Hyperplane views").click()
-    page.locator("#aug-exact img").wait_for()
-    page.locator("#aug-umap img").wait_for()
+    page.locator("#aug-exact .js-plotly-plot .scatterlayer .points path").first.wait_for()  # interactive (Plotly)
+    page.locator("#aug-umap .js-plotly-plot .scatterlayer .points path").first.wait_for()
     page.screenshot(path=str(tmp_path / "hyperplane.png"), full_page=True)
     page.get_by_role("tab", name="Attribute rankings").click()
     for element in ("#aug-rank-source img", "#aug-rank-target img", "#aug-alpha img"):
@@ -147,7 +197,7 @@ def test_explanations_and_bpm_panel_render(browser, app_server, tmp_path):
     href = link.get_attribute("href")
     archive = zipfile.ZipFile(io.BytesIO(urllib.request.urlopen(urllib.parse.urljoin(app_server["url"], href)).read()))
     names = archive.namelist()
-    assert "figures/edit1_relevancy_augclip.png" in names and "figures/hyperplane_exact.png" in names, names
+    assert "figures/E1_relevancy_augclip.png" in names and "figures/hyperplane_exact.png" in names, names
     report = json.loads(archive.read("report.json"))
     assert all(edit["metrics"].get("bpm") is not None for edit in report["edits"])
     print(f"\nscreenshots: {tmp_path}")

@@ -63,3 +63,25 @@ def test_only_offered_clip_models_are_loaded():
     for spec in ["local-dir:/etc", "hf-hub:someone/model", "ViT-L-14/openai"]:
         with pytest.raises(InputError, match="not offered by this server"):
             logic.offered_clip_model(spec, offered)
+
+
+def test_reference_inputs_switch_their_columns_on(scene_files, tmp_path):
+    """A ground truth and an output caption given in the app add their columns to the score table."""
+    from augclip_demo.ui import views
+
+    settings = Settings.from_env(clip_model=TINY, device="cpu")
+    report, _ = logic.evaluate(settings, logic.Session(), source=str(scene_files["source"]),
+                               edits=[str(scene_files["faithful"])], target_text="a blue ball", source_text="",
+                               provider="manual", source_attrs_box=ATTRS[0], target_attrs_box=ATTRS[1],
+                               options=AugCLIPOptions(), progress=lambda f, s: None,
+                               ground_truth=str(scene_files["preserved"]), output_caption="a blue ball on grass")
+    frame = views.score_frame(report)
+    for key in ("l1_gt", "l2_gt", "clip_i_gt", "clip_t_caption"):
+        assert views.column_label(key) in frame.columns
+        assert frame[views.column_label(key)][0] == pytest.approx(report.edits[0].metrics[key])
+    assert views.column_label("psnr_unedited") not in frame.columns  # no mask: that column stays off
+    plain, _ = logic.evaluate(settings, logic.Session(), source=str(scene_files["source"]),
+                              edits=[str(scene_files["faithful"])], target_text="a blue ball", source_text="",
+                              provider="manual", source_attrs_box=ATTRS[0], target_attrs_box=ATTRS[1],
+                              options=AugCLIPOptions(), progress=lambda f, s: None)
+    assert views.column_label("l1_gt") not in views.score_frame(plain).columns

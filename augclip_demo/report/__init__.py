@@ -6,13 +6,104 @@ import csv
 import io
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .attributes.base import Attributes
-from .metrics.suite import METRICS, best_index
+from ..attributes.base import Attributes
+from ..metrics.suite import METRICS, REFERENCE_METRICS, best_index
 
 UNTRAINED_WARNING = "untrained: computed with random weights, scores are not meaningful"
+
+# ---------------------------------------------------------------- edit names
+# Benchmarks name their outputs alike (``tedbench_output_image_017_ours.png``, ``..._base.png``): cutting
+# every name at N characters leaves only the shared part. One rule, used by every view and export,
+# keeps what tells the edits apart instead; the number E1..En is the edit's position and never changes.
+
+SHORT_NAME_LIMIT = 24
+_SEPARATORS = "_-. /\\"
+_IMAGE_SUFFIX = re.compile(r"\.(png|jpe?g|webp|bmp|gif|tiff?)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class EditName:
+    """How one edit is named on screen: ``E2`` + ``ours`` (short) for ``tedbench_out_2_ours.png`` (full)."""
+
+    number: int  # 1-based position in the report
+    short: str
+    full: str
+
+    @property
+    def tag(self) -> str:
+        return edit_tag(self.number - 1)
+
+    @property
+    def label(self) -> str:
+        """``E2 ours``: the tag and the short name, what tables, galleries, maps and legends show."""
+        return f"{self.tag} {self.short}" if self.short else self.tag
+
+
+def edit_tag(index: int) -> str:
+    """``E1`` for the first edit (0-based ``index``), the same in every view and download."""
+    return f"E{index + 1}"
+
+
+def short_edit_names(names: list[str], limit: int = SHORT_NAME_LIMIT) -> list[str]:
+    """Short names that keep what distinguishes the edits: drop the prefix and suffix all names share.
+
+    The shared parts are cut at separators (``_ - . space /``) so whole words stay whole
+    (``img_10.png``, ``img_11.png`` -> ``10``, ``11``, not ``0``, ``1``). A lone name loses only its
+    image extension. Names still longer than ``limit`` keep their start and end around ``…``, as
+    long as that keeps distinct names distinct. Equal names stay equal (their E-numbers tell them
+    apart), and a name that would become empty keeps more of its shared part.
+    """
+    if not names:
+        return []
+    stems = [_IMAGE_SUFFIX.sub("", name) if all(_IMAGE_SUFFIX.search(n) for n in names) else name for name in names]
+    if len(set(stems)) > 1:
+        prefix, suffix = _shared_prefix(stems), _shared_suffix(stems)
+        if any(len(s) <= prefix + suffix for s in stems):  # one name is all shared parts: cut less
+            suffix = 0 if all(len(s) > prefix for s in stems) else suffix
+            prefix = 0 if any(len(s) <= prefix + suffix for s in stems) else prefix
+        stems = [s[prefix:len(s) - suffix] for s in stems]
+    return _fit(stems, limit)
+
+
+def edit_names(names: list[str], limit: int = SHORT_NAME_LIMIT) -> list[EditName]:
+    """:class:`EditName` for each name, numbered E1..En in the given order."""
+    return [EditName(i + 1, short, full) for i, (short, full) in enumerate(zip(short_edit_names(names, limit), names))]
+
+
+def _shared_prefix(names: list[str]) -> int:
+    """Length of the common prefix, cut back to just after its last separator."""
+    first, last, n = min(names), max(names), 0  # the lexicographic extremes share what all share
+    while n < min(len(first), len(last)) and first[n] == last[n]:
+        n += 1
+    while n > 0 and first[n - 1] not in _SEPARATORS:
+        n -= 1
+    return n
+
+
+def _shared_suffix(names: list[str]) -> int:
+    """Length of the common suffix, cut forward so it starts with a separator."""
+    return _shared_prefix([name[::-1] for name in names])
+
+
+def _fit(names: list[str], limit: int) -> list[str]:
+    distinct = len(set(names))
+    for width in range(max(limit, 5), max(map(len, names)) + 1):
+        shown = [_middle_cut(name, width) for name in names]
+        if len(set(shown)) == distinct:
+            return shown
+    return names
+
+
+def _middle_cut(text: str, width: int) -> str:
+    if len(text) <= width:
+        return text
+    head = width // 2
+    tail = width - 1 - head
+    return text[:head] + "…" + (text[-tail:] if tail else "")
 
 
 @dataclass
@@ -96,12 +187,18 @@ class Report:
     arrays: Any = field(default=None, repr=False, compare=False)
 
     # -------------------------------------------------------------- queries
+    def edit_names(self) -> list[EditName]:
+        """E1..En with the short names of :func:`short_edit_names` (full names in ``.full``)."""
+        return edit_names([edit.name for edit in self.edits])
+
     def metric_values(self, key: str) -> list[float | None]:
         return [edit.metrics.get(key) for edit in self.edits]
 
     def metric_keys(self, include_variants: bool = False) -> list[str]:
         present = {key for edit in self.edits for key in edit.metrics}
-        keys = [key for key in METRICS if key in present and (include_variants or METRICS[key].primary)]
+        valued = {key for edit in self.edits for key, value in edit.metrics.items() if value is not None}
+        keys = [key for key in METRICS if key in present and (include_variants or METRICS[key].primary
+                                                              or (key in REFERENCE_METRICS and key in valued))]
         return keys + sorted(present - set(METRICS))
 
     def best(self, key: str) -> int | None:
@@ -109,7 +206,8 @@ class Report:
         return best_index(self.metric_values(key), key)
 
     def verdict(self, keys: list[str] | None = None) -> str:
-        """One line, e.g. ``AugCLIP prefers edit 2 (ours), CLIPdir prefers edit 1 (base)``."""
+        """One line, e.g. ``AugCLIP prefers edit E2 (ours), CLIPdir prefers edit E1 (base)`` (short names)."""
+        names = self.edit_names()
         parts = []
         for key in keys or ["augclip", "clip_dir", "bpm"]:
             if key not in METRICS or all(v is None for v in self.metric_values(key)):
@@ -117,8 +215,7 @@ class Report:
             best = self.best(key)
             if best is None:
                 continue
-            edit = self.edits[best]
-            parts.append(f"{METRICS[key].label} prefers edit {best + 1} ({edit.name})")
+            parts.append(f"{METRICS[key].label} prefers edit {names[best].tag} ({names[best].short})")
         if not parts:
             return "no metric could rank the edits"
         text = ", ".join(parts)
@@ -152,13 +249,16 @@ class Report:
     def csv_rows(self, include_variants: bool = True) -> list[dict[str, Any]]:
         keys = self.metric_keys(include_variants=include_variants)
         rows = []
+        names = self.edit_names()
         for edit in self.edits:
+            name = names[edit.index]
             row: dict[str, Any] = {"edit": edit.index + 1, "name": edit.name}
             for key in keys:
                 value = edit.metrics.get(key)
                 row[key] = "" if value is None else value
             row["model"] = self.model.get("spec", "")
             row["untrained"] = self.untrained
+            row["tag"], row["short_name"] = name.tag, name.short  # as the app and the CLI table show the edit
             rows.append(row)
         return rows
 
