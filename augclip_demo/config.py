@@ -24,6 +24,8 @@ DEFAULT_MLLM_MAX_RETRIES = 3
 DEFAULT_ATTRIBUTE_PROVIDER = "clip-vocab"
 DEFAULT_GDINO_MODEL = "IDEA-Research/grounding-dino-tiny"
 DEFAULT_SAM_MODEL = "vit_b"
+DEFAULT_FAST_SAM_MODEL = "facebook/sam2.1-hiera-tiny"
+BPM_PRESETS = ("standard", "fast")
 PRECISIONS = ("auto", "fp32", "fp16", "bf16")
 DEFAULT_MAX_EDITS = 8
 DEFAULT_APP_CONCURRENCY = 2
@@ -47,6 +49,10 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
                                  f"(default {DEFAULT_MLLM_MAX_RETRIES})"),
     "AUGCLIP_GDINO_MODEL": (f"GroundingDINO hub id or local folder (default {DEFAULT_GDINO_MODEL}); "
                             "random:swint / random:tiny for untrained weights"),
+    "AUGCLIP_BPM_PRESET": "BPM region models: standard (GroundingDINO at 800 px + segment-anything SAM, the paper's) "
+                          "or fast (GroundingDINO at 512 px + SAM 2.1 Hiera-Tiny; docs/bpm.md says what it gives up)",
+    "AUGCLIP_FAST_SAM_MODEL": "SAM 2 for the fast BPM preset: facebook/sam2.1-hiera-tiny (default), a local folder, "
+                              "or random:hiera-tiny / random:test (untrained)",
     "AUGCLIP_SAM_MODEL": "SAM architecture: vit_b (default), vit_l or vit_h; random:vit_b / random:tiny for untrained weights",
     "AUGCLIP_SAM_CHECKPOINT": "local SAM checkpoint file (default: downloaded into the cache directory)",
     "AUGCLIP_SAM_URL": "where the SAM checkpoint is downloaded from (default: the official file; set for a mirror)",
@@ -136,6 +142,8 @@ class Settings:
     mllm_max_retries: int = DEFAULT_MLLM_MAX_RETRIES
     gdino_model: str = DEFAULT_GDINO_MODEL
     sam_model: str = DEFAULT_SAM_MODEL
+    bpm_preset: str = "standard"
+    fast_sam_model: str = DEFAULT_FAST_SAM_MODEL
     sam_checkpoint: Path | None = None
     sam_url: str | None = None
     sam_sha256: str | None = None
@@ -168,6 +176,8 @@ class Settings:
             raise ConfigError(f"max_upload_mb must be positive, got {self.max_upload_mb}")
         if self.max_image_pixels is not None and self.max_image_pixels <= 0:
             raise ConfigError(f"max_image_pixels must be positive, got {self.max_image_pixels}")
+        if self.bpm_preset not in BPM_PRESETS:
+            raise ConfigError(f"AUGCLIP_BPM_PRESET must be one of {', '.join(BPM_PRESETS)}, got {self.bpm_preset!r}")
         if not self.mllm_model.strip():
             raise ConfigError("the MLLM model name is empty; set AUGCLIP_MLLM_MODEL or --mllm-model")
         if not self.mllm_timeout > 0:
@@ -212,6 +222,8 @@ class Settings:
             "mllm_model": "AUGCLIP_MLLM_MODEL",
             "gdino_model": "AUGCLIP_GDINO_MODEL",
             "sam_model": "AUGCLIP_SAM_MODEL",
+            "bpm_preset": "AUGCLIP_BPM_PRESET",
+            "fast_sam_model": "AUGCLIP_FAST_SAM_MODEL",
             "sam_url": "AUGCLIP_SAM_URL",
             "sam_sha256": "AUGCLIP_SAM_SHA256",
             "judge_model": "AUGCLIP_JUDGE_MODEL",

@@ -1,9 +1,12 @@
 """Time per image pair of each BPM stage (parse, detect, segment, judge) with full-size architectures.
 
-    python benchmarks/bpm_bench.py                      # CPU, random SwinT GroundingDINO + ViT-B SAM + ViT-B-16 CLIP
+    python benchmarks/bpm_bench.py                      # CPU, both presets: standard (random SwinT GroundingDINO
+                                                        # at 800 px + ViT-B SAM) and fast (512 px + SAM 2.1 Hiera-Tiny)
     python benchmarks/bpm_bench.py --device cuda --repeats 10
     python benchmarks/bpm_bench.py --gdino-model IDEA-Research/grounding-dino-tiny --sam-model vit_b \
-        --clip-model ViT-B-16/openai                    # trained weights, when they are available
+        --fast-sam-model facebook/sam2.1-hiera-tiny --clip-model ViT-B-16/openai
+                                                        # trained weights, when they are available: then the
+                                                        # mask agreement (IoU fast vs standard) means something
 
 The weights are random by default (``random:swint``: the IDEA-Research/grounding-dino-tiny
 architecture; ``random:vit_b``: SAM ViT-B; ``random:ViT-B-16``: CLIP), which costs exactly as much
@@ -40,9 +43,12 @@ def scene(size: int, color: str):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--presets", default="standard,fast",
+                        help="BPM presets to time on the same pairs, comma-separated (default standard,fast)")
     parser.add_argument("--gdino-model", default="random:swint")
     parser.add_argument("--sam-model", default="random:vit_b")
     parser.add_argument("--sam-checkpoint", default=None)
+    parser.add_argument("--fast-sam-model", default="random:hiera-tiny", help="the fast preset's SAM 2")
     parser.add_argument("--clip-model", default="random:ViT-B-16")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
@@ -51,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
 
+    import numpy as np
     import torch
 
     if args.threads:
@@ -60,41 +67,77 @@ def main(argv: list[str] | None = None) -> int:
     from augclip_demo.config import Settings
     from augclip_demo.inference.device import device_description, resolve_device
 
-    settings = Settings.from_env(gdino_model=args.gdino_model, sam_model=args.sam_model,
-                                 sam_checkpoint=args.sam_checkpoint, clip_model=args.clip_model, device=args.device)
-    models = get_bpm_models(settings)
-    loads = {}
-    for name, model in (("GroundingDINO", models.detector), ("SAM", models.segmenter), ("CLIP", models.encoder)):
-        start = time.perf_counter()
-        model.load()
-        loads[name] = time.perf_counter() - start
+    presets = [p.strip() for p in args.presets.split(",") if p.strip()]
     device = resolve_device(args.device)
     print(f"device: {device_description(device)}; images {args.size}x{args.size}; instruction {args.instruction!r}")
-    print(f"models: {models.detector.label} | {models.segmenter.label} | CLIP {models.encoder.spec.label}")
-    print("load (s): " + ", ".join(f"{k} {v:.1f}" for k, v in loads.items()))
     source = scene(args.size, "white")
     # every pair gets a new edit (fresh pixels, so CLIP's content cache cannot help)
     colors = ["red", "crimson", "darkred", "orangered", "firebrick", "tomato", "indianred", "maroon", "salmon", "coral"]
+    medians: dict[str, dict[str, tuple[float, float]]] = {}
+    masks: dict[str, list[tuple]] = {}
+    untrained = False
+    for preset in presets:
+        settings = Settings.from_env(gdino_model=args.gdino_model, sam_model=args.sam_model,
+                                     sam_checkpoint=args.sam_checkpoint, fast_sam_model=args.fast_sam_model,
+                                     clip_model=args.clip_model, device=args.device, bpm_preset=preset)
+        models = get_bpm_models(settings)
+        untrained = untrained or models.untrained
+        loads = {}
+        for name, model in (("detector", models.detector), ("segmenter", models.segmenter), ("CLIP", models.encoder)):
+            start = time.perf_counter()
+            model.load()
+            loads[name] = time.perf_counter() - start
+        print(f"\n[{preset}] {models.detector.label} (input {models.detector.input_size or 'as the checkpoint'}) | "
+              f"{models.segmenter.label} | CLIP {models.encoder.spec.label}")
+        print(f"[{preset}] load (s): " + ", ".join(f"{k} {v:.1f}" for k, v in loads.items()))
 
-    def run_pair(i: int):
-        edit = scene(args.size, colors[i % len(colors)])
-        return bpm_score(source, edit, args.instruction, models=models)
+        def run_pair(i: int, models=models):
+            return bpm_score(source, scene(args.size, colors[i % len(colors)]), args.instruction, models=models)
 
-    run_pair(0)  # warm-up: first-call allocations, kernel selection
-    wall: dict[str, list[float]] = {stage: [] for stage in (*STAGES, "total")}
-    cpu: dict[str, list[float]] = {stage: [] for stage in (*STAGES, "total")}
-    for i in range(1, args.repeats + 1):
-        timings = run_pair(i).timings
-        for stage in (*STAGES, "total"):
-            wall[stage].append(timings[stage])
-            cpu[stage].append(timings[f"{stage}_cpu"])
+        run_pair(0)  # warm-up: first-call allocations, kernel selection
+        wall: dict[str, list[float]] = {stage: [] for stage in (*STAGES, "total")}
+        cpu: dict[str, list[float]] = {stage: [] for stage in (*STAGES, "total")}
+        masks[preset] = []
+        for i in range(1, args.repeats + 1):
+            result = run_pair(i)
+            for stage in (*STAGES, "total"):
+                wall[stage].append(result.timings[stage])
+                cpu[stage].append(result.timings[f"{stage}_cpu"])
+            masks[preset].append((result.origin.mask, result.edit.mask))
+        medians[preset] = {stage: (statistics.median(wall[stage]), statistics.median(cpu[stage]))
+                           for stage in (*STAGES, "total")}
+        models.unload()  # one preset's region models in memory at a time
+
     print(f"\nseconds per image pair, median of {args.repeats} (timed inside bpm_score; CPU = process CPU time, "
-          f"all {torch.get_num_threads()} torch threads):")
-    print(f"  {'stage':8s} {'wall':>9s} {'CPU':>9s}")
+          f"all {torch.get_num_threads()} torch threads; on CUDA each stage ends by copying its results to the host, "
+          "so the wall times include the GPU work):")
+    print(f"  {'stage':8s}" + "".join(f" {p + ' wall':>14s} {p + ' CPU':>13s}" for p in presets))
     for stage in (*STAGES, "total"):
-        print(f"  {stage:8s} {statistics.median(wall[stage]):9.3f} {statistics.median(cpu[stage]):9.3f}")
+        print(f"  {stage:8s}" + "".join(f" {medians[p][stage][0]:14.3f} {medians[p][stage][1]:13.3f}" for p in presets))
+    if "standard" in medians and len(presets) > 1:
+        base = medians["standard"]["total"][0]
+        for preset in presets:
+            if preset != "standard":
+                print(f"ratio {preset} / standard (total wall): {medians[preset]['total'][0] / base:.3f}")
+
+        def iou(a, b) -> float | None:
+            if a is None or b is None:
+                return None
+            union = np.logical_or(a, b).sum()
+            return float(np.logical_and(a, b).sum() / union) if union else 1.0
+
+        for preset in presets:
+            if preset == "standard":
+                continue
+            pairs = [(iou(s[0], f[0]), iou(s[1], f[1])) for s, f in zip(masks["standard"], masks[preset])]
+            values = [v for pair in pairs for v in pair if v is not None]
+            found = sum(v is not None for pair in pairs for v in pair)
+            print(f"mask agreement {preset} vs standard: mean IoU {np.mean(values) if values else float('nan'):.3f} "
+                  f"over {found} masks both presets found ({2 * len(pairs) - found} found by only one or neither)"
+                  + ("  [RANDOM WEIGHTS: agreement is meaningless; rerun with trained weights]" if untrained else ""))
     print(f"torch threads {torch.get_num_threads()}, os.cpu_count() {os.cpu_count()}; "
-          "random weights: the BPM values themselves are untrained and not meaningful")
+          + ("random weights: BPM values and mask agreement are untrained and not meaningful, the times are real"
+             if untrained else "trained weights"))
     return 0
 
 

@@ -40,8 +40,9 @@ from .vocabulary import Vocabulary, default_vocabulary
 
 log = logging.getLogger(__name__)
 
-#: Phrases per encoder call while encoding the vocabulary (one progress step each).
-VOCAB_CHUNK = 512
+#: Forward passes of the text tower per progress step while encoding the vocabulary: on CPU (8 texts
+#: a pass) a step is 32 phrases, a few seconds on 2 cores; on CUDA (256 a pass) 1,024 phrases.
+VOCAB_PASSES_PER_STEP = 4
 VOCAB_CACHE_FORMAT = 1
 DEFAULT_SOURCE_K = 10
 DEFAULT_TARGET_K = 10
@@ -51,6 +52,8 @@ DEFAULT_MAX_SIMILARITY = 0.9
 
 _MEMO: dict[str, np.ndarray] = {}
 _MEMO_LOCK = threading.Lock()
+#: The latest progress of the encoding in flight (fraction, message), relayed to callers that wait for it.
+_BUILD_PROGRESS: list[tuple[float, str]] = []
 
 
 def model_identity(encoder: ClipEncoder) -> dict[str, Any]:
@@ -97,34 +100,73 @@ def vocabulary_cache_file(cache_dir: Path, identity: dict[str, Any], vocabulary:
 
 
 def vocabulary_embeddings(encoder: ClipEncoder, vocabulary: Vocabulary | None = None, *,
-                          cache_dir: Path | None = None, progress: ProgressCallback | None = None) -> VocabularyEmbeddings:
+                          cache_dir: Path | None = None, progress: ProgressCallback | None = None,
+                          build: bool = True) -> VocabularyEmbeddings | None:
     """The vocabulary's text embeddings for ``encoder``: from memory, else disk, else encoded once.
 
     Encoding happens at most once per (model, vocabulary) per machine: the result is written to
     ``cache_dir/clip_vocab/`` (atomically) and memoised in the process. An unreadable cache file is
-    ignored with a warning and rewritten.
+    ignored with a warning and rewritten. With ``build=False`` nothing is encoded: None when the
+    store holds no embeddings for this model and vocabulary (the app's start-up preload).
+    ``progress(fraction, message)`` is called before the first and after every
+    :data:`VOCAB_PASSES_PER_STEP` forward passes, with the phrase counts and the seconds spent.
     """
     vocabulary = vocabulary or default_vocabulary()
     cache_dir = Path(cache_dir) if cache_dir is not None else encoder.cache_dir
     identity = model_identity(encoder)
     key = _memo_key(identity, vocabulary)
     start = time.perf_counter()
-    with _MEMO_LOCK:  # one encoding at a time: concurrent first calls wait instead of repeating it
+    # One encoding at a time: a concurrent first call waits instead of repeating it, and sees the
+    # encoding's progress meanwhile (e.g. a request arriving while the app's start-up builds the store).
+    while not _MEMO_LOCK.acquire(timeout=1.0):
+        if progress is not None and _BUILD_PROGRESS:
+            progress(*_BUILD_PROGRESS[-1])
+    try:
         matrix = _MEMO.get(key)
         if matrix is not None:
             return VocabularyEmbeddings(vocabulary, matrix, "memory", time.perf_counter() - start)
         path = vocabulary_cache_file(cache_dir, identity, vocabulary)
         matrix = _load(path, key, len(vocabulary))
         origin = "disk"
+        if matrix is None and not build:
+            return None
         if matrix is None:
             matrix = _encode(encoder, vocabulary, progress)
             _save(path, key, matrix)
             origin = "encoded"
         matrix.setflags(write=False)
         _MEMO[key] = matrix
+    finally:
+        _BUILD_PROGRESS.clear()
+        _MEMO_LOCK.release()
     seconds = time.perf_counter() - start
     log.info("clip-vocab: %d phrase embeddings for %s (%s, %.2fs)", len(vocabulary), identity["spec"], origin, seconds)
     return VocabularyEmbeddings(vocabulary, matrix, origin, seconds)
+
+
+def build_vocabulary_store(settings: Settings, clip_model: str | None = None, *,
+                           progress: ProgressCallback | None = None, build: bool = True) -> VocabularyEmbeddings | None:
+    """The built-in vocabulary's embeddings for ``clip_model`` (default: the configured one), from the
+    store in ``settings.cache_dir`` or encoded into it now (``augclip-demo download --vocab``; the
+    app's start-up with ``build=False`` only loads a store built ahead)."""
+    encoder = get_encoder(settings, **({"clip_model": clip_model} if clip_model else {}))
+    return vocabulary_embeddings(encoder, default_vocabulary(), cache_dir=settings.cache_dir, progress=progress,
+                                 build=build)
+
+
+def build_store_in_background(settings: Settings) -> threading.Thread:
+    """:func:`build_vocabulary_store` in a daemon thread (a Space's start-up); failures are logged.
+
+    A request that needs the embeddings meanwhile waits for this encoding and shows its progress."""
+    def work() -> None:
+        try:
+            build_vocabulary_store(settings)
+        except Exception as exc:  # noqa: BLE001 - the request that needs the vocabulary reports it again
+            log.warning("could not build the clip-vocab embedding store: %s", exc)
+
+    thread = threading.Thread(target=work, name="augclip-vocab-store", daemon=True)
+    thread.start()
+    return thread
 
 
 def clear_memory_cache() -> None:
@@ -135,13 +177,35 @@ def clear_memory_cache() -> None:
 
 def _encode(encoder: ClipEncoder, vocabulary: Vocabulary, progress: ProgressCallback | None) -> np.ndarray:
     phrases = list(vocabulary.phrases)
-    chunks = []
-    for start in range(0, len(phrases), VOCAB_CHUNK):
+    total = len(phrases)
+    step = max(1, int(encoder.text_batch_size)) * VOCAB_PASSES_PER_STEP
+    def report(fraction: float, message: str) -> None:
+        _BUILD_PROGRESS[:] = [(fraction, message)]
         if progress is not None:
-            progress(start / len(phrases), f"clip-vocab: encoding the vocabulary once for this model "
-                                           f"({start}/{len(phrases)} phrases)")
-        chunks.append(encoder.encode_texts(phrases[start:start + VOCAB_CHUNK]))
+            progress(fraction, message)
+
+    start = time.perf_counter()
+    report(0.0, f"clip-vocab: encoding the vocabulary once for this model: 0/{total} phrases")
+    chunks = []
+    for first in range(0, total, step):
+        chunks.append(encoder.encode_texts(phrases[first:first + step]))
+        report(min(first + step, total) / total, encoding_message(min(first + step, total), total,
+                                                                  time.perf_counter() - start))
     return np.ascontiguousarray(np.concatenate(chunks, axis=0), dtype=np.float32)
+
+
+def encoding_message(done: int, total: int, seconds: float) -> str:
+    """"clip-vocab: ... 96/3279 phrases, 9 s so far, about 5 min left" (the estimate from the rate so far)."""
+    left = seconds / done * (total - done) if done else 0.0
+    eta = "" if done >= total or not done else f", about {_duration(left)} left"
+    return f"clip-vocab: encoding the vocabulary once for this model: {done}/{total} phrases, {_duration(seconds)} so far{eta}"
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0.0, float(seconds))
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min"
 
 
 def _load(path: Path, key: str, n_phrases: int) -> np.ndarray | None:
@@ -264,8 +328,10 @@ class ClipVocabProvider(ExtractingProvider):
 
     def prepare(self, progress: ProgressCallback | None = None) -> VocabularyEmbeddings:
         """Load the model and the vocabulary embeddings now (the app calls this before the first item)."""
-        return vocabulary_embeddings(self.encoder, self.vocabulary, cache_dir=self.settings.cache_dir,
-                                     progress=progress or self.progress)
+        vocab = vocabulary_embeddings(self.encoder, self.vocabulary, cache_dir=self.settings.cache_dir,
+                                      progress=progress or self.progress)
+        assert vocab is not None  # build=True always gives embeddings
+        return vocab
 
     def _extract(self, source: LoadedImage, target_text: str, source_text: str | None,
                  progress: ProgressCallback) -> Attributes:

@@ -1,5 +1,11 @@
 """The three models BPM runs: GroundingDINO (boxes), SAM (masks) and CLIP (S_modify).
 
+Two presets (``AUGCLIP_BPM_PRESET``): ``standard`` is the paper's pair, GroundingDINO at its
+checkpoint's input size (800 px shortest edge) and segment-anything's SAM; ``fast`` is
+GroundingDINO at :data:`FAST_DETECTOR_SIZE` and SAM 2.1 Hiera-Tiny through transformers
+(:mod:`augclip_demo.inference.sam2_segmenter`). Both detect every phrase of an image in one pass
+and decode every box of an image from one image embedding.
+
 :func:`get_bpm_models` hands out the process-wide shared instances (one load per model);
 :func:`bpm_models_status` says, without loading anything, whether the weights are at hand or
 downloadable, so callers such as ``score`` can skip BPM with the reason instead of failing.
@@ -14,7 +20,11 @@ from ..config import Settings
 from ..errors import AugclipError, MissingWeightsError, WeightsUnavailableError
 from ..inference.clip_encoder import ClipEncoder, get_encoder
 from ..inference.grounding import GroundingDetector, get_detector
+from ..inference.sam2_segmenter import Sam2Segmenter, get_fast_segmenter
 from ..inference.segmenter import SamSegmenter, get_segmenter
+
+#: The fast preset's detector input: (shortest, longest) edge in pixels (the checkpoints use 800 / 1333).
+FAST_DETECTOR_SIZE = (512, 853)
 
 
 @dataclass
@@ -22,8 +32,9 @@ class BPMModels:
     """Detector, segmenter and CLIP encoder used together by :func:`augclip_demo.bpm.bpm_score`."""
 
     detector: GroundingDetector
-    segmenter: SamSegmenter
+    segmenter: SamSegmenter | Sam2Segmenter
     encoder: ClipEncoder
+    preset: str = "standard"
 
     @property
     def untrained(self) -> bool:
@@ -48,6 +59,7 @@ class BPMModels:
             "clip": {"model": self.encoder.spec.raw, "label": self.encoder.spec.label,
                      "untrained": self.encoder.untrained},
             "untrained": self.untrained,
+            "preset": self.preset,
         }
 
 
@@ -56,19 +68,24 @@ def get_bpm_models(settings: Settings | None = None, *, encoder: ClipEncoder | N
     """Shared instances for ``settings`` (``gdino_model``, ``sam_model``, ``sam_checkpoint``,
     ``clip_model``, ``device``, ``cache_dir``); ``encoder`` reuses an existing CLIP encoder."""
     settings = (settings or Settings.from_env()).replace(**overrides)
-    return BPMModels(
-        detector=get_detector(settings),
-        segmenter=get_segmenter(settings),
-        encoder=encoder or get_encoder(settings),
-    )
+    detector, segmenter = region_models(settings)
+    return BPMModels(detector=detector, segmenter=segmenter, encoder=encoder or get_encoder(settings),
+                     preset=settings.bpm_preset)
+
+
+def region_models(settings: Settings) -> tuple[GroundingDetector, SamSegmenter | Sam2Segmenter]:
+    """The detector and segmenter of ``settings.bpm_preset`` (shared instances, nothing loaded)."""
+    if settings.bpm_preset == "fast":
+        return get_detector(settings, input_size=FAST_DETECTOR_SIZE), get_fast_segmenter(settings)
+    return get_detector(settings), get_segmenter(settings)
 
 
 def bpm_models_status(settings: Settings | None = None) -> tuple[bool, str]:
-    """``(True, labels)`` when GroundingDINO and SAM weights are loaded, on disk or downloadable;
+    """``(True, labels)`` when the preset's GroundingDINO and SAM weights are loaded, on disk or downloadable;
     else ``(False, reason)`` with the specific missing-weights message. Loads nothing."""
     settings = settings or Settings.from_env()
     try:
-        detector, segmenter = get_detector(settings), get_segmenter(settings)
+        detector, segmenter = region_models(settings)
         require_bpm_weights(settings)
     except AugclipError as exc:
         return False, str(exc)
@@ -80,7 +97,7 @@ def bpm_missing_weights(settings: Settings | None = None) -> list[WeightsUnavail
     downloadable: all of them, so a user fixes them in one go. Loads nothing."""
     settings = settings or Settings.from_env()
     missing = []
-    for model in (get_detector(settings), get_segmenter(settings)):
+    for model in region_models(settings):
         if model.is_loaded:
             continue
         try:

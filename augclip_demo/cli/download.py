@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..config import ENVIRONMENT_VARIABLES, Settings
-from ..errors import WeightsUnavailableError
+from ..errors import AugclipError, WeightsUnavailableError
 from ..inference.prefetch import fetch_model
 from .common import settings_from_args
 
@@ -21,6 +21,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--clip", action="append", metavar="SPEC", help="a CLIP spec to fetch (repeatable; "
                         "default: AUGCLIP_CLIP_MODEL)")
     parser.add_argument("--bpm", action="store_true", help="also GroundingDINO and SAM (the BPM region models)")
+    parser.add_argument("--bpm-fast", action="store_true", help="also GroundingDINO and SAM 2.1 Hiera-Tiny (the "
+                        "models of the fast BPM preset, AUGCLIP_BPM_PRESET=fast)")
+    parser.add_argument("--vocab", action="store_true", help="also encode the clip-vocab attribute vocabulary "
+                        "with each CLIP model into AUGCLIP_CACHE_DIR/clip_vocab (the offline provider then "
+                        "starts without encoding; minutes on a small CPU, done once per model)")
     parser.add_argument("--all", action="store_true", help="every model in the table of supported models "
                         "(docs: models and weights); several GB")
     group = parser.add_argument_group("models and places (each flag overrides its environment variable)")
@@ -31,13 +36,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def wanted_models(settings: Settings, clip: list[str] | None, bpm: bool, everything: bool) -> list[tuple[str, str]]:
-    """``(family, spec)`` pairs to fetch, in order, without duplicates."""
+def wanted_models(settings: Settings, clip: list[str] | None, bpm: bool, everything: bool,
+                  bpm_fast: bool = False) -> list[tuple[str, str]]:
+    """``(family, spec)`` pairs to fetch, in order, without duplicates (``bpm``: the configured preset's)."""
     from ..inference.weights import PRETRAINED
 
     wanted: list[tuple[str, str]] = [("clip", spec) for spec in (clip or [settings.clip_model])]
     if bpm or everything:
-        wanted += [("gdino", settings.gdino_model), ("sam", settings.sam_model)]
+        segmenter = ("sam2", settings.fast_sam_model) if settings.bpm_preset == "fast" else ("sam", settings.sam_model)
+        wanted += [("gdino", settings.gdino_model), segmenter]
+    if bpm_fast:
+        wanted += [("gdino", settings.gdino_model), ("sam2", settings.fast_sam_model)]
     if everything:
         wanted += [(entry.family, entry.spec) for entry in PRETRAINED]
     unique: list[tuple[str, str]] = []
@@ -58,8 +67,9 @@ def human_size(n_bytes: float) -> str:
 def run(args: argparse.Namespace) -> int:
     settings = settings_from_args(args, gdino_model=args.gdino_model, sam_model=args.sam_model)
     failures: list[str] = []
+    fetched_ok: set[tuple[str, str]] = set()
     total = 0
-    for family, spec in wanted_models(settings, args.clip, args.bpm, args.all):
+    for family, spec in wanted_models(settings, args.clip, args.bpm, args.all, args.bpm_fast):
         print(f"{family:5s} {spec}", file=sys.stderr)
         try:
             fetched = fetch_model(family, spec, settings)
@@ -67,13 +77,48 @@ def run(args: argparse.Namespace) -> int:
             failures.append(str(exc))
             print(f"  FAILED: {exc}", file=sys.stderr)
             continue
+        fetched_ok.add((family, spec))
         for path in fetched.files:
             size = path.stat().st_size
             total += size
             print(f"  {human_size(size):>10s}  {path}")
         print(f"  ok: {fetched.model}" + (f" ({fetched.note})" if fetched.note else ""))
+    if args.vocab:
+        for _, spec in wanted_models(settings, args.clip, False, False):
+            if ("clip", spec) not in fetched_ok:
+                continue
+            failure = build_vocabulary(settings, spec)
+            if failure:
+                failures.append(failure)
     print(f"{human_size(total)} in the caches for these models; AUGCLIP_CACHE_DIR is {settings.cache_dir}")
     if failures:
         print(f"{len(failures)} model(s) could not be fetched (see above)", file=sys.stderr)
         return 2
     return 0
+
+
+def build_vocabulary(settings: Settings, spec: str) -> str | None:
+    """Build (or find) the clip-vocab embedding store of CLIP ``spec``; None, or the failure message."""
+    from ..attributes.clip_vocab import build_vocabulary_store, vocabulary_cache_file
+
+    print(f"vocab {spec}", file=sys.stderr)
+    last = [0.0]
+
+    def progress(fraction: float, message: str) -> None:
+        if fraction >= 1.0 or fraction - last[0] >= 0.05:  # a line per 5 %
+            last[0] = fraction
+            print(f"  {message}", file=sys.stderr)
+
+    try:
+        vocab = build_vocabulary_store(settings, spec, progress=progress)
+    except AugclipError as exc:
+        print(f"  FAILED: {exc}", file=sys.stderr)
+        return str(exc)
+    assert vocab is not None
+    from ..attributes.clip_vocab import model_identity
+    from ..inference.clip_encoder import get_encoder
+
+    path = vocabulary_cache_file(settings.cache_dir, model_identity(get_encoder(settings, clip_model=spec)),
+                                 vocab.vocabulary)
+    print(f"  {len(vocab.vocabulary)} phrases ({vocab.origin}, {vocab.seconds:.1f} s)  {path}")
+    return None

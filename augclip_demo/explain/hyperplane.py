@@ -381,6 +381,35 @@ def warm_up_umap(n_points: int = 8, dim: int = 16) -> float:
 
 
 
+#: The 2-D line is illustrative: libsvm at the metric's 1e-12 tolerance can cycle for tens of seconds on
+#: overlapping 2-D points (measured: 38 s per fit), so the view fits at this tolerance and iteration cap.
+LINE_2D_TOL = 1e-6
+LINE_2D_MAX_ITER = 100_000
+
+
+def fit_line_2d(coords: np.ndarray, labels: np.ndarray, sample_weight: np.ndarray, *, classifier: str = "svm",
+                C: float = 1.0) -> tuple[np.ndarray, float, float]:
+    """The fit's decision line in the 2-D view, as ``(w, b, accuracy)`` in the view's coordinates.
+
+    The points are centred and divided by their RMS radius before the fit (one scale for both axes,
+    so angles and the line's direction are those of the rescaled picture), fitted with
+    :data:`LINE_2D_TOL` / :data:`LINE_2D_MAX_ITER`, and the line is mapped back:
+    w.x' + b with x' = (x - m) / s is (w / s).x + (b - w.m / s).
+    """
+    points = np.asarray(coords, dtype=np.float64)
+    centre = points.mean(axis=0)
+    scale = float(np.sqrt(np.mean(np.sum((points - centre) ** 2, axis=1))))
+    scale = scale if np.isfinite(scale) and scale > 1e-12 else 1.0
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*(max_iter|terminated early).*")
+        w, b, _ = fit_hyperplane((points - centre) / scale, labels, sample_weight, classifier=classifier, C=C,
+                                 tol=LINE_2D_TOL, max_iter=LINE_2D_MAX_ITER)
+    w_view = w / scale
+    b_view = float(b - float(np.dot(w, centre)) / scale)
+    accuracy = float(np.mean(np.sign(points @ w_view + b_view) == labels))
+    return w_view, b_view, accuracy
+
+
 def umap_view(report: Report, *, n_neighbors: int = 15, min_dist: float = 0.1, seed: int = 0) -> UmapView:
     """UMAP of S, T, the source, every edit and each fit's ideal point, with each fit's 2-D decision line."""
     arrays = _arrays(report)
@@ -395,7 +424,7 @@ def umap_view(report: Report, *, n_neighbors: int = 15, min_dist: float = 0.1, s
         rows, labels = _fit_sample_rows(points, group)
         res = group.result
         try:
-            w2, b2, accuracy = fit_hyperplane(coords[rows], labels, res.sample_weight, classifier=res.classifier, C=res.C)
+            w2, b2, accuracy = fit_line_2d(coords[rows], labels, res.sample_weight, classifier=res.classifier, C=res.C)
         except ValueError as exc:
             notes.append(f"no 2-D line for {group.label}: {exc}")
             continue

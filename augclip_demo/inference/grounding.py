@@ -174,9 +174,12 @@ class GroundingDetector(LazyModel):
     family = "GroundingDINO"
 
     def __init__(self, model: str | Path | None = None, *, device: str | torch.device | None = "auto",
-                 cache_dir: str | Path | None = None, batch_size: int = 4, precision: str = "fp32"):
+                 cache_dir: str | Path | None = None, batch_size: int = 4, precision: str = "fp32",
+                 input_size: tuple[int, int] | None = None):
         settings = Settings.from_env()
         self.spec = canonical_gdino_spec(str(model or settings.gdino_model))
+        # (shortest, longest) edge the processor resizes to; None: the checkpoint's own (800, 1333)
+        self.input_size = (int(input_size[0]), int(input_size[1])) if input_size else None
         if not self.spec:
             raise ConfigError("the GroundingDINO model is empty; set AUGCLIP_GDINO_MODEL or --gdino-model")
         if self.spec.startswith("random:") and self.spec not in RANDOM_SPECS:
@@ -233,6 +236,7 @@ class GroundingDetector(LazyModel):
         if self.spec.startswith("random:"):
             kind = self.spec.split(":", 1)[1]
             model, self._processor = build_random_grounding(kind, self.cache_dir / "bpm" / f"random-gdino-{kind}")
+            self._resize_input(self._processor)
             return model
         folder = weights.resolve_gdino(self.spec, self.local_folder, self.cache_dir)
         from transformers import GroundingDinoForObjectDetection, GroundingDinoProcessor
@@ -249,12 +253,23 @@ class GroundingDetector(LazyModel):
             weight_file = next((folder / n for n in weights.GDINO_WEIGHT_ALTERNATIVES if (folder / n).is_file()), None)
             raise WeightsUnavailableError(f"GroundingDINO {self.spec}", f"the folder {folder}: "
                                           + weights.describe_load_error(exc, weight_file), self.how_to_fix()) from exc
+        self._resize_input(processor)
         self._processor = processor
         return model
 
+    def _resize_input(self, processor: Any) -> None:
+        """Apply :attr:`input_size` to the image processor (never enlarging a smaller configured size)."""
+        if self.input_size is None:
+            return
+        size = dict(getattr(processor.image_processor, "size", None) or {})
+        shortest, longest = self.input_size
+        if int(size.get("shortest_edge", shortest + 1)) > shortest:
+            processor.image_processor.size = {"shortest_edge": shortest, "longest_edge": longest}
+
     def info(self) -> dict[str, Any]:
         return {"model": self.spec, "label": self.label, "device": str(self.device),
-                "device_name": device_description(self.device), "untrained": self.untrained}
+                "device_name": device_description(self.device), "untrained": self.untrained,
+                "input_size": list(self.input_size) if self.input_size else None}
 
     # ------------------------------------------------------------------ detection
     def detect(self, images: Sequence[ImageInput | LoadedImage], phrases: Sequence[Sequence[str]],
@@ -327,12 +342,14 @@ def _phrase_token_spans(ids: list[int], mask: list[bool], period: int, special: 
     return spans[:count]
 
 
-def get_detector(settings: Settings | None = None, **overrides: Any) -> GroundingDetector:
-    """The process-wide detector for these settings (one model load per model and device), keyed by
-    the canonical spec; its model lives in the bounded pool (:mod:`augclip_demo.inference.pool`)."""
+def get_detector(settings: Settings | None = None, *, input_size: tuple[int, int] | None = None,
+                 **overrides: Any) -> GroundingDetector:
+    """The process-wide detector for these settings (one model load per model, device and input size),
+    keyed by the canonical spec; its model lives in the bounded pool (:mod:`augclip_demo.inference.pool`)."""
     settings = (settings or Settings.from_env()).replace(**overrides)
     device = resolve_device(settings.device)
     spec = canonical_gdino_spec(settings.gdino_model)
     POOL.configure_from(settings)
-    key = ("gdino", spec, str(device), str(settings.cache_dir))
-    return POOL.lookup(key, lambda: GroundingDetector(spec, device=device, cache_dir=settings.cache_dir))
+    key = ("gdino", spec, str(device), str(settings.cache_dir)) + ((tuple(input_size),) if input_size else ())
+    return POOL.lookup(key, lambda: GroundingDetector(spec, device=device, cache_dir=settings.cache_dir,
+                                                      input_size=input_size))

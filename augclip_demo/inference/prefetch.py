@@ -52,6 +52,12 @@ def fetch_model(family: str, spec: str, settings: Settings, *, progress: bool = 
         path = weights.resolve_sam(segmenter.arch, segmenter.checkpoint, segmenter.url, cache, sha256=sha256,
                                    progress=progress)
         return Fetched(f"SAM {spec}", [path], "SHA-256 checked" if sha256 else "")
+    if family == "sam2":
+        from .sam2_segmenter import Sam2Segmenter
+
+        segmenter = Sam2Segmenter(spec, device="cpu", cache_dir=cache)
+        folder = weights.resolve_sam2(segmenter.spec, segmenter.local_folder, cache, progress=progress)
+        return Fetched(f"SAM 2 {spec}", sorted(p for p in folder.iterdir() if p.is_file()))
     if family == "dino":
         from .dino import DinoFeatures
 

@@ -51,7 +51,7 @@ MB = 1024 * 1024
 class PretrainedWeights:
     """Facts about one published set of weights."""
 
-    family: str  # "clip", "gdino" or "sam"
+    family: str  # "clip", "gdino", "sam" or "sam2"
     spec: str  # what the user types (--clip-model / --gdino-model / --sam-model)
     source: str  # "hf-hub:ORG/REPO" or a URL
     files: tuple[str, ...]  # the weight file(s) first, then configs
@@ -109,6 +109,14 @@ FID_INCEPTION_URL = ("https://github.com/toshas/torch-fidelity/releases/download
 _GDINO_PUBLISHED = ("model.safetensors", "config.json", "preprocessor_config.json", "tokenizer_config.json",
                     "vocab.txt", "tokenizer.json", "special_tokens_map.json")
 
+#: A SAM 2 folder in transformers' layout (Sam2Model + Sam2Processor): (alternatives, required).
+SAM2_FILES: tuple[tuple[tuple[str, ...], bool], ...] = (
+    (("config.json",), True),
+    (GDINO_WEIGHT_ALTERNATIVES, True),
+    (("preprocessor_config.json", "processor_config.json"), True),
+)
+_SAM2_PUBLISHED = ("model.safetensors", "config.json", "preprocessor_config.json")
+
 PRETRAINED: tuple[PretrainedWeights, ...] = (
     PretrainedWeights("clip", "ViT-B-16/openai", "hf-hub:timm/vit_base_patch16_clip_224.openai",
                       OPEN_CLIP_WEIGHT_FILES[:1], 571.0, "MIT (OpenAI CLIP)",
@@ -122,6 +130,8 @@ PRETRAINED: tuple[PretrainedWeights, ...] = (
                       note="Swin-T; the BPM paper's detector; the default"),
     PretrainedWeights("gdino", "IDEA-Research/grounding-dino-base", "hf-hub:IDEA-Research/grounding-dino-base",
                       _GDINO_PUBLISHED, 890.0, "Apache-2.0"),
+    PretrainedWeights("sam2", "facebook/sam2.1-hiera-tiny", "hf-hub:facebook/sam2.1-hiera-tiny", _SAM2_PUBLISHED,
+                      149.0, "Apache-2.0", note="SAM 2.1 Hiera-Tiny in transformers' layout; the BPM fast preset"),
     PretrainedWeights("sam", "vit_b", SAM_CHECKPOINT_URLS["vit_b"], ("sam_vit_b_01ec64.pth",), 358.0, "Apache-2.0",
                       note="the default"),
     PretrainedWeights("sam", "vit_l", SAM_CHECKPOINT_URLS["vit_l"], ("sam_vit_l_0b3195.pth",), 1192.0, "Apache-2.0"),
@@ -695,6 +705,38 @@ def resolve_gdino(spec: str, local_folder: Path | None, cache_dir: Path, *, prog
         path = fetch.fetch(names, required=required)
         if path is not None:
             folders.add(path.parent)
+    if len(folders) != 1:
+        raise WeightsUnavailableError(model, f"the cache ({', '.join(sorted(map(str, folders)))})",
+                                      "The files come from different snapshots; delete the repository's cache folder "
+                                      "and download again. " + how)
+    return folders.pop()
+
+
+def sam2_how_to_fix(spec: str) -> str:
+    repo = spec if "/" in spec and not spec.startswith(("/", ".", "~")) else "facebook/sam2.1-hiera-tiny"
+    return (
+        f"On a machine with internet, run `augclip-demo download --bpm-fast` (or download {hub_endpoint()}/{repo}, "
+        "e.g. `hf download " + repo + " --local-dir sam2`, and set AUGCLIP_FAST_SAM_MODEL=PATH); or copy a filled "
+        "AUGCLIP_CACHE_DIR from such a machine; or use AUGCLIP_BPM_PRESET=standard. For an offline smoke test only, "
+        "AUGCLIP_FAST_SAM_MODEL=random:test runs with untrained weights."
+    )
+
+
+def resolve_sam2(spec: str, local_folder: Path | None, cache_dir: Path, *, progress: bool = False) -> Path:
+    """A folder ``Sam2Model.from_pretrained`` can load offline: the local folder, or the hub snapshot."""
+    model = f"SAM 2 {spec}"
+    how = sam2_how_to_fix(spec)
+    if local_folder is not None:
+        found = [local_folder / n for n in GDINO_WEIGHT_ALTERNATIVES if (local_folder / n).is_file()]
+        if not (local_folder / "config.json").is_file() or not found:
+            raise WeightsUnavailableError(model, f"the local folder {local_folder} (it needs config.json and "
+                                          "model.safetensors or pytorch_model.bin)", how)
+        if (problem := check_weight_file(found[0])) is not None:
+            raise WeightsUnavailableError(model, f"the file {found[0]}", f"It {problem}. {how}")
+        return local_folder
+    fetch = HubFetch(model, spec, Path(cache_dir) / "huggingface", how, progress=progress)
+    folders = {path.parent for names, required in SAM2_FILES
+               if (path := fetch.fetch(names, required=required)) is not None}
     if len(folders) != 1:
         raise WeightsUnavailableError(model, f"the cache ({', '.join(sorted(map(str, folders)))})",
                                       "The files come from different snapshots; delete the repository's cache folder "

@@ -141,7 +141,8 @@ def sample_weights_from_alpha(alpha: np.ndarray, weighting: bool = True, scaling
 
 
 def fit_hyperplane(
-    X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray, classifier: str = "svm", C: float = 1.0
+    X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray, classifier: str = "svm", C: float = 1.0,
+    tol: float = SOLVER_TOL, max_iter: int = -1,
 ) -> tuple[np.ndarray, float, float]:
     """Fit g(x) = w.x + b separating y=-1 (source) from y=+1 (target); returns (w, b, train accuracy).
 
@@ -156,7 +157,9 @@ def fit_hyperplane(
       LDA accepts no sample weights, so the alpha weighting cannot be applied to this variant; the
       paper does not say whether its LDA was weighted.
 
-    svm and logistic stop at :data:`SOLVER_TOL`, so the plane does not depend on the sample order.
+    svm and logistic stop at ``tol`` (default :data:`SOLVER_TOL`), so the plane does not depend on
+    the sample order. ``max_iter`` bounds libsvm's iterations (-1: none); the metric keeps both
+    defaults, the illustrative 2-D view of the explanations loosens them (see its docstring).
     """
     labels = set(np.unique(y).tolist())
     if labels != {-1, 1}:
@@ -164,12 +167,12 @@ def fit_hyperplane(
     if classifier == "svm":
         from sklearn.svm import SVC
 
-        model = SVC(kernel="linear", C=C, tol=SOLVER_TOL)
+        model = SVC(kernel="linear", C=C, tol=tol, max_iter=max_iter)
         model.fit(X, y, sample_weight=sample_weight)
     elif classifier == "logistic":
         from sklearn.linear_model import LogisticRegression
 
-        model = LogisticRegression(C=C, tol=SOLVER_TOL, max_iter=10_000)
+        model = LogisticRegression(C=C, tol=tol, max_iter=10_000 if max_iter < 0 else max_iter)
         model.fit(X, y, sample_weight=sample_weight)
     elif classifier == "lda":
         from sklearn.discriminant_analysis import LinearDiscriminantAnalysis

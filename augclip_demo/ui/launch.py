@@ -85,5 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..inference.prefetch import prefetch_in_background
 
         prefetch_in_background(settings)
+        if settings.attribute_provider == "clip-vocab":  # no store built ahead: build it before the first user
+            from ..attributes.clip_vocab import build_store_in_background
+
+            build_store_in_background(settings)
     demo.launch(**{**launch_kwargs(settings), **server_options(args)})
     return 0

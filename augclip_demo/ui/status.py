@@ -60,12 +60,25 @@ def _load(settings: Settings, status: ModelStatus) -> None:
         status.encoder = encoder
         status.device = encoder.info().device_name
         status.state = "ready"
+        _preload_vocabulary(settings)
     except WeightsUnavailableError as exc:
         status.state, status.message, status.brief = "error", str(exc), exc.brief()
     except AugclipError as exc:
         status.state, status.message = "error", str(exc)
     except Exception as exc:  # noqa: BLE001 - shown in the panel; the app keeps running
         status.state, status.message = "error", f"{type(exc).__name__}: {exc}"
+
+
+def _preload_vocabulary(settings: Settings) -> None:
+    """Read the clip-vocab embedding store into memory when it was built ahead (encodes nothing)."""
+    if settings.attribute_provider != "clip-vocab":
+        return
+    try:
+        from ..attributes.clip_vocab import build_vocabulary_store
+
+        build_vocabulary_store(settings, build=False)
+    except Exception:  # noqa: BLE001 - only a speed-up; the first extraction then reads or builds it
+        pass
 
 
 def _warm_up_umap() -> None:

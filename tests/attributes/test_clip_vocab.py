@@ -166,3 +166,50 @@ def test_evaluator_resolves_the_provider_by_name(tiny_encoder, tmp_path):
     assert report.attributes.provenance.extra["cache"] == "miss"
     again = evaluator.evaluate(SOURCE, draw_scene(), TARGET, attributes="clip-vocab")
     assert again.attributes.provenance.extra["cache"] == "hit" and again.attributes.source == report.attributes.source
+
+
+def test_vocabulary_encoding_reports_progress_per_step_with_counts(tmp_path):
+    from augclip_demo.attributes.clip_vocab import VOCAB_PASSES_PER_STEP
+
+    vocab = make_vocabulary([f"a {c} {o}" for c in ("red", "blue", "green", "pink", "gray")
+                             for o in ("car", "ball", "dog", "tree", "cup", "hat", "box", "pen")])  # 40 phrases
+    encoder = ClipEncoder(TINY, device="cpu", cache_dir=tmp_path)
+    clear_memory_cache()
+    assert vocabulary_embeddings(encoder, vocab, cache_dir=tmp_path, build=False) is None  # nothing built yet
+    calls: list[tuple[float, str]] = []
+    built = vocabulary_embeddings(encoder, vocab, cache_dir=tmp_path, progress=lambda f, m: calls.append((f, m)))
+    assert built is not None and built.origin == "encoded"
+    step = encoder.text_batch_size * VOCAB_PASSES_PER_STEP  # 32 phrases with the CPU pass of 8
+    expected_counts = [0] + [min(n, 40) for n in range(step, 40 + step, step)]
+    assert [int(m.split(": ")[-1].split("/")[0]) for _, m in calls] == expected_counts
+    assert [f for f, _ in calls] == [n / 40 for n in expected_counts]
+    assert all("/40 phrases" in m for _, m in calls) and "so far" in calls[-1][1]
+    clear_memory_cache()
+    assert vocabulary_embeddings(encoder, vocab, cache_dir=tmp_path, build=False).origin == "disk"
+
+
+def test_a_caller_waiting_for_the_encoding_sees_its_progress(tmp_path):
+    import threading
+
+    vocab = make_vocabulary([f"a {c} thing number {i}" for c in ("red", "blue") for i in range(40)])
+    encoder = ClipEncoder(TINY, device="cpu", cache_dir=tmp_path)
+    encoder.load()
+    clear_memory_cache()
+    original = encoder._encode_text_batch
+    gate = threading.Event()
+
+    def slowed(texts):  # the builder's passes take > 1 s, so the waiter polls at least once
+        gate.set()
+        import time
+        time.sleep(0.4)
+        return original(texts)
+
+    encoder._encode_text_batch = slowed
+    builder = threading.Thread(target=vocabulary_embeddings, args=(encoder, vocab), kwargs={"cache_dir": tmp_path})
+    builder.start()
+    gate.wait(10)
+    seen: list[str] = []
+    waited = vocabulary_embeddings(encoder, vocab, cache_dir=tmp_path, progress=lambda f, m: seen.append(m))
+    builder.join()
+    assert waited.origin == "memory"  # the waiter did not encode again
+    assert seen and all("/80 phrases" in m for m in seen)

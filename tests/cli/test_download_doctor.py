@@ -60,3 +60,18 @@ def test_download_bpm_fetches_grounding_dino_and_sam(configured, hub, hub_gdino,
     assert "ok: SAM tiny (SHA-256 checked)" in out and published.SAM_FILE in out
     assert main(["doctor"]) == 0
     assert "all configured models are present" in capsys.readouterr().out
+
+
+@pytest.mark.slow  # encodes the ~3,300-phrase vocabulary with the tiny model (~10 s on 2 cores)
+def test_download_vocab_builds_the_store_ahead_then_finds_it(configured, hub, capsys):
+    from augclip_demo.attributes.clip_vocab import clear_memory_cache
+
+    clear_memory_cache()
+    assert main(["download", "--vocab"]) == 0
+    captured = capsys.readouterr()
+    assert "phrases (encoded" in captured.out and "encoding the vocabulary once" in captured.err
+    stores = list((configured / "clip_vocab").glob("*.npz"))
+    assert len(stores) == 1 and stores[0].stat().st_size > 0
+    clear_memory_cache()  # a later process: the store is read, nothing is encoded
+    assert main(["download", "--vocab"]) == 0
+    assert "phrases (disk" in capsys.readouterr().out

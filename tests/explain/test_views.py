@@ -306,3 +306,30 @@ def test_exact_caption_matches_the_fit_options_with_one_edit(tiny_encoder, scene
     assert "attributes only" not in caption and "One edit, one fit" in caption
     attributes_only = evaluator.rescore(one, AugCLIPOptions(include_images=False))
     assert "share one fit (attributes only)" in exact_view(attributes_only).caption
+
+
+def test_2d_line_is_mapped_back_to_view_coordinates():
+    from augclip_demo.explain.hyperplane import fit_line_2d
+
+    # Two clusters far from the origin, split by the vertical line x = 100 (hand-placed).
+    left = np.array([[90.0, 40.0], [92.0, 60.0], [94.0, 50.0], [91.0, 45.0]])
+    right = np.array([[106.0, 42.0], [108.0, 58.0], [110.0, 50.0], [107.0, 55.0]])
+    coords = np.vstack([left, right])
+    labels = np.array([-1] * 4 + [1] * 4)
+    w, b, accuracy = fit_line_2d(coords, labels, np.ones(8), C=1000.0)
+    assert accuracy == 1.0
+    assert abs(w[1]) < 0.15 * abs(w[0])  # the line is near vertical (within ~9 degrees)
+    crossing = -b / w[0]  # where the line meets y = 0, in the view's coordinates
+    assert 94.0 < crossing < 106.0
+    np.testing.assert_array_equal(np.sign(coords @ w + b), labels)
+
+
+def test_2d_line_on_overlapping_points_returns():
+    from augclip_demo.explain.hyperplane import fit_line_2d
+
+    # Overlapping classes: libsvm at the metric's 1e-12 tolerance took ~30 s on data like this.
+    rng = np.random.default_rng(1)
+    for _ in range(4):
+        coords = rng.normal(size=(22, 2)) * rng.choice([0.3, 1, 3, 10]) + rng.normal(size=2) * 5
+        w, b, accuracy = fit_line_2d(coords, np.array([-1] * 11 + [1] * 11), rng.uniform(0.01, 3, 22))
+        assert np.all(np.isfinite(w)) and np.isfinite(b) and 0.0 <= accuracy <= 1.0

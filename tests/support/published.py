@@ -20,6 +20,7 @@ TINY_CLIP_CONFIG = Path(__file__).resolve().parents[2] / "augclip_demo" / "infer
 OPENAI_B16_REPO = "timm/vit_base_patch16_clip_224.openai"
 HF_HUB_CLIP_REPO = "test-org/tiny-clip"
 GDINO_REPO = "IDEA-Research/grounding-dino-tiny"
+SAM2_REPO = "facebook/sam2.1-hiera-tiny"
 SAM_FILE = "sam_vit_b_01ec64.pth"  # the official file name; the tests serve a tiny SAM under it
 
 
@@ -92,6 +93,22 @@ def write_sam_tiny(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(model.state_dict(), path)
     return path
+
+
+def write_sam2(folder: Path) -> Path:
+    """SAM 2 in transformers' layout (config.json, model.safetensors, preprocessor_config.json), test config,
+    every tensor re-drawn with :data:`PUBLISHED_SEED`; no marker file, as on the hub."""
+    from augclip_demo.inference.sam2_segmenter import build_random_sam2
+
+    model, processor = build_random_sam2("test")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(PUBLISHED_SEED)
+        with torch.no_grad():
+            for param in model.parameters():
+                param.add_(torch.randn_like(param) * 0.02)
+    model.save_pretrained(str(folder))
+    processor.image_processor.save_pretrained(str(folder))  # the hub repositories keep preprocessor_config.json
+    return folder
 
 
 def publish_all(hub: HubServer, folder: Path) -> dict[str, object]:

@@ -1,0 +1,213 @@
+"""SAM 2.1 (Hiera-Tiny) through transformers (``Sam2Model`` + ``Sam2Processor``): the BPM ``fast`` preset's segmenter.
+
+Model specs (``AUGCLIP_FAST_SAM_MODEL``):
+
+* ``facebook/sam2.1-hiera-tiny`` (default): the transformers-format repository, downloaded by
+  huggingface_hub into ``AUGCLIP_CACHE_DIR/huggingface`` (or found in the standard cache);
+* a local folder saved with ``save_pretrained`` (config.json, model.safetensors, processor files);
+* ``random:hiera-tiny``: the Hiera-Tiny architecture (transformers' default ``Sam2Config``) with
+  random weights, for speed benchmarks; ``random:test``: a model of ~120k parameters at 256 px for
+  tests. Both are untrained.
+
+Masks: one image-encoder pass per image; every box of that image is decoded from that one
+embedding (``multimask_output=False``), and the low-resolution logits are resized to the image and
+thresholded at 0 by the processor's ``post_process_masks``. The same ``segment(images, boxes)``
+interface as :class:`~augclip_demo.inference.segmenter.SamSegmenter`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..config import Settings
+from ..errors import ConfigError, InputError, WeightsUnavailableError
+from ..io import ImageInput, LoadedImage, open_image
+from . import weights
+from .device import device_description, resolve_device
+from .lazy import LazyModel
+from .pool import POOL
+
+DEFAULT_FAST_SAM_MODEL = "facebook/sam2.1-hiera-tiny"
+RANDOM_SPECS = ("random:hiera-tiny", "random:test")
+RANDOM_INIT_SEED = 0
+#: Written into folders saved by :func:`save_random_sam2`: whoever loads them is told they are untrained.
+RANDOM_MARKER = "augclip_random_weights.json"
+
+
+def random_sam2_config(kind: str) -> Any:
+    """``hiera-tiny``: transformers' default ``Sam2Config`` (SAM 2.1 Hiera-Tiny, 1024 px); ``test``: a
+    Hiera of 5 blocks (width 8 to 64) at 256 px with prompt encoder and mask decoder of width 32."""
+    from transformers import Sam2Config
+    from transformers.models.sam2 import (
+        Sam2HieraDetConfig,
+        Sam2MaskDecoderConfig,
+        Sam2PromptEncoderConfig,
+        Sam2VisionConfig,
+    )
+
+    if kind == "hiera-tiny":
+        return Sam2Config()
+    if kind != "test":
+        raise ConfigError(f"unknown random SAM 2 kind {kind!r}; use hiera-tiny or test")
+    # A global-attention block may not open a stage (the stage's first block pools the queries).
+    backbone = Sam2HieraDetConfig(hidden_size=8, num_attention_heads=1, blocks_per_stage=[1, 1, 2, 1],
+                                  embed_dim_per_stage=[8, 16, 32, 64], num_attention_heads_per_stage=[1, 1, 2, 2],
+                                  window_size_per_stage=[4, 4, 4, 4], global_attention_blocks=[3], image_size=[256, 256],
+                                  window_positional_embedding_background_size=[4, 4])
+    vision = Sam2VisionConfig(backbone_config=backbone, backbone_channel_list=[64, 32, 16, 8], fpn_hidden_size=32,
+                              backbone_feature_sizes=[[64, 64], [32, 32], [16, 16]])
+    return Sam2Config(vision_config=vision,
+                      prompt_encoder_config=Sam2PromptEncoderConfig(hidden_size=32, image_size=256, patch_size=16),
+                      mask_decoder_config=Sam2MaskDecoderConfig(hidden_size=32, mlp_dim=64, num_attention_heads=2,
+                                                                iou_head_hidden_dim=32))
+
+
+def build_random_sam2(kind: str) -> tuple[torch.nn.Module, Any]:
+    """A seeded random SAM 2 of ``kind`` and its processor (input size from the config)."""
+    from transformers import Sam2Model, Sam2Processor
+    from transformers.models.sam2 import Sam2ImageProcessor
+
+    config = random_sam2_config(kind)
+    size = int(config.prompt_encoder_config.image_size)
+    processor = Sam2Processor(image_processor=Sam2ImageProcessor(size={"height": size, "width": size}))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(RANDOM_INIT_SEED)
+        model = Sam2Model(config)
+    return model.eval(), processor
+
+
+def save_random_sam2(folder: Path, kind: str = "test") -> Path:
+    """Save a random SAM 2 in the ``save_pretrained`` layout (+ marker file), loadable like a download."""
+    folder = Path(folder)
+    model, processor = build_random_sam2(kind)
+    model.save_pretrained(str(folder))
+    processor.save_pretrained(str(folder))
+    (folder / RANDOM_MARKER).write_text(json.dumps({"kind": kind, "seed": RANDOM_INIT_SEED}) + "\n", encoding="utf-8")
+    return folder
+
+
+def canonical_sam2_spec(spec: str | None) -> str:
+    raw = " ".join(str(spec or "").split())
+    if not raw:
+        raise ConfigError("the fast-preset SAM model is empty; set AUGCLIP_FAST_SAM_MODEL")
+    if raw.lower().startswith("random:"):
+        raw = raw.lower()
+        if raw not in RANDOM_SPECS:
+            raise ConfigError(f"unknown SAM 2 spec {raw!r}; random specs: {', '.join(RANDOM_SPECS)}")
+    return raw
+
+
+class Sam2Segmenter(LazyModel):
+    """Box-prompted SAM 2 masks; lazy, thread-safe; one image embedding per image, reused for every box."""
+
+    family = "SAM 2"
+
+    def __init__(self, model: str | Path | None = None, *, device: str | torch.device | None = "auto",
+                 cache_dir: str | Path | None = None, precision: str = "fp32"):
+        settings = Settings.from_env()
+        self.spec = canonical_sam2_spec(str(model or settings.fast_sam_model))
+        super().__init__(device=device, precision=precision)
+        self.cache_dir = Path(cache_dir) if cache_dir else settings.cache_dir
+        self._processor: Any = None
+
+    @property
+    def local_folder(self) -> Path | None:
+        if self.spec.startswith("random:"):
+            return None
+        path = Path(self.spec).expanduser()
+        return path if path.is_absolute() or self.spec.startswith((".", "~")) or path.exists() else None
+
+    @property
+    def untrained(self) -> bool:
+        if self.spec.startswith("random:"):
+            return True
+        folder = self.local_folder
+        return folder is not None and (folder / RANDOM_MARKER).is_file()
+
+    @property
+    def label(self) -> str:
+        return f"SAM 2 {self.spec}" + (" (random weights, untrained)" if self.untrained else "")
+
+    def how_to_fix(self) -> str:
+        return weights.sam2_how_to_fix(self.spec)
+
+    def preflight(self) -> None:
+        if self.spec.startswith("random:"):
+            return
+        if (folder := self.local_folder) is not None:
+            weights.resolve_sam2(self.spec, folder, self.cache_dir)
+            return
+        weights.require_hub_available(f"SAM 2 {self.spec}", self.spec, weights.GDINO_WEIGHT_ALTERNATIVES,
+                                      self.cache_dir / "huggingface", self.how_to_fix())
+
+    def load(self) -> Sam2Segmenter:
+        super().load()
+        return self
+
+    def _release(self) -> None:
+        self._processor = None
+
+    def _build(self) -> torch.nn.Module:
+        if self.spec.startswith("random:"):
+            model, self._processor = build_random_sam2(self.spec.split(":", 1)[1])
+            return model
+        folder = weights.resolve_sam2(self.spec, self.local_folder, self.cache_dir)
+        from transformers import Sam2Model, Sam2Processor
+
+        weights.quiet_transformers()
+        try:
+            processor = Sam2Processor.from_pretrained(str(folder))
+            model, info = Sam2Model.from_pretrained(str(folder), output_loading_info=True)
+            missing = list(info.get("missing_keys") or []) + list(info.get("mismatched_keys") or [])
+            if missing:  # transformers would initialise them randomly and carry on
+                raise RuntimeError("Error(s) in loading state_dict: Missing key(s) in state_dict: "
+                                   + ", ".join(f'"{k if isinstance(k, str) else k[0]}"' for k in missing) + ".")
+        except Exception as exc:
+            weight_file = next((folder / n for n in weights.GDINO_WEIGHT_ALTERNATIVES if (folder / n).is_file()), None)
+            raise WeightsUnavailableError(f"SAM 2 {self.spec}", f"the folder {folder}: "
+                                          + weights.describe_load_error(exc, weight_file), self.how_to_fix()) from exc
+        self._processor = processor
+        return model.eval()
+
+    def info(self) -> dict[str, Any]:
+        return {"model": self.spec, "label": self.label, "checkpoint": None, "device": str(self.device),
+                "device_name": device_description(self.device), "untrained": self.untrained}
+
+    def segment(self, images: Sequence[ImageInput | LoadedImage], boxes: Sequence[Sequence[np.ndarray]]) -> list[list[np.ndarray]]:
+        """Boolean ``(H, W)`` masks: ``result[i][j]`` is the mask of ``boxes[i][j]`` (pixel xyxy) in ``images[i]``."""
+        if len(images) != len(boxes):
+            raise InputError(f"{len(images)} images but {len(boxes)} box lists")
+        results: list[list[np.ndarray]] = [[] for _ in images]
+        with self.in_use():
+            self.load()
+            for i, (image, group) in enumerate(zip(images, boxes)):
+                if len(group):
+                    results[i] = self._segment_one(open_image(image).image, group)
+        return results
+
+    def _segment_one(self, image: Any, group: Sequence[np.ndarray]) -> list[np.ndarray]:
+        processor, model = self._processor, self._model
+        assert model is not None
+        box_list = [[float(v) for v in np.asarray(box, dtype=np.float64).reshape(4)] for box in group]
+        inputs = processor(images=image, input_boxes=[box_list], return_tensors="pt")
+        with self._infer_lock, torch.inference_mode(), self.autocast():
+            outputs = model(pixel_values=inputs["pixel_values"].to(self.device),
+                            input_boxes=inputs["input_boxes"].to(self.device), multimask_output=False)
+        masks = processor.post_process_masks(outputs.pred_masks.float().cpu(), inputs["original_sizes"])[0]
+        return [np.asarray(mask[0], dtype=bool) for mask in masks]
+
+
+def get_fast_segmenter(settings: Settings | None = None, **overrides: Any) -> Sam2Segmenter:
+    """The process-wide SAM 2 segmenter for these settings (lives in the bounded model pool)."""
+    settings = (settings or Settings.from_env()).replace(**overrides)
+    device = resolve_device(settings.device)
+    spec = canonical_sam2_spec(settings.fast_sam_model)
+    POOL.configure_from(settings)
+    key = ("sam2", spec, str(device), str(settings.cache_dir))
+    return POOL.lookup(key, lambda: Sam2Segmenter(spec, device=device, cache_dir=settings.cache_dir))
