@@ -12,7 +12,7 @@ import datetime as _dt
 import inspect
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -31,7 +31,7 @@ from .metrics.vectors import unit_rows
 from .report import UNTRAINED_WARNING, AttributeChange, AugCLIPDetails, EditResult, Report
 
 __all__ = ["AugCLIPOptions", "Attributes", "EvaluationArrays", "Evaluator", "FeatureNetworks", "NETWORK_METRICS",
-           "Report", "load_edit_mask"]
+           "Report", "feature_inputs", "load_edit_mask"]
 
 _BICUBIC = 3  # PIL.Image.BICUBIC
 
@@ -159,6 +159,42 @@ def load_edit_mask(mask: Any, size: tuple[int, int]) -> np.ndarray:
     return array
 
 
+def feature_inputs(source: Any, edits: Sequence[Any], ground_truth: Any, edit_mask: np.ndarray | None,
+                   wanted: Collection[str], networks: FeatureNetworks,
+                   settings: Settings) -> tuple[dict[str, Any], list[str]]:
+    """The network-made metric inputs of one item (PIL images in, :class:`MetricInputs` fields out) and
+    notes on untrained networks: DINO embeddings (``dino_gt``, with a ground truth), DINO keys
+    (``structure_distance``) and, with an edit mask, the unedited-region measures (LPIPS when
+    ``lpips_unedited`` is wanted). The Evaluator and batch runs both compute them here."""
+    from .inference.dino import get_dino
+
+    fields: dict[str, Any] = {}
+    notes: list[str] = []
+    if "dino_gt" in wanted and ground_truth is not None:
+        dino = get_dino(networks.dino, settings)
+        rows = unit_rows(dino.embed([*edits, ground_truth], pooling="cls"), "DINO features")
+        fields["dino_edit_embeddings"], fields["dino_ground_truth_embedding"] = rows[:-1], rows[-1]
+        if dino.untrained:
+            notes.append(f"DINO (GT) {UNTRAINED_WARNING} ({dino.label})")
+    if "structure_distance" in wanted:
+        dino = get_dino(networks.structure, settings)
+        size = source.size
+        same_size = [e if e.size == size else e.convert("RGB").resize(size, _BICUBIC) for e in edits]
+        keys = dino.keys([source, *same_size], pixel_scale=networks.structure_pixel_scale)
+        fields["structure_keys_source"], fields["structure_keys_edits"] = keys[0], keys[1:]
+        if dino.untrained:
+            notes.append(f"Structure distance {UNTRAINED_WARNING} ({dino.label})")
+    if edit_mask is not None:
+        from .inference.image_measures import unedited_measures
+        from .inference.lpips import get_lpips
+
+        lpips = get_lpips(networks.lpips, settings) if "lpips_unedited" in wanted else None
+        fields["unedited_measures"] = [unedited_measures(source, edit, edit_mask, lpips) for edit in edits]
+        if lpips is not None and lpips.untrained:
+            notes.append(f"LPIPS (unedited) {UNTRAINED_WARNING} ({lpips.label})")
+    return fields, notes
+
+
 class Evaluator:
     """Scores edited images against a source image and a target text with every metric.
 
@@ -267,8 +303,6 @@ class Evaluator:
         The ground truth and the output caption are encoded with this evaluator's CLIP; the feature
         networks run only for the metrics in ``network_metrics`` (:data:`NETWORK_METRICS`).
         """
-        from .inference.dino import get_dino
-
         timings = timings if timings is not None else {}
         unknown = sorted(set(network_metrics) - set(NETWORK_METRICS))
         if unknown:
@@ -291,30 +325,12 @@ class Evaluator:
         if edit_mask is not None:
             arrays.edit_mask = load_edit_mask(edit_mask, arrays.source.image.size)
             arrays.mask_origin = "given"
-        edits = [edit.image for edit in arrays.edits]
-        if "dino_gt" in wanted and arrays.ground_truth is not None:
-            dino = get_dino(self.networks.dino, self.settings)
-            rows = unit_rows(dino.embed([*edits, arrays.ground_truth.image], pooling="cls"), "DINO features")
-            arrays.dino_edit_embeddings, arrays.dino_ground_truth_embedding = rows[:-1], rows[-1]
-            if dino.untrained:
-                notes.append(f"DINO (GT) {UNTRAINED_WARNING} ({dino.label})")
-        if "structure_distance" in wanted:
-            dino = get_dino(self.networks.structure, self.settings)
-            size = arrays.source.image.size
-            same_size = [e if e.size == size else e.convert("RGB").resize(size, _BICUBIC) for e in edits]
-            keys = dino.keys([arrays.source.image, *same_size], pixel_scale=self.networks.structure_pixel_scale)
-            arrays.structure_keys_source, arrays.structure_keys_edits = keys[0], keys[1:]
-            if dino.untrained:
-                notes.append(f"Structure distance {UNTRAINED_WARNING} ({dino.label})")
-        if arrays.edit_mask is not None:
-            from .inference.image_measures import unedited_measures
-            from .inference.lpips import get_lpips
-
-            lpips = get_lpips(self.networks.lpips, self.settings) if "lpips_unedited" in wanted else None
-            arrays.unedited_measures = [unedited_measures(arrays.source.image, edit, arrays.edit_mask, lpips)
-                                        for edit in edits]
-            if lpips is not None and lpips.untrained:
-                notes.append(f"LPIPS (unedited) {UNTRAINED_WARNING} ({lpips.label})")
+        fields, network_notes = feature_inputs(arrays.source.image, [edit.image for edit in arrays.edits],
+                                               arrays.ground_truth.image if arrays.ground_truth is not None else None,
+                                               arrays.edit_mask, wanted, self.networks, self.settings)
+        for name, value in fields.items():
+            setattr(arrays, name, value)
+        notes.extend(network_notes)
         arrays.pixel_scores = None  # the pixel stage reads these inputs: recompute it
         timings["references"] = time.perf_counter() - start
         return notes

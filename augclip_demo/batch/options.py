@@ -11,7 +11,7 @@ from ..instructions import PARSERS
 from ..judge import JUDGE_METRICS, JudgeOptions
 from ..metrics.hatie import HatieOptions
 from ..metrics.suite import METRICS, metric_keys, parse_metric_keys
-from ..pipeline import AugCLIPOptions
+from ..pipeline import NETWORK_METRICS, AugCLIPOptions, FeatureNetworks
 from ..report import UNTRAINED_WARNING
 
 #: The stages a batch run computes: every metric of these stages can be chosen with ``--metrics``.
@@ -47,9 +47,21 @@ class BatchOptions:
     hatie_features: Any = "auto"  # DINOv2 / LPIPS for HATIE: "auto" (the settings' networks), None (left out, noted)
     hatie_vqa: Any = None  # HATIE's VQA scorer (needed when hatie.vqa is on)
     hatie_calibrated: dict[str, dict[str, float]] = field(default_factory=dict)  # saved weight sets by name
+    # the metrics that load a network (dino_gt / structure_distance / lpips_unedited) run when named here or by
+    # name in ``metrics`` ("all" and the defaults leave them out, with their reason, as the Evaluator does)
+    feature_metrics: list[str] = field(default_factory=list)
+    networks: FeatureNetworks = field(default_factory=FeatureNetworks)
 
     def __post_init__(self) -> None:
+        named = [] if self.metrics is None else [
+            name.strip() for part in ([self.metrics] if isinstance(self.metrics, str) else self.metrics)
+            for name in str(part).split(",")]
+        unknown = [key for key in self.feature_metrics if key not in NETWORK_METRICS]
+        if unknown:
+            raise InputError(f"unknown feature metric(s) {', '.join(unknown)}; choose from {', '.join(NETWORK_METRICS)}")
+        self.feature_metrics = list(dict.fromkeys([*self.feature_metrics, *(n for n in named if n in NETWORK_METRICS)]))
         self.metrics = parse_metric_keys(self.metrics, supplied_stages=BATCH_STAGES)
+        self.metrics += [key for key in self.feature_metrics if key not in self.metrics]
         if self.judge is not None:
             if not isinstance(self.judge, JudgeOptions):
                 raise InputError(f"judge options must be JudgeOptions, got {type(self.judge).__name__}")
@@ -58,6 +70,8 @@ class BatchOptions:
             raise InputError(f"instruction parser must be one of {', '.join(PARSERS)}, got {self.parser!r}")
         if not isinstance(self.bpm, BPMOptions):
             raise InputError(f"bpm options must be BPMOptions, got {type(self.bpm).__name__}")
+        if not isinstance(self.networks, FeatureNetworks):
+            raise InputError(f"feature networks must be FeatureNetworks, got {type(self.networks).__name__}")
         if self.fit_executor not in ("auto", "thread", "process"):
             raise InputError(f"fit executor must be auto, thread or process, got {self.fit_executor!r}")
         for name in ("batch_size", "text_batch_size", "workers", "fit_workers", "max_inflight"):

@@ -36,8 +36,8 @@ from .results_parquet import (
     write_parquet_results,
 )
 
-RUN_KEYS_COMPARED = ("model", "metrics", "options", "bpm", "judge")  # "bpm": region models and options; "judge":
-# the judge's model, prompt version, temperature and samples
+RUN_KEYS_COMPARED = ("model", "metrics", "options", "bpm", "judge", "features")  # "bpm": region models and options;
+# "judge": the judge's model, prompt version, temperature and samples; "features": the DINO / LPIPS networks
 
 
 @dataclass

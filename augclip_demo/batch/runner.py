@@ -65,6 +65,7 @@ from .results import (
 from .stages import (
     AttributeSource,
     DecodedItem,
+    FeatureSource,
     JudgeSource,
     RegionSource,
     decode_item,
@@ -105,8 +106,14 @@ class BatchRunner:
         self.show_progress = show_progress
         self.dataset = dataset or self.manifest.stem  # for items without their own "dataset"
         self.needs = needs_of(self.options.metrics)
-        self.pixel_metrics = [k for k in self.options.metrics if METRICS[k].stage == "pixels"]
-        self.embedding_metrics = [k for k in self.options.metrics if METRICS[k].stage == "embeddings"]
+        # the metrics that load a network of their own run in the decode workers, while the images are in memory
+        self.feature_metrics = list(self.options.feature_metrics)
+        self.features = (FeatureSource(self.settings, self.options.networks, self.feature_metrics)
+                         if self.feature_metrics else None)
+        self.pixel_metrics = [k for k in self.options.metrics
+                              if METRICS[k].stage == "pixels" or k in self.feature_metrics]
+        self.embedding_metrics = [k for k in self.options.metrics
+                                  if METRICS[k].stage == "embeddings" and k not in self.feature_metrics]
         self.region_metrics = [k for k in self.options.metrics if METRICS[k].stage == "regions"]
         # the region models are only built when BPM is chosen, and only loaded when an item needs them
         self.regions = (RegionSource.from_settings(self.settings, self.encoder, self.options.bpm, self.options.parser,
@@ -145,6 +152,8 @@ class BatchRunner:
             run["bpm"] = self.regions.signature()
         if self.judge is not None:
             run["judge"] = self.judge.signature()
+        if self.features is not None:
+            run["features"] = self.features.signature()
         return run
 
     def run(self) -> BatchSummary:
@@ -186,6 +195,8 @@ class BatchRunner:
                     _Execution(self, plan, resume.done, run, summary).execute()
                 finally:
                     summary.seconds = time.perf_counter() - start
+                    if self.features is not None:
+                        summary.notes.extend(self.features.notes)
         if self.csv is not None:
             summary.csv = str(export_csv(self.out, self.csv))
         summary.seconds = time.perf_counter() - start
@@ -294,7 +305,8 @@ class _Execution:
         needs_attributes = "attribute_embeddings" in runner.needs and item.attributes is None
         future = self.pools.decode.submit(decode_item, item, claim, runner.encoder, runner.pixel_metrics,
                                           self.attribute_source if needs_attributes else None,
-                                          runner.settings.max_image_pixels, runner.regions, runner.judge)
+                                          runner.settings.max_image_pixels, runner.regions, runner.judge,
+                                          runner.features)
         self.decoding[future] = (ordinal, item, claim)
 
     def _on_decoded(self, future: cf.Future, ordinal: int, item: ManifestItem, claim: set[str]) -> None:

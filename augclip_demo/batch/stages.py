@@ -29,7 +29,7 @@ from ..judge.judge import CONTENT_FAILURES, judge_signature
 from ..metrics.hatie import CRITERION_LABELS, NEEDS_A_SET, HatieOptions, total_weights
 from ..metrics.suite import HATIE_KEYS, METRICS, ItemScores, MetricInputs, score_item
 from ..metrics.vectors import unit_rows
-from ..pipeline import Evaluator
+from ..pipeline import NETWORK_METRICS, Evaluator, FeatureNetworks, feature_inputs
 from .manifest import ManifestItem
 from .plan import image_key
 
@@ -60,6 +60,47 @@ class AttributeSource:
             return self.evaluator.resolve_attributes(self._provider, source, item.target_text, item.source_text)
         with self._call_lock:  # providers are serialised unless they declare ``thread_safe = True``
             return self.evaluator.resolve_attributes(self._provider, source, item.target_text, item.source_text)
+
+
+# ---------------------------------------------------------------------------------------------- feature networks
+class FeatureFailure(InputError):
+    """A feature network (DINO / LPIPS) could not run for an item (e.g. its weights are missing)."""
+
+
+class FeatureSource:
+    """A run's feature networks for ``dino_gt`` / ``structure_distance`` / ``lpips_unedited``: each loads on
+    first use through the process-wide model pool (one load per network and run), and the network passes
+    of the decode workers run one at a time. Values come from :func:`~augclip_demo.pipeline.feature_inputs`,
+    the Evaluator's own code."""
+
+    def __init__(self, settings: Settings, networks: FeatureNetworks, keys: Sequence[str]):
+        self.settings = settings
+        self.networks = networks
+        self.keys = tuple(key for key in keys if key in NETWORK_METRICS)
+        self.notes: list[str] = []  # untrained networks met so far (the run's summary lists them)
+        self._lock = threading.Lock()
+
+    def inputs(self, source: LoadedImage, edits: Sequence[LoadedImage], ground_truth: LoadedImage | None,
+               mask: np.ndarray | None) -> dict[str, Any]:
+        """The :class:`MetricInputs` fields the feature networks make for one item."""
+        with self._lock:
+            try:
+                fields, notes = feature_inputs(source.image, [edit.image for edit in edits],
+                                               ground_truth.image if ground_truth is not None else None, mask,
+                                               self.keys, self.networks, self.settings)
+            except AugclipError as exc:
+                raise FeatureFailure(str(exc)) from exc
+            self.notes.extend(note for note in notes if note not in self.notes)
+        return fields
+
+    def signature(self) -> dict[str, Any]:
+        """The networks behind the chosen feature metrics (compared on resume, like the CLIP model)."""
+        specs = {"dino_gt": self.networks.dino, "structure_distance": self.networks.structure,
+                 "lpips_unedited": self.networks.lpips}
+        out: dict[str, Any] = {key: specs[key] for key in self.keys}
+        if "structure_distance" in self.keys:
+            out["structure_pixel_scale"] = self.networks.structure_pixel_scale
+        return out
 
 
 # ---------------------------------------------------------------------------------------------- regions
@@ -277,11 +318,12 @@ class DecodedItem:
 
 def decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, pixel_metrics: Sequence[str],
                 attributes: AttributeSource | None, max_pixels: int | None,
-                regions: RegionSource | None = None, judge: JudgeSource | None = None) -> DecodedItem:
+                regions: RegionSource | None = None, judge: JudgeSource | None = None,
+                features: FeatureSource | None = None) -> DecodedItem:
     """Decode an item's images, prepare the ``claim``\\ ed ones for the encoder, score the pixel-stage
     metrics, extract attributes (when ``attributes`` is given), run BPM (when ``regions`` is given) and the
-    MLLM judge (when ``judge`` is given);
-    runs in a decode worker."""
+    MLLM judge (when ``judge`` is given); the feature networks (``features``) serve the network metrics
+    among ``pixel_metrics``; runs in a decode worker."""
     out = DecodedItem()
     parsed: ParsedInstruction | None = None
     if regions is not None:
@@ -324,7 +366,10 @@ def decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, pixel
         if pixel_metrics:
             truth = loaded.get(image_key(item.ground_truth_path)) if item.ground_truth_path is not None else None
             try:
-                out.pixel_scores = score_pixels(item, source, edits, pixel_metrics, truth)
+                out.pixel_scores = score_pixels(item, source, edits, pixel_metrics, truth, features)
+            except FeatureFailure as exc:
+                out.error = f"feature networks: {exc}"
+                return out
             except AugclipError as exc:
                 out.error = f"edit_mask: {exc}"
                 return out
@@ -350,25 +395,29 @@ def decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, pixel
 
 
 def score_pixels(item: ManifestItem, source: LoadedImage, edits: list[LoadedImage], keys: Sequence[str],
-                 ground_truth: LoadedImage | None = None) -> ItemScores:
-    """The pixel-stage metrics of one item's decoded images (with its ground truth and edit mask, if any).
+                 ground_truth: LoadedImage | None = None, features: FeatureSource | None = None) -> ItemScores:
+    """The pixel-stage metrics of one item's decoded images (with its ground truth and edit mask, if any),
+    and the network metrics among ``keys`` (``dino_gt``, ``structure_distance``, ``lpips_unedited``) when
+    ``features`` is given.
 
     The unedited-region measures (PSNR / MSE / SSIM, torchmetrics) run only when a chosen metric needs
-    them; LPIPS, which loads a network, is not computed in batch runs (its reason says so)."""
+    them; LPIPS, which loads a network, only with ``features`` (else its reason says so)."""
     mask = None
-    measures = None
+    fields: dict[str, Any] = {}
     if item.edit_mask_path is not None:
         from ..pipeline import load_edit_mask
 
         mask = load_edit_mask(item.edit_mask_path, source.image.size)
-        if any("unedited_measures" in METRICS[key].needs for key in keys):
-            from ..inference.image_measures import unedited_measures
+    if features is not None and features.keys:
+        fields = features.inputs(source, edits, ground_truth, mask)
+    elif mask is not None and any("unedited_measures" in METRICS[key].needs for key in keys):
+        from ..inference.image_measures import unedited_measures
 
-            measures = [unedited_measures(source.image, edit.image, mask) for edit in edits]
+        fields["unedited_measures"] = [unedited_measures(source.image, edit.image, mask) for edit in edits]
     inputs = MetricInputs(source_image=source.image, edit_images=[edit.image for edit in edits],
                           instruction=item.instruction or None, target_text=item.target_text,
                           ground_truth_image=ground_truth.image if ground_truth is not None else None,
-                          mask=mask, unedited_measures=measures)
+                          mask=mask, **fields)
     return score_item(inputs, keys)
 
 

@@ -16,7 +16,13 @@ from .bpm import bpm_settings
 from .common import add_model_args
 from .hatie import add_hatie_args, hatie_from_args
 from .judge_options import add_judge_args, judge_options_from_args
-from .score import add_augclip_args, options_from_args
+from .score import (
+    add_augclip_args,
+    add_network_args,
+    feature_metrics_from_args,
+    networks_from_args,
+    options_from_args,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -84,6 +90,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help=f"BPM weight of S_semantic (default {defaults_bpm.alpha}, the BPM paper's Table 9)")
     bpm.add_argument("--box-threshold", type=float, default=defaults_bpm.box_threshold,
                      help=f"GroundingDINO box score threshold (default {defaults_bpm.box_threshold})")
+    add_network_args(parser.add_argument_group(
+        "feature networks (dino_gt needs an item's \"ground_truth\", lpips_unedited its \"edit_mask\"; "
+        "each network loads once per run)"))
     add_judge_args(parser, how="With --judge (or judge_* in --metrics) every item's edits are judged against its "
                                "\"instruction\", else its target text; an endpoint failure fails the item "
                                "(--retry-failed asks again, earlier answers come from the cache).")
@@ -97,7 +106,7 @@ def run_command(args: argparse.Namespace) -> int:
     wants_hatie = any(m.strip().startswith("hatie") for m in args.metrics.split(","))
     hatie = hatie_from_args(args, settings, want=wants_hatie)
     options = BatchOptions(
-        metrics=args.metrics, augclip=options_from_args(args), provider=args.provider, batch_size=args.batch_size,
+        metrics=args.metrics, feature_metrics=feature_metrics_from_args(args), networks=networks_from_args(args), augclip=options_from_args(args), provider=args.provider, batch_size=args.batch_size,
         text_batch_size=args.text_batch_size, workers=args.workers, fit_workers=args.fit_workers,
         fit_executor=args.fit_executor, overwrite=args.overwrite, retry_failed=args.retry_failed,
         skip_invalid=args.skip_invalid, parser=args.parser,

@@ -76,6 +76,11 @@ def add_reference_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--edit-mask", metavar="IMAGE",
                        help="white = the region the edit should change (source-sized): adds PSNR / MSE / SSIM outside "
                             "it (PIE-Bench), and LPIPS with --feature-metrics lpips_unedited")
+    add_network_args(group)
+
+
+def add_network_args(group: argparse._ArgumentGroup) -> None:
+    """``--feature-metrics`` and the networks they load (``score`` and ``batch``)."""
     group.add_argument("--feature-metrics", metavar="KEYS", default="",
                        help="metrics that load a network of their own, comma-separated: "
                             + ", ".join(NETWORK_METRICS) + " (or 'all')")
