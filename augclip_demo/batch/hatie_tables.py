@@ -197,9 +197,14 @@ def _mean_se(values: list[float], rng: np.random.Generator) -> tuple[float | Non
     return float(a.mean()), float(boots.std(ddof=1))
 
 
+IQ_MISSING = ("Image Quality not computed (give the manifest: FID of each model's sources vs its edits); the "
+              "totals are the criterion part alone")
+
+
 def hatie_table(path: str | Path, *, weights: str = "published", image_quality: dict[str, tuple[float, float]] | None = None,
-                settings: Settings | None = None) -> HatieTable:
-    """The per-model table of a results file (``image_quality``: model -> (FID, IQ) from :func:`model_fids`)."""
+                settings: Settings | None = None, iq_missing: str = IQ_MISSING) -> HatieTable:
+    """The per-model table of a results file (``image_quality``: model -> (FID, IQ) from :func:`model_fids`;
+    ``iq_missing``: the note shown without it)."""
     w = resolve_weights(weights, settings)
     edits = read_hatie_edits(path)
     models = list(dict.fromkeys(e.model for e in edits))
@@ -226,8 +231,7 @@ def hatie_table(path: str | Path, *, weights: str = "published", image_quality: 
         corr = correlations(columns, [e.rating for e in rated])  # type: ignore[arg-type]
     notes = []
     if image_quality is None:
-        notes.append("Image Quality not computed (give the manifest: FID of each model's sources vs its edits); the "
-                     "totals are the criterion part alone")
+        notes.append(iq_missing)
     return HatieTable(rows, w, weights, corr, notes)
 
 
@@ -254,6 +258,29 @@ def model_fids(path: str | Path, manifest: str | Path, features: Any) -> dict[st
         fid = H.fid_from_features(sources, edited)
         out[model] = (fid, H.image_quality(fid))
     return out
+
+
+class _FidFeatures:
+    """The ``fid_features`` that :func:`model_fids` asks for, from a FID network."""
+
+    def __init__(self, network: Any):
+        self.network = network
+
+    def fid_features(self, images: list) -> Any:
+        return self.network.features(images)
+
+
+def image_quality_from_manifest(path: str | Path, manifest: str | Path, fid: str,
+                                settings: Settings | None = None) -> tuple[dict[str, tuple[float, float]], bool]:
+    """:func:`model_fids` with the FID network ``fid`` (loaded through the weights module); also whether that
+    network is untrained (random weights). ``hatie table --manifest`` and ``protocol --manifest`` both use this."""
+    from ..inference.fid import get_fid_network
+
+    network = get_fid_network(fid, settings or Settings.from_env())
+    return model_fids(path, manifest, _FidFeatures(network)), bool(network.untrained)
+
+
+UNTRAINED_IQ = "the FID network has random weights: Image Quality is untrained"
 
 
 def weight_names(settings: Settings | None = None) -> Iterable[str]:

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..bpm.judges import BPMComponents, rescore_over_dataset
-from ..errors import InputError
+from ..config import Settings
+from ..errors import InputError, WeightsUnavailableError
 from ..metrics.agreement import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_LEVEL,
@@ -29,6 +30,7 @@ from ..metrics.agreement import (
 )
 from ..metrics.suite import METRICS
 from ..report import UNTRAINED_WARNING
+from .hatie_tables import UNTRAINED_IQ, HatieTable, hatie_table, image_quality_from_manifest, read_hatie_edits
 from .results import iter_results
 
 
@@ -50,6 +52,8 @@ class ProtocolReport:
     seed: int = DEFAULT_SEED
     level: float = DEFAULT_LEVEL
     sources: list[str] = field(default_factory=list)
+    hatie: dict[str, HatieTable] = field(default_factory=dict)  # results file -> HATIE's per-model table
+    hatie_notes: list[str] = field(default_factory=list)
 
     # -------------------------------------------------------------- serialisation
     def to_dict(self) -> dict[str, Any]:
@@ -60,6 +64,9 @@ class ProtocolReport:
                                 "metrics": {key: mp.to_dict() for key, mp in ds.metrics.items()}}
                          for name, ds in self.datasets.items()},
         }
+        if self.hatie or self.hatie_notes:
+            data["hatie"] = {"tables": {path: table.to_dict() for path, table in self.hatie.items()},
+                             "notes": self.hatie_notes}
         if self.untrained:
             data["warning"] = UNTRAINED_WARNING
         return data
@@ -166,6 +173,9 @@ class ProtocolReport:
                 blocks.append(f"note: {ds.n_failed} failed item(s) in {name} are left out")
         if len(blocks) <= 2:
             blocks.append("no protocol applies: the results have no human choices/scores and no gt/ep/em triplets")
+        for path, table in self.hatie.items():  # HATIE's paper table: criteria means, Image Quality (FID), total
+            blocks.append(f"results {Path(path).name}:\n{table.format()}")
+        blocks.extend(f"note: {note}" for note in self.hatie_notes)
         return "\n\n".join(blocks)
 
 
@@ -304,10 +314,54 @@ def read_protocol_items(paths: list[str | Path]) -> tuple[dict[str, DatasetProto
     return datasets, grouped, list(metric_keys), list(models), untrained
 
 
+#: what the protocol report says when the results have HATIE values but no manifest was given
+HATIE_IQ_NEEDS = ("HATIE Image Quality (FID of each model's sources vs its edits) and the totals that use it need the "
+                  "run's manifest: add --manifest MANIFEST.jsonl (FID network: --hatie-fid, default "
+                  "inception-v3-compat); without it the totals are the criterion part alone")
+
+
+def hatie_tables(paths: list[str | Path], manifests: list[str | Path] | None, *, fid: str = "inception-v3-compat",
+                 weights: str = "published",
+                 settings: Settings | None = None) -> tuple[dict[str, HatieTable], list[str]]:
+    """HATIE's per-model table of each results file with HATIE values; Image Quality (the function
+    ``hatie table --manifest`` uses) when ``manifests`` are given: one for all files or one per file, in order."""
+    with_hatie = []
+    for path in paths:
+        try:
+            read_hatie_edits(path)
+        except InputError:
+            continue
+        with_hatie.append(path)
+    if not with_hatie:
+        return {}, []
+    if manifests and len(manifests) not in (1, len(paths)):
+        raise InputError(f"give one --manifest for all results files or one per results file, in order (got "
+                         f"{len(manifests)} for {len(paths)})")
+    tables: dict[str, HatieTable] = {}
+    notes = [] if manifests else [HATIE_IQ_NEEDS]
+    for path in with_hatie:
+        iq, missing = None, HATIE_IQ_NEEDS
+        if manifests:
+            manifest = manifests[0] if len(manifests) == 1 else manifests[paths.index(path)]
+            try:
+                iq, untrained = image_quality_from_manifest(path, manifest, fid, settings)
+            except WeightsUnavailableError as exc:
+                missing = f"HATIE Image Quality not computed: {str(exc).splitlines()[0]}"
+                untrained = False
+        table = hatie_table(path, weights=weights, image_quality=iq, settings=settings, iq_missing=missing)
+        if iq is not None and untrained:
+            table.notes.append(UNTRAINED_IQ)
+        tables[str(path)] = table
+    return tables, notes
+
+
 def compute_protocols(paths: list[str | Path] | str | Path, *, metrics: list[str] | None = None,
                       n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT_SEED,
-                      level: float = DEFAULT_LEVEL) -> ProtocolReport:
-    """Protocol figures for every metric present in the results (or the ``metrics`` asked for)."""
+                      level: float = DEFAULT_LEVEL, manifests: list[str | Path] | None = None,
+                      hatie_fid: str = "inception-v3-compat", hatie_weights: str = "published",
+                      settings: Settings | None = None) -> ProtocolReport:
+    """Protocol figures for every metric present in the results (or the ``metrics`` asked for), and HATIE's
+    per-model table when the results have HATIE values (see :func:`hatie_tables`)."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
     if not paths:
@@ -328,5 +382,6 @@ def compute_protocols(paths: list[str | Path] | str | Path, *, metrics: list[str
         for key in keys:
             higher = METRICS[key].higher_is_better if key in METRICS else True
             ds.metrics[key] = evaluate_metric(items, key, higher, n_boot=n_boot, seed=seed, level=level)
+    tables, notes = hatie_tables(list(paths), manifests, fid=hatie_fid, weights=hatie_weights, settings=settings)
     return ProtocolReport(datasets=datasets, metrics=keys, models=models, untrained=untrained, n_boot=n_boot,
-                          seed=seed, level=level, sources=[str(p) for p in paths])
+                          seed=seed, level=level, sources=[str(p) for p in paths], hatie=tables, hatie_notes=notes)

@@ -91,22 +91,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_table(args: argparse.Namespace) -> int:
-    from ..batch.hatie_tables import hatie_table, model_fids
-    from ..inference.fid import get_fid_network
+    from ..batch.hatie_tables import UNTRAINED_IQ, hatie_table, image_quality_from_manifest
 
     settings = Settings.from_env()
-    iq = None
+    iq, untrained = None, False
     if args.manifest:
-        network = get_fid_network(settings, args.hatie_fid)
-
-        class _Fid:
-            def fid_features(self, images: list) -> Any:
-                return network.features(images)
-
-        iq = model_fids(args.results, args.manifest, _Fid())
+        iq, untrained = image_quality_from_manifest(args.results, args.manifest, args.hatie_fid, settings)
     table = hatie_table(args.results, weights=args.weights, image_quality=iq, settings=settings)
-    if args.manifest and get_fid_network(settings, args.hatie_fid).untrained:
-        table.notes.append("the FID network has random weights: Image Quality is untrained")
+    if untrained:
+        table.notes.append(UNTRAINED_IQ)
     print(table.format())
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:

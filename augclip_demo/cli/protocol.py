@@ -25,13 +25,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--level", type=float, default=DEFAULT_LEVEL, help="confidence level (default 0.95)")
     parser.add_argument("--json", metavar="PATH", help="JSON output (default RESULTS-protocol.json)")
     parser.add_argument("--csv", metavar="PATH", help="CSV output, one row per figure (default RESULTS-protocol.csv)")
+    parser.add_argument("--manifest", action="append", metavar="MANIFEST.jsonl",
+                        help="the run's manifest (once for all results files, or once per file in order): adds HATIE's "
+                             "Image Quality (FID of each model's sources vs its edits) and the totals using it")
+    parser.add_argument("--hatie-fid", default="inception-v3-compat", metavar="SPEC",
+                        help="FID network for HATIE Image Quality (default inception-v3-compat; random:... is untrained)")
+    parser.add_argument("--hatie-weights", default="published", metavar="NAME",
+                        help="HATIE criterion weights: published (default), per-type-code, or a `hatie calibrate` name")
     parser.add_argument("--no-ci", action="store_true", help="print the tables without intervals")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
-    report = compute_protocols(args.results, metrics=metrics, n_boot=args.bootstrap, seed=args.seed, level=args.level)
+    report = compute_protocols(args.results, metrics=metrics, n_boot=args.bootstrap, seed=args.seed, level=args.level,
+                               manifests=args.manifest, hatie_fid=args.hatie_fid, hatie_weights=args.hatie_weights)
     first = Path(args.results[0])
     json_path = args.json or first.with_name(first.stem + "-protocol.json")
     csv_path = args.csv or first.with_name(first.stem + "-protocol.csv")

@@ -88,7 +88,7 @@ class HatieFeatures:
     @property
     def fid_network(self) -> Any:
         if self._fid is None:
-            self._fid = self._get_fid(self._settings, self._fid_spec)
+            self._fid = self._get_fid(self._fid_spec, self._settings)
         return self._fid
 
     def fid_features(self, images: Sequence[Image.Image]) -> np.ndarray:

@@ -159,3 +159,89 @@ def test_protocol_report_treats_hatie_columns_as_metrics(run):
     report = compute_protocols(out, n_boot=0)
     assert {"hatie", "hatie_of", "hatie_bc", "hatie_iq"} <= set(report.metrics)
     assert "HATIE" in report.format(with_ci=False)
+
+
+def _fid_by_gram(a: np.ndarray, b: np.ndarray) -> float:
+    """FID from two feature sets without a matrix square root: with S1 = A A^T and S2 = B B^T (centred rows
+    over sqrt(n - 1)), tr sqrt(S1 S2) is the sum of the singular values of A^T B."""
+    ca, cb = (a - a.mean(0)) / np.sqrt(len(a) - 1), (b - b.mean(0)) / np.sqrt(len(b) - 1)
+    cross = np.linalg.svd(ca @ cb.T, compute_uv=False).sum()
+    return float(((a.mean(0) - b.mean(0)) ** 2).sum() + (ca ** 2).sum() + (cb ** 2).sum() - 2 * cross)
+
+
+def test_protocol_report_has_hatie_image_quality_and_totals(run, settings, tmp_path):
+    from PIL import Image
+
+    from augclip_demo.batch.protocol_tables import compute_protocols
+    from augclip_demo.inference.fid import get_fid_network
+    from augclip_demo.metrics.hatie import CRITERIA, PUBLISHED_TOTAL
+
+    root, out, _, records = run
+    report = compute_protocols(out, n_boot=0, manifests=[root / "manifest.jsonl"],
+                               hatie_fid="random:inception-v3-compat", settings=settings)
+    table = report.hatie[str(out)]
+    network = get_fid_network("random:inception-v3-compat", settings)
+    assert network.untrained and any("untrained" in note for note in table.notes)
+    for row in table.rows:
+        pairs = [(r["source"], e) for r in records.values() for e in r["edits"]
+                 if e["name"] == row.model and isinstance(e.get("hatie"), dict)]
+        feats = [network.features([Image.open(root / p).convert("RGB") for p in paths])
+                 for paths in ([s for s, _ in pairs], [e["path"] for _, e in pairs])]
+        fid = _fid_by_gram(*feats)
+        assert row.fid == pytest.approx(fid, rel=1e-6, abs=1e-6)
+        assert row.iq == pytest.approx(1.0 - np.tanh(fid / 25.0), abs=1e-9)
+        crits = [e["hatie"].get("criteria") or {} for _, e in pairs]
+        means = {c: [k[c]["value"] for k in crits if (k.get(c) or {}).get("value") is not None] for c in CRITERIA}
+        present = {c: float(np.mean(v)) for c, v in means.items() if v}
+        inner = sum(present[c] * PUBLISHED_TOTAL[c] for c in present) / sum(PUBLISHED_TOTAL[c] for c in present)
+        assert row.total == pytest.approx(0.8 * inner + 0.2 * row.iq, abs=1e-9)
+    text = report.format(with_ci=False)
+    assert "HATIE per model" in text and f"{table.rows[0].iq:.4f}" in text
+    # the CLI: the same figures in the saved JSON, and `hatie table --manifest` agrees
+    json_path, table_path = tmp_path / "p.json", tmp_path / "t.json"
+    assert main(["protocol", str(out), "--manifest", str(root / "manifest.jsonl"), "--hatie-fid",
+                 "random:inception-v3-compat", "--bootstrap", "0", "--json", str(json_path),
+                 "--csv", str(tmp_path / "p.csv")]) == 0
+    assert main(["hatie", "table", str(out), "--manifest", str(root / "manifest.jsonl"),
+                 "--hatie-fid", "random:inception-v3-compat", "--json", str(table_path)]) == 0
+    saved = json.loads(json_path.read_text())["hatie"]["tables"][str(out)]["models"]
+    assert saved == json.loads(table_path.read_text())["models"]
+    assert {m["model"]: m["image_quality"] for m in saved} == {r.model: r.iq for r in table.rows}
+
+
+def test_protocol_report_without_manifest_says_what_iq_needs(run, capsys):
+    from augclip_demo.batch.protocol_tables import HATIE_IQ_NEEDS, compute_protocols
+
+    _, out, _, _ = run
+    report = compute_protocols(out, n_boot=0)
+    assert report.hatie_notes == [HATIE_IQ_NEEDS] and "--manifest" in HATIE_IQ_NEEDS
+    assert all(row.iq is None and row.fid is None for row in report.hatie[str(out)].rows)
+    assert f"note: {HATIE_IQ_NEEDS}" in report.format(with_ci=False)
+    assert report.to_dict()["hatie"]["notes"] == [HATIE_IQ_NEEDS]
+    with pytest.raises(Exception, match="one --manifest"):
+        compute_protocols([out], n_boot=0, manifests=["a.jsonl", "b.jsonl"])
+
+
+def test_protocol_report_correlates_each_hatie_criterion_with_humans(run):
+    from scipy import stats
+
+    from augclip_demo.batch.protocol_tables import compute_protocols
+
+    _, out, _, records = run
+    report = compute_protocols(out, n_boot=0)
+    ds = next(iter(report.datasets.values()))
+    checked = 0
+    for key in ("hatie", "hatie_of", "hatie_bf", "hatie_oc", "hatie_bc"):
+        pairs = [(e["metrics"][key], h) for r in records.values() if "scores" in r.get("human", {})
+                 for e, h in zip(r["edits"], r["human"]["scores"]) if e["metrics"].get(key) is not None]
+        mp = ds.metrics[key]
+        if len(pairs) < 3 or len({x for x, _ in pairs}) < 2:
+            continue
+        x, y = np.array(pairs).T
+        assert mp.pearson.value == pytest.approx(stats.pearsonr(x, y)[0], abs=1e-9)
+        assert mp.spearman.value == pytest.approx(stats.spearmanr(x, y)[0], abs=1e-9)
+        assert mp.pearson.n == len(pairs)
+        checked += 1
+    assert checked >= 2
+    text = report.format(with_ci=False)
+    assert "Correlation with human scores, Pearson r" in text and "HATIE OF" in text
