@@ -146,15 +146,15 @@ def verdict_markdown(report: Report) -> str:
 
 def timing_line(report: Report) -> str:
     """``model load 0.01 s, attributes 41.20 s, ...``; attributes that were given (typed, loaded or kept
-    from an earlier extraction) say so instead of showing a time for work that did not happen."""
+    from an earlier extraction) have no ``attributes`` timing, and the line says so instead of showing
+    a time for work that did not happen (a fast extraction still shows its time, even 0.00 s)."""
     parts = []
     for key, value in report.timings.items():
         if not isinstance(value, (int, float)) or not math.isfinite(value):
             continue
-        if key == "attributes" and value < 0.01:
-            parts.append("attributes given (not extracted)")
-            continue
         parts.append(f"{key.replace('_', ' ')} {value:.2f} s")
+        if key == "model_load" and "attributes" not in report.timings:
+            parts.append("attributes given (not extracted)")
     return "time: " + ", ".join(parts)
 
 
