@@ -22,6 +22,7 @@ def evaluator(tiny_encoder):
     return Evaluator(TINY, device="cpu", encoder=tiny_encoder, networks=RANDOM_NETWORKS)
 
 
+@pytest.mark.slow
 def test_ground_truth_and_caption_metrics_match_direct_computation(evaluator, scene_files, tiny_encoder):
     report = evaluator.evaluate(scene_files["source"], [scene_files["faithful"], scene_files["replaced"]],
                                 "a red ball on grass", attributes=ATTRS, ground_truth=scene_files["preserved"],

@@ -164,6 +164,7 @@ def test_cache_hit_sends_nothing_and_key_parts_matter(server, tmp_path, source_i
     assert len(server.requests) == 12  # --no-cache neither reads nor writes
 
 
+@pytest.mark.slow
 def test_key_never_leaks_into_logs_errors_cache_or_reports(server, tmp_path, source_image, tiny_encoder,
                                                            monkeypatch, caplog):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)

@@ -30,6 +30,7 @@ def test_list_providers(capsys):
     assert "lower fidelity" in lines["clip-vocab"] and " yes " in lines["clip-vocab"]
 
 
+@pytest.mark.slow
 def test_clip_vocab_default_provider_saves_the_shared_format(scene_files, tmp_path, capsys):
     out_file = tmp_path / "attrs.json"
     code = main(["attributes", "--source", str(scene_files["source"]), "--target", "a red ball on green grass",
@@ -47,6 +48,7 @@ def test_clip_vocab_default_provider_saves_the_shared_format(scene_files, tmp_pa
     assert f"source attributes ({len(saved.source)}):" in listing and "  - a red ball" in listing
 
 
+@pytest.mark.slow
 def test_openai_through_the_cli_against_a_local_server(scene_files, tmp_path, monkeypatch, capsys):
     with ChatServer(responder=paper_flow) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)

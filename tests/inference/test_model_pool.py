@@ -152,6 +152,7 @@ except ConfigError as exc:
 
 
 # ---------------------------------------------------------------------- the bounded pool
+@pytest.mark.slow
 def test_module_bytes_counts_parameters_and_buffers(tmp_path):
     encoder = _tiny(tmp_path).load()
     model = encoder.model
@@ -203,6 +204,7 @@ def test_pool_keeps_at_most_m_bytes(tmp_path, pool_limits):
         model.unload()
 
 
+@pytest.mark.slow
 def test_a_model_larger_than_the_byte_limit_is_refused(tmp_path, pool_limits):
     pool_limits(max_bytes=1000)
     encoder = _tiny(tmp_path)

@@ -42,6 +42,7 @@ def direct_text_rows(encoder: ClipEncoder, texts: list[str]) -> np.ndarray:
     return np.stack(rows).astype(np.float32)
 
 
+@pytest.mark.slow
 def test_text_rows_do_not_depend_on_batch_mates_position_or_cache():
     encoder = fresh_encoder()
     expected = direct_text_rows(encoder, TEXTS[:3])
@@ -55,6 +56,7 @@ def test_text_rows_do_not_depend_on_batch_mates_position_or_cache():
     np.testing.assert_array_equal(warm.encode_texts(TEXTS[:3] + ["something else"])[:3], expected)
 
 
+@pytest.mark.slow
 def test_image_rows_do_not_depend_on_batch_mates_path_or_cache():
     from augclip_demo.io import open_image
 

@@ -20,6 +20,7 @@ def sam2_folder(hub, tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow
 def test_sam2_from_the_hub_holds_the_published_tensors_and_decodes_boxes_from_one_embedding(
         sam2_folder, online, monkeypatch):
     from safetensors.torch import load_file
@@ -46,6 +47,7 @@ def test_sam2_from_the_hub_holds_the_published_tensors_and_decodes_boxes_from_on
     assert torch.equal(again._model.state_dict()[next(iter(published_state))], next(iter(published_state.values())))
 
 
+@pytest.mark.slow
 def test_the_fast_preset_picks_sam2_and_a_smaller_detector_input(tmp_path):
     from augclip_demo.bpm import bpm_score_many
     from augclip_demo.bpm.models import FAST_DETECTOR_SIZE, get_bpm_models

@@ -30,6 +30,7 @@ def _assert_holds_published_clip(encoder: ClipEncoder) -> None:
         torch.testing.assert_close(state[name], tensor, rtol=0, atol=0, msg=name)
 
 
+@pytest.mark.slow
 def test_hf_hub_model_downloads_loads_the_published_tensors_and_is_not_untrained(hub, online):
     encoder = ClipEncoder(HF_CLIP, device="cpu", cache_dir=online).load()
     _assert_holds_published_clip(encoder)
@@ -39,6 +40,7 @@ def test_hf_hub_model_downloads_loads_the_published_tensors_and_is_not_untrained
     np.testing.assert_allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_offline_reuse_of_the_filled_cache_makes_no_request(hub, online, monkeypatch):
     image = draw_scene(shapes=[("ellipse", (10, 10, 60, 60), "red")])
     first = ClipEncoder(HF_CLIP, device="cpu", cache_dir=online).encode_images([image])
@@ -49,6 +51,7 @@ def test_offline_reuse_of_the_filled_cache_makes_no_request(hub, online, monkeyp
     np.testing.assert_array_equal(first, again)
 
 
+@pytest.mark.slow
 def test_the_standard_hugging_face_cache_is_reused(hub, online, tmp_path):
     from huggingface_hub import hf_hub_download
 
@@ -111,6 +114,7 @@ def test_no_network_and_no_cache_names_the_file_and_what_to_do(online, monkeypat
     assert "open_clip_config.json" in text and "HF_HUB_OFFLINE is set" in text and "augclip-demo download" in text
 
 
+@pytest.mark.slow
 def test_a_truncated_cached_blob_is_named_offline_and_downloaded_again_online(hub, online, monkeypatch):
     ClipEncoder(HF_CLIP, device="cpu", cache_dir=online).load()
     link = next(p for p in (online / "open_clip").rglob("open_clip_model.safetensors"))
@@ -129,6 +133,7 @@ def test_a_truncated_cached_blob_is_named_offline_and_downloaded_again_online(hu
     assert check_weight_file(link) is None
 
 
+@pytest.mark.slow
 def test_local_dir_and_untagged_checkpoint_load_the_published_tensors(hub, tmp_path):
     folder = hub.published["clip_folder"]
     _assert_holds_published_clip(ClipEncoder(f"local-dir:{folder}", device="cpu").load())
@@ -174,6 +179,7 @@ def test_garbage_checkpoint_gets_no_advice_to_disable_safe_loading(tmp_path):
     assert "weights_only" not in str(info.value) and "garbage.bin" in str(info.value)
 
 
+@pytest.mark.slow
 def test_the_tag_resolves_to_open_clips_repository_and_file(hub, online):
     """ViT-B-16/openai goes to timm/vit_base_patch16_clip_224.openai; a tiny file there is the wrong architecture."""
     hub.add_repo(published.OPENAI_B16_REPO, {"open_clip_model.safetensors":
@@ -184,6 +190,7 @@ def test_the_tag_resolves_to_open_clips_repository_and_file(hub, online):
     assert pretrained_entry("clip", "ViT-B-16/openai").repo_id == published.OPENAI_B16_REPO
 
 
+@pytest.mark.slow
 def test_unload_releases_and_the_next_use_loads_again(hub, online):
     encoder = ClipEncoder(HF_CLIP, device="cpu", cache_dir=online).load()
     first = encoder.encode_texts(["a cat"])

@@ -33,6 +33,7 @@ def test_a_changed_clip_model_asks_for_a_new_evaluation(evaluated, action):
             logic.run_bpm(other, evaluated, instruction="make the ball blue")
 
 
+@pytest.mark.slow
 def test_evaluate_decodes_each_upload_once(scene_files, monkeypatch):
     """The upload checks and the pipeline share one decoded image per file (a spy on the real decoder)."""
     import augclip_demo.io as image_io
