@@ -55,6 +55,16 @@ class ResumeState:
     def dropped_torn_line(self) -> bool:
         return self.torn_at is not None
 
+    def count(self, record: dict[str, Any], retry_failed: bool) -> None:
+        """Take one existing record into account: ok ones are done; failed ones too unless they are retried."""
+        if record.get("status") == "ok":
+            self.done.add(str(record["id"]))
+            self.n_ok += 1
+        else:
+            self.n_failed += 1
+            if not retry_failed:
+                self.done.add(str(record["id"]))
+
 
 def iter_results(path: str | Path) -> Iterator[dict[str, Any]]:
     """Stream the records of a results file; a torn last line (killed writer) is skipped. A Parquet
@@ -129,13 +139,7 @@ def read_resume_state(path: str | Path, run: dict[str, Any], *, overwrite: bool 
             if not isinstance(record, dict) or "id" not in record:
                 raise InputError(f"results file {path} line {number}: not a batch result record")
             _compare_run(path, record, run)
-            if record.get("status") == "ok":
-                state.done.add(str(record["id"]))
-                state.n_ok += 1
-            else:
-                state.n_failed += 1
-                if not retry_failed:
-                    state.done.add(str(record["id"]))
+            state.count(record, retry_failed)
     return state
 
 
@@ -175,13 +179,7 @@ def _read_parquet_resume_state(path: Path, run: dict[str, Any], *, overwrite: bo
     state.exists = True
     for record in iter_parquet_results(path):
         _compare_run(path, record, run)
-        if record.get("status") == "ok":
-            state.done.add(str(record["id"]))
-            state.n_ok += 1
-        else:
-            state.n_failed += 1
-            if not retry_failed:
-                state.done.add(str(record["id"]))
+        state.count(record, retry_failed)
     return state
 
 

@@ -699,9 +699,17 @@ def resolve_gdino(spec: str, local_folder: Path | None, cache_dir: Path, *, prog
         if (problem := check_weight_file(weights[0])) is not None:
             raise WeightsUnavailableError(model, f"the file {weights[0]}", f"It {problem}. {how}")
         return local_folder
+    return _fetch_snapshot_folder(model, spec, cache_dir, how, GDINO_FILES, progress)
+
+
+def _fetch_snapshot_folder(model: str, spec: str, cache_dir: Path | str, how: str,
+                           files: Sequence[tuple[tuple[str, ...], bool]], progress: bool = False) -> Path:
+    """Fetch ``files`` (``(names, required)`` pairs) of a hub repository; the one snapshot folder holding them.
+
+    Files from two snapshots in one folder would mix revisions, so that is refused with the fix."""
     fetch = HubFetch(model, spec, Path(cache_dir) / "huggingface", how, progress=progress)
     folders = set()
-    for names, required in GDINO_FILES:
+    for names, required in files:
         path = fetch.fetch(names, required=required)
         if path is not None:
             folders.add(path.parent)
@@ -955,17 +963,7 @@ def resolve_transformers_folder(model: str, spec: str, local_folder: Path | None
         if (problem := check_weight_file(found[0])) is not None:
             raise WeightsUnavailableError(model, f"the file {found[0]}", f"It {problem}. {how}")
         return local_folder
-    fetch = HubFetch(model, spec, Path(cache_dir) / "huggingface", how, progress=progress)
-    folders = set()
-    for names, required in files:
-        path = fetch.fetch(names, required=required)
-        if path is not None:
-            folders.add(path.parent)
-    if len(folders) != 1:
-        raise WeightsUnavailableError(model, f"the cache ({', '.join(sorted(map(str, folders)))})",
-                                      "The files come from different snapshots; delete the repository's cache folder "
-                                      "and download again. " + how)
-    return folders.pop()
+    return _fetch_snapshot_folder(model, spec, cache_dir, how, files, progress)
 
 
 def mirrored_url(url: str, mirror: str | None) -> str:
