@@ -83,7 +83,7 @@ def one_round(evaluator, example: Path, attributes, edits: list[Path], device: s
 def app_round(settings, report, folder: Path) -> dict[str, float]:
     """The app's explanation stages for the same report (ui.session, as the page chains them)."""
     from augclip_demo.ui import session as logic
-    from augclip_demo.ui.views import PER_EDIT_FIGURES, RELEVANCY_FIGURES
+    from augclip_demo.ui.views import RANKING_FIGURES
 
     out: dict[str, float] = {}
     state = logic.Session(report=report, clip_model=settings.clip_model, output_dir=str(folder))
@@ -93,7 +93,7 @@ def app_round(settings, report, folder: Path) -> dict[str, float]:
     wall = time.perf_counter()
     state = logic.explain_rest(settings, state, figures=False)
     tag = f"E{logic.selected_edit(report) + 1}"
-    logic.figure_files(state, [f"{tag}_{key}" for key in PER_EDIT_FIGURES if key not in RELEVANCY_FIGURES])
+    logic.figure_files(state, [f"{tag}_{key}" for key in RANKING_FIGURES])
     out["app_then_umap_rankings"] = time.perf_counter() - wall
     wall = time.perf_counter()
     logic.figure_files(state)

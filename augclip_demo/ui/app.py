@@ -390,19 +390,26 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                             if key not in kinds})
             return out
 
-        rest_outputs = [umap_plot, source_ranking, target_ranking, alpha_plot, session_state]
+        rest_outputs = [umap_plot, session_state]
+        ranking_outputs = [source_ranking, target_ranking, alpha_plot]
 
         @user_facing
-        def explained_rest(state, pick):
-            """After the first result: the UMAP view (waits for numba's start-up compile) and the selected
-            edit's ranking charts; the other figures are drawn when shown or when figures.zip is written."""
+        def explained_rest(state):
+            """After the first result: the UMAP view (it waits for numba's start-up compile, if still running)."""
             if state is None or state.report is None or state.halted or getattr(state, "explained", None) is None:
                 return unchanged(rest_outputs)
             state = logic.explain_rest(settings_for(state.clip_model), state, figures=False)
-            rankings = tuple(key for key in views.PER_EDIT_FIGURES if key not in views.RELEVANCY_FIGURES)
-            out = edit_figures(state, pick, rankings)
+            return {umap_plot: views.umap_plot(state.explained), session_state: state}
+
+        @user_facing
+        def shown_rankings(state, pick):
+            """Then the ranking charts of the edit selected now; the other figures are drawn when their edit
+            is picked or when figures.zip is written."""
+            if state is None or state.report is None or state.halted or getattr(state, "explained", None) is None:
+                return unchanged(ranking_outputs)
+            out = edit_figures(state, pick, views.RANKING_FIGURES)
             out.pop(exact_plot)
-            return {**out, umap_plot: views.umap_plot(state.explained), session_state: state}
+            return out
 
         def parse_shown(outcome) -> dict:
             """The parse in the BPM tab's fields and its summary above them."""
@@ -532,8 +539,10 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             # Later stages show their progress in their own tab, so the scores stay readable meanwhile.
             follow = event.success(explain_stage, explain_inputs, explain_outputs, api_name=False,
                                    show_progress_on=[relevancy_info])
-            follow = follow.success(explained_rest, [session_state, edit_pick], rest_outputs, api_name=False,
+            follow = follow.success(explained_rest, [session_state], rest_outputs, api_name=False,
                                     show_progress_on=[umap_plot])
+            follow = follow.success(shown_rankings, [session_state, edit_pick], ranking_outputs, api_name=False,
+                                    show_progress="hidden")
             if with_bpm:
                 follow = follow.success(bpm_stage, bpm_inputs, bpm_outputs, api_name=False, show_progress_on=[bpm_info])
                 follow = follow.success(judge_stage, [judge_on, instruction, clip_model, session_state], judge_outputs,
@@ -554,7 +563,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         evaluate_api.click(evaluate_handler(archive=True), eval_inputs, score_outputs, api_name="evaluate")
         rescore_api.click(rescore_handler(archive=True), rescore_inputs, score_outputs, api_name="rescore")
         explain_api.click(explain_handler(archive=True), explain_inputs, explain_outputs, api_name="explain")
-        edit_pick.change(edit_figures, [session_state, edit_pick], [*figure_outputs, exact_plot], api_name=False)
+        # .input: the user's pick (the explanation stage sets the first pick and draws what it shows itself)
+        edit_pick.input(edit_figures, [session_state, edit_pick], [*figure_outputs, exact_plot], api_name=False)
 
         @user_facing
         def show_comparison(state):

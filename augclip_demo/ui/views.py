@@ -227,6 +227,7 @@ PER_EDIT_FIGURES = ("relevancy_augclip", "relevancy_clip_t", "relevancy_clip_dir
                     "target_changes", "alpha")
 #: Drawn for the first result (the tab the page opens on); the ranking charts follow.
 RELEVANCY_FIGURES = PER_EDIT_FIGURES[:3]
+RANKING_FIGURES = PER_EDIT_FIGURES[3:]
 
 
 def edit_choices(report: Report) -> list[str]:
