@@ -8,8 +8,6 @@ the command or variable that provides it, and clears as soon as the user picks a
 from __future__ import annotations
 
 import html
-import os
-import sys
 import threading
 from dataclasses import dataclass, field
 
@@ -84,29 +82,14 @@ def _preload_vocabulary(settings: Settings) -> None:
 
 
 def _warm_up_umap() -> None:
-    # On 2 cores the compile (one thread, tens of seconds) would take a core from the first request's
-    # encoding and relevancy maps; at the lowest priority it uses what they leave. The first result does
-    # not wait for it: the page asks for the UMAP view in the stage after.
-    lower_thread_priority()
+    # The first result does not wait for this compile: the page asks for the UMAP view in the stage after.
+    # (It is not niced: the UMAP stage waits for it, and a lowest-priority thread starves on a busy host.)
     try:
         from ..explain import warm_up_umap
 
         warm_up_umap()
     except Exception:  # noqa: BLE001 - only a speed-up; the first UMAP view then compiles itself
         pass
-
-
-def lower_thread_priority() -> bool:
-    """Give the calling thread the lowest CPU priority (nice 19); Linux only, where each thread has its
-    own nice value. Returns whether it was lowered."""
-    native_id = getattr(threading, "get_native_id", None)
-    if native_id is None or not sys.platform.startswith("linux"):
-        return False
-    try:
-        os.setpriority(os.PRIO_PROCESS, native_id(), 19)
-    except (AttributeError, OSError):  # not permitted here: the warm-up runs at the normal priority
-        return False
-    return True
 
 
 @dataclass

@@ -65,29 +65,3 @@ def test_a_working_clip_model_with_missing_bpm_models_says_only_that(tmp_path):
     assert "BPM is unavailable" not in status_html(model_status(ready, background=False),
                                                    check_region_models(ready, background=False))
 
-
-def test_the_umap_warm_up_thread_runs_at_the_lowest_priority_and_only_it():
-    """The start-up compile yields the CPU to requests: its thread is niced, the process is not."""
-    import os
-    import sys
-    import threading
-
-    import pytest
-
-    from augclip_demo.ui.status import lower_thread_priority
-
-    if not sys.platform.startswith("linux"):
-        pytest.skip("per-thread nice values are a Linux feature")
-    before = os.getpriority(os.PRIO_PROCESS, 0)
-    seen: dict[str, object] = {}
-
-    def work() -> None:
-        seen["lowered"] = lower_thread_priority()
-        seen["nice"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-
-    thread = threading.Thread(target=work)
-    thread.start()
-    thread.join()
-    assert seen == {"lowered": True, "nice": 19}
-    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before
-    assert os.getpriority(os.PRIO_PROCESS, 0) == before
