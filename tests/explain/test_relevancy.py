@@ -243,6 +243,27 @@ def test_batching_is_exact_and_works_inside_inference_mode(tiny_encoder, scene):
     assert not np.allclose(together[0].normalized_grid(), relevancy(tiny_encoder, scene, targets[1]).normalized_grid())
 
 
+def test_several_targets_per_image_share_one_forward_pass(tiny_encoder, scene):
+    """Images with 3, 1 and 2 targets: each map equals the map computed alone; each image is encoded once."""
+    other = draw_scene((64, 64), "black", [("rectangle", (8, 8, 40, 40), "yellow")])
+    third = draw_scene((64, 64), "navy", [("ellipse", (20, 4, 60, 30), "white")])
+    images = [scene, other, scene, third, scene, third]
+    targets = np.stack([_target(tiny_encoder, 10 + i) for i in range(len(images))])
+    rows_forwarded: list[int] = []
+    hook = tiny_encoder.model.visual.register_forward_hook(lambda module, args, out: rows_forwarded.append(len(out)))
+    try:
+        together = relevancy_batch(tiny_encoder, images, targets)
+    finally:
+        hook.remove()
+    assert sum(rows_forwarded) == 3  # one image row per distinct image, not one per map
+    for image, target, got in zip(images, targets, together):
+        alone = relevancy(tiny_encoder, image, target)
+        np.testing.assert_allclose(got.raw, alone.raw, rtol=1e-5, atol=1e-10)
+        assert got.score == pytest.approx(alone.score, abs=1e-6)
+        np.testing.assert_allclose(got.embedding, alone.embedding, atol=1e-6)
+    assert not np.allclose(together[0].raw, together[2].raw)  # same image, other target: another map
+
+
 def test_objectives_reproduce_the_metric_values(tiny_encoder, scene):
     edit = draw_scene((90, 70), "white", [("ellipse", (10, 10, 45, 45), "red"), ("rectangle", (0, 50, 90, 70), "green")])
     src_emb, edit_emb = tiny_encoder.encode_images([scene, edit])
