@@ -23,6 +23,7 @@ mode; the model is left exactly as it was, also when the pass raises.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,7 @@ import torch.nn.functional as F
 from ..errors import ExplanationUnavailableError, InputError
 from ..inference.clip_encoder import ClipEncoder
 from ..inference.device import autocast, is_out_of_memory
+from ..inference.lru import LRUCache
 from ..io import ImageInput, LoadedImage, open_image
 from ..metrics.augclip import AugCLIPResult
 from ..metrics.vectors import cosine
@@ -46,6 +48,8 @@ OBJECTIVES: dict[str, str] = {
     "augclip": "AugCLIP: t = E(I_src) + v, the estimated ideal edit",
     "custom": "a caller-given target vector t",
 }
+#: Maps kept per encoder (CPU): about 4 kB each for ViT-B/16 (a 14 x 14 grid and the embedding).
+MAP_CACHE_SIZE = 2048
 #: ``raw`` (default): App. D.5's difference of the relevancy maps as computed; ``normalized``: each map
 #: min-max normalised to [0, 1] before subtracting (our earlier default).
 CLIP_DIR_DIFFERENCES = ("raw", "normalized")
@@ -186,9 +190,14 @@ def relevancy_batch(
     ``progress(fraction, message)`` is called after every batch (maps done / maps asked).
 
     Samples do not interact in a ViT forward pass, so the gradient of the summed objective with
-    respect to sample i's attention equals that of its own objective: batching is exact.
-    ``batch_size`` defaults to what keeps the recorded attention maps near 512 MB (7 images for
-    ViT-B/16, 1 for ViT-L/14-336); on GPU out-of-memory the batch is halved and retried.
+    respect to sample i's attention equals that of its own objective: batching is exact. Each
+    distinct image is run forward once, whatever its number of targets.
+
+    On CPU (``batch_size`` unset) a pass holds one image, so a map is a function of its image and
+    target alone, bit for bit, and computed maps are kept in the encoder's cache (content hash of
+    the image, the target vector, ``start_layer``). On GPU, or with ``batch_size`` (pairs per pass),
+    passes hold several images, sized by default to keep the recorded attention maps near 512 MB
+    (7 for ViT-B/16, 1 for ViT-L/14-336); on out-of-memory the pass is halved and retried.
     """
     loaded = [open_image(item) for item in images]
     target_array = _check_targets(targets, len(loaded))
@@ -207,15 +216,26 @@ def relevancy_batch(
                          f"embeds into {dim} dimensions (embeddings from a different model?)")
     layers = len(tower.attentions)
     first = _resolve_start_layer(start_layer, layers)
-    pixels_by_hash: dict[str, torch.Tensor] = {}
-    for item in loaded:
-        if item.sha256 not in pixels_by_hash:
-            pixels_by_hash[item.sha256] = encoder.preprocess(item.image)
     grid_h, grid_w = tower.grid
     input_h, input_w = tower.input_size
+    cache = None if batch_size else _map_cache(encoder)  # a caller-set pass size mixes images in passes
+    keys = [(item.sha256, hashlib.sha256(np.ascontiguousarray(target_array[k], dtype=np.float32).tobytes()).hexdigest(),
+             first) for k, item in enumerate(loaded)]
     found: list[tuple[np.ndarray, np.ndarray, float] | None] = [None] * len(loaded)
-    done = 0
-    for pairs in _pass_plan(loaded, batch_size or _default_batch_size(tower)):
+    if cache is not None:
+        found = [cache.get(key) for key in keys]
+    todo = [k for k in range(len(loaded)) if found[k] is None]
+    pixels_by_hash: dict[str, torch.Tensor] = {}
+    for k in todo:
+        if loaded[k].sha256 not in pixels_by_hash:
+            pixels_by_hash[loaded[k].sha256] = encoder.preprocess(loaded[k].image)
+    done = len(loaded) - len(todo)
+    # On CPU a pass holds one image (with all its targets): a map then depends on its image and target
+    # alone, bit for bit, so it can be cached and reused by later requests (the source's map when more
+    # edits of it are scored; every map but AugCLIP's when only the classifier options change).
+    per_pass = batch_size or _default_batch_size(tower)
+    for pairs in _pass_plan([loaded[k] for k in todo], per_pass, one_image=cache is not None):
+        pairs = [todo[k] for k in pairs]
         step = len(pairs)
         while pairs:
             images = list(dict.fromkeys(loaded[k].sha256 for k in pairs[:step]))
@@ -233,6 +253,10 @@ def relevancy_batch(
                 continue
             for j, k in enumerate(chunk):
                 found[k] = (rows[j], embeddings[j], float(scores[j]))
+                if cache is not None:
+                    rows[j].setflags(write=False)  # shared with later requests through the cache
+                    embeddings[j].setflags(write=False)
+                    cache.put(keys[k], found[k])
             pairs = [k for k in pairs if k not in chunk]
             done += len(chunk)
             if progress is not None:
@@ -257,17 +281,29 @@ def relevancy_batch(
     return maps
 
 
-def _pass_plan(images: Sequence[LoadedImage], per_pass: int) -> list[list[int]]:
+def _map_cache(encoder: ClipEncoder) -> LRUCache[tuple[np.ndarray, np.ndarray, float]] | None:
+    """The encoder's cache of computed maps (CPU only: there a map never depends on its pass mates)."""
+    if encoder.device.type != "cpu":
+        return None
+    cache = getattr(encoder, "_relevancy_cache", None)
+    if cache is None:
+        cache = encoder.__dict__.setdefault("_relevancy_cache", LRUCache(MAP_CACHE_SIZE))
+    return cache
+
+
+def _pass_plan(images: Sequence[LoadedImage], per_pass: int, *, one_image: bool = False) -> list[list[int]]:
     """The (image, target) pairs grouped for passes: images with the same number of targets together.
 
     A pass runs one forward pass per distinct image and one backward pass per target round (every
     image's r-th target at once), so the backward work is one image row per map only when every
     image of the pass has the same number of targets; within a group, the pairs of one image stay
-    together, and groups are cut to at most ``per_pass`` pairs.
+    together, and groups are cut to at most ``per_pass`` pairs. ``one_image``: a pass per image.
     """
     by_image: dict[str, list[int]] = {}
     for k, item in enumerate(images):
         by_image.setdefault(item.sha256, []).append(k)
+    if one_image:
+        return list(by_image.values())
     by_count: dict[int, list[int]] = {}
     for pairs in by_image.values():
         by_count.setdefault(len(pairs), []).extend(pairs)
