@@ -75,6 +75,8 @@ def one_round(evaluator, example: Path, attributes, edits: list[Path], device: s
     out["png_saving"] = time.perf_counter() - wall
     out["scores+relevancy+views"] = out["scores"] + out["relevancy"] + out["views"]
     if settings is not None:
+        if hasattr(evaluator.encoder, "_relevancy_cache"):  # the app computes its maps anew, as a new request
+            evaluator.encoder._relevancy_cache.clear()
         out.update(app_round(settings, report, folder / f"app-{time.perf_counter_ns()}"))
         out["app: scores+first result"] = out["scores"] + out["app_explain_stage"]
     return out
