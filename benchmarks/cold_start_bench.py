@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -63,8 +64,8 @@ def child() -> None:
     umap_done: dict[str, float] = {}
     warm_up = status_module._warm_up_umap
 
-    def timed_warm_up() -> None:  # the app's own warm-up, with its end noted
-        warm_up()
+    def timed_warm_up(*args) -> None:  # the app's own warm-up, with its end noted
+        warm_up(*args)
         umap_done["at"] = time.time() - t0
 
     status_module._warm_up_umap = timed_warm_up
@@ -229,6 +230,10 @@ def main(argv: list[str] | None = None) -> int:
             env["AUGCLIP_CACHE_DIR"] = str(args.store_dir or Path(tmp) / "ahead")
             seconds, said = build_ahead(env, args.clip_model)
             print(f"\nstore built ahead (augclip-demo download --vocab, own process): {seconds:.1f} s; {said}")
+            if args.store_dir:  # only the store travels: no attribute or embedding cache of an earlier run
+                fresh = Path(tmp) / "ahead"
+                shutil.copytree(args.store_dir / "clip_vocab", fresh / "clip_vocab")
+                env["AUGCLIP_CACHE_DIR"] = str(fresh)
             result = run_fresh(env)
             table(result, "store built ahead")
     return 0

@@ -24,6 +24,7 @@ from ..instructions import ParseOutcome
 from ..io import LoadedImage, PixelBudget, open_image
 from ..pipeline import NETWORK_METRICS, AugCLIPOptions, Evaluator
 from ..report import Report
+from .status import first_result_work
 
 MAX_EDITS = DEFAULT_MAX_EDITS  # the default; Settings.max_edits (AUGCLIP_MAX_EDITS) is what counts
 
@@ -179,9 +180,11 @@ def evaluate(
         references["ground_truth"] = open_image(ground_truth, name="ground truth", max_pixels=settings.max_image_pixels)
     if edit_mask:
         references["edit_mask"] = open_image(edit_mask, name="edit mask", max_pixels=settings.max_image_pixels)
-    report = evaluator.evaluate(src, loaded, target_text, source_text or None, attributes, options=options,
-                                progress=staged, output_caption=(output_caption or "").strip() or None,
-                                network_metrics=[k for k in feature_metrics if k in NETWORK_METRICS], **references)
+    with first_result_work():
+        report = evaluator.evaluate(src, loaded, target_text, source_text or None, attributes, options=options,
+                                    progress=staged, output_caption=(output_caption or "").strip() or None,
+                                    network_metrics=[k for k in feature_metrics if k in NETWORK_METRICS],
+                                    **references)
     if extracting:
         session = Session(**{**session.__dict__, "extracted": report.attributes, "attributes_key": key})
     output_dir = session.output_dir or tempfile.mkdtemp(prefix="augclip-app-")
@@ -315,8 +318,9 @@ def explain(settings: Settings, session: Session, progress: Progress | None = No
         raise InputError("Nothing to explain yet: press Evaluate first.")
     encoder = get_encoder(settings)
     say = progress or (lambda fraction, stage: None)
-    explanations = explain_report(session.report, encoder, umap=False, figures=False,
-                                  progress=lambda fraction, stage: say(0.9 * fraction, f"explaining: {stage}"))
+    with first_result_work():
+        explanations = explain_report(session.report, encoder, umap=False, figures=False,
+                                      progress=lambda fraction, stage: say(0.9 * fraction, f"explaining: {stage}"))
     notes = sorted(set(explanations.unavailable.values())
                    | {reason for item in explanations.edits for reason in item.unavailable.values()})
     session = Session(**{**session.__dict__, "figures": {}, "explained": explanations})
