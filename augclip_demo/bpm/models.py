@@ -87,6 +87,14 @@ def region_models(settings: Settings) -> tuple[GroundingDetector | OwlDetector, 
     return get_detector(settings), get_segmenter(settings)
 
 
+def preset_weights(settings: Settings, preset: str | None = None) -> list[tuple[str, str]]:
+    """``(family, spec)`` of the two region models of ``preset`` (default: the configured one), as the
+    weights table (``weights.PRETRAINED``) names them; the download and doctor commands read this."""
+    if (preset or settings.bpm_preset) == "fast":
+        return [("owlvit", settings.fast_detector_model), ("sam2", settings.fast_sam_model)]
+    return [("gdino", settings.gdino_model), ("sam", settings.sam_model)]
+
+
 def bpm_models_status(settings: Settings | None = None) -> tuple[bool, str]:
     """``(True, labels)`` when the preset's GroundingDINO and SAM weights are loaded, on disk or downloadable;
     else ``(False, reason)`` with the specific missing-weights message. Loads nothing."""
