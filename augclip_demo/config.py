@@ -59,7 +59,8 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
                               "or random:hiera-tiny / random:test (untrained)",
     "AUGCLIP_FAST_DETECTOR_MODEL": ("OWL-ViT detector for the fast BPM preset: google/owlvit-base-patch32 (default), "
                                     "google/owlvit-base-patch16, a local folder, or random:owlvit-b32 / random:test "
-                                    "(untrained)"),
+                                    "(untrained); a GroundingDINO name (IDEA-Research/grounding-dino-tiny, "
+                                    "random:swint) runs GroundingDINO at 512 px instead"),
     "AUGCLIP_SAM_MODEL": "SAM architecture: vit_b (default), vit_l or vit_h; random:vit_b / random:tiny for untrained weights",
     "AUGCLIP_SAM_CHECKPOINT": "local SAM checkpoint file (default: downloaded into the cache directory)",
     "AUGCLIP_SAM_URL": "where the SAM checkpoint is downloaded from (default: the official file; set for a mirror)",

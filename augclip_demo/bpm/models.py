@@ -22,13 +22,15 @@ from typing import Any
 from ..config import Settings
 from ..errors import AugclipError, MissingWeightsError, WeightsUnavailableError
 from ..inference.clip_encoder import ClipEncoder, get_encoder
+from ..inference.grounding import KNOWN_HUB_MODELS as GDINO_HUB_MODELS
+from ..inference.grounding import RANDOM_SPECS as GDINO_RANDOM_SPECS
 from ..inference.grounding import GroundingDetector, get_detector
 from ..inference.owl_detector import OwlDetector, get_owl_detector
 from ..inference.sam2_segmenter import Sam2Segmenter, get_fast_segmenter
 from ..inference.segmenter import SamSegmenter, get_segmenter
 
 #: GroundingDINO at a smaller input, (shortest, longest) edge in pixels (the checkpoints use 800 / 1333):
-#: the fast preset's detector before OWL-ViT; kept for ``python benchmarks/bpm_bench.py`` comparisons.
+#: the fast preset's detector before OWL-ViT, still used when AUGCLIP_FAST_DETECTOR_MODEL names a GroundingDINO.
 FAST_DETECTOR_SIZE = (512, 853)
 #: The fast preset's SAM 2 input side in pixels (the checkpoints use 1024; 512 costs ~1/5 of the encoder's compute).
 FAST_SAM_SIZE = 512
@@ -83,15 +85,30 @@ def get_bpm_models(settings: Settings | None = None, *, encoder: ClipEncoder | N
 def region_models(settings: Settings) -> tuple[GroundingDetector | OwlDetector, SamSegmenter | Sam2Segmenter]:
     """The detector and segmenter of ``settings.bpm_preset`` (shared instances, nothing loaded)."""
     if settings.bpm_preset == "fast":
-        return get_owl_detector(settings), get_fast_segmenter(settings, input_size=FAST_SAM_SIZE)
+        return fast_detector(settings), get_fast_segmenter(settings, input_size=FAST_SAM_SIZE)
     return get_detector(settings), get_segmenter(settings)
+
+
+def fast_detector(settings: Settings) -> GroundingDetector | OwlDetector:
+    """The fast preset's detector by name: OWL-ViT (default), or GroundingDINO at :data:`FAST_DETECTOR_SIZE`
+    when ``AUGCLIP_FAST_DETECTOR_MODEL`` names a GroundingDINO model (``IDEA-Research/grounding-dino-tiny``,
+    ``-base``, ``random:swint``, ``random:tiny``): the earlier fast detector, for comparisons."""
+    if is_grounding_spec(settings.fast_detector_model):
+        return get_detector(settings.replace(gdino_model=settings.fast_detector_model), input_size=FAST_DETECTOR_SIZE)
+    return get_owl_detector(settings)
+
+
+def is_grounding_spec(spec: str) -> bool:
+    spec = " ".join(str(spec).split())
+    return spec in GDINO_HUB_MODELS or spec.lower() in GDINO_RANDOM_SPECS
 
 
 def preset_weights(settings: Settings, preset: str | None = None) -> list[tuple[str, str]]:
     """``(family, spec)`` of the two region models of ``preset`` (default: the configured one), as the
     weights table (``weights.PRETRAINED``) names them; the download and doctor commands read this."""
     if (preset or settings.bpm_preset) == "fast":
-        return [("owlvit", settings.fast_detector_model), ("sam2", settings.fast_sam_model)]
+        detector = "gdino" if is_grounding_spec(settings.fast_detector_model) else "owlvit"
+        return [(detector, settings.fast_detector_model), ("sam2", settings.fast_sam_model)]
     return [("gdino", settings.gdino_model), ("sam", settings.sam_model)]
 
 

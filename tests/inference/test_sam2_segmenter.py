@@ -137,3 +137,16 @@ def test_the_image_embedding_is_computed_once_per_image_content(tmp_path):
 def test_a_sam2_input_size_must_be_a_multiple_of_64():
     with pytest.raises(ConfigError, match="multiple of 64"):
         Sam2Segmenter("random:test", input_size=100)
+
+
+def test_a_grounding_dino_name_as_the_fast_detector_runs_grounding_dino_at_512_px(tmp_path):
+    from augclip_demo.bpm.models import FAST_DETECTOR_SIZE, preset_weights, region_models
+    from augclip_demo.inference.grounding import GroundingDetector
+
+    settings = Settings.from_env(cache_dir=tmp_path, bpm_preset="fast", fast_detector_model="random:tiny",
+                                 fast_sam_model="random:test", device="cpu")
+    detector, segmenter = region_models(settings)
+    assert isinstance(detector, GroundingDetector) and detector.input_size == FAST_DETECTOR_SIZE
+    assert detector.spec == "random:tiny" and segmenter.input_size == 512
+    assert preset_weights(settings) == [("gdino", "random:tiny"), ("sam2", "random:test")]
+    assert preset_weights(settings.replace(fast_detector_model="google/owlvit-base-patch32"))[0][0] == "owlvit"
