@@ -31,7 +31,7 @@ import numpy as np
 
 from ..config import Settings
 from ..errors import InputError
-from ..inference.clip_encoder import ClipEncoder, get_encoder
+from ..inference.clip_encoder import TEXT_PASS_LENGTHS, ClipEncoder, get_encoder
 from ..io import LoadedImage
 from .base import FIDELITY_CLIP_VOCAB, Attributes, ProgressCallback
 from .disk_cache import AttributeCache, write_atomic
@@ -60,7 +60,9 @@ def model_identity(encoder: ClipEncoder) -> dict[str, Any]:
     """What determines the text embeddings: spec, weights file (path, size, mtime) and precision."""
     spec = encoder.spec
     identity: dict[str, Any] = {"spec": spec.raw, "arch": spec.arch, "pretrained": spec.pretrained,
-                                "precision": str(encoder.amp_dtype).replace("torch.", "") if encoder.amp_dtype else "fp32"}
+                                "precision": str(encoder.amp_dtype).replace("torch.", "") if encoder.amp_dtype else "fp32",
+                                # how texts are cut into passes: a store written with other passes is rebuilt
+                                "text_passes": list(TEXT_PASS_LENGTHS)}
     if spec.checkpoint is not None:
         path = Path(spec.checkpoint)
         identity["checkpoint"] = str(path.resolve())

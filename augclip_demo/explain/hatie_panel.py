@@ -36,8 +36,11 @@ def criterion_bars(result: HatieResult) -> list[tuple[str, float | None, str]]:
     return rows
 
 
-def hatie_figure(result: HatieResult) -> Any:
-    """A horizontal bar chart of the criteria and the edit's total (matplotlib Figure)."""
+def hatie_figure(result: HatieResult, label: str | None = None) -> Any:
+    """A horizontal bar chart of the criteria and the edit's total (matplotlib Figure).
+
+    ``label`` names the edit in the title (the app passes ``E1 short-name``; default: the file name).
+    """
     from matplotlib.figure import Figure
 
     bars = criterion_bars(result)
@@ -57,7 +60,7 @@ def hatie_figure(result: HatieResult) -> Any:
     ax.set_yticks(y, labels, fontsize=8)
     ax.set_xlim(0, 1)
     kind = result.edit_type.edit_type or "not a HATIE type"
-    title = f"{result.edit_name}: HATIE ({kind}, {result.edit_type.confidence})"
+    title = f"{label or result.edit_name}: HATIE ({kind}, {result.edit_type.confidence})"
     if result.untrained:
         title += " - untrained"
     ax.set_title(title, fontsize=9)
@@ -82,7 +85,7 @@ def component_rows(result: HatieResult) -> list[dict[str, Any]]:
     return rows
 
 
-def mask_views(result: HatieResult) -> list[tuple[Image.Image, str]]:
+def mask_views(result: HatieResult, label: str | None = None) -> list[tuple[Image.Image, str]]:
     """(image with one mask tinted, caption) for every mask the criteria used (512 x 512 frame)."""
     out = []
     for i, (name, mask) in enumerate(result.masks.items()):
@@ -95,5 +98,5 @@ def mask_views(result: HatieResult) -> list[tuple[Image.Image, str]]:
             continue
         colour = np.asarray(MASK_COLOURS[i % len(MASK_COLOURS)], dtype=np.float64)
         pixels[m] = 0.45 * pixels[m] + 0.55 * colour
-        out.append((Image.fromarray(pixels.round().astype(np.uint8)), f"{result.edit_name}: {name}"))
+        out.append((Image.fromarray(pixels.round().astype(np.uint8)), f"{label or result.edit_name}: {name}"))
     return out

@@ -23,6 +23,7 @@ mode; the model is left exactly as it was, also when the pass raises.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,7 @@ import torch.nn.functional as F
 from ..errors import ExplanationUnavailableError, InputError
 from ..inference.clip_encoder import ClipEncoder
 from ..inference.device import autocast, is_out_of_memory
+from ..inference.lru import LRUCache
 from ..io import ImageInput, LoadedImage, open_image
 from ..metrics.augclip import AugCLIPResult
 from ..metrics.vectors import cosine
@@ -46,6 +48,8 @@ OBJECTIVES: dict[str, str] = {
     "augclip": "AugCLIP: t = E(I_src) + v, the estimated ideal edit",
     "custom": "a caller-given target vector t",
 }
+#: Maps kept per encoder (CPU): about 4 kB each for ViT-B/16 (a 14 x 14 grid and the embedding).
+MAP_CACHE_SIZE = 2048
 #: ``raw`` (default): App. D.5's difference of the relevancy maps as computed; ``normalized``: each map
 #: min-max normalised to [0, 1] before subtracting (our earlier default).
 CLIP_DIR_DIFFERENCES = ("raw", "normalized")
@@ -186,9 +190,14 @@ def relevancy_batch(
     ``progress(fraction, message)`` is called after every batch (maps done / maps asked).
 
     Samples do not interact in a ViT forward pass, so the gradient of the summed objective with
-    respect to sample i's attention equals that of its own objective: batching is exact.
-    ``batch_size`` defaults to what keeps the recorded attention maps near 512 MB (7 images for
-    ViT-B/16, 1 for ViT-L/14-336); on GPU out-of-memory the batch is halved and retried.
+    respect to sample i's attention equals that of its own objective: batching is exact. Each
+    distinct image is run forward once, whatever its number of targets.
+
+    On CPU (``batch_size`` unset) a pass holds one image, so a map is a function of its image and
+    target alone, bit for bit, and computed maps are kept in the encoder's cache (content hash of
+    the image, the target vector, ``start_layer``). On GPU, or with ``batch_size`` (pairs per pass),
+    passes hold several images, sized by default to keep the recorded attention maps near 512 MB
+    (7 for ViT-B/16, 1 for ViT-L/14-336); on out-of-memory the pass is halved and retried.
     """
     loaded = [open_image(item) for item in images]
     target_array = _check_targets(targets, len(loaded))
@@ -207,46 +216,102 @@ def relevancy_batch(
                          f"embeds into {dim} dimensions (embeddings from a different model?)")
     layers = len(tower.attentions)
     first = _resolve_start_layer(start_layer, layers)
-    pixels_by_hash: dict[str, torch.Tensor] = {}
-    for item in loaded:
-        if item.sha256 not in pixels_by_hash:
-            pixels_by_hash[item.sha256] = encoder.preprocess(item.image)
     grid_h, grid_w = tower.grid
     input_h, input_w = tower.input_size
+    cache = None if batch_size else _map_cache(encoder)  # a caller-set pass size mixes images in passes
+    keys = [(item.sha256, hashlib.sha256(np.ascontiguousarray(target_array[k], dtype=np.float32).tobytes()).hexdigest(),
+             first) for k, item in enumerate(loaded)]
+    found: list[tuple[np.ndarray, np.ndarray, float] | None] = [None] * len(loaded)
+    if cache is not None:
+        found = [cache.get(key) for key in keys]
+    todo = [k for k in range(len(loaded)) if found[k] is None]
+    pixels_by_hash: dict[str, torch.Tensor] = {}
+    for k in todo:
+        if loaded[k].sha256 not in pixels_by_hash:
+            pixels_by_hash[loaded[k].sha256] = encoder.preprocess(loaded[k].image)
+    done = len(loaded) - len(todo)
+    # On CPU a pass holds one image (with all its targets): a map then depends on its image and target
+    # alone, bit for bit, so it can be cached and reused by later requests (the source's map when more
+    # edits of it are scored; every map but AugCLIP's when only the classifier options change).
+    per_pass = batch_size or _default_batch_size(tower)
+    for pairs in _pass_plan([loaded[k] for k in todo], per_pass, one_image=cache is not None):
+        pairs = [todo[k] for k in pairs]
+        step = len(pairs)
+        while pairs:
+            images = list(dict.fromkeys(loaded[k].sha256 for k in pairs[:step]))
+            chunk = [k for k in pairs if loaded[k].sha256 in images][:step]
+            pixels = torch.stack([pixels_by_hash[h] for h in images])
+            owners = [images.index(loaded[k].sha256) for k in chunk]
+            try:
+                rows, embeddings, scores = _relevancy_pass(encoder, tower, pixels, target_array[chunk], owners, first)
+            except Exception as exc:
+                if not is_out_of_memory(exc) or step == 1:
+                    raise
+                if encoder.device.type == "cuda":
+                    torch.cuda.empty_cache()
+                step = max(1, step // 2)
+                continue
+            for j, k in enumerate(chunk):
+                found[k] = (rows[j], embeddings[j], float(scores[j]))
+                if cache is not None:
+                    rows[j].setflags(write=False)  # shared with later requests through the cache
+                    embeddings[j].setflags(write=False)
+                    cache.put(keys[k], found[k])
+            pairs = [k for k in pairs if k not in chunk]
+            done += len(chunk)
+            if progress is not None:
+                progress(done / len(loaded), f"relevancy maps: {done} of {len(loaded)}")
     maps: list[RelevancyMap] = []
-    step = max(1, int(batch_size)) if batch_size else _default_batch_size(tower)
-    start = 0
-    while start < len(loaded):
-        chunk = loaded[start:start + step]
-        pixels = torch.stack([pixels_by_hash[item.sha256] for item in chunk])
-        try:
-            rows, embeddings, scores = _relevancy_pass(encoder, tower, pixels, target_array[start:start + step], first)
-        except Exception as exc:
-            if not is_out_of_memory(exc) or step == 1:
-                raise
-            if encoder.device.type == "cuda":
-                torch.cuda.empty_cache()
-            step = max(1, step // 2)
-            continue
-        for j, item in enumerate(chunk):
-            view = model_view(encoder.preprocess, item.size)
-            maps.append(RelevancyMap(
-                objective=objectives[start + j],
-                image_name=item.name,
-                view=view,
-                raw=rows[j].reshape(grid_h, grid_w),
-                score=float(scores[j]),
-                embedding=embeddings[j],
-                model_input_size=(input_w, input_h),
-                start_layer=first,
-                num_layers=layers,
-                readout=tower.readout_name,
-                notes=[] if view.exact else [view.note],
-            ))
-        start += len(chunk)
-        if progress is not None:
-            progress(start / len(loaded), f"relevancy maps: {start} of {len(loaded)}")
+    for k, item in enumerate(loaded):
+        row, embedding, score = found[k]  # type: ignore[misc]
+        view = model_view(encoder.preprocess, item.size)
+        maps.append(RelevancyMap(
+            objective=objectives[k],
+            image_name=item.name,
+            view=view,
+            raw=row.reshape(grid_h, grid_w),
+            score=score,
+            embedding=embedding,
+            model_input_size=(input_w, input_h),
+            start_layer=first,
+            num_layers=layers,
+            readout=tower.readout_name,
+            notes=[] if view.exact else [view.note],
+        ))
     return maps
+
+
+def _map_cache(encoder: ClipEncoder) -> LRUCache[tuple[np.ndarray, np.ndarray, float]] | None:
+    """The encoder's cache of computed maps (CPU only: there a map never depends on its pass mates)."""
+    if encoder.device.type != "cpu":
+        return None
+    cache = getattr(encoder, "_relevancy_cache", None)
+    if cache is None:
+        cache = encoder.__dict__.setdefault("_relevancy_cache", LRUCache(MAP_CACHE_SIZE))
+    return cache
+
+
+def _pass_plan(images: Sequence[LoadedImage], per_pass: int, *, one_image: bool = False) -> list[list[int]]:
+    """The (image, target) pairs grouped for passes: images with the same number of targets together.
+
+    A pass runs one forward pass per distinct image and one backward pass per target round (every
+    image's r-th target at once), so the backward work is one image row per map only when every
+    image of the pass has the same number of targets; within a group, the pairs of one image stay
+    together, and groups are cut to at most ``per_pass`` pairs. ``one_image``: a pass per image.
+    """
+    by_image: dict[str, list[int]] = {}
+    for k, item in enumerate(images):
+        by_image.setdefault(item.sha256, []).append(k)
+    if one_image:
+        return list(by_image.values())
+    by_count: dict[int, list[int]] = {}
+    for pairs in by_image.values():
+        by_count.setdefault(len(pairs), []).extend(pairs)
+    plan: list[list[int]] = []
+    for count, pairs in by_count.items():
+        size = max(count, per_pass - per_pass % count)
+        plan += [pairs[i:i + size] for i in range(0, len(pairs), size)]
+    return plan
 
 
 def _default_batch_size(tower: Tower, budget_bytes: float = 512e6) -> int:
@@ -317,11 +382,26 @@ def supports_relevancy(encoder: ClipEncoder) -> str | None:
 
 # ---------------------------------------------------------------------------------------- the pass
 def _relevancy_pass(
-    encoder: ClipEncoder, tower: Tower, pixels: torch.Tensor, targets: np.ndarray, start_layer: int
+    encoder: ClipEncoder, tower: Tower, pixels: torch.Tensor, targets: np.ndarray, owners: Sequence[int],
+    start_layer: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Maps for the pairs (pixels[owners[k]], targets[k]): one forward pass, one backward pass per target round.
+
+    Round r takes the r-th pair of every image and differentiates the sum of their objectives: images
+    do not interact in a ViT, so each image's attention gradients in that sum are its own
+    objective's. The graph is kept between rounds (the forward pass is shared by an image's maps).
+    """
     model = encoder.model
     device = encoder.device
     n_layers = len(tower.attentions)
+    rounds: list[list[int]] = []
+    seen: dict[int, int] = {}
+    for k, owner in enumerate(owners):
+        r = seen.get(owner, 0)
+        seen[owner] = r + 1
+        if r == len(rounds):
+            rounds.append([])
+        rounds[r].append(k)
     with encoder.inference_lock, instrumented(tower) as recorder, torch.inference_mode(False), torch.enable_grad():
         # The graph is rooted at a copy of the pixels (a normal tensor even if the caller is in
         # inference mode); parameters stay frozen and receive no gradient.
@@ -334,7 +414,8 @@ def _relevancy_pass(
             raise ExplanationUnavailableError(
                 f"{encoder.spec.raw}: the image tower returns {tuple(features.shape)} instead of one embedding per "
                 "image, so there is no single similarity to explain")
-        scores = F.cosine_similarity(features, target, dim=-1)
+        owner_index = torch.as_tensor(list(owners), dtype=torch.long, device=device)
+        scores = F.cosine_similarity(features[owner_index], target, dim=-1)
         blocks = recorder.block_probs
         if len(blocks) != n_layers or (tower.pooler is not None) != (recorder.pool_probs is not None):
             raise ExplanationUnavailableError(
@@ -346,18 +427,25 @@ def _relevancy_pass(
                 f"{encoder.spec.raw}: {tokens} tokens for a {tower.grid[0]}x{tower.grid[1]} patch grid plus "
                 f"{tower.prefix} prefix token(s); the tokens cannot be mapped back onto the image")
         wanted = blocks[start_layer:] + ([recorder.pool_probs] if recorder.pool_probs is not None else [])
-        grads = torch.autograd.grad(scores.sum(), wanted, allow_unused=True)
-        grads = [torch.zeros_like(t) if g is None else g for t, g in zip(wanted, grads)]
+        patches: list[torch.Tensor | None] = [None] * len(owners)
+        for r, members in enumerate(rounds):
+            grads = torch.autograd.grad(scores[members].sum(), wanted, allow_unused=True,
+                                        retain_graph=r < len(rounds) - 1)
+            rows = [owners[k] for k in members]
+            with torch.no_grad():
+                grads = [torch.zeros_like(t[rows]) if g is None else g[rows] for t, g in zip(wanted, grads)]
+                block_grads = grads[: n_layers - start_layer]
+                pool_cam = None
+                if recorder.pool_probs is not None:
+                    pool_cam = _positive_head_mean(recorder.pool_probs[rows], grads[-1])
+                relevance = _propagate([b[rows] for b in blocks[start_layer:]], block_grads)
+                row = readout_row(tower, relevance, pool_cam)
+                for j, k in enumerate(members):
+                    patches[k] = row[j, tower.prefix:]
         with torch.no_grad():
-            block_grads = grads[: n_layers - start_layer]
-            pool_cam = None
-            if recorder.pool_probs is not None:
-                pool_cam = _positive_head_mean(recorder.pool_probs, grads[-1])
-            relevance = _propagate(blocks[start_layer:], block_grads)
-            row = readout_row(tower, relevance, pool_cam)
-            patches = row[:, tower.prefix:]
-            embeddings = F.normalize(features.detach(), dim=-1)
-        return (patches.cpu().numpy().astype(np.float64), embeddings.cpu().numpy().astype(np.float32),
+            embeddings = F.normalize(features.detach()[owner_index], dim=-1)
+            stacked = torch.stack([p for p in patches if p is not None])
+        return (stacked.cpu().numpy().astype(np.float64), embeddings.cpu().numpy().astype(np.float32),
                 scores.detach().cpu().numpy().astype(np.float64))
 
 

@@ -278,7 +278,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             files = views.write_downloads(report, Path(state.output_dir), state.figures, archive=archive)
             out = {verdict: views.verdict_markdown(report), table: views.score_table(report),
                    src_box: "\n".join(report.attributes.source), tgt_box: "\n".join(report.attributes.target),
-                   downloads: files, report_json: report.to_dict(), session_state: state}
+                   downloads: files, report_json: views.public_report(report), session_state: state}
             if clear:  # figures of an earlier evaluation must not stay beside new numbers
                 out.update({component: None for component in (exact_plot, umap_plot, *figure_outputs, bpm_gallery)})
                 out[bpm_table] = views.empty_table(views.EMPTY_BPM)
@@ -427,7 +427,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         def bpm_presented(report, state, message, *, archive: bool) -> dict:
             files = views.write_downloads(report, Path(state.output_dir), state.figures, archive=archive)
             out = {verdict: views.verdict_markdown(report), table: views.score_table(report),
-                   downloads: files, report_json: report.to_dict(), session_state: state}
+                   downloads: files, report_json: views.public_report(report), session_state: state}
             results = getattr(report.arrays, "bpm", None) or []
             if message or not results:
                 out.update({bpm_info: views.BPM_HELP + f"\n\n**{html.escape(scrub_paths(message))}**", bpm_gallery: None,
@@ -452,7 +452,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             report = logic.run_judge(settings_for(clip_model), state, instruction=instruction_value or "")
             files = views.write_downloads(report, Path(state.output_dir), state.figures, archive=False)
             return {verdict: views.verdict_markdown(report), table: views.score_table(report),
-                    judge_info: views.judge_html(report), downloads: files, report_json: report.to_dict(),
+                    judge_info: views.judge_html(report), downloads: files, report_json: views.public_report(report),
                     session_state: state}
 
         @user_facing

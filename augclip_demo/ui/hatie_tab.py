@@ -61,10 +61,13 @@ def build_hatie_tab(session_state: Any, instruction: Any, clip_model: Any,
     def on_run(instruction_value, edit_type, clip, state, progress=gr.Progress()):
         progress(0.05, desc="HATIE: detecting, segmenting, measuring")
         results = run_hatie(settings_for(clip), state, instruction_value, edit_type)
-        figures = [(_figure_image(hatie_figure(r)), r.edit_name) for r in results]
-        rows = [{"edit": r.edit_name, **row} for r in results for row in component_rows(r)]
-        views = [view for r in results for view in mask_views(r)]
-        kinds = "; ".join(f"{r.edit_name}: {r.edit_type.edit_type or 'none'} ({r.edit_type.reason})" for r in results)
+        # The E-number and short name, as the score table, gallery and maps name the edit.
+        shown = {name.full: name.label for name in state.report.edit_names()}
+        label = {id(r): shown.get(r.edit_name, r.edit_name) for r in results}
+        figures = [(_figure_image(hatie_figure(r, label[id(r)])), label[id(r)]) for r in results]
+        rows = [{"edit": label[id(r)], **row} for r in results for row in component_rows(r)]
+        views = [view for r in results for view in mask_views(r, label[id(r)])]
+        kinds = "; ".join(f"{label[id(r)]}: {r.edit_type.edit_type or 'none'} ({r.edit_type.reason})" for r in results)
         notes = sorted({n for r in results for n in r.notes})
         text = HELP + f"\n\n**Edit type**: {html.escape(scrub_paths(kinds))}"
         if notes:

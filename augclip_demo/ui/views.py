@@ -158,6 +158,27 @@ def timing_line(report: Report) -> str:
     return "time: " + ", ".join(parts)
 
 
+def public_report(report: Report) -> dict[str, Any]:
+    """``report.to_dict()`` as a web client may see it: every absolute server path cut to its file name.
+
+    An operator's weights file (``AUGCLIP_CLIP_CHECKPOINT``) or a local model folder is part of the
+    model record and of its label; the page's report and the downloads must not reveal the folders.
+    """
+    return _scrubbed(report.to_dict())
+
+
+def _scrubbed(value: Any) -> Any:
+    from .guard import scrub_paths
+
+    if isinstance(value, str):
+        return scrub_paths(value)
+    if isinstance(value, dict):
+        return {key: _scrubbed(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_scrubbed(item) for item in value]
+    return value
+
+
 def write_downloads(report: Report, folder: Path, figures: dict[str, Any] | None = None, *,
                     archive: bool = True) -> list[str]:
     """report.json and report.csv in ``folder``, plus figures.zip when ``archive`` (returns the paths).
@@ -170,8 +191,11 @@ def write_downloads(report: Report, folder: Path, figures: dict[str, Any] | None
     folder.mkdir(parents=True, exist_ok=True)
     json_path = folder / "report.json"
     csv_path = folder / "report.csv"
-    json_path.write_text(report.to_json() + "\n", encoding="utf-8")
-    csv_path.write_text(report.to_csv(), encoding="utf-8")
+    from .guard import scrub_paths
+
+    json_path.write_text(json.dumps(public_report(report), indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+                         encoding="utf-8")
+    csv_path.write_text(scrub_paths(report.to_csv()), encoding="utf-8")
     zip_path = folder / "figures.zip"
     if not archive:
         zip_path.unlink(missing_ok=True)
@@ -179,7 +203,8 @@ def write_downloads(report: Report, folder: Path, figures: dict[str, Any] | None
     with zipfile.ZipFile(zip_path, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
         bundle.write(json_path, "report.json")
         bundle.write(csv_path, "report.csv")
-        bundle.writestr("attributes.json", report.attributes.to_json() + "\n")
+        bundle.writestr("attributes.json", json.dumps(_scrubbed(report.attributes.to_dict()), indent=2,
+                                                      ensure_ascii=False) + "\n")
         for name, figure in (figures or {}).items():
             png = folder / f"{name}.png"
             if isinstance(figure, (str, Path)):

@@ -41,10 +41,10 @@ class CountingEncoder:
         self.texts = 0
         original = encoder._encode_text_batch
 
-        def counted(texts):
+        def counted(texts, *length):
             # distinct texts: each pass is padded to the encoder's fixed size by repeating its last text
             self.texts += len(set(texts))
-            return original(texts)
+            return original(texts, *length)
 
         encoder._encode_text_batch = counted
 
@@ -198,11 +198,11 @@ def test_a_caller_waiting_for_the_encoding_sees_its_progress(tmp_path):
     original = encoder._encode_text_batch
     gate = threading.Event()
 
-    def slowed(texts):  # the builder's passes take > 1 s, so the waiter polls at least once
+    def slowed(texts, *length):  # the builder's passes take > 1 s, so the waiter polls at least once
         gate.set()
         import time
         time.sleep(0.4)
-        return original(texts)
+        return original(texts, *length)
 
     encoder._encode_text_batch = slowed
     builder = threading.Thread(target=vocabulary_embeddings, args=(encoder, vocab), kwargs={"cache_dir": tmp_path})

@@ -23,7 +23,7 @@ from augclip_demo.explain.relevancy import (
 )
 from augclip_demo.inference import ClipEncoder
 from augclip_demo.metrics.augclip import augclip_score
-from tests.support import draw_scene
+from tests.support import TINY, draw_scene
 
 TEXT_CFG = {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1}
 VIT = {"image_size": 32, "layers": 2, "width": 32, "head_width": 16, "patch_size": 8}
@@ -241,6 +241,51 @@ def test_batching_is_exact_and_works_inside_inference_mode(tiny_encoder, scene):
         np.testing.assert_allclose(a.raw, b.raw, rtol=1e-5, atol=1e-10)
     # The map depends on the objective: another target vector gives another map.
     assert not np.allclose(together[0].normalized_grid(), relevancy(tiny_encoder, scene, targets[1]).normalized_grid())
+
+
+def test_several_targets_per_image_share_one_forward_pass(tiny_encoder, scene):
+    """Images with 3, 1 and 2 targets: each map equals the map computed alone; each image is encoded once."""
+    other = draw_scene((64, 64), "black", [("rectangle", (8, 8, 40, 40), "yellow")])
+    third = draw_scene((64, 64), "navy", [("ellipse", (20, 4, 60, 30), "white")])
+    images = [scene, other, scene, third, scene, third]
+    targets = np.stack([_target(tiny_encoder, 10 + i) for i in range(len(images))])
+    rows_forwarded: list[int] = []
+    hook = tiny_encoder.model.visual.register_forward_hook(lambda module, args, out: rows_forwarded.append(len(out)))
+    try:
+        together = relevancy_batch(tiny_encoder, images, targets)
+    finally:
+        hook.remove()
+    assert sum(rows_forwarded) == 3  # one image row per distinct image, not one per map
+    for image, target, got in zip(images, targets, together):
+        alone = relevancy(tiny_encoder, image, target)
+        np.testing.assert_allclose(got.raw, alone.raw, rtol=1e-5, atol=1e-10)
+        assert got.score == pytest.approx(alone.score, abs=1e-6)
+        np.testing.assert_allclose(got.embedding, alone.embedding, atol=1e-6)
+    assert not np.allclose(together[0].raw, together[2].raw)  # same image, other target: another map
+
+
+def test_computed_maps_are_reused_bit_for_bit(scene):
+    """A second request for a (image, target) pair runs no pass and returns what a fresh encoder computes."""
+
+    encoder = ClipEncoder(TINY, device="cpu")
+    other = draw_scene((64, 64), "black", [("rectangle", (8, 8, 40, 40), "yellow")])
+    targets = np.stack([_target(encoder, 20), _target(encoder, 21), _target(encoder, 22)])
+    first = relevancy_batch(encoder, [scene, scene, other], targets)
+    rows_forwarded: list[int] = []
+    hook = encoder.model.visual.register_forward_hook(lambda module, args, out: rows_forwarded.append(len(out)))
+    try:
+        again = relevancy_batch(encoder, [other, scene], targets[[2, 1]], start_layer=0)
+        assert rows_forwarded == []
+        relevancy_batch(encoder, [other], targets[[2]], start_layer=-1)  # another start layer: computed
+        assert rows_forwarded == [1]
+    finally:
+        hook.remove()
+    fresh = ClipEncoder(TINY, device="cpu")
+    for got, expected in zip(again, relevancy_batch(fresh, [other, scene], targets[[2, 1]])):
+        np.testing.assert_array_equal(got.raw, expected.raw)
+        np.testing.assert_array_equal(got.embedding, expected.embedding)
+        assert got.score == expected.score
+    np.testing.assert_array_equal(again[1].raw, first[1].raw)
 
 
 def test_objectives_reproduce_the_metric_values(tiny_encoder, scene):

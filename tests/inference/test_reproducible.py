@@ -25,6 +25,9 @@ from augclip_demo.inference import ClipEncoder
 from tests.support import EXAMPLES, ROOT, TINY, draw_scene
 
 TEXTS = [f"a {color} {thing}" for color in ("red", "green", "pale blue", "dark") for thing in ("ball", "cup on a table", "dog")]
+# Longer than 16 and than 32 tokens: encoded in the passes of another length than the short ones.
+LONG_TEXTS = ["a wooden table by a sunny window with a red cup a green ball and a small grey dog asleep on a blue rug",
+              " ".join(["a tall glass vase full of fresh yellow tulips"] * 5)]
 
 
 def fresh_encoder() -> ClipEncoder:
@@ -54,6 +57,34 @@ def test_text_rows_do_not_depend_on_batch_mates_position_or_cache():
     warm = fresh_encoder()
     warm.encode_texts([TEXTS[1]])  # one cached, the others encoded with new batch mates
     np.testing.assert_array_equal(warm.encode_texts(TEXTS[:3] + ["something else"])[:3], expected)
+
+
+@pytest.mark.slow
+def test_texts_of_every_pass_length_match_the_full_context_pass():
+    """Short texts read 16 or 32 tokens instead of 77 (ClipEncoder._encode_text_batch); the rows stay the model's own."""
+    encoder = fresh_encoder()
+    assert encoder._text_lengths() == (16, 32, 77)
+    texts = [TEXTS[0], LONG_TEXTS[0], TEXTS[4], LONG_TEXTS[1]]
+    assert [encoder._text_pass_length(t) for t in texts] == [16, 32, 16, 77]
+    expected = direct_text_rows(encoder, texts)
+    together = encoder.encode_texts(texts)
+    np.testing.assert_allclose(together, expected, rtol=0, atol=1e-6)
+    alone = np.stack([fresh_encoder().encode_text(t) for t in texts])
+    np.testing.assert_array_equal(together, alone)  # a row never depends on texts of other lengths in the call
+    reordered = fresh_encoder().encode_texts(texts[::-1] + TEXTS[5:])
+    np.testing.assert_array_equal(reordered[:4][::-1], together)
+
+
+def test_prefix_passes_only_for_causal_towers_pooled_at_the_end_token():
+    from augclip_demo.inference.clip_encoder import _prefix_is_exact
+
+    model = fresh_encoder().model
+    assert _prefix_is_exact(model, 77)
+    model.text_pool_type = "last"  # a tower pooled at the last position reads the padding: no prefix
+    assert not _prefix_is_exact(model, 77)
+    model.text_pool_type = "argmax"
+    model.attn_mask = torch.zeros(77, 77)  # attending both ways: padding reaches the end token
+    assert not _prefix_is_exact(model, 77)
 
 
 @pytest.mark.slow

@@ -35,9 +35,11 @@ def test_hatie_tab_shows_the_criteria_of_each_edit(app_server, tiny_encoder):
     report = direct.evaluate(FLOWER / "source.png", EDITS[:2], "a pink dahlia flower", "an orange dahlia flower",
                              Attributes(SRC_ATTRS, TGT_ATTRS))
     direct.add_hatie(report, "make the flower pink", models=models)
-    for edit, result in zip(report.edits, report.arrays.hatie):
+    labels = report.edit_names()  # the tab names edits as the score table does: "E1 well_edited"
+    assert [p["caption"] for p in plots] == [name.label for name in labels]
+    for edit, result, name in zip(report.edits, report.arrays.hatie, labels):
         for score in result.scores.criteria.values():
-            assert got[(edit.name, score.label)] == pytest.approx(score.value, abs=1e-6)
+            assert got[(name.label, score.label)] == pytest.approx(score.value, abs=1e-6)
         assert edit.unavailable["hatie_iq"].startswith("needs a set")
 
     with pytest.raises(Exception, match="edit type"):
