@@ -25,6 +25,9 @@ DEFAULT_ATTRIBUTE_PROVIDER = "clip-vocab"
 DEFAULT_GDINO_MODEL = "IDEA-Research/grounding-dino-tiny"
 DEFAULT_SAM_MODEL = "vit_b"
 DEFAULT_FAST_SAM_MODEL = "facebook/sam2.1-hiera-tiny"
+DEFAULT_FAST_DETECTOR_MODEL = "google/owlvit-base-patch32"
+#: OWL-ViT's score threshold for text queries (its model card's examples); BPM's fast preset default.
+DEFAULT_OWL_BOX_THRESHOLD = 0.1
 BPM_PRESETS = ("standard", "fast")
 PRECISIONS = ("auto", "fp32", "fp16", "bf16")
 DEFAULT_MAX_EDITS = 8
@@ -50,9 +53,14 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "AUGCLIP_GDINO_MODEL": (f"GroundingDINO hub id or local folder (default {DEFAULT_GDINO_MODEL}); "
                             "random:swint / random:tiny for untrained weights"),
     "AUGCLIP_BPM_PRESET": "BPM region models: standard (GroundingDINO at 800 px + segment-anything SAM, the paper's) "
-                          "or fast (GroundingDINO at 512 px + SAM 2.1 Hiera-Tiny; docs/bpm.md says what it gives up)",
+                          "or fast (OWL-ViT B/32 at 768 px + SAM 2.1 Hiera-Tiny at 512 px; docs/bpm.md says what it "
+                          "gives up)",
     "AUGCLIP_FAST_SAM_MODEL": "SAM 2 for the fast BPM preset: facebook/sam2.1-hiera-tiny (default), a local folder, "
                               "or random:hiera-tiny / random:test (untrained)",
+    "AUGCLIP_FAST_DETECTOR_MODEL": ("OWL-ViT detector for the fast BPM preset: google/owlvit-base-patch32 (default), "
+                                    "google/owlvit-base-patch16, a local folder, or random:owlvit-b32 / random:test "
+                                    "(untrained); a GroundingDINO name (IDEA-Research/grounding-dino-tiny, "
+                                    "random:swint) runs GroundingDINO at 512 px instead"),
     "AUGCLIP_SAM_MODEL": "SAM architecture: vit_b (default), vit_l or vit_h; random:vit_b / random:tiny for untrained weights",
     "AUGCLIP_SAM_CHECKPOINT": "local SAM checkpoint file (default: downloaded into the cache directory)",
     "AUGCLIP_SAM_URL": "where the SAM checkpoint is downloaded from (default: the official file; set for a mirror)",
@@ -144,6 +152,7 @@ class Settings:
     sam_model: str = DEFAULT_SAM_MODEL
     bpm_preset: str = "standard"
     fast_sam_model: str = DEFAULT_FAST_SAM_MODEL
+    fast_detector_model: str = DEFAULT_FAST_DETECTOR_MODEL
     sam_checkpoint: Path | None = None
     sam_url: str | None = None
     sam_sha256: str | None = None
@@ -224,6 +233,7 @@ class Settings:
             "sam_model": "AUGCLIP_SAM_MODEL",
             "bpm_preset": "AUGCLIP_BPM_PRESET",
             "fast_sam_model": "AUGCLIP_FAST_SAM_MODEL",
+            "fast_detector_model": "AUGCLIP_FAST_DETECTOR_MODEL",
             "sam_url": "AUGCLIP_SAM_URL",
             "sam_sha256": "AUGCLIP_SAM_SHA256",
             "judge_model": "AUGCLIP_JUDGE_MODEL",

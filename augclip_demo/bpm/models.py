@@ -1,10 +1,13 @@
 """The three models BPM runs: GroundingDINO (boxes), SAM (masks) and CLIP (S_modify).
 
 Two presets (``AUGCLIP_BPM_PRESET``): ``standard`` is the paper's pair, GroundingDINO at its
-checkpoint's input size (800 px shortest edge) and segment-anything's SAM; ``fast`` is
-GroundingDINO at :data:`FAST_DETECTOR_SIZE` and SAM 2.1 Hiera-Tiny through transformers
-(:mod:`augclip_demo.inference.sam2_segmenter`). Both detect every phrase of an image in one pass
-and decode every box of an image from one image embedding.
+checkpoint's input size (800 px shortest edge) and segment-anything's SAM; ``fast`` is OWL-ViT
+B/32 at its own 768 px (:mod:`augclip_demo.inference.owl_detector`, ``AUGCLIP_FAST_DETECTOR_MODEL``)
+and SAM 2.1 Hiera-Tiny through transformers at :data:`FAST_SAM_SIZE` px
+(:mod:`augclip_demo.inference.sam2_segmenter`, ``AUGCLIP_FAST_SAM_MODEL``). Both detect every
+phrase of an image in one pass and decode every box of an image from one image embedding; the fast
+models also keep the last few images' detections and embeddings by content hash, so the source of
+several edits (in one call or across calls) is detected and encoded once.
 
 :func:`get_bpm_models` hands out the process-wide shared instances (one load per model);
 :func:`bpm_models_status` says, without loading anything, whether the weights are at hand or
@@ -19,19 +22,25 @@ from typing import Any
 from ..config import Settings
 from ..errors import AugclipError, MissingWeightsError, WeightsUnavailableError
 from ..inference.clip_encoder import ClipEncoder, get_encoder
+from ..inference.grounding import KNOWN_HUB_MODELS as GDINO_HUB_MODELS
+from ..inference.grounding import RANDOM_SPECS as GDINO_RANDOM_SPECS
 from ..inference.grounding import GroundingDetector, get_detector
+from ..inference.owl_detector import OwlDetector, get_owl_detector
 from ..inference.sam2_segmenter import Sam2Segmenter, get_fast_segmenter
 from ..inference.segmenter import SamSegmenter, get_segmenter
 
-#: The fast preset's detector input: (shortest, longest) edge in pixels (the checkpoints use 800 / 1333).
+#: GroundingDINO at a smaller input, (shortest, longest) edge in pixels (the checkpoints use 800 / 1333):
+#: the fast preset's detector before OWL-ViT, still used when AUGCLIP_FAST_DETECTOR_MODEL names a GroundingDINO.
 FAST_DETECTOR_SIZE = (512, 853)
+#: The fast preset's SAM 2 input side in pixels (the checkpoints use 1024; 512 costs ~1/5 of the encoder's compute).
+FAST_SAM_SIZE = 512
 
 
 @dataclass
 class BPMModels:
     """Detector, segmenter and CLIP encoder used together by :func:`augclip_demo.bpm.bpm_score`."""
 
-    detector: GroundingDetector
+    detector: GroundingDetector | OwlDetector
     segmenter: SamSegmenter | Sam2Segmenter
     encoder: ClipEncoder
     preset: str = "standard"
@@ -73,11 +82,34 @@ def get_bpm_models(settings: Settings | None = None, *, encoder: ClipEncoder | N
                      preset=settings.bpm_preset)
 
 
-def region_models(settings: Settings) -> tuple[GroundingDetector, SamSegmenter | Sam2Segmenter]:
+def region_models(settings: Settings) -> tuple[GroundingDetector | OwlDetector, SamSegmenter | Sam2Segmenter]:
     """The detector and segmenter of ``settings.bpm_preset`` (shared instances, nothing loaded)."""
     if settings.bpm_preset == "fast":
-        return get_detector(settings, input_size=FAST_DETECTOR_SIZE), get_fast_segmenter(settings)
+        return fast_detector(settings), get_fast_segmenter(settings, input_size=FAST_SAM_SIZE)
     return get_detector(settings), get_segmenter(settings)
+
+
+def fast_detector(settings: Settings) -> GroundingDetector | OwlDetector:
+    """The fast preset's detector by name: OWL-ViT (default), or GroundingDINO at :data:`FAST_DETECTOR_SIZE`
+    when ``AUGCLIP_FAST_DETECTOR_MODEL`` names a GroundingDINO model (``IDEA-Research/grounding-dino-tiny``,
+    ``-base``, ``random:swint``, ``random:tiny``): the earlier fast detector, for comparisons."""
+    if is_grounding_spec(settings.fast_detector_model):
+        return get_detector(settings.replace(gdino_model=settings.fast_detector_model), input_size=FAST_DETECTOR_SIZE)
+    return get_owl_detector(settings)
+
+
+def is_grounding_spec(spec: str) -> bool:
+    spec = " ".join(str(spec).split())
+    return spec in GDINO_HUB_MODELS or spec.lower() in GDINO_RANDOM_SPECS
+
+
+def preset_weights(settings: Settings, preset: str | None = None) -> list[tuple[str, str]]:
+    """``(family, spec)`` of the two region models of ``preset`` (default: the configured one), as the
+    weights table (``weights.PRETRAINED``) names them; the download and doctor commands read this."""
+    if (preset or settings.bpm_preset) == "fast":
+        detector = "gdino" if is_grounding_spec(settings.fast_detector_model) else "owlvit"
+        return [(detector, settings.fast_detector_model), ("sam2", settings.fast_sam_model)]
+    return [("gdino", settings.gdino_model), ("sam", settings.sam_model)]
 
 
 def bpm_models_status(settings: Settings | None = None) -> tuple[bool, str]:

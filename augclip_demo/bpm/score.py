@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from PIL import Image
 
+from ..config import DEFAULT_OWL_BOX_THRESHOLD
 from ..errors import InputError
 from ..instructions import ParsedInstruction, parse_instruction
 from ..io import ImageInput, LoadedImage, open_image
@@ -48,20 +49,32 @@ STAGES = ("parse", "detect", "segment", "judge")
 
 @dataclass(frozen=True)
 class BPMOptions:
-    """alpha (Table 9: 0.7), the detector's box threshold, and the region judges' thresholds."""
+    """alpha (Table 9: 0.7), the detectors' box thresholds, and the region judges' thresholds.
+
+    ``box_threshold`` is GroundingDINO's (standard preset; Grounded-SAM's 0.3), ``fast_box_threshold``
+    OWL-ViT's (fast preset; 0.1, OWL-ViT's own): the two models' scores are on different scales, so
+    each detector reads its own field (its ``threshold_option``)."""
 
     alpha: float = DEFAULT_ALPHA
     box_threshold: float = DEFAULT_BOX_THRESHOLD
     thresholds: RegionThresholds = field(default_factory=RegionThresholds)
+    fast_box_threshold: float = DEFAULT_OWL_BOX_THRESHOLD
 
     def __post_init__(self) -> None:
         if not (isinstance(self.alpha, (int, float)) and 0.0 <= self.alpha <= 1.0):
             raise InputError(f"alpha must be between 0 and 1, got {self.alpha!r}")
-        if not (isinstance(self.box_threshold, (int, float)) and 0.0 < self.box_threshold < 1.0):
-            raise InputError(f"box_threshold must be between 0 and 1 (exclusive), got {self.box_threshold!r}")
+        for name in ("box_threshold", "fast_box_threshold"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and 0.0 < value < 1.0):
+                raise InputError(f"{name} must be between 0 and 1 (exclusive), got {value!r}")
+
+    def threshold_for(self, detector: Any) -> float:
+        """The box threshold ``detector`` reads (GroundingDINO: ``box_threshold``; OWL-ViT: ``fast_box_threshold``)."""
+        return float(getattr(self, getattr(detector, "threshold_option", "box_threshold")))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"alpha": self.alpha, "box_threshold": self.box_threshold, "thresholds": self.thresholds.to_dict()}
+        return {"alpha": self.alpha, "box_threshold": self.box_threshold,
+                "fast_box_threshold": self.fast_box_threshold, "thresholds": self.thresholds.to_dict()}
 
 
 @dataclass
@@ -213,18 +226,19 @@ def bpm_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInput 
         from .models import get_bpm_models
 
         models = get_bpm_models()
-    say(0.05, "BPM: loading GroundingDINO and SAM")
+    say(0.05, f"BPM: loading {models.detector.family} and {models.segmenter.family}")
     clock.start()
     models.load()  # loading is not a per-pair cost: timed apart from the stages
     clock.stop("model_load")
 
     # detect: o1 and the reference in the source (one pass), o2 in every edit; one batch
-    say(0.2, f"BPM: detecting the objects in {1 + len(edit_images)} images (GroundingDINO)")
+    say(0.2, f"BPM: detecting the objects in {1 + len(edit_images)} images ({models.detector.family})")
     clock.start()
     src_phrases = list(dict.fromkeys(p for p in (parse.o1, parse.reference) if p))
-    images: list[Image.Image] = [src.image] + edit_images
+    # the source as loaded: its content hash is computed once and keys the fast models' caches
+    images: list[Image.Image | LoadedImage] = [src, *edit_images]
     phrases = [src_phrases] + [[parse.o2] if parse.o2 else [] for _ in edit_images]
-    detections = models.detector.detect(images, phrases, box_threshold=options.box_threshold)
+    detections = models.detector.detect(images, phrases, box_threshold=options.threshold_for(models.detector))
     by_phrase = dict(zip(src_phrases, detections[0]))
     det_o1 = by_phrase.get(parse.o1) if parse.o1 else None
     det_ref = by_phrase.get(parse.reference) if parse.reference else None
@@ -232,7 +246,7 @@ def bpm_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInput 
     clock.stop("detect")
 
     # segment: M_origin in the source, M_edit in every edit where the object was found; one batch
-    say(0.5, "BPM: segmenting the found objects (SAM)")
+    say(0.5, f"BPM: segmenting the found objects ({models.segmenter.family})")
     clock.start()
     boxes = [[det_o1.box] if det_o1 is not None and det_o1.found else []]
     boxes += [[d.box] if d is not None and d.found else [] for d in det_o2]

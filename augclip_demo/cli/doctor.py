@@ -31,6 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
+    from ..bpm.models import preset_weights
     from ..inference import weights
     from ..inference.device import device_description, resolve_device
 
@@ -47,8 +48,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"  hub endpoint: {weights.hub_endpoint()}; offline mode: {'on' if weights.hub_offline() else 'off'}; "
           f"HF_TOKEN {'set' if os.environ.get('HF_TOKEN') else 'not set'}")
 
-    configured = [("clip", settings.clip_model), ("gdino", settings.gdino_model),
-                  ("sam2", settings.fast_sam_model) if settings.bpm_preset == "fast" else ("sam", settings.sam_model)]
+    configured = [("clip", settings.clip_model), *preset_weights(settings)]
     rows = list(configured) + [(e.family, e.spec) for e in weights.PRETRAINED if (e.family, e.spec) not in configured]
     missing_configured: list[str] = []
     print("models (* = configured)")

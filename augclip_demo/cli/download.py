@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--clip", action="append", metavar="SPEC", help="a CLIP spec to fetch (repeatable; "
                         "default: AUGCLIP_CLIP_MODEL)")
     parser.add_argument("--bpm", action="store_true", help="also GroundingDINO and SAM (the BPM region models)")
-    parser.add_argument("--bpm-fast", action="store_true", help="also GroundingDINO and SAM 2.1 Hiera-Tiny (the "
+    parser.add_argument("--bpm-fast", action="store_true", help="also OWL-ViT and SAM 2.1 Hiera-Tiny (the "
                         "models of the fast BPM preset, AUGCLIP_BPM_PRESET=fast)")
     parser.add_argument("--vocab", action="store_true", help="also encode the clip-vocab attribute vocabulary "
                         "with each CLIP model into AUGCLIP_CACHE_DIR/clip_vocab (the offline provider then "
@@ -39,14 +39,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def wanted_models(settings: Settings, clip: list[str] | None, bpm: bool, everything: bool,
                   bpm_fast: bool = False) -> list[tuple[str, str]]:
     """``(family, spec)`` pairs to fetch, in order, without duplicates (``bpm``: the configured preset's)."""
+    from ..bpm.models import preset_weights
     from ..inference.weights import PRETRAINED
 
     wanted: list[tuple[str, str]] = [("clip", spec) for spec in (clip or [settings.clip_model])]
     if bpm or everything:
-        segmenter = ("sam2", settings.fast_sam_model) if settings.bpm_preset == "fast" else ("sam", settings.sam_model)
-        wanted += [("gdino", settings.gdino_model), segmenter]
+        wanted += preset_weights(settings)
     if bpm_fast:
-        wanted += [("gdino", settings.gdino_model), ("sam2", settings.fast_sam_model)]
+        wanted += preset_weights(settings, "fast")
     if everything:
         wanted += [(entry.family, entry.spec) for entry in PRETRAINED]
     unique: list[tuple[str, str]] = []

@@ -172,6 +172,9 @@ class GroundingDetector(LazyModel):
     """Open-vocabulary detection of short phrases; lazy, thread-safe, one model per instance."""
 
     family = "GroundingDINO"
+    #: The BPMOptions field holding this detector's threshold.
+    threshold_option = "box_threshold"
+    default_threshold = DEFAULT_BOX_THRESHOLD
 
     def __init__(self, model: str | Path | None = None, *, device: str | torch.device | None = "auto",
                  cache_dir: str | Path | None = None, batch_size: int = 4, precision: str = "fp32",

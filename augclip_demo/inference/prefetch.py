@@ -58,6 +58,12 @@ def fetch_model(family: str, spec: str, settings: Settings, *, progress: bool = 
         segmenter = Sam2Segmenter(spec, device="cpu", cache_dir=cache)
         folder = weights.resolve_sam2(segmenter.spec, segmenter.local_folder, cache, progress=progress)
         return Fetched(f"SAM 2 {spec}", sorted(p for p in folder.iterdir() if p.is_file()))
+    if family == "owlvit":
+        from .owl_detector import OwlDetector
+
+        detector = OwlDetector(spec, device="cpu", cache_dir=cache)
+        folder = weights.resolve_owl(detector.spec, detector.local_folder, cache, progress=progress)
+        return Fetched(f"OWL-ViT {spec}", sorted(p for p in folder.iterdir() if p.is_file()))
     if family == "dino":
         from .dino import DinoFeatures
 

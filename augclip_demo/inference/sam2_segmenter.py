@@ -12,7 +12,14 @@ Model specs (``AUGCLIP_FAST_SAM_MODEL``):
 Masks: one image-encoder pass per image; every box of that image is decoded from that one
 embedding (``multimask_output=False``), and the low-resolution logits are resized to the image and
 thresholded at 0 by the processor's ``post_process_masks``. The same ``segment(images, boxes)``
-interface as :class:`~augclip_demo.inference.segmenter.SamSegmenter`.
+interface as :class:`~augclip_demo.inference.segmenter.SamSegmenter`. The last few image
+embeddings are kept by content hash, so the source of several edits is encoded once.
+
+Input size: the checkpoints run at 1024 px. ``input_size`` (the fast preset: 512) runs the same
+weights at a smaller square input: :func:`sam2_config_at` sets the sizes the model derives from it
+(Hiera feature maps, prompt-encoder grid) and the processor resizes images and boxes to it. No
+weight depends on it: Hiera's absolute position embedding is interpolated to the feature map's size
+at every call, and the prompt encoder's Fourier positions take coordinates relative to the input.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from ..io import ImageInput, LoadedImage, open_image
 from . import weights
 from .device import device_description, resolve_device
 from .lazy import LazyModel
+from .lru import LRUCache
 from .pool import POOL
 
 DEFAULT_FAST_SAM_MODEL = "facebook/sam2.1-hiera-tiny"
@@ -68,12 +76,37 @@ def random_sam2_config(kind: str) -> Any:
                                                                 iou_head_hidden_dim=32))
 
 
-def build_random_sam2(kind: str) -> tuple[torch.nn.Module, Any]:
-    """A seeded random SAM 2 of ``kind`` and its processor (input size from the config)."""
+def sam2_config_at(config: Any, size: int) -> Any:
+    """``config`` (a ``Sam2Config``, changed in place and returned) for a square input of ``size`` px.
+
+    The Hiera trunk downsamples by 4 (patch embedding) and then by 2 per stage; the three FPN levels
+    the mask decoder reads are the first three strides (4, 8, 16), and the prompt encoder's grid is
+    ``size / patch_size`` (16)."""
+    size = int(size)
+    patch = int(config.prompt_encoder_config.patch_size)
+    if size <= 0 or size % 64:
+        raise ConfigError(f"the SAM 2 input size must be a positive multiple of 64, got {size}")
+    config.vision_config.backbone_config.image_size = [size, size]
+    config.vision_config.backbone_feature_sizes = [[size // s, size // s] for s in (4, 8, 16)]
+    config.prompt_encoder_config.image_size = size
+    assert size // patch == size // 16, "the prompt encoder's grid must match the coarsest feature map"
+    return config
+
+
+def set_processor_size(processor: Any, size: int) -> None:
+    """Resize images and box prompts to ``size`` (the processor keeps its own copy for the boxes)."""
+    processor.image_processor.size = {"height": int(size), "width": int(size)}
+    processor.target_size = int(size)
+
+
+def build_random_sam2(kind: str, input_size: int | None = None) -> tuple[torch.nn.Module, Any]:
+    """A seeded random SAM 2 of ``kind`` and its processor (input size from the config, or ``input_size``)."""
     from transformers import Sam2Model, Sam2Processor
     from transformers.models.sam2 import Sam2ImageProcessor
 
     config = random_sam2_config(kind)
+    if input_size:
+        sam2_config_at(config, input_size)
     size = int(config.prompt_encoder_config.image_size)
     processor = Sam2Processor(image_processor=Sam2ImageProcessor(size={"height": size, "width": size}))
     with torch.random.fork_rng(devices=[]):
@@ -109,12 +142,19 @@ class Sam2Segmenter(LazyModel):
     family = "SAM 2"
 
     def __init__(self, model: str | Path | None = None, *, device: str | torch.device | None = "auto",
-                 cache_dir: str | Path | None = None, precision: str = "fp32"):
+                 cache_dir: str | Path | None = None, precision: str = "fp32", input_size: int | None = None,
+                 embedding_cache: int = 4):
         settings = Settings.from_env()
         self.spec = canonical_sam2_spec(str(model or settings.fast_sam_model))
         super().__init__(device=device, precision=precision)
         self.cache_dir = Path(cache_dir) if cache_dir else settings.cache_dir
+        # square input side in pixels; None: the checkpoint's own (1024)
+        self.input_size = int(input_size) if input_size else None
+        if self.input_size is not None and (self.input_size <= 0 or self.input_size % 64):
+            raise ConfigError(f"the SAM 2 input size must be a positive multiple of 64, got {self.input_size}")
         self._processor: Any = None
+        # image content hash -> (image embeddings, original size); an embedding depends only on the pixels
+        self._embeddings: LRUCache[tuple[list[torch.Tensor], Any]] = LRUCache(embedding_cache)
 
     @property
     def local_folder(self) -> Path | None:
@@ -152,18 +192,23 @@ class Sam2Segmenter(LazyModel):
 
     def _release(self) -> None:
         self._processor = None
+        self._embeddings.clear()
 
     def _build(self) -> torch.nn.Module:
         if self.spec.startswith("random:"):
-            model, self._processor = build_random_sam2(self.spec.split(":", 1)[1])
+            model, self._processor = build_random_sam2(self.spec.split(":", 1)[1], self.input_size)
             return model
         folder = weights.resolve_sam2(self.spec, self.local_folder, self.cache_dir)
-        from transformers import Sam2Model, Sam2Processor
+        from transformers import Sam2Config, Sam2Model, Sam2Processor
 
         weights.quiet_transformers()
         try:
             processor = Sam2Processor.from_pretrained(str(folder))
-            model, info = Sam2Model.from_pretrained(str(folder), output_loading_info=True)
+            extra: dict[str, Any] = {}
+            if self.input_size:
+                extra["config"] = sam2_config_at(Sam2Config.from_pretrained(str(folder)), self.input_size)
+                set_processor_size(processor, self.input_size)
+            model, info = Sam2Model.from_pretrained(str(folder), output_loading_info=True, **extra)
             missing = list(info.get("missing_keys") or []) + list(info.get("mismatched_keys") or [])
             if missing:  # transformers would initialise them randomly and carry on
                 raise RuntimeError("Error(s) in loading state_dict: Missing key(s) in state_dict: "
@@ -177,7 +222,8 @@ class Sam2Segmenter(LazyModel):
 
     def info(self) -> dict[str, Any]:
         return {"model": self.spec, "label": self.label, "checkpoint": None, "device": str(self.device),
-                "device_name": device_description(self.device), "untrained": self.untrained}
+                "device_name": device_description(self.device), "untrained": self.untrained,
+                "input_size": self.input_size}
 
     def segment(self, images: Sequence[ImageInput | LoadedImage], boxes: Sequence[Sequence[np.ndarray]]) -> list[list[np.ndarray]]:
         """Boolean ``(H, W)`` masks: ``result[i][j]`` is the mask of ``boxes[i][j]`` (pixel xyxy) in ``images[i]``."""
@@ -188,26 +234,44 @@ class Sam2Segmenter(LazyModel):
             self.load()
             for i, (image, group) in enumerate(zip(images, boxes)):
                 if len(group):
-                    results[i] = self._segment_one(open_image(image).image, group)
+                    results[i] = self._segment_one(open_image(image), group)
         return results
 
-    def _segment_one(self, image: Any, group: Sequence[np.ndarray]) -> list[np.ndarray]:
+    def image_embeddings(self, image: LoadedImage) -> tuple[list[torch.Tensor], Any]:
+        """The image encoder's output for ``image`` (cached by content hash) and its original size."""
+        key = (image.sha256, self.input_size)
+        cached = self._embeddings.get(key)
+        if cached is not None:
+            return cached
         processor, model = self._processor, self._model
         assert model is not None
-        box_list = [[float(v) for v in np.asarray(box, dtype=np.float64).reshape(4)] for box in group]
-        inputs = processor(images=image, input_boxes=[box_list], return_tensors="pt")
+        inputs = processor(images=image.image, return_tensors="pt")
         with self._infer_lock, torch.inference_mode(), self.autocast():
-            outputs = model(pixel_values=inputs["pixel_values"].to(self.device),
-                            input_boxes=inputs["input_boxes"].to(self.device), multimask_output=False)
-        masks = processor.post_process_masks(outputs.pred_masks.float().cpu(), inputs["original_sizes"])[0]
+            embeddings = model.get_image_embeddings(pixel_values=inputs["pixel_values"].to(self.device))
+        value = (list(embeddings), inputs["original_sizes"])
+        self._embeddings.put(key, value)
+        return value
+
+    def _segment_one(self, image: LoadedImage, group: Sequence[np.ndarray]) -> list[np.ndarray]:
+        processor, model = self._processor, self._model
+        assert model is not None
+        embeddings, original_sizes = self.image_embeddings(image)
+        box_list = [[float(v) for v in np.asarray(box, dtype=np.float64).reshape(4)] for box in group]
+        # the processor scales the boxes to its input size from the image's original size
+        boxes = processor(input_boxes=[box_list], original_sizes=original_sizes, return_tensors="pt")["input_boxes"]
+        with self._infer_lock, torch.inference_mode(), self.autocast():
+            outputs = model(image_embeddings=embeddings, input_boxes=boxes.to(self.device), multimask_output=False)
+        masks = processor.post_process_masks(outputs.pred_masks.float().cpu(), original_sizes)[0]
         return [np.asarray(mask[0], dtype=bool) for mask in masks]
 
 
-def get_fast_segmenter(settings: Settings | None = None, **overrides: Any) -> Sam2Segmenter:
-    """The process-wide SAM 2 segmenter for these settings (lives in the bounded model pool)."""
+def get_fast_segmenter(settings: Settings | None = None, *, input_size: int | None = None,
+                       **overrides: Any) -> Sam2Segmenter:
+    """The process-wide SAM 2 segmenter for these settings and input size (lives in the bounded model pool)."""
     settings = (settings or Settings.from_env()).replace(**overrides)
     device = resolve_device(settings.device)
     spec = canonical_sam2_spec(settings.fast_sam_model)
     POOL.configure_from(settings)
-    key = ("sam2", spec, str(device), str(settings.cache_dir))
-    return POOL.lookup(key, lambda: Sam2Segmenter(spec, device=device, cache_dir=settings.cache_dir))
+    key = ("sam2", spec, str(device), str(settings.cache_dir), input_size)
+    return POOL.lookup(key, lambda: Sam2Segmenter(spec, device=device, cache_dir=settings.cache_dir,
+                                                  input_size=input_size))

@@ -51,7 +51,7 @@ MB = 1024 * 1024
 class PretrainedWeights:
     """Facts about one published set of weights."""
 
-    family: str  # "clip", "gdino", "sam" or "sam2"
+    family: str  # "clip", "gdino", "owlvit", "sam" or "sam2" (and the feature networks)
     spec: str  # what the user types (--clip-model / --gdino-model / --sam-model)
     source: str  # "hf-hub:ORG/REPO" or a URL
     files: tuple[str, ...]  # the weight file(s) first, then configs
@@ -117,6 +117,21 @@ SAM2_FILES: tuple[tuple[tuple[str, ...], bool], ...] = (
 )
 _SAM2_PUBLISHED = ("model.safetensors", "config.json", "preprocessor_config.json")
 
+#: An OWL-ViT folder in transformers' layout (OwlViTForObjectDetection + OwlViTProcessor with CLIP's tokenizer).
+OWL_FILES: tuple[tuple[tuple[str, ...], bool], ...] = (
+    (("config.json",), True),
+    (GDINO_WEIGHT_ALTERNATIVES, True),
+    (("preprocessor_config.json", "processor_config.json"), True),
+    (("tokenizer_config.json",), True),
+    (("vocab.json",), True),
+    (("merges.txt",), True),
+    (("tokenizer.json",), False),
+    (("special_tokens_map.json",), False),
+)
+# the hub repositories: model.safetensors (and the older pytorch_model.bin), no tokenizer.json
+_OWL_PUBLISHED = ("model.safetensors", "config.json", "preprocessor_config.json", "tokenizer_config.json",
+                  "vocab.json", "merges.txt", "special_tokens_map.json")
+
 PRETRAINED: tuple[PretrainedWeights, ...] = (
     PretrainedWeights("clip", "ViT-B-16/openai", "hf-hub:timm/vit_base_patch16_clip_224.openai",
                       OPEN_CLIP_WEIGHT_FILES[:1], 571.0, "MIT (OpenAI CLIP)",
@@ -132,6 +147,10 @@ PRETRAINED: tuple[PretrainedWeights, ...] = (
                       _GDINO_PUBLISHED, 890.0, "Apache-2.0"),
     PretrainedWeights("sam2", "facebook/sam2.1-hiera-tiny", "hf-hub:facebook/sam2.1-hiera-tiny", _SAM2_PUBLISHED,
                       149.0, "Apache-2.0", note="SAM 2.1 Hiera-Tiny in transformers' layout; the BPM fast preset"),
+    PretrainedWeights("owlvit", "google/owlvit-base-patch32", "hf-hub:google/owlvit-base-patch32", _OWL_PUBLISHED,
+                      585.0, "Apache-2.0", note="OWL-ViT ViT-B/32 at 768 px; the BPM fast preset's detector"),
+    PretrainedWeights("owlvit", "google/owlvit-base-patch16", "hf-hub:google/owlvit-base-patch16", _OWL_PUBLISHED,
+                      583.0, "Apache-2.0", note="ViT-B/16: finer boxes, ~4x the compute of B/32"),
     PretrainedWeights("sam", "vit_b", SAM_CHECKPOINT_URLS["vit_b"], ("sam_vit_b_01ec64.pth",), 358.0, "Apache-2.0",
                       note="the default"),
     PretrainedWeights("sam", "vit_l", SAM_CHECKPOINT_URLS["vit_l"], ("sam_vit_l_0b3195.pth",), 1192.0, "Apache-2.0"),
@@ -750,6 +769,22 @@ def resolve_sam2(spec: str, local_folder: Path | None, cache_dir: Path, *, progr
                                       "The files come from different snapshots; delete the repository's cache folder "
                                       "and download again. " + how)
     return folders.pop()
+
+
+def owl_how_to_fix(spec: str) -> str:
+    repo = spec if "/" in spec and not spec.startswith(("/", ".", "~")) else "google/owlvit-base-patch32"
+    return (
+        f"On a machine with internet, run `augclip-demo download --bpm-fast` (or download {hub_endpoint()}/{repo}, "
+        "e.g. `hf download " + repo + " --local-dir owlvit`, and set AUGCLIP_FAST_DETECTOR_MODEL=PATH); or copy a "
+        "filled AUGCLIP_CACHE_DIR from such a machine; or use AUGCLIP_BPM_PRESET=standard. For an offline smoke "
+        "test only, AUGCLIP_FAST_DETECTOR_MODEL=random:test runs with untrained weights."
+    )
+
+
+def resolve_owl(spec: str, local_folder: Path | None, cache_dir: Path, *, progress: bool = False) -> Path:
+    """A folder ``OwlViTForObjectDetection.from_pretrained`` can load offline: the local folder, or the hub snapshot."""
+    return resolve_transformers_folder(f"OWL-ViT {spec}", spec, local_folder, cache_dir, owl_how_to_fix(spec),
+                                       files=OWL_FILES, progress=progress)
 
 
 # ---------------------------------------------------------------------- SAM

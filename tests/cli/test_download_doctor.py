@@ -75,3 +75,21 @@ def test_download_vocab_builds_the_store_ahead_then_finds_it(configured, hub, ca
     clear_memory_cache()  # a later process: the store is read, nothing is encoded
     assert main(["download", "--vocab"]) == 0
     assert "phrases (disk" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_download_bpm_fast_fetches_owlvit_and_sam2_then_doctor_finds_the_fast_preset(configured, hub, monkeypatch,
+                                                                                     tmp_path_factory, capsys):
+    owl = published.write_owlvit(tmp_path_factory.mktemp("published-owlvit-cli"))
+    sam2 = published.write_sam2(tmp_path_factory.mktemp("published-sam2-cli"))
+    hub.add_folder(published.OWL_REPO, owl)
+    hub.add_folder(published.SAM2_REPO, sam2)
+    monkeypatch.setenv("AUGCLIP_BPM_PRESET", "fast")
+    assert main(["download", "--bpm-fast"]) == 0
+    out = capsys.readouterr().out
+    assert f"ok: OWL-ViT {published.OWL_REPO}" in out and "merges.txt" in out and "vocab.json" in out
+    assert f"ok: SAM 2 {published.SAM2_REPO}" in out
+    assert "GroundingDINO" not in out  # the fast preset runs without it
+    main(["doctor"])
+    out = capsys.readouterr().out
+    assert f"* owlvit {published.OWL_REPO}: present, " in out and f"* sam2  {published.SAM2_REPO}: present, " in out

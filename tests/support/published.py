@@ -21,6 +21,7 @@ OPENAI_B16_REPO = "timm/vit_base_patch16_clip_224.openai"
 HF_HUB_CLIP_REPO = "test-org/tiny-clip"
 GDINO_REPO = "IDEA-Research/grounding-dino-tiny"
 SAM2_REPO = "facebook/sam2.1-hiera-tiny"
+OWL_REPO = "google/owlvit-base-patch32"  # the tests serve a tiny OWL-ViT under the fast preset's default name
 SAM_FILE = "sam_vit_b_01ec64.pth"  # the official file name; the tests serve a tiny SAM under it
 
 
@@ -83,6 +84,29 @@ def write_gdino(folder: Path) -> Path:
     # The hub repositories keep the image processor in preprocessor_config.json and the tokenizer beside it.
     processor.image_processor.save_pretrained(str(folder))
     processor.tokenizer.save_pretrained(str(folder))
+    return folder
+
+
+def write_owlvit(folder: Path) -> Path:
+    """OWL-ViT as its hub repositories hold it: config.json, model.safetensors, preprocessor_config.json and the
+    CLIP tokenizer files (tokenizer_config.json, vocab.json, merges.txt, special_tokens_map.json; no
+    tokenizer.json), tiny config, every tensor re-drawn with :data:`PUBLISHED_SEED`; no marker file."""
+    from augclip_demo.inference.owl_detector import build_random_owlvit
+
+    folder = Path(folder)
+    model, processor = build_random_owlvit("test", folder)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(PUBLISHED_SEED)
+        with torch.no_grad():
+            for param in model.parameters():
+                param.add_(torch.randn_like(param) * 0.02)
+    model.save_pretrained(str(folder))
+    processor.image_processor.save_pretrained(str(folder))
+    processor.tokenizer.save_pretrained(str(folder))
+    (folder / "tokenizer.json").unlink(missing_ok=True)
+    specials = {"bos_token": "<|startoftext|>", "eos_token": "<|endoftext|>", "pad_token": "!",
+                "unk_token": "<|endoftext|>"}
+    (folder / "special_tokens_map.json").write_text(json.dumps(specials), encoding="utf-8")
     return folder
 
 

@@ -1,0 +1,276 @@
+"""OWL-ViT through transformers (``OwlViTForObjectDetection`` + ``OwlViTProcessor``): the BPM ``fast`` preset's detector.
+
+Model specs (``AUGCLIP_FAST_DETECTOR_MODEL``):
+
+* ``google/owlvit-base-patch32`` (default: a plain ViT-B/32 at 768 px, the cheapest OWL-ViT) or
+  ``google/owlvit-base-patch16``: downloaded by huggingface_hub into ``AUGCLIP_CACHE_DIR/huggingface``;
+* a local folder saved with ``save_pretrained`` (config.json, model.safetensors or
+  pytorch_model.bin, preprocessor_config.json, the CLIP tokenizer files);
+* ``random:owlvit-b32`` (the real ViT-B/32 architecture at 768 px, random weights: speed
+  benchmarks) and ``random:test`` (a few hundred thousand parameters at 64 px, tests). Both are untrained.
+
+Why OWL-ViT on CPU: it is a CLIP ViT whose every output patch token predicts one box, so the
+whole detector is one ViT pass over 576 patches plus a small text pass; GroundingDINO adds a Swin
+backbone, a six-layer deformable encoder with cross-attention to the text and a six-layer decoder.
+Measured on 2 CPU cores (docs/performance.md, "BPM"): ~3 CPU s per image at 768 px against ~11.5
+for GroundingDINO Swin-T at 512 px.
+
+Detection of a phrase: every phrase of an image is one text query of the same forward pass. Each
+output patch gets, per query, sigmoid(logit) where the logit is the patch's class embedding
+against the query's text embedding, shifted and scaled per patch by the model (OWL-ViT's learned
+logit shift and scale). The phrase's box is the best patch's box when that score exceeds
+``box_threshold``, else the phrase is "not found" (the best score is still reported). The default
+threshold (:data:`DEFAULT_OWL_BOX_THRESHOLD`, 0.1) is the score threshold of OWL-ViT's own
+text-query examples; it is not on GroundingDINO's scale (docs/method-notes.md, "BPM fast preset").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..config import DEFAULT_FAST_DETECTOR_MODEL, DEFAULT_OWL_BOX_THRESHOLD, Settings
+from ..errors import ConfigError, InputError, WeightsUnavailableError
+from ..io import ImageInput, LoadedImage, open_image
+from . import weights
+from .device import device_description, resolve_device
+from .grounding import Detection, clean_detection_phrase
+from .lazy import LazyModel
+from .lru import LRUCache
+from .pool import POOL
+
+__all__ = ["DEFAULT_FAST_DETECTOR_MODEL", "DEFAULT_OWL_BOX_THRESHOLD", "OwlDetector", "get_owl_detector"]
+RANDOM_SPECS = ("random:owlvit-b32", "random:test")
+RANDOM_INIT_SEED = 0
+#: Written into folders saved by :func:`save_random_owlvit`: whoever loads them is told they are untrained.
+RANDOM_MARKER = "augclip_random_weights.json"
+
+
+def _byte_symbols() -> list[str]:
+    """The 256 printable stand-ins byte-level BPE uses for the bytes 0..255 (GPT-2 / CLIP convention)."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    symbols = dict((b, chr(b)) for b in printable)
+    extra = 0
+    for byte in range(256):
+        if byte not in symbols:
+            symbols[byte] = chr(256 + extra)
+            extra += 1
+    return [symbols[b] for b in range(256)]
+
+
+def write_clip_bpe_vocab(folder: Path) -> int:
+    """A CLIP BPE vocabulary without merges (every word tokenises into its bytes): vocab.json + merges.txt.
+
+    Enough for random models: the real tokenizer files come with downloaded checkpoints. Returns its size."""
+    symbols = _byte_symbols()
+    tokens = symbols + [s + "</w>" for s in symbols] + ["<|startoftext|>", "<|endoftext|>"]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "vocab.json").write_text(json.dumps({t: i for i, t in enumerate(tokens)}), encoding="utf-8")
+    (folder / "merges.txt").write_text("#version: 0.2\n", encoding="utf-8")
+    return len(tokens)
+
+
+def random_owlvit_config(kind: str, vocab_size: int) -> Any:
+    """``owlvit-b32``: transformers' default ``OwlViTConfig`` (ViT-B/32 at 768 px, the architecture of
+    google/owlvit-base-patch32); ``test``: a 2-layer ViT of width 32 at 64 px (patch 16)."""
+    from transformers import OwlViTConfig
+
+    if kind == "owlvit-b32":
+        return OwlViTConfig(text_config={"vocab_size": max(vocab_size, 49408)})
+    if kind != "test":
+        raise ConfigError(f"unknown random OWL-ViT kind {kind!r}; use owlvit-b32 or test")
+    text = {"vocab_size": vocab_size, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 2, "max_position_embeddings": 16}
+    vision = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
+              "image_size": 64, "patch_size": 16}
+    return OwlViTConfig(text_config=text, vision_config=vision, projection_dim=32)
+
+
+def build_random_owlvit(kind: str, vocab_dir: Path) -> tuple[torch.nn.Module, Any]:
+    """A seeded random OWL-ViT of ``kind`` and its processor (tokenizer files written to ``vocab_dir``)."""
+    from transformers import CLIPTokenizer, OwlViTForObjectDetection, OwlViTImageProcessor, OwlViTProcessor
+
+    vocab_dir = Path(vocab_dir)
+    size = write_clip_bpe_vocab(vocab_dir)
+    tokenizer = CLIPTokenizer(vocab=str(vocab_dir / "vocab.json"), merges=str(vocab_dir / "merges.txt"))
+    config = random_owlvit_config(kind, size)
+    side = int(config.vision_config.image_size)
+    image_processor = OwlViTImageProcessor(size={"height": side, "width": side},
+                                           crop_size={"height": side, "width": side})
+    processor = OwlViTProcessor(image_processor=image_processor, tokenizer=tokenizer)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(RANDOM_INIT_SEED)
+        model = OwlViTForObjectDetection(config)
+    return model.eval(), processor
+
+
+def save_random_owlvit(folder: Path, kind: str = "test") -> Path:
+    """Save a random OWL-ViT in the ``save_pretrained`` layout (+ marker file), loadable like a download."""
+    folder = Path(folder)
+    model, processor = build_random_owlvit(kind, folder)
+    model.save_pretrained(str(folder))
+    processor.save_pretrained(str(folder))
+    (folder / RANDOM_MARKER).write_text(json.dumps({"kind": kind, "seed": RANDOM_INIT_SEED}) + "\n", encoding="utf-8")
+    return folder
+
+
+def canonical_owl_spec(spec: str | None) -> str:
+    raw = " ".join(str(spec or "").split())
+    if not raw:
+        raise ConfigError("the fast-preset detector is empty; set AUGCLIP_FAST_DETECTOR_MODEL")
+    if raw.lower().startswith("random:"):
+        raw = raw.lower()
+        if raw not in RANDOM_SPECS:
+            raise ConfigError(f"unknown OWL-ViT spec {raw!r}; random specs: {', '.join(RANDOM_SPECS)}")
+    return raw
+
+
+class OwlDetector(LazyModel):
+    """Open-vocabulary detection of short phrases with OWL-ViT; the same ``detect`` interface as
+    :class:`~augclip_demo.inference.grounding.GroundingDetector`. Lazy and thread-safe; the last few
+    images' detections are kept by (content hash, phrases, threshold), so the source of several
+    edits is detected once."""
+
+    family = "OWL-ViT"
+    #: The BPMOptions field holding this detector's threshold (its scores are not on GroundingDINO's scale).
+    threshold_option = "fast_box_threshold"
+    default_threshold = DEFAULT_OWL_BOX_THRESHOLD
+
+    def __init__(self, model: str | Path | None = None, *, device: str | torch.device | None = "auto",
+                 cache_dir: str | Path | None = None, precision: str = "fp32", detection_cache: int = 8):
+        settings = Settings.from_env()
+        self.spec = canonical_owl_spec(str(model or settings.fast_detector_model))
+        super().__init__(device=device, precision=precision)
+        self.cache_dir = Path(cache_dir) if cache_dir else settings.cache_dir
+        self.input_size = None  # OWL-ViT runs at its checkpoint's own square size
+        self._processor: Any = None
+        self._detections: LRUCache[list[Detection]] = LRUCache(detection_cache)
+
+    @property
+    def local_folder(self) -> Path | None:
+        if self.spec.startswith("random:"):
+            return None
+        path = Path(self.spec).expanduser()
+        return path if path.is_absolute() or self.spec.startswith((".", "~")) or path.exists() else None
+
+    @property
+    def untrained(self) -> bool:
+        if self.spec.startswith("random:"):
+            return True
+        folder = self.local_folder
+        return folder is not None and (folder / RANDOM_MARKER).is_file()
+
+    @property
+    def label(self) -> str:
+        return f"OWL-ViT {self.spec}" + (" (random weights, untrained)" if self.untrained else "")
+
+    def how_to_fix(self) -> str:
+        return weights.owl_how_to_fix(self.spec)
+
+    def preflight(self) -> None:
+        if self.spec.startswith("random:"):
+            return
+        if (folder := self.local_folder) is not None:
+            weights.resolve_owl(self.spec, folder, self.cache_dir)
+            return
+        weights.require_hub_available(f"OWL-ViT {self.spec}", self.spec, weights.GDINO_WEIGHT_ALTERNATIVES,
+                                      self.cache_dir / "huggingface", self.how_to_fix())
+
+    def load(self) -> OwlDetector:
+        super().load()
+        return self
+
+    def _release(self) -> None:
+        self._processor = None
+        self._detections.clear()
+
+    def _build(self) -> torch.nn.Module:
+        if self.spec.startswith("random:"):
+            kind = self.spec.split(":", 1)[1]
+            model, self._processor = build_random_owlvit(kind, self.cache_dir / "bpm" / f"random-owlvit-{kind}")
+            return model
+        folder = weights.resolve_owl(self.spec, self.local_folder, self.cache_dir)
+        from transformers import OwlViTForObjectDetection, OwlViTProcessor
+
+        weights.quiet_transformers()
+        try:
+            processor = OwlViTProcessor.from_pretrained(str(folder))
+            model, info = OwlViTForObjectDetection.from_pretrained(str(folder), output_loading_info=True)
+            missing = list(info.get("missing_keys") or []) + list(info.get("mismatched_keys") or [])
+            if missing:  # transformers would initialise them randomly and carry on: a wrong model that looks right
+                raise RuntimeError("Error(s) in loading state_dict: Missing key(s) in state_dict: "
+                                   + ", ".join(f'"{k if isinstance(k, str) else k[0]}"' for k in missing) + ".")
+        except Exception as exc:
+            weight_file = next((folder / n for n in weights.GDINO_WEIGHT_ALTERNATIVES if (folder / n).is_file()), None)
+            raise WeightsUnavailableError(f"OWL-ViT {self.spec}", f"the folder {folder}: "
+                                          + weights.describe_load_error(exc, weight_file), self.how_to_fix()) from exc
+        self._processor = processor
+        return model.eval()
+
+    def info(self) -> dict[str, Any]:
+        return {"model": self.spec, "label": self.label, "device": str(self.device),
+                "device_name": device_description(self.device), "untrained": self.untrained, "input_size": None,
+                "family": self.family}
+
+    # ------------------------------------------------------------------ detection
+    def detect(self, images: Sequence[ImageInput | LoadedImage], phrases: Sequence[Sequence[str]],
+               box_threshold: float = DEFAULT_OWL_BOX_THRESHOLD) -> list[list[Detection]]:
+        """The best box for every phrase of every image: ``result[i][j]`` is ``phrases[i][j]`` in ``images[i]``;
+        one forward pass per image with all of its phrases."""
+        if len(images) != len(phrases):
+            raise InputError(f"{len(images)} images but {len(phrases)} phrase lists")
+        if not 0.0 < box_threshold < 1.0:
+            raise InputError(f"box_threshold must be between 0 and 1, got {box_threshold}")
+        loaded = [open_image(image) for image in images]
+        cleaned = [[clean_detection_phrase(p) for p in group] for group in phrases]
+        results: list[list[Detection]] = [[] for _ in loaded]
+        with self.in_use():
+            for i, (image, group) in enumerate(zip(loaded, cleaned)):
+                if not group:
+                    continue
+                key = (image.sha256, tuple(group), float(box_threshold))
+                found = self._detections.get(key)
+                if found is None:
+                    self.load()
+                    found = self._detect_one(image.image, group, box_threshold)
+                    self._detections.put(key, found)
+                results[i] = [Detection(d.phrase, None if d.box is None else d.box.copy(), d.score, d.found,
+                                        d.threshold) for d in found]
+        return results
+
+    def _detect_one(self, image: Any, group: list[str], threshold: float) -> list[Detection]:
+        processor, model = self._processor, self._model
+        assert model is not None
+        max_length = int(model.config.text_config.max_position_embeddings)
+        inputs = processor(text=[group], images=image, return_tensors="pt", padding="max_length",
+                           truncation=True, max_length=max_length)
+        with self._infer_lock, torch.inference_mode(), self.autocast():
+            outputs = model(**{k: v.to(self.device) for k, v in inputs.items()})
+        probs = outputs.logits[0].float().sigmoid().cpu()  # (patches, queries)
+        boxes = outputs.pred_boxes[0].float().cpu()  # (patches, 4): cx, cy, w, h relative to the (squashed) image
+        width, height = image.size
+        detections = []
+        for q, phrase in enumerate(group):
+            best = int(probs[:, q].argmax())
+            score = float(probs[best, q])
+            cx, cy, w, h = boxes[best].tolist()
+            box = np.array([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2]) * np.array([width, height, width, height])
+            box = np.clip(box, 0.0, [width, height, width, height])
+            found = score > threshold
+            detections.append(Detection(phrase, box if found else None, score, found, threshold))
+        return detections
+
+
+def get_owl_detector(settings: Settings | None = None, **overrides: Any) -> OwlDetector:
+    """The process-wide OWL-ViT detector for these settings (lives in the bounded model pool)."""
+    settings = (settings or Settings.from_env()).replace(**overrides)
+    device = resolve_device(settings.device)
+    spec = canonical_owl_spec(settings.fast_detector_model)
+    POOL.configure_from(settings)
+    key = ("owlvit", spec, str(device), str(settings.cache_dir))
+    return POOL.lookup(key, lambda: OwlDetector(spec, device=device, cache_dir=settings.cache_dir))
