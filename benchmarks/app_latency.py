@@ -5,7 +5,8 @@
 Starts ``python app.py`` on a free port (CPU unless --device says otherwise), drives Debian's
 Chromium with Playwright, uploads the flower example's source and its first N edits with the
 example's attributes, presses Evaluate and reports the seconds until the table is filled, until
-the explanation figures are shown, and (with --bpm) until the BPM panel is drawn. The first
+the relevancy maps are shown (the first full result), until no stage is pending (the UMAP view and
+ranking charts included), until figures.zip is listed, and (with --bpm) until the BPM panel is drawn. The first
 evaluation after start-up and a second one are both reported.
 """
 
@@ -92,10 +93,15 @@ def main() -> None:
                 page.wait_for_function(
                     f"document.querySelectorAll('#aug-table [role=gridcell]').length >= {len(edits) * 7} && !{busy}")
                 table = time.perf_counter() - t0
+                page.wait_for_function("!!document.querySelector('#aug-map-augclip img')")
+                maps = time.perf_counter() - t0
                 page.wait_for_function("!!document.querySelector('#aug-map-augclip img')"
                                        " && !document.querySelector('.pending')")
                 full = time.perf_counter() - t0
-                line = f"{attempt}: table {table:.1f}s, full result {full:.1f}s"
+                page.wait_for_function("!!document.querySelector(\"#aug-downloads a[href*='figures.zip']\")")
+                zipped = time.perf_counter() - t0
+                line = (f"{attempt}: table {table:.1f}s, relevancy maps shown {maps:.1f}s, every stage shown "
+                        f"{full:.1f}s, figures.zip {zipped:.1f}s")
                 if args.bpm:
                     page.wait_for_function(
                         f"document.querySelectorAll('#aug-bpm-gallery img').length >= {3 * len(edits)}")

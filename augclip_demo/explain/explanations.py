@@ -341,47 +341,90 @@ def _layers_text(rel: RelevancyMap) -> str:
 
 
 # ---------------------------------------------------------------------------------------- figures
-def _add_figures(report: Report, result: ReportExplanations,
-                 progress: Callable[[float, str], None] | None = None) -> None:
+def figure_stems(result: ReportExplanations, edit: int | None = None) -> list[str]:
+    """The file stems of the figures ``result`` has data for (all, or those of one 0-based ``edit``):
+    ``E1_relevancy_augclip`` ... ``E1_alpha`` per edit, then ``hyperplane_exact`` and ``hyperplane_umap``.
+    :func:`make_figure` draws any of them; the app draws each only when it is shown or downloaded."""
+    stems: list[str] = []
+    for item in result.edits:
+        if edit is not None and item.index != edit:
+            continue
+        tag = edit_tag(item.index)
+        stems += [f"{tag}_{key}" for key, part in (("relevancy_augclip", item.augclip),
+                                                   ("relevancy_clip_dir", item.clip_dir),
+                                                   ("relevancy_clip_t", item.clip_t)) if part is not None]
+        if item.rankings is not None:
+            stems += [f"{tag}_source_changes", f"{tag}_target_changes"]
+            if item.rankings.alpha_source is not None and item.rankings.alpha_target is not None:
+                stems.append(f"{tag}_alpha")
+    if edit is None:
+        stems += [stem for stem, view in (("hyperplane_exact", result.exact), ("hyperplane_umap", result.umap))
+                  if view is not None]
+    return stems
+
+
+def make_figure(report: Report, result: ReportExplanations, stem: str) -> Figure:
+    """The matplotlib figure saved as ``<stem>.png`` (one of :func:`figure_stems`)."""
     from .figures import (
+        alpha_figure,
         clip_dir_figure,
         exact_view_figure,
-        ranking_figures,
+        ranking_figure,
         relevancy_figure,
         umap_view_figure,
     )
 
+    if stem == "hyperplane_exact" and result.exact is not None:
+        return exact_view_figure(result.exact)
+    if stem == "hyperplane_umap" and result.umap is not None:
+        return umap_view_figure(result.umap)
+    tags = {edit_tag(item.index): item for item in result.edits}
+    tag, _, key = stem.partition("_")
+    edit = tags.get(tag)
+    if edit is None:
+        raise InputError(f"no figure named {stem!r}; known: {', '.join(figure_stems(result))}")
     arrays = report.arrays
+    image = arrays.edits[edit.index].image
+    label = edit_names([item.name for item in report.edits])[edit.index].label
     untrained = result.untrained
+    if key == "relevancy_augclip" and edit.augclip is not None:
+        return relevancy_figure(
+            image, edit.augclip, title=f"AugCLIP relevancy: {label} toward the ideal edit",
+            caption=AUGCLIP_MAP_CAPTION.format(layers=_layers_text(edit.augclip)), untrained=untrained,
+            subtitle=f"cs(E(I_edit), E(I_src)+v) = {edit.augclip.score:+.3f}  (the AugCLIP score)")
+    if key == "relevancy_clip_dir" and edit.clip_dir is not None:
+        return clip_dir_figure(
+            arrays.source.image, image, edit.clip_dir, title=f"CLIPdir relevancy: {label}",
+            caption=CLIP_DIR_MAP_CAPTION.format(layers=_layers_text(edit.clip_dir.edit),
+                                                mode=CLIP_DIR_MODE_TEXT[edit.clip_dir.difference_mode]),
+            untrained=untrained)
+    if key == "relevancy_clip_t" and edit.clip_t is not None:
+        return relevancy_figure(
+            image, edit.clip_t, title=f"CLIP-T relevancy: {label} toward the target text",
+            caption=CLIP_T_MAP_CAPTION.format(layers=_layers_text(edit.clip_t)), untrained=untrained,
+            subtitle=f"cs(E(I_edit), E(T_trg)) = {edit.clip_t.score:+.3f}  (CLIP-T)")
+    rankings = edit.rankings
+    if rankings is not None and key in ("source_changes", "target_changes"):
+        return ranking_figure(rankings.source if key == "source_changes" else rankings.target)
+    if (rankings is not None and key == "alpha" and rankings.alpha_source is not None
+            and rankings.alpha_target is not None):
+        return alpha_figure(rankings.alpha_source, rankings.alpha_target)
+    raise InputError(f"no figure named {stem!r}; known: {', '.join(figure_stems(result))}")
+
+
+def _add_figures(report: Report, result: ReportExplanations,
+                 progress: Callable[[float, str], None] | None = None) -> None:
     names = edit_names([edit.name for edit in report.edits])
     say = progress or (lambda fraction, message: None)
     for done, edit in enumerate(result.edits):
         say(done / (len(result.edits) + 1), f"figures of {names[edit.index].tag} ({done + 1} of {len(result.edits)})")
-        image = arrays.edits[edit.index].image
-        label = names[edit.index].label
-        if edit.augclip is not None:
-            edit.figures["relevancy_augclip"] = relevancy_figure(
-                image, edit.augclip, title=f"AugCLIP relevancy: {label} toward the ideal edit",
-                caption=AUGCLIP_MAP_CAPTION.format(layers=_layers_text(edit.augclip)), untrained=untrained,
-                subtitle=f"cs(E(I_edit), E(I_src)+v) = {edit.augclip.score:+.3f}  (the AugCLIP score)")
-        if edit.clip_dir is not None:
-            edit.figures["relevancy_clip_dir"] = clip_dir_figure(
-                arrays.source.image, image, edit.clip_dir, title=f"CLIPdir relevancy: {label}",
-                caption=CLIP_DIR_MAP_CAPTION.format(layers=_layers_text(edit.clip_dir.edit),
-                                                    mode=CLIP_DIR_MODE_TEXT[edit.clip_dir.difference_mode]),
-                untrained=untrained)
-        if edit.clip_t is not None:
-            edit.figures["relevancy_clip_t"] = relevancy_figure(
-                image, edit.clip_t, title=f"CLIP-T relevancy: {label} toward the target text",
-                caption=CLIP_T_MAP_CAPTION.format(layers=_layers_text(edit.clip_t)), untrained=untrained,
-                subtitle=f"cs(E(I_edit), E(T_trg)) = {edit.clip_t.score:+.3f}  (CLIP-T)")
-        if edit.rankings is not None:
-            edit.figures.update(ranking_figures(edit.rankings))
+        prefix = f"{edit_tag(edit.index)}_"
+        for stem in figure_stems(result, edit.index):
+            edit.figures[stem[len(prefix):]] = make_figure(report, result, stem)
     say(len(result.edits) / (len(result.edits) + 1), "figures of the hyperplane views")
-    if result.exact is not None:
-        result.figures["hyperplane_exact"] = exact_view_figure(result.exact)
-    if result.umap is not None:
-        result.figures["hyperplane_umap"] = umap_view_figure(result.umap)
+    for stem in ("hyperplane_exact", "hyperplane_umap"):
+        if stem in figure_stems(result):
+            result.figures[stem] = make_figure(report, result, stem)
 
 
 def _json_safe(value: Any) -> Any:

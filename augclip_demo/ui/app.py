@@ -285,12 +285,15 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                 out[edit_pick] = gr.Radio(choices=views.edit_choices(report), value=None, visible=False)
             return out
 
-        def edit_figures(state, pick) -> dict:
-            """The selected edit's relevancy maps and ranking charts."""
-            figures = state.figures if state is not None else {}
+        def edit_figures(state, pick, kinds: tuple[str, ...] = views.PER_EDIT_FIGURES) -> dict:
+            """The selected edit's relevancy maps and ranking charts (``kinds`` of them), each drawn the
+            first time it is shown."""
             index = views.picked_index(pick)
-            out = {component: figures.get(f"{edit_tag(index)}_{key}") if index is not None else None
-                   for component, key in zip(figure_outputs, views.PER_EDIT_FIGURES)}
+            files = {}
+            if index is not None and state is not None:
+                files = logic.figure_files(state, [f"{edit_tag(index)}_{key}" for key in kinds])
+            out = {component: files.get(f"{edit_tag(index)}_{key}") if index is not None else None
+                   for component, key in zip(figure_outputs, views.PER_EDIT_FIGURES) if key in kinds}
             out[exact_plot] = views.exact_plot(getattr(state, "explained", None), index)
             return out
 
@@ -365,16 +368,48 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             return explain
 
         def explained(state, *, archive: bool, progress=None) -> dict:
-            figures, message, state = logic.explain(settings_for(state.clip_model), state, progress)
+            """The page's stage (``archive=False``) shows the scores' explanations with the selected edit's
+            relevancy maps; the UMAP view and the ranking charts follow (``explained_rest``). The API
+            endpoint (``archive=True``) is one call: it makes everything and writes figures.zip."""
+            settings = settings_for(state.clip_model)
+            _, message, state = logic.explain(settings, state, progress)
+            kinds = views.PER_EDIT_FIGURES if archive else views.RELEVANCY_FIGURES
+            if archive:
+                state = logic.explain_rest(settings, state)
             files = views.write_downloads(state.report, Path(state.output_dir), state.figures, archive=archive)
             sweep()
             choices = views.edit_choices(state.report)
-            pick = choices[state.report.best("augclip") or 0]
-            return {edit_pick: gr.Radio(choices=choices, value=pick, visible=True),
-                    umap_plot: views.umap_plot(state.explained),
-                    **edit_figures(state, pick),
-                    relevancy_info: views.RELEVANCY_HELP + (f"\n\n*{html.escape(scrub_paths(message))}*" if message else ""),
-                    downloads: files, session_state: state}
+            pick = choices[logic.selected_edit(state.report)]
+            out = {edit_pick: gr.Radio(choices=choices, value=pick, visible=True),
+                   umap_plot: views.umap_plot(state.explained),
+                   **edit_figures(state, pick, kinds),
+                   relevancy_info: views.RELEVANCY_HELP + (f"\n\n*{html.escape(scrub_paths(message))}*" if message else ""),
+                   downloads: files, session_state: state}
+            if not archive:  # drawn by the next stage; an earlier result's charts must not stay meanwhile
+                out.update({component: None for component, key in zip(figure_outputs, views.PER_EDIT_FIGURES)
+                            if key not in kinds})
+            return out
+
+        rest_outputs = [umap_plot, session_state]
+        ranking_outputs = [source_ranking, target_ranking, alpha_plot]
+
+        @user_facing
+        def explained_rest(state):
+            """After the first result: the UMAP view (it waits for numba's start-up compile, if still running)."""
+            if state is None or state.report is None or state.halted or getattr(state, "explained", None) is None:
+                return unchanged(rest_outputs)
+            state = logic.explain_rest(settings_for(state.clip_model), state, figures=False)
+            return {umap_plot: views.umap_plot(state.explained), session_state: state}
+
+        @user_facing
+        def shown_rankings(state, pick):
+            """Then the ranking charts of the edit selected now; the other figures are drawn when their edit
+            is picked or when figures.zip is written."""
+            if state is None or state.report is None or state.halted or getattr(state, "explained", None) is None:
+                return unchanged(ranking_outputs)
+            out = edit_figures(state, pick, views.RANKING_FIGURES)
+            out.pop(exact_plot)
+            return out
 
         def parse_shown(outcome) -> dict:
             """The parse in the BPM tab's fields and its summary above them."""
@@ -495,6 +530,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             """The chain's last step: figures.zip, written once with everything the stages made."""
             if state is None or state.report is None or state.output_dir is None or state.halted:
                 return gr.skip()
+            logic.figure_files(state)  # every figure not drawn yet (other edits, the hyperplane PNGs)
             return views.write_downloads(state.report, Path(state.output_dir), state.figures, archive=True)
 
         explain_stage, bpm_stage = explain_handler(archive=False), bpm_handler(archive=False)
@@ -503,6 +539,10 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             # Later stages show their progress in their own tab, so the scores stay readable meanwhile.
             follow = event.success(explain_stage, explain_inputs, explain_outputs, api_name=False,
                                    show_progress_on=[relevancy_info])
+            follow = follow.success(explained_rest, [session_state], rest_outputs, api_name=False,
+                                    show_progress_on=[umap_plot])
+            follow = follow.success(shown_rankings, [session_state, edit_pick], ranking_outputs, api_name=False,
+                                    show_progress="hidden")
             if with_bpm:
                 follow = follow.success(bpm_stage, bpm_inputs, bpm_outputs, api_name=False, show_progress_on=[bpm_info])
                 follow = follow.success(judge_stage, [judge_on, instruction, clip_model, session_state], judge_outputs,
@@ -523,7 +563,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         evaluate_api.click(evaluate_handler(archive=True), eval_inputs, score_outputs, api_name="evaluate")
         rescore_api.click(rescore_handler(archive=True), rescore_inputs, score_outputs, api_name="rescore")
         explain_api.click(explain_handler(archive=True), explain_inputs, explain_outputs, api_name="explain")
-        edit_pick.change(edit_figures, [session_state, edit_pick], [*figure_outputs, exact_plot], api_name=False)
+        # .input: the user's pick (the explanation stage sets the first pick and draws what it shows itself)
+        edit_pick.input(edit_figures, [session_state, edit_pick], [*figure_outputs, exact_plot], api_name=False)
 
         @user_facing
         def show_comparison(state):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +24,7 @@ from ..instructions import ParseOutcome
 from ..io import LoadedImage, PixelBudget, open_image
 from ..pipeline import NETWORK_METRICS, AugCLIPOptions, Evaluator
 from ..report import Report
+from .status import first_result_work
 
 MAX_EDITS = DEFAULT_MAX_EDITS  # the default; Settings.max_edits (AUGCLIP_MAX_EDITS) is what counts
 
@@ -177,9 +180,11 @@ def evaluate(
         references["ground_truth"] = open_image(ground_truth, name="ground truth", max_pixels=settings.max_image_pixels)
     if edit_mask:
         references["edit_mask"] = open_image(edit_mask, name="edit mask", max_pixels=settings.max_image_pixels)
-    report = evaluator.evaluate(src, loaded, target_text, source_text or None, attributes, options=options,
-                                progress=staged, output_caption=(output_caption or "").strip() or None,
-                                network_metrics=[k for k in feature_metrics if k in NETWORK_METRICS], **references)
+    with first_result_work():
+        report = evaluator.evaluate(src, loaded, target_text, source_text or None, attributes, options=options,
+                                    progress=staged, output_caption=(output_caption or "").strip() or None,
+                                    network_metrics=[k for k in feature_metrics if k in NETWORK_METRICS],
+                                    **references)
     if extracting:
         session = Session(**{**session.__dict__, "extracted": report.attributes, "attributes_key": key})
     output_dir = session.output_dir or tempfile.mkdtemp(prefix="augclip-app-")
@@ -295,29 +300,86 @@ def run_bpm(settings: Settings, session: Session, *, instruction: str, parser: s
     return report, ""
 
 
-def explain(settings: Settings, session: Session,
-            progress: Progress | None = None) -> tuple[dict[str, str], str, Session]:
-    """Every explanation of the session's report, saved as PNGs; returns (stem -> path, notes, session)."""
+def explain(settings: Settings, session: Session, progress: Progress | None = None, *,
+            edit: int | None = None) -> tuple[dict[str, str], str, Session]:
+    """The page's explanation stage; returns (stem -> PNG path of the figures drawn, notes, session).
+
+    Computes every explanation the page shows at once (all relevancy maps, rankings, the exact
+    hyperplane view) and draws only the relevancy maps of ``edit`` (default: the edit AugCLIP
+    prefers, the one the page selects): the first full result. The UMAP view (numba compiles it
+    at start-up) and every other figure follow from :func:`explain_rest` and :func:`figure_files`,
+    when shown or downloaded.
+    """
     from ..explain import explain_report
-    from ..explain.figures import save_figure
+    from ..explain.explanations import figure_stems
     from ..inference import get_encoder
 
     if session.report is None:
         raise InputError("Nothing to explain yet: press Evaluate first.")
     encoder = get_encoder(settings)
     say = progress or (lambda fraction, stage: None)
-    explanations = explain_report(session.report, encoder,
-                                  progress=lambda fraction, stage: say(0.9 * fraction, f"explaining: {stage}"))
-    folder = Path(session.output_dir or tempfile.mkdtemp(prefix="augclip-app-")) / "figures"
-    say(0.9, "explaining: saving the figures")
-    figures = {stem: str(save_figure(figure, folder / f"{stem}.png")) for stem, figure in explanations.all_figures().items()}
+    with first_result_work():
+        explanations = explain_report(session.report, encoder, umap=False, figures=False,
+                                      progress=lambda fraction, stage: say(0.9 * fraction, f"explaining: {stage}"))
     notes = sorted(set(explanations.unavailable.values())
-                   | {reason for edit in explanations.edits for reason in edit.unavailable.values()})
+                   | {reason for item in explanations.edits for reason in item.unavailable.values()})
+    session = Session(**{**session.__dict__, "figures": {}, "explained": explanations})
+    pick = selected_edit(session.report) if edit is None else edit
+    say(0.9, "explaining: drawing the relevancy maps")
+    figures = figure_files(session, [stem for stem in figure_stems(explanations, pick) if "_relevancy_" in stem])
+    return figures, "; ".join(notes), session
 
-    explanations.figures = {}
-    for edit in explanations.edits:
-        edit.figures = {}
-    return figures, "; ".join(notes), Session(**{**session.__dict__, "figures": figures, "explained": explanations})
+
+def selected_edit(report: Report) -> int:
+    """The edit the page shows first: the one AugCLIP prefers."""
+    return report.best("augclip") or 0
+
+
+def explain_rest(settings: Settings, session: Session, *, figures: bool = True) -> Session:
+    """What follows the first result: the UMAP view and (``figures``) every figure not drawn yet."""
+    from ..explain import umap_view
+
+    explained = session.explained
+    if session.report is None or explained is None:
+        return session
+    if explained.umap is None and "umap" not in explained.unavailable:  # the first stage left it out
+        start = time.perf_counter()
+        options = explained.options
+        try:
+            explained.umap = umap_view(session.report, n_neighbors=options.umap_neighbors,
+                                       min_dist=options.umap_min_dist, seed=options.umap_seed)
+        except ImportError as exc:
+            explained.unavailable["umap"] = (f"umap-learn is not installed ({exc}); install the packages in "
+                                             "requirements.txt")
+        explained.timings["umap_view"] = time.perf_counter() - start
+    if figures:
+        figure_files(session)
+    return session
+
+
+def figure_files(session: Session, stems: Sequence[str] | None = None) -> dict[str, str]:
+    """PNG paths of the session's figures ``stems`` (default: every one there is data for), each drawn
+    and saved the first time it is asked for; ``session.figures`` keeps them (stem -> path)."""
+    from ..explain.explanations import figure_stems, make_figure
+    from ..explain.figures import save_figure
+
+    explained = session.explained
+    if session.report is None or explained is None:
+        return {}
+    available = figure_stems(explained)  # e.g. no CLIPdir map without a source text
+    wanted = available if stems is None else [stem for stem in stems if stem in available]
+    folder = Path(session.output_dir or tempfile.mkdtemp(prefix="augclip-app-")) / "figures"
+    for stem in wanted:
+        if stem in session.figures:
+            continue
+        figure = make_figure(session.report, explained, stem)
+        # Written under a temporary name and renamed: two events drawing the same figure at once
+        # (the next stage, a click on another edit) never leave a half-written PNG.
+        partial = save_figure(figure, folder / f".{stem}.{os.getpid()}.{threading.get_ident()}.png")
+        path = folder / f"{stem}.png"
+        os.replace(partial, path)
+        session.figures[stem] = str(path)
+    return {stem: session.figures[stem] for stem in wanted if stem in session.figures}
 
 
 def comparison(session: Session) -> tuple[str, str]:

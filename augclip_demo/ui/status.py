@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import html
 import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ..config import Settings
@@ -45,7 +48,7 @@ def model_status(settings: Settings, *, background: bool = True) -> ModelStatus:
     if background:
         threading.Thread(target=_load, args=(settings, status), daemon=True, name="augclip-model-load").start()
         # numba compiles UMAP's kernels on the first fit (~11 s on 2 cores); do it before anyone waits for it.
-        threading.Thread(target=_warm_up_umap, daemon=True, name="augclip-umap-warmup").start()
+        threading.Thread(target=_warm_up_umap, args=(status,), daemon=True, name="augclip-umap-warmup").start()
     else:
         _load(settings, status)
     return status
@@ -81,7 +84,29 @@ def _preload_vocabulary(settings: Settings) -> None:
         pass
 
 
-def _warm_up_umap() -> None:
+_IN_FLIGHT = [0]  # requests computing a first result (scores, relevancy maps) right now
+
+
+@contextmanager
+def first_result_work() -> Iterator[None]:
+    """Marks a request computing scores or explanations: the start-up compile waits while one runs."""
+    with _LOCK:
+        _IN_FLIGHT[0] += 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _IN_FLIGHT[0] -= 1
+
+
+def _warm_up_umap(status: ModelStatus | None = None) -> None:
+    # On 2 cores the compile (one thread, 10-40 s) would take a core from the CLIP load and from a first
+    # request's encoding and relevancy maps, so it starts after the load, when no request is computing. The first result never waits for
+    # it (the page asks for the UMAP view in the stage after); a UMAP view asked for before the
+    # warm-up ran compiles the kernels itself. (Not a niced thread: the UMAP stage would wait on it,
+    # and a lowest-priority thread starves on a busy host.)
+    while (status is not None and status.state == "loading") or _IN_FLIGHT[0] > 0:
+        time.sleep(0.2)
     try:
         from ..explain import warm_up_umap
 

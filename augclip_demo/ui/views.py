@@ -250,6 +250,9 @@ def edit_items(files: list[str] | None) -> list[tuple[str, str]]:
 
 PER_EDIT_FIGURES = ("relevancy_augclip", "relevancy_clip_t", "relevancy_clip_dir", "source_changes",
                     "target_changes", "alpha")
+#: Drawn for the first result (the tab the page opens on); the ranking charts follow.
+RELEVANCY_FIGURES = PER_EDIT_FIGURES[:3]
+RANKING_FIGURES = PER_EDIT_FIGURES[3:]
 
 
 def edit_choices(report: Report) -> list[str]:

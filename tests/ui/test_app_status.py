@@ -64,3 +64,25 @@ def test_a_working_clip_model_with_missing_bpm_models_says_only_that(tmp_path):
                               device="cpu", cache_dir=tmp_path)
     assert "BPM is unavailable" not in status_html(model_status(ready, background=False),
                                                    check_region_models(ready, background=False))
+
+
+
+def test_the_umap_compile_waits_for_the_clip_load_and_for_first_results(monkeypatch):
+    """The start-up compile takes a core: it starts only after the CLIP load and while no request computes."""
+    import threading
+
+    import augclip_demo.explain as explain
+    from augclip_demo.ui import status as status_module
+
+    started = threading.Event()
+    monkeypatch.setattr(explain, "warm_up_umap", lambda: started.set())  # records when the compile would start
+    loading = status_module.ModelStatus(spec="random:tiny")
+    with status_module.first_result_work():
+        thread = threading.Thread(target=status_module._warm_up_umap, args=(loading,), daemon=True)
+        thread.start()
+        assert not started.wait(0.6)  # the model is still loading
+        loading.state = "ready"
+        assert not started.wait(0.6)  # a request is computing its first result
+    thread.join(timeout=5)
+    assert started.is_set() and not thread.is_alive()
+    assert status_module._IN_FLIGHT[0] == 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from augclip_demo.config import Settings
@@ -86,3 +88,48 @@ def test_reference_inputs_switch_their_columns_on(scene_files, tmp_path):
                               provider="manual", source_attrs_box=ATTRS[0], target_attrs_box=ATTRS[1],
                               options=AugCLIPOptions(), progress=lambda f, s: None)
     assert views.column_label("l1_gt") not in views.score_frame(plain).columns
+
+
+@pytest.mark.slow
+def test_the_first_result_draws_the_shown_maps_and_the_rest_follows(scene_files, tmp_path):
+    """explain draws only the selected edit's relevancy maps; explain_rest adds the UMAP view; every
+    other figure is drawn once, when asked for (figures.zip), as a readable PNG of its own."""
+    from PIL import Image
+
+    from augclip_demo.attributes import Attributes
+    from augclip_demo.inference import get_encoder
+
+    settings = Settings.from_env(clip_model=TINY, device="cpu")
+    report = Evaluator(settings=settings, encoder=get_encoder(settings)).evaluate(
+        scene_files["source"], [scene_files["faithful"], scene_files["replaced"]], "a blue ball", "a red ball",
+        Attributes(logic.lines(ATTRS[0]), logic.lines(ATTRS[1])))
+    state = logic.Session(report=report, clip_model=TINY, output_dir=str(tmp_path))
+    folder = tmp_path / "figures"
+
+    files, _, state = logic.explain(settings, state)
+    tag = f"E{logic.selected_edit(report) + 1}"
+    expected = {f"{tag}_relevancy_{kind}" for kind in ("augclip", "clip_t", "clip_dir")}
+    assert set(files) == expected == set(state.figures)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(f"{stem}.png" for stem in expected)
+    assert state.explained.umap is None and state.explained.exact is not None
+    assert all(edit.augclip is not None and edit.clip_dir is not None for edit in state.explained.edits)
+
+    state = logic.explain_rest(settings, state, figures=False)
+    assert state.explained.umap is not None and len(list(folder.iterdir())) == 3
+
+    every = logic.figure_files(state)
+    per_edit = ("relevancy_augclip", "relevancy_clip_dir", "relevancy_clip_t", "source_changes", "target_changes",
+                "alpha")
+    assert set(every) == {f"E{i}_{kind}" for i in (1, 2) for kind in per_edit} | {"hyperplane_exact",
+                                                                                   "hyperplane_umap"}
+    assert sorted(p.name for p in folder.iterdir()) == sorted(f"{stem}.png" for stem in every)  # no partial files
+    for path in every.values():
+        with Image.open(path) as image:
+            assert image.format == "PNG" and image.width > 300 and image.height > 200
+    stamps = {stem: Path(path).stat().st_mtime_ns for stem, path in every.items()}
+    assert logic.figure_files(state) == every
+    assert {stem: Path(path).stat().st_mtime_ns for stem, path in every.items()} == stamps  # drawn once
+    with pytest.raises(InputError, match="no figure named"):
+        from augclip_demo.explain.explanations import make_figure
+
+        make_figure(report, state.explained, "E9_alpha")
