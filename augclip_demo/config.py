@@ -54,7 +54,7 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
                             "random:swint / random:tiny for untrained weights"),
     "AUGCLIP_BPM_PRESET": "BPM region models: standard (GroundingDINO at 800 px + segment-anything SAM, the paper's) "
                           "or fast (OWL-ViT B/32 at 768 px + SAM 2.1 Hiera-Tiny at 512 px; docs/bpm.md says what it "
-                          "gives up)",
+                          "gives up); unset, the web app on a machine without CUDA uses fast",
     "AUGCLIP_FAST_SAM_MODEL": "SAM 2 for the fast BPM preset: facebook/sam2.1-hiera-tiny (default), a local folder, "
                               "or random:hiera-tiny / random:test (untrained)",
     "AUGCLIP_FAST_DETECTOR_MODEL": ("OWL-ViT detector for the fast BPM preset: google/owlvit-base-patch32 (default), "

@@ -493,6 +493,11 @@ class Evaluator:
         report.timings["bpm"] = time.perf_counter() - start
         if arrays.edit_mask is None:  # no mask was given: BPM's regions are the edit mask, edit by edit
             self._unedited_from_bpm(report, arrays, results)
+        if getattr(models, "preset", "standard") == "fast":
+            note = ("BPM from the fast preset (OWL-ViT + SAM 2.1 Hiera-Tiny at 512 px), not the paper's GroundingDINO "
+                    "+ SAM: AUGCLIP_BPM_PRESET=standard gives those (docs/bpm.md, presets)")
+            if note not in report.notes:
+                report.notes.append(note)
         if models.untrained:
             note = f"BPM {UNTRAINED_WARNING} (GroundingDINO / SAM / CLIP: {'; '.join(_untrained_parts(models))})"
             if note not in report.notes:

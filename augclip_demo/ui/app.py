@@ -68,7 +68,7 @@ def provider_label(item: ProviderStatus) -> str:
 
 
 def build_app(settings: Settings | None = None) -> gr.Blocks:
-    base_settings = settings or Settings.from_env()
+    base_settings = app_settings(settings or Settings.from_env(), cuda=_cuda_available())
     status = model_status(base_settings)
     region_check = check_region_models(base_settings)
     examples = load_examples()
@@ -159,7 +159,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                     with gr.Row():
                         explain_on = gr.Checkbox(True, label="Explanations (relevancy maps, hyperplane views, rankings)",
                                                  elem_id="aug-explain-on")
-                        bpm_on = gr.Checkbox(gpu, label="BPM (GroundingDINO + SAM; slow on CPU)", elem_id="aug-bpm-on")
+                        bpm_on = gr.Checkbox(gpu or base_settings.bpm_preset == "fast", label=bpm_label(base_settings, gpu),
+                                             elem_id="aug-bpm-on")
                         bpm_parser = gr.Radio(["rules", "llm"] if llm_ready else ["rules"], value="rules",
                                               label="BPM instruction parser")
                         judge_on = gr.Checkbox(False, label="MLLM judge (SC / PQ / overall)", elem_id="aug-judge-on",
@@ -604,6 +605,25 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
     demo.queue(default_concurrency_limit=base_settings.concurrency, max_size=64)
     demo.work_folders = folders  # for tests and operators: where the session files live
     return demo
+
+
+def app_settings(settings: Settings, *, cuda: bool) -> Settings:
+    """The page's settings: on a machine without CUDA, BPM uses the fast preset unless AUGCLIP_BPM_PRESET says otherwise.
+
+    The fast preset (OWL-ViT + SAM 2.1 at 512 px) takes about 4 s per new source/edit pair on 2 CPU cores
+    and 2 s for a further edit of the source (docs/performance.md, BPM), the standard one about 50 s, so
+    the page turns BPM on by default with the fast preset there; results name the preset. The library and
+    the CLI keep the paper's standard preset unless asked.
+    """
+    if not cuda and "AUGCLIP_BPM_PRESET" not in os.environ:
+        return settings.replace(bpm_preset="fast")
+    return settings
+
+
+def bpm_label(settings: Settings, cuda: bool) -> str:
+    if settings.bpm_preset == "fast":
+        return "BPM (fast preset: OWL-ViT + SAM 2.1 at 512 px)"
+    return "BPM (GroundingDINO + SAM)" + ("" if cuda else "; slow on CPU")
 
 
 def timed(progress: Any) -> Any:

@@ -20,7 +20,7 @@ def start_app(folder: Path, args: list[str] = (), env: dict[str, str] | None = N
     full_env = {**inherited, "TMPDIR": str(temp), "GRADIO_TEMP_DIR": str(temp / "gradio"),
                 "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONPATH": str(root), "HF_HUB_OFFLINE": "1",
                 "AUGCLIP_CACHE_DIR": str(folder / "cache"), "AUGCLIP_GDINO_MODEL": "random:tiny",
-                "AUGCLIP_SAM_MODEL": "random:tiny", "AUGCLIP_DEVICE": "cpu", "AUGCLIP_CLIP_MODEL": "random:tiny",
+                "AUGCLIP_SAM_MODEL": "random:tiny", "AUGCLIP_BPM_PRESET": "standard", "AUGCLIP_DEVICE": "cpu", "AUGCLIP_CLIP_MODEL": "random:tiny",
                 "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port), **(env or {})}
     if flags:
         for name in ("AUGCLIP_CLIP_MODEL", "GRADIO_SERVER_NAME", "GRADIO_SERVER_PORT"):

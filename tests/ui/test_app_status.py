@@ -86,3 +86,24 @@ def test_the_umap_compile_waits_for_the_clip_load_and_for_first_results(monkeypa
     thread.join(timeout=5)
     assert started.is_set() and not thread.is_alive()
     assert status_module._IN_FLIGHT[0] == 0
+
+
+def _bpm_checkbox(demo) -> dict:
+    return next(c for c in demo.config["components"] if c.get("props", {}).get("elem_id") == "aug-bpm-on")["props"]
+
+
+def test_bpm_is_on_by_default_on_cpu_with_the_fast_preset(tmp_path, monkeypatch):
+    from augclip_demo.ui import build_app
+    from augclip_demo.ui.app import app_settings
+
+    monkeypatch.delenv("AUGCLIP_BPM_PRESET", raising=False)
+    settings = Settings.from_env({}, clip_model="random:tiny", device="cpu", cache_dir=tmp_path)
+    assert settings.bpm_preset == "standard"  # the library and the CLI keep the paper's models
+    assert app_settings(settings, cuda=False).bpm_preset == "fast"
+    assert app_settings(settings, cuda=True).bpm_preset == "standard"
+    box = _bpm_checkbox(build_app(settings))
+    assert box["value"] is True and "fast preset" in box["label"]
+
+    monkeypatch.setenv("AUGCLIP_BPM_PRESET", "standard")  # an operator's choice is kept: off on CPU, as slow
+    box = _bpm_checkbox(build_app(Settings.from_env(clip_model="random:tiny", device="cpu", cache_dir=tmp_path)))
+    assert box["value"] is False and "slow on CPU" in box["label"]
