@@ -264,6 +264,7 @@ def test_several_targets_per_image_share_one_forward_pass(tiny_encoder, scene):
     assert not np.allclose(together[0].raw, together[2].raw)  # same image, other target: another map
 
 
+@pytest.mark.slow
 def test_computed_maps_are_reused_bit_for_bit(scene):
     """A second request for a (image, target) pair runs no pass and returns what a fresh encoder computes."""
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from augclip_demo.config import Settings
 from augclip_demo.ui.status import model_status, status_html
 
@@ -92,6 +94,7 @@ def _bpm_checkbox(demo) -> dict:
     return next(c for c in demo.config["components"] if c.get("props", {}).get("elem_id") == "aug-bpm-on")["props"]
 
 
+@pytest.mark.slow
 def test_bpm_is_on_by_default_on_cpu_with_the_fast_preset(tmp_path, monkeypatch):
     from augclip_demo.ui import build_app
     from augclip_demo.ui.app import app_settings
