@@ -494,12 +494,12 @@ class Evaluator:
         if arrays.edit_mask is None:  # no mask was given: BPM's regions are the edit mask, edit by edit
             self._unedited_from_bpm(report, arrays, results)
         if getattr(models, "preset", "standard") == "fast":
-            note = ("BPM from the fast preset (OWL-ViT + SAM 2.1 Hiera-Tiny at 512 px), not the paper's GroundingDINO "
-                    "+ SAM: AUGCLIP_BPM_PRESET=standard gives those (docs/bpm.md, presets)")
+            note = (f"BPM from the fast preset ({models.detector.label}; {models.segmenter.label}), not the paper's "
+                    "GroundingDINO + SAM: AUGCLIP_BPM_PRESET=standard gives those (docs/bpm.md, presets)")
             if note not in report.notes:
                 report.notes.append(note)
         if models.untrained:
-            note = f"BPM {UNTRAINED_WARNING} (GroundingDINO / SAM / CLIP: {'; '.join(_untrained_parts(models))})"
+            note = f"BPM {UNTRAINED_WARNING} ({_region_model_names(models)}: {'; '.join(_untrained_parts(models))})"
             if note not in report.notes:
                 report.notes.append(note)
         return report
@@ -550,7 +550,9 @@ class Evaluator:
         if models is None:
             from .bpm.models import get_bpm_models
 
-            bpm = get_bpm_models(self.settings, encoder=self.encoder)
+            # GroundingDINO + SAM whatever BPM's preset: HATIE's detection threshold is on GroundingDINO's
+            # scale (OWL-ViT's scores are lower), and its regions are those of the published pipeline.
+            bpm = get_bpm_models(self.settings.replace(bpm_preset="standard"), encoder=self.encoder)
             models = HatieModels(bpm.detector, bpm.segmenter, bpm.encoder, HatieFeatures(self.settings))
         start = time.perf_counter()
         results = hatie_score_many(arrays.source, arrays.edits, instruction, models.load(), edit_type=edit_type,
@@ -656,8 +658,13 @@ class Evaluator:
 
 
 def _untrained_parts(models: Any) -> list[str]:
-    parts = [("GroundingDINO", models.detector), ("SAM", models.segmenter), ("CLIP", models.encoder)]
-    return [f"{name} random" for name, model in parts if model.untrained]
+    parts = [models.detector, models.segmenter, models.encoder]
+    return [f"{getattr(model, 'family', type(model).__name__)} random" for model in parts if model.untrained]
+
+
+def _region_model_names(models: Any) -> str:
+    """``GroundingDINO / SAM / CLIP`` or ``OWL-ViT / SAM 2 / CLIP``: the families that computed BPM."""
+    return " / ".join(getattr(m, "family", type(m).__name__) for m in (models.detector, models.segmenter, models.encoder))
 
 
 def _has_own_name(item: object) -> bool:

@@ -155,9 +155,18 @@ class RegionSource:
     def signature(self) -> dict[str, Any]:
         """What decides the BPM values besides the images (compared on resume, like the CLIP model)."""
         detector, segmenter = self.models.detector, self.models.segmenter
+        options = self.options.to_dict()
+        for key in ("box_threshold", "fast_box_threshold"):  # only the threshold this detector reads decides
+            if key != getattr(detector, "threshold_option", "box_threshold"):
+                options.pop(key, None)
         out = {"detector": detector.spec, "segmenter": segmenter.spec,
-               "sam_checkpoint": str(segmenter.checkpoint) if segmenter.checkpoint else None,
-               "parser": self.parser, "options": self.options.to_dict(), "untrained": self.untrained}
+               "sam_checkpoint": str(getattr(segmenter, "checkpoint", None)) if getattr(segmenter, "checkpoint", None)
+               else None, "parser": self.parser, "options": options, "untrained": self.untrained}
+        size = getattr(segmenter, "input_size", None)
+        if size is not None:  # SAM 2's input side (the fast preset runs it at 512 px)
+            out["segmenter_input"] = size
+        if getattr(detector, "input_size", None) is not None:  # GroundingDINO below its checkpoint's size
+            out["detector_input"] = list(detector.input_size)
         if self.hatie_keys:
             out["hatie"] = {"options": self.hatie.to_dict(), "weights": hatie_weights(self.hatie.total, self.calibrated),
                             "features": self.features.info() if self.features is not None else None,

@@ -80,7 +80,7 @@ class ExplainOptions:
     umap_neighbors: int = 15
     umap_min_dist: float = 0.1
     umap_seed: int = 0
-    batch_size: int | None = None  # images per relevancy pass (default: sized to the model, see relevancy_batch)
+    batch_size: int | None = None  # (image, target) pairs per relevancy pass; set, it turns off the CPU map cache (relevancy_batch)
     relevancy_edits: tuple[int, ...] | None = None  # 0-based edits to compute maps for (None: all); e.g. the selected one
 
     def __post_init__(self) -> None:

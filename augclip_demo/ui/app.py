@@ -286,6 +286,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                 out[edit_pick] = gr.Radio(choices=views.edit_choices(report), value=None, visible=False)
             return out
 
+        @user_facing
         def edit_figures(state, pick, kinds: tuple[str, ...] = views.PER_EDIT_FIGURES) -> dict:
             """The selected edit's relevancy maps and ranking charts (``kinds`` of them), each drawn the
             first time it is shown."""
@@ -527,12 +528,14 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         explain_inputs = [explain_on, session_state]
         bpm_inputs = [bpm_on, instruction, bpm_parser, clip_model, session_state]
 
+        @user_facing
         def downloads_complete(state):
             """The chain's last step: figures.zip, written once with everything the stages made."""
             if state is None or state.report is None or state.output_dir is None or state.halted:
                 return gr.skip()
             logic.figure_files(state)  # every figure not drawn yet (other edits, the hyperplane PNGs)
-            return views.write_downloads(state.report, Path(state.output_dir), state.figures, archive=True)
+            # a copy: a click on another edit may add a figure to the session meanwhile
+            return views.write_downloads(state.report, Path(state.output_dir), dict(state.figures), archive=True)
 
         explain_stage, bpm_stage = explain_handler(archive=False), bpm_handler(archive=False)
 

@@ -62,8 +62,8 @@ def build_hatie_tab(session_state: Any, instruction: Any, clip_model: Any,
         progress(0.05, desc="HATIE: detecting, segmenting, measuring")
         results = run_hatie(settings_for(clip), state, instruction_value, edit_type)
         # The E-number and short name, as the score table, gallery and maps name the edit.
-        shown = {name.full: name.label for name in state.report.edit_names()}
-        label = {id(r): shown.get(r.edit_name, r.edit_name) for r in results}
+        # By position: two uploads may share a file name (one result per edit, in the report's order).
+        label = {id(r): name.label for r, name in zip(results, state.report.edit_names())}
         figures = [(_figure_image(hatie_figure(r, label[id(r)])), label[id(r)]) for r in results]
         rows = [{"edit": label[id(r)], **row} for r in results for row in component_rows(r)]
         views = [view for r in results for view in mask_views(r, label[id(r)])]

@@ -8,9 +8,11 @@ Gradio notifications. Per-browser-session state lives in :class:`Session`.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +43,9 @@ class Session:
     extracted: Attributes | None = None  # what the provider returned, before any user edits
     output_dir: str | None = None
     figures: dict = field(default_factory=dict)
+    # Where this result's figures are written: a folder per explanation, so a figure still being drawn
+    # for an earlier result (a slow stage, a re-score meanwhile) never replaces the current one's file.
+    figures_dir: str | None = None
     # The last explanations without their matplotlib figures (saved as PNGs): the geometry the
     # interactive hyperplane views reuse and the maps the comparison grid shows.
     explained: Any = None
@@ -323,7 +328,11 @@ def explain(settings: Settings, session: Session, progress: Progress | None = No
                                       progress=lambda fraction, stage: say(0.9 * fraction, f"explaining: {stage}"))
     notes = sorted(set(explanations.unavailable.values())
                    | {reason for item in explanations.edits for reason in item.unavailable.values()})
-    session = Session(**{**session.__dict__, "figures": {}, "explained": explanations})
+    root = Path(session.output_dir or tempfile.mkdtemp(prefix="augclip-app-")) / "figures"
+    if session.figures_dir:  # the previous result's figures: the page no longer shows them
+        shutil.rmtree(session.figures_dir, ignore_errors=True)
+    session = Session(**{**session.__dict__, "figures": {}, "explained": explanations,
+                         "figures_dir": str(root / uuid.uuid4().hex[:12])})
     pick = selected_edit(session.report) if edit is None else edit
     say(0.9, "explaining: drawing the relevancy maps")
     figures = figure_files(session, [stem for stem in figure_stems(explanations, pick) if "_relevancy_" in stem])
@@ -368,7 +377,7 @@ def figure_files(session: Session, stems: Sequence[str] | None = None) -> dict[s
         return {}
     available = figure_stems(explained)  # e.g. no CLIPdir map without a source text
     wanted = available if stems is None else [stem for stem in stems if stem in available]
-    folder = Path(session.output_dir or tempfile.mkdtemp(prefix="augclip-app-")) / "figures"
+    folder = Path(session.figures_dir or Path(session.output_dir or tempfile.mkdtemp(prefix="augclip-app-")) / "figures")
     for stem in wanted:
         if stem in session.figures:
             continue

@@ -164,18 +164,23 @@ def public_report(report: Report) -> dict[str, Any]:
     An operator's weights file (``AUGCLIP_CLIP_CHECKPOINT``) or a local model folder is part of the
     model record and of its label; the page's report and the downloads must not reveal the folders.
     """
-    return _scrubbed(report.to_dict())
+    data = report.to_dict()
+    # Known server paths first, whole (a folder name with spaces defeats the pattern in scrub_paths).
+    known = [str(data.get("model", {}).get("checkpoint") or "")]
+    return _scrubbed(data, [path for path in known if path.startswith("/")])
 
 
-def _scrubbed(value: Any) -> Any:
+def _scrubbed(value: Any, known: list[str] | None = None) -> Any:
     from .guard import scrub_paths
 
     if isinstance(value, str):
+        for path in known or []:
+            value = value.replace(path, Path(path).name)
         return scrub_paths(value)
     if isinstance(value, dict):
-        return {key: _scrubbed(item) for key, item in value.items()}
+        return {key: _scrubbed(item, known) for key, item in value.items()}
     if isinstance(value, list):
-        return [_scrubbed(item) for item in value]
+        return [_scrubbed(item, known) for item in value]
     return value
 
 

@@ -104,9 +104,9 @@ def test_the_first_result_draws_the_shown_maps_and_the_rest_follows(scene_files,
         scene_files["source"], [scene_files["faithful"], scene_files["replaced"]], "a blue ball", "a red ball",
         Attributes(logic.lines(ATTRS[0]), logic.lines(ATTRS[1])))
     state = logic.Session(report=report, clip_model=TINY, output_dir=str(tmp_path))
-    folder = tmp_path / "figures"
-
     files, _, state = logic.explain(settings, state)
+    folder = Path(state.figures_dir)  # this result's own folder under the session's
+    assert folder.parent == tmp_path / "figures"
     tag = f"E{logic.selected_edit(report) + 1}"
     expected = {f"{tag}_relevancy_{kind}" for kind in ("augclip", "clip_t", "clip_dir")}
     assert set(files) == expected == set(state.figures)
@@ -129,6 +129,11 @@ def test_the_first_result_draws_the_shown_maps_and_the_rest_follows(scene_files,
     stamps = {stem: Path(path).stat().st_mtime_ns for stem, path in every.items()}
     assert logic.figure_files(state) == every
     assert {stem: Path(path).stat().st_mtime_ns for stem, path in every.items()} == stamps  # drawn once
+    # A new result (a re-score) writes to a new folder: a figure still being drawn for this one can
+    # never replace the new result's file of the same name; this result's folder is removed.
+    newer_files, _, newer = logic.explain(settings, state)
+    assert newer.figures_dir != state.figures_dir and not folder.exists()
+    assert {Path(path).parent for path in newer_files.values()} == {Path(newer.figures_dir)}
     with pytest.raises(InputError, match="no figure named"):
         from augclip_demo.explain.explanations import make_figure
 
