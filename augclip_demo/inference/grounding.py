@@ -22,7 +22,6 @@ pass ("cup. table."); several images are batched (padded by the processor).
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,11 +32,11 @@ import numpy as np
 import torch
 
 from ..config import Settings
-from ..errors import ConfigError, InputError, WeightsUnavailableError
+from ..errors import ConfigError, InputError
 from ..io import ImageInput, LoadedImage, open_image
 from . import weights
 from .device import device_description, resolve_device
-from .lazy import LazyModel
+from .hub_folder import RANDOM_INIT_SEED, HubFolderModel, save_random_folder
 from .pool import POOL
 from .specs import canonical_gdino_spec
 
@@ -46,9 +45,6 @@ log = logging.getLogger(__name__)
 DEFAULT_BOX_THRESHOLD = 0.3
 RANDOM_SPECS = ("random:tiny", "random:swint")
 KNOWN_HUB_MODELS = ("IDEA-Research/grounding-dino-tiny", "IDEA-Research/grounding-dino-base")
-#: Written into folders made by :func:`save_random_grounding`: whoever loads them is told they are untrained.
-RANDOM_MARKER = "augclip_random_weights.json"
-RANDOM_INIT_SEED = 0
 # GroundingDINO splits its text at these BERT ids ([CLS], [SEP], ".", "?"), so a vocabulary for
 # random models puts those tokens at the same places (transformers' SPECIAL_TOKENS).
 _BERT_SPECIAL_IDS = {"[PAD]": 0, "[UNK]": 100, "[CLS]": 101, "[SEP]": 102, "[MASK]": 103, ".": 1012, "?": 1029}
@@ -161,14 +157,11 @@ def save_random_grounding(folder: Path, kind: str = "tiny") -> Path:
     """
     folder = Path(folder)
     model, processor = build_random_grounding(kind, folder)
-    model.save_pretrained(str(folder))
-    processor.save_pretrained(str(folder))
-    (folder / RANDOM_MARKER).write_text(json.dumps({"kind": kind, "seed": RANDOM_INIT_SEED}) + "\n", encoding="utf-8")
-    return folder
+    return save_random_folder(folder, model, processor, kind)
 
 
 # ---------------------------------------------------------------------- the detector
-class GroundingDetector(LazyModel):
+class GroundingDetector(HubFolderModel):
     """Open-vocabulary detection of short phrases; lazy, thread-safe, one model per instance."""
 
     family = "GroundingDINO"
@@ -191,25 +184,8 @@ class GroundingDetector(LazyModel):
         self.cache_dir = Path(cache_dir) if cache_dir else settings.cache_dir
         self.batch_size = max(1, int(batch_size))
         self._processor: Any = None
-        self._untrained = self.spec.startswith("random:")
 
     # ------------------------------------------------------------------ loading
-    @property
-    def local_folder(self) -> Path | None:
-        path = Path(self.spec).expanduser()
-        looks_local = path.is_absolute() or self.spec.startswith((".", "~")) or path.exists()
-        return path if looks_local and not self.spec.startswith("random:") else None
-
-    @property
-    def hub_cache(self) -> Path:
-        return self.cache_dir / "huggingface"
-
-    @property
-    def untrained(self) -> bool:
-        if not self._untrained and (folder := self.local_folder) is not None:
-            return (folder / RANDOM_MARKER).is_file()
-        return self._untrained
-
     @property
     def label(self) -> str:
         return self.spec + (" (random weights, untrained)" if self.untrained else "")
@@ -217,16 +193,8 @@ class GroundingDetector(LazyModel):
     def how_to_fix(self) -> str:
         return weights.gdino_how_to_fix(self.spec)
 
-    def preflight(self) -> None:
-        """Raise :class:`WeightsUnavailableError` now if the weights can be neither found nor downloaded."""
-        if self.spec.startswith("random:"):
-            return
-        folder = self.local_folder
-        if folder is not None:
-            weights.resolve_gdino(self.spec, folder, self.cache_dir)
-            return
-        weights.require_hub_available(f"GroundingDINO {self.spec}", self.spec, weights.GDINO_WEIGHT_ALTERNATIVES,
-                                      self.hub_cache, self.how_to_fix())
+    def _resolve_folder(self, folder: Path | None) -> Path:
+        return weights.resolve_gdino(self.spec, folder, self.cache_dir)
 
     def load(self) -> GroundingDetector:
         super().load()
@@ -241,21 +209,10 @@ class GroundingDetector(LazyModel):
             model, self._processor = build_random_grounding(kind, self.cache_dir / "bpm" / f"random-gdino-{kind}")
             self._resize_input(self._processor)
             return model
-        folder = weights.resolve_gdino(self.spec, self.local_folder, self.cache_dir)
+        folder = self._resolve_folder(self.local_folder)
         from transformers import GroundingDinoForObjectDetection, GroundingDinoProcessor
 
-        weights.quiet_transformers()
-        try:
-            processor = GroundingDinoProcessor.from_pretrained(str(folder))
-            model, info = GroundingDinoForObjectDetection.from_pretrained(str(folder), output_loading_info=True)
-            missing = list(info.get("missing_keys") or []) + list(info.get("mismatched_keys") or [])
-            if missing:  # transformers initialises those randomly and carries on: a wrong model that looks right
-                raise RuntimeError("Error(s) in loading state_dict: Missing key(s) in state_dict: "
-                                   + ", ".join(f'"{k if isinstance(k, str) else k[0]}"' for k in missing) + ".")
-        except Exception as exc:  # format and architecture errors end here (the files are all local by now)
-            weight_file = next((folder / n for n in weights.GDINO_WEIGHT_ALTERNATIVES if (folder / n).is_file()), None)
-            raise WeightsUnavailableError(f"GroundingDINO {self.spec}", f"the folder {folder}: "
-                                          + weights.describe_load_error(exc, weight_file), self.how_to_fix()) from exc
+        model, processor = self._load_pretrained(folder, GroundingDinoForObjectDetection, GroundingDinoProcessor)
         self._resize_input(processor)
         self._processor = processor
         return model

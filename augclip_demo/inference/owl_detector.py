@@ -35,20 +35,17 @@ import numpy as np
 import torch
 
 from ..config import DEFAULT_FAST_DETECTOR_MODEL, DEFAULT_OWL_BOX_THRESHOLD, Settings
-from ..errors import ConfigError, InputError, WeightsUnavailableError
+from ..errors import ConfigError, InputError
 from ..io import ImageInput, LoadedImage, open_image
 from . import weights
 from .device import device_description, resolve_device
 from .grounding import Detection, clean_detection_phrase
-from .lazy import LazyModel
+from .hub_folder import RANDOM_INIT_SEED, HubFolderModel, save_random_folder
 from .lru import LRUCache
 from .pool import POOL
 
 __all__ = ["DEFAULT_FAST_DETECTOR_MODEL", "DEFAULT_OWL_BOX_THRESHOLD", "OwlDetector", "get_owl_detector"]
 RANDOM_SPECS = ("random:owlvit-b32", "random:test")
-RANDOM_INIT_SEED = 0
-#: Written into folders saved by :func:`save_random_owlvit`: whoever loads them is told they are untrained.
-RANDOM_MARKER = "augclip_random_weights.json"
 
 
 def _byte_symbols() -> list[str]:
@@ -113,10 +110,7 @@ def save_random_owlvit(folder: Path, kind: str = "test") -> Path:
     """Save a random OWL-ViT in the ``save_pretrained`` layout (+ marker file), loadable like a download."""
     folder = Path(folder)
     model, processor = build_random_owlvit(kind, folder)
-    model.save_pretrained(str(folder))
-    processor.save_pretrained(str(folder))
-    (folder / RANDOM_MARKER).write_text(json.dumps({"kind": kind, "seed": RANDOM_INIT_SEED}) + "\n", encoding="utf-8")
-    return folder
+    return save_random_folder(folder, model, processor, kind)
 
 
 def canonical_owl_spec(spec: str | None) -> str:
@@ -130,7 +124,7 @@ def canonical_owl_spec(spec: str | None) -> str:
     return raw
 
 
-class OwlDetector(LazyModel):
+class OwlDetector(HubFolderModel):
     """Open-vocabulary detection of short phrases with OWL-ViT; the same ``detect`` interface as
     :class:`~augclip_demo.inference.grounding.GroundingDetector`. Lazy and thread-safe; the last few
     images' detections are kept by (content hash, phrases, threshold), so the source of several
@@ -151,35 +145,11 @@ class OwlDetector(LazyModel):
         self._processor: Any = None
         self._detections: LRUCache[list[Detection]] = LRUCache(detection_cache)
 
-    @property
-    def local_folder(self) -> Path | None:
-        if self.spec.startswith("random:"):
-            return None
-        path = Path(self.spec).expanduser()
-        return path if path.is_absolute() or self.spec.startswith((".", "~")) or path.exists() else None
-
-    @property
-    def untrained(self) -> bool:
-        if self.spec.startswith("random:"):
-            return True
-        folder = self.local_folder
-        return folder is not None and (folder / RANDOM_MARKER).is_file()
-
-    @property
-    def label(self) -> str:
-        return f"OWL-ViT {self.spec}" + (" (random weights, untrained)" if self.untrained else "")
-
     def how_to_fix(self) -> str:
         return weights.owl_how_to_fix(self.spec)
 
-    def preflight(self) -> None:
-        if self.spec.startswith("random:"):
-            return
-        if (folder := self.local_folder) is not None:
-            weights.resolve_owl(self.spec, folder, self.cache_dir)
-            return
-        weights.require_hub_available(f"OWL-ViT {self.spec}", self.spec, weights.GDINO_WEIGHT_ALTERNATIVES,
-                                      self.cache_dir / "huggingface", self.how_to_fix())
+    def _resolve_folder(self, folder: Path | None) -> Path:
+        return weights.resolve_owl(self.spec, folder, self.cache_dir)
 
     def load(self) -> OwlDetector:
         super().load()
@@ -194,21 +164,10 @@ class OwlDetector(LazyModel):
             kind = self.spec.split(":", 1)[1]
             model, self._processor = build_random_owlvit(kind, self.cache_dir / "bpm" / f"random-owlvit-{kind}")
             return model
-        folder = weights.resolve_owl(self.spec, self.local_folder, self.cache_dir)
+        folder = self._resolve_folder(self.local_folder)
         from transformers import OwlViTForObjectDetection, OwlViTProcessor
 
-        weights.quiet_transformers()
-        try:
-            processor = OwlViTProcessor.from_pretrained(str(folder))
-            model, info = OwlViTForObjectDetection.from_pretrained(str(folder), output_loading_info=True)
-            missing = list(info.get("missing_keys") or []) + list(info.get("mismatched_keys") or [])
-            if missing:  # transformers would initialise them randomly and carry on: a wrong model that looks right
-                raise RuntimeError("Error(s) in loading state_dict: Missing key(s) in state_dict: "
-                                   + ", ".join(f'"{k if isinstance(k, str) else k[0]}"' for k in missing) + ".")
-        except Exception as exc:
-            weight_file = next((folder / n for n in weights.GDINO_WEIGHT_ALTERNATIVES if (folder / n).is_file()), None)
-            raise WeightsUnavailableError(f"OWL-ViT {self.spec}", f"the folder {folder}: "
-                                          + weights.describe_load_error(exc, weight_file), self.how_to_fix()) from exc
+        model, processor = self._load_pretrained(folder, OwlViTForObjectDetection, OwlViTProcessor)
         self._processor = processor
         return model.eval()
 

@@ -24,7 +24,6 @@ at every call, and the prompt encoder's Fourier positions take coordinates relat
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,19 +32,16 @@ import numpy as np
 import torch
 
 from ..config import Settings
-from ..errors import ConfigError, InputError, WeightsUnavailableError
+from ..errors import ConfigError, InputError
 from ..io import ImageInput, LoadedImage, open_image
 from . import weights
 from .device import device_description, resolve_device
-from .lazy import LazyModel
+from .hub_folder import RANDOM_INIT_SEED, HubFolderModel, save_random_folder
 from .lru import LRUCache
 from .pool import POOL
 
 DEFAULT_FAST_SAM_MODEL = "facebook/sam2.1-hiera-tiny"
 RANDOM_SPECS = ("random:hiera-tiny", "random:test")
-RANDOM_INIT_SEED = 0
-#: Written into folders saved by :func:`save_random_sam2`: whoever loads them is told they are untrained.
-RANDOM_MARKER = "augclip_random_weights.json"
 
 
 def random_sam2_config(kind: str) -> Any:
@@ -119,10 +115,7 @@ def save_random_sam2(folder: Path, kind: str = "test") -> Path:
     """Save a random SAM 2 in the ``save_pretrained`` layout (+ marker file), loadable like a download."""
     folder = Path(folder)
     model, processor = build_random_sam2(kind)
-    model.save_pretrained(str(folder))
-    processor.save_pretrained(str(folder))
-    (folder / RANDOM_MARKER).write_text(json.dumps({"kind": kind, "seed": RANDOM_INIT_SEED}) + "\n", encoding="utf-8")
-    return folder
+    return save_random_folder(folder, model, processor, kind)
 
 
 def canonical_sam2_spec(spec: str | None) -> str:
@@ -136,7 +129,7 @@ def canonical_sam2_spec(spec: str | None) -> str:
     return raw
 
 
-class Sam2Segmenter(LazyModel):
+class Sam2Segmenter(HubFolderModel):
     """Box-prompted SAM 2 masks; lazy, thread-safe; one image embedding per image, reused for every box."""
 
     family = "SAM 2"
@@ -156,35 +149,11 @@ class Sam2Segmenter(LazyModel):
         # image content hash -> (image embeddings, original size); an embedding depends only on the pixels
         self._embeddings: LRUCache[tuple[list[torch.Tensor], Any]] = LRUCache(embedding_cache)
 
-    @property
-    def local_folder(self) -> Path | None:
-        if self.spec.startswith("random:"):
-            return None
-        path = Path(self.spec).expanduser()
-        return path if path.is_absolute() or self.spec.startswith((".", "~")) or path.exists() else None
-
-    @property
-    def untrained(self) -> bool:
-        if self.spec.startswith("random:"):
-            return True
-        folder = self.local_folder
-        return folder is not None and (folder / RANDOM_MARKER).is_file()
-
-    @property
-    def label(self) -> str:
-        return f"SAM 2 {self.spec}" + (" (random weights, untrained)" if self.untrained else "")
-
     def how_to_fix(self) -> str:
         return weights.sam2_how_to_fix(self.spec)
 
-    def preflight(self) -> None:
-        if self.spec.startswith("random:"):
-            return
-        if (folder := self.local_folder) is not None:
-            weights.resolve_sam2(self.spec, folder, self.cache_dir)
-            return
-        weights.require_hub_available(f"SAM 2 {self.spec}", self.spec, weights.GDINO_WEIGHT_ALTERNATIVES,
-                                      self.cache_dir / "huggingface", self.how_to_fix())
+    def _resolve_folder(self, folder: Path | None) -> Path:
+        return weights.resolve_sam2(self.spec, folder, self.cache_dir)
 
     def load(self) -> Sam2Segmenter:
         super().load()
@@ -198,25 +167,16 @@ class Sam2Segmenter(LazyModel):
         if self.spec.startswith("random:"):
             model, self._processor = build_random_sam2(self.spec.split(":", 1)[1], self.input_size)
             return model
-        folder = weights.resolve_sam2(self.spec, self.local_folder, self.cache_dir)
+        folder = self._resolve_folder(self.local_folder)
         from transformers import Sam2Config, Sam2Model, Sam2Processor
 
-        weights.quiet_transformers()
-        try:
-            processor = Sam2Processor.from_pretrained(str(folder))
-            extra: dict[str, Any] = {}
-            if self.input_size:
-                extra["config"] = sam2_config_at(Sam2Config.from_pretrained(str(folder)), self.input_size)
-                set_processor_size(processor, self.input_size)
-            model, info = Sam2Model.from_pretrained(str(folder), output_loading_info=True, **extra)
-            missing = list(info.get("missing_keys") or []) + list(info.get("mismatched_keys") or [])
-            if missing:  # transformers would initialise them randomly and carry on
-                raise RuntimeError("Error(s) in loading state_dict: Missing key(s) in state_dict: "
-                                   + ", ".join(f'"{k if isinstance(k, str) else k[0]}"' for k in missing) + ".")
-        except Exception as exc:
-            weight_file = next((folder / n for n in weights.GDINO_WEIGHT_ALTERNATIVES if (folder / n).is_file()), None)
-            raise WeightsUnavailableError(f"SAM 2 {self.spec}", f"the folder {folder}: "
-                                          + weights.describe_load_error(exc, weight_file), self.how_to_fix()) from exc
+        def at_input_size(processor: Any) -> dict[str, Any]:
+            if not self.input_size:
+                return {}
+            set_processor_size(processor, self.input_size)
+            return {"config": sam2_config_at(Sam2Config.from_pretrained(str(folder)), self.input_size)}
+
+        model, processor = self._load_pretrained(folder, Sam2Model, Sam2Processor, at_input_size)
         self._processor = processor
         return model.eval()
 

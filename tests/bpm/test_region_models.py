@@ -14,12 +14,12 @@ import torch
 from augclip_demo.errors import ConfigError, InputError, WeightsUnavailableError
 from augclip_demo.inference import segmenter as segmenter_module
 from augclip_demo.inference.grounding import (
-    RANDOM_MARKER,
     GroundingDetector,
     _phrase_token_spans,
     get_detector,
     save_random_grounding,
 )
+from augclip_demo.inference.hub_folder import RANDOM_MARKER
 from augclip_demo.inference.segmenter import SamSegmenter, get_segmenter
 from tests.support import draw_scene
 
