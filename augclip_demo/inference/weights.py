@@ -761,14 +761,7 @@ def resolve_sam2(spec: str, local_folder: Path | None, cache_dir: Path, *, progr
         if (problem := check_weight_file(found[0])) is not None:
             raise WeightsUnavailableError(model, f"the file {found[0]}", f"It {problem}. {how}")
         return local_folder
-    fetch = HubFetch(model, spec, Path(cache_dir) / "huggingface", how, progress=progress)
-    folders = {path.parent for names, required in SAM2_FILES
-               if (path := fetch.fetch(names, required=required)) is not None}
-    if len(folders) != 1:
-        raise WeightsUnavailableError(model, f"the cache ({', '.join(sorted(map(str, folders)))})",
-                                      "The files come from different snapshots; delete the repository's cache folder "
-                                      "and download again. " + how)
-    return folders.pop()
+    return _fetch_snapshot_folder(model, spec, cache_dir, how, SAM2_FILES, progress)
 
 
 def owl_how_to_fix(spec: str) -> str:
