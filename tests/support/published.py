@@ -31,6 +31,15 @@ def _seeded(build):
         return build()
 
 
+def _redraw(model: torch.nn.Module) -> None:
+    """Move every parameter by seeded noise: "published" tensors differ from those of the ``random:`` build."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(PUBLISHED_SEED)
+        with torch.no_grad():
+            for param in model.parameters():
+                param.add_(torch.randn_like(param) * 0.02)
+
+
 def tiny_clip_state() -> dict[str, torch.Tensor]:
     """State dict of the tiny registered ViT, seeded with :data:`PUBLISHED_SEED`."""
     import open_clip
@@ -74,12 +83,7 @@ def write_gdino(folder: Path) -> Path:
     from augclip_demo.inference.grounding import build_random_grounding
 
     model, processor = _seeded(lambda: build_random_grounding("tiny", folder))
-    # build_random_grounding seeds itself with the random: seed; re-draw every tensor with ours.
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(PUBLISHED_SEED)
-        with torch.no_grad():
-            for param in model.parameters():
-                param.add_(torch.randn_like(param) * 0.02)
+    _redraw(model)  # build_random_grounding seeds itself with the random: seed; ours must differ
     model.save_pretrained(str(folder))
     # The hub repositories keep the image processor in preprocessor_config.json and the tokenizer beside it.
     processor.image_processor.save_pretrained(str(folder))
@@ -95,11 +99,7 @@ def write_owlvit(folder: Path) -> Path:
 
     folder = Path(folder)
     model, processor = build_random_owlvit("test", folder)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(PUBLISHED_SEED)
-        with torch.no_grad():
-            for param in model.parameters():
-                param.add_(torch.randn_like(param) * 0.02)
+    _redraw(model)
     model.save_pretrained(str(folder))
     processor.image_processor.save_pretrained(str(folder))
     processor.tokenizer.save_pretrained(str(folder))
@@ -125,11 +125,7 @@ def write_sam2(folder: Path) -> Path:
     from augclip_demo.inference.sam2_segmenter import build_random_sam2
 
     model, processor = build_random_sam2("test")
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(PUBLISHED_SEED)
-        with torch.no_grad():
-            for param in model.parameters():
-                param.add_(torch.randn_like(param) * 0.02)
+    _redraw(model)
     model.save_pretrained(str(folder))
     processor.image_processor.save_pretrained(str(folder))  # the hub repositories keep preprocessor_config.json
     return folder
