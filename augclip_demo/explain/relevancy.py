@@ -238,8 +238,8 @@ def relevancy_batch(
         pairs = [todo[k] for k in pairs]
         step = len(pairs)
         while pairs:
-            images = list(dict.fromkeys(loaded[k].sha256 for k in pairs[:step]))
-            chunk = [k for k in pairs if loaded[k].sha256 in images][:step]
+            chunk = pairs[:step]  # an image's pairs are adjacent in the plan
+            images = list(dict.fromkeys(loaded[k].sha256 for k in chunk))
             pixels = torch.stack([pixels_by_hash[h] for h in images])
             owners = [images.index(loaded[k].sha256) for k in chunk]
             try:
@@ -257,7 +257,7 @@ def relevancy_batch(
                     rows[j].setflags(write=False)  # shared with later requests through the cache
                     embeddings[j].setflags(write=False)
                     cache.put(keys[k], found[k])
-            pairs = [k for k in pairs if k not in chunk]
+            pairs = pairs[len(chunk):]
             done += len(chunk)
             if progress is not None:
                 progress(done / len(loaded), f"relevancy maps: {done} of {len(loaded)}")
