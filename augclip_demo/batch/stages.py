@@ -159,9 +159,10 @@ class RegionSource:
         for key in ("box_threshold", "fast_box_threshold"):  # only the threshold this detector reads decides
             if key != getattr(detector, "threshold_option", "box_threshold"):
                 options.pop(key, None)
+        checkpoint = getattr(segmenter, "checkpoint", None)  # SAM 2 has none: its spec names the folder
         out = {"detector": detector.spec, "segmenter": segmenter.spec,
-               "sam_checkpoint": str(getattr(segmenter, "checkpoint", None)) if getattr(segmenter, "checkpoint", None)
-               else None, "parser": self.parser, "options": options, "untrained": self.untrained}
+               "sam_checkpoint": str(checkpoint) if checkpoint else None,
+               "parser": self.parser, "options": options, "untrained": self.untrained}
         size = getattr(segmenter, "input_size", None)
         if size is not None:  # SAM 2's input side (the fast preset runs it at 512 px)
             out["segmenter_input"] = size
