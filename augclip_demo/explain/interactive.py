@@ -48,16 +48,20 @@ def _traces(points: PointSet, xy: np.ndarray, alpha_text: list[str], distance_te
     the source image and the ideal points come last, so they are drawn over edits that land on them."""
     traces = []
     custom = [[label, text, a, d] for label, text, a, d in zip(points.labels, points.texts, alpha_text, distance_text)]
-    for kind, name, symbol, size, color in _SETS[:2]:
-        rows = [i for i, k in enumerate(points.kinds) if k == kind]
-        if not rows:
-            continue
-        traces.append({
-            "type": "scatter", "mode": "markers", "name": name, "legendgroup": kind, "legendrank": _RANK[kind],
-            "x": [float(xy[i, 0]) for i in rows], "y": [float(xy[i, 1]) for i in rows],
-            "customdata": [custom[i] for i in rows], "hovertemplate": HOVER,
-            "marker": {"symbol": symbol, "size": size, "color": color, "line": {"width": 0.6, "color": "white"}},
-        })
+
+    def add_sets(sets: Sequence[tuple[str, str, str, int, str]]) -> None:
+        for kind, name, symbol, size, color in sets:
+            rows = [i for i, k in enumerate(points.kinds) if k == kind]
+            if rows:
+                traces.append({
+                    "type": "scatter", "mode": "markers", "name": name, "legendgroup": kind,
+                    "legendrank": _RANK[kind], "x": [float(xy[i, 0]) for i in rows],
+                    "y": [float(xy[i, 1]) for i in rows], "customdata": [custom[i] for i in rows],
+                    "hovertemplate": HOVER, "marker": {"symbol": symbol, "size": size, "color": color,
+                                                       "line": {"width": 0.6, "color": "white"}},
+                })
+
+    add_sets(_SETS[:2])
     names = _edit_names(points)
     for i, kind in enumerate(points.kinds):
         if kind != "edit":
@@ -71,16 +75,7 @@ def _traces(points: PointSet, xy: np.ndarray, alpha_text: list[str], distance_te
             "marker": {"symbol": "diamond", "size": 14, "color": edit_color(edit), "opacity": 0.4 if dim else 1.0,
                        "line": {"width": 1, "color": "black"}},
         })
-    for kind, name, symbol, size, color in _SETS[2:]:  # drawn last: on top of the edits
-        rows = [i for i, k in enumerate(points.kinds) if k == kind]
-        if not rows:
-            continue
-        traces.append({
-            "type": "scatter", "mode": "markers", "name": name, "legendgroup": kind, "legendrank": _RANK[kind],
-            "x": [float(xy[i, 0]) for i in rows], "y": [float(xy[i, 1]) for i in rows],
-            "customdata": [custom[i] for i in rows], "hovertemplate": HOVER,
-            "marker": {"symbol": symbol, "size": size, "color": color, "line": {"width": 0.6, "color": "white"}},
-        })
+    add_sets(_SETS[2:])  # drawn last: on top of the edits
     return traces
 
 
