@@ -9,62 +9,28 @@ warning and rewritten. Nothing secret goes in: the base URL is stored without us
 
 from __future__ import annotations
 
-import json
-import logging
 from pathlib import Path
 from typing import Any
 
-from ..attributes.disk_cache import cache_key, write_atomic
-from ..config import Settings
+from ..attributes.disk_cache import KeyedJsonCache, cache_key
 from .answers import Answer, AnswerProblem
 from .prompts import Question
 
-log = logging.getLogger(__name__)
 
-CACHE_FORMAT = 1
-
-
-class JudgeCache:
+class JudgeCache(KeyedJsonCache):
     """Get and put :class:`~.answers.Answer` by key parts; ``root`` defaults to ``AUGCLIP_CACHE_DIR/judge``."""
 
-    def __init__(self, root: str | Path | None = None, settings: Settings | None = None):
-        if root is None:
-            root = (settings or Settings.from_env()).cache_dir / "judge"
-        self.root = Path(root)
-        self.hits = 0
-        self.misses = 0
+    what = "judge"
+    folder = "judge"
 
     def path_for(self, parts: dict[str, Any]) -> Path:
         return self.root / str(parts["question"]) / f"{cache_key(parts)}.json"
 
     def get(self, parts: dict[str, Any], question: Question) -> tuple[Answer, str] | None:
         """(the cached answer, the model name the server reported), or None on a miss."""
-        path = self.path_for(parts)
-        if not path.is_file():
-            self.misses += 1
-            return None
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:
-                raise ValueError(f"not a format-{CACHE_FORMAT} judge cache entry")
-            if data.get("key") != json.loads(json.dumps(parts, default=str)):
-                raise ValueError("its stored key does not match its name")
-            answer = Answer.from_dict(data.get("answer"), question)
-        except (OSError, UnicodeDecodeError, ValueError, AnswerProblem) as exc:
-            log.warning("judge cache file %s is unreadable (%s); ignoring it, it will be rewritten",
-                        path, str(exc).splitlines()[0][:200])
-            self.misses += 1
-            return None
-        self.hits += 1
-        return answer, str(data.get("served_model") or "")
+        return self._read(parts, lambda data, path: (Answer.from_dict(data.get("answer"), question),
+                                                     str(data.get("served_model") or "")), (AnswerProblem,))
 
     def put(self, parts: dict[str, Any], answer: Answer, served_model: str) -> Path | None:
         """Store a valid answer; a write failure is warned about, never raised."""
-        path = self.path_for(parts)
-        entry = {"format": CACHE_FORMAT, "key": parts, "answer": answer.to_dict(), "served_model": served_model}
-        try:
-            write_atomic(path, json.dumps(entry, ensure_ascii=False, indent=1, default=str).encode("utf-8"))
-        except OSError as exc:
-            log.warning("could not write the judge cache file %s (%s); continuing without caching it", path, exc)
-            return None
-        return path
+        return self._write(parts, {"answer": answer.to_dict(), "served_model": served_model})
