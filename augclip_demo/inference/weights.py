@@ -739,39 +739,29 @@ def _fetch_snapshot_folder(model: str, spec: str, cache_dir: Path | str, how: st
     return folders.pop()
 
 
-def sam2_how_to_fix(spec: str) -> str:
-    repo = spec if "/" in spec and not spec.startswith(("/", ".", "~")) else "facebook/sam2.1-hiera-tiny"
+def _fast_preset_how_to_fix(spec: str, default_repo: str, local_dir: str, variable: str) -> str:
+    """How to get a fast-preset BPM model (SAM 2 or OWL-ViT) onto a machine without internet."""
+    repo = spec if "/" in spec and not spec.startswith(("/", ".", "~")) else default_repo
     return (
         f"On a machine with internet, run `augclip-demo download --bpm-fast` (or download {hub_endpoint()}/{repo}, "
-        "e.g. `hf download " + repo + " --local-dir sam2`, and set AUGCLIP_FAST_SAM_MODEL=PATH); or copy a filled "
+        f"e.g. `hf download {repo} --local-dir {local_dir}`, and set {variable}=PATH); or copy a filled "
         "AUGCLIP_CACHE_DIR from such a machine; or use AUGCLIP_BPM_PRESET=standard. For an offline smoke test only, "
-        "AUGCLIP_FAST_SAM_MODEL=random:test runs with untrained weights."
+        f"{variable}=random:test runs with untrained weights."
     )
+
+
+def sam2_how_to_fix(spec: str) -> str:
+    return _fast_preset_how_to_fix(spec, "facebook/sam2.1-hiera-tiny", "sam2", "AUGCLIP_FAST_SAM_MODEL")
 
 
 def resolve_sam2(spec: str, local_folder: Path | None, cache_dir: Path, *, progress: bool = False) -> Path:
     """A folder ``Sam2Model.from_pretrained`` can load offline: the local folder, or the hub snapshot."""
-    model = f"SAM 2 {spec}"
-    how = sam2_how_to_fix(spec)
-    if local_folder is not None:
-        found = [local_folder / n for n in GDINO_WEIGHT_ALTERNATIVES if (local_folder / n).is_file()]
-        if not (local_folder / "config.json").is_file() or not found:
-            raise WeightsUnavailableError(model, f"the local folder {local_folder} (it needs config.json and "
-                                          "model.safetensors or pytorch_model.bin)", how)
-        if (problem := check_weight_file(found[0])) is not None:
-            raise WeightsUnavailableError(model, f"the file {found[0]}", f"It {problem}. {how}")
-        return local_folder
-    return _fetch_snapshot_folder(model, spec, cache_dir, how, SAM2_FILES, progress)
+    return resolve_transformers_folder(f"SAM 2 {spec}", spec, local_folder, cache_dir, sam2_how_to_fix(spec),
+                                       files=SAM2_FILES, progress=progress)
 
 
 def owl_how_to_fix(spec: str) -> str:
-    repo = spec if "/" in spec and not spec.startswith(("/", ".", "~")) else "google/owlvit-base-patch32"
-    return (
-        f"On a machine with internet, run `augclip-demo download --bpm-fast` (or download {hub_endpoint()}/{repo}, "
-        "e.g. `hf download " + repo + " --local-dir owlvit`, and set AUGCLIP_FAST_DETECTOR_MODEL=PATH); or copy a "
-        "filled AUGCLIP_CACHE_DIR from such a machine; or use AUGCLIP_BPM_PRESET=standard. For an offline smoke "
-        "test only, AUGCLIP_FAST_DETECTOR_MODEL=random:test runs with untrained weights."
-    )
+    return _fast_preset_how_to_fix(spec, "google/owlvit-base-patch32", "owlvit", "AUGCLIP_FAST_DETECTOR_MODEL")
 
 
 def resolve_owl(spec: str, local_folder: Path | None, cache_dir: Path, *, progress: bool = False) -> Path:
