@@ -30,6 +30,8 @@ DEFAULT_FAST_DETECTOR_MODEL = "google/owlvit-base-patch32"
 DEFAULT_OWL_BOX_THRESHOLD = 0.1
 BPM_PRESETS = ("standard", "fast")
 PRECISIONS = ("auto", "fp32", "fp16", "bf16")
+#: Kernels for the CLIP towers' float32 matrix products on a CPU (augclip_demo/inference/cpu_matmul.py).
+CPU_MATMULS = ("auto", "onednn", "blas")
 DEFAULT_MAX_EDITS = 8
 DEFAULT_APP_CONCURRENCY = 2
 DEFAULT_MAX_LOADED_MODELS = 4
@@ -42,6 +44,9 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "AUGCLIP_CLIP_CHECKPOINT": "local CLIP checkpoint file used instead of downloading the spec's weights",
     "AUGCLIP_DEVICE": "auto (default: CUDA when present, else CPU), cpu, cuda, cuda:N or mps",
     "AUGCLIP_PRECISION": "auto (default: fp16 autocast on CUDA, fp32 elsewhere), fp32, fp16 or bf16",
+    "AUGCLIP_CPU_MATMUL": ("kernels of the CLIP towers' float32 matrix products on a CPU: auto (default: oneDNN on "
+                           "x86, about 1.4x faster than MKL on AMD processors), onednn, or blas (torch's default); "
+                           "both are full float32, embeddings differ at float rounding"),
     "AUGCLIP_CACHE_DIR": "root of every cache and downloaded file (default: the user cache directory)",
     "AUGCLIP_MAX_IMAGE_PIXELS": "decompression-bomb limit in pixels (default: Pillow's, about 89.5 M)",
     "AUGCLIP_MAX_UPLOAD_MB": "largest image file the app accepts, in MB (default 25)",
@@ -141,6 +146,7 @@ class Settings:
     clip_checkpoint: Path | None = None
     device: str = "auto"
     precision: str = "auto"
+    cpu_matmul: str = "auto"
     cache_dir: Path = dataclasses.field(default_factory=default_cache_dir)
     max_image_pixels: int | None = None
     max_upload_mb: float = 25.0
@@ -179,6 +185,8 @@ class Settings:
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
             raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.cpu_matmul not in CPU_MATMULS:
+            raise ConfigError(f"AUGCLIP_CPU_MATMUL must be one of {', '.join(CPU_MATMULS)}, got {self.cpu_matmul!r}")
         if not self.clip_model.strip():
             raise ConfigError("the CLIP model spec is empty; set AUGCLIP_CLIP_MODEL or --clip-model")
         if not self.max_upload_mb > 0:
@@ -227,6 +235,7 @@ class Settings:
             "clip_model": "AUGCLIP_CLIP_MODEL",
             "device": "AUGCLIP_DEVICE",
             "precision": "AUGCLIP_PRECISION",
+            "cpu_matmul": "AUGCLIP_CPU_MATMUL",
             "attribute_provider": "AUGCLIP_ATTRIBUTE_PROVIDER",
             "mllm_model": "AUGCLIP_MLLM_MODEL",
             "gdino_model": "AUGCLIP_GDINO_MODEL",

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bpm.judges import RegionThresholds
-from ..config import ENVIRONMENT_VARIABLES, PRECISIONS, Settings
+from ..config import CPU_MATMULS, ENVIRONMENT_VARIABLES, PRECISIONS, Settings
 from ..errors import InputError
 
 
@@ -25,12 +25,13 @@ def add_evaluation_inputs(parser: argparse.ArgumentParser) -> None:
 
 
 def add_model_args(parser: argparse.ArgumentParser) -> None:
-    """--clip-model / --clip-checkpoint / --device / --precision / --cache-dir (override the env)."""
+    """--clip-model / --clip-checkpoint / --device / --precision / --cpu-matmul / --cache-dir (override the env)."""
     group = parser.add_argument_group("model (each flag overrides its environment variable)")
     group.add_argument("--clip-model", metavar="SPEC", help=ENVIRONMENT_VARIABLES["AUGCLIP_CLIP_MODEL"])
     group.add_argument("--clip-checkpoint", metavar="PATH", help=ENVIRONMENT_VARIABLES["AUGCLIP_CLIP_CHECKPOINT"])
     group.add_argument("--device", metavar="DEVICE", help=ENVIRONMENT_VARIABLES["AUGCLIP_DEVICE"])
     group.add_argument("--precision", choices=PRECISIONS, help=ENVIRONMENT_VARIABLES["AUGCLIP_PRECISION"])
+    group.add_argument("--cpu-matmul", choices=CPU_MATMULS, help=ENVIRONMENT_VARIABLES["AUGCLIP_CPU_MATMUL"])
     group.add_argument("--cache-dir", metavar="DIR", help=ENVIRONMENT_VARIABLES["AUGCLIP_CACHE_DIR"])
 
 
@@ -40,6 +41,7 @@ def settings_from_args(args: argparse.Namespace, **extra: Any) -> Settings:
         clip_checkpoint=getattr(args, "clip_checkpoint", None),
         device=getattr(args, "device", None),
         precision=getattr(args, "precision", None),
+        cpu_matmul=getattr(args, "cpu_matmul", None),
         cache_dir=getattr(args, "cache_dir", None),
         **extra,
     )

@@ -34,7 +34,7 @@ import torch.nn.functional as F
 
 from ..errors import ExplanationUnavailableError, InputError
 from ..inference.clip_encoder import ClipEncoder
-from ..inference.device import autocast, is_out_of_memory
+from ..inference.device import is_out_of_memory
 from ..inference.lru import LRUCache
 from ..io import ImageInput, LoadedImage, open_image
 from ..metrics.augclip import AugCLIPResult
@@ -407,7 +407,7 @@ def _relevancy_pass(
         # inference mode); parameters stay frozen and receive no gradient.
         x = pixels.to(device).clone().requires_grad_(True)
         target = torch.as_tensor(targets, dtype=torch.float32, device=device)
-        with autocast(device, encoder.amp_dtype):
+        with encoder.compute():
             features = model.encode_image(x)
         features = features.float()
         if features.ndim != 2:

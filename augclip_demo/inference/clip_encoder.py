@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from ..config import Settings
 from ..errors import InputError, WeightsUnavailableError
 from ..io import ImageInput, LoadedImage, open_image
 from . import weights
+from .cpu_matmul import cpu_matmul, resolve_cpu_matmul
 from .device import autocast, device_description, is_out_of_memory, resolve_device
 from .lazy import LazyModel
 from .lru import LRUCache
@@ -43,6 +45,7 @@ class ModelInfo:
     device: str
     device_name: str
     precision: str
+    matmul: str
     embed_dim: int
     image_size: int
     untrained: bool
@@ -70,6 +73,7 @@ class ClipEncoder(LazyModel):
         checkpoint: str | Path | None = None,
         device: str | torch.device | None = "auto",
         precision: str = "auto",
+        cpu_matmul: str | None = None,
         cache_dir: str | Path | None = None,
         image_cache_size: int = 2048,
         text_cache_size: int = 16384,
@@ -82,6 +86,8 @@ class ClipEncoder(LazyModel):
         else:
             self.spec = parse_model_spec(spec or settings.clip_model, checkpoint)
         super().__init__(device=device, precision=precision)
+        #: "onednn" or "blas": which kernels run the float32 matrix products (inference/cpu_matmul.py)
+        self.matmul = resolve_cpu_matmul(cpu_matmul or settings.cpu_matmul, self.device)
         self.cache_dir = Path(cache_dir) if cache_dir else settings.cache_dir
         # Fixed forward-pass sizes (see _run_in_batches): every pass has exactly this many rows. On CPU an
         # image pass has one row: a ViT-B/16 image is already a 197 x 768 matrix product that keeps the
@@ -103,6 +109,7 @@ class ClipEncoder(LazyModel):
             checkpoint=settings.clip_checkpoint,
             device=settings.device,
             precision=settings.precision,
+            cpu_matmul=settings.cpu_matmul,
             cache_dir=settings.cache_dir,
             **kwargs,
         )
@@ -210,6 +217,12 @@ class ClipEncoder(LazyModel):
             self._encode_text_batch(["warm up"])
         return self
 
+    @contextlib.contextmanager
+    def compute(self) -> Iterator[None]:
+        """The numerics of every forward pass: autocast for the precision, :attr:`matmul`'s kernels."""
+        with autocast(self.device, self.amp_dtype), cpu_matmul(self.matmul):
+            yield
+
     # ------------------------------------------------------------------ info
     @property
     def embed_dim(self) -> int:
@@ -236,6 +249,7 @@ class ClipEncoder(LazyModel):
             device=str(self.device),
             device_name=device_description(self.device),
             precision=str(self.amp_dtype).replace("torch.", "") if self.amp_dtype else "fp32",
+            matmul=self.matmul,
             embed_dim=self.embed_dim,
             image_size=self.image_size,
             untrained=self.untrained,
@@ -466,7 +480,7 @@ class ClipEncoder(LazyModel):
     def _encode_image_batch(self, images: list[Any]) -> np.ndarray:
         model, preprocess = self.model, self.preprocess
         pixels = torch.stack([preprocess(image) for image in images])
-        with self._infer_lock, torch.inference_mode(), autocast(self.device, self.amp_dtype):
+        with self._infer_lock, torch.inference_mode(), self.compute():
             features = model.encode_image(pixels.to(self.device, non_blocking=True))
         return _normalize(features)
 
@@ -494,7 +508,7 @@ class ClipEncoder(LazyModel):
     def _encode_pixel_batch(self, tensors: list[np.ndarray | torch.Tensor]) -> np.ndarray:
         model = self.model
         pixels = self._pixel_batch(tensors)
-        with self._infer_lock, torch.inference_mode(), autocast(self.device, self.amp_dtype):
+        with self._infer_lock, torch.inference_mode(), self.compute():
             features = model.encode_image(pixels)
         return _normalize(features)
 
@@ -509,7 +523,7 @@ class ClipEncoder(LazyModel):
         """
         model, tokenizer = self.model, self.tokenizer
         tokens = tokenizer(list(texts))
-        with self._infer_lock, torch.inference_mode(), autocast(self.device, self.amp_dtype):
+        with self._infer_lock, torch.inference_mode(), self.compute():
             tokens = tokens.to(self.device, non_blocking=True)
             if length is None or length >= tokens.shape[1]:
                 features = model.encode_text(tokens)
@@ -588,6 +602,6 @@ def get_encoder(settings: Settings | None = None, **overrides: Any) -> ClipEncod
     spec = parse_model_spec(settings.clip_model, settings.clip_checkpoint)
     device = resolve_device(settings.device)
     POOL.configure_from(settings)
-    key = ("clip", spec, str(device), settings.precision, str(settings.cache_dir))
+    key = ("clip", spec, str(device), settings.precision, settings.cpu_matmul, str(settings.cache_dir))
     return POOL.lookup(key, lambda: ClipEncoder(spec, device=device, precision=settings.precision,
-                                                cache_dir=settings.cache_dir))
+                                                cpu_matmul=settings.cpu_matmul, cache_dir=settings.cache_dir))

@@ -22,6 +22,7 @@ import pytest
 import torch
 
 from augclip_demo.inference import ClipEncoder
+from augclip_demo.inference.cpu_matmul import cpu_matmul
 from tests.support import EXAMPLES, ROOT, TINY, draw_scene
 
 TEXTS = [f"a {color} {thing}" for color in ("red", "green", "pale blue", "dark") for thing in ("ball", "cup on a table", "dog")]
@@ -35,11 +36,12 @@ def fresh_encoder() -> ClipEncoder:
 
 
 def direct_text_rows(encoder: ClipEncoder, texts: list[str]) -> np.ndarray:
-    """The model's own forward pass, one text at a time in a pass of the fixed size (no encoder code path)."""
+    """The model's own forward pass, one text at a time in a pass of the fixed size (no encoder code path),
+    with the encoder's matrix kernels (part of the numerics, like the precision)."""
     rows = []
     for text in texts:
         tokens = encoder.tokenizer([text] * encoder.text_batch_size)
-        with torch.inference_mode():
+        with torch.inference_mode(), cpu_matmul(encoder.matmul):
             features = encoder.model.encode_text(tokens).float()[0]
         rows.append((features / features.norm()).numpy())
     return np.stack(rows).astype(np.float32)
@@ -97,7 +99,7 @@ def test_image_rows_do_not_depend_on_batch_mates_path_or_cache():
     loaded = [open_image(p) for p in pictures]
     encoder = fresh_encoder()
     pixels = torch.stack([encoder.preprocess(loaded[2].image)] * encoder.image_batch_size)
-    with torch.inference_mode():
+    with torch.inference_mode(), cpu_matmul(encoder.matmul):
         direct = encoder.model.encode_image(pixels).float()[0]
     expected = (direct / direct.norm()).numpy().astype(np.float32)
     np.testing.assert_array_equal(fresh_encoder().encode_images([loaded[2]])[0], expected)
