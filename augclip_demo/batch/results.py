@@ -36,8 +36,10 @@ from .results_parquet import (
     write_parquet_results,
 )
 
-RUN_KEYS_COMPARED = ("model", "metrics", "options", "bpm", "judge", "features")  # "bpm": region models and options;
-# "judge": the judge's model, prompt version, temperature and samples; "features": the DINO / LPIPS networks
+RUN_KEYS_COMPARED = ("model", "precision", "matmul", "metrics", "options", "bpm", "judge", "features")
+# "precision" / "matmul": the CLIP numerics (autocast dtype, CPU matrix kernels; a file from before they were
+# recorded reads None); "bpm": region models and options; "judge": the judge's model, prompt version,
+# temperature and samples; "features": the DINO / LPIPS networks
 
 
 @dataclass
@@ -98,8 +100,9 @@ def _compare_run(path: Path, record: dict[str, Any], run: dict[str, Any]) -> Non
     old = record.get("run") or {}
     for key in RUN_KEYS_COMPARED:
         if old.get(key) != run.get(key):
+            then = "not recorded" if key not in old else repr(old.get(key))
             raise InputError(
-                f"results file {path} was written with {key} {old.get(key)!r}, this run uses {run.get(key)!r}; "
+                f"results file {path} was written with {key} {then}, this run uses {run.get(key)!r}; "
                 "results of different settings must not be mixed: use another --out, or --overwrite to start over"
             )
 

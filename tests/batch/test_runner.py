@@ -219,6 +219,11 @@ def test_resume_after_torn_write_overwrite_and_settings_mismatch(tmp_path, tiny_
     # other settings must not be mixed into the same file
     with pytest.raises(InputError, match="was written with metrics"):
         run_batch(manifest, out, options=BatchOptions(metrics="augclip"), settings=settings, encoder=tiny_encoder)
+    other_kernels = ClipEncoder(tiny_encoder.spec, device="cpu",
+                                cpu_matmul="blas" if tiny_encoder.matmul == "onednn" else "onednn")
+    if other_kernels.matmul != tiny_encoder.matmul:  # embeddings of other matrix kernels differ at float rounding
+        with pytest.raises(InputError, match="matmul"):
+            run_batch(manifest, out, options=options, settings=settings, encoder=other_kernels)
     # a bad manifest stops before the results file is touched, even with --overwrite
     bad = tmp_path / "data" / "bad.jsonl"
     bad.write_text(manifest.read_text() + '{"id": "x"}\n')
