@@ -10,11 +10,18 @@
 * :mod:`.regions`: BPM's regions (masks, boxes, preserved region) for the app's BPM panel.
 * :mod:`.interactive`: the hyperplane views as Plotly specifications (hover, toggles, zoom) for the app.
 * :mod:`.comparison`: the comparison grid's pictures (maps, BPM regions) for the HTML report.
-* :func:`explain_report`: all of it for a :class:`~augclip_demo.report.Report` in one call.
+* :func:`explain_report`: all of it for a :class:`~augclip_demo.report.Report` in one call
+  (:func:`complete_relevancy` adds the maps of edits it was told to leave for later).
 """
 
 from .comparison import comparison_grid
-from .explanations import EditExplanation, ExplainOptions, ReportExplanations, explain_report
+from .explanations import (
+    EditExplanation,
+    ExplainOptions,
+    ReportExplanations,
+    complete_relevancy,
+    explain_report,
+)
 from .hyperplane import (
     ExactPanel,
     ExactView,
@@ -52,6 +59,7 @@ __all__ = [
     "clip_dir_relevancy",
     "clip_t_relevancy",
     "comparison_grid",
+    "complete_relevancy",
     "edit_rankings",
     "exact_coordinates",
     "exact_view",

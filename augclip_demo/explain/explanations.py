@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..inference.clip_encoder import ClipEncoder
     from ..report import Report
 
+#: The relevancy maps of an edit (EditExplanation fields): AugCLIP's, CLIP-T's and the CLIPdir pair.
+EDIT_MAPS = ("augclip", "clip_t", "clip_dir")
+EMBEDS_DIFFERENTLY = "the relevancy pass embeds this edit slightly differently from the report"
 NO_SOURCE_TEXT = "no source text given: the CLIPdir map needs dT = E(T_trg) - E(T_src)"
 AUGCLIP_MAP_CAPTION = (
     "Relevancy (Chefer et al. 2021) of cs(E(I_edit), E(I_src)+v): regions of the edit that make it resemble the "
@@ -82,6 +86,8 @@ class ExplainOptions:
     umap_seed: int = 0
     batch_size: int | None = None  # (image, target) pairs per relevancy pass; set, it turns off the CPU map cache (relevancy_batch)
     relevancy_edits: tuple[int, ...] | None = None  # 0-based edits to compute maps for (None: all); e.g. the selected one
+    # which maps of those edits (None: all of EDIT_MAPS); e.g. ("augclip",) for a first result, the rest later
+    relevancy_maps: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.clip_dir_difference not in CLIP_DIR_DIFFERENCES:
@@ -93,6 +99,11 @@ class ExplainOptions:
             raise InputError(f"umap_neighbors must be at least 2, got {self.umap_neighbors}")
         if self.relevancy_edits is not None:
             self.relevancy_edits = tuple(int(i) for i in self.relevancy_edits)
+        if self.relevancy_maps is not None:
+            self.relevancy_maps = tuple(self.relevancy_maps)
+            unknown = sorted(set(self.relevancy_maps) - set(EDIT_MAPS))
+            if unknown:
+                raise InputError(f"relevancy_maps {unknown} unknown; choose from {', '.join(EDIT_MAPS)}")
 
 
 @dataclass
@@ -260,6 +271,45 @@ def explain_report(report: Report, encoder: ClipEncoder | None = None, options: 
     return result
 
 
+_COMPLETING = threading.Lock()
+
+
+def complete_relevancy(report: Report, encoder: ClipEncoder, result: ReportExplanations,
+                       edits: Iterable[int] | None = None,
+                       progress: Callable[[float, str], None] | None = None) -> list[int]:
+    """Add the relevancy maps ``result`` left out (``relevancy_edits`` / ``relevancy_maps``) for ``edits``
+    (default: every edit); returns the 0-based edits that got maps now.
+
+    The app computes the shown edit's AugCLIP map for its first result and the other maps after it.
+    They equal the maps of one call (on CPU each image has its own pass and a map depends on its
+    image and target alone; see relevancy_batch). One edit at a time, so a click on another edit
+    waits for at most one edit's maps.
+    """
+    if not result.options.relevancy or "relevancy" in result.unavailable:
+        return []
+    wanted = range(len(report.edits)) if edits is None else sorted(set(edits))
+    computed: list[int] = []
+    for index in wanted:
+        with _COMPLETING:
+            if not _missing_maps(report, result.edits[index]):
+                continue
+            start = time.perf_counter()
+            _add_relevancy(report, encoder, result.edits,
+                           replace(result.options, relevancy_edits=(index,), relevancy_maps=None), progress)
+            result.timings["relevancy"] = result.timings.get("relevancy", 0.0) + time.perf_counter() - start
+            computed.append(index)
+    with _COMPLETING:
+        if not any(_missing_maps(report, edit) for edit in result.edits):
+            result.options = replace(result.options, relevancy_edits=None, relevancy_maps=None)
+    return computed
+
+
+def _missing_maps(report: Report, edit: EditExplanation) -> list[str]:
+    """The maps of ``edit`` not computed yet (CLIPdir's only when the report has a source text)."""
+    return [name for name in EDIT_MAPS if getattr(edit, name) is None
+            and (name != "clip_dir" or report.arrays.source_text_embedding is not None)]
+
+
 # ---------------------------------------------------------------------------------------- relevancy
 def _relevancy_blocker(report: Report, encoder: ClipEncoder | None) -> str | None:
     if encoder is None:
@@ -273,7 +323,8 @@ def _relevancy_blocker(report: Report, encoder: ClipEncoder | None) -> str | Non
 
 def _relevancy_image_count(report: Report, options: ExplainOptions) -> int:
     edits = len(report.edits) if options.relevancy_edits is None else len(set(options.relevancy_edits))
-    return (3 if report.source_text else 2) * edits + (1 if report.source_text else 0)
+    kinds = set(options.relevancy_maps or EDIT_MAPS) - (set() if report.source_text else {"clip_dir"})
+    return len(kinds) * edits + (1 if "clip_dir" in kinds else 0)
 
 
 def _add_relevancy(report: Report, encoder: ClipEncoder, edits: list[EditExplanation], options: ExplainOptions,
@@ -283,31 +334,33 @@ def _add_relevancy(report: Report, encoder: ClipEncoder, edits: list[EditExplana
     targets: list[np.ndarray] = []
     objectives: list[str] = []
     slots: list[tuple[int | None, str]] = []  # (edit index or None for the source, objective)
-    direction = None
-    if arrays.source_text_embedding is not None:
-        direction = text_direction(arrays.source_text_embedding, arrays.target_text_embedding)
-        images.append(arrays.source)
-        targets.append(direction)
-        objectives.append("clip_dir")
-        slots.append((None, "clip_dir"))
     wanted = set(range(len(arrays.edits))) if options.relevancy_edits is None else set(options.relevancy_edits)
     unknown = sorted(wanted - set(range(len(arrays.edits))))
     if unknown:
         raise InputError(f"relevancy_edits {unknown} out of range: the report has {len(arrays.edits)} edit(s), 0-based")
+    kinds = set(options.relevancy_maps or EDIT_MAPS)
+    direction = None
+    if arrays.source_text_embedding is not None:
+        direction = text_direction(arrays.source_text_embedding, arrays.target_text_embedding)
     for i, (item, res) in enumerate(zip(arrays.edits, arrays.augclip)):
         if i not in wanted:
             continue
-        images += [item, item]
-        targets += [np.asarray(res.ideal, dtype=np.float32), arrays.target_text_embedding]
-        objectives += ["augclip", "clip_t"]
-        slots += [(i, "augclip"), (i, "clip_t")]
-        if direction is not None:
-            images.append(item)
-            targets.append(direction)
-            objectives.append("clip_dir")
-            slots.append((i, "clip_dir"))
+        edit = edits[i]
+        # maps an edit already has are kept (complete_relevancy adds the missing ones)
+        for name, target in (("augclip", np.asarray(res.ideal, dtype=np.float32)),
+                             ("clip_t", arrays.target_text_embedding), ("clip_dir", direction)):
+            if name in kinds and target is not None and getattr(edit, name) is None:
+                images.append(item)
+                targets.append(target)
+                objectives.append(name)
+                slots.append((i, name))
+    if direction is not None and any(name == "clip_dir" for _, name in slots):
+        images.insert(0, arrays.source)  # the source's map, subtracted from each edit's
+        targets.insert(0, direction)
+        objectives.insert(0, "clip_dir")
+        slots.insert(0, (None, "clip_dir"))
     maps = relevancy_batch(encoder, images, np.stack(targets), objectives=objectives, start_layer=options.start_layer,
-                           batch_size=options.batch_size, progress=progress)
+                           batch_size=options.batch_size, progress=progress) if images else []
     source_dir = None
     for (edit_index, objective), rel in zip(slots, maps):
         if edit_index is None:
@@ -324,14 +377,13 @@ def _add_relevancy(report: Report, encoder: ClipEncoder, edits: list[EditExplana
     for edit in edits:
         if edit.index not in wanted:
             continue
-        if direction is None:
+        if direction is None and "clip_dir" in kinds:
             edit.unavailable["clip_dir_relevancy"] = NO_SOURCE_TEXT
         rel = edit.augclip or edit.clip_t
-        if rel is not None:
+        if rel is not None and not any(note.startswith(EMBEDS_DIFFERENTLY) for note in edit.notes):
             agreement = float(np.dot(rel.embedding, arrays.edit_embeddings[edit.index]))
             if agreement < 0.999:  # fp16 autocast moves cosines by ~1e-3; more means another model or input
-                edit.notes.append(f"the relevancy pass embeds this edit slightly differently from the report "
-                                  f"(cosine {agreement:.4f})")
+                edit.notes.append(f"{EMBEDS_DIFFERENTLY} (cosine {agreement:.4f})")
 
 
 def _layers_text(rel: RelevancyMap) -> str:
@@ -442,4 +494,4 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-__all__ = ["EditExplanation", "ExplainOptions", "ReportExplanations", "explain_report"]
+__all__ = ["EditExplanation", "ExplainOptions", "ReportExplanations", "complete_relevancy", "explain_report"]

@@ -287,12 +287,14 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             return out
 
         @user_facing
-        def edit_figures(state, pick, kinds: tuple[str, ...] = views.PER_EDIT_FIGURES) -> dict:
+        def edit_figures(state, pick, kinds: tuple[str, ...] = views.PER_EDIT_FIGURES, compute: bool = True) -> dict:
             """The selected edit's relevancy maps and ranking charts (``kinds`` of them), each drawn the
-            first time it is shown."""
+            first time it is shown; ``compute``: its maps not computed yet are computed first."""
             index = views.picked_index(pick)
             files = {}
             if index is not None and state is not None:
+                if compute and state.report is not None and any(key in views.RELEVANCY_FIGURES for key in kinds):
+                    logic.edit_maps(settings_for(state.clip_model), state, index)  # picked before the rest stage
                 files = logic.figure_files(state, [f"{edit_tag(index)}_{key}" for key in kinds])
             out = {component: files.get(f"{edit_tag(index)}_{key}") if index is not None else None
                    for component, key in zip(figure_outputs, views.PER_EDIT_FIGURES) if key in kinds}
@@ -371,8 +373,9 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
 
         def explained(state, *, archive: bool, progress=None) -> dict:
             """The page's stage (``archive=False``) shows the scores' explanations with the selected edit's
-            relevancy maps; the UMAP view and the ranking charts follow (``explained_rest``). The API
-            endpoint (``archive=True``) is one call: it makes everything and writes figures.zip."""
+            AugCLIP relevancy map; its other maps (``shown_relevancy``), the UMAP view and the ranking
+            charts follow. The API endpoint (``archive=True``) is one call: it makes everything and
+            writes figures.zip."""
             settings = settings_for(state.clip_model)
             _, message, state = logic.explain(settings, state, progress)
             kinds = views.PER_EDIT_FIGURES if archive else views.RELEVANCY_FIGURES
@@ -384,7 +387,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             pick = choices[logic.selected_edit(state.report)]
             out = {edit_pick: gr.Radio(choices=choices, value=pick, visible=True),
                    umap_plot: views.umap_plot(state.explained),
-                   **edit_figures(state, pick, kinds),
+                   **edit_figures(state, pick, kinds, compute=False),
                    relevancy_info: views.RELEVANCY_HELP + (f"\n\n*{html.escape(scrub_paths(message))}*" if message else ""),
                    downloads: files, session_state: state}
             if not archive:  # drawn by the next stage; an earlier result's charts must not stay meanwhile
@@ -392,12 +395,25 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                             if key not in kinds})
             return out
 
+        relevancy_outputs = [component for component, key in zip(figure_outputs, views.PER_EDIT_FIGURES)
+                             if key in views.RELEVANCY_FIGURES]
+
+        @user_facing
+        def shown_relevancy(state, pick):
+            """Then the selected edit's CLIP-T and CLIPdir maps (the first result showed its AugCLIP map)."""
+            if state is None or state.report is None or state.halted or getattr(state, "explained", None) is None:
+                return unchanged(relevancy_outputs)
+            out = edit_figures(state, pick, views.RELEVANCY_FIGURES)
+            out.pop(exact_plot)
+            return out
+
         rest_outputs = [umap_plot, session_state]
         ranking_outputs = [source_ranking, target_ranking, alpha_plot]
 
         @user_facing
         def explained_rest(state):
-            """After the first result: the UMAP view (it waits for numba's start-up compile, if still running)."""
+            """After the first result: the other edits' relevancy maps and the UMAP view (it waits for numba's
+            start-up compile, if still running)."""
             if state is None or state.report is None or state.halted or getattr(state, "explained", None) is None:
                 return unchanged(rest_outputs)
             state = logic.explain_rest(settings_for(state.clip_model), state, figures=False)
@@ -533,6 +549,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             """The chain's last step: figures.zip, written once with everything the stages made."""
             if state is None or state.report is None or state.output_dir is None or state.halted:
                 return gr.skip()
+            if getattr(state, "explained", None) is not None:
+                logic.edit_maps(settings_for(state.clip_model), state)  # if the rest stage stopped early
             logic.figure_files(state)  # every figure not drawn yet (other edits, the hyperplane PNGs)
             # a copy: a click on another edit may add a figure to the session meanwhile
             return views.write_downloads(state.report, Path(state.output_dir), dict(state.figures), archive=True)
@@ -543,6 +561,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             # Later stages show their progress in their own tab, so the scores stay readable meanwhile.
             follow = event.success(explain_stage, explain_inputs, explain_outputs, api_name=False,
                                    show_progress_on=[relevancy_info])
+            follow = follow.success(shown_relevancy, [session_state, edit_pick], relevancy_outputs, api_name=False,
+                                    show_progress_on=relevancy_outputs[1:])  # the CLIP-T and CLIPdir maps
             follow = follow.success(explained_rest, [session_state], rest_outputs, api_name=False,
                                     show_progress_on=[umap_plot])
             follow = follow.success(shown_rankings, [session_state, edit_pick], ranking_outputs, api_name=False,
@@ -575,6 +595,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             """Built when asked for (tab opened, button), so evaluating costs nothing more."""
             if state is None or state.report is None:
                 return views.COMPARISON_HELP, gr.DownloadButton(visible=False)
+            if getattr(state, "explained", None) is not None:
+                logic.edit_maps(settings_for(state.clip_model), state)  # asked for before the rest stage ended
             fragment, path = logic.comparison(state)
             return fragment, gr.DownloadButton(value=path, visible=True)
 

@@ -309,10 +309,11 @@ def explain(settings: Settings, session: Session, progress: Progress | None = No
             edit: int | None = None) -> tuple[dict[str, str], str, Session]:
     """The page's explanation stage; returns (stem -> PNG path of the figures drawn, notes, session).
 
-    Computes every explanation the page shows at once (all relevancy maps, rankings, the exact
-    hyperplane view) and draws only the relevancy maps of ``edit`` (default: the edit AugCLIP
-    prefers, the one the page selects): the first full result. The UMAP view (numba compiles it
-    at start-up) and every other figure follow from :func:`explain_rest` and :func:`figure_files`,
+    The first full result: the AugCLIP relevancy map of ``edit`` (default: the edit AugCLIP prefers,
+    the one the page selects), drawn, with every edit's rankings and the exact hyperplane view. The
+    shown edit's CLIP-T and CLIPdir maps follow from :func:`shown_maps`, the other edits' maps and
+    the UMAP view (numba compiles it at start-up) from :func:`explain_rest`; an edit picked before
+    then gets its maps from :func:`edit_maps`; every other figure is drawn by :func:`figure_files`
     when shown or downloaded.
     """
     from ..explain import explain_report
@@ -323,8 +324,10 @@ def explain(settings: Settings, session: Session, progress: Progress | None = No
         raise InputError("Nothing to explain yet: press Evaluate first.")
     encoder = get_encoder(settings)
     say = progress or (lambda fraction, stage: None)
+    pick = selected_edit(session.report) if edit is None else edit
     with first_result_work():
-        explanations = explain_report(session.report, encoder, umap=False, figures=False,
+        explanations = explain_report(session.report, encoder, umap=False, figures=False, relevancy_edits=(pick,),
+                                      relevancy_maps=("augclip",),
                                       progress=lambda fraction, stage: say(0.9 * fraction, f"explaining: {stage}"))
     notes = sorted(set(explanations.unavailable.values())
                    | {reason for item in explanations.edits for reason in item.unavailable.values()})
@@ -333,10 +336,20 @@ def explain(settings: Settings, session: Session, progress: Progress | None = No
         shutil.rmtree(session.figures_dir, ignore_errors=True)
     session = Session(**{**session.__dict__, "figures": {}, "explained": explanations,
                          "figures_dir": str(root / uuid.uuid4().hex[:12])})
-    pick = selected_edit(session.report) if edit is None else edit
-    say(0.9, "explaining: drawing the relevancy maps")
+    say(0.9, "explaining: drawing the AugCLIP relevancy map")
     figures = figure_files(session, [stem for stem in figure_stems(explanations, pick) if "_relevancy_" in stem])
     return figures, "; ".join(notes), session
+
+
+def shown_maps(settings: Settings, session: Session, edit: int | None = None) -> dict[str, str]:
+    """The shown edit's other relevancy maps (CLIP-T, CLIPdir) after the first result, drawn: stem -> PNG path."""
+    from ..explain.explanations import figure_stems
+
+    if session.report is None or session.explained is None:
+        return {}
+    pick = selected_edit(session.report) if edit is None else edit
+    edit_maps(settings, session, pick)
+    return figure_files(session, [stem for stem in figure_stems(session.explained, pick) if "_relevancy_" in stem])
 
 
 def selected_edit(report: Report) -> int:
@@ -345,12 +358,14 @@ def selected_edit(report: Report) -> int:
 
 
 def explain_rest(settings: Settings, session: Session, *, figures: bool = True) -> Session:
-    """What follows the first result: the UMAP view and (``figures``) every figure not drawn yet."""
+    """What follows the first result: every relevancy map not computed yet, the UMAP view and
+    (``figures``) every figure not drawn yet."""
     from ..explain import umap_view
 
     explained = session.explained
     if session.report is None or explained is None:
         return session
+    edit_maps(settings, session)
     if explained.umap is None and "umap" not in explained.unavailable:  # the first stage left it out
         start = time.perf_counter()
         options = explained.options
@@ -364,6 +379,19 @@ def explain_rest(settings: Settings, session: Session, *, figures: bool = True) 
     if figures:
         figure_files(session)
     return session
+
+
+def edit_maps(settings: Settings, session: Session, edit: int | None = None) -> None:
+    """Compute the relevancy maps the first result left for later: ``edit``'s (0-based) or every edit's."""
+    from ..explain import complete_relevancy
+    from ..inference import get_encoder
+
+    if session.report is None or session.explained is None:
+        return
+    options = session.explained.options
+    if options.relevancy_edits is None and options.relevancy_maps is None:  # all computed
+        return
+    complete_relevancy(session.report, get_encoder(settings), session.explained, None if edit is None else [edit])
 
 
 def figure_files(session: Session, stems: Sequence[str] | None = None) -> dict[str, str]:

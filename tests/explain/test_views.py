@@ -11,7 +11,7 @@ import pytest
 
 from augclip_demo.cli import main
 from augclip_demo.errors import InputError
-from augclip_demo.explain import explain_report
+from augclip_demo.explain import complete_relevancy, explain_report
 from augclip_demo.explain.figures import UNTRAINED_BANNER, ranking_figure
 from augclip_demo.explain.hyperplane import (
     exact_coordinates,
@@ -186,6 +186,24 @@ def test_trained_figures_carry_no_banner_and_missing_parts_say_why(report, tiny_
     assert only_second.edits[0].augclip is None and only_second.edits[1].clip_dir is not None
     with pytest.raises(InputError, match="out of range"):
         explain_report(report, tiny_encoder, umap=False, figures=False, relevancy_edits=[2])
+    first = explain_report(report, tiny_encoder, umap=False, figures=False, relevancy_edits=[1],
+                           relevancy_maps=["augclip"])
+    assert (first.edits[1].augclip is not None, first.edits[1].clip_t, first.edits[0].augclip) == (True, None, None)
+    with pytest.raises(InputError, match="relevancy_maps.*unknown"):
+        explain_report(report, tiny_encoder, umap=False, figures=False, relevancy_maps=["clipdir"])
+    # the maps left out are added later, equal to those computed in one call
+    assert complete_relevancy(report, tiny_encoder, only_second) == [0]
+    assert complete_relevancy(report, tiny_encoder, first, [1]) == [1] and first.options.relevancy_edits == (1,)
+    assert complete_relevancy(report, tiny_encoder, first) == [0]
+    for late in (only_second, first):
+        assert complete_relevancy(report, tiny_encoder, late) == []
+        assert (late.options.relevancy_edits, late.options.relevancy_maps) == (None, None)
+    every = explain_report(report, tiny_encoder, umap=False, figures=False)
+    for late_a, late_b, once in zip(only_second.edits, first.edits, every.edits):
+        for late in (late_a, late_b):
+            np.testing.assert_array_equal(late.augclip.raw, once.augclip.raw)
+            np.testing.assert_array_equal(late.clip_t.raw, once.clip_t.raw)
+            np.testing.assert_array_equal(late.clip_dir.grid_difference(), once.clip_dir.grid_difference())
     with pytest.raises(InputError, match="unknown explanation option"):
         explain_report(report, tiny_encoder, umaps=False)
     without_encoder = explain_report(no_text, None, umap=False, figures=False)

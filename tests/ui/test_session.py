@@ -107,15 +107,25 @@ def test_the_first_result_draws_the_shown_maps_and_the_rest_follows(scene_files,
     files, _, state = logic.explain(settings, state)
     folder = Path(state.figures_dir)  # this result's own folder under the session's
     assert folder.parent == tmp_path / "figures"
-    tag = f"E{logic.selected_edit(report) + 1}"
-    expected = {f"{tag}_relevancy_{kind}" for kind in ("augclip", "clip_t", "clip_dir")}
-    assert set(files) == expected == set(state.figures)
-    assert sorted(p.name for p in folder.iterdir()) == sorted(f"{stem}.png" for stem in expected)
+    shown = logic.selected_edit(report)
+    tag = f"E{shown + 1}"
+    # the first result: the shown edit's AugCLIP map only, drawn; the rankings and exact view of all
+    assert set(files) == {f"{tag}_relevancy_augclip"} == set(state.figures)
+    assert [(edit.augclip is not None, edit.clip_t, edit.clip_dir) for edit in state.explained.edits] == \
+        [(i == shown, None, None) for i in range(2)]
+    assert all(edit.rankings is not None for edit in state.explained.edits)
     assert state.explained.umap is None and state.explained.exact is not None
-    assert all(edit.augclip is not None and edit.clip_dir is not None for edit in state.explained.edits)
+    # then its other two maps, drawn
+    expected = {f"{tag}_relevancy_{kind}" for kind in ("augclip", "clip_t", "clip_dir")}
+    assert set(logic.shown_maps(settings, state)) == expected == set(state.figures)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(f"{stem}.png" for stem in expected)
+    assert state.explained.edits[1 - shown].augclip is None
 
     state = logic.explain_rest(settings, state, figures=False)
     assert state.explained.umap is not None and len(list(folder.iterdir())) == 3
+    assert all(edit.augclip is not None and edit.clip_t is not None and edit.clip_dir is not None
+               for edit in state.explained.edits)
+    assert state.explained.options.relevancy_edits is None
 
     every = logic.figure_files(state)
     per_edit = ("relevancy_augclip", "relevancy_clip_dir", "relevancy_clip_t", "source_changes", "target_changes",
@@ -138,3 +148,22 @@ def test_the_first_result_draws_the_shown_maps_and_the_rest_follows(scene_files,
         from augclip_demo.explain.explanations import make_figure
 
         make_figure(report, state.explained, "E9_alpha")
+
+
+@pytest.mark.slow
+def test_an_edit_picked_before_the_rest_stage_gets_its_maps(scene_files, tmp_path):
+    from augclip_demo.attributes import Attributes
+    from augclip_demo.inference import get_encoder
+
+    settings = Settings.from_env(clip_model=TINY, device="cpu")
+    report = Evaluator(settings=settings, encoder=get_encoder(settings)).evaluate(
+        scene_files["source"], [scene_files["faithful"], scene_files["replaced"], scene_files["preserved"]],
+        "a blue ball", "a red ball", Attributes(logic.lines(ATTRS[0]), logic.lines(ATTRS[1])))
+    _, _, state = logic.explain(settings, logic.Session(report=report, clip_model=TINY, output_dir=str(tmp_path)),
+                                edit=0)
+    assert state.explained.edits[2].augclip is None and state.explained.edits[0].clip_t is None
+    logic.edit_maps(settings, state, 2)
+    assert state.explained.edits[2].clip_dir is not None and state.explained.edits[1].augclip is None
+    assert state.explained.edits[0].clip_t is None and state.explained.options.relevancy_maps == ("augclip",)
+    assert set(logic.figure_files(state, ["E3_relevancy_augclip", "E3_relevancy_clip_dir"])) == \
+        {"E3_relevancy_augclip", "E3_relevancy_clip_dir"}
