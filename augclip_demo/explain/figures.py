@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+from matplotlib import colormaps
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure, SubFigure
@@ -53,7 +54,9 @@ def edit_color(index: int) -> str:
 def save_figure(fig: Figure, path: str | Path, dpi: int = 110) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=dpi, facecolor="white")
+    # zlib level 1: a third of the encoding time of the default 6 for ~20 % larger files (figures of an
+    # app result are written while the user waits)
+    fig.savefig(path, dpi=dpi, facecolor="white", pil_kwargs={"compress_level": 1})
     return path
 
 
@@ -110,8 +113,12 @@ def _short(text: str, limit: int) -> str:
 # ---------------------------------------------------------------------------------------- relevancy
 def _overlay(ax: Axes, image: Image.Image, values: np.ndarray, *, cmap: str, vmin: float, vmax: float,
              alpha: float, view_box: tuple[float, float, float, float] | None, scale: float) -> None:
-    ax.imshow(np.asarray(image))
-    ax.imshow(values, cmap=cmap, vmin=vmin, vmax=vmax, alpha=alpha, interpolation="nearest")
+    # Blended here, drawn as one picture: what two layered imshow calls show (the map at ``alpha`` over
+    # the image, the image alone where the map is NaN), without matplotlib compositing two layers.
+    base = np.asarray(image.convert("RGB"), dtype=np.float32) / 255.0
+    colors = colormaps[cmap](Normalize(vmin, vmax)(values))[..., :3]
+    seen = np.isfinite(values)[..., None]
+    ax.imshow(np.where(seen, (1.0 - alpha) * base + alpha * colors, base), interpolation="nearest")
     if view_box is not None:
         left, top, right, bottom = (v * scale for v in view_box)
         ax.add_patch(Rectangle((left - 0.5, top - 0.5), right - left, bottom - top, fill=False, ec="white",
