@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 RANDOM_INIT_SEED = 0
 #: Token counts a text pass may read short of the full context (see ClipEncoder._encode_text_batch): a
 #: text goes to the shortest that holds it, and a pass holds texts of one length only.
-TEXT_PASS_LENGTHS = (16, 32)
+TEXT_PASS_LENGTHS = (8, 16, 32)
 
 
 @dataclass(frozen=True)
