@@ -60,7 +60,7 @@ def model_identity(encoder: ClipEncoder) -> dict[str, Any]:
     """What determines the text embeddings: spec, weights file (path, size, mtime), precision and kernels."""
     spec = encoder.spec
     identity: dict[str, Any] = {"spec": spec.raw, "arch": spec.arch, "pretrained": spec.pretrained,
-                                "precision": str(encoder.amp_dtype).replace("torch.", "") if encoder.amp_dtype else "fp32",
+                                "precision": encoder.precision_name,
                                 # the kernels: oneDNN and BLAS embeddings differ at float rounding
                                 "matmul": encoder.matmul,
                                 # how texts are cut into passes: a store written with other passes is rebuilt

@@ -145,10 +145,9 @@ class BatchRunner:
         return bool(self.encoder.untrained or (self.regions is not None and self.regions.untrained))
 
     def run_signature(self) -> dict[str, Any]:
-        amp = self.encoder.amp_dtype
         run = {"model": self.encoder.spec.raw, "untrained": self.untrained,
                # the numerics: a resumed run must not mix embeddings of other kernels or precisions
-               "precision": str(amp).replace("torch.", "") if amp else "fp32", "matmul": self.encoder.matmul,
+               "precision": self.encoder.precision_name, "matmul": self.encoder.matmul,
                "metrics": list(self.options.metrics), "options": asdict(self.options.augclip),
                "version": __version__}
         if self.regions is not None:

@@ -18,7 +18,7 @@ from ..errors import InputError, WeightsUnavailableError
 from ..io import ImageInput, LoadedImage, open_image
 from . import weights
 from .cpu_matmul import cpu_matmul, resolve_cpu_matmul
-from .device import autocast, device_description, is_out_of_memory, resolve_device
+from .device import autocast, device_description, is_out_of_memory, resolve_amp_dtype, resolve_device
 from .lazy import LazyModel
 from .lru import LRUCache
 from .pool import POOL
@@ -87,7 +87,7 @@ class ClipEncoder(LazyModel):
             self.spec = parse_model_spec(spec or settings.clip_model, checkpoint)
         super().__init__(device=device, precision=precision)
         #: "onednn" or "blas": which kernels run the float32 matrix products (inference/cpu_matmul.py)
-        self.matmul = resolve_cpu_matmul(cpu_matmul or settings.cpu_matmul, self.device)
+        self.matmul = resolve_cpu_matmul(cpu_matmul or settings.cpu_matmul, self.device, self.amp_dtype)
         self.cache_dir = Path(cache_dir) if cache_dir else settings.cache_dir
         # Fixed forward-pass sizes (see _run_in_batches): every pass has exactly this many rows. On CPU an
         # image pass has one row: a ViT-B/16 image is already a 197 x 768 matrix product that keeps the
@@ -217,6 +217,11 @@ class ClipEncoder(LazyModel):
             self._encode_text_batch(["warm up"])
         return self
 
+    @property
+    def precision_name(self) -> str:
+        """``fp32``, ``float16`` or ``bfloat16``: the autocast dtype of the forward passes."""
+        return str(self.amp_dtype).replace("torch.", "") if self.amp_dtype else "fp32"
+
     @contextlib.contextmanager
     def compute(self) -> Iterator[None]:
         """The numerics of every forward pass: autocast for the precision, :attr:`matmul`'s kernels."""
@@ -248,7 +253,7 @@ class ClipEncoder(LazyModel):
             checkpoint=str(self.spec.checkpoint) if self.spec.checkpoint else None,
             device=str(self.device),
             device_name=device_description(self.device),
-            precision=str(self.amp_dtype).replace("torch.", "") if self.amp_dtype else "fp32",
+            precision=self.precision_name,
             matmul=self.matmul,
             embed_dim=self.embed_dim,
             image_size=self.image_size,
@@ -602,6 +607,7 @@ def get_encoder(settings: Settings | None = None, **overrides: Any) -> ClipEncod
     spec = parse_model_spec(settings.clip_model, settings.clip_checkpoint)
     device = resolve_device(settings.device)
     POOL.configure_from(settings)
-    key = ("clip", spec, str(device), settings.precision, settings.cpu_matmul, str(settings.cache_dir))
+    matmul = resolve_cpu_matmul(settings.cpu_matmul, device, resolve_amp_dtype(device, settings.precision))
+    key = ("clip", spec, str(device), settings.precision, matmul, str(settings.cache_dir))
     return POOL.lookup(key, lambda: ClipEncoder(spec, device=device, precision=settings.precision,
-                                                cpu_matmul=settings.cpu_matmul, cache_dir=settings.cache_dir))
+                                                cpu_matmul=matmul, cache_dir=settings.cache_dir))

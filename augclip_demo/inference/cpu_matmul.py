@@ -9,9 +9,11 @@ relevancy pass) through oneDNN; everything else runs as before. Both are full fl
 embeddings differ from the BLAS ones at float rounding (about 1e-6 relative), and each kernel is
 deterministic on its own, so every store or cache of embeddings records which one made it.
 
-Only the first two arguments' rows matter to a row of the result in both kernels once a product
-has 16 or more rows (the CPU passes here: 197 tokens per image, 16 or more per text pass), which is
-what keeps a text's embedding independent of the other texts of its pass.
+A row of a product depends on that row of the input alone in both kernels once the product has
+more than a few rows (the CPU passes here have 197 rows per image and at least 64 per text pass:
+8 texts of 8 or more tokens), which keeps a text's embedding independent of the other texts of its
+pass. Under CPU autocast (``AUGCLIP_PRECISION`` bf16 / fp16) torch's own kernels run, so the
+precision asked for is the one used.
 """
 
 from __future__ import annotations
@@ -46,15 +48,16 @@ def onednn_available() -> bool:
         return False
 
 
-def resolve_cpu_matmul(choice: str, device: torch.device) -> str:
-    """``onednn`` or ``blas`` for a model on ``device``.
+def resolve_cpu_matmul(choice: str, device: torch.device, amp_dtype: torch.dtype | None = None) -> str:
+    """``onednn`` or ``blas`` for a model on ``device`` run with autocast to ``amp_dtype`` (None: fp32).
 
     ``auto``: oneDNN on an x86 CPU when this torch has it, else the BLAS; a GPU always keeps its own
-    kernels (``blas``); an explicit ``onednn`` where there is none is a configuration error.
+    kernels (``blas``), and so does autocast (the oneDNN path here is float32 only); an explicit
+    ``onednn`` where there is none is a configuration error.
     """
     if choice not in CPU_MATMULS:
         raise ConfigError(f"AUGCLIP_CPU_MATMUL must be one of {', '.join(CPU_MATMULS)}, got {choice!r}")
-    if device.type != "cpu" or choice == "blas":
+    if device.type != "cpu" or choice == "blas" or amp_dtype is not None:
         return "blas"
     if onednn_available():
         return "onednn"
@@ -114,6 +117,8 @@ def _linear(x: Any, weight: Any, bias: Any = None) -> torch.Tensor | None:
     """``F.linear`` through oneDNN; None where the case is not the plain one (the caller runs torch's)."""
     if not (isinstance(x, torch.Tensor) and isinstance(weight, torch.Tensor) and _plain(x, weight, bias)):
         return None
+    if torch.is_autocast_enabled("cpu"):
+        return None  # autocast decides the dtype of a linear: torch's path honours it
     if weight.dim() != 2 or x.dim() < 1 or x.shape[-1] != weight.shape[1] or x.numel() == 0:
         return None
     if weight.requires_grad or (bias is not None and (bias.requires_grad or bias.dim() != 1)):
@@ -173,15 +178,19 @@ def _self_attention(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[torc
     if embed != a["embed_dim_to_check"] or embed % heads or a["in_proj_weight"] is None:
         return None
     causal = bool(a["is_causal"])
+    if mask is not None and tuple(mask.shape) not in ((length, length), (batch * heads, length, length)):
+        return None  # torch's own version checks the shape and says what is wrong
     if causal:
+        if mask is None:
+            return None  # torch's own version asks for the mask the hint describes
         mask = None  # torch's own version drops the mask for the hint when no weights are returned
     elif mask is not None:
         if mask.dtype == torch.bool:  # True = may not attend, as F.multi_head_attention_forward reads it
             mask = torch.zeros(mask.shape, dtype=x.dtype).masked_fill_(mask, float("-inf"))
+        elif not mask.is_floating_point():
+            return None
         if mask.dim() == 3:
             mask = mask.view(batch, heads, length, length)
-        elif mask.dim() != 2:
-            return None
     head_dim = embed // heads
     qkv = _linear(x, a["in_proj_weight"], a["in_proj_bias"])
     if qkv is None:

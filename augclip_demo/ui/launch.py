@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ..config import ENVIRONMENT_VARIABLES, PRECISIONS, Settings
+from ..config import CPU_MATMULS, ENVIRONMENT_VARIABLES, PRECISIONS, Settings
 from ..errors import AugclipError
 
 #: flag -> (environment variable, help). The Gradio variables are Gradio's own names.
@@ -22,6 +22,7 @@ APP_OPTIONS: dict[str, tuple[str, str]] = {
     "--clip-checkpoint": ("AUGCLIP_CLIP_CHECKPOINT", ENVIRONMENT_VARIABLES["AUGCLIP_CLIP_CHECKPOINT"]),
     "--device": ("AUGCLIP_DEVICE", ENVIRONMENT_VARIABLES["AUGCLIP_DEVICE"]),
     "--precision": ("AUGCLIP_PRECISION", ENVIRONMENT_VARIABLES["AUGCLIP_PRECISION"]),
+    "--cpu-matmul": ("AUGCLIP_CPU_MATMUL", ENVIRONMENT_VARIABLES["AUGCLIP_CPU_MATMUL"]),
     "--allowed-models": ("AUGCLIP_ALLOWED_MODELS", ENVIRONMENT_VARIABLES["AUGCLIP_ALLOWED_MODELS"]),
     "--concurrency": ("AUGCLIP_CONCURRENCY", ENVIRONMENT_VARIABLES["AUGCLIP_CONCURRENCY"]),
     "--max-edits": ("AUGCLIP_MAX_EDITS", ENVIRONMENT_VARIABLES["AUGCLIP_MAX_EDITS"]),
@@ -41,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
         kwargs: dict[str, Any] = {"help": f"{text} [{variable}]"}
         if flag == "--precision":
             kwargs["choices"] = PRECISIONS
+        elif flag == "--cpu-matmul":
+            kwargs["choices"] = CPU_MATMULS
         elif flag in ("--concurrency", "--max-edits", "--port"):
             kwargs["type"] = int
             kwargs["metavar"] = "N"
@@ -56,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
 def settings_from(args: argparse.Namespace, env: dict[str, str] | None = None) -> Settings:
     """The app's settings: environment first, then the flags that were given."""
     return Settings.from_env(env, clip_model=args.clip_model, clip_checkpoint=args.clip_checkpoint,
-                             device=args.device, precision=args.precision, allowed_models=args.allowed_models,
+                             device=args.device, precision=args.precision, cpu_matmul=args.cpu_matmul,
+                             allowed_models=args.allowed_models,
                              concurrency=args.concurrency, max_edits=args.max_edits)
 
 

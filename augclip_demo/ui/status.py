@@ -38,7 +38,7 @@ _LOCK = threading.Lock()
 
 def model_status(settings: Settings, *, background: bool = True) -> ModelStatus:
     """The status of ``settings.clip_model``; the first call starts loading it (in a thread)."""
-    key = f"{settings.clip_model}|{settings.clip_checkpoint}|{settings.device}|{settings.precision}"
+    key = f"{settings.clip_model}|{settings.clip_checkpoint}|{settings.device}|{settings.precision}|{settings.cpu_matmul}"
     with _LOCK:
         status = _STATUSES.get(key)
         if status is not None:

@@ -70,13 +70,21 @@ def _attention_args(mask):
 
 
 CAUSAL = torch.full((7, 7), float("-inf")).triu(1)
+def _per_head(kind: str) -> torch.Tensor:
+    """A different mask for every (batch row, head): a slip in their order would show."""
+    blocked = torch.from_numpy(np.random.default_rng(16).random((8, 7, 7)) < 0.4)
+    blocked[:, torch.arange(7), torch.arange(7)] = False  # every query may attend to itself
+    if kind == "bool":
+        return blocked
+    return torch.from_numpy(np.random.default_rng(17).standard_normal((8, 7, 7)).astype(np.float32)).masked_fill(
+        blocked, float("-inf"))
 
 
 @needs_onednn
-@pytest.mark.parametrize("case", ["none", "float", "bool", "per_head", "is_causal"])
+@pytest.mark.parametrize("case", ["none", "float", "bool", "per_head_float", "per_head_bool", "is_causal"])
 def test_self_attention_matches_torchs_own(case):
     masks = {"none": None, "float": CAUSAL, "bool": torch.ones(7, 7, dtype=torch.bool).triu(1),
-             "per_head": CAUSAL.expand(8, 7, 7).clone(), "is_causal": CAUSAL}
+             "per_head_float": _per_head("float"), "per_head_bool": _per_head("bool"), "is_causal": CAUSAL}
     args, mask = _attention_args(masks[case])
     kwargs = {"training": False, "need_weights": False, "attn_mask": mask, "is_causal": case == "is_causal"}
     expected, _ = F.multi_head_attention_forward(*args, **kwargs)
@@ -97,6 +105,32 @@ def test_attention_with_weights_or_padding_keeps_torchs_path():
                                        key_padding_mask=torch.zeros(2, 7, dtype=torch.bool))
     assert weights is not None and weights.shape == (2, 7, 7)
     assert mode.taken == 0
+
+
+@needs_onednn
+@pytest.mark.parametrize("bad", ["mask_shape", "hint_without_mask"])
+def test_attention_torch_refuses_is_refused_here_too(bad):
+    """A mask torch would reject is not broadcast into a silently wrong result: torch's own check runs."""
+    args, _ = _attention_args(None)
+    kwargs = {"training": False, "need_weights": False}
+    kwargs.update({"attn_mask": torch.zeros(1, 7)} if bad == "mask_shape" else {"is_causal": True})
+    with pytest.raises(RuntimeError):
+        F.multi_head_attention_forward(*args, **kwargs)
+    mode = cpu_matmul.OneDnnMatmuls()
+    with mode, pytest.raises(RuntimeError):
+        F.multi_head_attention_forward(*args, **kwargs)
+    assert mode.taken == 0
+
+
+@needs_onednn
+def test_cpu_autocast_keeps_the_precision_asked_for():
+    x, w = _rng_tensor(20, 48, seed=18), _rng_tensor(32, 48, seed=19)
+    mode = cpu_matmul.OneDnnMatmuls()
+    with mode, torch.autocast("cpu", dtype=torch.bfloat16):
+        out = F.linear(x, w)
+    assert out.dtype == torch.bfloat16 and mode.taken == 0
+    assert cpu_matmul.resolve_cpu_matmul("auto", torch.device("cpu"), torch.bfloat16) == "blas"
+    assert ClipEncoder("random:tiny", device="cpu", precision="bf16").matmul == "blas"
 
 
 def test_resolution_and_a_clear_error_where_there_is_no_onednn(monkeypatch):
