@@ -377,7 +377,7 @@ def _add_relevancy(report: Report, encoder: ClipEncoder, edits: list[EditExplana
     for edit in edits:
         if edit.index not in wanted:
             continue
-        if direction is None and "clip_dir" in kinds:
+        if direction is None:  # said at once, also when CLIPdir's maps are left for later
             edit.unavailable["clip_dir_relevancy"] = NO_SOURCE_TEXT
         rel = edit.augclip or edit.clip_t
         if rel is not None and not any(note.startswith(EMBEDS_DIFFERENTLY) for note in edit.notes):

@@ -401,11 +401,15 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         @user_facing
         def shown_relevancy(state, pick):
             """Then the selected edit's CLIP-T and CLIPdir maps (the first result showed its AugCLIP map)."""
-            if state is None or state.report is None or state.halted or getattr(state, "explained", None) is None:
+            index = views.picked_index(pick)
+            if (index is None or state is None or state.report is None or state.halted
+                    or getattr(state, "explained", None) is None):
                 return unchanged(relevancy_outputs)
-            out = edit_figures(state, pick, views.RELEVANCY_FIGURES)
-            out.pop(exact_plot)
-            return out
+            files = logic.shown_maps(settings_for(state.clip_model), state, index)
+            if state.shown not in (None, index):  # another edit was picked meanwhile: its handler draws it
+                return unchanged(relevancy_outputs)
+            return {component: files.get(f"{edit_tag(index)}_{key}")
+                    for component, key in zip(relevancy_outputs, views.RELEVANCY_FIGURES)}
 
         rest_outputs = [umap_plot, session_state]
         ranking_outputs = [source_ranking, target_ranking, alpha_plot]
@@ -427,6 +431,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                 return unchanged(ranking_outputs)
             out = edit_figures(state, pick, views.RANKING_FIGURES)
             out.pop(exact_plot)
+            if state.shown not in (None, views.picked_index(pick)):  # another edit was picked meanwhile
+                return unchanged(ranking_outputs)
             return out
 
         def parse_shown(outcome) -> dict:
@@ -588,7 +594,14 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         rescore_api.click(rescore_handler(archive=True), rescore_inputs, score_outputs, api_name="rescore")
         explain_api.click(explain_handler(archive=True), explain_inputs, explain_outputs, api_name="explain")
         # .input: the user's pick (the explanation stage sets the first pick and draws what it shows itself)
-        edit_pick.input(edit_figures, [session_state, edit_pick], [*figure_outputs, exact_plot], api_name=False)
+        @user_facing
+        def picked(state, pick):
+            """A click on another edit: the page shows it from now on, whatever stage is still running."""
+            if state is not None:
+                state.shown = views.picked_index(pick)
+            return edit_figures(state, pick)
+
+        edit_pick.input(picked, [session_state, edit_pick], [*figure_outputs, exact_plot], api_name=False)
 
         @user_facing
         def show_comparison(state):

@@ -49,6 +49,9 @@ class Session:
     # The last explanations without their matplotlib figures (saved as PNGs): the geometry the
     # interactive hyperplane views reuse and the maps the comparison grid shows.
     explained: Any = None
+    # The edit the page shows now (0-based): set by the explanation stage and by each pick, so a later
+    # stage that finished for another edit leaves the page as the user set it.
+    shown: int | None = None
     # Set when the last Evaluate stopped before scoring (a model without weights, named in the status
     # area): the later stages (explanations, BPM, downloads) then leave the page as it is.
     halted: str | None = None
@@ -335,7 +338,7 @@ def explain(settings: Settings, session: Session, progress: Progress | None = No
     if session.figures_dir:  # the previous result's figures: the page no longer shows them
         shutil.rmtree(session.figures_dir, ignore_errors=True)
     session = Session(**{**session.__dict__, "figures": {}, "explained": explanations,
-                         "figures_dir": str(root / uuid.uuid4().hex[:12])})
+                         "figures_dir": str(root / uuid.uuid4().hex[:12]), "shown": pick})
     say(0.9, "explaining: drawing the AugCLIP relevancy map")
     figures = figure_files(session, [stem for stem in figure_stems(explanations, pick) if "_relevancy_" in stem])
     return figures, "; ".join(notes), session
@@ -391,7 +394,12 @@ def edit_maps(settings: Settings, session: Session, edit: int | None = None) -> 
     options = session.explained.options
     if options.relevancy_edits is None and options.relevancy_maps is None:  # all computed
         return
-    complete_relevancy(session.report, get_encoder(settings), session.explained, None if edit is None else [edit])
+    encoder = get_encoder(settings)
+    if edit is None:
+        complete_relevancy(session.report, encoder, session.explained)
+        return
+    with first_result_work():  # an edit the user looks at: UMAP's start-up compile waits for it
+        complete_relevancy(session.report, encoder, session.explained, [edit])
 
 
 def figure_files(session: Session, stems: Sequence[str] | None = None) -> dict[str, str]:
