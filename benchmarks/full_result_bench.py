@@ -41,9 +41,11 @@ STAGES = ("image_encoding", "text_encoding", "metrics", "scores", "relevancy", "
 # (the other edits' maps, UMAP view, the shown edit's ranking charts), and the figures drawn only for
 # figures.zip or another edit.
 APP_STAGES = ("app_explain_stage", "app_shown_maps", "app_then_umap_rankings", "app_other_figures")
-# Issue 16, goal 2: scores <= 1 s; scores + both edits' relevancy maps (AugCLIP's) + views <= 3 s. The
-# complete set (7 maps: AugCLIP, CLIP-T and CLIPdir of each edit, the source's CLIPdir map) is printed too.
-TARGETS = {"scores": 1.0, "scores+AugCLIP maps+views": 3.0, "app: scores+first result": 3.0}
+# Issue 16, goal 2: scores <= 1 s; scores + both relevancy maps + views <= 3 s. Read as each edit's
+# AugCLIP map, and as the complete set (7 maps: AugCLIP, CLIP-T and CLIPdir of each edit, the source's
+# CLIPdir map); the target is printed beside both, and beside the app's first result.
+TARGETS = {"scores": 1.0, "scores+AugCLIP maps+views": 3.0, "scores+relevancy+views": 3.0,
+           "app: scores+first result": 3.0}
 
 
 def sync(device: str) -> None:
@@ -83,7 +85,8 @@ def one_round(evaluator, example: Path, attributes, edits: list[Path], device: s
     out["scores+relevancy+views"] = out["scores"] + out["relevancy"] + out["views"]
     _empty_map_cache(evaluator.encoder)  # the AugCLIP maps alone, as a new request computes them
     wall = time.perf_counter()
-    explain_report(report, evaluator.encoder, relevancy_maps=("augclip",), umap=False, figures=False)
+    explain_report(report, evaluator.encoder, relevancy_maps=("augclip",), rankings=False, exact=False, umap=False,
+                   figures=False)
     sync(device)
     out["augclip_maps"] = time.perf_counter() - wall
     out["scores+AugCLIP maps+views"] = out["scores"] + out["augclip_maps"] + out["views"]
