@@ -563,7 +563,32 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
 
         explain_stage, bpm_stage = explain_handler(archive=False), bpm_handler(archive=False)
 
+        @user_facing
+        def show_comparison(state):
+            """Built when asked for (tab opened, button), so evaluating costs nothing more."""
+            if state is None or state.report is None:
+                return views.COMPARISON_HELP, gr.DownloadButton(visible=False)
+            if getattr(state, "explained", None) is not None:
+                logic.edit_maps(settings_for(state.clip_model), state)  # asked for before the rest stage ended
+            fragment, path = logic.comparison(state)
+            state.comparison_shown = True
+            return fragment, gr.DownloadButton(value=path, visible=True)
+
+        def comparison_reset(state):
+            if state is not None:
+                state.comparison_shown = False
+            return views.COMPARISON_HELP, gr.DownloadButton(visible=False)
+
+        def comparison_refresh(state):
+            if state is None or state.report is None or not state.comparison_shown:
+                return gr.skip(), gr.skip()
+            return show_comparison(state)
+
         def then_explain_and_bpm(event, with_bpm: bool = True) -> None:
+            # The results changed: the old comparison goes at once (a branch of its own, so the first
+            # result does not wait for it); it is rebuilt when next asked for.
+            event.success(comparison_reset, [session_state], [comparison_html, comparison_file], api_name=False,
+                          show_progress="hidden")
             # Later stages show their progress in their own tab, so the scores stay readable meanwhile.
             follow = event.success(explain_stage, explain_inputs, explain_outputs, api_name=False,
                                    show_progress_on=[relevancy_info])
@@ -578,9 +603,9 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                 follow = follow.success(judge_stage, [judge_on, instruction, clip_model, session_state], judge_outputs,
                                         api_name=False, show_progress_on=[judge_info])
             follow = follow.then(downloads_complete, [session_state], downloads, api_name=False, show_progress="hidden")
-            # The results changed: the comparison is rebuilt when it is next asked for (cheap to say so).
-            follow.then(lambda: (views.COMPARISON_HELP, gr.DownloadButton(visible=False)), None,
-                        [comparison_html, comparison_file], api_name=False, show_progress="hidden")
+            # A comparison the user opened while the stages ran is rebuilt with what came since (BPM, judge).
+            follow.then(comparison_refresh, [session_state], [comparison_html, comparison_file], api_name=False,
+                        show_progress="hidden")
 
         evaluate_stage = evaluate_handler(archive=False)
         page_score_outputs = [*score_outputs, status_box]
@@ -602,16 +627,6 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             return edit_figures(state, pick)
 
         edit_pick.input(picked, [session_state, edit_pick], [*figure_outputs, exact_plot], api_name=False)
-
-        @user_facing
-        def show_comparison(state):
-            """Built when asked for (tab opened, button), so evaluating costs nothing more."""
-            if state is None or state.report is None:
-                return views.COMPARISON_HELP, gr.DownloadButton(visible=False)
-            if getattr(state, "explained", None) is not None:
-                logic.edit_maps(settings_for(state.clip_model), state)  # asked for before the rest stage ended
-            fragment, path = logic.comparison(state)
-            return fragment, gr.DownloadButton(value=path, visible=True)
 
         comparison_tab.select(show_comparison, [session_state], [comparison_html, comparison_file], api_name=False)
         comparison_btn.click(show_comparison, [session_state], [comparison_html, comparison_file],

@@ -55,6 +55,9 @@ class Session:
     # Set when the last Evaluate stopped before scoring (a model without weights, named in the status
     # area): the later stages (explanations, BPM, downloads) then leave the page as it is.
     halted: str | None = None
+    # Whether the comparison grid was built for the current results (tab opened, button): the end of
+    # the stages then rebuilds it with BPM and the judge's rows instead of leaving a partial grid.
+    comparison_shown: bool = False
 
 
 def lines(text: str | None) -> list[str]:
