@@ -22,7 +22,7 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ class SpeedResult:
     untrained: bool
     metrics: list[str]
     n_items: int
+    n_edits: int
     n_images: int
     n_texts: int
     batch_size: int
@@ -57,6 +58,8 @@ class SpeedResult:
     batch_seconds: float
     bare_cpu_seconds: float = 0.0  # CPU time of this process (all its threads) during the fastest run
     batch_cpu_seconds: float = 0.0
+    # where the fastest bare run spent its wall time: waiting for decoded images, image passes, text passes
+    bare_stages: dict[str, float] = field(default_factory=dict)
 
     @property
     def bare_items_per_second(self) -> float:
@@ -67,12 +70,17 @@ class SpeedResult:
         return self.n_items / self.batch_seconds
 
     @property
+    def batch_edits_per_second(self) -> float:
+        return self.n_items * self.n_edits / self.batch_seconds
+
+    @property
     def ratio(self) -> float:
         return self.batch_seconds / self.bare_seconds
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "bare_items_per_second": self.bare_items_per_second,
-                "batch_items_per_second": self.batch_items_per_second, "ratio": self.ratio,
+                "batch_items_per_second": self.batch_items_per_second,
+                "batch_edits_per_second": self.batch_edits_per_second, "ratio": self.ratio,
                 "target_ratio": TARGET_RATIO, "meets_target": self.ratio <= TARGET_RATIO}
 
     def format(self) -> str:
@@ -80,11 +88,13 @@ class SpeedResult:
         return "\n".join([
             f"speed benchmark: {self.model} on {self.device}"
             + (" (random weights: speed only)" if self.untrained else ""),
-            f"  {self.n_items} items, {self.n_images} distinct images, {self.n_texts} distinct texts; "
+            f"  {self.n_items} items of {self.n_edits} edits, {self.n_images} distinct images, {self.n_texts} distinct texts; "
             f"metrics {','.join(self.metrics)}; image batch {self.batch_size}, {self.workers} decode workers; "
             f"best of {self.repeats}",
             f"  bare CLIP encoding : {self.bare_seconds:8.2f} s  {self.bare_items_per_second:8.2f} items/s",
-            f"  batch scoring      : {self.batch_seconds:8.2f} s  {self.batch_items_per_second:8.2f} items/s",
+            f"  batch scoring      : {self.batch_seconds:8.2f} s  {self.batch_items_per_second:8.2f} items/s"
+            f"  {self.batch_edits_per_second:8.1f} edits/s",
+            "  bare run by stage  : " + ", ".join(f"{k} {v:.2f} s" for k, v in self.bare_stages.items()),
             f"  ratio batch / bare : {self.ratio:8.3f}  ({verdict} the target <= {TARGET_RATIO})",
             f"  CPU time (this process): bare {self.bare_cpu_seconds:.1f} s, batch {self.batch_cpu_seconds:.1f} s, "
             f"ratio {self.batch_cpu_seconds / max(self.bare_cpu_seconds, 1e-9):.3f} (less sensitive to other load)",
@@ -92,8 +102,13 @@ class SpeedResult:
 
 
 def bare_encode(manifest: Path, encoder: ClipEncoder, metrics: list[str], *, batch_size: int, workers: int,
-                text_batch_size: int, max_pixels: int | None = None) -> tuple[int, int]:
-    """Encode every distinct image and needed text of a manifest; returns (images, texts) encoded."""
+                text_batch_size: int, max_pixels: int | None = None,
+                stages: dict[str, float] | None = None) -> tuple[int, int]:
+    """Encode every distinct image and needed text of a manifest; returns (images, texts) encoded.
+
+    ``stages``, when given, receives the wall seconds spent waiting for decoded images, in image passes
+    and in text passes (each pass returns host arrays, so GPU work is inside its stage).
+    """
     needs = needs_of(metrics)
     paths: dict[str, None] = {}
     texts: dict[str, None] = {}
@@ -108,16 +123,25 @@ def bare_encode(manifest: Path, encoder: ClipEncoder, metrics: list[str], *, bat
         image = open_image(path, max_pixels=max_pixels)
         return image.sha256, encoder.preprocess_image(image)
 
+    spent = {"decode wait": 0.0, "image passes": 0.0, "text passes": 0.0}
     blocks = [ordered[i:i + batch_size] for i in range(0, len(ordered), batch_size)]
     with cf.ThreadPoolExecutor(workers) as pool:
         pending = [pool.submit(load, p) for p in blocks[0]] if blocks else []
         for index in range(len(blocks)):
+            start = time.perf_counter()
             current = [f.result() for f in pending]
+            spent["decode wait"] += time.perf_counter() - start
             # submit the next block before encoding this one, so decoding overlaps with the encoder
             pending = [pool.submit(load, p) for p in blocks[index + 1]] if index + 1 < len(blocks) else []
+            start = time.perf_counter()
             encoder.encode_preprocessed([t for _, t in current], keys=[s for s, _ in current], batch_size=batch_size)
+            spent["image passes"] += time.perf_counter() - start
+    start = time.perf_counter()
     if texts:
         encoder.encode_texts(list(texts), batch_size=text_batch_size)
+    spent["text passes"] += time.perf_counter() - start
+    if stages is not None:
+        stages.update(spent)
     return len(ordered), len(texts)
 
 
@@ -145,16 +169,17 @@ def speed_benchmark(settings: Settings, *, n_items: int | None = None, n_edits: 
         warm = write_synthetic_manifest(work / "warmup", 4, n_edits=n_edits, n_attributes=2, image_size=image_size,
                                         human=False, seed=1)
         run_batch(warm, work / "warmup.jsonl", options=options, settings=settings, encoder=encoder)
-        bare_times: list[tuple[float, float]] = []
+        bare_times: list[tuple[float, float, dict[str, float]]] = []
         batch_times: list[tuple[float, float]] = []
         n_images = n_texts = 0
         for _ in range(max(1, repeats)):
             _clear(encoder)
-            start, cpu = time.perf_counter(), time.process_time()
+            start, cpu, stages = time.perf_counter(), time.process_time(), {}
             n_images, n_texts = bare_encode(manifest, encoder, metric_keys, batch_size=batch_size, workers=workers,
-                                            text_batch_size=text_batch_size, max_pixels=settings.max_image_pixels)
+                                            text_batch_size=text_batch_size, max_pixels=settings.max_image_pixels,
+                                            stages=stages)
             _sync(encoder)
-            bare_times.append((time.perf_counter() - start, time.process_time() - cpu))
+            bare_times.append((time.perf_counter() - start, time.process_time() - cpu, stages))
             _clear(encoder)
             start, cpu = time.perf_counter(), time.process_time()
             summary = run_batch(manifest, work / "results.jsonl", options=options, settings=settings, encoder=encoder)
@@ -162,12 +187,13 @@ def speed_benchmark(settings: Settings, *, n_items: int | None = None, n_edits: 
             batch_times.append((time.perf_counter() - start, time.process_time() - cpu))
             if summary.n_failed:
                 raise RuntimeError(f"benchmark items failed: {summary.failures[:3]}")
-        bare, batch = min(bare_times), min(batch_times)
+        bare, batch = min(bare_times, key=lambda t: t[0]), min(batch_times)
         return SpeedResult(model=encoder.spec.raw, device=device_description(encoder.device),
-                           untrained=encoder.untrained, metrics=metric_keys, n_items=n_items, n_images=n_images,
+                           untrained=encoder.untrained, metrics=metric_keys, n_items=n_items, n_edits=n_edits,
+                           n_images=n_images,
                            n_texts=n_texts, batch_size=batch_size, workers=workers, repeats=max(1, repeats),
                            bare_seconds=bare[0], batch_seconds=batch[0], bare_cpu_seconds=bare[1],
-                           batch_cpu_seconds=batch[1])
+                           batch_cpu_seconds=batch[1], bare_stages=bare[2])
     finally:
         if own_folder:
             shutil.rmtree(work, ignore_errors=True)

@@ -38,9 +38,13 @@ def test_speed_benchmark_reports_both_throughputs_and_the_ratio(tiny_encoder, tm
     assert result.ratio == pytest.approx(result.batch_seconds / result.bare_seconds)
     text = result.format()
     assert "bare CLIP encoding" in text and "batch scoring" in text and "ratio batch / bare" in text
+    # edits/s counts each edit of an item; the bare run's stages are parts of its wall time
+    assert result.batch_edits_per_second == pytest.approx(4 * 2 / result.batch_seconds)
+    assert set(result.bare_stages) == {"decode wait", "image passes", "text passes"} and "edits/s" in text
+    assert 0 < sum(result.bare_stages.values()) <= result.bare_seconds
     assert main(["bench", "speed", "--clip-model", TINY, "--device", "cpu", "--items", "3", "--image-size", "48",
                  "--attributes", "1", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["n_items"] == 3 and data["model"] == TINY and data["untrained"] is True
     assert data["ratio"] == pytest.approx(data["batch_seconds"] / data["bare_seconds"])
-    assert {"bare_items_per_second", "batch_items_per_second", "meets_target"} <= set(data)
+    assert {"bare_items_per_second", "batch_items_per_second", "batch_edits_per_second", "meets_target"} <= set(data)
