@@ -146,9 +146,9 @@ class CountingEncoder(ClipEncoder):
         self.images += len({id(t) for t in tensors})
         return super()._encode_pixel_batch(tensors)
 
-    def _encode_text_batch(self, texts, length=None):
+    def _encode_text_batch(self, texts, *rest):
         self.texts.extend(dict.fromkeys(texts))
-        return super()._encode_text_batch(texts, length)
+        return super()._encode_text_batch(texts, *rest)
 
 
 def test_each_image_and_text_is_encoded_once_across_the_run(tmp_path, tiny_encoder, settings):

@@ -102,6 +102,20 @@ def test_texts_of_every_pass_length_match_the_full_context_pass():
     np.testing.assert_array_equal(reordered[:4][::-1], together)
 
 
+def test_pass_length_from_a_token_row_equals_the_count_of_the_text_alone():
+    """encode_texts tokenizes once and reads each pass length off the row; the per-text count is the reference."""
+    encoder = fresh_encoder()
+    texts = ["!", "wow!", "!$", "a price tag of 5!$", "a red cup", "an orange dahlia flower with a yellow centre and a green stem",
+             " ".join(["petal"] * 80), TEXTS[0], LONG_TEXTS[0], LONG_TEXTS[1], "<|endoftext|> after the end token"]
+    rows = encoder._token_rows(texts)
+    assert set(rows) == set(texts)
+    assert int(rows["!$"][1]) == 0  # '!' before '$' is id 0: a zero inside a text is not padding
+    counts = [encoder.token_count(t) for t in texts]
+    expected = [next((n for n in (8, 16, 32, 77) if c <= n), 77) for c in counts]
+    assert expected == [encoder._text_pass_length(t) for t in texts] and 77 in expected and 8 in expected
+    assert [encoder._pass_length_of_row(rows[t]) for t in texts] == expected
+
+
 def test_prefix_passes_only_for_causal_towers_pooled_at_the_end_token():
     from augclip_demo.inference.clip_encoder import _prefix_is_exact
 
