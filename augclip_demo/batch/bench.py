@@ -35,6 +35,7 @@ from ..io import open_image
 from ..metrics.suite import needs_of, parse_metric_keys
 from .manifest import iter_manifest
 from .plan import item_static_texts
+from .pools import wait_for_fit_workers
 from .runner import BatchOptions, run_batch
 from .synthetic import write_synthetic_manifest
 
@@ -169,6 +170,7 @@ def speed_benchmark(settings: Settings, *, n_items: int | None = None, n_edits: 
         warm = write_synthetic_manifest(work / "warmup", 4, n_edits=n_edits, n_attributes=2, image_size=image_size,
                                         human=False, seed=1)
         run_batch(warm, work / "warmup.jsonl", options=options, settings=settings, encoder=encoder)
+        wait_for_fit_workers()  # a process pool's workers have all started and imported before timing
         bare_times: list[tuple[float, float, dict[str, float]]] = []
         batch_times: list[tuple[float, float]] = []
         n_images = n_texts = 0

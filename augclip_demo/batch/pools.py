@@ -9,6 +9,7 @@ import os
 import threading
 from dataclasses import dataclass
 
+from . import fit_worker
 from .options import BatchOptions
 
 
@@ -65,6 +66,7 @@ class WorkerPools:
 
 _PROCESS_POOL: tuple[int, cf.ProcessPoolExecutor] | None = None
 _PROCESS_POOL_LOCK = threading.Lock()
+_READY: list[cf.Future] = []  # the start-up task of each worker of the shared pool
 
 
 def shared_process_pool(workers: int) -> cf.ProcessPoolExecutor:
@@ -75,9 +77,21 @@ def shared_process_pool(workers: int) -> cf.ProcessPoolExecutor:
             if _PROCESS_POOL is not None:
                 _PROCESS_POOL[1].shutdown(wait=False, cancel_futures=True)
             # spawn, not fork: the parent holds torch and live threads, which fork would copy half-way
-            _PROCESS_POOL = (workers, cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")))
+            pool = cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+            # Every worker starts now, one task each (a pool starts workers only as tasks find none
+            # idle, i.e. during a run, on the cores its decoding needs).
+            _READY[:] = [pool.submit(fit_worker.ready) for _ in range(workers)]
+            _PROCESS_POOL = (workers, pool)
             atexit.register(discard_process_pool)
         return _PROCESS_POOL[1]
+
+
+def wait_for_fit_workers(timeout: float | None = 300) -> list[int]:
+    """Block until every worker of the shared process pool has started; their process ids ([] if no pool)."""
+    with _PROCESS_POOL_LOCK:
+        pending = list(_READY)
+    done, _ = cf.wait(pending, timeout=timeout)
+    return [future.result() for future in done if not future.cancelled() and future.exception() is None]
 
 
 def discard_process_pool() -> None:
@@ -86,3 +100,4 @@ def discard_process_pool() -> None:
         if _PROCESS_POOL is not None:
             _PROCESS_POOL[1].shutdown(wait=False, cancel_futures=True)
             _PROCESS_POOL = None
+            _READY.clear()

@@ -51,6 +51,7 @@ import numpy as np
 from ..config import Settings
 from ..errors import AugclipError, InputError, ManifestError
 from ..metrics.suite import ItemScores
+from .fit_worker import score_embeddings
 from .manifest import ManifestItem
 from .options import BatchOptions, BatchSummary
 from .plan import image_key, item_static_texts, make_plan, planned_items
@@ -63,7 +64,6 @@ from .stages import (
     encode_texts,
     error_record,
     ok_record,
-    score_embeddings,
     unit_row,
 )
 

@@ -50,6 +50,7 @@ from ..judge import JudgeOptions
 from ..metrics.suite import METRICS, ItemScores, needs_of
 from ..pipeline import Evaluator
 from .embedding_store import EmbeddingStore
+from .fit_worker import score_embeddings
 from .manifest import ManifestItem
 from .options import BatchOptions, BatchSummary
 from .plan import RunPlan, image_key, item_static_texts, make_plan, planned_items
@@ -72,7 +73,6 @@ from .stages import (
     embedding_inputs,
     error_record,
     ok_record,
-    score_embeddings,
 )
 
 __all__ = ["BatchOptions", "BatchRunner", "BatchSummary", "item_static_texts", "run_batch"]

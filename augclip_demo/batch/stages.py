@@ -472,11 +472,6 @@ def embedding_inputs(item: ManifestItem, attributes: Attributes | None, images: 
     )
 
 
-def score_embeddings(inputs: MetricInputs, keys: Sequence[str]) -> ItemScores:
-    """The embedding-stage metrics of one item, details summarised for the record (no model: any process)."""
-    return score_item(inputs, keys).summarized()
-
-
 # ---------------------------------------------------------------------------------------------- records
 def ok_record(item: ManifestItem, dataset: str, scores: ItemScores, shas: Sequence[str | None],
               attributes: Attributes | None, order: Sequence[str], run: dict[str, Any],
