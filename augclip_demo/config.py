@@ -44,9 +44,10 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "AUGCLIP_CLIP_CHECKPOINT": "local CLIP checkpoint file used instead of downloading the spec's weights",
     "AUGCLIP_DEVICE": "auto (default: CUDA when present, else CPU), cpu, cuda, cuda:N or mps",
     "AUGCLIP_PRECISION": "auto (default: fp16 autocast on CUDA, fp32 elsewhere), fp32, fp16 or bf16",
-    "AUGCLIP_CPU_MATMUL": ("kernels of the CLIP towers' float32 matrix products on a CPU: auto (default: oneDNN on "
-                           "x86, about 1.4x faster than MKL on AMD processors), onednn, or blas (torch's default); "
-                           "both are full float32, embeddings differ at float rounding"),
+    "AUGCLIP_CPU_MATMUL": ("kernels of the CLIP towers' float32 matrix products on a CPU: auto (default: torch's "
+                           "own, as blas), onednn (oneDNN on x86: 1.4x faster on one machine, no faster on another; "
+                           "measure with benchmarks/matmul_bench.py), or blas; both are full float32, embeddings "
+                           "differ at float rounding"),
     "AUGCLIP_CACHE_DIR": "root of every cache and downloaded file (default: the user cache directory)",
     "AUGCLIP_MAX_IMAGE_PIXELS": "decompression-bomb limit in pixels (default: Pillow's, about 89.5 M)",
     "AUGCLIP_MAX_UPLOAD_MB": "largest image file the app accepts, in MB (default 25)",

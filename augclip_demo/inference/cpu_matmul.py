@@ -1,11 +1,13 @@
 """Which kernels run the float32 matrix products of the CLIP towers on a CPU.
 
-torch's x86 wheels send a float32 ``linear`` to MKL's sgemm. On the AMD EPYC machines this tool
-was measured on (2 cores, the size of a free CPU Space), sgemm ran a ViT-B/16 layer's products at
-about 100 GFLOP/s, while the oneDNN kernels shipped in the same wheel ran the same float32
-products at 160 to 200 (docs/performance.md, "CPU matrix kernels"). ``onednn`` routes the linear
-layers and the packed self-attention projections of a forward pass (and the input gradients of a
-relevancy pass) through oneDNN; everything else runs as before. Both are full float32: the
+torch's x86 wheels send a float32 ``linear`` to MKL's sgemm. On one 2-core AMD EPYC machine (the
+size of a free CPU Space) sgemm ran a ViT-B/16 layer's products at about 100 GFLOP/s, while the
+oneDNN kernels shipped in the same wheel ran them at 160 to 200; on another, with torch 2.14.1,
+both ran at ~145 and the whole image tower was 5 % slower with oneDNN (docs/performance.md, "CPU
+matrix kernels"). So ``auto`` keeps torch's own kernels, and ``onednn`` is there for machines where
+``benchmarks/matmul_bench.py`` shows a gain. It routes the linear layers and the packed
+self-attention projections of a forward pass (and the input gradients of a relevancy pass) through
+oneDNN; everything else runs as before. Both are full float32: the
 embeddings differ from the BLAS ones at float rounding (about 1e-6 relative), and each kernel is
 deterministic on its own, so every store or cache of embeddings records which one made it.
 
@@ -51,20 +53,18 @@ def onednn_available() -> bool:
 def resolve_cpu_matmul(choice: str, device: torch.device, amp_dtype: torch.dtype | None = None) -> str:
     """``onednn`` or ``blas`` for a model on ``device`` run with autocast to ``amp_dtype`` (None: fp32).
 
-    ``auto``: oneDNN on an x86 CPU when this torch has it, else the BLAS; a GPU always keeps its own
-    kernels (``blas``), and so does autocast (the oneDNN path here is float32 only); an explicit
-    ``onednn`` where there is none is a configuration error.
+    ``auto`` and ``blas``: torch's own kernels. ``onednn``: oneDNN on an x86 CPU; a GPU always keeps
+    its own kernels (``blas``), and so does autocast (the oneDNN path here is float32 only); an
+    explicit ``onednn`` where this torch has none is a configuration error.
     """
     if choice not in CPU_MATMULS:
         raise ConfigError(f"AUGCLIP_CPU_MATMUL must be one of {', '.join(CPU_MATMULS)}, got {choice!r}")
-    if device.type != "cpu" or choice == "blas" or amp_dtype is not None:
+    if device.type != "cpu" or choice != "onednn" or amp_dtype is not None:
         return "blas"
-    if onednn_available():
-        return "onednn"
-    if choice == "onednn":
+    if not onednn_available():
         raise ConfigError("AUGCLIP_CPU_MATMUL=onednn, but this torch build has no oneDNN float32 linear kernel on "
                           f"this {platform.machine()} CPU; use auto or blas")
-    return "blas"
+    return "onednn"
 
 
 @contextlib.contextmanager

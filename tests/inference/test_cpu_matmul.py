@@ -136,6 +136,9 @@ def test_cpu_autocast_keeps_the_precision_asked_for():
 def test_resolution_and_a_clear_error_where_there_is_no_onednn(monkeypatch):
     assert cpu_matmul.resolve_cpu_matmul("onednn", torch.device("cuda")) == "blas"
     assert cpu_matmul.resolve_cpu_matmul("blas", torch.device("cpu")) == "blas"
+    # auto keeps torch's kernels: oneDNN was no faster on torch 2.14.1 here (docs/performance.md)
+    assert cpu_matmul.resolve_cpu_matmul("auto", torch.device("cpu")) == "blas"
+    assert ClipEncoder("random:tiny", device="cpu").matmul == "blas"
     monkeypatch.setattr(cpu_matmul, "onednn_available", lambda: False)
     assert cpu_matmul.resolve_cpu_matmul("auto", torch.device("cpu")) == "blas"
     with pytest.raises(ConfigError, match="AUGCLIP_CPU_MATMUL=onednn.*use auto or blas"):
