@@ -13,12 +13,12 @@ what trained ones cost; nothing is downloaded.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from feature_metrics_bench import timed as median_seconds  # noqa: E402  (one warm-up call, then the median)
 
 # (rows, in features, out features): one image-tower layer of ViT-B/16, then one text pass
 SHAPES = {
@@ -28,16 +28,6 @@ SHAPES = {
     "image mlp down 197x3072->768": (197, 3072, 768),
     "text mlp up 64x512->2048": (64, 512, 2048),
 }
-
-
-def median_seconds(fn, repeats: int) -> float:
-    fn()  # warm-up: kernel selection, weight packing
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def fresh_texts(encoder, texts: list[str]):
