@@ -9,8 +9,11 @@ model wrapper) cost each spawned worker seconds of CPU; a py-spy profile of ``be
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 from collections.abc import Sequence
+from typing import Any
 
 from ..metrics.suite import ItemScores, MetricInputs, score_item
 
@@ -20,8 +23,18 @@ def score_embeddings(inputs: MetricInputs, keys: Sequence[str]) -> ItemScores:
     return score_item(inputs, keys).summarized()
 
 
-def ready() -> int:
-    """Import what a fit needs (scikit-learn's SVMs) and return this worker's process id."""
+def start(barrier: Any) -> None:
+    """Each worker's initializer: import what a fit needs (scikit-learn's SVMs), then wait for the others.
+
+    Once one worker has passed ``barrier`` (a ``multiprocessing.Barrier`` of the pool's size), every
+    worker of the pool has started and imported, so a finished :func:`ready` task means all are ready.
+    """
     import sklearn.svm  # noqa: F401  (imported once per worker, before the run needs it)
 
+    with contextlib.suppress(threading.BrokenBarrierError):  # a worker that never came: the others go on
+        barrier.wait(timeout=300)
+
+
+def ready() -> int:
+    """This worker's process id (a task that runs once :func:`start` has returned)."""
     return os.getpid()

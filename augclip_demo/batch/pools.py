@@ -77,9 +77,12 @@ def shared_process_pool(workers: int) -> cf.ProcessPoolExecutor:
             if _PROCESS_POOL is not None:
                 _PROCESS_POOL[1].shutdown(wait=False, cancel_futures=True)
             # spawn, not fork: the parent holds torch and live threads, which fork would copy half-way
-            pool = cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+            context = multiprocessing.get_context("spawn")
+            pool = cf.ProcessPoolExecutor(workers, mp_context=context, initializer=fit_worker.start,
+                                          initargs=(context.Barrier(workers),))
             # Every worker starts now, one task each (a pool starts workers only as tasks find none
-            # idle, i.e. during a run, on the cores its decoding needs).
+            # idle, i.e. during a run, on the cores its decoding needs); the barrier in their
+            # initializer holds each ready task until all of them have started and imported.
             _READY[:] = [pool.submit(fit_worker.ready) for _ in range(workers)]
             _PROCESS_POOL = (workers, pool)
             atexit.register(discard_process_pool)
@@ -87,7 +90,11 @@ def shared_process_pool(workers: int) -> cf.ProcessPoolExecutor:
 
 
 def wait_for_fit_workers(timeout: float | None = 300) -> list[int]:
-    """Block until every worker of the shared process pool has started; their process ids ([] if no pool)."""
+    """Block until every worker of the shared process pool has started and imported the fit code.
+
+    Returns the process ids that answered the start-up tasks ([] without a pool); one worker may
+    answer two of them, but none answers before all have passed the barrier in :func:`fit_worker.start`.
+    """
     with _PROCESS_POOL_LOCK:
         pending = list(_READY)
     done, _ = cf.wait(pending, timeout=timeout)

@@ -104,6 +104,8 @@ def _compare_run(path: Path, record: dict[str, Any], run: dict[str, Any]) -> Non
             raise InputError(
                 f"results file {path} was written with {key} {then}, this run uses {run.get(key)!r}; "
                 "results of different settings must not be mixed: use another --out, or --overwrite to start over"
+                + (f" (or run with --cpu-matmul {old.get(key)} to continue it)" if key == "matmul"
+                   and old.get(key) in ("onednn", "blas") else "")
             )
 
 

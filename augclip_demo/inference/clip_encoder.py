@@ -538,7 +538,10 @@ class ClipEncoder(LazyModel):
         if self.device.type == "cuda":
             batch = batch.pin_memory()
         batch = batch.to(self.device, non_blocking=True).permute(0, 3, 1, 2).contiguous()
-        batch = batch.to(dtype=torch.get_default_dtype()).div(255)
+        # by a 0-dim tensor on the device, not the number 255: CUDA multiplies by the reciprocal of a
+        # CPU scalar (one bit off for about half of the uint8 values), a tensor divides as torchvision does
+        dtype = torch.get_default_dtype()
+        batch = batch.to(dtype=dtype).div(torch.full((), 255.0, dtype=dtype, device=self.device))
         return batch.sub_(split[1].to(self.device)).div_(split[2].to(self.device))
 
     def _encode_pixel_batch(self, tensors: list[np.ndarray | torch.Tensor]) -> np.ndarray:
@@ -572,10 +575,13 @@ class ClipEncoder(LazyModel):
     def _text_lengths(self) -> tuple[int, ...]:
         """Token counts a text pass may read (ascending, the last = the full context); () when only the full one is exact."""
         if not hasattr(self, "_text_lengths_cache"):
-            self._text_lengths_cache: tuple[int, ...] = ()
+            # computed into a local and assigned once: a thread that read a provisional () here
+            # encoded its texts with the full pass, 2.6e-7 away from the short one (found in review)
             context = self.context_length
+            lengths: tuple[int, ...] = ()
             if _prefix_is_exact(self.model, context):
-                self._text_lengths_cache = (*(n for n in TEXT_PASS_LENGTHS if n < context), context)
+                lengths = (*(n for n in TEXT_PASS_LENGTHS if n < context), context)
+            self._text_lengths_cache = lengths
         return self._text_lengths_cache
 
     def _token_rows(self, texts: list[str]) -> dict[str, torch.Tensor]:

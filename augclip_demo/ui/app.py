@@ -571,16 +571,16 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             if getattr(state, "explained", None) is not None:
                 logic.edit_maps(settings_for(state.clip_model), state)  # asked for before the rest stage ended
             fragment, path = logic.comparison(state)
-            state.comparison_shown = True
+            state.comparison_of = state.report
             return fragment, gr.DownloadButton(value=path, visible=True)
 
         def comparison_reset(state):
-            if state is not None:
-                state.comparison_shown = False
+            if state is not None and state.report is not None and state.comparison_of is state.report:
+                return gr.skip(), gr.skip()  # opened for these very results already (a quick click)
             return views.COMPARISON_HELP, gr.DownloadButton(visible=False)
 
         def comparison_refresh(state):
-            if state is None or state.report is None or not state.comparison_shown:
+            if state is None or state.report is None or state.comparison_of is not state.report:
                 return gr.skip(), gr.skip()
             return show_comparison(state)
 

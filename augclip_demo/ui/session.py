@@ -55,9 +55,10 @@ class Session:
     # Set when the last Evaluate stopped before scoring (a model without weights, named in the status
     # area): the later stages (explanations, BPM, downloads) then leave the page as it is.
     halted: str | None = None
-    # Whether the comparison grid was built for the current results (tab opened, button): the end of
-    # the stages then rebuilds it with BPM and the judge's rows instead of leaving a partial grid.
-    comparison_shown: bool = False
+    # The report the page's comparison grid was built from (tab opened, button). Only Evaluate and
+    # re-score replace the report (BPM and the judge add to it), so `is session.report` says the grid
+    # shows the current results: the end of the stages then rebuilds it with what they added.
+    comparison_of: Report | None = None
 
 
 def lines(text: str | None) -> list[str]:

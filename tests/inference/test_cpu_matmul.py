@@ -134,6 +134,7 @@ def test_cpu_autocast_keeps_the_precision_asked_for():
 
 
 def test_resolution_and_a_clear_error_where_there_is_no_onednn(monkeypatch):
+    monkeypatch.delenv("AUGCLIP_CPU_MATMUL", raising=False)
     assert cpu_matmul.resolve_cpu_matmul("onednn", torch.device("cuda")) == "blas"
     assert cpu_matmul.resolve_cpu_matmul("blas", torch.device("cpu")) == "blas"
     # auto keeps torch's kernels: oneDNN was no faster on torch 2.14.1 here (docs/performance.md)

@@ -106,7 +106,7 @@ def test_pass_length_from_a_token_row_equals_the_count_of_the_text_alone():
     """encode_texts tokenizes once and reads each pass length off the row; the per-text count is the reference."""
     encoder = fresh_encoder()
     texts = ["!", "wow!", "!$", "a price tag of 5!$", "a red cup", "an orange dahlia flower with a yellow centre and a green stem",
-             " ".join(["petal"] * 80), TEXTS[0], LONG_TEXTS[0], LONG_TEXTS[1], "<|endoftext|> after the end token"]
+             " ".join(["petal"] * 80), TEXTS[0], LONG_TEXTS[0], LONG_TEXTS[1], "an <end_of_text> token inside the text"]
     rows = encoder._token_rows(texts)
     assert set(rows) == set(texts)
     assert int(rows["!$"][1]) == 0  # '!' before '$' is id 0: a zero inside a text is not padding
