@@ -116,6 +116,33 @@ def test_pass_length_from_a_token_row_equals_the_count_of_the_text_alone():
     assert [encoder._pass_length_of_row(rows[t]) for t in texts] == expected
 
 
+def test_threads_on_a_fresh_encoder_get_the_rows_of_one_thread():
+    """The first calls of a loaded encoder, from several threads at once, pick the same pass lengths."""
+    import threading
+
+    expected = fresh_encoder().encode_texts(TEXTS)  # one thread: the reference
+    for _ in range(3):
+        encoder, rows, errors = fresh_encoder(), {}, []
+        start = threading.Barrier(4)
+
+        def encode(index: int, encoder: ClipEncoder = encoder, start: threading.Barrier = start, rows: dict = rows,
+                   errors: list = errors) -> None:
+            try:
+                start.wait()
+                rows[index] = encoder.encode_texts(TEXTS[index::4])
+            except Exception as exc:  # reported below, with the thread's index
+                errors.append((index, exc))
+
+        threads = [threading.Thread(target=encode, args=(i,)) for i in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not errors, errors
+        for index in range(4):
+            np.testing.assert_array_equal(rows[index], expected[index::4])
+
+
 def test_prefix_passes_only_for_causal_towers_pooled_at_the_end_token():
     from augclip_demo.inference.clip_encoder import _prefix_is_exact
 
