@@ -500,14 +500,8 @@ class ClipEncoder(LazyModel):
         for image in images:
             if id(image) not in prepared:
                 prepared[id(image)] = self._prepare_for_pass(image)
-        rows = [prepared[id(image)] for image in images]
-        if all(isinstance(row, np.ndarray) for row in rows):
-            return self._encode_pixel_batch(rows)
-        pixels = torch.stack([row if isinstance(row, torch.Tensor) else self.preprocess(image)
-                              for row, image in zip(rows, images)])
-        with self._infer_lock, torch.inference_mode(), self.compute():
-            features = self.model.encode_image(pixels.to(self.device, non_blocking=True))
-        return _normalize(features)
+        # _pixel_batch takes uint8 arrays, preprocessed tensors or a mix of them
+        return self._encode_pixel_batch([prepared[id(image)] for image in images])
 
     def _prepare_for_pass(self, image: Any) -> np.ndarray | torch.Tensor:
         """uint8 pixels for the device-side normalisation on CUDA, else :attr:`preprocess`'s tensor."""
@@ -602,17 +596,16 @@ class ClipEncoder(LazyModel):
         (an id 0 can occur inside a text, never after its end token), so it gives the count that
         :meth:`token_count` gives, and a cut text (end token at the last position) the full context.
         """
-        count = int(torch.nonzero(row).max()) + 1
-        lengths = self._text_lengths()
-        return next((n for n in lengths if count <= n), lengths[-1])
+        return self._pass_length_for(int(torch.nonzero(row).max()) + 1)
 
     def _text_pass_length(self, text: str) -> int:
         """The shortest allowed pass length that holds all of ``text``'s tokens (start and end included)."""
+        return self._pass_length_for(self.token_count(text))
+
+    def _pass_length_for(self, count: int | None) -> int:
+        """The shortest allowed pass length holding ``count`` tokens; the full context for None or more."""
         lengths = self._text_lengths()
-        count = self.token_count(text)
-        if count is None:
-            return lengths[-1]
-        return next((n for n in lengths if count <= n), lengths[-1])
+        return lengths[-1] if count is None else next((n for n in lengths if count <= n), lengths[-1])
 
 
 def _prefix_is_exact(model: torch.nn.Module, context: int) -> bool:
