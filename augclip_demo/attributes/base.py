@@ -74,13 +74,16 @@ _PROVENANCE_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+_WHITESPACE = re.compile(r"\s+")
+
+
 def clean_attribute_list(items: Iterable[object], label: str) -> list[str]:
     """Strip each entry, collapse inner whitespace and drop empty ones; reject non-strings."""
     cleaned: list[str] = []
     for i, item in enumerate(items):
         if not isinstance(item, str):
             raise InputError(f"{label} entry #{i + 1} is a {type(item).__name__}, not a string")
-        text = re.sub(r"\s+", " ", item).strip()
+        text = _WHITESPACE.sub(" ", item).strip()
         if text:
             cleaned.append(text)
     return cleaned

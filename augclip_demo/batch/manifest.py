@@ -153,11 +153,14 @@ def is_absolute_like(text: str) -> bool:
     return text.startswith(("/", "\\")) or bool(re.match(r"^[A-Za-z]:", text))
 
 
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f]")  # compiled once: every path of a manifest is checked, twice
+
+
 def _relative_parts(relative: str, root: Path, what: str) -> tuple[str, ...]:
     if not isinstance(relative, str) or not relative.strip():
         raise InputError(f"{what} is empty")
     text = relative.strip()
-    if "\x00" in text or any(ord(c) < 32 for c in text):
+    if _CONTROL_CHARACTER.search(text):
         raise InputError(f"{what} {text!r} contains a control character (such as a NUL byte); file names cannot")
     if is_absolute_like(text):
         raise InputError(f"{what} {text!r} is absolute; write it relative to the manifest's folder ({root})")
