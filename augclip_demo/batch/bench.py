@@ -5,7 +5,8 @@ sizes and decode workers:
 
 * **bare encoding**: decode + preprocess every distinct image of the manifest (in the worker pool,
   one batch ahead of the encoder) and encode it; encode every distinct text the chosen metrics
-  need (for AugCLIP alone: the attribute texts). No metric, no output.
+  need (for AugCLIP alone: the attribute texts). No metric, no output. With decode processes (the
+  batch run's ``decode_executor``), the same processes prepare the images and tokenize the texts.
 * **batch scoring**: :func:`~augclip_demo.batch.runner.run_batch` on the same manifest with those
   metrics and inline attributes ("attributes cached"), writing the results file.
 
@@ -33,9 +34,10 @@ from ..inference.clip_encoder import ClipEncoder
 from ..inference.device import device_description
 from ..io import open_image
 from ..metrics.suite import needs_of, parse_metric_keys
+from .decode_worker import ImageRequest, PreparedItem, prepare_item, recipe_bytes, recipe_key
 from .manifest import iter_manifest
 from .plan import item_static_texts
-from .pools import wait_for_fit_workers
+from .pools import DECODE_POOL, PoolSizes, wait_for_workers
 from .runner import BatchOptions, run_batch
 from .synthetic import write_synthetic_manifest
 
@@ -55,6 +57,7 @@ class SpeedResult:
     batch_size: int
     workers: int
     repeats: int
+    decode_executor: str
     bare_seconds: float
     batch_seconds: float
     bare_cpu_seconds: float = 0.0  # CPU time of this process (all its threads) during the fastest run
@@ -90,7 +93,8 @@ class SpeedResult:
             f"speed benchmark: {self.model} on {self.device}"
             + (" (random weights: speed only)" if self.untrained else ""),
             f"  {self.n_items} items of {self.n_edits} edits, {self.n_images} distinct images, {self.n_texts} distinct texts; "
-            f"metrics {','.join(self.metrics)}; image batch {self.batch_size}, {self.workers} decode workers; "
+            f"metrics {','.join(self.metrics)}; image batch {self.batch_size}, {self.workers} decode "
+            f"{'processes' if self.decode_executor == 'process' else 'threads'}; "
             f"best of {self.repeats}",
             f"  bare CLIP encoding : {self.bare_seconds:8.2f} s  {self.bare_items_per_second:8.2f} items/s",
             f"  batch scoring      : {self.batch_seconds:8.2f} s  {self.batch_items_per_second:8.2f} items/s"
@@ -104,11 +108,13 @@ class SpeedResult:
 
 def bare_encode(manifest: Path, encoder: ClipEncoder, metrics: list[str], *, batch_size: int, workers: int,
                 text_batch_size: int, max_pixels: int | None = None,
-                stages: dict[str, float] | None = None) -> tuple[int, int]:
+                stages: dict[str, float] | None = None, decode_processes: cf.Executor | None = None) -> tuple[int, int]:
     """Encode every distinct image and needed text of a manifest; returns (images, texts) encoded.
 
     ``stages``, when given, receives the wall seconds spent waiting for decoded images, in image passes
     and in text passes (each pass returns host arrays, so GPU work is inside its stage).
+    ``decode_processes`` (a pool started by :data:`.pools.DECODE_POOL`): prepare images and tokenize
+    texts there, as a batch run with decode processes does; else decode threads.
     """
     needs = needs_of(metrics)
     paths: dict[str, None] = {}
@@ -124,22 +130,42 @@ def bare_encode(manifest: Path, encoder: ClipEncoder, metrics: list[str], *, bat
         image = open_image(path, max_pixels=max_pixels)
         return image.sha256, encoder.preprocess_image(image)
 
+    def submit(pool: cf.Executor, path: str) -> cf.Future:
+        if decode_processes is None:
+            return pool.submit(load, path)
+        return decode_processes.submit(prepare_item, [ImageRequest(path, path, path, path)], [], max_pixels)
+
+    def result(future: cf.Future) -> tuple[str, Any]:
+        done = future.result()
+        if isinstance(done, PreparedItem):
+            if done.error is not None:
+                raise RuntimeError(done.error)
+            return next(iter(done.images.values()))
+        return done
+
     spent = {"decode wait": 0.0, "image passes": 0.0, "text passes": 0.0}
     blocks = [ordered[i:i + batch_size] for i in range(0, len(ordered), batch_size)]
     with cf.ThreadPoolExecutor(workers) as pool:
-        pending = [pool.submit(load, p) for p in blocks[0]] if blocks else []
+        pending = [submit(pool, p) for p in blocks[0]] if blocks else []
         for index in range(len(blocks)):
             start = time.perf_counter()
-            current = [f.result() for f in pending]
+            current = [result(f) for f in pending]
             spent["decode wait"] += time.perf_counter() - start
             # submit the next block before encoding this one, so decoding overlaps with the encoder
-            pending = [pool.submit(load, p) for p in blocks[index + 1]] if index + 1 < len(blocks) else []
+            pending = [submit(pool, p) for p in blocks[index + 1]] if index + 1 < len(blocks) else []
             start = time.perf_counter()
             encoder.encode_preprocessed([t for _, t in current], keys=[s for s, _ in current], batch_size=batch_size)
             spent["image passes"] += time.perf_counter() - start
     start = time.perf_counter()
     if texts:
-        encoder.encode_texts(list(texts), batch_size=text_batch_size)
+        rows: dict[str, Any] = {}
+        if decode_processes is not None:  # tokenized in the processes, 16 texts a task as in a batch item
+            stripped = list(dict.fromkeys(text.strip() for text in texts))
+            chunks = [decode_processes.submit(prepare_item, [], stripped[i:i + 16], max_pixels)
+                      for i in range(0, len(stripped), 16)]
+            for future in chunks:
+                rows.update(future.result().tokens)
+        encoder.encode_texts(list(texts), batch_size=text_batch_size, token_rows=rows)
     spent["text passes"] += time.perf_counter() - start
     if stages is not None:
         stages.update(spent)
@@ -149,8 +175,11 @@ def bare_encode(manifest: Path, encoder: ClipEncoder, metrics: list[str], *, bat
 def speed_benchmark(settings: Settings, *, n_items: int | None = None, n_edits: int = 2, n_attributes: int = 8,
                     image_size: int = 256, metrics: list[str] | str | None = "augclip", batch_size: int | None = None,
                     workers: int | None = None, repeats: int = 1, folder: str | Path | None = None,
-                    encoder: ClipEncoder | None = None) -> SpeedResult:
-    """Run both sides on a synthetic manifest (drawn images) and return the timings."""
+                    encoder: ClipEncoder | None = None, decode_executor: str = "auto") -> SpeedResult:
+    """Run both sides on a synthetic manifest (drawn images) and return the timings.
+
+    ``decode_executor`` as in :class:`BatchOptions` (auto: processes on a GPU with >= 4 CPUs); both
+    sides use what the batch run chooses."""
     metric_keys = parse_metric_keys(metrics)
     encoder = encoder or ClipEncoder.from_settings(settings, image_cache_size=1_000_000, text_cache_size=1_000_000)
     gpu = encoder.device.type == "cuda"
@@ -165,12 +194,19 @@ def speed_benchmark(settings: Settings, *, n_items: int | None = None, n_edits: 
         manifest = write_synthetic_manifest(work / "data", n_items, n_edits=n_edits, n_attributes=n_attributes,
                                             image_size=image_size, human=False)
         encoder.warmup()
-        options = BatchOptions(metrics=metric_keys, batch_size=batch_size, workers=workers, overwrite=True)
+        options = BatchOptions(metrics=metric_keys, batch_size=batch_size, workers=workers, overwrite=True,
+                               decode_executor=decode_executor)
+        decode = PoolSizes.choose(options, gpu=gpu).decode_executor
         # Warm-up run on other items: imports (scikit-learn), fit worker processes, kernels. Not timed.
         warm = write_synthetic_manifest(work / "warmup", 4, n_edits=n_edits, n_attributes=2, image_size=image_size,
                                         human=False, seed=1)
         run_batch(warm, work / "warmup.jsonl", options=options, settings=settings, encoder=encoder)
-        wait_for_fit_workers()  # a process pool's workers have all started and imported before timing
+        wait_for_workers()  # the process pools' workers have all started and imported before timing
+        recipe = encoder.preparation_recipe() if decode == "process" else None
+        if decode == "process" and recipe is None:
+            raise RuntimeError("this model's transform cannot be split for decode processes: use threads")
+        processes = (DECODE_POOL.get(workers, recipe_bytes(*recipe), key=recipe_key(encoder.spec.raw, *recipe))
+                     if recipe is not None else None)
         bare_times: list[tuple[float, float, dict[str, float]]] = []
         batch_times: list[tuple[float, float]] = []
         n_images = n_texts = 0
@@ -179,7 +215,7 @@ def speed_benchmark(settings: Settings, *, n_items: int | None = None, n_edits: 
             start, cpu, stages = time.perf_counter(), time.process_time(), {}
             n_images, n_texts = bare_encode(manifest, encoder, metric_keys, batch_size=batch_size, workers=workers,
                                             text_batch_size=text_batch_size, max_pixels=settings.max_image_pixels,
-                                            stages=stages)
+                                            stages=stages, decode_processes=processes)
             _sync(encoder)
             bare_times.append((time.perf_counter() - start, time.process_time() - cpu, stages))
             _clear(encoder)
@@ -194,6 +230,7 @@ def speed_benchmark(settings: Settings, *, n_items: int | None = None, n_edits: 
                            untrained=encoder.untrained, metrics=metric_keys, n_items=n_items, n_edits=n_edits,
                            n_images=n_images,
                            n_texts=n_texts, batch_size=batch_size, workers=workers, repeats=max(1, repeats),
+                           decode_executor=decode,
                            bare_seconds=bare[0], batch_seconds=batch[0], bare_cpu_seconds=bare[1],
                            batch_cpu_seconds=batch[1], bare_stages=bare[2])
     finally:

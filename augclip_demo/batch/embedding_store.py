@@ -33,6 +33,7 @@ class EmbeddingStore:
         self.queued_keys_by_sha: dict[str, list[str]] = {}  # content hash -> keys waiting for that content
         self.queued_keys: set[str] = set()
         self.text_queue: dict[str, None] = {}  # texts to encode, in order
+        self.text_tokens: dict[str, Any] = {}  # queued text -> its token row, when a decode process made it
 
     # ------------------------------------------------------------------ images
     def claim(self, keys: Iterable[str]) -> set[str]:
@@ -76,8 +77,9 @@ class EmbeddingStore:
         for text in texts:
             self.text_uses[text] += 1
 
-    def request_texts(self, texts: Iterable[str], encoder: ClipEncoder) -> None:
-        """Queue the texts that are neither stored nor queued (the encoder's cache answers at once)."""
+    def request_texts(self, texts: Iterable[str], encoder: ClipEncoder, tokens: dict[str, Any] | None = None) -> None:
+        """Queue the texts that are neither stored nor queued (the encoder's cache answers at once);
+        ``tokens``: token rows by stripped text, kept with the texts they queue."""
         for text in texts:
             if text in self.texts or text in self.text_queue:
                 continue
@@ -86,6 +88,9 @@ class EmbeddingStore:
                 self.texts[text] = unit_row(cached, "text embedding")  # the requesting item holds a use
             else:
                 self.text_queue[text] = None
+                row = tokens.get(text.strip()) if tokens else None
+                if row is not None:
+                    self.text_tokens[text] = row
 
     # ------------------------------------------------------------------ encode
     def encode(self, encoder: ClipEncoder, image_batch: int, text_batch: int, flush: bool) -> None:
@@ -106,7 +111,8 @@ class EmbeddingStore:
         if n_texts:
             texts = queued[:n_texts]
             self.text_queue = dict.fromkeys(queued[n_texts:])
-            for text, row in zip(texts, encode_texts(encoder, texts, text_batch)):
+            rows = {text.strip(): self.text_tokens.pop(text) for text in texts if text in self.text_tokens}
+            for text, row in zip(texts, encode_texts(encoder, texts, text_batch, rows)):
                 row.setflags(write=False)
                 if self.text_uses.get(text, 0) > 0:
                     self.texts[text] = row
@@ -134,4 +140,4 @@ class EmbeddingStore:
 
     def sizes(self) -> dict[str, int]:
         return {"image_embeddings": len(self.images), "text_embeddings": len(self.texts),
-                "queued_images": len(self.image_queue)}
+                "queued_images": len(self.image_queue), "queued_token_rows": len(self.text_tokens)}

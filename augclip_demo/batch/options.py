@@ -32,9 +32,10 @@ class BatchOptions:
     provider: str | None = None  # None: settings.attribute_provider
     batch_size: int | None = None  # images per forward pass (default: 256 on GPU, 64 on CPU)
     text_batch_size: int | None = None  # texts per forward pass (default: 1024 on GPU, 64 on CPU)
-    workers: int | None = None  # decode threads (default: number of CPUs, at most 16)
+    workers: int | None = None  # decode threads or processes (default: number of CPUs, at most 16)
     fit_workers: int | None = None
     fit_executor: str = "auto"  # auto | thread | process
+    decode_executor: str = "auto"  # auto | thread | process (auto: processes on a GPU with >= 4 CPUs)
     max_inflight: int | None = None  # items being decoded at once (default: max(batch_size, 4 * workers))
     overwrite: bool = False
     retry_failed: bool = False
@@ -74,6 +75,8 @@ class BatchOptions:
             raise InputError(f"feature networks must be FeatureNetworks, got {type(self.networks).__name__}")
         if self.fit_executor not in ("auto", "thread", "process"):
             raise InputError(f"fit executor must be auto, thread or process, got {self.fit_executor!r}")
+        if self.decode_executor not in ("auto", "thread", "process"):
+            raise InputError(f"decode executor must be auto, thread or process, got {self.decode_executor!r}")
         for name in ("batch_size", "text_batch_size", "workers", "fit_workers", "max_inflight"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):

@@ -1,4 +1,4 @@
-"""The worker pools of a batch run: decode threads, and threads or processes for the metric fits."""
+"""The worker pools of a batch run: decode threads or processes, and fit threads or processes."""
 
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ import concurrent.futures as cf
 import multiprocessing
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from . import fit_worker
+from . import decode_worker, fit_worker
 from .options import BatchOptions
 
 
@@ -19,10 +21,11 @@ class PoolSizes:
 
     batch_size: int  # images per forward pass
     text_batch_size: int  # texts per forward pass
-    workers: int  # decode threads
+    workers: int  # decode threads or processes
     max_inflight: int  # items being decoded at once
     fit_executor: str  # thread | process
     fit_workers: int
+    decode_executor: str = "thread"  # thread | process
 
     @property
     def max_pending_fits(self) -> int:
@@ -33,9 +36,14 @@ class PoolSizes:
         cpus = cpus or os.cpu_count() or 1
         batch_size = options.batch_size or (256 if gpu else 64)
         workers = options.workers or max(2, min(16, cpus))
+        # processes pay off where the encoder's thread must not wait for Python's GIL: a GPU fed by
+        # a many-core host. On a CPU the model's own threads want the cores, and threads start at once.
         executor = options.fit_executor
         if executor == "auto":
             executor = "process" if gpu and cpus >= 4 else "thread"
+        decode = options.decode_executor
+        if decode == "auto":
+            decode = "process" if gpu and cpus >= 4 else "thread"
         return cls(
             batch_size=batch_size,
             text_batch_size=options.text_batch_size or (1024 if gpu else 64),  # CPU: smaller is faster
@@ -43,17 +51,26 @@ class PoolSizes:
             max_inflight=options.max_inflight or max(batch_size, 4 * workers),
             fit_executor=executor,
             fit_workers=options.fit_workers or (max(1, min(16, cpus - 2)) if executor == "process" else 2),
+            decode_executor=decode,
         )
 
 
 class WorkerPools:
-    """A run's decode pool and fit pool; worker processes are shared by the runs of one process."""
+    """A run's decode pools and fit pool; worker processes are shared by the runs of one process.
 
-    def __init__(self, sizes: PoolSizes):
+    ``decode_recipe`` ((its key, :func:`.decode_worker.recipe_bytes`)) turns on the decode processes; the decode
+    threads serve every item the processes cannot (a pixel, region, judge or attribute stage), and
+    all items once the process pool broke.
+    """
+
+    def __init__(self, sizes: PoolSizes, decode_recipe: tuple[Any, bytes] | None = None):
         self.decode = cf.ThreadPoolExecutor(sizes.workers, thread_name_prefix="augclip-decode")
+        self.decode_processes: cf.ProcessPoolExecutor | None = None
+        if decode_recipe is not None:
+            self.decode_processes = DECODE_POOL.get(sizes.workers, decode_recipe[1], key=decode_recipe[0])
         self.owns_fit_pool = sizes.fit_executor != "process"
         self.fit: cf.Executor = (cf.ThreadPoolExecutor(sizes.fit_workers, thread_name_prefix="augclip-fit")
-                                 if self.owns_fit_pool else shared_process_pool(sizes.fit_workers))
+                                 if self.owns_fit_pool else FIT_POOL.get(sizes.fit_workers))
 
     def shutdown(self, interrupted: bool) -> None:
         """Wait for the workers after a normal end; after an interruption cancel what is queued."""
@@ -61,50 +78,69 @@ class WorkerPools:
         if self.owns_fit_pool:
             self.fit.shutdown(wait=not interrupted, cancel_futures=True)
         elif interrupted:
-            discard_process_pool()
+            FIT_POOL.discard()
+        if interrupted and self.decode_processes is not None:
+            DECODE_POOL.discard()
 
 
-_PROCESS_POOL: tuple[int, cf.ProcessPoolExecutor] | None = None
-_PROCESS_POOL_LOCK = threading.Lock()
-_READY: list[cf.Future] = []  # the start-up task of each worker of the shared pool
+class SharedProcessPool:
+    """Worker processes started once per process and reused by later runs (spawning costs seconds).
 
-
-def shared_process_pool(workers: int) -> cf.ProcessPoolExecutor:
-    """Fit worker processes, started once per process and reused by later runs (spawning costs seconds)."""
-    global _PROCESS_POOL
-    with _PROCESS_POOL_LOCK:
-        if _PROCESS_POOL is None or _PROCESS_POOL[0] != workers:
-            if _PROCESS_POOL is not None:
-                _PROCESS_POOL[1].shutdown(wait=False, cancel_futures=True)
-            # spawn, not fork: the parent holds torch and live threads, which fork would copy half-way
-            context = multiprocessing.get_context("spawn")
-            pool = cf.ProcessPoolExecutor(workers, mp_context=context, initializer=fit_worker.start,
-                                          initargs=(context.Barrier(workers),))
-            # Every worker starts now, one task each (a pool starts workers only as tasks find none
-            # idle, i.e. during a run, on the cores its decoding needs); the barrier in their
-            # initializer holds each ready task until all of them have started and imported.
-            _READY[:] = [pool.submit(fit_worker.ready) for _ in range(workers)]
-            _PROCESS_POOL = (workers, pool)
-            atexit.register(discard_process_pool)
-        return _PROCESS_POOL[1]
-
-
-def wait_for_fit_workers(timeout: float | None = 300) -> list[int]:
-    """Block until every worker of the shared process pool has started and imported the fit code.
-
-    Returns the process ids that answered the start-up tasks ([] without a pool); one worker may
-    answer two of them, but none answers before all have passed the barrier in :func:`fit_worker.start`.
+    Every worker starts when the pool is created, with one start-up task each (a pool starts workers
+    only as tasks find none idle, i.e. during a run, on the cores its decoding needs); the barrier in
+    the initializer holds each start-up task until all workers have started and imported.
     """
-    with _PROCESS_POOL_LOCK:
-        pending = list(_READY)
-    done, _ = cf.wait(pending, timeout=timeout)
-    return [future.result() for future in done if not future.cancelled() and future.exception() is None]
+
+    def __init__(self, initializer: Callable[..., None], ready: Callable[[], int]):
+        self.initializer = initializer
+        self.ready = ready
+        self._pool: tuple[tuple[int, Any], cf.ProcessPoolExecutor] | None = None
+        self._lock = threading.Lock()
+        self._started: list[cf.Future] = []  # the start-up task of each worker
+        atexit.register(self.discard)
+
+    def get(self, workers: int, *initargs: Any, key: Any = None) -> cf.ProcessPoolExecutor:
+        """The pool of ``workers`` processes started with ``initargs`` (a new one if either changed).
+
+        ``key`` stands for ``initargs`` where their bytes vary between equal values (a tokenizer's
+        pickle grows with its word cache): the pool is reused while ``workers`` and ``key`` are the same.
+        """
+        key = (workers, initargs if key is None else key)
+        with self._lock:
+            if self._pool is None or self._pool[0] != key:
+                if self._pool is not None:
+                    self._pool[1].shutdown(wait=False, cancel_futures=True)
+                # spawn, not fork: the parent holds torch and live threads, which fork would copy half-way
+                context = multiprocessing.get_context("spawn")
+                pool = cf.ProcessPoolExecutor(workers, mp_context=context, initializer=self.initializer,
+                                              initargs=(*initargs, context.Barrier(workers)))
+                self._started = [pool.submit(self.ready) for _ in range(workers)]
+                self._pool = (key, pool)
+            return self._pool[1]
+
+    def wait(self, timeout: float | None = 300) -> list[int]:
+        """Block until every worker has started and run its initializer.
+
+        Returns the process ids that answered the start-up tasks ([] without a pool); one worker may
+        answer two of them, but none answers before all have passed the barrier of the initializer.
+        """
+        with self._lock:
+            pending = list(self._started)
+        done, _ = cf.wait(pending, timeout=timeout)
+        return [future.result() for future in done if not future.cancelled() and future.exception() is None]
+
+    def discard(self) -> None:
+        with self._lock:
+            if self._pool is not None:
+                self._pool[1].shutdown(wait=False, cancel_futures=True)
+                self._pool = None
+                self._started.clear()
 
 
-def discard_process_pool() -> None:
-    global _PROCESS_POOL
-    with _PROCESS_POOL_LOCK:
-        if _PROCESS_POOL is not None:
-            _PROCESS_POOL[1].shutdown(wait=False, cancel_futures=True)
-            _PROCESS_POOL = None
-            _READY.clear()
+FIT_POOL = SharedProcessPool(fit_worker.start, fit_worker.ready)  # numpy / scikit-learn only
+DECODE_POOL = SharedProcessPool(decode_worker.start, decode_worker.ready)  # PIL, torchvision, the tokenizer
+
+
+def wait_for_workers(timeout: float | None = 300) -> list[int]:
+    """Block until the workers of both shared pools (where started) have started; their process ids."""
+    return FIT_POOL.wait(timeout) + DECODE_POOL.wait(timeout)

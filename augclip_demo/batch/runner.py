@@ -15,7 +15,9 @@ How it is fast (and why memory stays bounded):
    (L2), runs BPM when it is chosen (the regions stage: the item's parse, GroundingDINO, SAM and
    CLIP on the full-size images; :class:`~.stages.RegionSource` loads those models on first use) and
    extracts attributes when an item needs a provider. At most ``max_inflight`` items are
-   in flight; full-size images never outlive their worker task.
+   in flight; full-size images never outlive their worker task. On GPU machines a run of
+   embedding metrics only decodes in worker processes (:mod:`.decode_worker`: images prepared,
+   texts tokenized), which leave Python's lock to the encoder's thread.
 3. **Encode once, in large batches.** Image tensors are queued and encoded ``batch_size`` at a
    time (fp16 autocast on GPU); texts are collected across items and encoded in large batches.
    Each image path and each text is encoded once per run: its embedding is kept exactly until the
@@ -35,6 +37,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -49,12 +52,13 @@ from ..inference.clip_encoder import ClipEncoder, get_encoder
 from ..judge import JudgeOptions
 from ..metrics.suite import METRICS, ItemScores, needs_of
 from ..pipeline import Evaluator
+from . import decode_worker
 from .embedding_store import EmbeddingStore
 from .fit_worker import score_embeddings
 from .manifest import ManifestItem
 from .options import BatchOptions, BatchSummary
 from .plan import RunPlan, image_key, item_static_texts, make_plan, planned_items
-from .pools import PoolSizes, WorkerPools
+from .pools import DECODE_POOL, PoolSizes, WorkerPools
 from .results import (
     InOrderWriter,
     RunLock,
@@ -248,7 +252,7 @@ class _Execution:
         items = planned_items(runner.manifest, self.plan, self.done)
         exhausted = False
         self.bar = _progress_bar(self.plan.pending, runner.show_progress)
-        self.pools = WorkerPools(sizes)
+        self.pools = WorkerPools(sizes, self._decode_recipe())
         self.writer = InOrderWriter(open_results_writer(runner.out))  # JSONL, or Parquet parts
         # The fits' matrices are tiny: BLAS threads would only spin against the encoder's threads.
         blas = threadpool_limits(limits=1, user_api="blas")
@@ -300,21 +304,102 @@ class _Execution:
             stats[f"final_{key}"] = value
 
     # ------------------------------------------------------------------ decode
+    def _decode_recipe(self) -> tuple[Any, bytes] | None:
+        """The decode processes' recipe (its key, its bytes) when this run uses them, else None (decode threads).
+
+        Processes do the plain part of decoding only: open, hash and prepare the images to encode,
+        tokenize the texts. A run with a pixel, region, judge or feature stage needs the full-size
+        images in this process, so it decodes in threads (items that need an attribute provider do so
+        in any run).
+        """
+        runner = self.runner
+        if (self.sizes.decode_executor != "process" or not runner.embedding_metrics or runner.pixel_metrics
+                or runner.regions is not None or runner.judge is not None or runner.features is not None):
+            return None
+        recipe = runner.encoder.preparation_recipe()
+        if recipe is None:
+            log.info("decoding in threads: the model's transform cannot be split for decode processes")
+            return None
+        try:
+            return decode_worker.recipe_key(runner.encoder.spec.raw, *recipe), decode_worker.recipe_bytes(*recipe)
+        except Exception as exc:  # a transform or tokenizer that cannot travel: threads do the work
+            log.warning("decoding in threads: the model's transform or tokenizer cannot be pickled (%s)", exc)
+            return None
+
     def _submit_decode(self, ordinal: int, item: ManifestItem) -> None:
         runner = self.runner
         keys = [image_key(path) for path in item.image_paths()] if runner.embedding_metrics else []
         claim = self.store.claim(keys)  # pixel metrics alone: nothing to encode
         needs_attributes = "attribute_embeddings" in runner.needs and item.attributes is None
-        future = self.pools.decode.submit(decode_item, item, claim, runner.encoder, runner.pixel_metrics,
-                                          self.attribute_source if needs_attributes else None,
-                                          runner.settings.max_image_pixels, runner.regions, runner.judge,
-                                          runner.features)
+        future = None
+        if self.pools.decode_processes is not None and not needs_attributes:
+            future = self._submit_to_processes(item, claim)
+        if future is None:
+            future = self._submit_to_threads(item, claim, needs_attributes)
         self.decoding[future] = (ordinal, item, claim)
+
+    def _count(self, key: str) -> None:
+        self.runner.stats[key] = self.runner.stats.get(key, 0) + 1
+
+    def _submit_to_threads(self, item: ManifestItem, claim: set[str], needs_attributes: bool) -> cf.Future:
+        runner = self.runner
+        self._count("decoded_in_threads")
+        return self.pools.decode.submit(decode_item, item, claim, runner.encoder, runner.pixel_metrics,
+                                        self.attribute_source if needs_attributes else None,
+                                        runner.settings.max_image_pixels, runner.regions, runner.judge,
+                                        runner.features)
+
+    def _submit_to_processes(self, item: ManifestItem, claim: set[str]) -> cf.Future | None:
+        """The item's claimed images and its new texts to a decode process (None: the pool broke)."""
+        labels = [("source", item.source_path, item.source)] + [
+            (f"edits[{i}] ({edit.name})", edit.resolved, edit.path) for i, edit in enumerate(item.edits)]
+        if item.ground_truth_path is not None:
+            labels.append(("ground_truth", item.ground_truth_path, item.ground_truth or ""))
+        requests: dict[str, decode_worker.ImageRequest] = {}
+        for label, path, written in labels:
+            key = image_key(path)
+            if key in claim and key not in requests:
+                requests[key] = decode_worker.ImageRequest(key, str(path), written, label)
+        store, cache = self.store, self.runner.encoder.text_cache
+        texts = sorted({text.strip() for text in item_static_texts(item, self.runner.needs)
+                        if text not in store.texts and text not in store.text_queue and text not in cache})
+        assert self.pools.decode_processes is not None
+        try:
+            future = self.pools.decode_processes.submit(decode_worker.prepare_item, list(requests.values()), texts,
+                                                        self.runner.settings.max_image_pixels)
+            self._count("decoded_in_processes")
+            return future
+        except (BrokenProcessPool, RuntimeError) as exc:  # RuntimeError: shut down at exit
+            self._decode_processes_failed(exc)
+            return None
+
+    def _decode_processes_failed(self, exc: BaseException) -> None:
+        if self.pools.decode_processes is not None:
+            log.warning("a decode worker process failed (%s); this run decodes in threads from here on", exc)
+            self.pools.decode_processes = None
+            DECODE_POOL.discard()  # the next run starts fresh workers
+
+    def _from_prepared(self, prepared: decode_worker.PreparedItem) -> DecodedItem:
+        """A decode process's result as the thread path gives it (embeddings already cached are taken)."""
+        out = DecodedItem(failed_images=prepared.failed_images, error=prepared.error)
+        for key, (sha, pixels) in prepared.images.items():
+            out.shas[key] = sha
+            cached = self.runner.encoder.image_cache.get(sha)
+            out.images[key] = (sha, None, cached) if cached is not None else (sha, pixels, None)
+        return out
 
     def _on_decoded(self, future: cf.Future, ordinal: int, item: ManifestItem, claim: set[str]) -> None:
         store = self.store
+        tokens: dict[str, Any] = {}
         try:
-            decoded: DecodedItem = future.result()
+            decoded = future.result()
+            if isinstance(decoded, decode_worker.PreparedItem):
+                tokens = decoded.tokens
+                decoded = self._from_prepared(decoded)
+        except BrokenProcessPool as exc:  # a worker died (killed, out of memory): this item goes to a thread
+            self._decode_processes_failed(exc)
+            self.decoding[self._submit_to_threads(item, claim, False)] = (ordinal, item, claim)
+            return
         except Exception as exc:  # a bug in a metric or provider: record it, keep going
             log.warning("item %s failed unexpectedly", item.id, exc_info=True)
             decoded = DecodedItem(error=f"{type(exc).__name__}: {exc}")
@@ -336,7 +421,7 @@ class _Execution:
                            attributes=attributes, shas=decoded.shas, pixel_scores=decoded.pixel_scores,
                            region_scores=decoded.region_scores, parse=decoded.parse,
                            judge_scores=decoded.judge_scores)
-        store.request_texts(state.texts, self.runner.encoder)
+        store.request_texts(state.texts, self.runner.encoder, tokens)
         self.waiting[ordinal] = state
 
     # ------------------------------------------------------------------ score

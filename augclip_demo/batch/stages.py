@@ -437,9 +437,11 @@ def encode_images(encoder: ClipEncoder, pixels: list[Any], shas: list[str], batc
     return unit_rows(encoder.encode_preprocessed(pixels, keys=shas, batch_size=batch_size), "image embeddings")
 
 
-def encode_texts(encoder: ClipEncoder, texts: list[str], batch_size: int) -> np.ndarray:
-    """Unit float64 rows for texts (the one normalisation of the run's text embeddings)."""
-    return unit_rows(encoder.encode_texts(texts, batch_size=batch_size), "text embeddings")
+def encode_texts(encoder: ClipEncoder, texts: list[str], batch_size: int,
+                 token_rows: dict[str, Any] | None = None) -> np.ndarray:
+    """Unit float64 rows for texts (the one normalisation of the run's text embeddings); ``token_rows``:
+    rows the encoder's tokenizer gave in a decode process, by stripped text."""
+    return unit_rows(encoder.encode_texts(texts, batch_size=batch_size, token_rows=token_rows), "text embeddings")
 
 
 def unit_row(row: np.ndarray, what: str) -> np.ndarray:

@@ -49,7 +49,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run = parser.add_argument_group("run")
     run.add_argument("--batch-size", type=int, metavar="N", help="images per forward pass (default 256 GPU / 64 CPU)")
     run.add_argument("--text-batch-size", type=int, metavar="N", help="texts per forward pass (default 1024 GPU / 64 CPU)")
-    run.add_argument("--workers", type=int, metavar="N", help="image decode threads (default: CPUs, at most 16)")
+    run.add_argument("--workers", type=int, metavar="N",
+                     help="image decode threads or processes (default: CPUs, at most 16)")
+    run.add_argument("--decode-executor", choices=("auto", "thread", "process"), default="auto",
+                     help="where images are decoded and texts tokenized: threads, or worker processes that leave "
+                          "Python's lock to the encoder (auto: processes on GPU machines with >= 4 CPUs)")
     run.add_argument("--fit-workers", type=int, metavar="N", help="parallel AugCLIP fits (default: 2 threads on CPU, "
                                                                   "CPUs-2 processes on GPU)")
     run.add_argument("--fit-executor", choices=("auto", "thread", "process"), default="auto",
@@ -108,7 +112,7 @@ def run_command(args: argparse.Namespace) -> int:
     options = BatchOptions(
         metrics=args.metrics, feature_metrics=feature_metrics_from_args(args), networks=networks_from_args(args), augclip=options_from_args(args), provider=args.provider, batch_size=args.batch_size,
         text_batch_size=args.text_batch_size, workers=args.workers, fit_workers=args.fit_workers,
-        fit_executor=args.fit_executor, overwrite=args.overwrite, retry_failed=args.retry_failed,
+        fit_executor=args.fit_executor, decode_executor=args.decode_executor, overwrite=args.overwrite, retry_failed=args.retry_failed,
         skip_invalid=args.skip_invalid, parser=args.parser,
         bpm=BPMOptions(alpha=args.bpm_alpha, box_threshold=args.box_threshold),
         judge=judge_options_from_args(args, settings), **hatie)

@@ -22,7 +22,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--image-size", type=int, default=256, help="drawn image side in pixels (default 256)")
     parser.add_argument("--metrics", default="augclip", help="metrics to score (default augclip)")
     parser.add_argument("--batch-size", type=int, metavar="N", help="images per forward pass")
-    parser.add_argument("--workers", type=int, metavar="N", help="decode threads")
+    parser.add_argument("--workers", type=int, metavar="N", help="decode threads or processes")
+    parser.add_argument("--decode-executor", choices=("auto", "thread", "process"), default="auto",
+                        help="decode in threads or worker processes, both sides (auto: processes on GPU machines)")
     parser.add_argument("--repeats", type=int, default=1, help="runs per side; the fastest counts (default 1)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     add_model_args(parser)
@@ -35,6 +37,6 @@ def run(args: argparse.Namespace) -> int:
         settings = settings.replace(clip_model="random:ViT-B-16", clip_checkpoint=None)
     result = speed_benchmark(settings, n_items=args.items, n_edits=args.edits, n_attributes=args.attributes,
                              image_size=args.image_size, metrics=args.metrics, batch_size=args.batch_size,
-                             workers=args.workers, repeats=args.repeats)
+                             workers=args.workers, repeats=args.repeats, decode_executor=args.decode_executor)
     print(json.dumps(result.to_dict(), indent=2) if args.json else result.format())
     return 0

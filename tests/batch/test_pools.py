@@ -26,14 +26,40 @@ def test_a_fit_worker_imports_the_metrics_and_not_torch_or_the_model_wrappers():
 def test_the_shared_process_pool_starts_every_worker_at_once():
     from augclip_demo.batch import pools
 
-    pools.discard_process_pool()
+    pools.FIT_POOL.discard()
     try:
-        pool = pools.shared_process_pool(2)
+        pool = pools.FIT_POOL.get(2)
         started = {process.pid for process in pool._processes.values()}  # started by the pool's creation
         assert len(started) == 2
-        pids = pools.wait_for_fit_workers(timeout=120)
+        pids = pools.FIT_POOL.wait(timeout=120)
         assert len(pids) == 2 and set(pids) <= started  # each start-up task ran in one of them
-        assert pools.shared_process_pool(2) is pool  # reused, not started again
+        assert pools.FIT_POOL.get(2) is pool  # reused, not started again
     finally:
-        pools.discard_process_pool()
-    assert pools.wait_for_fit_workers(timeout=1) == []
+        pools.FIT_POOL.discard()
+    assert pools.FIT_POOL.wait(timeout=1) == []
+
+
+def test_a_decode_worker_module_imports_no_model_code():
+    # torch and torchvision come with the recipe (the transforms), once per worker; the module itself
+    # stays light so that the recipe decides what a worker holds
+    code = ("import sys, json; import augclip_demo.batch.decode_worker as w; w.ready(); "
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('torch', 'open_clip', 'augclip_demo')))))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    loaded = json.loads(out.stdout)
+    assert "augclip_demo.io" in loaded
+    assert not [m for m in loaded if m.startswith(("torch", "open_clip"))], loaded
+    assert not [m for m in loaded if m.split(".")[1:2] in (["inference"], ["metrics"])], loaded
+
+
+def test_a_shared_pool_is_reused_while_its_key_holds():
+    from augclip_demo.batch import pools
+
+    shared = pools.SharedProcessPool(pools.fit_worker.start, pools.fit_worker.ready)
+    try:
+        first = shared.get(1, key="model-a")
+        assert shared.get(1, key="model-a") is first
+        second = shared.get(1, key="model-b")  # another model: new workers, the old pool shut down
+        assert second is not first and len(shared.wait(timeout=120)) == 1
+    finally:
+        shared.discard()

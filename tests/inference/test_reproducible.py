@@ -113,7 +113,7 @@ def test_pass_length_from_a_token_row_equals_the_count_of_the_text_alone():
     counts = [encoder.token_count(t) for t in texts]
     expected = [next((n for n in (8, 16, 32, 77) if c <= n), 77) for c in counts]
     assert expected == [encoder._text_pass_length(t) for t in texts] and 77 in expected and 8 in expected
-    assert [encoder._pass_length_of_row(rows[t]) for t in texts] == expected
+    assert encoder._pass_lengths_of_rows(rows) == dict(zip(texts, expected))
 
 
 def test_threads_on_a_fresh_encoder_get_the_rows_of_one_thread():

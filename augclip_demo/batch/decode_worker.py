@@ -1,0 +1,105 @@
+"""What a decode worker process runs: open, hash and prepare an item's images, tokenize its texts.
+
+Why processes: on a GPU the encoder's thread has to launch kernels as fast as the device runs them,
+and decode *threads* share Python's GIL with it. On a 16-core H200 machine the image passes of a
+batch run took 3.4 s for 3,072 images with 16 decode threads, 1.6 s with 4, and 0.6 s alone
+(docs/performance.md, "GPU"); open_clip's tokenizer is pure Python as well (~60 us a text). A worker
+process does that work under its own GIL and sends back uint8 pixels and token rows only.
+
+What a worker does is exactly what the thread path does (:func:`~.stages.decode_item` with no pixel
+metric, region, judge or attribute stage, and :meth:`ClipEncoder.preprocess_image` /
+:meth:`ClipEncoder._token_rows`): the same :func:`~augclip_demo.io.open_image`, the same transform
+objects (pickled from the run's encoder) and the same tokenizer object, so the embeddings are
+bit-identical (tests/batch/test_decode_processes.py). The module imports no model wrapper; unpickling
+the transforms imports torchvision once per worker, at start-up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import AugclipError
+from ..io import open_image
+
+_RECIPE: dict[str, Any] = {}  # this worker's transforms and tokenizer (set by start)
+
+
+@dataclass(frozen=True)
+class ImageRequest:
+    """One image an item claimed for encoding: its run key, file, name as written and label in errors."""
+
+    key: str
+    path: str
+    written: str
+    label: str
+
+
+@dataclass
+class PreparedItem:
+    """What a worker sends back for one item (pickled; no PIL image, no torch tensor)."""
+
+    # image key -> (content hash, uint8 (H, W, 3) pixels, or the float (3, H, W) array of a transform
+    # that does not end in RGB: what preprocess_image would give)
+    images: dict[str, tuple[str, np.ndarray]] = field(default_factory=dict)
+    failed_images: dict[str, str] = field(default_factory=dict)  # image key -> why it could not be opened
+    error: str | None = None  # the first failure, labelled as decode_item labels it
+    tokens: dict[str, np.ndarray] = field(default_factory=dict)  # stripped text -> token row
+
+
+def recipe_bytes(pil_steps: list[Any], preprocess: Any, tokenizer: Any | None) -> bytes:
+    """The pickled recipe every worker of a pool starts from (raises if a part cannot be pickled)."""
+    return pickle.dumps({"pil_steps": pil_steps, "preprocess": preprocess, "tokenizer": tokenizer})
+
+
+def recipe_key(model: str, pil_steps: list[Any], preprocess: Any, tokenizer: Any | None) -> tuple[str, ...]:
+    """What identifies a recipe across runs: the model, its transform and its tokenizer's kind (the
+    tokenizer's bytes change as its word cache fills, its output does not)."""
+    return model, repr(preprocess), type(tokenizer).__name__, str(getattr(tokenizer, "context_length", ""))
+
+
+def start(recipe: bytes, barrier: Any) -> None:
+    """Each worker's initializer: unpickle the recipe (imports torchvision), then wait for the others."""
+    _RECIPE.update(pickle.loads(recipe))
+    with contextlib.suppress(threading.BrokenBarrierError):  # a worker that never came: the others go on
+        barrier.wait(timeout=300)
+
+
+def ready() -> int:
+    """This worker's process id (a task that runs once :func:`start` has returned)."""
+    return os.getpid()
+
+
+def prepare_item(requests: list[ImageRequest], texts: list[str], max_pixels: int | None) -> PreparedItem:
+    """Open, hash and prepare the requested images; tokenize ``texts`` (already stripped)."""
+    out = PreparedItem()
+    for request in requests:
+        try:
+            image = open_image(request.path, name=request.written, max_pixels=max_pixels)
+        except AugclipError as exc:
+            out.failed_images[request.key] = str(exc)
+            out.error = out.error or f"{request.label}: {exc}"
+            continue
+        out.images[request.key] = (image.sha256, prepare_pixels(image.image))
+    tokenizer = _RECIPE.get("tokenizer")
+    if texts and tokenizer is not None and out.error is None:
+        out.tokens = dict(zip(texts, tokenizer(texts).numpy()))
+    return out
+
+
+def prepare_pixels(pil: Any) -> np.ndarray:
+    """The PIL steps of the encoder's transform, as :meth:`ClipEncoder.preprocess_image` runs them."""
+    from PIL import Image
+
+    prepared = pil
+    for step in _RECIPE["pil_steps"]:
+        prepared = step(prepared)
+    if not isinstance(prepared, Image.Image) or prepared.mode != "RGB":
+        return _RECIPE["preprocess"](pil).numpy()
+    return np.asarray(prepared, dtype=np.uint8)

@@ -1,0 +1,144 @@
+"""Decode worker processes: the same inputs as the thread path, the same records, and a dead worker survived."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from augclip_demo.batch import decode_worker, pools
+from augclip_demo.batch.pools import PoolSizes
+from augclip_demo.batch.results import iter_results
+from augclip_demo.batch.runner import BatchOptions, BatchRunner, run_batch
+from augclip_demo.batch.synthetic import write_synthetic_manifest
+from augclip_demo.config import Settings
+from augclip_demo.io import open_image
+from tests.support import TINY
+
+
+@pytest.fixture(scope="module")
+def settings() -> Settings:
+    return Settings.from_env(clip_model=TINY, device="cpu")
+
+
+def _recipe(encoder) -> bytes:
+    return decode_worker.recipe_bytes(*encoder.preparation_recipe())
+
+
+def test_a_worker_prepares_pixels_and_tokens_as_the_encoder_does(tiny_encoder, tmp_path):
+    write_synthetic_manifest(tmp_path, 2, n_edits=1, n_attributes=2, image_size=80, human=False)
+    paths = sorted(str(p) for p in (tmp_path / "images").glob("*.png"))
+    assert len(paths) == 4
+    decode_worker.start(_recipe(tiny_encoder), threading.Barrier(1))  # this process plays the worker
+    texts = ["a red kite", "snow on the roof", "an id 0 is !", "x " * 90]  # the last one is cut at 77 tokens
+    requests = [decode_worker.ImageRequest(p, p, Path(p).name, f"edits[{i}]") for i, p in enumerate(paths)]
+    prepared = decode_worker.prepare_item(requests, texts, None)
+    assert prepared.error is None and set(prepared.images) == set(paths)
+    for path in paths:
+        loaded = open_image(path)
+        sha, pixels = prepared.images[path]
+        assert sha == loaded.sha256
+        np.testing.assert_array_equal(pixels, tiny_encoder.preprocess_image(loaded))
+    expected = tiny_encoder.tokenizer(texts).numpy()
+    np.testing.assert_array_equal(np.stack([prepared.tokens[t] for t in texts]), expected)
+    # the rows given to encode_texts give the embeddings of tokenizing there, bit for bit
+    fresh = type(tiny_encoder)(TINY, device="cpu")
+    np.testing.assert_array_equal(fresh.encode_texts(texts, token_rows=prepared.tokens),
+                                  type(tiny_encoder)(TINY, device="cpu").encode_texts(texts))
+
+
+def test_a_worker_names_the_image_it_could_not_open(tiny_encoder, tmp_path):
+    bad = tmp_path / "broken.png"
+    bad.write_bytes(b"not a picture")
+    decode_worker.start(_recipe(tiny_encoder), threading.Barrier(1))
+    prepared = decode_worker.prepare_item([decode_worker.ImageRequest("k", str(bad), "broken.png", "edits[1] (m)")],
+                                          ["some text"], None)
+    assert prepared.images == {} and set(prepared.failed_images) == {"k"}
+    assert prepared.error.startswith("edits[1] (m): ") and "broken.png" in prepared.error
+    assert str(tmp_path) not in prepared.error  # the name as written, not the server's path
+    assert prepared.tokens == {}  # the item fails: no work for its texts
+
+
+def test_auto_uses_processes_only_on_gpu_machines_with_cores():
+    assert PoolSizes.choose(BatchOptions(), gpu=True, cpus=16).decode_executor == "process"
+    assert PoolSizes.choose(BatchOptions(), gpu=True, cpus=2).decode_executor == "thread"
+    assert PoolSizes.choose(BatchOptions(), gpu=False, cpus=64).decode_executor == "thread"
+    assert PoolSizes.choose(BatchOptions(decode_executor="process"), gpu=False, cpus=2).decode_executor == "process"
+    with pytest.raises(Exception, match="decode executor must be auto, thread or process"):
+        BatchOptions(decode_executor="fork")
+
+
+def _scores(path: Path) -> list[tuple]:
+    out = []
+    for record in iter_results(path):
+        edits = [(e["sha256"], json.dumps(e["metrics"], sort_keys=True)) for e in record["edits"]] \
+            if record["status"] == "ok" else []
+        out.append((record["id"], record["status"], record.get("error"), edits))
+    return out
+
+
+@pytest.mark.slow
+def test_decode_processes_give_the_records_of_decode_threads(tiny_encoder, settings, tmp_path):
+    manifest = write_synthetic_manifest(tmp_path / "data", 6, n_edits=2, n_attributes=3, image_size=72, human=False)
+    lines = [json.loads(line) for line in manifest.read_text().splitlines()]
+    lines[1]["source"] = lines[0]["source"]  # a shared source: decoded once, used twice
+    whole = (manifest.parent / lines[2]["edits"][0]["path"]).read_bytes()
+    (manifest.parent / "truncated.png").write_bytes(whole[:len(whole) // 2])  # fails alone
+    lines[2]["edits"][0]["path"] = "truncated.png"
+    (manifest.parent / "garbage.png").write_bytes(b"\x89PNG but not really")
+    lines[3]["edits"][1]["path"] = "garbage.png"
+    lines[4]["attributes"] = lines[5]["attributes"]  # shared texts
+    manifest.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    results = {}
+    for executor in ("thread", "process"):
+        tiny_encoder.image_cache.clear()
+        tiny_encoder.text_cache.clear()
+        options = BatchOptions(metrics="augclip,clip_dir,clip_t,clip_i", workers=2, decode_executor=executor,
+                               overwrite=True)
+        runner = BatchRunner(manifest, tmp_path / f"{executor}.jsonl", options=options, settings=settings,
+                             encoder=tiny_encoder, show_progress=False)
+        summary = runner.run()
+        assert (summary.n_ok, summary.n_failed) == (4, 2)
+        assert all(value == 0 for key, value in runner.stats.items() if key.startswith("final_")), runner.stats
+        assert runner.stats.get({"thread": "decoded_in_threads", "process": "decoded_in_processes"}[executor]) == 6 and len(
+            [k for k in runner.stats if k.startswith("decoded_in_")]) == 1, runner.stats
+        results[executor] = _scores(tmp_path / f"{executor}.jsonl")
+    assert results["process"] == results["thread"]
+    failed = {r[0]: r[2] for r in results["process"] if r[1] == "error"}
+    assert "truncated.png" in failed[lines[2]["id"]] and "garbage.png" in failed[lines[3]["id"]]
+    pools.DECODE_POOL.discard()
+
+
+@pytest.mark.slow
+def test_a_run_whose_decode_worker_died_finishes_in_threads(tiny_encoder, settings, tmp_path, caplog):
+    manifest = write_synthetic_manifest(tmp_path / "data", 5, n_edits=2, n_attributes=2, image_size=64, human=False)
+    options = BatchOptions(metrics="augclip", workers=2, decode_executor="thread", overwrite=True)
+    tiny_encoder.image_cache.clear()
+    tiny_encoder.text_cache.clear()
+    run_batch(manifest, tmp_path / "threads.jsonl", options=options, settings=settings, encoder=tiny_encoder,
+              show_progress=False)
+    recipe = tiny_encoder.preparation_recipe()
+    pool = pools.DECODE_POOL.get(2, _recipe(tiny_encoder),  # the pool the run will be given
+                                 key=decode_worker.recipe_key(tiny_encoder.spec.raw, *recipe))
+    assert len(pools.DECODE_POOL.wait(timeout=120)) >= 1
+    # Every worker killed (out of memory, say). One dead worker of several goes unnoticed by Python's pool
+    # while results keep arriving (the others do the work, nothing is lost); with all of them dead the
+    # run meets the failure either when it submits or when it waits for a result.
+    for pid in list(pool._processes):
+        os.kill(pid, signal.SIGKILL)
+    tiny_encoder.image_cache.clear()
+    tiny_encoder.text_cache.clear()
+    options = BatchOptions(metrics="augclip", workers=2, decode_executor="process", overwrite=True)
+    runner = BatchRunner(manifest, tmp_path / "processes.jsonl", options=options, settings=settings,
+                         encoder=tiny_encoder, show_progress=False)
+    summary = runner.run()
+    assert (summary.n_ok, summary.n_failed) == (5, 0)
+    assert runner.stats.get("decoded_in_threads", 0) >= 1, runner.stats  # the items after the failure
+    assert "a decode worker process failed" in caplog.text and "decodes in threads from here on" in caplog.text
+    assert _scores(tmp_path / "processes.jsonl") == _scores(tmp_path / "threads.jsonl")
+    pools.DECODE_POOL.discard()
