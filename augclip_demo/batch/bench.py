@@ -194,19 +194,21 @@ def speed_benchmark(settings: Settings, *, n_items: int | None = None, n_edits: 
         manifest = write_synthetic_manifest(work / "data", n_items, n_edits=n_edits, n_attributes=n_attributes,
                                             image_size=image_size, human=False)
         encoder.warmup()
+        asked = BatchOptions(metrics=metric_keys, batch_size=batch_size, workers=workers, decode_executor=decode_executor)
+        decode = PoolSizes.choose(asked, gpu=gpu, items=n_items).decode_executor
+        # the resolved choice, so that the short warm-up run starts the same pools as the timed runs
         options = BatchOptions(metrics=metric_keys, batch_size=batch_size, workers=workers, overwrite=True,
-                               decode_executor=decode_executor)
-        decode = PoolSizes.choose(options, gpu=gpu).decode_executor
-        # Warm-up run on other items: imports (scikit-learn), fit worker processes, kernels. Not timed.
-        warm = write_synthetic_manifest(work / "warmup", 4, n_edits=n_edits, n_attributes=2, image_size=image_size,
-                                        human=False, seed=1)
-        run_batch(warm, work / "warmup.jsonl", options=options, settings=settings, encoder=encoder)
-        wait_for_workers()  # the process pools' workers have all started and imported before timing
+                               decode_executor=decode)
         recipe = encoder.preparation_recipe() if decode == "process" else None
         if decode == "process" and recipe is None:
             raise RuntimeError("this model's transform cannot be split for decode processes: use threads")
         processes = (DECODE_POOL.get(workers, recipe_bytes(*recipe), key=recipe_key(encoder.spec.raw, *recipe))
                      if recipe is not None else None)
+        # Warm-up run on other items: imports (scikit-learn), worker processes, kernels. Not timed.
+        warm = write_synthetic_manifest(work / "warmup", 4, n_edits=n_edits, n_attributes=2, image_size=image_size,
+                                        human=False, seed=1)
+        run_batch(warm, work / "warmup.jsonl", options=options, settings=settings, encoder=encoder)
+        wait_for_workers()  # the process pools' workers have all started and imported before timing
         bare_times: list[tuple[float, float, dict[str, float]]] = []
         batch_times: list[tuple[float, float]] = []
         n_images = n_texts = 0

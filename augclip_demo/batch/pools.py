@@ -14,6 +14,11 @@ from typing import Any
 from . import decode_worker, fit_worker
 from .options import BatchOptions
 
+# Below this many pending items an automatic choice decodes in threads: spawning a decode process and
+# importing torchvision in it takes seconds of CPU, once per process that runs batches, which a short
+# run does not win back (a GPU batch run of 256 items takes about a second).
+PROCESS_DECODE_MIN_ITEMS = 256
+
 
 @dataclass(frozen=True)
 class PoolSizes:
@@ -32,7 +37,8 @@ class PoolSizes:
         return 64 * self.fit_workers  # back-pressure on the loop that submits fits
 
     @classmethod
-    def choose(cls, options: BatchOptions, gpu: bool, cpus: int | None = None) -> PoolSizes:
+    def choose(cls, options: BatchOptions, gpu: bool, cpus: int | None = None, items: int | None = None) -> PoolSizes:
+        """Sizes for a run of ``items`` pending items (None: unknown, counted as many)."""
         cpus = cpus or os.cpu_count() or 1
         batch_size = options.batch_size or (256 if gpu else 64)
         workers = options.workers or max(2, min(16, cpus))
@@ -42,8 +48,9 @@ class PoolSizes:
         if executor == "auto":
             executor = "process" if gpu and cpus >= 4 else "thread"
         decode = options.decode_executor
-        if decode == "auto":
-            decode = "process" if gpu and cpus >= 4 else "thread"
+        if decode == "auto":  # starting the decode processes costs seconds once: worth it for long runs
+            long_run = items is None or items >= PROCESS_DECODE_MIN_ITEMS
+            decode = "process" if gpu and cpus >= 4 and long_run else "thread"
         return cls(
             batch_size=batch_size,
             text_batch_size=options.text_batch_size or (1024 if gpu else 64),  # CPU: smaller is faster

@@ -235,7 +235,7 @@ class _Execution:
         self.done = done
         self.run_info = run_info
         self.summary = summary
-        self.sizes = PoolSizes.choose(runner.options, gpu=runner.encoder.device.type == "cuda")
+        self.sizes = PoolSizes.choose(runner.options, gpu=runner.encoder.device.type == "cuda", items=plan.pending)
         self.attribute_source = None
         if plan.needs_provider:
             name = runner.options.provider or runner.settings.attribute_provider

@@ -48,3 +48,20 @@ def test_speed_benchmark_reports_both_throughputs_and_the_ratio(tiny_encoder, tm
     assert data["n_items"] == 3 and data["model"] == TINY and data["untrained"] is True
     assert data["ratio"] == pytest.approx(data["batch_seconds"] / data["bare_seconds"])
     assert {"bare_items_per_second", "batch_items_per_second", "batch_edits_per_second", "meets_target"} <= set(data)
+
+
+@pytest.mark.slow
+def test_speed_benchmark_with_decode_processes_encodes_the_same_inputs(tiny_encoder, tmp_path):
+    from augclip_demo.batch import pools
+
+    settings = Settings.from_env(clip_model=TINY, device="cpu")
+    threads = speed_benchmark(settings, n_items=4, n_edits=2, n_attributes=2, image_size=48, folder=tmp_path / "t",
+                              encoder=tiny_encoder, decode_executor="thread")
+    processes = speed_benchmark(settings, n_items=4, n_edits=2, n_attributes=2, image_size=48,
+                                folder=tmp_path / "p", encoder=tiny_encoder, decode_executor="process")
+    pools.DECODE_POOL.discard()
+    assert (threads.decode_executor, processes.decode_executor) == ("thread", "process")
+    assert (processes.n_images, processes.n_texts) == (threads.n_images, threads.n_texts) == (12, 16)
+    assert "decode processes" in processes.format() and "decode threads" in threads.format()
+    # both sides ran: the bare side's image passes got every image from the processes
+    assert processes.bare_stages["image passes"] > 0 and processes.batch_seconds > 0

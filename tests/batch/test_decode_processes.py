@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from augclip_demo.batch import decode_worker, pools
-from augclip_demo.batch.pools import PoolSizes
+from augclip_demo.batch.pools import PROCESS_DECODE_MIN_ITEMS, PoolSizes
 from augclip_demo.batch.results import iter_results
 from augclip_demo.batch.runner import BatchOptions, BatchRunner, run_batch
 from augclip_demo.batch.synthetic import write_synthetic_manifest
@@ -66,6 +66,9 @@ def test_a_worker_names_the_image_it_could_not_open(tiny_encoder, tmp_path):
 
 def test_auto_uses_processes_only_on_gpu_machines_with_cores():
     assert PoolSizes.choose(BatchOptions(), gpu=True, cpus=16).decode_executor == "process"
+    assert PoolSizes.choose(BatchOptions(), gpu=True, cpus=16, items=PROCESS_DECODE_MIN_ITEMS).decode_executor == "process"
+    assert PoolSizes.choose(BatchOptions(), gpu=True, cpus=16, items=10).decode_executor == "thread"  # short run
+    assert PoolSizes.choose(BatchOptions(decode_executor="process"), gpu=True, cpus=16, items=10).decode_executor == "process"
     assert PoolSizes.choose(BatchOptions(), gpu=True, cpus=2).decode_executor == "thread"
     assert PoolSizes.choose(BatchOptions(), gpu=False, cpus=64).decode_executor == "thread"
     assert PoolSizes.choose(BatchOptions(decode_executor="process"), gpu=False, cpus=2).decode_executor == "process"
