@@ -37,7 +37,7 @@ from ..metrics.suite import needs_of, parse_metric_keys
 from .decode_worker import ImageRequest, PreparedItem, prepare_item, recipe_bytes, recipe_key
 from .manifest import iter_manifest
 from .plan import item_static_texts
-from .pools import DECODE_POOL, PoolSizes, wait_for_workers
+from .pools import DECODE_POOL, PoolSizes, decodes_in_processes, wait_for_workers
 from .runner import BatchOptions, run_batch
 from .synthetic import write_synthetic_manifest
 
@@ -196,18 +196,23 @@ def speed_benchmark(settings: Settings, *, n_items: int | None = None, n_edits: 
         encoder.warmup()
         asked = BatchOptions(metrics=metric_keys, batch_size=batch_size, workers=workers, decode_executor=decode_executor)
         decode = PoolSizes.choose(asked, gpu=gpu, items=n_items).decode_executor
+        if not decodes_in_processes(asked):  # as the batch run decides, so both sides use the same workers
+            decode = "thread"
         # the resolved choice, so that the short warm-up run starts the same pools as the timed runs
         options = BatchOptions(metrics=metric_keys, batch_size=batch_size, workers=workers, overwrite=True,
                                decode_executor=decode)
         recipe = encoder.preparation_recipe() if decode == "process" else None
         if decode == "process" and recipe is None:
             raise RuntimeError("this model's transform cannot be split for decode processes: use threads")
-        processes = (DECODE_POOL.get(workers, recipe_bytes(*recipe), key=recipe_key(encoder.spec.raw, *recipe))
-                     if recipe is not None else None)
+        recipe_args = (recipe_bytes(*recipe), recipe_key(encoder.spec.raw, *recipe)) if recipe is not None else None
+        if recipe_args is not None:  # start the workers now; they import while the warm-up runs
+            DECODE_POOL.get(workers, recipe_args[0], key=recipe_args[1])
         # Warm-up run on other items: imports (scikit-learn), worker processes, kernels. Not timed.
         warm = write_synthetic_manifest(work / "warmup", 4, n_edits=n_edits, n_attributes=2, image_size=image_size,
                                         human=False, seed=1)
         run_batch(warm, work / "warmup.jsonl", options=options, settings=settings, encoder=encoder)
+        # the pool the warm-up ran on (or a fresh one, had it broken there)
+        processes = DECODE_POOL.get(workers, recipe_args[0], key=recipe_args[1]) if recipe_args is not None else None
         wait_for_workers()  # the process pools' workers have all started and imported before timing
         bare_times: list[tuple[float, float, dict[str, float]]] = []
         batch_times: list[tuple[float, float]] = []

@@ -10,8 +10,11 @@ What a worker does is exactly what the thread path does (:func:`~.stages.decode_
 metric, region, judge or attribute stage, and :meth:`ClipEncoder.preprocess_image` /
 :meth:`ClipEncoder._token_rows`): the same :func:`~augclip_demo.io.open_image`, the same transform
 objects (pickled from the run's encoder) and the same tokenizer object, so the embeddings are
-bit-identical (tests/batch/test_decode_processes.py). The module imports no model wrapper; unpickling
-the transforms imports torchvision once per worker, at start-up.
+bit-identical (tests/batch/test_decode_processes.py). The module itself imports no model code, but
+unpickling the recipe imports what its objects live in: torch, torchvision and open_clip (with its
+own imports), once per worker at start-up. That holds ~0.5 GB per worker for the life of the
+process that ran the batch (measured with random:tiny), so 16 workers hold ~8 GB: ``--workers``
+sets how many.
 """
 
 from __future__ import annotations
@@ -45,9 +48,9 @@ class ImageRequest:
 class PreparedItem:
     """What a worker sends back for one item (pickled; no PIL image, no torch tensor)."""
 
-    # image key -> (content hash, uint8 (H, W, 3) pixels, or the float (3, H, W) array of a transform
-    # that does not end in RGB: what preprocess_image would give)
-    images: dict[str, tuple[str, np.ndarray]] = field(default_factory=dict)
+    # image key -> (content hash, uint8 (H, W, 3) pixels, or the float (3, H, W) tensor of a transform
+    # whose PIL steps do not end in RGB): what ClipEncoder.preprocess_image gives
+    images: dict[str, tuple[str, Any]] = field(default_factory=dict)
     failed_images: dict[str, str] = field(default_factory=dict)  # image key -> why it could not be opened
     error: str | None = None  # the first failure, labelled as decode_item labels it
     tokens: dict[str, np.ndarray] = field(default_factory=dict)  # stripped text -> token row
@@ -93,13 +96,14 @@ def prepare_item(requests: list[ImageRequest], texts: list[str], max_pixels: int
     return out
 
 
-def prepare_pixels(pil: Any) -> np.ndarray:
-    """The PIL steps of the encoder's transform, as :meth:`ClipEncoder.preprocess_image` runs them."""
+def prepare_pixels(pil: Any) -> Any:
+    """The PIL steps of the encoder's transform, as :meth:`ClipEncoder.preprocess_image` runs them:
+    uint8 ``(H, W, 3)`` pixels, or the whole transform's float tensor when the steps do not end in RGB."""
     from PIL import Image
 
     prepared = pil
     for step in _RECIPE["pil_steps"]:
         prepared = step(prepared)
     if not isinstance(prepared, Image.Image) or prepared.mode != "RGB":
-        return _RECIPE["preprocess"](pil).numpy()
+        return _RECIPE["preprocess"](pil)
     return np.asarray(prepared, dtype=np.uint8)

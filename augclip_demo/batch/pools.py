@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..metrics.suite import METRICS
 from . import decode_worker, fit_worker
 from .options import BatchOptions
 
@@ -60,6 +61,16 @@ class PoolSizes:
             fit_workers=options.fit_workers or (max(1, min(16, cpus - 2)) if executor == "process" else 2),
             decode_executor=decode,
         )
+
+
+def decodes_in_processes(options: BatchOptions) -> bool:
+    """Whether decode processes can serve a run of these options: embedding metrics only.
+
+    A pixel, region, judge or feature-network metric needs the full-size images in the main
+    process, so such a run decodes in threads whatever ``decode_executor`` says.
+    """
+    stages = {METRICS[key].stage for key in options.metrics}
+    return stages == {"embeddings"} and not options.feature_metrics
 
 
 class WorkerPools:
@@ -115,8 +126,8 @@ class SharedProcessPool:
         key = (workers, initargs if key is None else key)
         with self._lock:
             if self._pool is None or self._pool[0] != key:
-                if self._pool is not None:
-                    self._pool[1].shutdown(wait=False, cancel_futures=True)
+                if self._pool is not None:  # its queued tasks still run: a run using it is not cut short
+                    self._pool[1].shutdown(wait=False)
                 # spawn, not fork: the parent holds torch and live threads, which fork would copy half-way
                 context = multiprocessing.get_context("spawn")
                 pool = cf.ProcessPoolExecutor(workers, mp_context=context, initializer=self.initializer,
@@ -136,12 +147,48 @@ class SharedProcessPool:
         done, _ = cf.wait(pending, timeout=timeout)
         return [future.result() for future in done if not future.cancelled() and future.exception() is None]
 
-    def discard(self) -> None:
+    def discard(self, pool: cf.ProcessPoolExecutor | None = None, force: bool = False) -> None:
+        """Shut the pool down, its queued tasks cancelled (``pool``: only if it is still that one).
+
+        ``force`` (a worker died): also end the other workers and close this process's end of the
+        result pipe, so that a manager thread stuck in the middle of a dead worker's message reads
+        end-of-file, marks the pool broken and exits (else it would block the interpreter's exit).
+        """
         with self._lock:
-            if self._pool is not None:
-                self._pool[1].shutdown(wait=False, cancel_futures=True)
-                self._pool = None
-                self._started.clear()
+            if self._pool is None or (pool is not None and self._pool[1] is not pool):
+                return
+            current = self._pool[1]
+            self._pool = None
+            self._started.clear()
+        current.shutdown(wait=False, cancel_futures=True)
+        if force:
+            _end_workers(current)
+
+    @staticmethod
+    def has_dead_worker(pool: cf.ProcessPoolExecutor) -> bool:
+        """Whether a worker of ``pool`` has exited (workers live as long as their pool)."""
+        try:
+            processes = list((getattr(pool, "_processes", None) or {}).values())
+        except RuntimeError:  # changed while read: the pool's own thread is handling it
+            return False
+        return any(process.exitcode is not None for process in processes)
+
+
+def _end_workers(pool: cf.ProcessPoolExecutor) -> None:
+    """Terminate a broken pool's workers and close the parent's writing end of its result pipe.
+
+    Uses the executor's private attributes (``_processes``, ``_result_queue``), present from
+    Python 3.9 to 3.14; a version without them only skips this clean-up.
+    """
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        if process.exitcode is None:
+            process.terminate()
+    for process in processes:
+        process.join(timeout=5)
+    writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
+    if writer is not None:
+        writer.close()
 
 
 FIT_POOL = SharedProcessPool(fit_worker.start, fit_worker.ready)  # numpy / scikit-learn only

@@ -58,7 +58,7 @@ from .fit_worker import score_embeddings
 from .manifest import ManifestItem
 from .options import BatchOptions, BatchSummary
 from .plan import RunPlan, image_key, item_static_texts, make_plan, planned_items
-from .pools import DECODE_POOL, PoolSizes, WorkerPools
+from .pools import DECODE_POOL, PoolSizes, SharedProcessPool, WorkerPools, decodes_in_processes
 from .results import (
     InOrderWriter,
     RunLock,
@@ -242,6 +242,7 @@ class _Execution:
             self.attribute_source = AttributeSource(Evaluator(settings=runner.settings, encoder=runner.encoder), name)
         self.store = EmbeddingStore(plan.image_uses, plan.text_uses)
         self.decoding: dict[cf.Future, tuple[int, ManifestItem, set[str]]] = {}  # future -> (ordinal, item, claim)
+        self.process_futures: set[cf.Future] = set()  # those of self.decoding a decode process is working on
         self.waiting: dict[int, _ItemState] = {}  # decoded, waiting for embeddings
         self.scoring: dict[int, tuple[cf.Future, _ItemState]] = {}  # submitted to the fit pool
         self._last_progress = 0.0
@@ -279,6 +280,8 @@ class _Execution:
                     finished, _ = cf.wait(list(self.decoding), timeout=0.25, return_when=cf.FIRST_COMPLETED)
                     for future in finished:
                         self._on_decoded(future, *self.decoding.pop(future))
+                    if not finished:
+                        self._check_decode_processes()
                 self._submit_ready()
                 self._collect(block=False)
                 self._track()
@@ -313,8 +316,7 @@ class _Execution:
         in any run).
         """
         runner = self.runner
-        if (self.sizes.decode_executor != "process" or not runner.embedding_metrics or runner.pixel_metrics
-                or runner.regions is not None or runner.judge is not None or runner.features is not None):
+        if self.sizes.decode_executor != "process" or not decodes_in_processes(runner.options):
             return None
         recipe = runner.encoder.preparation_recipe()
         if recipe is None:
@@ -343,7 +345,6 @@ class _Execution:
 
     def _submit_to_threads(self, item: ManifestItem, claim: set[str], needs_attributes: bool) -> cf.Future:
         runner = self.runner
-        self._count("decoded_in_threads")
         return self.pools.decode.submit(decode_item, item, claim, runner.encoder, runner.pixel_metrics,
                                         self.attribute_source if needs_attributes else None,
                                         runner.settings.max_image_pixels, runner.regions, runner.judge,
@@ -367,17 +368,38 @@ class _Execution:
         try:
             future = self.pools.decode_processes.submit(decode_worker.prepare_item, list(requests.values()), texts,
                                                         self.runner.settings.max_image_pixels)
-            self._count("decoded_in_processes")
+            self.process_futures.add(future)
+            future.add_done_callback(self.process_futures.discard)
             return future
-        except (BrokenProcessPool, RuntimeError) as exc:  # RuntimeError: shut down at exit
+        except (BrokenProcessPool, RuntimeError) as exc:  # RuntimeError: shut down (at exit, or replaced)
             self._decode_processes_failed(exc)
             return None
 
-    def _decode_processes_failed(self, exc: BaseException) -> None:
-        if self.pools.decode_processes is not None:
-            log.warning("a decode worker process failed (%s); this run decodes in threads from here on", exc)
+    def _decode_processes_failed(self, exc: BaseException, force: bool = False) -> None:
+        pool = self.pools.decode_processes
+        if pool is not None:
+            log.warning("the decode worker processes stopped (%s); this run decodes in threads from here on",
+                        str(exc) or type(exc).__name__)
             self.pools.decode_processes = None
-            DECODE_POOL.discard()  # the next run starts fresh workers
+            # the next run starts fresh workers (another run's new pool stays)
+            DECODE_POOL.discard(pool, force=force)
+
+    def _check_decode_processes(self) -> None:
+        """While the loop waits for decoded items: a decode worker that died sends the run to threads.
+
+        Python's pool notices a dead worker by itself, except when the worker died while sending a
+        result: its manager thread then waits for the rest of the message forever (found by the test
+        that kills a worker during a run), and the items in the processes would never come back.
+        """
+        pool = self.pools.decode_processes
+        if pool is None or not SharedProcessPool.has_dead_worker(pool):
+            return
+        self._decode_processes_failed(RuntimeError("a worker process died"), force=True)
+        for future, (ordinal, item, claim) in list(self.decoding.items()):
+            if future in self.process_futures and not future.done():
+                del self.decoding[future]
+                self._count("resent_to_threads")
+                self.decoding[self._submit_to_threads(item, claim, False)] = (ordinal, item, claim)
 
     def _from_prepared(self, prepared: decode_worker.PreparedItem) -> DecodedItem:
         """A decode process's result as the thread path gives it (embeddings already cached are taken)."""
@@ -396,8 +418,14 @@ class _Execution:
             if isinstance(decoded, decode_worker.PreparedItem):
                 tokens = decoded.tokens
                 decoded = self._from_prepared(decoded)
-        except BrokenProcessPool as exc:  # a worker died (killed, out of memory): this item goes to a thread
+                self._count("decoded_in_processes")
+            else:
+                self._count("decoded_in_threads")
+        except (BrokenProcessPool, cf.CancelledError) as exc:
+            # a worker died (killed, out of memory) or the pool was shut down under this run (another
+            # run in this process asked for other workers): the item goes to a thread, nothing is lost
             self._decode_processes_failed(exc)
+            self._count("resent_to_threads")
             self.decoding[self._submit_to_threads(item, claim, False)] = (ordinal, item, claim)
             return
         except Exception as exc:  # a bug in a metric or provider: record it, keep going

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -61,5 +63,9 @@ def test_a_shared_pool_is_reused_while_its_key_holds():
         assert shared.get(1, key="model-a") is first
         second = shared.get(1, key="model-b")  # another model: new workers, the old pool shut down
         assert second is not first and len(shared.wait(timeout=120)) == 1
+        with pytest.raises(RuntimeError, match="shutdown"):
+            first.submit(os.getpid)
+        shared.discard(first)  # not the current pool any more: nothing happens
+        assert second.submit(os.getpid).result(timeout=60) > 0
     finally:
         shared.discard()
