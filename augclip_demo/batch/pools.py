@@ -177,8 +177,8 @@ class SharedProcessPool:
 def _end_workers(pool: cf.ProcessPoolExecutor) -> None:
     """Terminate a broken pool's workers and close the parent's writing end of its result pipe.
 
-    Uses the executor's private attributes (``_processes``, ``_result_queue``), present from
-    Python 3.9 to 3.14; a version without them only skips this clean-up.
+    Uses the executor's private attributes ``_processes`` and ``_result_queue`` (CPython's; checked on
+    3.11, the version this project's machines run); a version without them only skips this clean-up.
     """
     processes = list((getattr(pool, "_processes", None) or {}).values())
     for process in processes:
