@@ -34,9 +34,10 @@ import json
 import os
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Union
+from typing import Any, Union
 
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
@@ -115,6 +116,19 @@ class LoadedImage:
     @property
     def size(self) -> tuple[int, int]:
         return self.image.size
+
+
+def prepared_pixels(image: Image.Image, pil_steps: list, transform: Callable[[Image.Image], Any]) -> Any:
+    """A model input prepared from ``image``: the PIL steps of its transform (resize, crop, mode),
+    then uint8 ``(H, W, 3)`` pixels when they end in an RGB image; otherwise ``transform(image)``, the
+    whole transform's float tensor. The one place the encoder, batch decode threads and decode
+    processes prepare images, so all of them give the model the same input."""
+    prepared = image
+    for step in pil_steps:
+        prepared = step(prepared)
+    if isinstance(prepared, Image.Image) and prepared.mode == "RGB":
+        return np.asarray(prepared, dtype=np.uint8)
+    return transform(image)
 
 
 def image_content_hash(image: Image.Image) -> str:

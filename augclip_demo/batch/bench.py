@@ -34,10 +34,10 @@ from ..inference.clip_encoder import ClipEncoder
 from ..inference.device import device_description
 from ..io import open_image
 from ..metrics.suite import needs_of, parse_metric_keys
-from .decode_worker import ImageRequest, PreparedItem, prepare_item, recipe_bytes, recipe_key
+from .decode_worker import ImageRequest, PreparedItem, encoder_recipe, prepare_item
 from .manifest import iter_manifest
 from .plan import item_static_texts
-from .pools import DECODE_POOL, PoolSizes, decodes_in_processes, wait_for_workers
+from .pools import PoolSizes, decode_pool, decodes_in_processes, wait_for_workers
 from .runner import BatchOptions, run_batch
 from .synthetic import write_synthetic_manifest
 
@@ -201,18 +201,17 @@ def speed_benchmark(settings: Settings, *, n_items: int | None = None, n_edits: 
         # the resolved choice, so that the short warm-up run starts the same pools as the timed runs
         options = BatchOptions(metrics=metric_keys, batch_size=batch_size, workers=workers, overwrite=True,
                                decode_executor=decode)
-        recipe = encoder.preparation_recipe() if decode == "process" else None
+        recipe = encoder_recipe(encoder) if decode == "process" else None
         if decode == "process" and recipe is None:
             raise RuntimeError("this model's transform cannot be split for decode processes: use threads")
-        recipe_args = (recipe_bytes(*recipe), recipe_key(encoder.spec.raw, *recipe)) if recipe is not None else None
-        if recipe_args is not None:  # start the workers now; they import while the warm-up runs
-            DECODE_POOL.get(workers, recipe_args[0], key=recipe_args[1])
+        if recipe is not None:  # start the workers now; they import while the warm-up runs
+            decode_pool(workers, recipe)
         # Warm-up run on other items: imports (scikit-learn), worker processes, kernels. Not timed.
         warm = write_synthetic_manifest(work / "warmup", 4, n_edits=n_edits, n_attributes=2, image_size=image_size,
                                         human=False, seed=1)
         run_batch(warm, work / "warmup.jsonl", options=options, settings=settings, encoder=encoder)
         # the pool the warm-up ran on (or a fresh one, had it broken there)
-        processes = DECODE_POOL.get(workers, recipe_args[0], key=recipe_args[1]) if recipe_args is not None else None
+        processes = decode_pool(workers, recipe) if recipe is not None else None
         wait_for_workers()  # the process pools' workers have all started and imported before timing
         bare_times: list[tuple[float, float, dict[str, float]]] = []
         batch_times: list[tuple[float, float]] = []

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import AugclipError
-from ..io import open_image
+from ..io import open_image, prepared_pixels
 
 _RECIPE: dict[str, Any] = {}  # this worker's transforms and tokenizer (set by start)
 
@@ -54,6 +54,16 @@ class PreparedItem:
     failed_images: dict[str, str] = field(default_factory=dict)  # image key -> why it could not be opened
     error: str | None = None  # the first failure, labelled as decode_item labels it
     tokens: dict[str, np.ndarray] = field(default_factory=dict)  # stripped text -> token row
+
+
+def encoder_recipe(encoder: Any) -> tuple[tuple[str, ...], bytes] | None:
+    """(:func:`recipe_key`, :func:`recipe_bytes`) of a :class:`ClipEncoder`'s
+    :meth:`~ClipEncoder.preparation_recipe`; None when its transform cannot be split (threads only).
+    Raises when a part cannot be pickled."""
+    recipe = encoder.preparation_recipe()
+    if recipe is None:
+        return None
+    return recipe_key(encoder.spec.raw, *recipe), recipe_bytes(*recipe)
 
 
 def recipe_bytes(pil_steps: list[Any], preprocess: Any, tokenizer: Any | None) -> bytes:
@@ -97,13 +107,5 @@ def prepare_item(requests: list[ImageRequest], texts: list[str], max_pixels: int
 
 
 def prepare_pixels(pil: Any) -> Any:
-    """The PIL steps of the encoder's transform, as :meth:`ClipEncoder.preprocess_image` runs them:
-    uint8 ``(H, W, 3)`` pixels, or the whole transform's float tensor when the steps do not end in RGB."""
-    from PIL import Image
-
-    prepared = pil
-    for step in _RECIPE["pil_steps"]:
-        prepared = step(prepared)
-    if not isinstance(prepared, Image.Image) or prepared.mode != "RGB":
-        return _RECIPE["preprocess"](pil)
-    return np.asarray(prepared, dtype=np.uint8)
+    """The encoder's transform as :meth:`ClipEncoder.preprocess_image` runs it (:func:`prepared_pixels`)."""
+    return prepared_pixels(pil, _RECIPE["pil_steps"], _RECIPE["preprocess"])

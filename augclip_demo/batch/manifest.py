@@ -109,6 +109,14 @@ class ManifestItem:
         extra = [self.ground_truth_path] if self.ground_truth_path is not None else []
         return [self.source_path] + [edit.resolved for edit in self.edits] + extra
 
+    def labelled_images(self) -> list[tuple[str, Path, str]]:
+        """(label in error messages, resolved path, path as written) of each image, in :meth:`image_paths` order."""
+        labelled = [("source", self.source_path, self.source)] + [
+            (f"edits[{i}] ({edit.name})", edit.resolved, edit.path) for i, edit in enumerate(self.edits)]
+        if self.ground_truth_path is not None:
+            labelled.append(("ground_truth", self.ground_truth_path, self.ground_truth or ""))
+        return labelled
+
     def to_dict(self) -> dict[str, Any]:
         """The manifest line for this item (paths as written, relative to the manifest)."""
         data: dict[str, Any] = {"id": self.id, "source": self.source, "target_text": self.target_text}

@@ -85,7 +85,7 @@ class WorkerPools:
         self.decode = cf.ThreadPoolExecutor(sizes.workers, thread_name_prefix="augclip-decode")
         self.decode_processes: cf.ProcessPoolExecutor | None = None
         if decode_recipe is not None:
-            self.decode_processes = DECODE_POOL.get(sizes.workers, decode_recipe[1], key=decode_recipe[0])
+            self.decode_processes = decode_pool(sizes.workers, decode_recipe)
         self.owns_fit_pool = sizes.fit_executor != "process"
         self.fit: cf.Executor = (cf.ThreadPoolExecutor(sizes.fit_workers, thread_name_prefix="augclip-fit")
                                  if self.owns_fit_pool else FIT_POOL.get(sizes.fit_workers))
@@ -193,6 +193,11 @@ def _end_workers(pool: cf.ProcessPoolExecutor) -> None:
 
 FIT_POOL = SharedProcessPool(fit_worker.start, fit_worker.ready)  # numpy / scikit-learn only
 DECODE_POOL = SharedProcessPool(decode_worker.start, decode_worker.ready)  # PIL, torchvision, the tokenizer
+
+
+def decode_pool(workers: int, recipe: tuple[Any, bytes]) -> cf.ProcessPoolExecutor:
+    """The shared decode processes for a recipe (:func:`.decode_worker.encoder_recipe`: its key, its bytes)."""
+    return DECODE_POOL.get(workers, recipe[1], key=recipe[0])
 
 
 def wait_for_workers(timeout: float | None = 300) -> list[int]:

@@ -318,15 +318,14 @@ class _Execution:
         runner = self.runner
         if self.sizes.decode_executor != "process" or not decodes_in_processes(runner.options):
             return None
-        recipe = runner.encoder.preparation_recipe()
-        if recipe is None:
-            log.info("decoding in threads: the model's transform cannot be split for decode processes")
-            return None
         try:
-            return decode_worker.recipe_key(runner.encoder.spec.raw, *recipe), decode_worker.recipe_bytes(*recipe)
+            recipe = decode_worker.encoder_recipe(runner.encoder)
         except Exception as exc:  # a transform or tokenizer that cannot travel: threads do the work
             log.warning("decoding in threads: the model's transform or tokenizer cannot be pickled (%s)", exc)
             return None
+        if recipe is None:
+            log.info("decoding in threads: the model's transform cannot be split for decode processes")
+        return recipe
 
     def _submit_decode(self, ordinal: int, item: ManifestItem) -> None:
         runner = self.runner
@@ -352,12 +351,8 @@ class _Execution:
 
     def _submit_to_processes(self, item: ManifestItem, claim: set[str]) -> cf.Future | None:
         """The item's claimed images and its new texts to a decode process (None: the pool broke)."""
-        labels = [("source", item.source_path, item.source)] + [
-            (f"edits[{i}] ({edit.name})", edit.resolved, edit.path) for i, edit in enumerate(item.edits)]
-        if item.ground_truth_path is not None:
-            labels.append(("ground_truth", item.ground_truth_path, item.ground_truth or ""))
         requests: dict[str, decode_worker.ImageRequest] = {}
-        for label, path, written in labels:
+        for label, path, written in item.labelled_images():
             key = image_key(path)
             if key in claim and key not in requests:
                 requests[key] = decode_worker.ImageRequest(key, str(path), written, label)
@@ -398,8 +393,12 @@ class _Execution:
         for future, (ordinal, item, claim) in list(self.decoding.items()):
             if future in self.process_futures and not future.done():
                 del self.decoding[future]
-                self._count("resent_to_threads")
-                self.decoding[self._submit_to_threads(item, claim, False)] = (ordinal, item, claim)
+                self._resend_to_threads(ordinal, item, claim)
+
+    def _resend_to_threads(self, ordinal: int, item: ManifestItem, claim: set[str]) -> None:
+        """An item the decode processes did not return goes to a decode thread (its claim unchanged)."""
+        self._count("resent_to_threads")
+        self.decoding[self._submit_to_threads(item, claim, False)] = (ordinal, item, claim)
 
     def _from_prepared(self, prepared: decode_worker.PreparedItem) -> DecodedItem:
         """A decode process's result as the thread path gives it (embeddings already cached are taken)."""
@@ -425,8 +424,7 @@ class _Execution:
             # a worker died (killed, out of memory) or the pool was shut down under this run (another
             # run in this process asked for other workers): the item goes to a thread, nothing is lost
             self._decode_processes_failed(exc)
-            self._count("resent_to_threads")
-            self.decoding[self._submit_to_threads(item, claim, False)] = (ordinal, item, claim)
+            self._resend_to_threads(ordinal, item, claim)
             return
         except Exception as exc:  # a bug in a metric or provider: record it, keep going
             log.warning("item %s failed unexpectedly", item.id, exc_info=True)

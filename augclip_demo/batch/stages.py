@@ -345,12 +345,8 @@ def decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, pixel
             out.parse = parsed.to_dict()
     run_regions = regions is not None and (parsed is not None or bool(regions.hatie_keys))
     need_all = bool(pixel_metrics) or run_regions or judge is not None
-    paths = [("source", item.source_path, item.source)] + [
-        (f"edits[{i}] ({edit.name})", edit.resolved, edit.path) for i, edit in enumerate(item.edits)]
-    if item.ground_truth_path is not None:
-        paths.append(("ground_truth", item.ground_truth_path, item.ground_truth or ""))
     loaded: dict[str, LoadedImage] = {}
-    for label, path, written in paths:
+    for label, path, written in item.labelled_images():
         key = image_key(path)
         if key in loaded or key in out.failed_images:
             continue

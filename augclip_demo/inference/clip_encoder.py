@@ -15,7 +15,7 @@ from PIL import Image
 
 from ..config import Settings
 from ..errors import InputError, WeightsUnavailableError
-from ..io import ImageInput, LoadedImage, open_image
+from ..io import ImageInput, LoadedImage, open_image, prepared_pixels
 from . import weights
 from .cpu_matmul import cpu_matmul, resolve_cpu_matmul
 from .device import autocast, device_description, is_out_of_memory, resolve_amp_dtype, resolve_device
@@ -209,7 +209,6 @@ class ClipEncoder(LazyModel):
 
     def warmup(self) -> ClipEncoder:
         """Load the model and run one tiny forward pass of each tower (compiles kernels, allocates)."""
-        from PIL import Image
 
         with self.in_use():
             size = self.image_size
@@ -296,13 +295,7 @@ class ClipEncoder(LazyModel):
         """
         pil = open_image(image).image
         split = self._split_preprocess()
-        if split is None:
-            return self.preprocess(pil)
-        for step in split[0]:
-            pil = step(pil)
-        if not isinstance(pil, Image.Image) or pil.mode != "RGB":
-            return self.preprocess(open_image(image).image)
-        return np.asarray(pil, dtype=np.uint8)
+        return self.preprocess(pil) if split is None else prepared_pixels(pil, split[0], self.preprocess)
 
     def _split_preprocess(self) -> tuple[list[Callable[[Any], Any]], torch.Tensor, torch.Tensor] | None:
         """(PIL steps, mean, std) when :attr:`preprocess` ends in to-tensor + normalise, else None."""
@@ -513,13 +506,7 @@ class ClipEncoder(LazyModel):
     def _prepare_for_pass(self, image: Any) -> np.ndarray | torch.Tensor:
         """uint8 pixels for the device-side normalisation on CUDA, else :attr:`preprocess`'s tensor."""
         split = self._split_preprocess() if self.device.type == "cuda" else None
-        if split is not None:
-            pil = image
-            for step in split[0]:
-                pil = step(pil)
-            if isinstance(pil, Image.Image) and pil.mode == "RGB":
-                return np.asarray(pil, dtype=np.uint8)
-        return self.preprocess(image)
+        return self.preprocess(image) if split is None else prepared_pixels(image, split[0], self.preprocess)
 
     def _pixel_batch(self, items: list[np.ndarray | torch.Tensor]) -> torch.Tensor:
         """The model input on :attr:`device` for prepared images.

@@ -181,8 +181,7 @@ def test_a_run_whose_decode_workers_died_before_it_decodes_in_threads(tiny_encod
                                                                         decode_pool):
     manifest = write_synthetic_manifest(tmp_path / "data", 5, n_edits=2, n_attributes=2, image_size=64, human=False)
     _run(manifest, tmp_path / "threads.jsonl", settings, tiny_encoder, "thread")
-    recipe = tiny_encoder.preparation_recipe()
-    pool = decode_pool.get(2, _recipe(tiny_encoder), key=decode_worker.recipe_key(tiny_encoder.spec.raw, *recipe))
+    pool = pools.decode_pool(2, decode_worker.encoder_recipe(tiny_encoder))  # the pool the run will be given
     assert len(decode_pool.wait(timeout=120)) >= 1
     for pid in list(pool._processes):  # killed (out of memory, say) ...
         os.kill(pid, signal.SIGKILL)
@@ -202,8 +201,7 @@ def test_a_decode_worker_killed_during_a_run_loses_no_item(tiny_encoder, setting
     manifest = write_synthetic_manifest(tmp_path / "data", 40, n_edits=2, n_attributes=2, image_size=64, human=False)
     _run(manifest, tmp_path / "threads.jsonl", settings, tiny_encoder, "thread", max_inflight=8)
     _run(manifest, tmp_path / "warm.jsonl", settings, tiny_encoder, "process", max_inflight=8)  # pool started
-    pool = decode_pool.get(2, b"", key=decode_worker.recipe_key(tiny_encoder.spec.raw,
-                                                                 *tiny_encoder.preparation_recipe()))
+    pool = pools.decode_pool(2, decode_worker.encoder_recipe(tiny_encoder))  # the one that run started
     killed = threading.Event()
 
     def kill_when_busy(runner: BatchRunner) -> None:  # once items are in the worker processes

@@ -13,12 +13,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_a_fit_worker_imports_the_metrics_and_not_torch_or_the_model_wrappers():
-    code = ("import sys, json; import augclip_demo.batch.fit_worker as w; w.ready(); "
+def modules_loaded_by(worker: str) -> list[str]:
+    """Ours, torch's and open_clip's modules that a fresh interpreter holds after importing ``worker``
+    (a module of augclip_demo.batch) and calling its ready()."""
+    code = (f"import sys, json; import augclip_demo.batch.{worker} as w; w.ready(); "
             "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('torch', 'open_clip', 'augclip_demo')))))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
-    loaded = json.loads(out.stdout)
+    return json.loads(out.stdout)
+
+
+def test_a_fit_worker_imports_the_metrics_and_not_torch_or_the_model_wrappers():
+    loaded = modules_loaded_by("fit_worker")
     assert "augclip_demo.metrics.suite" in loaded  # the filter keeps ours, torch and open_clip
     assert not [m for m in loaded if m.startswith(("torch", "open_clip"))], loaded
     assert not [m for m in loaded if m.split(".")[1:2] in (["inference"], ["batch"]) and m not in (
@@ -44,11 +50,7 @@ def test_the_shared_process_pool_starts_every_worker_at_once():
 def test_a_decode_worker_module_imports_no_model_code():
     # torch and torchvision come with the recipe (the transforms), once per worker; the module itself
     # stays light so that the recipe decides what a worker holds
-    code = ("import sys, json; import augclip_demo.batch.decode_worker as w; w.ready(); "
-            "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('torch', 'open_clip', 'augclip_demo')))))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
-    loaded = json.loads(out.stdout)
+    loaded = modules_loaded_by("decode_worker")
     assert "augclip_demo.io" in loaded
     assert not [m for m in loaded if m.startswith(("torch", "open_clip"))], loaded
     assert not [m for m in loaded if m.split(".")[1:2] in (["inference"], ["metrics"])], loaded
