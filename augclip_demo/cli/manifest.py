@@ -1,4 +1,5 @@
-"""``manifest``: check a manifest, or write one from a benchmark layout (TEdBench, MagicBrush, CSV)."""
+"""``manifest``: check a manifest, or write one from a benchmark layout (TEdBench, MagicBrush, CSV, and the
+benchmarks of :mod:`.manifest_benchmarks`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import argparse
 from ..batch.loaders import load_csv_pairs, load_magicbrush, load_tedbench
 from ..batch.manifest import validate_manifest
 from ..batch.synthetic import write_synthetic_manifest
+from .manifest_benchmarks import register_benchmarks
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -52,6 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     synth.add_argument("--image-size", type=int, default=96)
     synth.add_argument("--seed", type=int, default=0)
     synth.set_defaults(func=run_synthetic)
+    register_benchmarks(sub)
 
 
 def run_check(args: argparse.Namespace) -> int:

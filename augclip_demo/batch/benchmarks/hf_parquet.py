@@ -1,0 +1,281 @@
+"""Hugging Face datasets in Parquet (MagicBrush, Emu Edit's test set, HQ-Edit, ImgEdit, AnyEdit ...) -> a manifest.
+
+The Hub's Parquet shards store an ``Image`` feature as a struct ``{"bytes": ..., "path": ...}`` (bytes
+embedded, or a path); plain binary and path-string columns are read too. A column mapping names the
+columns that play each role (:data:`ROLES`), by flag or through a named preset (:data:`PARQUET_PRESETS`,
+taken from the datasets' cards). The shards are streamed a few rows at a time
+(``ParquetFile.iter_batches``), each embedded image is written once under its content hash
+(``<manifest>_images/ab/abcd....png``) and each item is written to the manifest as it is made, so a
+100k-row set never sits in memory whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...errors import InputError
+from ..loaders import LoaderResult, _unique
+from ..manifest import relative_inside
+from ..triplets import safe_filename
+from .common import Unmatched, edit_entry, find_image, inside, method_folders, write_items
+
+#: Roles a column can play: images (source, ground truth, an edited image, an edit mask) and texts.
+IMAGE_ROLES = ("source", "ground_truth", "edit", "mask")
+TEXT_ROLES = ("id", "instruction", "source_caption", "target_caption", "edit_type", "model")
+ROLES = IMAGE_ROLES + TEXT_ROLES
+BATCH_ROWS = 32  # rows per streamed batch: a batch holds this many rows' images at most
+
+
+@dataclass(frozen=True)
+class ColumnMap:
+    """Which column plays each role (``id`` may join several columns with ``-``); ``optional`` may be absent."""
+
+    columns: Mapping[str, tuple[str, ...]]
+    optional: frozenset[str] = field(default_factory=frozenset)
+
+
+#: Presets from the datasets' cards on the Hugging Face Hub.
+PARQUET_PRESETS: dict[str, ColumnMap] = {
+    # osunlp/MagicBrush: img_id, turn_index, source_img, mask_img, instruction, target_img
+    "magicbrush": ColumnMap({"id": ("img_id", "turn_index"), "source": ("source_img",),
+                             "ground_truth": ("target_img",), "mask": ("mask_img",),
+                             "instruction": ("instruction",)}),
+    # facebook/emu_edit_test_set: instruction, image, task, split, idx, hash, input_caption, output_caption;
+    # facebook/emu_edit_test_set_generations adds edited_image and model
+    "emu-edit": ColumnMap({"id": ("idx",), "source": ("image",), "instruction": ("instruction",),
+                           "source_caption": ("input_caption",), "target_caption": ("output_caption",),
+                           "edit_type": ("task",), "edit": ("edited_image",), "model": ("model",)},
+                          optional=frozenset({"edit", "model"})),
+    # UCSC-VLAA/HQ-Edit: input, input_image, edit, inverse_edit, output, output_image
+    "hq-edit": ColumnMap({"source": ("input_image",), "ground_truth": ("output_image",), "instruction": ("edit",),
+                          "source_caption": ("input",), "target_caption": ("output",)}),
+}
+
+_MAGIC: tuple[tuple[bytes, int, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", 0, ".png"), (b"\xff\xd8\xff", 0, ".jpg"), (b"GIF87a", 0, ".gif"), (b"GIF89a", 0, ".gif"),
+    (b"WEBP", 8, ".webp"), (b"BM", 0, ".bmp"), (b"II*\x00", 0, ".tif"), (b"MM\x00*", 0, ".tif"),
+)
+
+
+def image_extension(data: bytes) -> str | None:
+    """The file extension for encoded image bytes (by their magic number), or None when unknown."""
+    for magic, offset, ext in _MAGIC:
+        if data[offset:offset + len(magic)] == magic and (ext != ".webp" or data[:4] == b"RIFF"):
+            return ext
+    return None
+
+
+def column_map(preset: str | None, overrides: Mapping[str, str | None]) -> ColumnMap:
+    """A preset's mapping (or none) with ``overrides`` (role -> column, ``id`` may be ``a,b``) applied."""
+    if preset is not None and preset not in PARQUET_PRESETS:
+        raise InputError(f"unknown Parquet preset {preset!r}; presets: {', '.join(PARQUET_PRESETS)}")
+    base = PARQUET_PRESETS[preset] if preset else ColumnMap({})
+    columns = dict(base.columns)
+    optional = set(base.optional)
+    for role, value in overrides.items():
+        if role not in ROLES:
+            raise InputError(f"unknown column role {role!r}; roles: {', '.join(ROLES)}")
+        if value:
+            columns[role] = tuple(part.strip() for part in value.split(",") if part.strip())
+            optional.discard(role)
+    if "source" not in columns:
+        raise InputError("the column mapping names no source image column: give --source-column or a --preset")
+    if "target_caption" not in columns and "instruction" not in columns:
+        raise InputError("the column mapping names no text: give --instruction-column and/or --target-caption-column")
+    return ColumnMap(columns, frozenset(optional))
+
+
+@dataclass
+class _ImageWriter:
+    """Writes embedded images once each, under their content hash, below ``folder``."""
+
+    folder: Path
+    root: Path  # where path-valued image cells are looked up
+    written: set[str] = field(default_factory=set)
+
+    def path_of(self, cell: Any, what: str) -> Path:
+        data, path = _cell_parts(cell, what)
+        if data is not None:
+            ext = image_extension(data)
+            if ext is None:
+                raise InputError(f"{what}: the bytes are not an image format this tool reads (PNG, JPEG, GIF, WebP, "
+                                 "BMP, TIFF)")
+            digest = hashlib.sha256(data).hexdigest()
+            target = self.folder / digest[:2] / f"{digest}{ext}"
+            if digest not in self.written and not target.is_file():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                staged = target.with_name(target.name + ".tmp")
+                staged.write_bytes(data)
+                os.replace(staged, target)
+            self.written.add(digest)
+            return target
+        assert path is not None
+        found = inside(self.root, path, what)
+        if not found.is_file():
+            raise InputError(f"{what}: {path!r} not found under {self.root}")
+        return found
+
+
+def _cell_parts(cell: Any, what: str) -> tuple[bytes | None, str | None]:
+    if isinstance(cell, dict):
+        data, path = cell.get("bytes"), cell.get("path")
+        if data:
+            return bytes(data), None
+        if path:
+            return None, str(path)
+        raise InputError(f"{what}: the image cell has neither bytes nor a path")
+    if isinstance(cell, (bytes, bytearray, memoryview)):
+        return bytes(cell), None
+    if isinstance(cell, str) and cell.strip():
+        return None, cell.strip()
+    raise InputError(f"{what}: empty")
+
+
+def _shards(paths: Sequence[str | Path]) -> list[Path]:
+    shards: list[Path] = []
+    for entry in paths:
+        path = Path(entry).expanduser()
+        if path.is_dir():
+            shards.extend(sorted(path.rglob("*.parquet")))
+        elif path.is_file():
+            shards.append(path)
+        else:
+            raise InputError(f"Parquet input {path}: not found")
+    if not shards:
+        raise InputError(f"no .parquet files in {', '.join(str(p) for p in paths)}")
+    return shards
+
+
+def load_parquet(paths: Sequence[str | Path], out: str | Path | None = None, *, preset: str | None = None,
+                 columns: Mapping[str, str | None] | None = None, methods: Sequence[str | Path] = (),
+                 root: str | Path | None = None, dataset: str | None = None,
+                 limit: int | None = None) -> LoaderResult:
+    """A manifest from local Parquet shards (files or folders of them): one item per row.
+
+    Roles: ``source`` (required), ``ground_truth`` (the dataset's target image: the item's
+    ``ground_truth`` and a ``gt`` edit), ``edit`` (an edited image in the row: a candidate named by the
+    ``model`` column, else the preset), ``mask`` (white = the region to edit: the item's ``edit_mask``),
+    ``instruction``, ``source_caption``, ``target_caption`` (the ``target_text``; the instruction when
+    absent), ``edit_type`` (kept in ``meta``), ``id`` (default: the row number). ``methods`` add output
+    folders holding ``<id>.png``. Image paths in cells are looked up under ``root`` (default: the
+    first shard's folder) and must stay inside it.
+    """
+    shards = _shards(paths)
+    mapping = column_map(preset, columns or {})
+    out = Path(out).expanduser() if out else shards[0].parent / "manifest.jsonl"
+    folders = method_folders(methods, "Parquet method folder")
+    name = dataset or preset or "parquet"
+    writer = _ImageWriter(out.parent / f"{out.stem}_images", Path(os.path.realpath(root or shards[0].parent)))
+    if "edit" not in mapping.columns and "ground_truth" not in mapping.columns and not folders:
+        raise InputError("no edited image: map an edit or ground-truth column, or give --method-dir folders of "
+                         "outputs named <id>.png")
+    unmatched = Unmatched()
+    items = _items(shards, mapping, folders, writer, out, name, limit, unmatched)
+    return write_items(items, out, unmatched, [f"images written once each under {writer.folder}"])
+
+
+def _present(shard: Path, mapping: ColumnMap) -> dict[str, tuple[str, ...]]:
+    """The roles whose columns the shard has; an error for a required one it lacks."""
+    import pyarrow.parquet as pq
+
+    try:
+        names = set(pq.ParquetFile(shard).schema_arrow.names)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad file
+        raise InputError(f"Parquet shard {shard}: cannot be read ({exc})") from None
+    present: dict[str, tuple[str, ...]] = {}
+    for role, cols in mapping.columns.items():
+        missing = [c for c in cols if c not in names]
+        if not missing:
+            present[role] = cols
+        elif role not in mapping.optional:
+            raise InputError(f"Parquet shard {shard}: no column {missing[0]!r} (for {role}); its columns are "
+                             f"{', '.join(sorted(names))}")
+    return present
+
+
+def _items(shards: list[Path], mapping: ColumnMap, folders: list[tuple[str, Path]], writer: _ImageWriter,
+           out: Path, name: str, limit: int | None, unmatched: Unmatched) -> Iterator[dict[str, Any]]:
+    import pyarrow.parquet as pq
+
+    used: set[str] = set()
+    number = 0
+    for shard in shards:
+        present = _present(shard, mapping)
+        wanted = sorted({c for cols in present.values() for c in cols})
+        for batch in pq.ParquetFile(shard).iter_batches(batch_size=BATCH_ROWS, columns=wanted):
+            for row in batch.to_pylist():
+                number += 1
+                if limit is not None and number > limit:
+                    return
+                item = _item(row, number, present, folders, writer, out, name, used, unmatched)
+                if item is not None:
+                    yield item
+
+
+def _text(row: dict[str, Any], present: dict[str, tuple[str, ...]], role: str) -> str | None:
+    if role not in present:
+        return None
+    values = [row.get(c) for c in present[role]]
+    if any(v is None or str(v).strip() == "" for v in values):
+        return None
+    return "-".join(str(v).strip() for v in values)
+
+
+def _item(row: dict[str, Any], number: int, present: dict[str, tuple[str, ...]], folders: list[tuple[str, Path]],
+          writer: _ImageWriter, out: Path, name: str, used: set[str], unmatched: Unmatched) -> dict[str, Any] | None:
+    raw_id = _text(row, present, "id") or f"row{number}"
+    label = f"row {number} (id {raw_id})"
+    target = _text(row, present, "target_caption") or _text(row, present, "instruction")
+    if target is None:
+        unmatched.add("rows without a caption or instruction (not written)", label)
+        return None
+    images: dict[str, str] = {}
+    for role in IMAGE_ROLES:
+        if role not in present:
+            continue
+        try:
+            path = writer.path_of(row.get(present[role][0]), f"{label} {role}")
+            images[role] = relative_inside(path, out.parent, f"{role} image")
+        except InputError as exc:
+            unmatched.add(f"{role} images unusable" + (" (row not written)" if role == "source" else ""), str(exc))
+    if "source" not in images:
+        return None
+    item: dict[str, Any] = {"id": _unique(raw_id, used), "dataset": name, "source": images["source"],
+                            "target_text": target, "edits": []}
+    for key, role in (("instruction", "instruction"), ("source_text", "source_caption")):
+        value = _text(row, present, role)
+        if value:
+            item[key] = value
+    if "ground_truth" in images:
+        item["ground_truth"] = images["ground_truth"]
+        item["edits"].append({"path": images["ground_truth"], "name": name, "role": "gt"})
+    if "edit" in images:
+        item["edits"].append({"path": images["edit"], "name": _text(row, present, "model") or f"{name}-edit",
+                              "role": "candidate"})
+    if "mask" in images:
+        item["edit_mask"] = images["mask"]
+    _add_method_outputs(item, raw_id, folders, out, unmatched)
+    if not item["edits"]:
+        unmatched.add("rows with no edited image (not written)", label)
+        return None
+    edit_type = _text(row, present, "edit_type")
+    item["meta"] = {"benchmark": name, "row": number, **({"edit_type": edit_type} if edit_type else {})}
+    return item
+
+
+def _add_method_outputs(item: dict[str, Any], raw_id: str, folders: list[tuple[str, Path]], out: Path,
+                        unmatched: Unmatched) -> None:
+    plain = "/" not in raw_id and "\\" not in raw_id and raw_id not in (".", "..")
+    for method, folder in folders:
+        found = (find_image(folder, raw_id) if plain else None) or find_image(folder, safe_filename(raw_id))
+        if found is None:
+            unmatched.add(f"{method}: no output", f"{raw_id}.png")
+            continue
+        edit = edit_entry(found, out, method, unmatched)
+        if edit is not None:
+            item["edits"].append(edit)
