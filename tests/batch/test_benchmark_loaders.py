@@ -1,0 +1,436 @@
+"""Benchmark loaders on constructed copies of each published layout (file names, keys, encodings as released).
+
+Texts in the fixtures are made up for the tests; the structure (folder names, JSON keys, value types,
+the run-length mask encoding, the prompt-list syntax, the Parquet image struct) is the benchmarks' own.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from augclip_demo.batch.benchmarks import (
+    decode_pie_mask,
+    load_celeba,
+    load_dreambooth,
+    load_editval,
+    load_parquet,
+    load_pie_bench,
+)
+from augclip_demo.batch.benchmarks.common import Unmatched
+from augclip_demo.batch.manifest import load_manifest
+from augclip_demo.cli import main
+from augclip_demo.errors import InputError
+
+
+def save(path: Path, color: str = "white", size: tuple[int, int] = (64, 64)) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", size, color).save(path)
+    return path
+
+
+def png_bytes(color: str, size: tuple[int, int] = (32, 32)) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", size, color).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+# ---------------------------------------------------------------------------------------------- PIE-Bench
+def reference_mask(pairs: list[int], side: int = 512, border: bool = True) -> np.ndarray:
+    """PIE-Bench's mask from its definition, written out pixel by pixel."""
+    flat = [0] * (side * side)
+    for k in range(0, len(pairs), 2):
+        start, length = pairs[k], pairs[k + 1]
+        for j in range(min(length, side * side - start)):
+            flat[start + j] = 1
+    mask = np.array(flat, dtype=bool).reshape(side, side)
+    if border:
+        mask[0, :] = True
+        mask[-1, :] = True
+        mask[:, 0] = True
+        mask[:, -1] = True
+    return mask
+
+
+def test_pie_mask_decoding_matches_the_definition():
+    pairs = [5 * 512 + 100, 40, 300 * 512 + 7, 1000, 512 * 512 - 10, 50]  # the last run passes the end: cut there
+    for border in (True, False):
+        assert np.array_equal(decode_pie_mask(pairs, border=border), reference_mask(pairs, border=border))
+    assert decode_pie_mask(pairs, border=False)[5, 100:140].all() and not decode_pie_mask(pairs, border=False)[5, 99]
+    with pytest.raises(InputError, match="odd number"):
+        decode_pie_mask([1, 2, 3])
+    with pytest.raises(InputError, match="past the 512 x 512"):
+        decode_pie_mask([512 * 512, 1])
+    with pytest.raises(InputError, match="non-negative"):
+        decode_pie_mask([-1, 4])
+
+
+MASK_PAIRS = [200 * 512 + 150, 120, 201 * 512 + 150, 120]
+
+
+@pytest.fixture()
+def pie_bench(tmp_path: Path) -> Path:
+    data = tmp_path / "data"
+    entries = {
+        "000000000000": {"image_path": "0_random_140/000000000000.jpg",
+                         "original_prompt": "a red kite over a field",
+                         "editing_prompt": "a [green] kite over a field",
+                         "editing_instruction": "Make the kite green", "editing_type_id": "0",
+                         "blended_word": "kite kite", "mask": MASK_PAIRS},
+        "111000000000": {"image_path": "1_change_object_80/1_artificial/1_animal/111000000000.jpg",
+                         "original_prompt": "a painting of a [cat] on a sofa",
+                         "editing_prompt": "a painting of a [fox] on a sofa",
+                         "editing_instruction": "Turn the cat into a fox", "editing_type_id": "1",
+                         "blended_word": "cat fox", "mask": [0, 512 * 10]},
+        "222000000000": {"image_path": "2_add_object_80/1_artificial/1_animal/222000000000.jpg",
+                         "original_prompt": "a bowl", "editing_prompt": "a bowl [with fruit]",
+                         "editing_instruction": "Put fruit in the bowl", "editing_type_id": "2",
+                         "blended_word": "bowl bowl", "mask": [1, 2, 3]},  # malformed: written without a mask
+        "333000000000": {"image_path": "../../outside.jpg", "original_prompt": "x", "editing_prompt": "y",
+                         "editing_instruction": "z", "editing_type_id": "3", "blended_word": "", "mask": []},
+        "444000000000": {"image_path": "4_change_attribute_content_40/1_artificial/1_animal/444000000000.jpg",
+                         "original_prompt": "a dog", "editing_prompt": "a [happy] dog",
+                         "editing_instruction": "Make the dog happy", "editing_type_id": "4",
+                         "blended_word": "dog dog", "mask": [0, 5]},
+    }
+    data.mkdir()
+    (data / "mapping_file.json").write_text(json.dumps(entries))
+    for entry in entries.values():
+        if ".." not in entry["image_path"]:
+            save(data / "annotation_images" / entry["image_path"], size=(512, 512))
+    save(tmp_path / "outside.jpg")
+    out = tmp_path / "output"
+    for key in ("000000000000", "111000000000", "222000000000"):
+        path = entries[key]["image_path"]
+        save(out / "ddim+p2p" / "annotation_images" / path, "blue", (512, 512))
+    # a method that saves source | edit side by side (1024 x 512): the evaluation keeps the right half
+    side_by_side = Image.new("RGB", (1024, 512), "black")
+    side_by_side.paste(Image.new("RGB", (512, 512), "yellow"), (512, 0))
+    target = out / "instruct-pix2pix" / "annotation_images" / entries["000000000000"]["image_path"]
+    target.parent.mkdir(parents=True)
+    side_by_side.save(target)
+    return tmp_path
+
+
+def test_pie_bench_layout(pie_bench):
+    manifest = pie_bench / "pie.jsonl"
+    result = load_pie_bench(pie_bench / "data", manifest, methods=[pie_bench / "output" / "ddim+p2p",
+                                                                    pie_bench / "output" / "instruct-pix2pix"])
+    items = {item.id: item for item in load_manifest(result.manifest)}
+    assert list(items) == ["000000000000", "111000000000", "222000000000"]
+    first = items["000000000000"]
+    assert first.source == "data/annotation_images/0_random_140/000000000000.jpg"
+    assert first.target_text == "a green kite over a field" and first.source_text == "a red kite over a field"
+    assert first.instruction == "Make the kite green" and first.edit_type is None
+    assert first.meta["editing_type_id"] == "0" and first.meta["blended_word"] == "kite kite"
+    assert [e.name for e in first.edits] == ["ddim+p2p", "instruct-pix2pix"]
+    crop = np.asarray(Image.open(first.edits[1].resolved))
+    assert crop.shape == (512, 512, 3)  # the right half (yellow, JPEG-coded), as the evaluation crops
+    assert crop[..., 0].min() > 200 and crop[..., 2].max() < 60
+    mask = np.asarray(Image.open(first.edit_mask_path)) >= 128
+    assert np.array_equal(mask, reference_mask(MASK_PAIRS))
+    assert items["111000000000"].edit_type == "replace" and items["111000000000"].target_text == \
+        "a painting of a fox on a sofa"
+    assert items["222000000000"].edit_mask is None  # odd run-length list: item kept, mask left out, reported
+    report = "\n".join(result.warnings)
+    assert "masks that do not decode (written without edit_mask): 1" in report
+    assert "image paths refused (not used): 1" in report and "'..'" in report
+    assert "instruct-pix2pix: no output: 3" in report
+    assert "items with no output from any method (not written): 1 (444000000000)" in report
+    assert len(result.warnings) <= 8  # a few lines, not one per entry
+    only_type_1 = load_pie_bench(pie_bench / "data", pie_bench / "t1.jsonl", methods=[pie_bench / "output" /
+                                                                                       "ddim+p2p"], edit_types=["1"])
+    assert only_type_1.n_items == 1
+    raw = load_pie_bench(pie_bench / "data", pie_bench / "raw.jsonl", methods=[pie_bench / "output" / "ddim+p2p"],
+                         mask_border=False)
+    raw_first = next(i for i in load_manifest(raw.manifest) if i.id == "000000000000")
+    assert np.array_equal(np.asarray(Image.open(raw_first.edit_mask_path)) >= 128,
+                          reference_mask(MASK_PAIRS, border=False))
+    with pytest.raises(InputError, match="at least one method"):
+        load_pie_bench(pie_bench / "data", manifest)
+
+
+def test_pie_bench_cli_and_symlink_out_of_the_folder(pie_bench, capsys):
+    outside = pie_bench.parent / "elsewhere.jpg"
+    save(outside, size=(512, 512))
+    link = pie_bench / "output" / "ddim+p2p" / "annotation_images" / "4_change_attribute_content_40" / \
+        "1_artificial" / "1_animal" / "444000000000.jpg"
+    link.parent.mkdir(parents=True)
+    os.symlink(outside, link)
+    assert main(["manifest", "pie-bench", str(pie_bench / "data"), "--out", str(pie_bench / "cli.jsonl"),
+                 "--method-dir", f"p2p={pie_bench / 'output' / 'ddim+p2p'}"]) == 0
+    printed = capsys.readouterr().out
+    assert "3 item(s), 3 edited image(s)" in printed
+    assert "warning: p2p: outputs refused or unreadable (not used): 1" in printed and "outside" in printed
+
+
+# ---------------------------------------------------------------------------------------------- EditVal
+@pytest.fixture()
+def editval(tmp_path: Path) -> Path:
+    root = tmp_path / "editval"
+    root.mkdir()
+    # object.json as released: leading blank lines, class -> COCO id -> edit type -> {"from": [...], "to": [...]}
+    (root / "object.json").write_text("\n\n\n" + json.dumps({
+        "bench": {"100166": {"object_addition": {"from": [""], "to": ["bag", "cup"]},
+                             "positional_addition": {"from": [""], "to": ["bag below", "cup to right"]}}},
+        "stop_sign": {"135113": {"color": {"from": [""], "to": ["blue"]},
+                                 "position_replacement": {"from": ["right"], "to": ["left"]}}},
+        "dog": {"11635": {"action": {"from": [""], "to": ["sit"]}}},
+        "cup": {"999999": {"size": {"from": [""], "to": ["large"]}}},
+    }, indent=4))
+    for image_id in ("100166", "135113", "11635"):
+        save(root / "coco" / f"{int(image_id):012d}.jpg")
+    method = root / "edited" / "pix2pix"
+    for path in ("object_addition/100166/bag.png", "object_addition/100166/cup.png",
+                 "positional_addition/100166/bag below.png", "color/135113/blue.png",
+                 "position_replacement/135113/left.png", "action/11635/sit.png"):
+        save(method / path, "green")
+    save(root / "edited" / "sine" / "object_addition" / "100166" / "bag.png", "red")
+    return root
+
+
+def test_editval_layout(editval):
+    result = load_editval(editval, coco_dir=editval / "coco", methods=[editval / "edited" / "pix2pix",
+                                                                      editval / "edited" / "sine"])
+    items = {item.id: item for item in load_manifest(result.manifest)}
+    assert sorted(items) == sorted(["100166-object_addition-bag", "100166-object_addition-cup",
+                                    "100166-positional_addition-bag_below", "135113-color-blue",
+                                    "135113-position_replacement-left", "11635-action-sit"])
+    bag = items["100166-object_addition-bag"]
+    assert bag.source == "coco/000000100166.jpg" and [e.name for e in bag.edits] == ["pix2pix", "sine"]
+    assert bag.target_text == "a photo of a bench and a bag" and bag.instruction == "add a bag"
+    assert bag.source_text == "a photo of a bench"
+    assert bag.meta == {"benchmark": "editval", "edit_type": "object_addition", "class": "bench",
+                        "image_id": "100166", "from": "", "to": "bag"}
+    assert items["100166-positional_addition-bag_below"].target_text == "a photo of a bag below a bench"
+    assert items["135113-color-blue"].target_text == "a photo of a blue stop sign"
+    assert items["135113-position_replacement-left"].instruction == "move the stop sign to the left"
+    assert items["11635-action-sit"].target_text == "a photo of a dog sitting"
+    report = "\n".join(result.warnings)
+    assert "COCO images missing (items not written): 1 (999999)" in report
+    assert "pix2pix: no output: 1 (positional_addition/100166/cup to right.png)" in report
+    assert "sine: no output: 6" in report
+    split = load_editval(editval, editval / "split.jsonl", coco_dir=editval / "coco",
+                         methods=[editval / "edited" / "pix2pix"], split_types=True)
+    assert {i.dataset for i in load_manifest(split.manifest)} >= {"editval:color", "editval:action"}
+
+
+def test_editval_refuses_values_that_leave_the_folder(editval):
+    data = json.loads((editval / "object.json").read_text())
+    data["bench"]["100166"]["object_addition"]["to"].append("../../../../secret")
+    (editval / "object.json").write_text(json.dumps(data))
+    save(editval / "secret.png")
+    result = load_editval(editval, coco_dir=editval / "coco", methods=[editval / "edited" / "pix2pix"])
+    assert "pix2pix output: paths refused: 1" in "\n".join(result.warnings)
+    assert all("secret" not in e.path for i in load_manifest(result.manifest) for e in i.edits)
+
+
+# ---------------------------------------------------------------------------------------------- DreamBooth
+PROMPTS_AND_CLASSES = """Classes
+
+subject_name,class
+backpack,backpack
+cat2,cat
+bear_plushie,stuffed animal
+
+Prompts
+
+Object Prompts
+
+prompt_list = [
+'a {0} {1} on a red sofa'.format(unique_token, class_token),
+'a {0} {1} under the rain'.format(unique_token, class_token),
+'a tiny {0} {1}'.format(unique_token, class_token)
+]
+
+Live Subject Prompts
+
+prompt_list = [
+'a {0} {1} on a red sofa'.format(unique_token, class_token),
+'a {0} {1} asleep in a basket'.format(unique_token, class_token)
+]
+"""
+
+
+@pytest.fixture()
+def dreambooth(tmp_path: Path) -> Path:
+    root = tmp_path / "dataset"
+    root.mkdir()
+    (root / "prompts_and_classes.txt").write_text(PROMPTS_AND_CLASSES)
+    for subject in ("backpack", "cat2"):
+        save(root / subject / "01.jpg")
+        save(root / subject / "00.jpg")
+    gen = tmp_path / "dataset" / "generated" / "model-a"
+    save(gen / "backpack" / "00.png")
+    save(gen / "backpack" / "00_1.png")
+    save(gen / "backpack" / "a_tiny_backpack.png")
+    save(gen / "backpack" / "notes.png")  # matches no prompt
+    save(gen / "cat2" / "a cat asleep in a basket-2.png")
+    save(gen / "teapot" / "00.png")  # a subject not in the list
+    return root
+
+
+def test_dreambooth_layout(dreambooth):
+    result = load_dreambooth(dreambooth, methods=[dreambooth / "generated" / "model-a"])
+    items = {item.id: item for item in load_manifest(result.manifest)}
+    assert sorted(items) == ["backpack-00-a_backpack_on_a_red_sofa", "backpack-02-a_tiny_backpack",
+                             "cat2-01-a_cat_asleep_in_a_basket"]
+    sofa = items["backpack-00-a_backpack_on_a_red_sofa"]
+    assert sofa.source == "backpack/00.jpg" and sofa.target_text == "a backpack on a red sofa"
+    assert [e.path for e in sofa.edits] == ["generated/model-a/backpack/00.png", "generated/model-a/backpack/00_1.png"]
+    cat = items["cat2-01-a_cat_asleep_in_a_basket"]
+    assert cat.meta["live"] is True and cat.source_text == "a photo of a cat"  # live subjects take the live list
+    report = "\n".join(result.warnings)
+    assert "model-a: generated files that match no prompt (not used): 1 (backpack/notes.png)" in report
+    assert "model-a: subject folders not in the class list (not used): 1 (teapot)" in report
+    assert "subjects without photos (not used): 1 (bear_plushie)" in report
+    token = load_dreambooth(dreambooth, dreambooth / "token.jsonl", methods=[dreambooth / "generated" / "model-a"],
+                            unique_token="sks")
+    assert "a sks backpack on a red sofa" in {i.target_text for i in load_manifest(token.manifest)}
+
+
+# ---------------------------------------------------------------------------------------------- CelebA-style
+def test_celeba_layout(tmp_path):
+    root = tmp_path / "celeba"
+    for face in ("000001.jpg", "000002.jpg"):
+        save(root / "faces" / face)
+    (root / "attributes.txt").write_text("a photo of a smiling person\n# comment\na photo of a person with blond hair\n")
+    save(root / "styleclip" / "a_photo_of_a_smiling_person" / "000001.png")
+    save(root / "styleclip" / "2" / "000001.png")  # by line number
+    save(root / "diffclip" / "000002-a_photo_of_a_smiling_person.png")  # flat
+    result = load_celeba(root, methods=[root / "styleclip", root / "diffclip"])
+    items = {i.id: i for i in load_manifest(result.manifest)}
+    assert sorted(items) == ["000001-a_photo_of_a_person_with_blond_hair", "000001-a_photo_of_a_smiling_person",
+                             "000002-a_photo_of_a_smiling_person"]
+    assert items["000002-a_photo_of_a_smiling_person"].edits[0].name == "diffclip"
+    assert items["000001-a_photo_of_a_smiling_person"].source_text == "a photo of a face"
+    report = "\n".join(result.warnings)
+    assert "(face, attribute) pairs with no output from any model (not written): 1" in report
+    (root / "attrs.csv").write_text("name,target_text\nSmiling,a photo of a smiling person\n")
+    save(root / "m" / "Smiling" / "000002.jpg")
+    csv_result = load_celeba(root, root / "csv.jsonl", methods=[root / "m"], attributes="attrs.csv")
+    assert [i.id for i in load_manifest(csv_result.manifest)] == ["000002-Smiling"]
+    with pytest.raises(InputError, match="'..'"):
+        load_celeba(root, methods=[root / "m"], attributes="../attrs.csv")
+
+
+# ---------------------------------------------------------------------------------------------- Parquet
+def image_struct(data: bytes | None = None, path: str | None = None) -> dict:
+    return {"bytes": data, "path": path}
+
+
+def write_shard(path: Path, rows: list[dict], image_columns: list[str], row_group_size: int = 2) -> Path:
+    """A Parquet shard with the Hub's Image feature layout (struct<bytes: binary, path: string>)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    image_type = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    fields = []
+    for name, value in rows[0].items():
+        if name in image_columns:
+            fields.append(pa.field(name, image_type))
+        elif isinstance(value, int):
+            fields.append(pa.field(name, pa.int32()))
+        else:
+            fields.append(pa.field(name, pa.string()))
+    table = pa.Table.from_pylist(rows, schema=pa.schema(fields))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path, row_group_size=row_group_size)
+    return path
+
+
+def test_parquet_magicbrush_preset(tmp_path):
+    source, target, mask = png_bytes("white"), png_bytes("green"), png_bytes("black")
+    rows = [{"img_id": "139", "turn_index": t, "source_img": image_struct(source),
+             "mask_img": image_struct(mask), "instruction": f"step {t}", "target_img": image_struct(target)}
+            for t in (1, 2)]
+    rows.append({"img_id": "30", "turn_index": 1, "source_img": image_struct(b"not an image"),
+                 "mask_img": image_struct(mask), "instruction": "x", "target_img": image_struct(target)})
+    shard = write_shard(tmp_path / "data" / "dev-00000-of-00001.parquet", rows,
+                        ["source_img", "mask_img", "target_img"])
+    result = load_parquet([tmp_path / "data"], preset="magicbrush")
+    items = load_manifest(result.manifest)
+    assert [i.id for i in items] == ["139-1", "139-2"] and result.manifest == shard.parent / "manifest.jsonl"
+    first = items[0]
+    assert first.instruction == "step 1" and first.target_text == "step 1" and first.dataset == "magicbrush"
+    assert first.edits[0].role == "gt" and first.ground_truth == first.edits[0].path
+    assert first.edit_mask is not None
+    # each distinct image written once, under its content hash
+    written = sorted(p for p in (shard.parent / "manifest_images").rglob("*") if p.is_file())
+    assert len(written) == 3 and all(p.suffix == ".png" for p in written)
+    import hashlib
+
+    assert first.source_path.name == hashlib.sha256(source).hexdigest() + ".png"
+    assert first.source_path.read_bytes() == source and items[1].source_path == first.source_path
+    assert "source images unusable (row not written): 1" in "\n".join(result.warnings)
+
+
+def test_parquet_emu_edit_hq_edit_and_paths(tmp_path):
+    base = {"instruction": "make it snow", "task": "global", "split": "test", "hash": "h",
+            "input_caption": "a street", "output_caption": "a snowy street"}
+    rows = [{**base, "image": image_struct(png_bytes("white")), "idx": 1},
+            {**base, "image": image_struct(png_bytes("grey")), "idx": 2}]
+    write_shard(tmp_path / "emu" / "test-00000.parquet", rows, ["image"])
+    outputs = tmp_path / "emu" / "my-model"
+    save(outputs / "1.png")
+    result = load_parquet([tmp_path / "emu" / "test-00000.parquet"], preset="emu-edit", methods=[outputs])
+    (item,) = load_manifest(result.manifest)
+    assert item.id == "1" and item.target_text == "a snowy street" and item.source_text == "a street"
+    assert item.meta["edit_type"] == "global" and [e.name for e in item.edits] == ["my-model"]
+    assert "rows with no edited image (not written): 1" in "\n".join(result.warnings)
+    # HQ-Edit's columns; images given as paths (one leaves the folder: refused)
+    save(tmp_path / "hq" / "imgs" / "in.png")
+    save(tmp_path / "hq" / "imgs" / "out.png")
+    hq_rows = [{"input": "a cup", "input_image": image_struct(path="imgs/in.png"), "edit": "make the cup red",
+                "inverse_edit": "make the cup white", "output": "a red cup",
+                "output_image": image_struct(path="imgs/out.png")},
+               {"input": "a cup", "input_image": image_struct(path="../../etc/passwd"), "edit": "e",
+                "inverse_edit": "f", "output": "g", "output_image": image_struct(path="imgs/out.png")}]
+    write_shard(tmp_path / "hq" / "train.parquet", hq_rows, ["input_image", "output_image"])
+    hq = load_parquet([tmp_path / "hq" / "train.parquet"], preset="hq-edit")
+    (first,) = load_manifest(hq.manifest)
+    assert first.id == "row1" and first.source == "imgs/in.png" and first.instruction == "make the cup red"
+    assert "'..'" in "\n".join(hq.warnings)
+
+
+def test_parquet_column_flags_and_streaming(tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    rows = [{"key": f"k{i}", "before": png_bytes("white"), "after": png_bytes("red"), "prompt": f"p{i}"}
+            for i in range(10)]
+    import pyarrow as pa
+
+    table = pa.Table.from_pylist(rows)
+    (tmp_path / "plain").mkdir()
+    pq.write_table(table, tmp_path / "plain" / "part.parquet", row_group_size=3)
+    batches: list[int] = []
+    original = pq.ParquetFile.iter_batches
+
+    def spy(self, *args, **kwargs):
+        for batch in original(self, *args, **kwargs):
+            batches.append(batch.num_rows)
+            yield batch
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", spy)
+    with pytest.raises(InputError, match="no source image column"):
+        load_parquet([tmp_path / "plain"], columns={"ground_truth": "after"})
+    result = load_parquet([tmp_path / "plain"], columns={"id": "key", "source": "before", "ground_truth": "after",
+                                                         "target_caption": "prompt"}, dataset="mine", limit=7)
+    assert result.n_items == 7 and max(batches) <= 32  # read in bounded batches, never the whole table
+    with pytest.raises(InputError, match="no column 'nope'"):
+        load_parquet([tmp_path / "plain"], columns={"source": "nope", "instruction": "prompt",
+                                                    "ground_truth": "after"})
+
+
+def test_unmatched_report_is_a_few_lines():
+    unmatched = Unmatched()
+    for i in range(100):
+        unmatched.add("m: no output", f"x{i}")
+    unmatched.add("other", "y")
+    assert unmatched.lines() == ["m: no output: 100 (e.g. x0, x1, x2, ...)", "other: 1 (y)"]
