@@ -94,6 +94,9 @@ class EvaluationArrays:
     structure_keys_source: np.ndarray | None = None
     structure_keys_edits: list[np.ndarray] | None = None
     unedited_measures: list[dict[str, float | None]] | None = None
+    pie_clip_edit_embeddings: np.ndarray | None = None  # PIE-Bench's CLIP score (clip_score_whole / _edited)
+    pie_clip_masked_edit_embeddings: np.ndarray | None = None
+    pie_clip_target_embedding: np.ndarray | None = None
     mask_origin: str | None = None  # "given" (uploaded / passed) or "bpm" (BPM's regions, per edit)
     network_metrics: tuple[str, ...] = ()  # the feature metrics asked for (add_bpm reuses the choice)
 
@@ -119,6 +122,9 @@ class EvaluationArrays:
             structure_keys_source=self.structure_keys_source,
             structure_keys_edits=self.structure_keys_edits,
             unedited_measures=self.unedited_measures,
+            pie_clip_edit_embeddings=self.pie_clip_edit_embeddings,
+            pie_clip_masked_edit_embeddings=self.pie_clip_masked_edit_embeddings,
+            pie_clip_target_embedding=self.pie_clip_target_embedding,
         )
 
 
@@ -127,6 +133,8 @@ NETWORK_METRICS: dict[str, str] = {
     "dino_gt": "DINO (MagicBrush: facebook/dino-vits16)",
     "structure_distance": "DINO (PIE-Bench: facebook/dino-vitb8)",
     "lpips_unedited": "LPIPS (PIE-Bench: squeeze)",
+    "clip_score_whole": "CLIP (PIE-Bench: ViT-L-14/openai)",
+    "clip_score_edited": "CLIP (PIE-Bench: ViT-L-14/openai)",
 }
 
 
@@ -138,6 +146,7 @@ class FeatureNetworks:
     structure: str = "facebook/dino-vitb8"  # structure_distance (PIE-Bench)
     lpips: str = "squeeze"  # lpips_unedited (PIE-Bench)
     structure_pixel_scale: float = 255.0  # PIE-Bench's script feeds 0-255 pixels to the key extractor
+    pie_clip: str = "ViT-L-14/openai"  # clip_score_whole / clip_score_edited (PIE-Bench's CLIPScore backbone)
 
 
 def load_edit_mask(mask: Any, size: tuple[int, int]) -> np.ndarray:
@@ -161,11 +170,12 @@ def load_edit_mask(mask: Any, size: tuple[int, int]) -> np.ndarray:
 
 def feature_inputs(source: Any, edits: Sequence[Any], ground_truth: Any, edit_mask: np.ndarray | None,
                    wanted: Collection[str], networks: FeatureNetworks,
-                   settings: Settings) -> tuple[dict[str, Any], list[str]]:
+                   settings: Settings, target_text: str | None = None) -> tuple[dict[str, Any], list[str]]:
     """The network-made metric inputs of one item (PIL images in, :class:`MetricInputs` fields out) and
     notes on untrained networks: DINO embeddings (``dino_gt``, with a ground truth), DINO keys
     (``structure_distance``) and, with an edit mask, the unedited-region measures (LPIPS when
-    ``lpips_unedited`` is wanted). The Evaluator and batch runs both compute them here."""
+    ``lpips_unedited`` is wanted), and PIE-Bench's CLIP embeddings of the edits (whole, and outside the mask
+    black) and of ``target_text``. The Evaluator and batch runs both compute them here."""
     from .inference.dino import get_dino
 
     fields: dict[str, Any] = {}
@@ -192,6 +202,13 @@ def feature_inputs(source: Any, edits: Sequence[Any], ground_truth: Any, edit_ma
         fields["unedited_measures"] = [unedited_measures(source, edit, edit_mask, lpips) for edit in edits]
         if lpips is not None and lpips.untrained:
             notes.append(f"LPIPS (unedited) {UNTRAINED_WARNING} ({lpips.label})")
+    if {"clip_score_whole", "clip_score_edited"} & set(wanted) and target_text:
+        from .inference.clip_score import pie_clip_embeddings
+
+        rows, untrained = pie_clip_embeddings(edits, edit_mask, target_text, wanted, networks.pie_clip, settings)
+        fields.update({name: unit_rows(value, "CLIP score embeddings") for name, value in rows.items()})
+        fields["pie_clip_target_embedding"] = fields["pie_clip_target_embedding"][0]
+        notes.extend([f"CLIP score (PIE-Bench) {UNTRAINED_WARNING} ({untrained})"] if untrained else [])
     return fields, notes
 
 
@@ -297,7 +314,8 @@ class Evaluator:
 
     def add_references(self, arrays: EvaluationArrays, *, ground_truth: ImageInput | LoadedImage | None = None,
                        output_caption: str | None = None, edit_mask: Any = None,
-                       network_metrics: Sequence[str] = (), timings: dict[str, float] | None = None) -> list[str]:
+                       network_metrics: Sequence[str] = (), timings: dict[str, float] | None = None,
+                       target_text: str | None = None) -> list[str]:
         """Fill the reference and preservation inputs of ``arrays``; returns notes (untrained networks).
 
         The ground truth and the output caption are encoded with this evaluator's CLIP; the feature
@@ -327,7 +345,7 @@ class Evaluator:
             arrays.mask_origin = "given"
         fields, network_notes = feature_inputs(arrays.source.image, [edit.image for edit in arrays.edits],
                                                arrays.ground_truth.image if arrays.ground_truth is not None else None,
-                                               arrays.edit_mask, wanted, self.networks, self.settings)
+                                               arrays.edit_mask, wanted, self.networks, self.settings, target_text)
         for name, value in fields.items():
             setattr(arrays, name, value)
         notes.extend(network_notes)
@@ -433,7 +451,7 @@ class Evaluator:
                 report_progress(0.85, "reference and preservation inputs")
                 reference_notes = self.add_references(arrays, ground_truth=ground_truth, output_caption=output_caption,
                                                       edit_mask=edit_mask, network_metrics=network_metrics,
-                                                      timings=timings)
+                                                      timings=timings, target_text=target_text)
         start = time.perf_counter()
         report_progress(0.9, "scoring")
         results = self.score(arrays, attrs, options)

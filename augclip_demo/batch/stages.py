@@ -81,13 +81,13 @@ class FeatureSource:
         self._lock = threading.Lock()
 
     def inputs(self, source: LoadedImage, edits: Sequence[LoadedImage], ground_truth: LoadedImage | None,
-               mask: np.ndarray | None) -> dict[str, Any]:
+               mask: np.ndarray | None, target_text: str | None = None) -> dict[str, Any]:
         """The :class:`MetricInputs` fields the feature networks make for one item."""
         with self._lock:
             try:
                 fields, notes = feature_inputs(source.image, [edit.image for edit in edits],
                                                ground_truth.image if ground_truth is not None else None, mask,
-                                               self.keys, self.networks, self.settings)
+                                               self.keys, self.networks, self.settings, target_text)
             except AugclipError as exc:
                 raise FeatureFailure(str(exc)) from exc
             self.notes.extend(note for note in notes if note not in self.notes)
@@ -96,7 +96,8 @@ class FeatureSource:
     def signature(self) -> dict[str, Any]:
         """The networks behind the chosen feature metrics (compared on resume, like the CLIP model)."""
         specs = {"dino_gt": self.networks.dino, "structure_distance": self.networks.structure,
-                 "lpips_unedited": self.networks.lpips}
+                 "lpips_unedited": self.networks.lpips, "clip_score_whole": self.networks.pie_clip,
+                 "clip_score_edited": self.networks.pie_clip}
         out: dict[str, Any] = {key: specs[key] for key in self.keys}
         if "structure_distance" in self.keys:
             out["structure_pixel_scale"] = self.networks.structure_pixel_scale
@@ -415,7 +416,7 @@ def score_pixels(item: ManifestItem, source: LoadedImage, edits: list[LoadedImag
 
         mask = load_edit_mask(item.edit_mask_path, source.image.size)
     if features is not None and features.keys:
-        fields = features.inputs(source, edits, ground_truth, mask)
+        fields = features.inputs(source, edits, ground_truth, mask, item.target_text)
     elif mask is not None and any("unedited_measures" in METRICS[key].needs for key in keys):
         from ..inference.image_measures import unedited_measures
 

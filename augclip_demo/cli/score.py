@@ -91,6 +91,9 @@ def add_network_args(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--lpips-net", metavar="NET", default=FeatureNetworks.lpips,
                        help=f"LPIPS backbone: alex, squeeze or vgg (default {FeatureNetworks.lpips}, PIE-Bench's; "
                             "random:NET for an untrained smoke test)")
+    group.add_argument("--pie-clip-model", metavar="SPEC", default=FeatureNetworks.pie_clip,
+                       help=f"CLIP for clip_score_whole / clip_score_edited (default {FeatureNetworks.pie_clip}, "
+                            "PIE-Bench's; random:tiny for an untrained smoke test)")
 
 
 def feature_metrics_from_args(args: argparse.Namespace) -> list[str]:
@@ -105,7 +108,8 @@ def feature_metrics_from_args(args: argparse.Namespace) -> list[str]:
 
 
 def networks_from_args(args: argparse.Namespace) -> FeatureNetworks:
-    return FeatureNetworks(dino=args.dino_model, structure=args.structure_model, lpips=args.lpips_net)
+    return FeatureNetworks(dino=args.dino_model, structure=args.structure_model, lpips=args.lpips_net,
+                           pie_clip=args.pie_clip_model)
 
 
 def options_from_args(args: argparse.Namespace) -> AugCLIPOptions:

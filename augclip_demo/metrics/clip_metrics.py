@@ -62,6 +62,15 @@ def clip_t(edit_image: np.ndarray, tgt_text: np.ndarray) -> float:
     return cosine(edit, as_vector(tgt_text, "tgt_text", edit.shape[0]))
 
 
+def clip_score(image: np.ndarray, text: np.ndarray) -> float:
+    """CLIPScore as PIE-Bench reports it (torchmetrics' ``CLIPScore``): ``100 * max(cos(image, text), 0)``."""
+    return clip_score_from_unit(normalize(as_vector(image, "image embedding")), normalize(as_vector(text, "text embedding")))
+
+
+def clip_score_from_unit(image: np.ndarray, text: np.ndarray) -> float:
+    return 100.0 * max(float(np.dot(image, text)), 0.0)
+
+
 def augmented_variant_name(replace: Replacement, weighted: bool) -> str:
     return f"clip_dir_aug_{replace}" + ("_weighted" if weighted else "")
 

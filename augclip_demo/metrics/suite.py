@@ -50,6 +50,7 @@ from .clip_metrics import (
     augmented_clip_dir_from_unit,
     augmented_variant_name,
     clip_dir_from_unit,
+    clip_score_from_unit,
 )
 from .pixel import l2_distance
 from .reference import l1_to_ground_truth, l2_to_ground_truth, structure_distance
@@ -71,6 +72,9 @@ NO_STRUCTURE = "not requested (it loads facebook/dino-vitb8: ask for the structu
 NO_LPIPS = "not requested (it loads the LPIPS network: ask for the lpips_unedited metric)"
 NO_MASK = "no edit mask given (upload one, or run BPM: its regions then give the mask)"
 NO_UNEDITED = "the edit mask covers the whole image: nothing unedited to compare"
+NO_PIE_CLIP = "not requested (it loads CLIP ViT-L/14: ask for the clip_score_whole / clip_score_edited metrics)"
+NO_PIE_CLIP_MASK = ("no edit mask given, or not requested (it loads CLIP ViT-L/14: ask for the clip_score_edited "
+                    "metric)")
 
 
 class MetricUnavailable(Exception):
@@ -116,6 +120,12 @@ NEEDS: dict[str, Need] = {
                            "last-block attention keys (DINO ViT-B/8) of the source and of every edit", NO_STRUCTURE),
     "unedited_measures": Need(("unedited_measures",), "PSNR / MSE / SSIM / LPIPS outside the edit mask, measured "
                               "per edit with torchmetrics (inference/image_measures.py)", NO_MASK),
+    "pie_clip_embeddings": Need(("pie_clip_edit_embeddings", "pie_clip_target_embedding"),
+                                "unit CLIP ViT-L/14 embeddings of every edit and of the target text (PIE-Bench)",
+                                NO_PIE_CLIP),
+    "pie_clip_masked_embeddings": Need(("pie_clip_masked_edit_embeddings", "pie_clip_target_embedding"),
+                                       "unit CLIP ViT-L/14 embeddings of every edit with the pixels outside the edit "
+                                       "mask black, and of the target text (PIE-Bench)", NO_PIE_CLIP_MASK),
     # supplied by the judge stage (no MetricInputs field): listed so tables and docs can say what it needs
     "llm": Need((), "an MLLM judge: an OpenAI-compatible chat model that reads images (--judge-model)",
                 "no judge model configured (set OPENAI_BASE_URL or OPENAI_API_KEY, and --judge-model)"),
@@ -156,6 +166,9 @@ class MetricInputs:
     structure_keys_source: np.ndarray | None = None  # (tokens, d) float32
     structure_keys_edits: list[np.ndarray] | None = None  # per edit, (tokens, d)
     unedited_measures: list[dict[str, float | None]] | None = None  # per edit, by metric key
+    pie_clip_edit_embeddings: np.ndarray | None = None  # (n_edits, d) PIE-Bench's CLIP (ViT-L/14)
+    pie_clip_masked_edit_embeddings: np.ndarray | None = None  # (n_edits, d) the same, outside the mask black
+    pie_clip_target_embedding: np.ndarray | None = None  # (d,)
     augclip_options: dict[str, Any] | None = None  # keyword arguments of augclip_score; None: its defaults
 
     @property
@@ -281,6 +294,16 @@ def _structure(inputs: MetricInputs, i: int) -> float:
     return structure_distance(inputs.structure_keys_source, inputs.structure_keys_edits[i])
 
 
+def _pie_clip_whole(inputs: MetricInputs, i: int) -> float:
+    assert inputs.pie_clip_edit_embeddings is not None and inputs.pie_clip_target_embedding is not None
+    return clip_score_from_unit(inputs.pie_clip_edit_embeddings[i], inputs.pie_clip_target_embedding)
+
+
+def _pie_clip_edited(inputs: MetricInputs, i: int) -> float:
+    assert inputs.pie_clip_masked_edit_embeddings is not None and inputs.pie_clip_target_embedding is not None
+    return clip_score_from_unit(inputs.pie_clip_masked_edit_embeddings[i], inputs.pie_clip_target_embedding)
+
+
 def _unedited(key: str) -> MetricFn:
     def compute(inputs: MetricInputs, i: int) -> float:
         assert inputs.unedited_measures is not None
@@ -377,6 +400,12 @@ METRIC_TABLE: tuple[Metric, ...] = (
            "(PIE-Bench)", frozenset({"unedited_measures"}), "pixels", _unedited("mse_unedited")),
     Metric("ssim_unedited", "SSIM (unedited)", True, "SSIM between source and edit outside the edit mask (PIE-Bench)",
            frozenset({"unedited_measures"}), "pixels", _unedited("ssim_unedited")),
+    Metric("clip_score_whole", "CLIP score (whole)", True, "PIE-Bench's CLIP similarity of the whole edit to the "
+           "target prompt: 100 x max(cosine, 0), CLIP ViT-L/14", frozenset({"pie_clip_embeddings"}), "pixels",
+           _pie_clip_whole),
+    Metric("clip_score_edited", "CLIP score (edited)", True, "PIE-Bench's CLIP similarity of the edited part (pixels "
+           "outside the edit mask black) to the target prompt: 100 x max(cosine, 0), CLIP ViT-L/14",
+           frozenset({"pie_clip_masked_embeddings"}), "pixels", _pie_clip_edited),
     Metric("bpm", "BPM", True,
            "BPM paper, Alg. 1: 0.7 S_semantic + 0.3 S_region from GroundingDINO + SAM regions; needs an instruction "
            "(or o1/o2) and the region models", frozenset({"pixels", "instruction"}), "regions", primary=True),
@@ -399,7 +428,7 @@ METRICS: dict[str, Metric] = {metric.key: metric for metric in METRIC_TABLE}
 #: lack their inputs, but shown in tables wherever an edit has a value for them.
 REFERENCE_METRICS: tuple[str, ...] = ("l1_gt", "l2_gt", "clip_i_gt", "dino_gt", "clip_t_caption",
                                       "structure_distance", "psnr_unedited", "lpips_unedited", "mse_unedited",
-                                      "ssim_unedited")
+                                      "ssim_unedited", "clip_score_whole", "clip_score_edited")
 
 
 def register_metric(metric: Metric) -> None:

@@ -31,7 +31,7 @@ from ...errors import InputError
 from ..loaders import LoaderResult, _read_json
 from ..manifest import relative_inside
 from ..triplets import safe_filename
-from .common import Unmatched, edit_entry, inside, method_folders, real_folder, write_items
+from .common import Unmatched, edit_entry, find_image, inside, method_folders, real_folder, write_items
 
 MASK_SIDE = 512
 #: PIE-Bench's ten editing types (README of the PnPInversion repository), by ``editing_type_id``.
@@ -156,6 +156,7 @@ def _items(entries: dict[str, Any], root: Path, images: Path, folders: list[tupl
         for name, folder in folders:
             try:
                 found = inside(folder, entry["image_path"], f"{name} output")
+                found = found if found.is_file() else find_image(found.parent, found.stem) or found  # .png saves
                 if not found.is_file():
                     unmatched.add(f"{name}: no output", entry["image_path"])
                     continue
