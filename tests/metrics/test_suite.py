@@ -15,6 +15,7 @@ from augclip_demo.metrics.clip_metrics import (
     augmented_variant_name,
     clip_dir,
     clip_i,
+    clip_score,
     clip_t,
 )
 from augclip_demo.metrics.pixel import l2_distance
@@ -53,6 +54,9 @@ def raw_case(seed: int = 3, d: int = 24):
         "dino_truth": rng.normal(size=6),
         "keys_source": rng.normal(size=(5, 4)),
         "keys_edits": [rng.normal(size=(5, 4)) for _ in range(2)],
+        "pie_edits": rng.normal(size=(2, 7)),
+        "pie_masked": rng.normal(size=(2, 7)),
+        "pie_text": rng.normal(size=7),
         "unedited": [{"psnr_unedited": 20.0 + k, "mse_unedited": 0.01 * k, "ssim_unedited": 0.5 + 0.1 * k,
                       "lpips_unedited": 0.2 * k} for k in (1, 2)],
     }
@@ -80,6 +84,9 @@ def inputs_of(case, source_text=True, options=None) -> MetricInputs:
         structure_keys_edits=case["keys_edits"],
         mask=np.zeros((12, 10), bool),
         unedited_measures=case["unedited"],
+        pie_clip_edit_embeddings=unit_rows(case["pie_edits"], "PIE CLIP"),
+        pie_clip_masked_edit_embeddings=unit_rows(case["pie_masked"], "PIE CLIP masked"),
+        pie_clip_target_embedding=unit_rows(case["pie_text"][None], "PIE CLIP text")[0],
     )
 
 
@@ -101,6 +108,8 @@ def test_every_computable_row_equals_its_public_function_on_raw_inputs():
             "clip_t_caption": clip_t(e, case["caption"]),
             "dino_gt": clip_i(case["dino_truth"], case["dino_edits"][i]),
             "structure_distance": structure_distance(case["keys_source"], case["keys_edits"][i]),
+            "clip_score_whole": clip_score(case["pie_edits"][i], case["pie_text"]),
+            "clip_score_edited": clip_score(case["pie_masked"][i], case["pie_text"]),
             **case["unedited"][i],
         }
         for replace, weighted in AUGMENTED_VARIANTS:
