@@ -10,6 +10,7 @@
 * :mod:`.ray_engine` - ``engine="ray"``: the same run on Ray Data actors (optional extra ``ray``; imported on use)
 * :mod:`.protocol_tables` - s2AFC, AccBoth, win shares, rank and score correlations from results files
 * :mod:`.loaders` - TEdBench, MagicBrush and CSV layouts -> manifests
+* :mod:`.benchmarks` - PIE-Bench, EditVal, DreamBooth, Hugging Face Parquet and CelebA-style layouts -> manifests
 * :mod:`.triplets` - ground-truth-test triplets (gt, ep = noisy source, em = supplied image)
 * :mod:`.ziputil`, :mod:`.upload` - the app's upload path (safe zip extraction, one call to run)
 * :mod:`.bench` - the speed benchmark

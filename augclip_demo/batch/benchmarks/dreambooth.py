@@ -1,5 +1,5 @@
-"""DreamBooth (Ruiz et al., "DreamBooth: Fine Tuning Text-to-Image Diffusion Models for Subject-Driven
-Generation", CVPR 2023): its released subject set as a manifest of subject-driven generations.
+"""DreamBooth (Ruiz et al., the DreamBooth paper on subject-driven fine-tuning, CVPR 2023): its released
+subject set as a manifest of subject-driven generations.
 
 The released layout (``dataset/`` of the google/dreambooth repository)::
 

@@ -1,4 +1,4 @@
-"""PIE-Bench (Ju et al., "PnP Inversion: Boosting Diffusion-based Editing with 3 Lines of Code", ICLR 2024).
+"""PIE-Bench (Ju et al., the PnP Inversion paper, ICLR 2024).
 
 The released benchmark (``data/`` of the PnPInversion repository's download)::
 
