@@ -400,29 +400,39 @@ def test_parquet_emu_edit_hq_edit_and_paths(tmp_path):
 
 
 def test_parquet_column_flags_and_streaming(tmp_path, monkeypatch):
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    rows = [{"key": f"k{i}", "before": png_bytes("white"), "after": png_bytes("red"), "prompt": f"p{i}"}
-            for i in range(10)]
-    import pyarrow as pa
+    rng = np.random.default_rng(0)
 
-    table = pa.Table.from_pylist(rows)
+    def noise_png() -> bytes:  # ~120 kB that do not compress: the shard's bulk
+        buffer = io.BytesIO()
+        Image.fromarray(rng.integers(0, 255, (200, 200, 3), dtype=np.uint8)).save(buffer, format="PNG")
+        return buffer.getvalue()
+
+    rows = [{"key": f"k{i}", "before": noise_png(), "after": noise_png(), "prompt": f"p{i}"} for i in range(60)]
     (tmp_path / "plain").mkdir()
-    pq.write_table(table, tmp_path / "plain" / "part.parquet", row_group_size=3)
-    batches: list[int] = []
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "plain" / "part.parquet", row_group_size=2)
+    shard_bytes = sum(len(r["before"]) + len(r["after"]) for r in rows)
+    held: list[int] = []
     original = pq.ParquetFile.iter_batches
 
     def spy(self, *args, **kwargs):
         for batch in original(self, *args, **kwargs):
-            batches.append(batch.num_rows)
+            held.append(pa.total_allocated_bytes())  # Arrow memory while the batch is in use
             yield batch
 
     monkeypatch.setattr(pq.ParquetFile, "iter_batches", spy)
     with pytest.raises(InputError, match="no source image column"):
         load_parquet([tmp_path / "plain"], columns={"ground_truth": "after"})
+    baseline = pa.total_allocated_bytes()
     result = load_parquet([tmp_path / "plain"], columns={"id": "key", "source": "before", "ground_truth": "after",
-                                                         "target_caption": "prompt"}, dataset="mine", limit=7)
-    assert result.n_items == 7 and max(batches) <= 32  # read in bounded batches, never the whole table
+                                                         "target_caption": "prompt"}, dataset="mine")
+    assert result.n_items == 60 and len(held) >= 30
+    # a few row groups' worth of the 30 at most, and flat (a reader over the whole file holds them all by its end)
+    assert max(held) - baseline < shard_bytes / 4 and max(held[-10:]) <= max(held[:10]) * 1.1
+    assert load_parquet([tmp_path / "plain"], tmp_path / "plain" / "seven.jsonl", columns={
+        "source": "before", "ground_truth": "after", "instruction": "prompt"}, limit=7).n_items == 7
     with pytest.raises(InputError, match="no column 'nope'"):
         load_parquet([tmp_path / "plain"], columns={"source": "nope", "instruction": "prompt",
                                                     "ground_truth": "after"})

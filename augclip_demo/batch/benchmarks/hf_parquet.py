@@ -3,8 +3,8 @@
 The Hub's Parquet shards store an ``Image`` feature as a struct ``{"bytes": ..., "path": ...}`` (bytes
 embedded, or a path); plain binary and path-string columns are read too. A column mapping names the
 columns that play each role (:data:`ROLES`), by flag or through a named preset (:data:`PARQUET_PRESETS`,
-taken from the datasets' cards). The shards are streamed a few rows at a time
-(``ParquetFile.iter_batches``), each embedded image is written once under its content hash
+taken from the datasets' cards). The shards are streamed a few rows at a time, one row group
+after another (``ParquetFile.iter_batches``), each embedded image is written once under its content hash
 (``<manifest>_images/ab/abcd....png``) and each item is written to the manifest as it is made, so a
 100k-row set never sits in memory whole.
 """
@@ -207,14 +207,18 @@ def _items(shards: list[Path], mapping: ColumnMap, folders: list[tuple[str, Path
     for shard in shards:
         present = _present(shard, mapping)
         wanted = sorted({c for cols in present.values() for c in cols})
-        for batch in pq.ParquetFile(shard).iter_batches(batch_size=BATCH_ROWS, columns=wanted):
-            for row in batch.to_pylist():
-                number += 1
-                if limit is not None and number > limit:
-                    return
-                item = _item(row, number, present, folders, writer, out, name, used, unmatched)
-                if item is not None:
-                    yield item
+        reader = pq.ParquetFile(shard)
+        # one iter_batches per row group: a single one over the whole file keeps every row group it has read
+        # allocated until it ends (pyarrow 26: the whole shard); one per group frees each group in turn
+        for group in range(reader.num_row_groups):
+            for batch in reader.iter_batches(batch_size=BATCH_ROWS, columns=wanted, row_groups=[group]):
+                for row in batch.to_pylist():
+                    number += 1
+                    if limit is not None and number > limit:
+                        return
+                    item = _item(row, number, present, folders, writer, out, name, used, unmatched)
+                    if item is not None:
+                        yield item
 
 
 def _text(row: dict[str, Any], present: dict[str, tuple[str, ...]], role: str) -> str | None:
