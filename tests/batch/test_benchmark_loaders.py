@@ -444,3 +444,28 @@ def test_unmatched_report_is_a_few_lines():
         unmatched.add("m: no output", f"x{i}")
     unmatched.add("other", "y")
     assert unmatched.lines() == ["m: no output: 100 (e.g. x0, x1, x2, ...)", "other: 1 (y)"]
+
+
+def test_every_loader_runs_from_the_cli(editval, dreambooth, tmp_path, capsys):
+    assert main(["manifest", "editval", str(editval), "--coco-dir", str(editval / "coco"), "--method-dir",
+                 f"p2p={editval / 'edited' / 'pix2pix'}", "--split-types"]) == 0
+    assert "6 item(s), 6 edited image(s)" in capsys.readouterr().out
+    assert main(["manifest", "dreambooth", str(dreambooth), "--method-dir", str(dreambooth / "generated" / "model-a"),
+                 "--unique-token", "sks", "--dataset", "db"]) == 0
+    assert "3 item(s), 4 edited image(s)" in capsys.readouterr().out
+    root = tmp_path / "faces"
+    save(root / "faces" / "a.png")
+    (root / "attributes.txt").write_text("a photo of a smiling person\n")
+    save(root / "m" / "1" / "a.png")
+    assert main(["manifest", "celeba", str(root), "--method-dir", str(root / "m")]) == 0
+    assert "1 item(s), 1 edited image(s)" in capsys.readouterr().out
+    shard = write_shard(tmp_path / "pq" / "train.parquet",
+                        [{"q": "a cat", "src": image_struct(png_bytes("white")), "dst": image_struct(png_bytes("red"))}],
+                        ["src", "dst"])
+    assert main(["manifest", "parquet", str(shard), "--source-column", "src", "--ground-truth-column", "dst",
+                 "--instruction-column", "q", "--dataset", "mine"]) == 0
+    assert "1 item(s), 1 edited image(s)" in capsys.readouterr().out
+    # a method folder outside the manifest's folder is refused up front, with what to do
+    assert main(["manifest", "editval", str(editval), "--coco-dir", str(editval / "coco"), "--method-dir",
+                 str(tmp_path / "pq")]) == 2
+    assert "outside the manifest's folder" in capsys.readouterr().err

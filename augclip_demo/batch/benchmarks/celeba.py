@@ -105,7 +105,7 @@ def load_celeba(root: str | Path, out: str | Path | None = None, *, methods: Seq
     if not list_path.is_file():
         raise InputError(f"CelebA-style: {list_path} not found (one target text per line, or name,target_text CSV)")
     targets = read_attributes(list_path)
-    folders = method_folders(methods, "CelebA-style model folder")
+    folders = method_folders(methods, "CelebA-style model folder", out)
     if not folders:
         raise InputError("CelebA-style: give at least one model's output folder (--method-dir DIR or NAME=DIR), laid "
                          "out as <attribute>/<face>.png")

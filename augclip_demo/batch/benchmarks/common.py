@@ -73,9 +73,10 @@ def image_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS)
 
 
-def method_folders(paths: Iterable[str | Path] | None, what: str) -> list[tuple[str, Path]]:
-    """``NAME=DIR`` or ``DIR`` (name: the folder's name) -> (name, resolved folder); names must be unique."""
-    out: list[tuple[str, Path]] = []
+def method_folders(paths: Iterable[str | Path] | None, what: str, out: Path | None = None) -> list[tuple[str, Path]]:
+    """``NAME=DIR`` or ``DIR`` (name: the folder's name) -> (name, resolved folder); names must be unique, and
+    with ``out`` each folder must lie inside the manifest's folder (the manifest's paths are relative to it)."""
+    found: list[tuple[str, Path]] = []
     for entry in paths or ():
         text = str(entry)
         name, sep, folder = text.partition("=")
@@ -83,10 +84,18 @@ def method_folders(paths: Iterable[str | Path] | None, what: str) -> list[tuple[
             name, folder = "", text
         path = real_folder(folder, what)
         name = name or path.name
-        if any(name == other for other, _ in out):
+        if any(name == other for other, _ in found):
             raise InputError(f"{what}: two method folders are both named {name!r}; name them with NAME=DIR")
-        out.append((name, path))
-    return out
+        if out is not None and not _is_within(path, out.parent):
+            raise InputError(f"{what} {path} is outside the manifest's folder {out.parent}; write the manifest (--out) "
+                             "into a folder that holds the dataset and every output folder")
+        found.append((name, path))
+    return found
+
+
+def _is_within(path: Path, folder: Path) -> bool:
+    root = Path(os.path.realpath(folder))
+    return path == root or root in path.parents
 
 
 def edit_entry(path: Path, out: Path, name: str, unmatched: Unmatched, role: str = "candidate") -> dict[str, str] | None:
@@ -130,10 +139,11 @@ def write_items(items: Iterable[dict[str, Any]], out: Path, unmatched: Unmatched
 
     try:
         write_manifest(counted(), out)
-    except ManifestError:
-        if counter["items"]:
-            raise
-        out.unlink(missing_ok=True)
-        raise InputError("no items found: " + ("; ".join(unmatched.lines()[:5]) or "the layout is empty")) from None
+    except InputError as exc:
+        out.with_name(out.name + ".tmp").unlink(missing_ok=True)  # write_manifest's staging file
+        if isinstance(exc, ManifestError) and not counter["items"]:
+            out.unlink(missing_ok=True)
+            raise InputError("no items found: " + ("; ".join(unmatched.lines()[:5]) or "the layout is empty")) from None
+        raise
     return LoaderResult(manifest=out, n_items=counter["items"], n_edits=counter["edits"],
                         warnings=[*(notes or []), *unmatched.lines()])

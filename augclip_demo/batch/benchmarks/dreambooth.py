@@ -72,17 +72,15 @@ def fill_prompt(template: str, cls: str, unique_token: str = "") -> str:
     return " ".join(template.replace("{0}", unique_token).replace("{1}", cls).split())
 
 
-def _prompt_index(stem: str, filled: list[str]) -> int | None:
-    """The prompt a generated file belongs to: by a leading index, else by its text; None if neither."""
+def _prompt_index(stem: str, texts: list[set[str]]) -> int | None:
+    """The prompt a generated file belongs to: by a leading index, else by its text (``texts[i]``: prompt
+    i's normalised spellings, with and without the unique token); None if neither."""
     match = _INDEXED.match(stem)
     if match:
         index = int(match.group(1))
-        return index if index < len(filled) else None
+        return index if index < len(texts) else None
     text = normalize_text(_SAMPLE_SUFFIX.sub("", stem))
-    for index, prompt in enumerate(filled):
-        if normalize_text(prompt) == text:
-            return index
-    return None
+    return next((index for index, spellings in enumerate(texts) if text in spellings), None)
 
 
 def load_dreambooth(root: str | Path, out: str | Path | None = None, *, methods: Sequence[str | Path] = (),
@@ -105,7 +103,7 @@ def load_dreambooth(root: str | Path, out: str | Path | None = None, *, methods:
     if not classes or not (object_prompts or live_prompts):
         raise InputError(f"DreamBooth: {path} has no 'Classes' section (subject_name,class lines) or no prompt list "
                          "('Object Prompts' / 'Live Subject Prompts' with 'a {0} {1} ...'.format(...) lines)")
-    folders = method_folders(methods, "DreamBooth model folder")
+    folders = method_folders(methods, "DreamBooth model folder", out)
     if not folders:
         raise InputError("DreamBooth: give at least one model's folder of generated images (--method-dir DIR or "
                          "NAME=DIR), laid out as <subject>/<prompt index or prompt>.png")
@@ -121,18 +119,26 @@ def load_dreambooth(root: str | Path, out: str | Path | None = None, *, methods:
     return write_items(items, out, unmatched)
 
 
-def _generated(folder: Path, filled: list[str], name: str, subject: str,
+def _generated(folder: Path | None, texts: list[set[str]], name: str, subject: str,
                unmatched: Unmatched) -> dict[int, list[Path]]:
     by_prompt: dict[int, list[Path]] = {}
-    if not folder.is_dir():
+    if folder is None or not folder.is_dir():
         return by_prompt
     for file in image_files(folder):
-        index = _prompt_index(file.stem, filled)
+        index = _prompt_index(file.stem, texts)
         if index is None:
             unmatched.add(f"{name}: generated files that match no prompt (not used)", f"{subject}/{file.name}")
             continue
         by_prompt.setdefault(index, []).append(file)
     return by_prompt
+
+
+def _subject_folder(folder: Path, subject: str, name: str, unmatched: Unmatched) -> Path | None:
+    try:
+        return inside(folder, subject, f"{name} subject folder")
+    except InputError as exc:  # a symlink out of the model's folder
+        unmatched.add(f"{name}: subject folders refused (not used)", str(exc))
+        return None
 
 
 def _items(root: Path, classes: dict[str, str], prompts: dict[str, list[str]], live: set[str],
@@ -151,7 +157,9 @@ def _items(root: Path, classes: dict[str, str], prompts: dict[str, list[str]], l
             unmatched.add("subjects without photos (not used)", subject)
             continue
         filled = [fill_prompt(template, cls, unique_token) for template in prompts[subject]]
-        generated = {name: _generated(inside(folder, subject, f"{name} subject folder"), filled, name, subject,
+        texts = [{normalize_text(text), normalize_text(fill_prompt(template, cls))}
+                 for text, template in zip(filled, prompts[subject])]
+        generated = {name: _generated(_subject_folder(folder, subject, name, unmatched), texts, name, subject,
                                       unmatched) for name, folder in folders}
         for index, target in enumerate(filled):
             edits = [edit for name, _ in folders for file in generated[name].get(index, [])

@@ -120,7 +120,7 @@ def load_editval(root: str | Path, out: str | Path | None = None, *, coco_dir: s
     if not isinstance(data, dict):
         raise InputError(f"EditVal {root / object_json}: expected an object of class -> image id -> edit type")
     coco = real_folder(coco_dir if coco_dir else root / "images", "EditVal COCO image folder")
-    folders = method_folders(methods, "EditVal method folder")
+    folders = method_folders(methods, "EditVal method folder", out)
     if not folders:
         raise InputError("EditVal: give at least one method's output folder (--method-dir DIR or NAME=DIR), laid out "
                          "as <edit type>/<image id>/<to>.png")

@@ -168,7 +168,7 @@ def load_parquet(paths: Sequence[str | Path], out: str | Path | None = None, *, 
     shards = _shards(paths)
     mapping = column_map(preset, columns or {})
     out = Path(out).expanduser() if out else shards[0].parent / "manifest.jsonl"
-    folders = method_folders(methods, "Parquet method folder")
+    folders = method_folders(methods, "Parquet method folder", out)
     name = dataset or preset or "parquet"
     writer = _ImageWriter(out.parent / f"{out.stem}_images", Path(os.path.realpath(root or shards[0].parent)))
     if "edit" not in mapping.columns and "ground_truth" not in mapping.columns and not folders:

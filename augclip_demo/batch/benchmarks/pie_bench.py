@@ -116,7 +116,7 @@ def load_pie_bench(root: str | Path, out: str | Path | None = None, *, methods: 
     images = root / "annotation_images"
     if not images.is_dir():
         raise InputError(f"PIE-Bench: {images} not found (the folder of source images)")
-    folders = [(name, _outputs_root(path)) for name, path in method_folders(methods, "PIE-Bench method folder")]
+    folders = [(name, _outputs_root(path)) for name, path in method_folders(methods, "PIE-Bench method folder", out)]
     if not folders:
         raise InputError("PIE-Bench: give at least one method's output folder (--method-dir DIR or NAME=DIR); "
                          "the benchmark has no edited images of its own")
