@@ -294,14 +294,13 @@ def _structure(inputs: MetricInputs, i: int) -> float:
     return structure_distance(inputs.structure_keys_source, inputs.structure_keys_edits[i])
 
 
-def _pie_clip_whole(inputs: MetricInputs, i: int) -> float:
-    assert inputs.pie_clip_edit_embeddings is not None and inputs.pie_clip_target_embedding is not None
-    return clip_score_from_unit(inputs.pie_clip_edit_embeddings[i], inputs.pie_clip_target_embedding)
-
-
-def _pie_clip_edited(inputs: MetricInputs, i: int) -> float:
-    assert inputs.pie_clip_masked_edit_embeddings is not None and inputs.pie_clip_target_embedding is not None
-    return clip_score_from_unit(inputs.pie_clip_masked_edit_embeddings[i], inputs.pie_clip_target_embedding)
+def _pie_clip(field_name: str) -> MetricFn:
+    """PIE-Bench's CLIP score of the image embeddings in ``field_name`` (whole edits, or their edited parts)."""
+    def compute(inputs: MetricInputs, i: int) -> float:
+        rows = getattr(inputs, field_name)
+        assert rows is not None and inputs.pie_clip_target_embedding is not None
+        return clip_score_from_unit(rows[i], inputs.pie_clip_target_embedding)
+    return compute
 
 
 def _unedited(key: str) -> MetricFn:
@@ -402,10 +401,10 @@ METRIC_TABLE: tuple[Metric, ...] = (
            frozenset({"unedited_measures"}), "pixels", _unedited("ssim_unedited")),
     Metric("clip_score_whole", "CLIP score (whole)", True, "PIE-Bench's CLIP similarity of the whole edit to the "
            "target prompt: 100 x max(cosine, 0), CLIP ViT-L/14", frozenset({"pie_clip_embeddings"}), "pixels",
-           _pie_clip_whole),
+           _pie_clip("pie_clip_edit_embeddings")),
     Metric("clip_score_edited", "CLIP score (edited)", True, "PIE-Bench's CLIP similarity of the edited part (pixels "
            "outside the edit mask black) to the target prompt: 100 x max(cosine, 0), CLIP ViT-L/14",
-           frozenset({"pie_clip_masked_embeddings"}), "pixels", _pie_clip_edited),
+           frozenset({"pie_clip_masked_embeddings"}), "pixels", _pie_clip("pie_clip_masked_edit_embeddings")),
     Metric("bpm", "BPM", True,
            "BPM paper, Alg. 1: 0.7 S_semantic + 0.3 S_region from GroundingDINO + SAM regions; needs an instruction "
            "(or o1/o2) and the region models", frozenset({"pixels", "instruction"}), "regions", primary=True),

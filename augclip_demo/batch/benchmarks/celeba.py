@@ -26,7 +26,7 @@ from ..loaders import LoaderResult, slug
 from ..manifest import relative_inside
 from .common import (
     Unmatched,
-    edit_entry,
+    collect_edits,
     find_image,
     image_files,
     inside,
@@ -118,15 +118,8 @@ def _items(faces: list[Path], targets: list[AttributeTarget], folders: list[tupl
            source_text: str, dataset: str, unmatched: Unmatched) -> Iterator[dict[str, Any]]:
     for face in faces:
         for target in targets:
-            edits = []
-            for name, folder in folders:
-                found = _output(folder, face, target)
-                if found is None:
-                    unmatched.add(f"{name}: no output", f"{target.keys[0]}/{face.stem}")
-                    continue
-                edit = edit_entry(found, out, name, unmatched)
-                if edit is not None:
-                    edits.append(edit)
+            edits = collect_edits(folders, lambda _, folder: _output(folder, face, target),  # noqa: B023
+                                  f"{target.keys[0]}/{face.stem}", out, unmatched)
             item_id = f"{face.stem}-{target.keys[0]}"
             if not edits:
                 unmatched.add("(face, attribute) pairs with no output from any model (not written)", item_id)

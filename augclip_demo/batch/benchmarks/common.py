@@ -10,7 +10,7 @@ whose report is a few lines, one per kind, with the first examples: nothing is d
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,6 +105,22 @@ def edit_entry(path: Path, out: Path, name: str, unmatched: Unmatched, role: str
     except InputError as exc:
         unmatched.add(f"{name}: outputs outside the manifest's folder (not used)", str(exc))
         return None
+
+
+def collect_edits(folders: list[tuple[str, Path]], find: Callable[[str, Path], Path | None], missing: str,
+                  out: Path, unmatched: Unmatched) -> list[dict[str, str]]:
+    """One candidate edit per method whose ``find(name, folder)`` gives an output; the others are counted as
+    ``<name>: no output`` with ``missing`` as the example."""
+    edits = []
+    for name, folder in folders:
+        found = find(name, folder)
+        if found is None:
+            unmatched.add(f"{name}: no output", missing)
+            continue
+        edit = edit_entry(found, out, name, unmatched)
+        if edit is not None:
+            edits.append(edit)
+    return edits
 
 
 def find_inside(folder: Path, relative_stem: str, what: str, unmatched: Unmatched) -> Path | None:

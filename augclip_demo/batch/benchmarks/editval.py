@@ -26,7 +26,7 @@ from ..manifest import relative_inside
 from .common import (
     Unmatched,
     article,
-    edit_entry,
+    collect_edits,
     find_image,
     find_inside,
     inside,
@@ -173,14 +173,10 @@ def _items(data: dict[str, Any], coco: Path, folders: list[tuple[str, Path]], ou
             "source_text": f"a photo of {article(name)} {name}", "instruction": instruction, "edits": [],
             "meta": {"benchmark": "editval", "edit_type": edit_type, "class": cls, "image_id": image_id,
                      "from": source_value, "to": value}}
-        for method, folder in folders:
-            found = find_inside(folder, f"{edit_type}/{image_id}/{value}", f"{method} output", unmatched)
-            if found is None:
-                unmatched.add(f"{method}: no output", f"{edit_type}/{image_id}/{value}.png")
-                continue
-            edit = edit_entry(found, out, method, unmatched)
-            if edit is not None:
-                item["edits"].append(edit)
+        where = f"{edit_type}/{image_id}/{value}"
+        item["edits"] = collect_edits(
+            folders, lambda method, folder: find_inside(folder, where, f"{method} output", unmatched),  # noqa: B023
+            f"{where}.png", out, unmatched)
         if not item["edits"]:
             unmatched.add("edits with no output from any method (not written)", item_id)
             continue

@@ -22,7 +22,7 @@ from ...errors import InputError
 from ..loaders import LoaderResult, _unique
 from ..manifest import relative_inside
 from ..triplets import safe_filename
-from .common import Unmatched, edit_entry, find_image, inside, method_folders, write_items
+from .common import Unmatched, collect_edits, find_image, inside, method_folders, write_items
 
 #: Roles a column can play: images (source, ground truth, an edited image, an edit mask) and texts.
 IMAGE_ROLES = ("source", "ground_truth", "edit", "mask")
@@ -275,11 +275,6 @@ def _item(row: dict[str, Any], number: int, present: dict[str, tuple[str, ...]],
 def _add_method_outputs(item: dict[str, Any], raw_id: str, folders: list[tuple[str, Path]], out: Path,
                         unmatched: Unmatched) -> None:
     plain = "/" not in raw_id and "\\" not in raw_id and raw_id not in (".", "..")
-    for method, folder in folders:
-        found = (find_image(folder, raw_id) if plain else None) or find_image(folder, safe_filename(raw_id))
-        if found is None:
-            unmatched.add(f"{method}: no output", f"{raw_id}.png")
-            continue
-        edit = edit_entry(found, out, method, unmatched)
-        if edit is not None:
-            item["edits"].append(edit)
+    item["edits"] += collect_edits(
+        folders, lambda _, folder: (find_image(folder, raw_id) if plain else None)
+        or find_image(folder, safe_filename(raw_id)), f"{raw_id}.png", out, unmatched)
