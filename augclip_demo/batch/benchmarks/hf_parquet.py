@@ -179,10 +179,19 @@ def load_parquet(paths: Sequence[str | Path], out: str | Path | None = None, *, 
     return write_items(items, out, unmatched, [f"images written once each under {writer.folder}"])
 
 
+def _parquet() -> Any:
+    """``pyarrow.parquet`` (an optional dependency, as for Parquet results), or a clear error."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InputError("reading Parquet datasets needs pyarrow: pip install pyarrow (or 'augclip-demo[ray]')") \
+            from None
+    return pq
+
+
 def _present(shard: Path, mapping: ColumnMap) -> dict[str, tuple[str, ...]]:
     """The roles whose columns the shard has; an error for a required one it lacks."""
-    import pyarrow.parquet as pq
-
+    pq = _parquet()
     try:
         names = set(pq.ParquetFile(shard).schema_arrow.names)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad file
@@ -200,8 +209,7 @@ def _present(shard: Path, mapping: ColumnMap) -> dict[str, tuple[str, ...]]:
 
 def _items(shards: list[Path], mapping: ColumnMap, folders: list[tuple[str, Path]], writer: _ImageWriter,
            out: Path, name: str, limit: int | None, unmatched: Unmatched) -> Iterator[dict[str, Any]]:
-    import pyarrow.parquet as pq
-
+    pq = _parquet()
     used: set[str] = set()
     number = 0
     for shard in shards:
