@@ -238,6 +238,7 @@ subject_name,class
 backpack,backpack
 cat2,cat
 bear_plushie,stuffed animal
+../../outside,dog
 
 Prompts
 
@@ -290,6 +291,7 @@ def test_dreambooth_layout(dreambooth):
     assert "model-a: generated files that match no prompt (not used): 1 (backpack/notes.png)" in report
     assert "model-a: subject folders not in the class list (not used): 1 (teapot)" in report
     assert "subjects without photos (not used): 1 (bear_plushie)" in report
+    assert "subject names refused (not used): 1" in report and "'..'" in report
     token = load_dreambooth(dreambooth, dreambooth / "token.jsonl", methods=[dreambooth / "generated" / "model-a"],
                             unique_token="sks")
     assert "a sks backpack on a red sofa" in {i.target_text for i in load_manifest(token.manifest)}
