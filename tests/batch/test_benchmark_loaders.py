@@ -471,3 +471,21 @@ def test_every_loader_runs_from_the_cli(editval, dreambooth, tmp_path, capsys):
     assert main(["manifest", "editval", str(editval), "--coco-dir", str(editval / "coco"), "--method-dir",
                  str(tmp_path / "pq")]) == 2
     assert "outside the manifest's folder" in capsys.readouterr().err
+
+
+def test_pie_bench_crop_follows_a_regenerated_output(pie_bench):
+    """A second run after a method's outputs were regenerated uses the new output, not the first run's crop."""
+    output = pie_bench / "output" / "instruct-pix2pix" / "annotation_images" / "0_random_140" / "000000000000.jpg"
+
+    def crop_colour(colour: str) -> tuple[int, ...]:
+        side_by_side = Image.new("RGB", (1024, 512), "black")
+        side_by_side.paste(Image.new("RGB", (512, 512), colour), (512, 0))
+        side_by_side.save(output)
+        result = load_pie_bench(pie_bench / "data", pie_bench / "pie.jsonl",
+                                methods=[pie_bench / "output" / "instruct-pix2pix"])
+        (item,) = [i for i in load_manifest(result.manifest) if i.id == "000000000000"]
+        return tuple(int(v) for v in np.asarray(Image.open(item.edits[0].resolved))[256, 256])
+
+    first, second = crop_colour("yellow"), crop_colour("blue")
+    assert first[0] > 200 and first[2] < 60  # yellow
+    assert second[2] > 200 and second[0] < 60  # blue: the regenerated output, not the stale crop

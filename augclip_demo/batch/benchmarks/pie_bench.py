@@ -20,6 +20,7 @@ evaluation does; the crop is written next to the manifest.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -84,15 +85,20 @@ def _outputs_root(folder: Path) -> Path:
 
 
 def _square_output(path: Path, crops: Path, name: str, key: str) -> Path:
-    """``path``, or its bottom-right 512 x 512 crop (written once) when the output is not square."""
+    """``path``, or its bottom-right 512 x 512 crop when the output is not square.
+
+    The crop is written on every run (never reused from an earlier one: the outputs may have been
+    regenerated since), staged and renamed so a reader never sees half a file.
+    """
     with Image.open(path) as image:
         width, height = image.size
         if width == height:
             return path
         target = crops / safe_filename(name) / f"{safe_filename(key)}.png"
-        if not target.is_file():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            image.convert("RGB").crop((width - MASK_SIDE, height - MASK_SIDE, width, height)).save(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staged = target.with_name(target.name + ".tmp")
+        image.convert("RGB").crop((width - MASK_SIDE, height - MASK_SIDE, width, height)).save(staged, format="PNG")
+    os.replace(staged, target)
     return target
 
 
