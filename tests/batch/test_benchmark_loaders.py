@@ -489,3 +489,19 @@ def test_pie_bench_crop_follows_a_regenerated_output(pie_bench):
     first, second = crop_colour("yellow"), crop_colour("blue")
     assert first[0] > 200 and first[2] < 60  # yellow
     assert second[2] > 200 and second[0] < 60  # blue: the regenerated output, not the stale crop
+
+
+def test_parquet_shard_corrupt_past_its_footer_is_a_clear_error(tmp_path, capsys):
+    """A shard whose footer reads but whose data pages are damaged: an error naming the shard, no traceback."""
+    rows = [{"q": f"q{i}", "src": image_struct(png_bytes("white")), "dst": image_struct(png_bytes("red"))}
+            for i in range(40)]
+    shard = write_shard(tmp_path / "pq" / "train.parquet", rows, ["src", "dst"], row_group_size=5)
+    data = bytearray(shard.read_bytes())
+    assert len(data) > 4000
+    data[200:600] = b"Z" * 400  # damage the first row group's pages; the footer (schema) at the end stays readable
+    shard.write_bytes(bytes(data))
+    code = main(["manifest", "parquet", str(shard), "--source-column", "src", "--ground-truth-column", "dst",
+                 "--instruction-column", "q"])
+    err = capsys.readouterr().err
+    assert code == 2 and str(shard) in err and "row group" in err and "Traceback" not in err
+    assert not (shard.parent / "manifest.jsonl").exists()

@@ -219,14 +219,28 @@ def _items(shards: list[Path], mapping: ColumnMap, folders: list[tuple[str, Path
         # one iter_batches per row group: a single one over the whole file keeps every row group it has read
         # allocated until it ends (pyarrow 26: the whole shard); one per group frees each group in turn
         for group in range(reader.num_row_groups):
-            for batch in reader.iter_batches(batch_size=BATCH_ROWS, columns=wanted, row_groups=[group]):
-                for row in batch.to_pylist():
-                    number += 1
-                    if limit is not None and number > limit:
-                        return
-                    item = _item(row, number, present, folders, writer, out, name, used, unmatched)
-                    if item is not None:
-                        yield item
+            for row in _rows(reader, shard, group, wanted):
+                number += 1
+                if limit is not None and number > limit:
+                    return
+                item = _item(row, number, present, folders, writer, out, name, used, unmatched)
+                if item is not None:
+                    yield item
+
+
+def _rows(reader: Any, shard: Path, group: int, wanted: list[str]) -> Iterator[dict[str, Any]]:
+    """The rows of one row group, a batch at a time; a damaged group is an error naming the shard."""
+    batches = reader.iter_batches(batch_size=BATCH_ROWS, columns=wanted, row_groups=[group])
+    while True:
+        try:
+            batch = next(batches, None)
+            rows = batch.to_pylist() if batch is not None else None
+        except Exception as exc:  # noqa: BLE001 - pyarrow raises OSError, ArrowInvalid ... for damaged pages
+            raise InputError(f"Parquet shard {shard}: row group {group} cannot be read ({exc}); the file is damaged "
+                             "or incomplete: download it again") from None
+        if rows is None:
+            return
+        yield from rows
 
 
 def _text(row: dict[str, Any], present: dict[str, tuple[str, ...]], role: str) -> str | None:
