@@ -505,3 +505,16 @@ def test_parquet_shard_corrupt_past_its_footer_is_a_clear_error(tmp_path, capsys
     err = capsys.readouterr().err
     assert code == 2 and str(shard) in err and "row group" in err and "Traceback" not in err
     assert not (shard.parent / "manifest.jsonl").exists()
+
+
+def test_editval_reports_repeated_and_unusable_values(editval):
+    """A value object.json repeats for one image, an empty one and one that is not text: each counted, none silent."""
+    data = json.loads((editval / "object.json").read_text())
+    data["bench"]["100166"]["object_addition"]["to"] += ["bag", "", 7]
+    (editval / "object.json").write_text(json.dumps(data))
+    result = load_editval(editval, coco_dir=editval / "coco", methods=[editval / "edited" / "pix2pix"])
+    ids = [i.id for i in load_manifest(result.manifest)]
+    assert ids.count("100166-object_addition-bag") == 1
+    report = "\n".join(result.warnings)
+    assert "repeated (image, edit type, value) entries (one item kept): 1 (100166-object_addition-bag)" in report
+    assert "'to' values that are not text or are empty (not used): 2" in report

@@ -149,6 +149,9 @@ def _edits_of(data: dict[str, Any], unmatched: Unmatched) -> Iterator[tuple[str,
                 for value in targets:
                     if isinstance(value, str) and value.strip():
                         yield str(cls), str(image_id), str(edit_type), source_value, value.strip()
+                    else:
+                        unmatched.add("'to' values that are not text or are empty (not used)",
+                                      f"{image_id}/{edit_type}: {value!r}")
 
 
 def _items(data: dict[str, Any], coco: Path, folders: list[tuple[str, Path]], out: Path, split_types: bool,
@@ -164,8 +167,9 @@ def _items(data: dict[str, Any], coco: Path, folders: list[tuple[str, Path]], ou
         name = cls.replace("_", " ").strip()
         target, instruction = describe_edit(name, edit_type, source_value, value)
         item_id = f"{image_id}-{edit_type}-{slug(value)}"
-        if item_id in used:
-            continue  # object.json repeats a value for one image: one item is enough
+        if item_id in used:  # object.json repeats a value for one image: one item is enough
+            unmatched.add("repeated (image, edit type, value) entries (one item kept)", item_id)
+            continue
         used.add(item_id)
         item: dict[str, Any] = {
             "id": item_id, "dataset": f"{dataset}:{edit_type}" if split_types else dataset,
