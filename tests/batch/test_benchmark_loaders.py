@@ -518,3 +518,12 @@ def test_editval_reports_repeated_and_unusable_values(editval):
     report = "\n".join(result.warnings)
     assert "repeated (image, edit type, value) entries (one item kept): 1 (100166-object_addition-bag)" in report
     assert "'to' values that are not text or are empty (not used): 2" in report
+
+
+def test_parquet_text_role_on_an_image_column_is_refused(tmp_path):
+    """Mapping a text role (instruction) to an image column is an error naming the column, not bytes as text."""
+    shard = write_shard(tmp_path / "pq" / "train.parquet",
+                        [{"q": "a cat", "src": image_struct(png_bytes("white")), "dst": image_struct(png_bytes("red"))}],
+                        ["src", "dst"])
+    with pytest.raises(InputError, match=r"column 'dst' \(for instruction\) holds struct.*not text"):
+        load_parquet([shard], columns={"source": "src", "ground_truth": "dst", "instruction": "dst"})

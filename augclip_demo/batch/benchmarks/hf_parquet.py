@@ -193,18 +193,33 @@ def _present(shard: Path, mapping: ColumnMap) -> dict[str, tuple[str, ...]]:
     """The roles whose columns the shard has; an error for a required one it lacks."""
     pq = _parquet()
     try:
-        names = set(pq.ParquetFile(shard).schema_arrow.names)
+        schema = pq.ParquetFile(shard).schema_arrow
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad file
         raise InputError(f"Parquet shard {shard}: cannot be read ({exc})") from None
+    names = set(schema.names)
     present: dict[str, tuple[str, ...]] = {}
     for role, cols in mapping.columns.items():
         missing = [c for c in cols if c not in names]
         if not missing:
             present[role] = cols
+            _check_text_columns(shard, schema, role, cols)
         elif role not in mapping.optional:
             raise InputError(f"Parquet shard {shard}: no column {missing[0]!r} (for {role}); its columns are "
                              f"{', '.join(sorted(names))}")
     return present
+
+
+def _check_text_columns(shard: Path, schema: Any, role: str, cols: tuple[str, ...]) -> None:
+    """A text role's columns must hold text or numbers (an image column's bytes would become the text)."""
+    if role not in TEXT_ROLES:
+        return
+    import pyarrow as pa
+
+    for col in cols:
+        kind = schema.field(col).type
+        if pa.types.is_nested(kind) or pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+            raise InputError(f"Parquet shard {shard}: column {col!r} (for {role}) holds {kind}, not text; give a "
+                             f"text column (--{role.replace('_', '-')}-column)")
 
 
 def _items(shards: list[Path], mapping: ColumnMap, folders: list[tuple[str, Path]], writer: _ImageWriter,
