@@ -527,3 +527,11 @@ def test_parquet_text_role_on_an_image_column_is_refused(tmp_path):
                         ["src", "dst"])
     with pytest.raises(InputError, match=r"column 'dst' \(for instruction\) holds struct.*not text"):
         load_parquet([shard], columns={"source": "src", "ground_truth": "dst", "instruction": "dst"})
+
+
+def test_parquet_limit_below_one_says_so(tmp_path):
+    shard = write_shard(tmp_path / "pq" / "train.parquet",
+                        [{"q": "a cat", "src": image_struct(png_bytes("white")), "dst": image_struct(png_bytes("red"))}],
+                        ["src", "dst"])
+    with pytest.raises(InputError, match="--limit must be at least 1"):
+        load_parquet([shard], columns={"source": "src", "ground_truth": "dst", "instruction": "q"}, limit=0)

@@ -165,6 +165,8 @@ def load_parquet(paths: Sequence[str | Path], out: str | Path | None = None, *, 
     folders holding ``<id>.png``. Image paths in cells are looked up under ``root`` (default: the
     first shard's folder) and must stay inside it.
     """
+    if limit is not None and limit < 1:
+        raise InputError(f"--limit must be at least 1 (the number of rows to read), got {limit}")
     shards = _shards(paths)
     mapping = column_map(preset, columns or {})
     out = Path(out).expanduser() if out else shards[0].parent / "manifest.jsonl"
