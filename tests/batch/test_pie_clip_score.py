@@ -17,13 +17,14 @@ import pytest
 import torch
 from PIL import Image
 
-from augclip_demo.batch.benchmarks import decode_pie_mask, load_pie_bench
+from augclip_demo.batch.benchmarks import load_pie_bench
 from augclip_demo.batch.results import iter_results
 from augclip_demo.batch.runner import BatchOptions, run_batch
 from augclip_demo.config import Settings
 from augclip_demo.inference.clip_encoder import get_encoder
 from augclip_demo.metrics.clip_metrics import clip_score
 from augclip_demo.pipeline import FeatureNetworks
+from tests.batch.test_benchmark_loaders import reference_mask
 from tests.support import TINY, draw_scene
 
 PAIRS = [100 * 512 + 64, 300, 101 * 512 + 64, 300, 300 * 512, 512 * 60]
@@ -80,7 +81,7 @@ def test_pie_bench_clip_rows_match_the_direct_computation(pie_layout, tiny_encod
     assert any("CLIP score (PIE-Bench)" in note and "untrained" in note for note in summary.notes)
     (record,) = list(iter_results(out))
     assert record["run"]["features"] == {"clip_score_whole": "random:tiny", "clip_score_edited": "random:tiny"}
-    mask = decode_pie_mask(PAIRS)  # with the one-pixel border, as the loader wrote it
+    mask = reference_mask(PAIRS)  # PIE-Bench's decoding written out in the test, one-pixel border included
     values = []
     for edit in record["edits"]:
         image = Image.open(pie_layout / edit["path"]).convert("RGB")
