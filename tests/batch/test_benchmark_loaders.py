@@ -535,3 +535,20 @@ def test_parquet_limit_below_one_says_so(tmp_path):
                         ["src", "dst"])
     with pytest.raises(InputError, match="--limit must be at least 1"):
         load_parquet([shard], columns={"source": "src", "ground_truth": "dst", "instruction": "q"}, limit=0)
+
+
+def test_parquet_repeated_id_is_reported_and_not_given_the_first_rows_output(tmp_path):
+    """Two rows with one id (two splits' shards, say): the second is renamed and said so, and a method's
+    <id>.png, which belongs to one of them only, is not attached to both."""
+    base = {"instruction": "make it snow", "task": "global", "split": "test", "hash": "h",
+            "input_caption": "a street", "output_caption": "a snowy street", "idx": 1}
+    write_shard(tmp_path / "emu" / "a.parquet", [{**base, "image": image_struct(png_bytes("white"))}], ["image"])
+    write_shard(tmp_path / "emu" / "b.parquet", [{**base, "image": image_struct(png_bytes("grey"))}], ["image"])
+    save(tmp_path / "emu" / "model" / "1.png")
+    result = load_parquet([tmp_path / "emu"], preset="emu-edit", methods=[tmp_path / "emu" / "model"])
+    items = load_manifest(result.manifest)
+    assert [i.id for i in items] == ["1"] and [e.path for e in items[0].edits] == ["model/1.png"]
+    report = "\n".join(result.warnings)
+    assert "rows whose id repeats an earlier row's (renamed <id>-2 ...; method outputs not looked up): 1 " \
+        "(row 2: 1 -> 1-2)" in report
+    assert "rows with no edited image (not written): 1" in report

@@ -288,8 +288,9 @@ def _item(row: dict[str, Any], number: int, present: dict[str, tuple[str, ...]],
             unmatched.add(f"{role} images unusable" + (" (row not written)" if role == "source" else ""), str(exc))
     if "source" not in images:
         return None
-    item: dict[str, Any] = {"id": _unique(raw_id, used), "dataset": name, "source": images["source"],
-                            "target_text": target, "edits": []}
+    item_id = _unique(raw_id, used)
+    item: dict[str, Any] = {"id": item_id, "dataset": name, "source": images["source"], "target_text": target,
+                            "edits": []}
     for key, role in (("instruction", "instruction"), ("source_text", "source_caption")):
         value = _text(row, present, role)
         if value:
@@ -302,7 +303,11 @@ def _item(row: dict[str, Any], number: int, present: dict[str, tuple[str, ...]],
                               "role": "candidate"})
     if "mask" in images:
         item["edit_mask"] = images["mask"]
-    _add_method_outputs(item, raw_id, folders, out, unmatched)
+    if item_id == raw_id:
+        _add_method_outputs(item, raw_id, folders, out, unmatched)
+    else:  # a method's <id>.png belongs to one of the rows sharing the id, and which one is unknown
+        unmatched.add("rows whose id repeats an earlier row's (renamed <id>-2 ...; method outputs not looked up)",
+                      f"row {number}: {raw_id} -> {item_id}")
     if not item["edits"]:
         unmatched.add("rows with no edited image (not written)", label)
         return None
