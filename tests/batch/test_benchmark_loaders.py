@@ -274,6 +274,7 @@ def dreambooth(tmp_path: Path) -> Path:
     save(gen / "backpack" / "notes.png")  # matches no prompt
     save(gen / "cat2" / "a cat asleep in a basket-2.png")
     save(gen / "teapot" / "00.png")  # a subject not in the list
+    save(gen / "05.png")  # a generated image outside any subject folder
     return root
 
 
@@ -290,6 +291,7 @@ def test_dreambooth_layout(dreambooth):
     report = "\n".join(result.warnings)
     assert "model-a: generated files that match no prompt (not used): 1 (backpack/notes.png)" in report
     assert "model-a: subject folders not in the class list (not used): 1 (teapot)" in report
+    assert "model-a: images outside a subject folder (not used): 1 (05.png)" in report
     assert "subjects without photos (not used): 1 (bear_plushie)" in report
     assert "subject names refused (not used): 1" in report and "'..'" in report
     token = load_dreambooth(dreambooth, dreambooth / "token.jsonl", methods=[dreambooth / "generated" / "model-a"],

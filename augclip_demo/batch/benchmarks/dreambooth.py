@@ -115,6 +115,8 @@ def load_dreambooth(root: str | Path, out: str | Path | None = None, *, methods:
         for child in sorted(p.name for p in folder.iterdir() if p.is_dir()):
             if child not in classes:
                 unmatched.add(f"{name}: subject folders not in the class list (not used)", child)
+        for file in image_files(folder):
+            unmatched.add(f"{name}: images outside a subject folder (not used)", file.name)
     items = _items(root, classes, prompts, live, folders, out, unique_token, dataset, unmatched)
     return write_items(items, out, unmatched)
 
