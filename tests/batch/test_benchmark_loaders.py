@@ -349,8 +349,18 @@ def write_shard(path: Path, rows: list[dict], image_columns: list[str], row_grou
     return path
 
 
+def rgba_masked_image(size: tuple[int, int] = (32, 32)) -> bytes:
+    """MagicBrush's mask_img: an RGBA masked image (the region marked by its transparency), not a
+    binary mask (OSU-NLP-Group/MagicBrush issue #10); a larger resolution than the source is allowed."""
+    image = Image.new("RGBA", size, (255, 255, 255, 255))
+    image.paste((0, 0, 0, 0), (8, 8, 20, 20))
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
 def test_parquet_magicbrush_preset(tmp_path):
-    source, target, mask = png_bytes("white"), png_bytes("green"), png_bytes("black")
+    source, target, mask = png_bytes("white"), png_bytes("green"), rgba_masked_image((64, 64))
     rows = [{"img_id": "139", "turn_index": t, "source_img": image_struct(source),
              "mask_img": image_struct(mask), "instruction": f"step {t}", "target_img": image_struct(target)}
             for t in (1, 2)]
@@ -364,10 +374,12 @@ def test_parquet_magicbrush_preset(tmp_path):
     first = items[0]
     assert first.instruction == "step 1" and first.target_text == "step 1" and first.dataset == "magicbrush"
     assert first.edits[0].role == "gt" and first.ground_truth == first.edits[0].path
-    assert first.edit_mask is not None
+    # mask_img is a masked RGBA image, not a white = edit mask: the preset leaves it out (as MagicBrush's
+    # evaluation and the JSON loader do) rather than read the white pixels of an image as the edit region
+    assert first.edit_mask is None
     # each distinct image written once, under its content hash
     written = sorted(p for p in (shard.parent / "manifest_images").rglob("*") if p.is_file())
-    assert len(written) == 3 and all(p.suffix == ".png" for p in written)
+    assert len(written) == 2 and all(p.suffix == ".png" for p in written)
     import hashlib
 
     assert first.source_path.name == hashlib.sha256(source).hexdigest() + ".png"

@@ -41,10 +41,11 @@ class ColumnMap:
 
 #: Presets from the datasets' cards on the Hugging Face Hub.
 PARQUET_PRESETS: dict[str, ColumnMap] = {
-    # osunlp/MagicBrush: img_id, turn_index, source_img, mask_img, instruction, target_img
+    # osunlp/MagicBrush: img_id, turn_index, source_img, mask_img, instruction, target_img. mask_img is not
+    # mapped: it is an RGBA masked image (the region marked by its transparency) at its own resolution, not
+    # a white = edit mask (the maintainers, OSU-NLP-Group/MagicBrush issue #10); MagicBrush's evaluation uses none
     "magicbrush": ColumnMap({"id": ("img_id", "turn_index"), "source": ("source_img",),
-                             "ground_truth": ("target_img",), "mask": ("mask_img",),
-                             "instruction": ("instruction",)}),
+                             "ground_truth": ("target_img",), "instruction": ("instruction",)}),
     # facebook/emu_edit_test_set: instruction, image, task, split, idx, hash, input_caption, output_caption;
     # facebook/emu_edit_test_set_generations adds edited_image and model
     "emu-edit": ColumnMap({"id": ("idx",), "source": ("image",), "instruction": ("instruction",),
