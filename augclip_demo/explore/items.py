@@ -1,0 +1,153 @@
+"""The item grid (pages of edits, sorted by any metric) and one item as its record holds it.
+
+The grid is one SQL query per page (``ORDER BY`` the chosen metric, ``LIMIT`` / ``OFFSET``), so a sort or a
+page costs the same on 100 or 100,000 items. :func:`item_record` returns the item's record exactly as the
+results file holds it (parsed from the record's own JSON), so the numbers the inspection view shows are
+the run's, never recomputed; thumbnails are read from the manifest's folder, refusing any path that
+leaves it.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from .slices import Slice
+from .store import ResultsStore, metric_column
+
+PAGE_SIZE = 24
+MAX_PAGE = 100_000
+SORT_FIELDS = ("id", "model", "dataset", "role")
+
+
+@dataclass
+class GridRow:
+    item: int
+    id: str
+    dataset: str
+    model: str
+    role: str
+    edit: int
+    source: str | None
+    path: str | None
+    values: dict[str, float | None]
+    untrained: bool
+
+
+@dataclass
+class GridPage:
+    rows: list[GridRow]
+    total: int
+    page: int
+    pages: int
+
+
+def _order(store: ResultsStore, sort: str, descending: bool) -> str:
+    direction = "DESC" if descending else "ASC"
+    if sort in store.metrics:
+        return f"{metric_column(sort)} {direction} NULLS LAST, item, edit"
+    if sort in SORT_FIELDS:
+        return f"{sort} {direction}, item, edit"
+    raise InputError(f"cannot sort by {sort!r}: choose a metric ({', '.join(store.metrics)}) or one of "
+                     f"{', '.join(SORT_FIELDS)}")
+
+
+def grid_page(store: ResultsStore, active: Slice, *, sort: str = "id", descending: bool = False, page: int = 0,
+              page_size: int = PAGE_SIZE) -> GridPage:
+    """One page of the slice's edits in the chosen order (pages count from 0)."""
+    where, params = active.where(store)
+    page = max(0, min(int(page), MAX_PAGE))
+    page_size = max(1, min(int(page_size), 200))
+    total = store.query(f"SELECT count(*) FROM edits WHERE {where}", params)[0][0]
+    pages = max(1, -(-total // page_size))
+    page = min(page, pages - 1)
+    columns = ", ".join(metric_column(k) for k in store.metrics)
+    rows = store.query(f"SELECT item, id, dataset, model, role, edit, source, path, untrained"
+                       f"{', ' + columns if columns else ''} FROM edits WHERE {where} "
+                       f"ORDER BY {_order(store, sort, descending)} LIMIT ? OFFSET ?",
+                       [*params, page_size, page * page_size])
+    out = [GridRow(int(r[0]), str(r[1]), str(r[2] or ""), str(r[3]), str(r[4]), int(r[5]), r[6], r[7],
+                   dict(zip(store.metrics, r[9:])), bool(r[8])) for r in rows]
+    return GridPage(out, int(total), page, pages)
+
+
+@dataclass
+class ItemView:
+    """One item for the inspection view: its record as stored, and where its images are (when known)."""
+
+    record: dict[str, Any]
+    run_label: str
+    images_root: Path | None
+
+    def score_rows(self, metrics: list[str]) -> tuple[list[str], list[list[Any]]]:
+        """One row per edit: index, name, role, then each metric's stored value (exact, ``repr`` of the float)."""
+        headers = ["edit", "name", "role", *metrics]
+        rows = []
+        for edit in self.record.get("edits", []):
+            values = edit.get("metrics") or {}
+            rows.append([edit.get("index"), edit.get("name", ""), edit.get("role", ""),
+                         *(exact(values.get(k)) for k in metrics)])
+        return headers, rows
+
+    def image(self, relative: str | None) -> Path | None:
+        """An image of the item inside the manifest's folder, or None (no manifest, missing, or outside)."""
+        if self.images_root is None or not relative:
+            return None
+        from ..batch.manifest import resolve_inside  # imported on use: it brings the attribute providers
+
+        try:
+            path = resolve_inside(self.images_root, relative, "image")
+        except InputError:
+            return None
+        return path if path.is_file() else None
+
+
+def exact(value: Any) -> str:
+    """A stored number as text that reads back to the same float (``repr``); n/a for a missing one."""
+    if value is None:
+        return "n/a"
+    return repr(float(value)) if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+
+
+def item_record(store: ResultsStore, item: int) -> ItemView:
+    """Item ``item`` (the edits table's number) with its stored record."""
+    found = store.query("SELECT DISTINCT file_no, line, run FROM edits WHERE item = ?", [int(item)])
+    if not found:
+        raise InputError(f"no item number {item} in the opened results")
+    file_no, line, run = found[0]
+    columns = ", ".join(f"CAST({c} AS VARCHAR)" for c in ("id", "dataset", "status", "error", "source", "target_text",
+                                                          "source_text", "instruction", "edits", "human", "meta",
+                                                          "run"))
+    row = store.query(f"SELECT {columns} FROM records WHERE file_no = ? AND line = ?", [file_no, line])[0]
+    names = ("id", "dataset", "status", "error", "source", "target_text", "source_text", "instruction")
+    record: dict[str, Any] = dict(zip(names, row[:8]))
+    for name, text in zip(("edits", "human", "meta", "run"), row[8:]):
+        record[name] = json.loads(text) if text is not None else None
+    opened = store.files[file_no]
+    from ..batch.manifest import manifest_root
+
+    root = manifest_root(opened.manifest) if opened.manifest is not None else None
+    return ItemView(record, store.runs[run - 1].label(), root)
+
+
+def thumbnail_data_uri(path: Path | None, side: int = 160) -> str | None:
+    """A small JPEG of an image as a data: URI (for the grid and the self-contained report)."""
+    if path is None:
+        return None
+    from PIL import Image
+
+    try:
+        with Image.open(path) as image:
+            image.draft("RGB", (side, side))
+            image = image.convert("RGB")
+            image.thumbnail((side, side))
+            buffer = io.BytesIO()
+            image.save(buffer, format="JPEG", quality=80)
+    except (OSError, ValueError, Image.DecompressionBombError):
+        return None
+    return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
