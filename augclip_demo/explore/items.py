@@ -28,6 +28,7 @@ SORT_FIELDS = ("id", "model", "dataset", "role")
 @dataclass
 class GridRow:
     item: int
+    file_no: int
     id: str
     dataset: str
     model: str
@@ -67,12 +68,12 @@ def grid_page(store: ResultsStore, active: Slice, *, sort: str = "id", descendin
     pages = max(1, -(-total // page_size))
     page = min(page, pages - 1)
     columns = ", ".join(metric_column(k) for k in store.metrics)
-    rows = store.query(f"SELECT item, id, dataset, model, role, edit, source, path, untrained"
+    rows = store.query(f"SELECT item, file_no, id, dataset, model, role, edit, source, path, untrained"
                        f"{', ' + columns if columns else ''} FROM edits WHERE {where} "
                        f"ORDER BY {_order(store, sort, descending)} LIMIT ? OFFSET ?",
                        [*params, page_size, page * page_size])
-    out = [GridRow(int(r[0]), str(r[1]), str(r[2] or ""), str(r[3]), str(r[4]), int(r[5]), r[6], r[7],
-                   dict(zip(store.metrics, r[9:])), bool(r[8])) for r in rows]
+    out = [GridRow(int(r[0]), int(r[1]), str(r[2]), str(r[3] or ""), str(r[4]), str(r[5]), int(r[6]), r[7], r[8],
+                   dict(zip(store.metrics, r[10:])), bool(r[9])) for r in rows]
     return GridPage(out, int(total), page, pages)
 
 
@@ -82,7 +83,8 @@ class ItemView:
 
     record: dict[str, Any]
     run_label: str
-    images_root: Path | None
+    store: ResultsStore
+    file_no: int
 
     def score_rows(self, metrics: list[str]) -> tuple[list[str], list[list[Any]]]:
         """One row per edit: index, name, role, then each metric's stored value (exact, ``repr`` of the float)."""
@@ -96,15 +98,7 @@ class ItemView:
 
     def image(self, relative: str | None) -> Path | None:
         """An image of the item inside the manifest's folder, or None (no manifest, missing, or outside)."""
-        if self.images_root is None or not relative:
-            return None
-        from ..batch.manifest import resolve_inside  # imported on use: it brings the attribute providers
-
-        try:
-            path = resolve_inside(self.images_root, relative, "image")
-        except InputError:
-            return None
-        return path if path.is_file() else None
+        return image_path(self.store, self.file_no, relative)
 
 
 def exact(value: Any) -> str:
@@ -128,15 +122,26 @@ def item_record(store: ResultsStore, item: int) -> ItemView:
     record: dict[str, Any] = dict(zip(names, row[:8]))
     for name, text in zip(("edits", "human", "meta", "run"), row[8:]):
         record[name] = json.loads(text) if text is not None else None
+    return ItemView(record, store.runs[run - 1].label(), store, int(file_no))
+
+
+def image_path(store: ResultsStore, file_no: int, relative: str | None) -> Path | None:
+    """An image named by a record of file ``file_no``, inside that file's manifest folder (None: no manifest,
+    missing, or a path that leaves the folder)."""
     opened = store.files[file_no]
-    from ..batch.manifest import manifest_root
+    if opened.manifest is None or not relative:
+        return None
+    from ..batch.manifest import manifest_root, resolve_inside  # on use: it brings the attribute providers
 
-    root = manifest_root(opened.manifest) if opened.manifest is not None else None
-    return ItemView(record, store.runs[run - 1].label(), root)
+    try:
+        path = resolve_inside(manifest_root(opened.manifest), relative, "image")
+    except InputError:
+        return None
+    return path if path.is_file() else None
 
 
-def thumbnail_data_uri(path: Path | None, side: int = 160) -> str | None:
-    """A small JPEG of an image as a data: URI (for the grid and the self-contained report)."""
+def thumbnail(path: Path | None, side: int = 160) -> Any:
+    """A small RGB copy of an image (PIL), or None when it cannot be read."""
     if path is None:
         return None
     from PIL import Image
@@ -144,10 +149,18 @@ def thumbnail_data_uri(path: Path | None, side: int = 160) -> str | None:
     try:
         with Image.open(path) as image:
             image.draft("RGB", (side, side))
-            image = image.convert("RGB")
-            image.thumbnail((side, side))
-            buffer = io.BytesIO()
-            image.save(buffer, format="JPEG", quality=80)
+            small = image.convert("RGB")
+            small.thumbnail((side, side))
+            return small
     except (OSError, ValueError, Image.DecompressionBombError):
         return None
+
+
+def thumbnail_data_uri(path: Path | None, side: int = 160) -> str | None:
+    """A small JPEG of an image as a data: URI (for the grid and the self-contained report)."""
+    small = thumbnail(path, side)
+    if small is None:
+        return None
+    buffer = io.BytesIO()
+    small.save(buffer, format="JPEG", quality=80)
     return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")

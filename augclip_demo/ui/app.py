@@ -29,6 +29,7 @@ from . import session as logic
 from . import views
 from .batch_tab import build_batch_tab
 from .examples import load_examples
+from .explore_tab import build_explore_tab
 from .guard import scrub_paths, user_facing
 from .hatie_tab import build_hatie_tab
 from .inputs import image_path_input, number_input
@@ -260,6 +261,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                 bpm_api = gr.Button(visible=False)
             build_batch_tab(base_settings, provider_choices=provider_choices, default_provider=default_provider,
                             clip_choices=clip_choices, folders=folders, after_run=sweep)
+            build_explore_tab(base_settings, folders=folders)
             with gr.Tab("Help"):
                 gr.Markdown(views.help_markdown())
 
