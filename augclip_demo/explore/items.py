@@ -115,12 +115,12 @@ def item_record(store: ResultsStore, item: int) -> ItemView:
         raise InputError(f"no item number {item} in the opened results")
     file_no, line, run = found[0]
     columns = ", ".join(f"CAST({c} AS VARCHAR)" for c in ("id", "dataset", "status", "error", "source", "target_text",
-                                                          "source_text", "instruction", "edits", "human", "meta",
-                                                          "run"))
+                                                          "source_text", "instruction", "edits", "human",
+                                                          "attributes", "meta", "run"))
     row = store.query(f"SELECT {columns} FROM records WHERE file_no = ? AND line = ?", [file_no, line])[0]
     names = ("id", "dataset", "status", "error", "source", "target_text", "source_text", "instruction")
     record: dict[str, Any] = dict(zip(names, row[:8]))
-    for name, text in zip(("edits", "human", "meta", "run"), row[8:]):
+    for name, text in zip(("edits", "human", "attributes", "meta", "run"), row[8:]):
         record[name] = json.loads(text) if text is not None else None
     return ItemView(record, store.runs[run - 1].label(), store, int(file_no))
 
@@ -164,3 +164,42 @@ def thumbnail_data_uri(path: Path | None, side: int = 160) -> str | None:
     buffer = io.BytesIO()
     small.save(buffer, format="JPEG", quality=80)
     return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+@dataclass
+class EvaluateInputs:
+    """What the Evaluate tab needs to explain an item with the run's recorded settings."""
+
+    source: Path
+    edits: list[Path]
+    edit_names: list[str]
+    target_text: str
+    source_text: str
+    instruction: str
+    source_attributes: list[str]
+    target_attributes: list[str]
+    model: str | None
+    options: dict[str, Any]  # the run's AugCLIP options (classifier, C, weighting, include_images, ...)
+
+
+def evaluate_inputs(view: ItemView) -> EvaluateInputs:
+    """The item's images (inside the manifest's folder), texts, attributes and the run's model and options."""
+    record = view.record
+    source = view.image(record.get("source"))
+    if source is None:
+        raise InputError("this item's images are not available here (the results were opened without their "
+                         "manifest, or the files moved): open them with --manifest to explain an item")
+    edits, names = [], []
+    for edit in record.get("edits") or []:
+        path = view.image(edit.get("path"))
+        if path is None:
+            raise InputError(f"edit {edit.get('index')} ({edit.get('name')}) of this item: its image is not available")
+        edits.append(path)
+        names.append(str(edit.get("name", "")))
+    attributes = record.get("attributes") or {}
+    run = record.get("run") or {}
+    return EvaluateInputs(source, edits, names, str(record.get("target_text") or ""),
+                          str(record.get("source_text") or ""), str(record.get("instruction") or ""),
+                          [str(a) for a in attributes.get("source_attributes") or []],
+                          [str(a) for a in attributes.get("target_attributes") or []],
+                          run.get("model"), dict(run.get("options") or {}))

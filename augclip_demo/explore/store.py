@@ -31,7 +31,8 @@ RUN_KEYS_SHOWN = ("model", "version", "precision", "matmul", "metrics", "options
 CATEGORY_FIELDS = ("dataset", "model", "role", "edit_type", "status", "run")
 RECORD_COLUMNS = {"id": "VARCHAR", "dataset": "VARCHAR", "status": "VARCHAR", "error": "VARCHAR",
                   "source": "VARCHAR", "target_text": "VARCHAR", "source_text": "VARCHAR",
-                  "instruction": "VARCHAR", "edits": "JSON", "human": "JSON", "meta": "JSON", "run": "JSON"}
+                  "instruction": "VARCHAR", "edits": "JSON", "human": "JSON", "attributes": "JSON", "meta": "JSON",
+                  "run": "JSON"}
 
 
 def metric_column(key: str) -> str:

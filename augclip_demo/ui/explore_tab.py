@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -88,13 +89,16 @@ def open_summary(store: ResultsStore) -> str:
     return "\n".join(lines)
 
 
-def build_explore_tab(settings: Settings, *, folders: WorkFolders | None = None, shelf: Shelf | None = None) -> None:
-    """Lay out the tab and wire it; call inside ``gr.Blocks`` / ``gr.Tabs``."""
+def build_explore_tab(settings: Settings, *, folders: WorkFolders | None = None,
+                      shelf: Shelf | None = None) -> EvaluateHandoff:
+    """Lay out the tab and wire it; call inside ``gr.Blocks`` / ``gr.Tabs``. The returned handoff connects the
+    Inspect view's button to the Evaluate tab (:meth:`EvaluateHandoff.wire`)."""
     shelf = shelf or Shelf(settings.explore_files)
     with gr.Tab("Explore", id="explore"):
         gr.Markdown(explore_help(settings))
         ui = _layout(shelf)
         _wire(ui, settings, shelf, folders)
+    return EvaluateHandoff(ui["to_evaluate"], ui["state"], shelf, folders)
 
 
 def _layout(shelf: Shelf) -> dict[str, Any]:
@@ -163,6 +167,9 @@ def _layout(shelf: Shelf) -> dict[str, Any]:
                                            elem_id="aug-explore-item-images")
             ui["item_scores"] = gr.Dataframe(empty_table("No item yet."), label="Scores as the run recorded them "
                                              "(exact)", interactive=False, elem_id="aug-explore-item-scores")
+            ui["to_evaluate"] = gr.Button("Explain in the Evaluate tab (relevancy maps, BPM, comparison grid: "
+                                          "computed anew with the run's model and AugCLIP options)",
+                                          elem_id="aug-explore-to-evaluate")
             ui["item_json"] = gr.JSON(label="Record", elem_id="aug-explore-item-json")
         with gr.Tab("Share", id="explore-share"):
             ui["report_btn"] = gr.Button("Make the HTML report of the active slice", elem_id="aug-explore-report-btn")
@@ -346,7 +353,9 @@ def _wire(ui: dict[str, Any], settings: Settings, shelf: Shelf, folders: WorkFol
             items = current.get(kind) or []
             if not isinstance(index, int) or not 0 <= index < len(items):
                 raise InputError("that row is no longer shown: refresh the view")
-            return (*inspect_views(shelf.store(current["key"]), items[index]), gr.Tabs(selected="explore-inspect"))
+            current["inspected"] = items[index]
+            return (current, *inspect_views(shelf.store(current["key"]), items[index]),
+                    gr.Tabs(selected="explore-inspect"))
         return inspect
 
     @user_facing
@@ -397,7 +406,7 @@ def _wire(ui: dict[str, Any], settings: Settings, shelf: Shelf, folders: WorkFol
         control.input(regrid, [state, *grid_inputs], [state, ui["grid"], ui["rows"]], api_name=False)
     for control in (ui["judge_a"], ui["judge_b"]):
         control.input(refound, [state, ui["judge_a"], ui["judge_b"]], [state, ui["found"]], api_name=False)
-    inspect_outputs = [ui["item_info"], ui["item_images"], ui["item_scores"], ui["item_json"], ui["tabs"]]
+    inspect_outputs = [state, ui["item_info"], ui["item_images"], ui["item_scores"], ui["item_json"], ui["tabs"]]
     ui["grid"].select(inspect_from("page_items"), [state], inspect_outputs, api_name=False)
     ui["rows"].select(inspect_from("page_items"), [state], inspect_outputs, api_name=False)
     ui["found"].select(inspect_from("found"), [state], inspect_outputs, api_name=False)
@@ -405,3 +414,48 @@ def _wire(ui: dict[str, Any], settings: Settings, shelf: Shelf, folders: WorkFol
         table.select(cell_items, [state], [state, ui["judge_a"], ui["judge_b"], ui["found"], ui["tabs"]],
                      api_name=False)
     ui["report_btn"].click(make_report, [state, ui["judge_a"], ui["judge_b"]], [ui["report"]], api_name=False)
+
+
+# ---------------------------------------------------------------------------------------------- to Evaluate
+class EvaluateHandoff:
+    """Open the inspected item in the Evaluate tab with the run's model and AugCLIP options (explanations are
+    new work there: the Explore tab keeps showing the run's own numbers)."""
+
+    #: the Evaluate inputs filled, in this order
+    FIELDS = ("source", "edits", "target", "source_text", "instruction", "src_box", "tgt_box", "classifier", "C",
+              "weighting", "include_images", "clip_model")
+
+    def __init__(self, button: gr.Button, state: gr.State, shelf: Shelf, folders: WorkFolders | None):
+        self.button, self.state, self.shelf, self.folders = button, state, shelf, folders
+
+    def wire(self, outputs: dict[str, Any], clip_choices: list[str], tabs: Any, tab_id: str = "evaluate") -> None:
+        """Connect the button to the Evaluate tab's inputs (``outputs`` by :data:`FIELDS` name)."""
+        from ..explore.items import evaluate_inputs
+
+        shelf, folders = self.shelf, self.folders
+
+        @user_facing
+        def handoff(current, request: gr.Request):
+            current = _state(current)
+            if current.get("inspected") is None:
+                raise InputError("inspect an item first (click it in Items or Disagreements)")
+            inputs = evaluate_inputs(item_record(shelf.store(current["key"]), current["inspected"]))
+            folder = (folders or WorkFolders()).new(getattr(request, "session_hash", None))
+            source = folder / f"source{inputs.source.suffix}"
+            shutil.copyfile(inputs.source, source)
+            edits = []
+            for index, (path, name) in enumerate(zip(inputs.edits, inputs.edit_names)):
+                safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in name)[:40] or "edit"
+                edits.append(str(folder / f"{index}-{safe}{path.suffix}"))
+                shutil.copyfile(path, edits[-1])
+            model = inputs.model if inputs.model in clip_choices else gr.skip()
+            if inputs.model not in clip_choices:
+                gr.Warning(f"the run's CLIP model {inputs.model} is not offered here: the page's model is kept")
+            options = inputs.options
+            values = [str(source), edits, inputs.target_text, inputs.source_text, inputs.instruction,
+                      "\n".join(inputs.source_attributes), "\n".join(inputs.target_attributes),
+                      options.get("classifier", gr.skip()), options.get("C", gr.skip()),
+                      options.get("weighting", gr.skip()), options.get("include_images", gr.skip()), model]
+            return [*values, gr.Tabs(selected=tab_id)]
+
+        self.button.click(handoff, [self.state], [*(outputs[name] for name in self.FIELDS), tabs], api_name=False)

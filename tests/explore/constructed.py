@@ -45,9 +45,11 @@ def constructed_records(run: dict[str, Any] | None = None) -> list[dict[str, Any
         human: dict[str, Any] = {"preferred": 0 if i in (2, 5, 7) else int(np.argmax([augclip[m] for m in MODELS]))}
         if i % 2 == 0:
             human["scores"] = [float(5 - 2 * j + (i % 3) * 0.25 * j) for j in range(3)]
+        attributes = {"source_attributes": ["a plain toy", "a grey floor"], "target_attributes": ["a red toy"],
+                      "provenance": {"provider": "manual"}}
         records.append({"id": f"toy-{i}", "dataset": "toy", "status": "ok", "source": f"src/{i}.png",
-                        "target_text": "a toy", "source_text": None, "instruction": None, "edits": edits,
-                        "human": human, "attributes": None, "meta": None, "run": run})
+                        "target_text": "a toy", "source_text": "a plain toy", "instruction": None, "edits": edits,
+                        "human": human, "attributes": attributes, "meta": None, "run": run})
     for i in range(4):
         values = {"gt": 0.8 - 0.1 * (i == 3), "ep": 0.6 + 0.3 * (i == 3), "em": 0.2}
         edits = [{"index": j, "path": f"edits/{role}/{i}.png", "name": f"m-{role}", "role": role, "sha256": None,

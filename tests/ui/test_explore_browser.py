@@ -110,6 +110,17 @@ def test_open_filter_sort_inspect_and_download_the_report(browser, explore_serve
     assert page.locator("#aug-explore-item-images img").count() == 4  # the source and three edits
     page.screenshot(path=str(shots / "explore-4-item.png"), full_page=True)
 
+    # explain it in the Evaluate tab, with the run's model and options: new work there, the record stays as is
+    page.locator("#aug-explore-to-evaluate").click()
+    page.wait_for_function("document.querySelectorAll('#aug-gallery img').length >= 3")
+    assert page.locator("#aug-target textarea").input_value() == record["target_text"]
+    assert page.locator("#aug-src-attrs textarea").input_value().splitlines() == \
+        record["attributes"]["source_attributes"]
+    page.locator("#aug-evaluate").click()
+    page.wait_for_function("document.querySelectorAll('#aug-table [role=gridcell]').length >= 21", timeout=240_000)
+    page.screenshot(path=str(shots / "explore-5-evaluate.png"), full_page=True)
+    page.get_by_role("tab", name="Explore", exact=True).click()
+
     # the report of the slice, downloaded
     page.get_by_role("tab", name="Share", exact=True).click()
     page.locator("#aug-explore-report-btn").click()
@@ -123,6 +134,6 @@ def test_open_filter_sort_inspect_and_download_the_report(browser, explore_serve
     assert "toy, AugCLIP &gt;= 0.5" in text and "Leaderboard" in text and "Kendall tau vs human ranks" in text
     assert "data:image/jpeg;base64," in text and "<script" not in text
     assert str(explore_server["folder"]) not in text
-    page.screenshot(path=str(shots / "explore-5-share.png"), full_page=True)
+    page.screenshot(path=str(shots / "explore-6-share.png"), full_page=True)
     page.goto(saved.as_uri())  # the report alone, as a reader opens it
-    page.screenshot(path=str(shots / "explore-6-report.png"), full_page=True)
+    page.screenshot(path=str(shots / "explore-7-report.png"), full_page=True)
