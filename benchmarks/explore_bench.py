@@ -3,7 +3,7 @@
 ``PYTHONPATH=. python benchmarks/explore_bench.py [--records 100000] [--format jsonl|parquet] [--keep DIR]``
 
 Writes a synthetic results file (records in the batch runner's format: three editing models per item,
-five metrics, human 2AFC choices and scores, two datasets, made-up values), then prints, each in a fresh
+five metrics, human 2AFC choices and scores, 8 + 8 attributes, two datasets, made-up values), then prints, each in a fresh
 measurement: the time from nothing to the leaderboard (DuckDB scan + per-model means, intervals, human
 ranks and Kendall's tau), the time of a filter (dataset + metric range) answering with its leaderboard
 and first grid page, the time of a sort (a page of the grid by a metric), and the process's peak
@@ -42,10 +42,14 @@ def synthetic_records(n: int, seed: int = 0):
             edits.append({"index": j, "path": f"{name}/{i}.png", "name": name, "role": "candidate",
                           "sha256": None, "metrics": values, "unavailable": {}})
         scores = [float(np.clip(np.round(2.5 + q, 1), 0, 5)) for q in quality]
+        attributes = {"source_attributes": [f"source attribute {k} of item {i}" for k in range(8)],
+                      "target_attributes": [f"target attribute {k} of item {i}" for k in range(8)],
+                      "provenance": {"provider": "manual", "model": None, "prompt_version": None, "seed": None,
+                                     "samples": 1, "seconds": None, "fidelity": "user", "extra": {}}}
         yield {"id": f"item-{i}", "dataset": "bench-a" if i % 2 else "bench-b", "status": "ok",
                "source": f"src/{i}.png", "target_text": "a photo", "source_text": None, "instruction": None,
                "edits": edits, "human": {"preferred": int(np.argmax(quality)), "scores": scores},
-               "attributes": None, "meta": None, "run": run}
+               "attributes": attributes, "meta": None, "run": run}
 
 
 def write_results(folder: Path, n: int, fmt: str) -> Path:

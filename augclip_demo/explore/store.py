@@ -14,6 +14,7 @@ distinct signature becomes a numbered *run*, the views group or filter by it, an
 
 from __future__ import annotations
 
+import importlib
 import json
 import threading
 from collections.abc import Sequence
@@ -217,6 +218,8 @@ def open_results(files: Sequence[OpenedFile], *, memory_limit_mb: int = 1024, th
     """Scan ``files`` into one store; raises :class:`InputError` naming the file that cannot be read."""
     if not files:
         raise InputError("no results file to open")
+    # the statistics need scipy.stats (about 0.5 s to import): imported while DuckDB scans, off the critical path
+    threading.Thread(target=importlib.import_module, args=("scipy.stats",), daemon=True).start()
     con = _connect(memory_limit_mb, threads)
     con.execute("CREATE TABLE records (file_no INTEGER, line BIGINT, "
                 + ", ".join(f"{name} {kind}" for name, kind in RECORD_COLUMNS.items()) + ")")
