@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,18 +60,23 @@ def _order(store: ResultsStore, sort: str, descending: bool) -> str:
 
 
 def grid_page(store: ResultsStore, active: Slice, *, sort: str = "id", descending: bool = False, page: int = 0,
-              page_size: int = PAGE_SIZE) -> GridPage:
-    """One page of the slice's edits in the chosen order (pages count from 0)."""
+              page_size: int = PAGE_SIZE, ranking: Sequence[int] | None = None) -> GridPage:
+    """One page of the slice's edits in the chosen order (pages count from 0). With ``ranking`` (item numbers,
+    e.g. the disagreements strongest first) only those items' edits, in that order (``sort`` is ignored)."""
     where, params = active.where(store)
+    source, order = "edits", _order(store, sort, descending) if ranking is None else "position, edit"
+    if ranking is not None:
+        source = "edits JOIN (SELECT unnest(?) AS ranked, generate_subscripts(?, 1) AS position) ON item = ranked"
+        params = [list(map(int, ranking)), list(map(int, ranking)), *params]
     page = max(0, min(int(page), MAX_PAGE))
     page_size = max(1, min(int(page_size), 200))
-    total = store.query(f"SELECT count(*) FROM edits WHERE {where}", params)[0][0]
+    total = store.query(f"SELECT count(*) FROM {source} WHERE {where}", params)[0][0]
     pages = max(1, -(-total // page_size))
     page = min(page, pages - 1)
     columns = ", ".join(metric_column(k) for k in store.metrics)
     rows = store.query(f"SELECT item, file_no, id, dataset, model, role, edit, source, path, untrained"
-                       f"{', ' + columns if columns else ''} FROM edits WHERE {where} "
-                       f"ORDER BY {_order(store, sort, descending)} LIMIT ? OFFSET ?",
+                       f"{', ' + columns if columns else ''} FROM {source} WHERE {where} "
+                       f"ORDER BY {order} LIMIT ? OFFSET ?",
                        [*params, page_size, page * page_size])
     out = [GridRow(int(r[0]), int(r[1]), str(r[2]), str(r[3] or ""), str(r[4]), str(r[5]), int(r[6]), r[7], r[8],
                    dict(zip(store.metrics, r[10:])), bool(r[9])) for r in rows]

@@ -41,6 +41,7 @@ from .views import empty_table
 CATEGORY_CONTROLS = (("datasets", "dataset", "Dataset"), ("models", "model", "Editing model"),
                      ("roles", "role", "Role"), ("edit_types", "edit_type", "Edit type"), ("runs", "run", "Run"))
 NO_RANGE = "(none)"
+DISAGREEMENT_SORT = "disagreement"  # the grid in the Disagreements tab's order (its judges, strongest first)
 
 
 def explore_help(settings: Settings) -> str:
@@ -213,11 +214,14 @@ def found_frame(store: ResultsStore, active: Slice, a: str | None, b: str | None
     return _frame(headers, rows, "No disagreements in this slice."), [d.item for d in found]
 
 
-def grid_views(store: ResultsStore, active: Slice, sort: str, descending: bool, page: Any) -> tuple[Any, Any, list, str]:
+def grid_views(store: ResultsStore, active: Slice, sort: str, descending: bool, page: Any,
+               ranking: list[int] | None = None) -> tuple[Any, Any, list, str]:
     from ..explore.items import image_path, thumbnail
 
     number = int(page or 1) - 1
-    grid = grid_page(store, active, sort=sort or "id", descending=bool(descending), page=number)
+    by_strength = sort == DISAGREEMENT_SORT
+    grid = grid_page(store, active, sort="id" if by_strength else sort or "id", descending=bool(descending),
+                     page=number, ranking=(ranking or []) if by_strength else None)
     shown = sort if sort in store.metrics else (store.metrics[0] if store.metrics else None)
     pictures, rows = [], []
     for row in grid.rows:
@@ -284,7 +288,8 @@ def _wire(ui: dict[str, Any], settings: Settings, shelf: Shelf, folders: WorkFol
             raise InputError("choose a listed results file or upload one")
         store = shelf.store(current["key"])
         judges = [(metric_label(k), k) for k in store.metrics] + [("humans", HUMAN)]
-        sorts = [(metric_label(k), k) for k in store.metrics] + [(k, k) for k in ("id", "model", "dataset", "role")]
+        sorts = ([(metric_label(k), k) for k in store.metrics] + [(k, k) for k in ("id", "model", "dataset", "role")]
+                 + [("disagreement of judges A and B (strongest first)", DISAGREEMENT_SORT)])
         updates = [gr.update(choices=store.values(column), value=[]) for _, column, _ in CATEGORY_CONTROLS]
         return [current, open_summary(store), *updates,
                 gr.update(choices=[NO_RANGE, *store.metrics], value=NO_RANGE), None, None, "all",
@@ -328,7 +333,8 @@ def _wire(ui: dict[str, Any], settings: Settings, shelf: Shelf, folders: WorkFol
                  if compare in current["slices"] else gr.update(visible=False))
         matrix, human, agree_notes = agreement_frames(store, active)
         found, current["found"] = found_frame(store, active, a, b)
-        pictures, rows, current["page_items"], caption = grid_views(store, active, sort, descending, page)
+        pictures, rows, current["page_items"], caption = grid_views(store, active, sort, descending, page,
+                                                                    current["found"])
         return (current, f"**Slice** {html.escape(active.describe())} · {caption}", board, other, board_notes, matrix,
                 human, agree_notes, found, pictures, rows)
 
@@ -336,7 +342,7 @@ def _wire(ui: dict[str, Any], settings: Settings, shelf: Shelf, folders: WorkFol
     def regrid(current, sort, descending, page):
         current = _state(current)
         pictures, rows, current["page_items"], caption = grid_views(shelf.store(current["key"]), _active(current),
-                                                                    sort, descending, page)
+                                                                    sort, descending, page, current.get("found"))
         return current, pictures, rows
 
     @user_facing
@@ -405,7 +411,8 @@ def _wire(ui: dict[str, Any], settings: Settings, shelf: Shelf, folders: WorkFol
     for control in grid_inputs:
         control.input(regrid, [state, *grid_inputs], [state, ui["grid"], ui["rows"]], api_name=False)
     for control in (ui["judge_a"], ui["judge_b"]):
-        control.input(refound, [state, ui["judge_a"], ui["judge_b"]], [state, ui["found"]], api_name=False)
+        control.input(refound, [state, ui["judge_a"], ui["judge_b"]], [state, ui["found"]], api_name=False).success(
+            regrid, [state, *grid_inputs], [state, ui["grid"], ui["rows"]], api_name=False)
     inspect_outputs = [state, ui["item_info"], ui["item_images"], ui["item_scores"], ui["item_json"], ui["tabs"]]
     ui["grid"].select(inspect_from("page_items"), [state], inspect_outputs, api_name=False)
     ui["rows"].select(inspect_from("page_items"), [state], inspect_outputs, api_name=False)

@@ -135,6 +135,14 @@ def test_disagreements_are_the_known_items_strongest_first(store):
     assert "toy-2" in with_humans and "toy-0" not in with_humans
 
 
+def test_the_grid_pages_in_disagreement_order(store):
+    found = disagreements(store, TOY, "augclip", "l2")
+    page = grid_page(store, TOY, sort="l2", ranking=[d.item for d in found], page_size=200)
+    assert page.total == 3 * len(found)
+    assert [row.item for row in page.rows] == [d.item for d in found for _ in range(3)]
+    assert [row.edit for row in page.rows[:3]] == [0, 1, 2]
+
+
 def test_slices_filter_every_view(store, tmp_path):
     only_a = make_slice("A high", datasets=["toy"], models=["A"], ranges={"augclip": [1.0, None]})
     expected = [e for _, e, _ in toy_edits() if e["name"] == "A" and e["metrics"]["augclip"] >= 1.0]
