@@ -41,6 +41,7 @@ from .views import empty_table
 CATEGORY_CONTROLS = (("datasets", "dataset", "Dataset"), ("models", "model", "Editing model"),
                      ("roles", "role", "Role"), ("edit_types", "edit_type", "Edit type"), ("runs", "run", "Run"))
 NO_RANGE = "(none)"
+MAX_SAVED_SLICES = 50  # per session (the page's state lives on the server)
 DISAGREEMENT_SORT = "disagreement"  # the grid in the Disagreements tab's order (its judges, strongest first)
 
 
@@ -311,6 +312,8 @@ def _wire(ui: dict[str, Any], settings: Settings, shelf: Shelf, folders: WorkFol
     def save(current, *values):
         current = apply(current, *values)
         active = _active(current)
+        if active.name not in current["slices"] and len(current["slices"]) >= MAX_SAVED_SLICES:
+            raise InputError(f"at most {MAX_SAVED_SLICES} saved slices: save under an existing name to replace one")
         current["slices"] = {**current["slices"], active.name: active.to_json()}
         names = list(current["slices"])
         return current, gr.update(choices=names, value=active.name), gr.update(choices=names)

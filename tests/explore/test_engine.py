@@ -214,6 +214,18 @@ def test_a_torn_last_line_is_counted_and_a_foreign_file_refused(tmp_path):
         open_results([OpenedFile(foreign)])
 
 
+def test_a_file_with_a_non_number_value_still_opens(tmp_path):
+    records = constructed_records()
+    records[0]["edits"][0]["metrics"]["augclip"] = "high"  # a foreign writer: the typed read fails, the loose one not
+    store = open_results([OpenedFile(write_jsonl(records, tmp_path / "r.jsonl"))])
+    try:
+        values = dict(store.query("SELECT edit, \"m:augclip\" FROM edits WHERE id = 'toy-0'"))
+        assert values == {0: None, 1: records[0]["edits"][1]["metrics"]["augclip"],
+                          2: records[0]["edits"][2]["metrics"]["augclip"]}
+    finally:
+        store.close()
+
+
 def test_manifest_gives_edit_types_and_judgments(tmp_path):
     records = constructed_records()
     manifest = write_manifest_with_images(records, tmp_path / "bench")
