@@ -12,6 +12,7 @@ import html
 import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import gradio as gr
@@ -273,10 +274,8 @@ def _controls_of(active: Slice) -> list[Any]:
         gr.update(value=[str(r) for r in active.runs]), metric, low, high, active.name]
 
 
-def _wire(ui: dict[str, Any], settings: Settings, shelf: Shelf, folders: WorkFolders | None) -> None:
-    state = ui["state"]
-    category = [ui[key] for key, _, _ in CATEGORY_CONTROLS]
-    slice_controls = [*category, ui["range_metric"], ui["low"], ui["high"], ui["name"]]
+def _slice_handlers(settings: Settings, shelf: Shelf) -> SimpleNamespace:
+    """Opening a file and making, saving, picking slices (what the slice controls do)."""
 
     @user_facing
     def open_results_file(label, upload, current):
@@ -325,6 +324,12 @@ def _wire(ui: dict[str, Any], settings: Settings, shelf: Shelf, folders: WorkFol
             raise InputError("pick one of the saved slices")
         current["active"] = current["slices"][name]
         return [current, *_controls_of(_active(current))]
+
+    return SimpleNamespace(open=open_results_file, apply=apply, save=save, pick_saved=pick_saved)
+
+
+def _view_handlers(shelf: Shelf, folders: WorkFolders | None) -> SimpleNamespace:
+    """The views of the active slice, the clicks that open an item, the report."""
 
     @user_facing
     def views(current, compare, a, b, sort, descending, page):
@@ -397,33 +402,43 @@ def _wire(ui: dict[str, Any], settings: Settings, shelf: Shelf, folders: WorkFol
         path.write_text(page, encoding="utf-8")
         return str(path)
 
+    return SimpleNamespace(views=views, regrid=regrid, refound=refound, inspect_from=inspect_from,
+                           cell_items=cell_items, make_report=make_report)
+
+
+def _wire(ui: dict[str, Any], settings: Settings, shelf: Shelf, folders: WorkFolders | None) -> None:
+    state = ui["state"]
+    category = [ui[key] for key, _, _ in CATEGORY_CONTROLS]
+    slice_controls = [*category, ui["range_metric"], ui["low"], ui["high"], ui["name"]]
+
+    h = SimpleNamespace(**vars(_slice_handlers(settings, shelf)), **vars(_view_handlers(shelf, folders)))
     grid_inputs = [ui["sort"], ui["descending"], ui["page"]]
     view_outputs = [state, ui["slice_info"], ui["board"], ui["board2"], ui["board_notes"], ui["matrix"], ui["human"],
                     ui["agree_notes"], ui["found"], ui["grid"], ui["rows"]]
     view_inputs = [state, ui["compare"], ui["judge_a"], ui["judge_b"], *grid_inputs]
-    ui["open"].click(open_results_file, [ui["file"], ui["upload"], state],
+    ui["open"].click(h.open, [ui["file"], ui["upload"], state],
                      [state, ui["info"], *slice_controls, ui["saved"], ui["compare"], ui["sort"], ui["judge_a"],
-                      ui["judge_b"]], api_name=False).success(views, view_inputs, view_outputs, api_name=False)
-    ui["apply"].click(apply, [state, *slice_controls], [state], api_name=False).success(
-        views, view_inputs, view_outputs, api_name=False)
-    ui["save"].click(save, [state, *slice_controls], [state, ui["saved"], ui["compare"]], api_name=False).success(
-        views, view_inputs, view_outputs, api_name=False)
-    ui["saved"].input(pick_saved, [state, ui["saved"]], [state, *slice_controls], api_name=False).success(
-        views, view_inputs, view_outputs, api_name=False)
-    ui["compare"].input(views, view_inputs, view_outputs, api_name=False)
+                      ui["judge_b"]], api_name=False).success(h.views, view_inputs, view_outputs, api_name=False)
+    ui["apply"].click(h.apply, [state, *slice_controls], [state], api_name=False).success(
+        h.views, view_inputs, view_outputs, api_name=False)
+    ui["save"].click(h.save, [state, *slice_controls], [state, ui["saved"], ui["compare"]], api_name=False).success(
+        h.views, view_inputs, view_outputs, api_name=False)
+    ui["saved"].input(h.pick_saved, [state, ui["saved"]], [state, *slice_controls], api_name=False).success(
+        h.views, view_inputs, view_outputs, api_name=False)
+    ui["compare"].input(h.views, view_inputs, view_outputs, api_name=False)
     for control in grid_inputs:
-        control.input(regrid, [state, *grid_inputs], [state, ui["grid"], ui["rows"]], api_name=False)
+        control.input(h.regrid, [state, *grid_inputs], [state, ui["grid"], ui["rows"]], api_name=False)
     for control in (ui["judge_a"], ui["judge_b"]):
-        control.input(refound, [state, ui["judge_a"], ui["judge_b"]], [state, ui["found"]], api_name=False).success(
-            regrid, [state, *grid_inputs], [state, ui["grid"], ui["rows"]], api_name=False)
+        control.input(h.refound, [state, ui["judge_a"], ui["judge_b"]], [state, ui["found"]], api_name=False).success(
+            h.regrid, [state, *grid_inputs], [state, ui["grid"], ui["rows"]], api_name=False)
     inspect_outputs = [state, ui["item_info"], ui["item_images"], ui["item_scores"], ui["item_json"], ui["tabs"]]
-    ui["grid"].select(inspect_from("page_items"), [state], inspect_outputs, api_name=False)
-    ui["rows"].select(inspect_from("page_items"), [state], inspect_outputs, api_name=False)
-    ui["found"].select(inspect_from("found"), [state], inspect_outputs, api_name=False)
+    ui["grid"].select(h.inspect_from("page_items"), [state], inspect_outputs, api_name=False)
+    ui["rows"].select(h.inspect_from("page_items"), [state], inspect_outputs, api_name=False)
+    ui["found"].select(h.inspect_from("found"), [state], inspect_outputs, api_name=False)
     for table in (ui["matrix"], ui["human"]):
-        table.select(cell_items, [state], [state, ui["judge_a"], ui["judge_b"], ui["found"], ui["tabs"]],
+        table.select(h.cell_items, [state], [state, ui["judge_a"], ui["judge_b"], ui["found"], ui["tabs"]],
                      api_name=False)
-    ui["report_btn"].click(make_report, [state, ui["judge_a"], ui["judge_b"]], [ui["report"]], api_name=False)
+    ui["report_btn"].click(h.make_report, [state, ui["judge_a"], ui["judge_b"]], [ui["report"]], api_name=False)
 
 
 # ---------------------------------------------------------------------------------------------- to Evaluate

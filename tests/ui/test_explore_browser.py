@@ -74,6 +74,14 @@ def test_open_filter_sort_inspect_and_download_the_report(browser, explore_serve
     assert {"A [untrained]", "B [untrained]", "C [untrained]"} <= set(board)
     assert "(#1)" in board["A [untrained]"][4]  # A has the highest mean AugCLIP in the constructed run
 
+    # a cell of the agreement matrix lists the items behind it: AugCLIP x L2 -> where their winners differ
+    page.get_by_role("tab", name="Agreement", exact=True).click()
+    matrix = page.locator("#aug-explore-matrix [role=row]").filter(has_text="AugCLIP").last
+    matrix.locator("[role=gridcell]").nth(2).click()
+    found = wait_for_table(page, "#aug-explore-found", lambda rows: any(row[0] == "toy-0" for row in rows))
+    assert {"toy-0", "toy-1"} <= {row[0] for row in found} and "toy-2" not in {row[0] for row in found}
+    page.screenshot(path=str(shots / "explore-1b-cell-items.png"), full_page=True)
+
     # filter: the toy dataset, AugCLIP >= 0.5
     pick(page, "#aug-explore-datasets", "toy")
     pick(page, "#aug-explore-range-metric", "augclip")
