@@ -28,7 +28,7 @@ from ..metrics.agreement import (
     spearman,
 )
 from .slices import Slice
-from .store import ResultsStore, higher_is_better, metric_column
+from .store import ResultsStore, higher_is_better, masked_to_nan, metric_column
 
 #: figures of the metric-human table, in the protocol tables' order: (label, attribute of MetricProtocols)
 HUMAN_FIGURES = (("s2AFC", "s2afc"), ("AccBoth", "acc_both"), ("Pearson r", "pearson"), ("Spearman rho", "spearman"),
@@ -142,7 +142,7 @@ def metric_correlations(store: ResultsStore, active: Slice) -> tuple[dict[tuple[
     keys = store.metrics
     data = store.arrays(f"SELECT {', '.join(f'{metric_column(k)} AS c{i}' for i, k in enumerate(keys))} FROM edits "
                         f"WHERE {where}", params) if keys else {}
-    columns = [np.asarray(data[f"c{i}"], float) * (1 if higher_is_better(k) else -1) for i, k in enumerate(keys)]
+    columns = [masked_to_nan(data[f"c{i}"]) * (1 if higher_is_better(k) else -1) for i, k in enumerate(keys)]
     rho: dict[tuple[str, str], float | None] = {}
     pairs: dict[tuple[str, str], int] = {}
     for i, a in enumerate(keys):

@@ -19,7 +19,7 @@ import numpy as np
 
 from .agreement_matrix import single_run
 from .slices import Slice
-from .store import ResultsStore, higher_is_better, metric_column
+from .store import ResultsStore, higher_is_better, masked_to_nan, metric_column
 
 HUMAN = "human"
 MAX_LISTED = 500
@@ -35,13 +35,6 @@ class Disagreement:
     strength: float
     edit_a: int
     edit_b: int
-
-
-def masked_to_nan(array: object) -> np.ndarray:
-    """A fetched DuckDB column as float with NaN for NULL (fetchnumpy gives masked arrays for NULLs)."""
-    if isinstance(array, np.ma.MaskedArray):
-        return array.astype(float).filled(np.nan)
-    return np.asarray(array, dtype=float)
 
 
 def _judge_sql(key: str) -> str:

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..batch.results_parquet import PART_PREFIX, is_parquet_results, part_files
 from ..errors import InputError
 from ..metrics.suite import METRICS
@@ -39,6 +41,13 @@ RECORD_COLUMNS = {"id": "VARCHAR", "dataset": "VARCHAR", "status": "VARCHAR", "e
 def metric_column(key: str) -> str:
     """The ``edits`` table's column of metric ``key`` (quoted: keys are data, never spliced unquoted)."""
     return '"m:' + key.replace('"', '""') + '"'
+
+
+def masked_to_nan(array: Any) -> np.ndarray:
+    """A fetched DuckDB column as float with NaN for NULL (fetchnumpy gives masked arrays for NULLs)."""
+    if isinstance(array, np.ma.MaskedArray):
+        return array.astype(float).filled(np.nan)
+    return np.asarray(array, dtype=float)
 
 
 def higher_is_better(key: str) -> bool:

@@ -119,6 +119,30 @@ def test_s2afc_and_metric_matrix_from_the_definitions(store):
     assert mine.rho[("l2", "augclip")] == mine.rho[("augclip", "l2")] and mine.rho[("l2", "l2")] == pytest.approx(1)
 
 
+def test_missing_values_are_left_out_as_protocol_leaves_them(tmp_path):
+    records = constructed_records()
+    for i in (3, 4, 9):  # L2 unavailable on one edit of three items
+        records[i]["edits"][1]["metrics"]["l2"] = None
+    path = write_jsonl(records, tmp_path / "gaps.jsonl")
+    store = open_results([OpenedFile(path)])
+    try:
+        mine = agreement(store, TOY, n_boot=30)
+        pairs = [(e["metrics"]["augclip"], -e["metrics"]["l2"]) for r in records if r["dataset"] == "toy"
+                 and r["status"] == "ok" for e in r["edits"] if e["metrics"]["l2"] is not None]
+        assert mine.pairs[("augclip", "l2")] == len(pairs) == 33
+        assert mine.rho[("augclip", "l2")] == pytest.approx(stats.spearmanr(*zip(*pairs)).statistic)
+        theirs = compute_protocols(path, n_boot=30).datasets["toy"].metrics["l2"]
+        for figure in ("s2afc", "kendall", "model_kendall"):
+            a, b = getattr(theirs, figure), getattr(mine.human["l2"], figure)
+            assert (a.value, a.ci, a.n) == (b.value, b.ci, b.n), figure
+        row = next(r for r in leaderboard(store, TOY).rows if r.model == "B")
+        assert row.cells["l2"].n == 9
+        assert row.cells["l2"].mean == pytest.approx(statistics.fmean(
+            r["edits"][1]["metrics"]["l2"] for r in records[:12] if r["edits"][1]["metrics"]["l2"] is not None))
+    finally:
+        store.close()
+
+
 def test_disagreements_are_the_known_items_strongest_first(store):
     found = disagreements(store, TOY, "augclip", "l2")
     expected = set()
