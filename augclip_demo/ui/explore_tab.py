@@ -332,19 +332,31 @@ def _view_handlers(shelf: Shelf, folders: WorkFolders | None) -> SimpleNamespace
     """The views of the active slice, the clicks that open an item, the report."""
 
     @user_facing
-    def views(current, compare, a, b, sort, descending, page):
+    def views(current, compare, sort, descending, page):
+        """The quick views of the active slice: leaderboards and the grid (one SQL query each)."""
         current = _state(current)
         store, active = shelf.store(current["key"]), _active(current)
         board, board_notes = board_frame(store, active)
         other = (gr.update(value=board_frame(store, slice_from_json(current["slices"][compare]))[0], visible=True,
                            label=f"Compared slice: {compare}")
                  if compare in current["slices"] else gr.update(visible=False))
-        matrix, human, agree_notes = agreement_frames(store, active)
-        found, current["found"] = found_frame(store, active, a, b)
         pictures, rows, current["page_items"], caption = grid_views(store, active, sort, descending, page,
-                                                                    current["found"])
-        return (current, f"**Slice** {html.escape(active.describe())} · {caption}", board, other, board_notes, matrix,
-                human, agree_notes, found, pictures, rows)
+                                                                    current.get("found"))
+        return (current, f"**Slice** {html.escape(active.describe())} · {caption}", board, other, board_notes,
+                pictures, rows)
+
+    @user_facing
+    def details(current, a, b, sort, descending, page):
+        """Then the disagreements and the agreement tables (they walk the slice's items), and the grid again when
+        it is sorted by disagreement."""
+        current = _state(current)
+        store, active = shelf.store(current["key"]), _active(current)
+        found, current["found"] = found_frame(store, active, a, b)
+        pictures, rows = gr.skip(), gr.skip()
+        if sort == DISAGREEMENT_SORT:
+            pictures, rows, current["page_items"], _ = grid_views(store, active, sort, descending, page,
+                                                                  current["found"])
+        return (current, found, *agreement_frames(store, active), pictures, rows)
 
     @user_facing
     def regrid(current, sort, descending, page):
@@ -402,7 +414,7 @@ def _view_handlers(shelf: Shelf, folders: WorkFolders | None) -> SimpleNamespace
         path.write_text(page, encoding="utf-8")
         return str(path)
 
-    return SimpleNamespace(views=views, regrid=regrid, refound=refound, inspect_from=inspect_from,
+    return SimpleNamespace(views=views, details=details, regrid=regrid, refound=refound, inspect_from=inspect_from,
                            cell_items=cell_items, make_report=make_report)
 
 
@@ -413,18 +425,20 @@ def _wire(ui: dict[str, Any], settings: Settings, shelf: Shelf, folders: WorkFol
 
     h = SimpleNamespace(**vars(_slice_handlers(settings, shelf)), **vars(_view_handlers(shelf, folders)))
     grid_inputs = [ui["sort"], ui["descending"], ui["page"]]
-    view_outputs = [state, ui["slice_info"], ui["board"], ui["board2"], ui["board_notes"], ui["matrix"], ui["human"],
-                    ui["agree_notes"], ui["found"], ui["grid"], ui["rows"]]
-    view_inputs = [state, ui["compare"], ui["judge_a"], ui["judge_b"], *grid_inputs]
-    ui["open"].click(h.open, [ui["file"], ui["upload"], state],
-                     [state, ui["info"], *slice_controls, ui["saved"], ui["compare"], ui["sort"], ui["judge_a"],
-                      ui["judge_b"]], api_name=False).success(h.views, view_inputs, view_outputs, api_name=False)
-    ui["apply"].click(h.apply, [state, *slice_controls], [state], api_name=False).success(
-        h.views, view_inputs, view_outputs, api_name=False)
-    ui["save"].click(h.save, [state, *slice_controls], [state, ui["saved"], ui["compare"]], api_name=False).success(
-        h.views, view_inputs, view_outputs, api_name=False)
-    ui["saved"].input(h.pick_saved, [state, ui["saved"]], [state, *slice_controls], api_name=False).success(
-        h.views, view_inputs, view_outputs, api_name=False)
+    view_outputs = [state, ui["slice_info"], ui["board"], ui["board2"], ui["board_notes"], ui["grid"], ui["rows"]]
+    view_inputs = [state, ui["compare"], *grid_inputs]
+    detail_outputs = [state, ui["found"], ui["matrix"], ui["human"], ui["agree_notes"], ui["grid"], ui["rows"]]
+
+    def then_views(event: Any) -> None:
+        event.success(h.views, view_inputs, view_outputs, api_name=False).success(
+            h.details, [state, ui["judge_a"], ui["judge_b"], *grid_inputs], detail_outputs, api_name=False)
+
+    then_views(ui["open"].click(h.open, [ui["file"], ui["upload"], state],
+                                [state, ui["info"], *slice_controls, ui["saved"], ui["compare"], ui["sort"],
+                                 ui["judge_a"], ui["judge_b"]], api_name=False))
+    then_views(ui["apply"].click(h.apply, [state, *slice_controls], [state], api_name=False))
+    then_views(ui["save"].click(h.save, [state, *slice_controls], [state, ui["saved"], ui["compare"]], api_name=False))
+    then_views(ui["saved"].input(h.pick_saved, [state, ui["saved"]], [state, *slice_controls], api_name=False))
     ui["compare"].input(h.views, view_inputs, view_outputs, api_name=False)
     for control in grid_inputs:
         control.input(h.regrid, [state, *grid_inputs], [state, ui["grid"], ui["rows"]], api_name=False)
