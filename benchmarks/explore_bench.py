@@ -2,12 +2,13 @@
 
 ``PYTHONPATH=. python benchmarks/explore_bench.py [--records 100000] [--format jsonl|parquet] [--keep DIR]``
 
-Writes a synthetic results file (records in the batch runner's format: three editing models per item,
-five metrics, human 2AFC choices and scores, 8 + 8 attributes, two datasets, made-up values), then prints, each in a fresh
-measurement: the time from nothing to the leaderboard (DuckDB scan + per-model means, intervals, human
-ranks and Kendall's tau), the time of a filter (dataset + metric range) answering with its leaderboard
-and first grid page, the time of a sort (a page of the grid by a metric), then (no target) the disagreements
-and agreement tables the page computes after those, and the process's peak resident memory (VmHWM). Targets (issue 32): <= 3 s, <= 300 ms, < 1.5 GB on 2 CPU cores.
+Writes a synthetic results file (records in the batch runner's format: three editing models per item, five
+metrics, human 2AFC choices and scores, 8 + 8 attributes, two datasets, made-up values), then prints, each in a
+fresh measurement: the time from nothing to the leaderboard (DuckDB scan + per-model means, intervals, human
+ranks and Kendall's tau), the time of a filter (dataset + metric range) answering with its leaderboard and first
+grid page, the time of a sort (a page of the grid by a metric), then (no target) the disagreements and agreement
+tables the page computes after those, and the process's peak resident memory (VmHWM).
+Targets (issue 32): <= 3 s, <= 300 ms, < 1.5 GB on 2 CPU cores.
 """
 
 from __future__ import annotations

@@ -143,7 +143,9 @@ class ResultsStore:
 
 
 def _short(value: Any, limit: int = 80) -> str:
-    text = "not recorded" if value is None else json.dumps(value, sort_keys=True) if not isinstance(value, str) else value
+    if value is None:
+        return "not recorded"
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -75,20 +75,22 @@ def open_summary(store: ResultsStore) -> str:
     lines = []
     if store.untrained:
         lines.append(f'<div class="aug-untrained">{html.escape(UNTRAINED_WARNING)}</div>\n')
-    names = ", ".join(f.results.name for f in store.files)
-    lines.append(f"**{store.n_records} records, {store.n_edits} edits** from `{names}`; metrics: "
-                 + ", ".join(metric_label(k) for k in store.metrics) + ".")
+    names = html.escape(", ".join(f.results.name for f in store.files))
+    lines.append(f"**{store.n_records} records, {store.n_edits} edits** from {names}; metrics: "
+                 + html.escape(", ".join(metric_label(k) for k in store.metrics)) + ".")
     lines.extend(f"- {html.escape(run.label())}" for run in store.runs)
     differences = store.run_differences()
     if differences:
         lines.append("\n**These runs used different settings; their numbers are kept apart** (leaderboard rows per "
-                     "run; agreement and disagreements need one run in the slice): " + "; ".join(differences))
+                     "run; agreement and disagreements need one run in the slice): "
+                     + html.escape("; ".join(differences)))
     for opened in store.files:
         if opened.unreadable_lines:
-            lines.append(f"\nnote: {opened.unreadable_lines} line(s) of {opened.results.name} could not be read (a "
-                         "torn last line of an interrupted run, or damage) and are left out.")
+            lines.append(f"\nnote: {opened.unreadable_lines} line(s) of {html.escape(opened.results.name)} could not "
+                         "be read (a torn last line of an interrupted run, or damage) and are left out.")
         if opened.manifest is None:
-            lines.append(f"\nnote: no manifest given for {opened.results.name}: no thumbnails, no edit types.")
+            lines.append(f"\nnote: no manifest given for {html.escape(opened.results.name)}: no thumbnails, no edit "
+                         "types.")
     return "\n".join(lines)
 
 
@@ -255,7 +257,7 @@ def inspect_views(store: ResultsStore, item: int) -> tuple[str, list, Any, dict[
     human = record.get("human")
     text = (f"### {html.escape(str(record.get('id')))} ({html.escape(str(record.get('dataset')))})\n"
             f"target: {html.escape(str(record.get('target_text') or ''))}  \n"
-            f"human judgment: `{json.dumps(human)}`  \n{html.escape(view.run_label)}")
+            f"human judgment: {html.escape(json.dumps(human))}  \n{html.escape(view.run_label)}")
     if not pictures:
         text += "\n\nNo images: open the results with their manifest (`--manifest`) to see them."
     return text, pictures, _frame(headers, rows, "This item has no edits."), record
