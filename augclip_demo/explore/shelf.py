@@ -1,8 +1,8 @@
 """Which results files the app may open, and the stores opened from them.
 
 On a public server web clients never send a path: the operator names the files (``AUGCLIP_EXPLORE_FILES``,
-``--explore-files``, ``augclip-demo explore RESULTS``), the page lists them by file name, and a client picks
-one of those names. An uploaded results file (bounded by the app's upload limit) is opened into a store of
+``--explore-files``, ``augclip-demo explore RESULTS``), the page lists them by file name (and, for several,
+all of them together, their runs kept apart), and a client picks one of those names. An uploaded results file (bounded by the app's upload limit) is opened into a store of
 the uploading session; at most :data:`MAX_UPLOADED_STORES` such stores stay open, the oldest is closed first.
 """
 
@@ -53,7 +53,10 @@ class Shelf:
     """The operator's files (opened on first use, shared by every session) and the sessions' uploads."""
 
     def __init__(self, entries: Sequence[str], *, memory_limit_mb: int = 1024):
-        self.named = {item.label: item for item in parse_entries(entries)}
+        files = parse_entries(entries)
+        self.named: dict[str, list[NamedFile]] = {item.label: [item] for item in files}
+        if len(files) > 1:  # side by side in one store: their runs are numbered and kept apart
+            self.named[f"all {len(files)} files together"] = files
         self.memory_limit_mb = memory_limit_mb
         self._open: dict[str, ResultsStore] = {}
         self._uploads: OrderedDict[str, ResultsStore] = OrderedDict()
@@ -69,8 +72,7 @@ class Shelf:
             raise InputError("choose one of the listed results files")
         with self._lock:
             if label not in self._open:
-                item = self.named[label]
-                self._open[label] = open_results([OpenedFile(item.results, item.manifest)],
+                self._open[label] = open_results([OpenedFile(f.results, f.manifest) for f in self.named[label]],
                                                  memory_limit_mb=self.memory_limit_mb)
             return self._open[label]
 

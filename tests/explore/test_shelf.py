@@ -25,8 +25,11 @@ def files(tmp_path: Path) -> dict[str, Path]:
 
 def test_files_are_listed_by_name_and_only_listed_names_open(files):
     shelf = Shelf([f"{files['results']}={files['manifest']}", str(files["other"])])
-    assert shelf.labels == ["results.jsonl", "results.jsonl (2)"]  # names only, repeated names numbered
+    # names only, repeated names numbered, and both together
+    assert shelf.labels == ["results.jsonl", "results.jsonl (2)", "all 2 files together"]
     assert shelf.store("named:results.jsonl").n_records == len(constructed_records())
+    together = shelf.store("named:all 2 files together")
+    assert together.n_records == 2 * len(constructed_records()) and len(together.runs) == 2
     for sent in (f"named:{files['results']}", "named:../results.jsonl", "named:/etc/passwd", "upload:nope", "x"):
         with pytest.raises(InputError):
             shelf.store(sent)
