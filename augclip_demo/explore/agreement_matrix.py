@@ -37,6 +37,8 @@ HUMAN_FIGURES = (("s2AFC", "s2afc"), ("AccBoth", "acc_both"), ("Pearson r", "pea
 #: below :data:`MIN_BOOTSTRAP`, said so; ``augclip-demo protocol`` has no bound)
 MAX_BOOTSTRAP_WORK = 2_000_000
 MIN_BOOTSTRAP = 50
+#: the most items the page computes agreement for (a web request; Python API callers choose their own)
+PAGE_AGREEMENT_ITEMS = 20_000
 
 
 @dataclass
@@ -117,8 +119,16 @@ def protocol_items(store: ResultsStore, active: Slice) -> list[ProtocolItem]:
 
 
 def agreement(store: ResultsStore, active: Slice, *, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT_SEED,
-              level: float = DEFAULT_LEVEL) -> Agreement:
+              level: float = DEFAULT_LEVEL, max_items: int | None = None) -> Agreement:
+    """The slice's agreement figures; ``max_items`` refuses a larger slice with the reason (the page's bound:
+    the protocols walk the items in Python, about 4 s per 20,000 items on one core)."""
     single_run(store, active)
+    if max_items is not None:
+        where, params = active.where(store)
+        count = store.query(f"SELECT count(DISTINCT item) FROM edits WHERE {where}", params)[0][0]
+        if count > max_items:
+            raise InputError(f"the slice has {count} items; the page computes agreement for at most {max_items}: "
+                             "narrow the slice, or run `augclip-demo protocol` on the results file")
     items = protocol_items(store, active)
     notes = []
     if n_boot > 0 and items and n_boot * len(items) > MAX_BOOTSTRAP_WORK:

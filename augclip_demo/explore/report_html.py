@@ -48,8 +48,8 @@ def _disagreement_block(store: ResultsStore, found: Disagreement, a: str, b: str
 
 
 def report_html(store: ResultsStore, active: Slice, board: Leaderboard, agreed: Agreement | None,
-                found: Sequence[Disagreement], a: str, b: str, *, top: int = 12) -> str:
-    """The report page (``agreed`` None: the slice spans several runs, so agreement is left out with the reason)."""
+                found: Sequence[Disagreement], a: str, b: str, *, top: int = 12, left_out: str = "") -> str:
+    """The report page (``agreed`` None: agreement is left out, ``left_out`` says why)."""
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>AugCLIP Studio results: "
              f"{html.escape(active.name)}</title><style>{STYLE}</style></head><body>",
              f"<h1>Results: {html.escape(active.name)}</h1>",
@@ -71,7 +71,7 @@ def report_html(store: ResultsStore, active: Slice, board: Leaderboard, agreed: 
                      + _table(*agreed.human_table()))
         parts.extend(f"<p class='note'>{html.escape(note)}</p>" for note in agreed.notes)
     else:
-        parts.append("<p class='note'>Agreement left out: the slice spans runs with different settings.</p>")
+        parts.append(f"<p class='note'>Agreement left out: {html.escape(left_out or 'not computed')}.</p>")
     names = " vs ".join("humans" if k == HUMAN else metric_label(k) for k in (a, b))
     parts.append(f"<h2>Top disagreements: {html.escape(names)} ({len(found)} found)</h2>")
     parts.extend(_disagreement_block(store, item, a, b) for item in list(found)[:top])

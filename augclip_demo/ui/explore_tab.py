@@ -31,6 +31,7 @@ from ..explore import (
     make_slice,
     slice_from_json,
 )
+from ..explore.agreement_matrix import PAGE_AGREEMENT_ITEMS
 from ..explore.report_html import report_html
 from ..explore.shelf import Shelf
 from ..explore.store import metric_label
@@ -192,8 +193,8 @@ def board_frame(store: ResultsStore, active: Slice) -> tuple[Any, str]:
 
 def agreement_frames(store: ResultsStore, active: Slice) -> tuple[Any, Any, str]:
     try:
-        agreed = agreement(store, active)
-    except InputError as exc:  # several runs in the slice: said, not pooled
+        agreed = agreement(store, active, max_items=PAGE_AGREEMENT_ITEMS)
+    except InputError as exc:  # several runs in the slice (said, not pooled), or a slice over the page's bound
         message = str(exc)
         return empty_table(message), empty_table(message), ""
     human_headers, human_rows = agreed.human_table()
@@ -405,11 +406,17 @@ def _view_handlers(shelf: Shelf, folders: WorkFolders | None) -> SimpleNamespace
         current = _state(current)
         store, active = shelf.store(current["key"]), _active(current)
         try:
-            agreed = agreement(store, active)
-        except InputError:
-            agreed = None
-        found = disagreements(store, active, a, b) if agreed is not None and a and b and a != b else []
-        page = report_html(store, active, leaderboard(store, active), agreed, found, a or "", b or "")
+            agreed = agreement(store, active, max_items=PAGE_AGREEMENT_ITEMS)
+        except InputError as exc:
+            agreed, reason = None, str(exc)
+        else:
+            reason = ""
+        try:
+            found = disagreements(store, active, a, b) if a and b and a != b else []
+        except InputError:  # several runs in the slice: the report says so in the agreement section
+            found = []
+        page = report_html(store, active, leaderboard(store, active), agreed, found, a or "", b or "",
+                           left_out=reason)
         folder = (folders or WorkFolders()).new(getattr(request, "session_hash", None))
         safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in active.name)[:40] or "slice"
         path = folder / f"explore-{safe}.html"

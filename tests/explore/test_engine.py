@@ -106,6 +106,12 @@ def test_leaderboard_tau_and_agreement_equal_protocol(run_file, store):
         assert b.value == 0.75  # trip-3's ep beats its gt under both metrics
 
 
+def test_the_pages_bound_on_agreement_is_said(store):
+    with pytest.raises(InputError, match="the slice has 12 items; the page computes agreement for at most 5"):
+        agreement(store, TOY, n_boot=0, max_items=5)
+    assert agreement(store, TOY, n_boot=0, max_items=12).n_items == 12
+
+
 def test_s2afc_and_metric_matrix_from_the_definitions(store):
     mine = agreement(store, TOY, n_boot=0)
     credits = []
