@@ -218,10 +218,16 @@ def _load_manifest(con: Any, number: int, manifest: Path) -> None:
         raise InputError(f"manifest {manifest.name}: could not be read ({str(exc).splitlines()[0]})") from None
 
 
-def human_judgment_sql() -> str:
-    """The one place the Explore views read human judgments: the manifest's ``human`` field (the manifest
-    given with the results, else the copy each record keeps), as the SQL expression of one item's judgment."""
-    return "coalesce(m.human, r.human)"
+def human_judgment_sql() -> tuple[str, str]:
+    """The one place the Explore views read human judgments (the manifest's ``human`` field: ``preferred``, the
+    2AFC choice, and ``scores``, one per edit), as SQL: the item's judgment (the manifest given with the
+    results, else the copy each record keeps), and the per-edit columns made from it (``human_preferred``,
+    ``human_score`` of this edit, ``has_scores``). A source of judgments added later (a study's) plugs in here."""
+    judgment = "coalesce(m.human, r.human)"
+    columns = ("TRY_CAST(json_extract_string(judgment, '$.preferred') AS INTEGER) AS human_preferred, "
+               "TRY_CAST(json_extract_string(json_extract(judgment, '$.scores'), edit) AS DOUBLE) AS human_score, "
+               "coalesce(json_type(json_extract(judgment, '$.scores')) = 'ARRAY', false) AS has_scores")
+    return judgment, columns
 
 
 def open_results(files: Sequence[OpenedFile], *, memory_limit_mb: int = 1024, threads: int | None = None) \
@@ -295,10 +301,10 @@ def _build_edits(con: Any, metrics: Sequence[str]) -> None:
 
 def _edits_table(con: Any, parsed_sql: str, metrics: Sequence[str], metric_values: Sequence[str]) -> None:
     metric_sql = "".join(f", {value} AS {metric_column(key)}" for key, value in zip(metrics, metric_values))
-    human = human_judgment_sql()
+    judgment, human_columns = human_judgment_sql()
     con.execute(f"""
         CREATE OR REPLACE TABLE edits AS
-        WITH r AS (SELECT r.* EXCLUDE (run, edits), {parsed_sql} AS parsed, {human} AS judgment,
+        WITH r AS (SELECT r.* EXCLUDE (run, edits), {parsed_sql} AS parsed, {judgment} AS judgment,
                           m.edit_type AS edit_type, runs.number AS run,
                           TRY_CAST(json_extract_string(r.run, '$.untrained') AS BOOLEAN) AS untrained
                    FROM records r
@@ -308,9 +314,7 @@ def _edits_table(con: Any, parsed_sql: str, metrics: Sequence[str], metric_value
         SELECT dense_rank() OVER (ORDER BY file_no, line) - 1 AS item, file_no, line, id, dataset, status, run,
                coalesce(untrained, false) AS untrained, edit_type, source, target_text, instruction, edit,
                coalesce(e.name, '') AS model, coalesce(e.role, 'candidate') AS role, e.path AS path,
-               TRY_CAST(json_extract_string(judgment, '$.preferred') AS INTEGER) AS human_preferred,
-               TRY_CAST(json_extract_string(json_extract(judgment, '$.scores'), edit) AS DOUBLE) AS human_score,
-               coalesce(json_type(json_extract(judgment, '$.scores')) = 'ARRAY', false) AS has_scores
+               {human_columns}
                {metric_sql}
         FROM x ORDER BY file_no, line, edit
     """)
