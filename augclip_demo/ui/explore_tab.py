@@ -63,8 +63,23 @@ def _frame(headers: list[str], rows: list[list[Any]], empty: str) -> Any:
     return {"headers": headers, "data": rows} if rows else empty_table(empty)
 
 
+def _fresh_state() -> dict[str, Any]:
+    return {"key": None, "slices": {}, "active": Slice().to_json(), "page_items": [], "found": []}
+
+
 def _state(state: dict[str, Any] | None) -> dict[str, Any]:
-    return dict(state or {"key": None, "slices": {}, "active": Slice().to_json(), "page_items": [], "found": []})
+    """The session's state, changed in place: the slow steps (agreement) run beside quicker ones (an item
+    opened meanwhile), so a handler must never hand back an older copy that would undo another's change."""
+    return _fresh_state() if state is None else state
+
+
+def _reset(state: dict[str, Any] | None) -> dict[str, Any]:
+    """A new file: the same state object, emptied."""
+    if state is None:
+        return _fresh_state()
+    state.clear()
+    state.update(_fresh_state())
+    return state
 
 
 def _active(state: dict[str, Any]) -> Slice:
@@ -108,7 +123,7 @@ def build_explore_tab(settings: Settings, *, folders: WorkFolders | None = None,
 
 
 def _layout(shelf: Shelf) -> dict[str, Any]:
-    ui: dict[str, Any] = {"state": gr.State(_state(None))}
+    ui: dict[str, Any] = {"state": gr.State(_fresh_state())}
     with gr.Row(equal_height=False):
         ui["file"] = gr.Dropdown(shelf.labels, value=shelf.labels[0] if shelf.labels else None,
                                  label="Results named by the operator", elem_id="aug-explore-file")
@@ -282,14 +297,15 @@ def _slice_handlers(settings: Settings, shelf: Shelf) -> SimpleNamespace:
 
     @user_facing
     def open_results_file(label, upload, current):
-        current = _state(None)
         if upload:
-            current["key"] = "upload:" + shelf.add_upload(Path(upload), settings.upload_max_zip_mb)
+            key = "upload:" + shelf.add_upload(Path(upload), settings.upload_max_zip_mb)
         elif label:
-            current["key"] = "named:" + str(label)
+            key = "named:" + str(label)
         else:
             raise InputError("choose a listed results file or upload one")
-        store = shelf.store(current["key"])
+        store = shelf.store(key)  # a file that cannot be opened leaves the page as it was
+        current = _reset(current)
+        current["key"] = key
         judges = [(metric_label(k), k) for k in store.metrics] + [("humans", HUMAN)]
         sorts = ([(metric_label(k), k) for k in store.metrics] + [(k, k) for k in ("id", "model", "dataset", "role")]
                  + [("disagreement of judges A and B (strongest first)", DISAGREEMENT_SORT)])

@@ -120,7 +120,10 @@ def test_open_filter_sort_inspect_and_download_the_report(browser, explore_serve
 
     # explain it in the Evaluate tab, with the run's model and options: new work there, the record stays as is
     page.locator("#aug-explore-to-evaluate").click()
-    page.wait_for_function("document.querySelectorAll('#aug-gallery img').length >= 3")
+    try:
+        page.wait_for_function("document.querySelectorAll('#aug-gallery img').length >= 3", timeout=240_000)
+    finally:
+        page.screenshot(path=str(shots / "explore-5-evaluate.png"), full_page=True)
     assert page.locator("#aug-target textarea").input_value() == record["target_text"]
     assert page.locator("#aug-src-attrs textarea").input_value().splitlines() == \
         record["attributes"]["source_attributes"]
