@@ -84,6 +84,9 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "AUGCLIP_MAX_REQUEST_PIXELS": "pixels all images of one app request may hold, before reduction (default 1.5 G)",
     "AUGCLIP_ALLOWED_MODELS": ("comma-separated CLIP model specs web clients may pick (default: the configured "
                                "model and the app's list)"),
+    "AUGCLIP_EXPLORE_FILES": ("comma-separated batch results files the app's Explore tab may open (RESULTS or "
+                              "RESULTS=MANIFEST; JSONL, .parquet or a folder of Parquet parts); web clients pick "
+                              "among these by name, never by path (default: none, uploads only)"),
     "AUGCLIP_CONCURRENCY": f"app requests run at once (default {DEFAULT_APP_CONCURRENCY})",
     "AUGCLIP_APP_DISK_MB": "most bytes the app's session files and Gradio's cache may hold, in MB (default 1024)",
     "AUGCLIP_APP_FILES_MAX_AGE_S": "seconds the app keeps a session's files after their last change (default 3600)",
@@ -171,6 +174,7 @@ class Settings:
     upload_max_unzipped_mb: int = 4096
     max_edits: int = DEFAULT_MAX_EDITS
     allowed_models: tuple[str, ...] = ()
+    explore_files: tuple[str, ...] = ()  # RESULTS or RESULTS=MANIFEST entries (the Explore tab's files)
     concurrency: int = DEFAULT_APP_CONCURRENCY
     app_disk_mb: int = 1024
     app_files_max_age_s: int = 3600
@@ -284,6 +288,8 @@ class Settings:
                 values[field] = value
         if (value := get("AUGCLIP_ALLOWED_MODELS")) is not None:
             values["allowed_models"] = parse_model_list(value)
+        if (value := get("AUGCLIP_EXPLORE_FILES")) is not None:
+            values["explore_files"] = parse_model_list(value)
         return cls(**values).replace(**overrides)
 
     def replace(self, **overrides: object) -> Settings:
@@ -293,8 +299,9 @@ class Settings:
         if unknown:
             raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
         changes = {k: v for k, v in overrides.items() if v is not None}
-        if isinstance(changes.get("allowed_models"), str):
-            changes["allowed_models"] = parse_model_list(changes["allowed_models"])
+        for key in ("allowed_models", "explore_files"):
+            if isinstance(changes.get(key), str):
+                changes[key] = parse_model_list(changes[key])
         for key in ("clip_checkpoint", "cache_dir", "sam_checkpoint"):
             if key in changes and not isinstance(changes[key], Path):
                 changes[key] = Path(str(changes[key])).expanduser()

@@ -60,13 +60,14 @@ def _distributions_of(module: str) -> set[str]:
 
 
 def test_every_import_is_a_declared_dependency():
-    """Core modules import only `dependencies`; the app (augclip_demo/ui) may also use the `app` extra, the
-    Ray engine, Parquet results and the Parquet dataset loader (imported only when used) the `ray` extra."""
+    """Core modules import only `dependencies`; the app (augclip_demo/ui, and augclip_demo/explore, which only the
+    app and `augclip-demo explore`, the app's launcher, use) may also use the `app` extra, the Ray engine,
+    Parquet results and the Parquet dataset loader (imported only when used) the `ray` extra."""
     core = {_name(r) for r in PROJECT["dependencies"]}
     app = core | {_name(r) for r in PROJECT["optional-dependencies"]["app"]}
     ray = core | {_name(r) for r in PROJECT["optional-dependencies"]["ray"]}
     package = sorted((ROOT / "augclip_demo").rglob("*.py"))
-    ui = [f for f in package if "ui" in f.relative_to(ROOT / "augclip_demo").parts]
+    ui = [f for f in package if {"ui", "explore"} & set(f.relative_to(ROOT / "augclip_demo").parts)]
     ray_files = [ROOT / "augclip_demo" / "batch" / name for name in ("ray_engine.py", "results_parquet.py",
                                                                       "benchmarks/hf_parquet.py")]
     problems = []

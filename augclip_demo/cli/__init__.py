@@ -19,6 +19,7 @@ from .common import preflight
 
 COMMANDS: list[str] = ["score", "attributes", "explain", "bpm", "batch", "hatie", "protocol", "manifest", "triplets",
                        "bench", "download", "doctor"]
+COMMANDS.insert(COMMANDS.index("protocol") + 1, "explore")  # results in the app's Explore tab (after protocol in help)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -29,6 +29,7 @@ from . import session as logic
 from . import views
 from .batch_tab import build_batch_tab
 from .examples import load_examples
+from .explore_tab import build_explore_tab
 from .guard import scrub_paths, user_facing
 from .hatie_tab import build_hatie_tab
 from .inputs import image_path_input, number_input
@@ -114,7 +115,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         status_box = gr.HTML(status_html(status, region_check), elem_id="aug-status")
         timer = gr.Timer(1.0, active=status.state == "loading" or region_check.state == "checking")
 
-        with gr.Tabs():
+        with gr.Tabs() as main_tabs:
             with gr.Tab("Evaluate", id="evaluate"):
                 examples_area = gr.Column()  # filled below, once the inputs exist: shown on top
                 with gr.Row(equal_height=False):
@@ -260,6 +261,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                 bpm_api = gr.Button(visible=False)
             build_batch_tab(base_settings, provider_choices=provider_choices, default_provider=default_provider,
                             clip_choices=clip_choices, folders=folders, after_run=sweep)
+            explore = build_explore_tab(base_settings, folders=folders)
             with gr.Tab("Help"):
                 gr.Markdown(views.help_markdown())
 
@@ -608,6 +610,9 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                         show_progress="hidden")
 
         evaluate_stage = evaluate_handler(archive=False)
+        explore.wire(dict(source=source, edits=edits, target=target, source_text=source_text, instruction=instruction,
+                          src_box=src_box, tgt_box=tgt_box, classifier=classifier, C=C, weighting=weighting,
+                          include_images=include_images, clip_model=clip_model), clip_choices, main_tabs)
         page_score_outputs = [*score_outputs, status_box]
         then_explain_and_bpm(evaluate_btn.click(evaluate_stage, eval_inputs, page_score_outputs, api_name=False))
         then_explain_and_bpm(rescore_btn.click(rescore_stage, rescore_inputs, score_outputs, api_name=False), False)

@@ -24,6 +24,7 @@ APP_OPTIONS: dict[str, tuple[str, str]] = {
     "--precision": ("AUGCLIP_PRECISION", ENVIRONMENT_VARIABLES["AUGCLIP_PRECISION"]),
     "--cpu-matmul": ("AUGCLIP_CPU_MATMUL", ENVIRONMENT_VARIABLES["AUGCLIP_CPU_MATMUL"]),
     "--allowed-models": ("AUGCLIP_ALLOWED_MODELS", ENVIRONMENT_VARIABLES["AUGCLIP_ALLOWED_MODELS"]),
+    "--explore-files": ("AUGCLIP_EXPLORE_FILES", ENVIRONMENT_VARIABLES["AUGCLIP_EXPLORE_FILES"]),
     "--concurrency": ("AUGCLIP_CONCURRENCY", ENVIRONMENT_VARIABLES["AUGCLIP_CONCURRENCY"]),
     "--max-edits": ("AUGCLIP_MAX_EDITS", ENVIRONMENT_VARIABLES["AUGCLIP_MAX_EDITS"]),
     "--host": ("GRADIO_SERVER_NAME", "address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)"),
@@ -51,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
             kwargs.update(action=argparse.BooleanOptionalAction, default=None)
         else:
             kwargs["metavar"] = {"--clip-model": "SPEC", "--clip-checkpoint": "PATH", "--device": "DEVICE",
-                                 "--allowed-models": "SPEC,SPEC,...", "--host": "ADDRESS"}[flag]
+                                 "--allowed-models": "SPEC,SPEC,...", "--host": "ADDRESS",
+                                 "--explore-files": "RESULTS[=MANIFEST],..."}[flag]
         parser.add_argument(flag, **kwargs)
     return parser
 
@@ -60,7 +62,7 @@ def settings_from(args: argparse.Namespace, env: dict[str, str] | None = None) -
     """The app's settings: environment first, then the flags that were given."""
     return Settings.from_env(env, clip_model=args.clip_model, clip_checkpoint=args.clip_checkpoint,
                              device=args.device, precision=args.precision, cpu_matmul=args.cpu_matmul,
-                             allowed_models=args.allowed_models,
+                             allowed_models=args.allowed_models, explore_files=args.explore_files,
                              concurrency=args.concurrency, max_edits=args.max_edits)
 
 

@@ -1,0 +1,164 @@
+"""The leaderboard: one row per editing model (per run), one column per metric: mean, 95% interval, rank,
+beside the human rank and Kendall's tau between the models' metric means and human means.
+
+* **Model** is the edit's ``name`` (the manifest's editing-model field; it defaults to the file name or
+  the role there). Runs with other settings are never pooled: a model appears once per run.
+* **Mean and interval** per (run, model, metric) over the slice's edits with a value. The interval is the
+  percentile bootstrap of :func:`augclip_demo.metrics.agreement.mean_figure` (the protocols' function,
+  1000 resamples, seed 0) up to :data:`BOOTSTRAP_MAX_N` values; above it the normal interval
+  ``mean +- z * sd / sqrt(n)``, which a bootstrap of a mean of that many values reproduces to within its own
+  Monte-Carlo error, and which keeps a 100,000-item leaderboard interactive. Each cell says which.
+* **Rank** under each metric: 1 = best (lower-is-better metrics such as L2 count reversed), average ranks
+  on ties, within the run.
+* **Human rank and tau** follow the protocols' per-model rank agreement (AugCLIP, Table 4 of the later
+  version; :mod:`augclip_demo.metrics.agreement`): only ``gt`` / ``candidate`` edits with both a metric
+  value and a human value (the human score, else the 2AFC win 1 / 0) count; tau is Kendall's tau-b of the
+  oriented metric means against the human means, computed by the protocols' :func:`kendall`, so it equals
+  ``protocol``'s ``model tau`` on the same edits.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from statistics import NormalDist
+
+import numpy as np
+
+from ..metrics.agreement import DEFAULT_BOOTSTRAP, DEFAULT_LEVEL, DEFAULT_SEED, kendall, mean_figure
+from .slices import Slice
+from .store import ResultsStore, higher_is_better, metric_column
+
+#: cells with more values than this get the normal interval instead of the bootstrap (see the module doc)
+BOOTSTRAP_MAX_N = 5000
+#: the per-edit human value of the protocols' model ranking: the score, else the 2AFC win
+HUMAN_VALUE_SQL = ("CASE WHEN has_scores THEN human_score WHEN human_preferred IS NOT NULL THEN "
+                   "CAST(edit = human_preferred AS DOUBLE) END")
+RANKED_ROLES_SQL = "role NOT IN ('ep', 'em')"
+
+
+@dataclass
+class Cell:
+    mean: float | None
+    n: int
+    ci: tuple[float, float] | None = None
+    ci_method: str = ""  # "bootstrap" or "normal"
+    rank: float | None = None
+
+
+@dataclass
+class LeaderRow:
+    run: int
+    model: str
+    untrained: bool
+    n_edits: int
+    cells: dict[str, Cell]
+    human_mean: float | None = None
+    human_rank: float | None = None
+
+
+@dataclass
+class Leaderboard:
+    metrics: list[str]
+    rows: list[LeaderRow]
+    tau: dict[tuple[int, str], float | None] = field(default_factory=dict)  # (run, metric) -> Kendall's tau-b
+    notes: list[str] = field(default_factory=list)
+
+    def table(self) -> tuple[list[str], list[list[str]]]:
+        """(headers, rows) for people: mean [low, high] (#rank) per metric, the human rank, then tau rows."""
+        from .store import metric_label
+
+        headers = ["run", "model", "edits", "human (#rank)"] + [metric_label(k) for k in self.metrics]
+        rows = []
+        for row in self.rows:
+            human = "n/a" if row.human_mean is None else f"{row.human_mean:.4f} (#{row.human_rank:g})"
+            cells = [format_cell(row.cells[key]) for key in self.metrics]
+            rows.append([str(row.run), row.model + (" [untrained]" if row.untrained else ""), str(row.n_edits),
+                         human, *cells])
+        for run in sorted({row.run for row in self.rows}):
+            taus = [self.tau.get((run, key)) for key in self.metrics]
+            if any(t is not None for t in taus):
+                rows.append([str(run), "Kendall tau vs human ranks", "", "",
+                             *("n/a" if t is None else f"{t:.3f}" for t in taus)])
+        return headers, rows
+
+
+def format_cell(cell: Cell) -> str:
+    if cell.mean is None:
+        return "n/a"
+    text = f"{cell.mean:.4f}"
+    if cell.ci is not None:
+        text += f" [{cell.ci[0]:.4f}, {cell.ci[1]:.4f}]" + ("" if cell.ci_method == "bootstrap" else " N")
+    return text + (f" (#{cell.rank:g})" if cell.rank is not None else "")
+
+
+def _ranks(means: list[float | None], higher: bool) -> list[float | None]:
+    from scipy.stats import rankdata
+
+    present = [i for i, m in enumerate(means) if m is not None]
+    ranks: list[float | None] = [None] * len(means)
+    if present:
+        oriented = np.array([means[i] if higher else -means[i] for i in present], float)  # type: ignore[operator]
+        for i, rank in zip(present, rankdata(-oriented)):
+            ranks[i] = float(rank)
+    return ranks
+
+
+def leaderboard(store: ResultsStore, active: Slice, *, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT_SEED,
+                level: float = DEFAULT_LEVEL) -> Leaderboard:
+    """The slice's leaderboard (one SQL aggregate; bootstrap values fetched only for small cells)."""
+    where, params = active.where(store)
+    human = HUMAN_VALUE_SQL
+    aggregates = [f"avg({human}) FILTER (WHERE {RANKED_ROLES_SQL})"]
+    for key in store.metrics:
+        col = metric_column(key)
+        joint = f"{col} IS NOT NULL AND ({human}) IS NOT NULL AND {RANKED_ROLES_SQL}"
+        aggregates += [f"avg({col})", f"count({col})", f"stddev_samp({col})", f"avg({col}) FILTER (WHERE {joint})",
+                       f"avg({human}) FILTER (WHERE {joint})"]
+    sql = (f"SELECT run, model, bool_or(untrained), count(*), {', '.join(aggregates)} FROM edits WHERE {where} "
+           f"GROUP BY run, model ORDER BY run, model")
+    fetched = store.query(sql, params)
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    rows, joint_means = [], []
+    for record in fetched:
+        run, model, untrained, n_edits, human_mean, *rest = record
+        cells, joint = {}, {}
+        for i, key in enumerate(store.metrics):
+            mean, n, sd, joint_metric, joint_human = rest[5 * i: 5 * i + 5]
+            cell = Cell(mean, int(n))
+            if n and n <= BOOTSTRAP_MAX_N and n_boot > 0:
+                values = store.arrays(f"SELECT {metric_column(key)} v FROM edits WHERE {where} AND run = ? AND "
+                                      f"model = ? AND {metric_column(key)} IS NOT NULL ORDER BY item, edit",
+                                      [*params, run, model])["v"]
+                figure = mean_figure(values, n_boot=n_boot, seed=seed, level=level)
+                cell.ci, cell.ci_method = figure.ci, "bootstrap"
+            elif n and n > 1 and sd is not None:
+                half = z * sd / math.sqrt(n)
+                cell.ci, cell.ci_method = (mean - half, mean + half), "normal"
+            cells[key] = cell
+            joint[key] = (joint_metric, joint_human)
+        rows.append(LeaderRow(int(run), str(model), bool(untrained), int(n_edits), cells, human_mean))
+        joint_means.append(joint)
+    board = Leaderboard(list(store.metrics), rows)
+    for run in sorted({row.run for row in rows}):
+        members = [i for i, row in enumerate(rows) if row.run == run]
+        for key in store.metrics:
+            for i, rank in zip(members, _ranks([rows[i].cells[key].mean for i in members], higher_is_better(key))):
+                rows[i].cells[key].rank = rank
+            board.tau[(run, key)] = _model_tau([joint_means[i][key] for i in members], higher_is_better(key))
+        for i, rank in zip(members, _ranks([rows[i].human_mean for i in members], True)):
+            rows[i].human_rank = rank
+    if any(row.cells[k].ci_method == "normal" for row in rows for k in store.metrics):
+        board.notes.append(f"intervals marked N are normal intervals (more than {BOOTSTRAP_MAX_N} values); the "
+                           f"others are percentile bootstrap intervals ({n_boot} resamples, seed {seed})")
+    return board
+
+
+def _model_tau(pairs: list[tuple[float | None, float | None]], higher: bool) -> float | None:
+    """Kendall's tau-b between the models' oriented metric means and human means, over the models with both
+    (as the protocols rank the models that have a ranked edit with both values); at least two models."""
+    pairs = [(m, h) for m, h in pairs if m is not None and h is not None]
+    if len(pairs) < 2:
+        return None
+    metric = [m if higher else -m for m, _ in pairs]  # type: ignore[operator]
+    return kendall(metric, [h for _, h in pairs])  # type: ignore[misc]

@@ -1,0 +1,112 @@
+"""Which results files the app may open, and the stores opened from them.
+
+On a public server web clients never send a path: the operator names the files (``AUGCLIP_EXPLORE_FILES``,
+``--explore-files``, ``augclip-demo explore RESULTS``), the page lists them by file name (and, for several,
+all of them together, their runs kept apart), and a client picks one of those names. An uploaded results file (bounded by the app's upload limit) is opened into a store of
+the uploading session; at most :data:`MAX_UPLOADED_STORES` such stores stay open, the oldest is closed first.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import InputError
+from .store import OpenedFile, ResultsStore, open_results
+
+MAX_UPLOADED_STORES = 4
+UPLOAD_SUFFIXES = (".jsonl", ".parquet")
+
+
+@dataclass(frozen=True)
+class NamedFile:
+    label: str  # what the page shows and a client sends back: the file name (with a number when names repeat)
+    results: Path
+    manifest: Path | None
+
+
+def parse_entries(entries: Sequence[str]) -> list[NamedFile]:
+    """``RESULTS`` or ``RESULTS=MANIFEST`` entries as named files; each must exist (checked at start-up)."""
+    named: list[NamedFile] = []
+    seen: dict[str, int] = {}
+    for entry in entries:
+        results_text, _, manifest_text = entry.partition("=")
+        results = Path(results_text.strip()).expanduser()
+        manifest = Path(manifest_text.strip()).expanduser() if manifest_text.strip() else None
+        if not results.exists():
+            raise InputError(f"explore file {results}: not found (AUGCLIP_EXPLORE_FILES / --explore-files)")
+        if manifest is not None and not manifest.is_file():
+            raise InputError(f"explore manifest {manifest}: not found (AUGCLIP_EXPLORE_FILES entry {entry!r})")
+        label = results.name
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] > 1:
+            label = f"{label} ({seen[label]})"
+        named.append(NamedFile(label, results, manifest))
+    return named
+
+
+class Shelf:
+    """The operator's files (opened on first use, shared by every session) and the sessions' uploads."""
+
+    def __init__(self, entries: Sequence[str], *, memory_limit_mb: int = 1024):
+        files = parse_entries(entries)
+        self.named: dict[str, list[NamedFile]] = {item.label: [item] for item in files}
+        if len(files) > 1:  # side by side in one store: their runs are numbered and kept apart
+            self.named[f"all {len(files)} files together"] = files
+        self.memory_limit_mb = memory_limit_mb
+        self._open: dict[str, ResultsStore] = {}
+        self._uploads: OrderedDict[str, ResultsStore] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self.named)
+
+    def named_store(self, label: str) -> ResultsStore:
+        """The store of an operator file, by the label the page showed (anything else is refused)."""
+        if label not in self.named:
+            raise InputError("choose one of the listed results files")
+        with self._lock:
+            if label not in self._open:
+                self._open[label] = open_results([OpenedFile(f.results, f.manifest) for f in self.named[label]],
+                                                 memory_limit_mb=self.memory_limit_mb)
+            return self._open[label]
+
+    def add_upload(self, path: Path, max_mb: float) -> str:
+        """Open an uploaded results file (size-checked); returns the token the session keeps."""
+        if path.suffix.lower() not in UPLOAD_SUFFIXES:
+            kind = path.suffix or "file without extension"
+            raise InputError(f"upload a batch results file ({' or '.join(UPLOAD_SUFFIXES)}), got a {kind}")
+        size = path.stat().st_size
+        if size > max_mb * (1 << 20):
+            raise InputError(f"the results file is {size / (1 << 20):.1f} MB; uploads may be at most {max_mb:g} MB "
+                             "(the operator can name larger files with AUGCLIP_EXPLORE_FILES)")
+        store = open_results([OpenedFile(path)], memory_limit_mb=min(self.memory_limit_mb, 512))
+        token = uuid.uuid4().hex
+        with self._lock:
+            self._uploads[token] = store
+            while len(self._uploads) > MAX_UPLOADED_STORES:
+                _, oldest = self._uploads.popitem(last=False)
+                oldest.close()
+        return token
+
+    def upload_store(self, token: str) -> ResultsStore:
+        with self._lock:
+            if token not in self._uploads:
+                raise InputError("the uploaded results are no longer open (the server keeps the latest few): "
+                                 "upload the file again")
+            self._uploads.move_to_end(token)
+            return self._uploads[token]
+
+    def store(self, key: str) -> ResultsStore:
+        """``named:LABEL`` or ``upload:TOKEN`` (what the page keeps in its state)."""
+        kind, _, value = (key or "").partition(":")
+        if kind == "named":
+            return self.named_store(value)
+        if kind == "upload":
+            return self.upload_store(value)
+        raise InputError("open a results file first")

@@ -1,0 +1,325 @@
+"""Results files opened in place with DuckDB: one row per edit, one column per metric, queried per slice.
+
+A results file (JSONL, one ``.parquet`` part, or a folder of Parquet parts as the local runner and the
+Ray engine write them; docs/batch.md has the record format) is scanned once by DuckDB into an in-memory
+columnar table ``edits`` (item fields, the edit's name / role / path, each metric as a DOUBLE, the human
+judgment of that edit, the run it came from). Nothing is loaded into Python objects: the leaderboard,
+filters, sorts and pages are SQL over that table, and only the rows a view shows come back.
+
+Several files, or one file written by runs with other settings, are kept apart: every record carries
+its run signature (model, numerics, metrics, options, package version, ...; ``run`` in the record), each
+distinct signature becomes a numbered *run*, the views group or filter by it, and
+:meth:`ResultsStore.run_differences` says what differs between them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..batch.results_parquet import PART_PREFIX, is_parquet_results, part_files
+from ..errors import InputError
+from ..metrics.suite import METRICS
+
+#: run keys that make two runs' numbers different quantities (the resume check's keys, plus the version)
+RUN_KEYS_SHOWN = ("model", "version", "precision", "matmul", "metrics", "options", "bpm", "judge", "features")
+#: the columns a slice may filter on with a list of values (``run`` is the run number)
+CATEGORY_FIELDS = ("dataset", "model", "role", "edit_type", "status", "run")
+RECORD_COLUMNS = {"id": "VARCHAR", "dataset": "VARCHAR", "status": "VARCHAR", "error": "VARCHAR",
+                  "source": "VARCHAR", "target_text": "VARCHAR", "source_text": "VARCHAR",
+                  "instruction": "VARCHAR", "edits": "JSON", "human": "JSON", "attributes": "JSON", "meta": "JSON",
+                  "run": "JSON"}
+
+
+def metric_column(key: str) -> str:
+    """The ``edits`` table's column of metric ``key`` (quoted: keys are data, never spliced unquoted)."""
+    return '"m:' + key.replace('"', '""') + '"'
+
+
+def masked_to_nan(array: Any) -> np.ndarray:
+    """A fetched DuckDB column as float with NaN for NULL (fetchnumpy gives masked arrays for NULLs)."""
+    if isinstance(array, np.ma.MaskedArray):
+        return array.astype(float).filled(np.nan)
+    return np.asarray(array, dtype=float)
+
+
+def higher_is_better(key: str) -> bool:
+    return METRICS[key].higher_is_better if key in METRICS else True
+
+
+def metric_label(key: str) -> str:
+    return METRICS[key].label if key in METRICS else key
+
+
+@dataclass
+class RunInfo:
+    """One run signature found in the opened files: its number, where it came from, its settings."""
+
+    number: int
+    file: str  # the file's name (never its folder: labels may reach a web page)
+    signature: dict[str, Any]
+    n_records: int = 0
+
+    @property
+    def untrained(self) -> bool:
+        return bool(self.signature.get("untrained"))
+
+    def label(self) -> str:
+        model = self.signature.get("model", "?")
+        version = self.signature.get("version")
+        return f"run {self.number}: {model}" + (f", v{version}" if version else "") + f" ({self.file})" + (
+            " [untrained]" if self.untrained else "")
+
+
+@dataclass
+class OpenedFile:
+    results: Path
+    manifest: Path | None = None
+    unreadable_lines: int = 0
+
+
+@dataclass
+class ResultsStore:
+    """The opened results: a DuckDB connection holding table ``edits``, the runs and the metric keys."""
+
+    con: Any
+    files: list[OpenedFile]
+    runs: list[RunInfo]
+    metrics: list[str]
+    n_records: int
+    n_edits: int
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # ------------------------------------------------------------------ queries
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Rows of ``sql`` (one connection shared by the app's threads: a cursor each, serialised)."""
+        with self.lock:
+            return self.con.execute(sql, list(params)).fetchall()
+
+    def arrays(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any]:
+        """Columns of ``sql`` as numpy arrays."""
+        with self.lock:
+            return self.con.execute(sql, list(params)).fetchnumpy()
+
+    def values(self, column: str) -> list[str]:
+        """The distinct values of a category column, for the filter menus."""
+        if column not in CATEGORY_FIELDS:
+            raise InputError(f"no filter field {column!r}; fields: {', '.join(CATEGORY_FIELDS)}")
+        rows = self.query(f"SELECT DISTINCT CAST({column} AS VARCHAR) v FROM edits WHERE v IS NOT NULL ORDER BY v")
+        return [row[0] for row in rows]
+
+    def metric_range(self, key: str) -> tuple[float | None, float | None]:
+        rows = self.query(f"SELECT min({metric_column(key)}), max({metric_column(key)}) FROM edits")
+        return rows[0][0], rows[0][1]
+
+    @property
+    def untrained(self) -> bool:
+        return any(run.untrained for run in self.runs)
+
+    def run_differences(self) -> list[str]:
+        """What differs between the runs, one line per setting (empty when there is one run)."""
+        if len(self.runs) < 2:
+            return []
+        lines = []
+        for key in RUN_KEYS_SHOWN:
+            seen = [run.signature.get(key) for run in self.runs]
+            if any(value != seen[0] for value in seen[1:]):
+                shown = "; ".join(f"run {run.number}: {_short(value)}" for run, value in zip(self.runs, seen))
+                lines.append(f"{key} differs ({shown})")
+        if not lines:  # same settings under two files: still two runs, said as such
+            lines.append("the same settings, from different files")
+        return lines
+
+    def close(self) -> None:
+        with self.lock:
+            self.con.close()
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    if value is None:
+        return "not recorded"
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# ---------------------------------------------------------------------------------------------- opening
+def _connect(memory_limit_mb: int, threads: int | None) -> Any:
+    try:
+        import duckdb
+    except ImportError:
+        raise InputError("the Explore view needs DuckDB: pip install 'augclip-demo[app]' (or pip install duckdb)") \
+            from None
+    con = duckdb.connect(":memory:", config={"memory_limit": f"{memory_limit_mb}MB", "preserve_insertion_order": True})
+    if threads:
+        con.execute(f"SET threads = {int(threads)}")
+    return con
+
+
+def _scan_sql(path: Path) -> tuple[str, list[Any]]:
+    """A DuckDB table function over a results file in place, giving :data:`RECORD_COLUMNS`."""
+    if is_parquet_results(path):
+        if path.is_dir():
+            if not part_files(path):
+                raise InputError(f"results {path.name}: the folder holds no {PART_PREFIX}*.parquet files")
+            pattern = str(path / f"{PART_PREFIX}*.parquet")
+        else:
+            pattern = str(path)
+        # Parquet results keep nested fields as JSON text (results_parquet.COLUMNS); `fields` and `extra`
+        # only restore key order and stage fields, which no view needs.
+        casts = ", ".join(f"CAST({name} AS {kind}) AS {name}" for name, kind in RECORD_COLUMNS.items())
+        return f"(SELECT {casts} FROM read_parquet(?, union_by_name = true))", [pattern]
+    columns = "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in RECORD_COLUMNS.items()) + "}"
+    return (f"read_json(?, format = 'newline_delimited', columns = {columns}, ignore_errors = true, "
+            f"maximum_object_size = 67108864)"), [str(path)]
+
+
+def _count_records(path: Path) -> int:
+    """Non-blank lines of a JSONL file (what DuckDB should have read; the difference is unreadable lines)."""
+    with open(path, "rb") as handle:
+        return sum(1 for line in handle if line.strip())
+
+
+def _load_records(con: Any, number: int, opened: OpenedFile) -> int:
+    path = opened.results
+    if not path.exists():
+        raise InputError(f"results {path.name}: not found")
+    scan, params = _scan_sql(path)
+    try:
+        con.execute(f"INSERT INTO records SELECT {number} AS file_no, row_number() OVER () - 1 AS line, * "
+                    f"FROM {scan} WHERE id IS NOT NULL", params)
+    except Exception as exc:  # DuckDB's own errors for a damaged or foreign file
+        raise InputError(f"results {path.name}: could not be read as batch results ({str(exc).splitlines()[0]})") \
+            from None
+    count = con.execute("SELECT count(*) FROM records WHERE file_no = ?", [number]).fetchone()[0]
+    if count == 0:
+        raise InputError(f"results {path.name}: holds no batch result records (one JSON object per line, each "
+                         "with an id, as `augclip-demo batch` writes them)")
+    if not is_parquet_results(path):
+        opened.unreadable_lines = max(0, _count_records(path) - count)
+    return count
+
+
+def _load_manifest(con: Any, number: int, manifest: Path) -> None:
+    """Manifest fields the records do not keep (``edit_type``) and the human judgments, joined by id."""
+    if not manifest.is_file():
+        raise InputError(f"manifest {manifest.name}: not found")
+    columns = "{'id': 'VARCHAR', 'edit_type': 'VARCHAR', 'human': 'JSON'}"
+    try:
+        con.execute(f"INSERT INTO manifest SELECT {number}, id, edit_type, human FROM read_json(?, format = "
+                    f"'newline_delimited', columns = {columns}, ignore_errors = true)", [str(manifest)])
+    except Exception as exc:
+        raise InputError(f"manifest {manifest.name}: could not be read ({str(exc).splitlines()[0]})") from None
+
+
+def human_judgment_sql() -> tuple[str, str]:
+    """The one place the Explore views read human judgments (the manifest's ``human`` field: ``preferred``, the
+    2AFC choice, and ``scores``, one per edit), as SQL: the item's judgment (the manifest given with the
+    results, else the copy each record keeps), and the per-edit columns made from it (``human_preferred``,
+    ``human_score`` of this edit, ``has_scores``). A source of judgments added later (a study's) plugs in here."""
+    judgment = "coalesce(m.human, r.human)"
+    columns = ("TRY_CAST(json_extract_string(judgment, '$.preferred') AS INTEGER) AS human_preferred, "
+               "TRY_CAST(json_extract_string(json_extract(judgment, '$.scores'), edit) AS DOUBLE) AS human_score, "
+               "coalesce(json_type(json_extract(judgment, '$.scores')) = 'ARRAY', false) AS has_scores")
+    return judgment, columns
+
+
+def open_results(files: Sequence[OpenedFile], *, memory_limit_mb: int = 1024, threads: int | None = None) \
+        -> ResultsStore:
+    """Scan ``files`` into one store; raises :class:`InputError` naming the file that cannot be read."""
+    if not files:
+        raise InputError("no results file to open")
+    # the statistics need scipy.stats (about 0.5 s to import): imported while DuckDB scans, off the critical path
+    threading.Thread(target=importlib.import_module, args=("scipy.stats",), daemon=True).start()
+    con = _connect(memory_limit_mb, threads)
+    con.execute("CREATE TABLE records (file_no INTEGER, line BIGINT, "
+                + ", ".join(f"{name} {kind}" for name, kind in RECORD_COLUMNS.items()) + ")")
+    con.execute("CREATE TABLE manifest (file_no INTEGER, id VARCHAR, edit_type VARCHAR, human JSON)")
+    n_records = 0
+    for number, opened in enumerate(files):
+        n_records += _load_records(con, number, opened)
+        if opened.manifest is not None:
+            _load_manifest(con, number, opened.manifest)
+    runs = _number_runs(con, files)
+    metrics = _metric_keys(con)
+    _build_edits(con, metrics)
+    n_edits = con.execute("SELECT count(*) FROM edits").fetchone()[0]
+    con.execute("DROP TABLE manifest")
+    return ResultsStore(con=con, files=list(files), runs=runs, metrics=metrics, n_records=n_records, n_edits=n_edits)
+
+
+def _number_runs(con: Any, files: Sequence[OpenedFile]) -> list[RunInfo]:
+    """Give every distinct (file, run signature) a run number, in order of first appearance."""
+    con.execute("CREATE TABLE runs AS SELECT file_no, CAST(run AS VARCHAR) AS signature, min(line) AS first, "
+                "count(*) AS n FROM records GROUP BY ALL ORDER BY file_no, first")
+    rows = con.execute("SELECT file_no, signature, n FROM runs ORDER BY file_no, first").fetchall()
+    runs = []
+    for number, (file_no, signature, n) in enumerate(rows, start=1):
+        parsed = json.loads(signature) if signature else {}
+        runs.append(RunInfo(number, files[file_no].results.name, parsed if isinstance(parsed, dict) else {}, n))
+    con.execute("ALTER TABLE runs ADD COLUMN number INTEGER")
+    con.execute("UPDATE runs SET number = t.number FROM (SELECT file_no, signature, row_number() OVER "
+                "(ORDER BY file_no, first) AS number FROM runs) t WHERE runs.file_no = t.file_no AND "
+                "runs.signature IS NOT DISTINCT FROM t.signature")
+    return runs
+
+
+def _metric_keys(con: Any) -> list[str]:
+    """Every metric named by a run or present in an edit, in the runs' order first."""
+    keys: dict[str, None] = {}
+    for (signature,) in con.execute("SELECT signature FROM runs ORDER BY number").fetchall():
+        for key in (json.loads(signature) or {}).get("metrics", []) if signature else []:
+            keys.setdefault(str(key), None)
+    # the runner writes every metric of the run in every edit: one ok record per run shows the rest
+    rows = con.execute("SELECT DISTINCT unnest(json_keys(json_extract(e, 'metrics'))) FROM (SELECT "
+                       "unnest(CAST(any_value(edits) AS JSON[])) AS e FROM records WHERE status = 'ok' "
+                       "GROUP BY file_no, CAST(run AS VARCHAR))").fetchall()
+    for (key,) in rows:
+        keys.setdefault(str(key), None)
+    return list(keys)
+
+
+def _build_edits(con: Any, metrics: Sequence[str]) -> None:
+    """Table ``edits``: each record's edits parsed once into typed columns (metric values as DOUBLE); a file
+    whose metric values are not all numbers (a foreign writer) takes the slower per-value JSON path."""
+    typed = json.dumps([{"name": "VARCHAR", "role": "VARCHAR", "path": "VARCHAR",
+                         "metrics": {key: "DOUBLE" for key in metrics} if metrics else "JSON"}])
+    try:
+        _edits_table(con, f"from_json(edits, {_literal(typed)})", metrics,
+                     [f"struct_extract(e.metrics, {_literal(key)})" for key in metrics])
+    except Exception:  # noqa: BLE001 - DuckDB's conversion error: fall back to reading each value as JSON
+        loose = json.dumps([{"name": "VARCHAR", "role": "VARCHAR", "path": "VARCHAR", "metrics": "JSON"}])
+        _edits_table(con, f"from_json(edits, {_literal(loose)})", metrics,
+                     [f"TRY_CAST(json_extract_string(e.metrics, {_literal(key)}) AS DOUBLE)" for key in metrics])
+
+
+def _edits_table(con: Any, parsed_sql: str, metrics: Sequence[str], metric_values: Sequence[str]) -> None:
+    metric_sql = "".join(f", {value} AS {metric_column(key)}" for key, value in zip(metrics, metric_values))
+    judgment, human_columns = human_judgment_sql()
+    con.execute(f"""
+        CREATE OR REPLACE TABLE edits AS
+        WITH r AS (SELECT r.* EXCLUDE (run, edits), {parsed_sql} AS parsed, {judgment} AS judgment,
+                          m.edit_type AS edit_type, runs.number AS run,
+                          TRY_CAST(json_extract_string(r.run, '$.untrained') AS BOOLEAN) AS untrained
+                   FROM records r
+                   JOIN runs ON runs.file_no = r.file_no AND runs.signature IS NOT DISTINCT FROM CAST(r.run AS VARCHAR)
+                   LEFT JOIN manifest m ON m.file_no = r.file_no AND m.id = r.id),
+             x AS (SELECT *, unnest(parsed) AS e, generate_subscripts(parsed, 1) - 1 AS edit FROM r)
+        SELECT dense_rank() OVER (ORDER BY file_no, line) - 1 AS item, file_no, line, id, dataset, status, run,
+               coalesce(untrained, false) AS untrained, edit_type, source, target_text, instruction, edit,
+               coalesce(e.name, '') AS model, coalesce(e.role, 'candidate') AS role, e.path AS path,
+               {human_columns}
+               {metric_sql}
+        FROM x ORDER BY file_no, line, edit
+    """)
+
+
+def _literal(text: str) -> str:
+    """A SQL string literal (metric keys come from the file: quoted, never spliced raw)."""
+    return "'" + text.replace("'", "''") + "'"

@@ -1,0 +1,276 @@
+"""The Explore engine on a constructed run, against independent computations from the definitions and
+against ``protocol``'s own numbers."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from augclip_demo.batch.protocol_tables import compute_protocols
+from augclip_demo.batch.results import export_parquet
+from augclip_demo.errors import InputError
+from augclip_demo.explore import (
+    HUMAN,
+    OpenedFile,
+    Slice,
+    agreement,
+    disagreements,
+    exact,
+    grid_page,
+    item_record,
+    leaderboard,
+    make_slice,
+    open_results,
+    slice_from_json,
+)
+from tests.explore.constructed import (
+    MODELS,
+    RUN,
+    constructed_records,
+    write_jsonl,
+    write_manifest_with_images,
+)
+
+TOY = Slice(name="toy", datasets=("toy",))
+
+
+@pytest.fixture()
+def run_file(tmp_path: Path) -> Path:
+    return write_jsonl(constructed_records(), tmp_path / "results.jsonl")
+
+
+@pytest.fixture()
+def store(run_file: Path):
+    opened = open_results([OpenedFile(run_file)])
+    yield opened
+    opened.close()
+
+
+def toy_edits() -> list[tuple[dict, dict, int]]:
+    return [(r, e, j) for r in constructed_records() if r["dataset"] == "toy" and r["status"] == "ok"
+            for j, e in enumerate(r["edits"])]
+
+
+def human_value(record: dict, index: int) -> float:
+    """The protocols' per-model human value, from their definition: the score, else the 2AFC win."""
+    human = record["human"]
+    if "scores" in human:
+        return human["scores"][index]
+    return 1.0 if human["preferred"] == index else 0.0
+
+
+def test_leaderboard_means_ranks_and_human_tau_match_an_independent_computation(store):
+    board = leaderboard(store, TOY)
+    rows = {row.model: row for row in board.rows}
+    assert set(rows) == set(MODELS)
+    for key, higher in (("augclip", True), ("l2", False)):
+        means = {m: statistics.fmean(e["metrics"][key] for _, e, _ in toy_edits() if e["name"] == m) for m in MODELS}
+        for m in MODELS:
+            cell = rows[m].cells[key]
+            assert cell.mean == pytest.approx(means[m], rel=1e-12)
+            assert cell.n == 12
+            assert cell.ci is not None and cell.ci[0] <= cell.mean <= cell.ci[1] and cell.ci_method == "bootstrap"
+        order = sorted(MODELS, key=lambda m: -means[m] if higher else means[m])
+        assert [rows[m].cells[key].rank for m in order] == [1.0, 2.0, 3.0]
+        human = {m: statistics.fmean(human_value(r, j) for r, e, j in toy_edits() if e["name"] == m) for m in MODELS}
+        oriented = [means[m] if higher else -means[m] for m in MODELS]
+        expected_tau = stats.kendalltau(oriented, [human[m] for m in MODELS]).statistic
+        assert board.tau[(1, key)] == pytest.approx(expected_tau)
+        assert rows["A"].human_mean == pytest.approx(human["A"])
+    assert [rows[m].human_rank for m in MODELS] == [1.0, 2.0, 3.0]
+    assert all(row.untrained for row in board.rows)  # random:tiny: the label stays
+
+
+def test_leaderboard_tau_and_agreement_equal_protocol(run_file, store):
+    report = compute_protocols(run_file, n_boot=60, seed=0)
+    mine = agreement(store, TOY, n_boot=60, seed=0)
+    board = leaderboard(store, TOY)
+    for key in ("augclip", "l2"):
+        theirs, ours = report.datasets["toy"].metrics[key], mine.human[key]
+        for figure in ("s2afc", "pearson", "spearman", "kendall", "pair_alignment", "model_spearman", "model_kendall"):
+            a, b = getattr(theirs, figure), getattr(ours, figure)
+            assert (a.value, a.ci, a.n) == (b.value, b.ci, b.n), (key, figure)
+        assert board.tau[(1, key)] == pytest.approx(theirs.model_kendall.value, abs=1e-12)
+        ranks = {row.name: (row.metric_rank, row.human_rank) for row in theirs.models}
+        ours_ranks = {row.model: (row.cells[key].rank, row.human_rank) for row in board.rows}
+        assert ours_ranks == ranks
+    triplets = agreement(store, Slice(datasets=("trip",)), n_boot=60)
+    for key in ("augclip", "l2"):
+        a, b = report.datasets["trip"].metrics[key].acc_both, triplets.human[key].acc_both
+        assert (a.value, a.ci, a.n) == (b.value, b.ci, b.n)
+        assert b.value == 0.75  # trip-3's ep beats its gt under both metrics
+
+
+def test_the_pages_bound_on_agreement_is_said(store):
+    with pytest.raises(InputError, match="the slice has 12 items; the page computes agreement for at most 5"):
+        agreement(store, TOY, n_boot=0, max_items=5)
+    assert agreement(store, TOY, n_boot=0, max_items=12).n_items == 12
+
+
+def test_s2afc_and_metric_matrix_from_the_definitions(store):
+    mine = agreement(store, TOY, n_boot=0)
+    credits = []
+    for record in (r for r in constructed_records() if r["dataset"] == "toy" and r["status"] == "ok"):
+        values = [e["metrics"]["augclip"] for e in record["edits"]]
+        credits.append(1.0 if int(np.argmax(values)) == record["human"]["preferred"] else 0.0)
+    assert mine.human["augclip"].s2afc.value == pytest.approx(sum(credits) / len(credits))
+    augclip = [e["metrics"]["augclip"] for _, e, _ in toy_edits()]
+    negated_l2 = [-e["metrics"]["l2"] for _, e, _ in toy_edits()]
+    assert mine.rho[("augclip", "l2")] == pytest.approx(stats.spearmanr(augclip, negated_l2).statistic)
+    assert mine.rho[("l2", "augclip")] == mine.rho[("augclip", "l2")] and mine.rho[("l2", "l2")] == pytest.approx(1)
+
+
+def test_missing_values_are_left_out_as_protocol_leaves_them(tmp_path):
+    records = constructed_records()
+    for i in (3, 4, 9):  # L2 unavailable on one edit of three items
+        records[i]["edits"][1]["metrics"]["l2"] = None
+    path = write_jsonl(records, tmp_path / "gaps.jsonl")
+    store = open_results([OpenedFile(path)])
+    try:
+        mine = agreement(store, TOY, n_boot=30)
+        pairs = [(e["metrics"]["augclip"], -e["metrics"]["l2"]) for r in records if r["dataset"] == "toy"
+                 and r["status"] == "ok" for e in r["edits"] if e["metrics"]["l2"] is not None]
+        assert mine.pairs[("augclip", "l2")] == len(pairs) == 33
+        assert mine.rho[("augclip", "l2")] == pytest.approx(stats.spearmanr(*zip(*pairs)).statistic)
+        theirs = compute_protocols(path, n_boot=30).datasets["toy"].metrics["l2"]
+        for figure in ("s2afc", "kendall", "model_kendall"):
+            a, b = getattr(theirs, figure), getattr(mine.human["l2"], figure)
+            assert (a.value, a.ci, a.n) == (b.value, b.ci, b.n), figure
+        row = next(r for r in leaderboard(store, TOY).rows if r.model == "B")
+        assert row.cells["l2"].n == 9
+        assert row.cells["l2"].mean == pytest.approx(statistics.fmean(
+            r["edits"][1]["metrics"]["l2"] for r in records[:12] if r["edits"][1]["metrics"]["l2"] is not None))
+    finally:
+        store.close()
+
+
+def test_disagreements_are_the_known_items_strongest_first(store):
+    found = disagreements(store, TOY, "augclip", "l2")
+    expected = set()
+    for record in (r for r in constructed_records() if r["dataset"] == "toy" and r["status"] == "ok"):
+        augclip = [e["metrics"]["augclip"] for e in record["edits"]]
+        l2 = [e["metrics"]["l2"] for e in record["edits"]]
+        if int(np.argmax(augclip)) != int(np.argmin(l2)):
+            expected.add(record["id"])
+    assert {"toy-0", "toy-1"} <= {d.id for d in found} == expected
+    assert [d.strength for d in found] == sorted((d.strength for d in found), reverse=True)
+    first = next(d for d in found if d.id == "toy-0")
+    assert (first.winner_a, first.winner_b) == ("A [0]", "B [1]")
+    with_humans = {d.id for d in disagreements(store, TOY, "augclip", HUMAN)}
+    assert "toy-2" in with_humans and "toy-0" not in with_humans
+
+
+def test_the_grid_pages_in_disagreement_order(store):
+    found = disagreements(store, TOY, "augclip", "l2")
+    page = grid_page(store, TOY, sort="l2", ranking=[d.item for d in found], page_size=200)
+    assert page.total == 3 * len(found)
+    assert [row.item for row in page.rows] == [d.item for d in found for _ in range(3)]
+    assert [row.edit for row in page.rows[:3]] == [0, 1, 2]
+
+
+def test_slices_filter_every_view(store, tmp_path):
+    only_a = make_slice("A high", datasets=["toy"], models=["A"], ranges={"augclip": [1.0, None]})
+    expected = [e for _, e, _ in toy_edits() if e["name"] == "A" and e["metrics"]["augclip"] >= 1.0]
+    page = grid_page(store, only_a, sort="augclip", descending=True)
+    assert page.total == len(expected) > 0
+    assert [row.values["augclip"] for row in page.rows] == sorted((e["metrics"]["augclip"] for e in expected),
+                                                                   reverse=True)
+    board = leaderboard(store, only_a)
+    assert [row.model for row in board.rows] == ["A"] and board.rows[0].cells["augclip"].n == len(expected)
+    assert slice_from_json(only_a.to_json()) == only_a
+    with pytest.raises(InputError, match="no metric 'nope'"):
+        grid_page(store, make_slice("x", ranges={"nope": [0, 1]}))
+    with pytest.raises(InputError, match="low 2 is above high 1"):
+        make_slice("x", ranges={"augclip": [2, 1]})
+
+
+def test_parquet_folder_gives_the_same_leaderboard(run_file, store, tmp_path):
+    folder = export_parquet(run_file, tmp_path / "results.parquet", rows_per_part=5)
+    parquet = open_results([OpenedFile(folder)])
+    try:
+        assert leaderboard(parquet, TOY).table() == leaderboard(store, TOY).table()
+        assert parquet.n_records == store.n_records == len(constructed_records())
+    finally:
+        parquet.close()
+
+
+def test_runs_with_other_settings_are_said_and_never_pooled(run_file, tmp_path):
+    other_run = {**RUN, "model": "random:ViT-B-16", "version": "9.8-test"}
+    other = write_jsonl(constructed_records(other_run), tmp_path / "other.jsonl")
+    both = open_results([OpenedFile(run_file), OpenedFile(other)])
+    try:
+        assert len(both.runs) == 2
+        differences = " | ".join(both.run_differences())
+        assert "model differs" in differences and "random:ViT-B-16" in differences and "version differs" in differences
+        board = leaderboard(both, TOY)
+        assert sorted((row.run, row.model) for row in board.rows) == [(r, m) for r in (1, 2) for m in MODELS]
+        with pytest.raises(InputError, match="2 runs with different settings"):
+            agreement(both, TOY)
+        assert agreement(both, Slice(datasets=("toy",), runs=(2,)), n_boot=0).n_items == 12
+    finally:
+        both.close()
+
+
+def test_item_record_numbers_are_the_files_exactly(run_file, store):
+    page = grid_page(store, TOY, sort="augclip", descending=True, page_size=1)
+    view = item_record(store, page.rows[0].item)
+    line = json.loads(run_file.read_text().splitlines()[page.rows[0].item])
+    assert view.record["edits"] == line["edits"] and view.record["human"] == line["human"]
+    headers, rows = view.score_rows(["augclip", "l2"])
+    for row, edit in zip(rows, line["edits"]):
+        assert [float(row[3]), float(row[4])] == [edit["metrics"]["augclip"], edit["metrics"]["l2"]]
+        assert row[3] == repr(edit["metrics"]["augclip"])
+    assert page.rows[0].values["augclip"] == 1.234567890123456
+    assert exact(None) == "n/a"
+
+
+def test_a_torn_last_line_is_counted_and_a_foreign_file_refused(tmp_path):
+    path = write_jsonl(constructed_records(), tmp_path / "r.jsonl")
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write('{"id": "torn", "edits": [{"ind')
+    store = open_results([OpenedFile(path)])
+    try:
+        assert store.files[0].unreadable_lines == 1 and store.n_records == len(constructed_records())
+    finally:
+        store.close()
+    foreign = tmp_path / "f.jsonl"
+    foreign.write_text('{"name": "not a result"}\n', encoding="utf-8")
+    with pytest.raises(InputError, match="f.jsonl: holds no batch result records"):
+        open_results([OpenedFile(foreign)])
+
+
+def test_a_file_with_a_non_number_value_still_opens(tmp_path):
+    records = constructed_records()
+    records[0]["edits"][0]["metrics"]["augclip"] = "high"  # a foreign writer: the typed read fails, the loose one not
+    store = open_results([OpenedFile(write_jsonl(records, tmp_path / "r.jsonl"))])
+    try:
+        values = dict(store.query("SELECT edit, \"m:augclip\" FROM edits WHERE id = 'toy-0'"))
+        assert values == {0: None, 1: records[0]["edits"][1]["metrics"]["augclip"],
+                          2: records[0]["edits"][2]["metrics"]["augclip"]}
+    finally:
+        store.close()
+
+
+def test_manifest_gives_edit_types_and_judgments(tmp_path):
+    records = constructed_records()
+    manifest = write_manifest_with_images(records, tmp_path / "bench")
+    # the manifest's judgments are read, not the copy in the record: change one in the results
+    records[3]["human"] = {"preferred": 2}
+    results = write_jsonl(records, tmp_path / "results.jsonl")
+    store = open_results([OpenedFile(results, manifest)])
+    try:
+        assert store.values("edit_type") == ["add", "remove"]
+        adds = grid_page(store, make_slice("adds", edit_types=["add"]), page_size=200)
+        assert {row.id for row in adds.rows} == {f"toy-{i}" for i in range(12) if i % 2}
+        preferred = store.query("SELECT DISTINCT human_preferred FROM edits WHERE id = 'toy-3'")
+        assert preferred == [(constructed_records()[3]["human"]["preferred"],)]
+        view = item_record(store, 0)
+        assert view.image(view.record["source"]) == tmp_path / "bench" / "src" / "0.png"
+        assert view.image("../results.jsonl") is None  # outside the manifest's folder: refused
+    finally:
+        store.close()

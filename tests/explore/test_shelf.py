@@ -1,0 +1,74 @@
+"""Safe in public: the operator names the files, clients pick names; uploads are bounded; the command line
+and the variable build the same list."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from augclip_demo.cli.explore import explore_entries
+from augclip_demo.config import Settings
+from augclip_demo.errors import InputError
+from augclip_demo.explore.items import evaluate_inputs, item_record
+from augclip_demo.explore.shelf import MAX_UPLOADED_STORES, Shelf, parse_entries
+from tests.explore.constructed import constructed_records, write_jsonl, write_manifest_with_images
+
+
+@pytest.fixture()
+def files(tmp_path: Path) -> dict[str, Path]:
+    records = constructed_records()
+    manifest = write_manifest_with_images(records, tmp_path / "bench")
+    return {"results": write_jsonl(records, tmp_path / "runs" / "results.jsonl"), "manifest": manifest,
+            "other": write_jsonl(records, tmp_path / "other" / "results.jsonl")}
+
+
+def test_files_are_listed_by_name_and_only_listed_names_open(files):
+    shelf = Shelf([f"{files['results']}={files['manifest']}", str(files["other"])])
+    # names only, repeated names numbered, and both together
+    assert shelf.labels == ["results.jsonl", "results.jsonl (2)", "all 2 files together"]
+    assert shelf.store("named:results.jsonl").n_records == len(constructed_records())
+    together = shelf.store("named:all 2 files together")
+    assert together.n_records == 2 * len(constructed_records()) and len(together.runs) == 2
+    for sent in (f"named:{files['results']}", "named:../results.jsonl", "named:/etc/passwd", "upload:nope", "x"):
+        with pytest.raises(InputError):
+            shelf.store(sent)
+
+
+def test_uploads_are_bounded_and_the_oldest_closed(files, tmp_path):
+    shelf = Shelf([])
+    with pytest.raises(InputError, match="uploads may be at most"):
+        shelf.add_upload(files["results"], max_mb=files["results"].stat().st_size / (1 << 20) / 2)
+    wrong = tmp_path / "results.csv"
+    wrong.write_text("id\n", encoding="utf-8")
+    with pytest.raises(InputError, match="upload a batch results file"):
+        shelf.add_upload(wrong, max_mb=10)
+    tokens = [shelf.add_upload(files["results"], max_mb=10) for _ in range(MAX_UPLOADED_STORES + 1)]
+    with pytest.raises(InputError, match="no longer open"):
+        shelf.store("upload:" + tokens[0])
+    assert shelf.store("upload:" + tokens[-1]).n_records == len(constructed_records())
+
+
+def test_variable_flag_and_command_make_the_same_entries(files):
+    entries = explore_entries([str(files["results"])], [str(files["manifest"])])
+    assert entries == [f"{files['results']}={files['manifest']}"]
+    from_env = Settings.from_env({"AUGCLIP_EXPLORE_FILES": ",".join(entries)})
+    assert from_env.explore_files == tuple(entries) == Settings().replace(explore_files=",".join(entries)).explore_files
+    with pytest.raises(InputError, match="one --manifest for all results files or one per"):
+        explore_entries([str(files["results"]), str(files["other"]), str(files["other"])], ["a", "b"])
+    with pytest.raises(InputError, match="not found"):
+        parse_entries([str(files["results"].with_name("missing.jsonl"))])
+
+
+def test_an_item_goes_to_evaluate_with_the_runs_settings(files):
+    shelf = Shelf([f"{files['results']}={files['manifest']}"])
+    store = shelf.store("named:results.jsonl")
+    record = constructed_records()[0]
+    inputs = evaluate_inputs(item_record(store, 0))
+    assert inputs.source == files["manifest"].parent / record["source"]
+    assert [p.name for p in inputs.edits] == ["0.png"] * 3 and inputs.edit_names == ["A", "B", "C"]
+    assert inputs.model == record["run"]["model"] and inputs.options == record["run"]["options"]
+    assert inputs.source_attributes == record["attributes"]["source_attributes"]
+    bare = Shelf([str(files["other"])])
+    with pytest.raises(InputError, match="without their manifest"):
+        evaluate_inputs(item_record(bare.store("named:results.jsonl"), 0))
