@@ -16,7 +16,9 @@ adds nothing), so the database alone cannot be used to answer as a rater.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
+import io
 import json
 import secrets
 import sqlite3
@@ -381,16 +383,16 @@ def submit_answer(db: str | Path, token: str, position: Any, answers: Any, elaps
             raise StudyError("this study is closed; thank you, no more answers are taken", 409)
         if set(answers) != set(study.questions):
             raise StudyError(f"answer exactly these questions: {', '.join(study.questions)}")
-        stored = {q: valid_answer(study.kind, answers[q]) for q in study.questions}
-        bad = [q for q, v in stored.items() if v is None]
-        if bad:
-            allowed = "'a', 'b' or 'tie'" if study.kind == "2afc" else "a whole number from 1 to 5"
-            raise StudyError(f"the answer to {', '.join(bad)} must be {allowed}")
         task = conn.execute(
             "SELECT t.*, u.item_id, u.edit_a, u.edit_b FROM tasks t JOIN units u ON u.id = t.unit_id "
             "WHERE t.rater_id = ? AND t.position = ?", (rater["id"], position)).fetchone()
         if task is None:
             raise StudyError("that task is not one of yours", 404)
+        stored = {q: _page_answer(study.kind, answers[q], bool(task["swapped"])) for q in study.questions}
+        bad = [q for q, v in stored.items() if v is None]
+        if bad:
+            allowed = "'left', 'right' or 'tie'" if study.kind == "2afc" else "a whole number from 1 to 5"
+            raise StudyError(f"the answer to {', '.join(bad)} must be {allowed}")
         if conn.execute("SELECT 1 FROM judgments WHERE task_id = ?", (task["id"],)).fetchone():
             raise StudyError("you answered this task already; answers cannot be changed", 409)
         hashes = _unit_hashes(conn, study.id, task["item_id"], task["edit_a"], task["edit_b"])
@@ -403,6 +405,14 @@ def submit_answer(db: str | Path, token: str, position: Any, answers: Any, elaps
             [(study.id, rater["id"], task["id"], task["unit_id"], q, study.question_version, stored[q], shown_left,
               int(task["repeat_of"] is not None), created, elapsed_ms, *hashes, "rater-page") for q in study.questions])
         return _progress(conn, rater["id"])
+
+
+def _page_answer(kind: str, answer: Any, swapped: bool) -> str | None:
+    """The rater page answers by side (left / right / tie); stored by edit ("a" = the lower index)."""
+    if kind == "2afc":
+        sides = {"left": "b" if swapped else "a", "right": "a" if swapped else "b", "tie": "tie"}
+        return sides.get(answer) if isinstance(answer, str) else None
+    return valid_answer(kind, answer)
 
 
 def _unit_hashes(conn: sqlite3.Connection, study_id: int, item_id: str, edit_a: int,
@@ -476,3 +486,30 @@ def load_study(db: str | Path, name: str) -> StudyData:
             "SELECT r.label, COUNT(t.id) FROM raters r LEFT JOIN tasks t ON t.rater_id = r.id WHERE r.study_id = ? "
             "GROUP BY r.id ORDER BY r.number", (study.id,))}
         return StudyData(study, lines, edits, units, read_judgments(conn, study), raters, sources)
+
+
+# ---------------------------------------------------------------------------------------------- pictures
+MAX_SHOWN_SIDE = 1024  # pictures are sent at most this large (a phone needs no more; the page scales them)
+
+
+@functools.lru_cache(maxsize=64)
+def _jpeg(path: str, expected: str, mtime_ns: int, size: int) -> bytes:
+    loaded = open_image(path)
+    if loaded.sha256 != expected:
+        raise StudyError("this picture changed after the study was created; tell the study's organiser", 409)
+    image = loaded.image.copy()
+    image.thumbnail((MAX_SHOWN_SIDE, MAX_SHOWN_SIDE))
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG", quality=92)
+    return buffer.getvalue()
+
+
+def shown_picture(path: Path, expected_sha256: str) -> bytes:
+    """The picture as the rater page shows it (JPEG, longest side <= MAX_SHOWN_SIDE), checked against its hash."""
+    try:
+        info = path.stat()
+        return _jpeg(str(path), expected_sha256, info.st_mtime_ns, info.st_size)
+    except StudyError:
+        raise
+    except Exception:  # never show a server path or a decoder's message to a rater
+        raise StudyError("this picture could not be read; tell the study's organiser", 500) from None
