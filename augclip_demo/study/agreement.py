@@ -188,7 +188,11 @@ def verdict_items(data: StudyData, question: str, values: dict[str, ProtocolItem
     (``only_scored``: only those of items with metric values)."""
     items = []
     if data.study.kind == "2afc":
-        for unit, answers in first_answers(data, question).items():
+        answered = first_answers(data, question)
+        for unit in data.units:  # the study's order, as the export writes them (the bootstrap draws by position)
+            if unit not in answered:
+                continue
+            answers = answered[unit]
             scored = values.get(unit.item_id)
             if only_scored and scored is None:
                 continue
@@ -242,7 +246,7 @@ def study_agreement(data: StudyData, results: Sequence[str | Path] = (), *, ques
         higher = METRICS[key].higher_is_better if key in METRICS else True
         report.metrics[key] = evaluate_metric(items, key, higher, **boot)
     _acc_both(report, data, answers, values, keys, boot)
-    _metric_rankings(report, keys)
+    _metric_rankings(report, data, values, keys)
     return report
 
 
@@ -303,16 +307,27 @@ def _acc_both(report: StudyAgreement, data: StudyData, answers: dict[Unit, dict[
             report.metric_acc_both[key] = figure
 
 
-def _metric_rankings(report: StudyAgreement, keys: list[str]) -> None:
+def _metric_rankings(report: StudyAgreement, data: StudyData, values: dict[str, ProtocolItem],
+                     keys: list[str]) -> None:
+    """Each metric's per-model mean over the study's edits (each edit once, every role: in a study the ep / em
+    images are models people judged too) and its rank, beside the humans' ranking."""
+    from scipy.stats import rankdata
+
     human = (dict(zip(report.ranking.names, report.ranking.scores)) if report.ranking is not None
              else {name: f.value for name, f in report.human_means.items() if f.value is not None})
     for key in keys:
-        rows = report.metrics[key].models
-        if not rows:
+        sums: dict[str, list[float]] = defaultdict(list)
+        for item_id, item in values.items():
+            for edit, scored in zip(data.edits[item_id], item.edits):
+                value = scored.metrics.get(key)
+                if value is not None and edit["name"] in human:
+                    sums[edit["name"]].append(float(value))
+        if len(sums) < 2:
             continue
-        means = {row.name: row.metric_mean for row in rows}
-        shared = [name for name in means if name in human]
+        means = {name: sum(v) / len(v) for name, v in sums.items()}
         higher = METRICS[key].higher_is_better if key in METRICS else True
-        oriented = [means[n] if higher else -means[n] for n in shared]
-        rho = spearman(oriented, [human[n] for n in shared]) if len(shared) >= 2 else None
-        report.metric_rankings.append(MetricRanking(key, means, {row.name: row.metric_rank for row in rows}, rho))
+        names = list(means)
+        oriented = [means[n] if higher else -means[n] for n in names]
+        ranks = dict(zip(names, (float(r) for r in rankdata([-v for v in oriented]))))
+        rho = spearman(oriented, [human[n] for n in names])
+        report.metric_rankings.append(MetricRanking(key, means, ranks, rho))

@@ -187,6 +187,7 @@ def create_study(db: str | Path, name: str, manifest: str | Path, *, kind: str =
     per_rater = len(units) if per_rater is None else per_rater
     if not 1 <= per_rater <= len(units):
         raise StudyError(f"per_rater must be from 1 to the number of units ({len(units)}), got {per_rater}")
+    repeats = repeats if kind == "2afc" else 0  # attention checks repeat pairs
     if not 1 <= per_unit <= 1000 or not 0 <= repeats <= per_rater:
         raise StudyError(f"per_unit must be from 1 to 1000 and repeats from 0 to per_rater ({per_rater})")
     title = (title or name).strip()[:MAX_TITLE]
@@ -198,7 +199,7 @@ def create_study(db: str | Path, name: str, manifest: str | Path, *, kind: str =
             "INSERT INTO studies (name, title, kind, questions, question_version, manifest, seed, per_unit, per_rater,"
             " repeats, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             (name, title, kind, json.dumps(list(asked)), CURRENT_VERSION[kind], str(Path(manifest).resolve()), seed,
-             per_unit, per_rater, repeats if kind == "2afc" else 0, now_utc()))
+             per_unit, per_rater, repeats, now_utc()))
         study_id = cursor.lastrowid
         _insert_items(conn, study_id, items, hashes)
         conn.executemany("INSERT INTO units (study_id, number, item_id, edit_a, edit_b) VALUES (?,?,?,?,?)",

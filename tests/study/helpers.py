@@ -32,3 +32,33 @@ def write_study_manifest(folder: Path, n_items: int = 4, n_edits: int = 3) -> Pa
     manifest = folder / "manifest.jsonl"
     manifest.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     return manifest
+
+
+def write_results(manifest: Path, values: dict[str, dict[str, list[float]]], out: Path) -> Path:
+    """A `batch`-style results file for ``manifest``: ``values[metric][item id]`` = one value per edit.
+
+    The edits' content hashes are computed here as batch does (``open_image(...).sha256``)."""
+    from augclip_demo.batch.manifest import load_manifest
+    from augclip_demo.io import open_image
+
+    records = []
+    for item in load_manifest(manifest):
+        edits = [{"index": i, "path": e.path, "name": e.name, "role": e.role, "sha256": open_image(e.resolved).sha256,
+                  "metrics": {metric: per_item[item.id][i] for metric, per_item in values.items()}}
+                 for i, e in enumerate(item.edits)]
+        records.append({"id": item.id, "dataset": "study", "status": "ok", "edits": edits,
+                        "human": item.human.to_dict() if item.human else None,
+                        "run": {"model": "random:tiny", "untrained": True, "metrics": list(values)}})
+    out.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return out
+
+
+def answer_all(db: Path, token: str, choose) -> int:
+    """Answer every task of a rater through the store: ``choose(view)`` gives the answers dict."""
+    from augclip_demo.study import store
+
+    count = 0
+    while (view := store.rater_view(db, token)).task is not None:
+        store.submit_answer(db, token, view.task["position"], choose(view), 1000)
+        count += 1
+    return count
