@@ -62,3 +62,39 @@ def answer_all(db: Path, token: str, choose) -> int:
         store.submit_answer(db, token, view.task["position"], choose(view), 1000)
         count += 1
     return count
+
+
+OPERATOR_TOKEN = "operator-token-for-tests-0123456789"
+
+
+def start_study_app(tmp_path: Path, db: Path, port: int | None = None):
+    """``python app.py`` on 127.0.0.1 with the tiny random model and the study database ``db``."""
+    import os
+
+    from tests.support import ROOT, TINY, free_port
+    from tests.support.app_process import spawn_app
+
+    port = port or free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env.update({"GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port), "AUGCLIP_CLIP_MODEL": TINY,
+                "AUGCLIP_DEVICE": "cpu", "AUGCLIP_STUDY_DB": str(db), "AUGCLIP_STUDY_OPERATOR_TOKEN": OPERATOR_TOKEN,
+                "AUGCLIP_CACHE_DIR": str(tmp_path / "cache"), "GRADIO_ANALYTICS_ENABLED": "False",
+                "PYTHONPATH": str(ROOT)})
+    return spawn_app(env, tmp_path / f"app-{port}.log", port)
+
+
+def http(url: str, method: str = "GET", token: str | None = None, body: bytes | None = None,
+         timeout: float = 30) -> tuple[int, dict, bytes]:
+    """(status, headers, body) of one request (errors are answers too)."""
+    import urllib.error
+    import urllib.request
+
+    headers = {"Content-Type": "application/json"} if body is not None else {}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(url, data=body, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
