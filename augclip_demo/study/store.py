@@ -352,7 +352,7 @@ def task_image(db: str | Path, token: str, position: int, slot: str) -> tuple[Pa
             "SELECT t.swapped, u.item_id, u.edit_a, u.edit_b, u.study_id FROM tasks t JOIN units u ON u.id = t.unit_id "
             "WHERE t.rater_id = ? AND t.position = ?", (rater["id"], position)).fetchone()
         if row is None or slot not in ("source", "left", "right", "edit") or (
-                (slot == "edit") != (row["edit_b"] is None)):
+                slot != "source" and (slot == "edit") != (row["edit_b"] is None)):
             raise StudyError("no such image in your tasks", 404)
         if slot == "source":
             item = conn.execute("SELECT source_path, source_sha256 FROM items WHERE study_id = ? AND item_id = ?",
