@@ -82,7 +82,8 @@ def _ranking_table(report: StudyAgreement) -> Table | None:
 
 
 def format_report(report: StudyAgreement) -> str:
-    lines = [f"study {report.study} ({report.kind}): {report.judgments} judgments from {report.raters_answering} "
+    lines = [f"study {report.study} ({report.kind}): {report.judgments} judgments (one per question answered) from "
+             f"{report.raters_answering} "
              f"rater(s); {report.units_complete} of {report.units} units have their judgments"]
     blocks = ["\n".join(lines)]
     blocks += [_render(title, headers, rows) for title, headers, rows in report_tables(report)]

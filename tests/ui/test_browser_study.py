@@ -6,7 +6,6 @@ Screenshots go to ``test-artifacts/study/`` (``AUGCLIP_TEST_ARTIFACTS`` moves th
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,14 +14,9 @@ from playwright.sync_api import expect
 from augclip_demo.study import store
 from tests.study.helpers import MODELS, OPERATOR_TOKEN, start_study_app, write_study_manifest
 from tests.support import ROOT
+from tests.ui.test_browser import pytestmark as browser_marks
 
-CHROMIUM = "/usr/bin/chromium"
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(not Path(CHROMIUM).exists() and shutil.which("chromium") is None,
-                       reason="Chromium is not installed (apt-get install -y chromium)"),
-]
+pytestmark = browser_marks  # browser, slow, skipped without Chromium
 
 
 @pytest.fixture(scope="module")
@@ -116,6 +110,15 @@ def test_a_phone_taps_through_the_ratings(browser, studies, artifacts):
     page.screenshot(path=str(artifacts / "rater-done-phone-390x844.png"), full_page=True)
     ratings = sorted(j.answer for j in store.load_study(studies["db"], "ratings").judgments if j.rater == "phone")
     assert ratings == ["2", "4", "4"]
+    pairs_rater, = store.add_raters(studies["db"], "pairs", labels=["phone-pairs"])
+    page.goto(studies["url"] + "study/rate#t=" + pairs_rater.token)
+    page.reload()
+    wait_for_task(page)
+    page.screenshot(path=str(artifacts / "rater-pair-phone-390x844.png"), full_page=True)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    left, right = page.locator("#img-left").bounding_box(), page.locator("#img-right").bounding_box()
+    assert abs(left["y"] - right["y"]) < 2 and left["x"] < right["x"]  # the two edits side by side
+    assert page.locator("#answer-overall-tie").bounding_box()["height"] >= 44
     context.close()
 
 
@@ -141,6 +144,12 @@ def test_the_operator_tab_shows_the_agreement(browser, studies, artifacts):
     page.screenshot(path=str(artifacts / "operator-tab-1366x900.png"), full_page=True)
     report = page.locator("#study-report").inner_text()
     assert "judgments from" in report and "Bradley-Terry" in report
+    page.get_by_role("button", name="Export").click()
+    page.locator("#study-report").get_by_text("Exported").wait_for()
+    links = page.locator("a[download]")
+    expect(links.first).to_be_attached(timeout=60_000)
+    names = " ".join(link.get_attribute("download") or link.inner_text() for link in links.all())
+    assert "pairs-judgments.csv" in names and "pairs-overall.jsonl" in names
     page.locator("#study-operator-token input").fill("wrong-token-wrong-token")
     page.get_by_role("button", name="Show agreement").click()
     page.locator("#study-report").get_by_text("operator token is not right").wait_for()
