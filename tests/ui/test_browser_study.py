@@ -143,7 +143,7 @@ def test_the_operator_tab_shows_the_agreement(browser, studies, artifacts):
     page.locator("#study-report").get_by_text("Krippendorff's alpha").wait_for()
     page.screenshot(path=str(artifacts / "operator-tab-1366x900.png"), full_page=True)
     report = page.locator("#study-report").inner_text()
-    assert "judgments from" in report and "Bradley-Terry" in report
+    assert "judgments (one per question answered) from" in report and "Bradley-Terry" in report
     page.get_by_role("button", name="Export").click()
     page.locator("#study-report").get_by_text("Exported").wait_for()
     links = page.locator("a[download]")
