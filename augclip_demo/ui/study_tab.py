@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
-from starlette.concurrency import run_in_threadpool
-from starlette.routing import BaseRoute
 
 from ..config import Settings, study_operator_token
 from ..errors import AugclipError
@@ -81,7 +80,7 @@ async def _bounded_json(request: Request) -> Any:
         raise store.StudyError("the answer is not valid JSON") from None
 
 
-def study_routes(settings: Settings) -> list[BaseRoute]:
+def study_routes(settings: Settings) -> list[Any]:
     """The rater page's routes, for ``FastAPI(routes=...)`` (see ``launch_kwargs``)."""
     db = settings.study_db_path
     router = APIRouter()

@@ -104,6 +104,7 @@ def test_bradley_terry_recovers_known_strengths():
     assert all(high - low < 0.6 for low, high in fit.ci)
 
 
+@pytest.mark.slow  # 20 fits with 200 resamples each
 def test_bradley_terry_intervals_cover_the_truth_about_95_percent():
     covered = []
     for seed in range(20):
