@@ -324,6 +324,13 @@ def _progress(conn: sqlite3.Connection, rater_id: int) -> tuple[int, int]:
     return done, total
 
 
+def _next_position(conn: sqlite3.Connection, rater_id: int) -> int | None:
+    """The rater's first unanswered task (None when all are answered)."""
+    row = conn.execute("SELECT MIN(t.position) FROM tasks t WHERE t.rater_id = ? AND NOT EXISTS "
+                       "(SELECT 1 FROM judgments j WHERE j.task_id = t.id)", (rater_id,)).fetchone()
+    return row[0]
+
+
 def rater_view(db: str | Path, token: str) -> RaterView:
     """The rater's next unanswered task (resuming where they stopped) and their progress."""
     with connect(db) as conn:
@@ -332,11 +339,11 @@ def rater_view(db: str | Path, token: str) -> RaterView:
         wording = QUESTION_SETS[study.question_version]
         questions = [{"id": q, "prompt": wording[q].prompt, "low": wording[q].low, "high": wording[q].high}
                      for q in study.questions]
+        position = _next_position(conn, rater["id"])
         row = conn.execute(
-            "SELECT t.position, t.swapped, u.item_id, u.edit_a, u.edit_b, i.target_text FROM tasks t "
-            "JOIN units u ON u.id = t.unit_id JOIN items i ON i.study_id = u.study_id AND i.item_id = u.item_id "
-            "WHERE t.rater_id = ? AND NOT EXISTS (SELECT 1 FROM judgments j WHERE j.task_id = t.id) "
-            "ORDER BY t.position LIMIT 1", (rater["id"],)).fetchone()
+            "SELECT t.position, u.edit_b, i.target_text FROM tasks t JOIN units u ON u.id = t.unit_id "
+            "JOIN items i ON i.study_id = u.study_id AND i.item_id = u.item_id WHERE t.rater_id = ? AND t.position = ?",
+            (rater["id"], position)).fetchone() if position is not None else None
         task = None
         if row is not None and study.status == "open":
             task = {"position": row["position"], "text": row["target_text"],
@@ -396,6 +403,9 @@ def submit_answer(db: str | Path, token: str, position: Any, answers: Any, elaps
             raise StudyError(f"the answer to {', '.join(bad)} must be {allowed}")
         if conn.execute("SELECT 1 FROM judgments WHERE task_id = ?", (task["id"],)).fetchone():
             raise StudyError("you answered this task already; answers cannot be changed", 409)
+        following = _next_position(conn, rater["id"])
+        if position != following:  # the order is part of the design (attention checks come later)
+            raise StudyError("answer the tasks in the order the page shows them; reload the page for the next one", 409)
         hashes = _unit_hashes(conn, study.id, task["item_id"], task["edit_a"], task["edit_b"])
         shown_left = None if task["edit_b"] is None else (task["edit_b"] if task["swapped"] else task["edit_a"])
         created = now_utc()

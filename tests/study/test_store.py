@@ -87,6 +87,9 @@ def test_refusals(study):
             store.submit_answer(db, ann.token, position, answers)
     with pytest.raises(store.StudyError, match="not one of yours"):
         store.submit_answer(db, ann.token, 999, good)
+    with pytest.raises(store.StudyError, match="in the order the page shows") as skipped:
+        store.submit_answer(db, ann.token, position + 1, good)  # no skipping ahead (to a repeat, say)
+    assert skipped.value.status == 409
     store.submit_answer(db, ann.token, position, good, elapsed_ms=2500)
     with pytest.raises(store.StudyError, match="answered this task already") as twice:
         store.submit_answer(db, ann.token, position, {"overall": "right", "text": "right"})
