@@ -65,6 +65,17 @@ class Consistency:
 
 
 @dataclass
+class RaterRow:
+    """One rater at a glance: answers, agreement with the other raters, speed (to spot careless raters)."""
+
+    rater: str
+    answered: int  # first answers to the question
+    with_others: float | None  # 2AFC: share matching the others' majority; ratings: mean |rating - others' mean|
+    compared: int  # units where the others gave a verdict
+    median_seconds: float | None
+
+
+@dataclass
 class MetricRanking:
     """A metric's per-model means and ranks beside the humans', and the rank correlation between them."""
 
@@ -85,6 +96,7 @@ class StudyAgreement:
     units_complete: int  # units with at least per_unit first answers
     inter: list[InterRater] = field(default_factory=list)
     consistency: list[Consistency] = field(default_factory=list)
+    raters: list[RaterRow] = field(default_factory=list)
     metrics: dict[str, MetricProtocols] = field(default_factory=dict)
     human_acc_both: Figure | None = None
     metric_acc_both: dict[str, Figure] = field(default_factory=dict)
@@ -136,6 +148,34 @@ def consistency(data: StudyData, question: str) -> list[Consistency]:
         elif key in first:
             repeats.setdefault(j.rater, []).append(first[key] == j.answer)
     return [Consistency(rater, len(flags), sum(flags)) for rater, flags in repeats.items() if flags]
+
+
+def rater_rows(data: StudyData, question: str) -> list[RaterRow]:
+    """Per rater: first answers, agreement with the others on the same units, median seconds per task."""
+    answers = first_answers(data, question)
+    seconds: dict[str, list[float]] = defaultdict(list)
+    for j in data.judgments:
+        if j.question == question and j.elapsed_ms is not None:
+            seconds[j.rater].append(j.elapsed_ms / 1000.0)
+    rows = []
+    for rater in data.raters:
+        scores = []
+        for by_rater in answers.values():
+            if rater not in by_rater:
+                continue
+            others = [v for r, v in by_rater.items() if r != rater]
+            if data.study.kind == "2afc":
+                verdict = pair_verdict(others)
+                if verdict is not None and by_rater[rater] != "tie":
+                    scores.append(float((by_rater[rater] == "a") == (verdict == 0)))
+            elif others:
+                scores.append(abs(float(by_rater[rater]) - sum(map(float, others)) / len(others)))
+        answered = sum(rater in v for v in answers.values())
+        times = sorted(seconds.get(rater, []))
+        median = (times[len(times) // 2] + times[(len(times) - 1) // 2]) / 2 if times else None
+        if answered:
+            rows.append(RaterRow(rater, answered, sum(scores) / len(scores) if scores else None, len(scores), median))
+    return rows
 
 
 def inter_rater(data: StudyData) -> list[InterRater]:
@@ -230,7 +270,7 @@ def study_agreement(data: StudyData, results: Sequence[str | Path] = (), *, ques
         data.study.name, data.study.kind, question, judgments=len(data.judgments),
         raters_answering=len({j.rater for j in data.judgments}), units=len(data.units),
         units_complete=sum(len(v) >= data.study.per_unit for v in answers.values()),
-        inter=inter_rater(data), consistency=consistency(data, question))
+        inter=inter_rater(data), consistency=consistency(data, question), raters=rater_rows(data, question))
     boot = {"n_boot": n_boot, "seed": seed, "level": level}
     if data.study.kind == "2afc":
         report.ranking = fit_bradley_terry(_comparisons(data, answers), **boot)

@@ -22,10 +22,14 @@ def report_tables(report: StudyAgreement) -> list[Table]:
                             [[r.question, _share(r.alpha), r.level, _share(r.percent.value),
                               f"{r.percent.agreeing_pairs} / {r.percent.pairs}", str(r.judged_units)]
                              for r in report.inter])]
-    if report.consistency:
-        tables.append(("Each rater's consistency on repeated pairs (" + report.question + ")",
-                       ["rater", "repeats", "same answer", "share"],
-                       [[c.rater, str(c.repeats), str(c.same), _share(c.share)] for c in report.consistency]))
+    if report.raters:
+        repeats = {c.rater: c for c in report.consistency}
+        other = "agrees with the others' majority" if report.kind == "2afc" else "mean |rating - others' mean|"
+        tables.append((f"Raters ({report.question})",
+                       ["rater", "answered", other, "units compared", "same answer on repeats", "median s per task"],
+                       [[r.rater, str(r.answered), _share(r.with_others), str(r.compared),
+                         f"{repeats[r.rater].same} / {repeats[r.rater].repeats}" if r.rater in repeats else "n/a",
+                         "n/a" if r.median_seconds is None else f"{r.median_seconds:.1f}"] for r in report.raters]))
     if report.metrics:
         tables.append(_metric_table(report))
     ranking = _ranking_table(report)

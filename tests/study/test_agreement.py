@@ -114,6 +114,12 @@ def test_rater_agreement_between_an_oracle_a_contrarian_and_a_copy(setting):
     d_e = (n * n - sum(c * c for c in counts.values())) / (n * (n - 1))
     assert inter.alpha == pytest.approx(1 - (2 / 3) / d_e)
     assert report.units_complete == 3 * N_ITEMS
+    rows = {row.rater: row for row in report.raters}
+    # the contrarian against the other two (who agree): never with their majority; the oracle's two others
+    # split evenly on every pair, so there is no majority to compare with
+    assert (rows["contrarian"].with_others, rows["contrarian"].compared) == (0.0, 3 * N_ITEMS)
+    assert (rows["oracle"].with_others, rows["oracle"].compared) == (None, 0)
+    assert rows["copy"].answered == 3 * N_ITEMS
 
 
 def test_the_export_gives_protocol_the_same_s2afc(setting, tmp_path):

@@ -10,6 +10,7 @@ import pytest
 
 from augclip_demo.io import open_image
 from augclip_demo.study import store
+from augclip_demo.study.agreement import study_agreement
 from augclip_demo.study.questions import QUESTION_SETS
 from tests.study.helpers import answer_all, write_study_manifest
 
@@ -137,6 +138,9 @@ def test_progress_resumes_and_ends(study):
     assert (again.done, again.total) == (1, 8) and again.task["position"] != first.task["position"]
     assert answer_all(db, ann.token, lambda view: {"overall": "left", "text": "left"}) == 7
     assert store.rater_view(db, ann.token).task is None
+    row, = study_agreement(store.load_study(db, "pilot")).raters
+    # 6 first answers (2 of the 8 tasks are repeats); timed tasks took 1000 ms each, the first was not timed
+    assert (row.rater, row.answered, row.median_seconds) == ("ann", 6, 1.0)
 
 
 def test_creation_refusals(tmp_path):
