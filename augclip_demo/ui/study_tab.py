@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import gradio as gr
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
@@ -152,10 +153,12 @@ def operator_allowed(given: str | None) -> bool:
     return ok
 
 
-def _tables_markdown(tables: list[tuple[str, list[str], list[list[str]]]]) -> str:
-    def cell(text: str) -> str:
-        return str(text).replace("|", "\\|").replace("<", "&lt;")
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("<", "&lt;")
 
+
+def _tables_markdown(tables: list[tuple[str, list[str], list[list[str]]]]) -> str:
+    cell = _cell
     blocks = []
     for title, headers, rows in tables:
         lines = [f"**{cell(title)}**", "", "| " + " | ".join(cell(h) for h in headers) + " |",
@@ -172,7 +175,7 @@ def operator_status(settings: Settings, token: str, name: str, results: str | No
     data = store.load_study(settings.study_db_path, name.strip())
     report = study_agreement(data, [results] if results else [])
     head = format_report(report).split("\n\n")[0]
-    notes = "".join(f"\n- {note}" for note in report.notes)
+    notes = "".join(f"\n- {_cell(note)}" for note in report.notes)
     return f"{head}\n\n{_tables_markdown(report_tables(report))}" + (f"\n\n**Notes**{notes}" if notes else "")
 
 
@@ -200,8 +203,6 @@ def operator_export(settings: Settings, token: str, name: str) -> list[str]:
 
 def build_study_tab(settings: Settings) -> None:
     """The Study tab's contents (call inside ``gr.Tab``)."""
-    import gradio as gr
-
     gr.Markdown("Rating studies: people judge edits on their own page (`/study/rate#t=...`); this tab shows how "
                 "they agree with each other and with the metrics. Create studies with `python -m augclip_demo study "
                 "create`; the operator token (`AUGCLIP_STUDY_OPERATOR_TOKEN`) unlocks the actions below. See "

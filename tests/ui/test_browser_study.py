@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from augclip_demo.study import store
-from tests.study.helpers import MODELS, OPERATOR_TOKEN, start_study_app, write_study_manifest
+from tests.study.helpers import MODELS, OPERATOR_TOKEN, answer_all, start_study_app, write_study_manifest
 from tests.support import ROOT
 from tests.ui.test_browser import pytestmark as browser_marks
 
@@ -133,6 +133,8 @@ def test_a_wrong_link_says_so(browser, studies, artifacts):
 
 
 def test_the_operator_tab_shows_the_agreement(browser, studies, artifacts):
+    for rater in store.add_raters(studies["db"], "pairs", labels=["op-1", "op-2"]):
+        answer_all(studies["db"], rater.token, lambda view: {"overall": "left", "text": "right"})
     page = browser.new_page(viewport={"width": 1366, "height": 900})
     page.set_default_timeout(120_000)
     page.goto(studies["url"])
@@ -144,6 +146,12 @@ def test_the_operator_tab_shows_the_agreement(browser, studies, artifacts):
     page.screenshot(path=str(artifacts / "operator-tab-1366x900.png"), full_page=True)
     report = page.locator("#study-report").inner_text()
     assert "judgments (one per question answered) from" in report and "Bradley-Terry" in report
+    page.get_by_role("button", name="Add raters").click()
+    page.locator("#study-report").get_by_text("Each link is shown once").wait_for()
+    link = page.locator("#study-report code").first.inner_text()
+    assert link.startswith(studies["url"] + "study/rate#t=")
+    token = link.split("#t=")[1]
+    assert store.rater_view(studies["db"], token).total == 10  # a working rater of the study
     page.get_by_role("button", name="Export").click()
     page.locator("#study-report").get_by_text("Exported").wait_for()
     links = page.locator("a[download]")
