@@ -38,6 +38,7 @@ from ..metrics.raters import (
     percent_agreement,
 )
 from ..metrics.suite import METRICS
+from ..report import UNTRAINED_WARNING
 from .design import Unit
 from .store import StudyData
 
@@ -190,8 +191,9 @@ def inter_rater(data: StudyData) -> list[InterRater]:
 
 # ---------------------------------------------------------------------------------------------- metric values
 def metric_values(data: StudyData, results: Sequence[str | Path]) -> tuple[dict[str, ProtocolItem], list[str]]:
-    """The results' items (metric values per edit) whose edits and source are the study's (content hashes)."""
-    _, grouped, _, _, _ = read_protocol_items(list(results))
+    """The results' items (metric values per edit) whose edits and source are the study's (content hashes),
+    and notes (left-out items; first, when the results came from random weights, the untrained warning)."""
+    _, grouped, _, _, untrained = read_protocol_items(list(results))
     by_id: dict[str, ProtocolItem] = {}
     for items in grouped.values():
         for item in items:
@@ -204,7 +206,8 @@ def metric_values(data: StudyData, results: Sequence[str | Path]) -> tuple[dict[
         for record in iter_results(Path(path)):
             if record.get("status") == "ok":
                 hashes[str(record["id"])] = [e.get("sha256") for e in record.get("edits", [])]
-    notes, kept = [], {}
+    notes: list[str] = [f"{UNTRAINED_WARNING} (the metric values)"] if untrained else []
+    kept = {}
     for item_id, item in by_id.items():
         if item_id not in data.edits:
             continue

@@ -6,6 +6,7 @@ from ..batch.protocol_tables import _cell as figure_cell
 from ..batch.protocol_tables import _label as metric_label
 from ..batch.protocol_tables import _render
 from ..metrics.agreement import Figure
+from ..report import UNTRAINED_WARNING
 from .agreement import StudyAgreement
 
 Table = tuple[str, list[str], list[list[str]]]  # title, headers, rows
@@ -89,6 +90,8 @@ def format_report(report: StudyAgreement) -> str:
     lines = [f"study {report.study} ({report.kind}): {report.judgments} judgments (one per question answered) from "
              f"{report.raters_answering} "
              f"rater(s); {report.units_complete} of {report.units} units have their judgments"]
+    if any(note.startswith(UNTRAINED_WARNING) for note in report.notes):
+        lines.insert(0, f"!! {UNTRAINED_WARNING.upper()} !!")
     blocks = ["\n".join(lines)]
     blocks += [_render(title, headers, rows) for title, headers, rows in report_tables(report)]
     if report.notes:

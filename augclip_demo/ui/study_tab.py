@@ -174,7 +174,7 @@ def operator_status(settings: Settings, token: str, name: str, results: str | No
         return "The operator token is not right (or AUGCLIP_STUDY_OPERATOR_TOKEN is not set)."
     data = store.load_study(settings.study_db_path, name.strip())
     report = study_agreement(data, [results] if results else [])
-    head = format_report(report).split("\n\n")[0]
+    head = _cell(format_report(report).split("\n\n")[0]).replace("\n", "\n\n")
     notes = "".join(f"\n- {_cell(note)}" for note in report.notes)
     return f"{head}\n\n{_tables_markdown(report_tables(report))}" + (f"\n\n**Notes**{notes}" if notes else "")
 
@@ -211,7 +211,7 @@ def build_study_tab(settings: Settings) -> None:
         token = gr.Textbox(label="Operator token", type="password", max_length=200, elem_id="study-operator-token")
         name = gr.Textbox(label="Study", max_length=store.MAX_NAME, elem_id="study-name")
         results = gr.File(label="Results of `batch` on the study's manifest (optional)", file_types=[".jsonl"],
-                          type="filepath")
+                          type="filepath", elem_id="study-results")
     with gr.Row():
         refresh = gr.Button("Show agreement", variant="primary")
         count = gr.Number(label="Raters to add", value=1, minimum=1, maximum=store.MAX_RATERS_PER_CALL, precision=0)

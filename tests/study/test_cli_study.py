@@ -28,6 +28,7 @@ def test_create_raters_status_close_export(tmp_path, capsys):
     assert main(["study", "--db", db, "status", "pilot", "--results", str(results), "--bootstrap", "50"]) == 0
     report = capsys.readouterr().out
     assert "Krippendorff's alpha" in report and "s2AFC" in report and "Bradley-Terry" in report
+    assert report.startswith("!! UNTRAINED")  # the results say run.untrained: the report leads with it
     assert main(["study", "--db", db, "close", "pilot"]) == 0
     assert main(["study", "--db", db, "export", "pilot", "--csv", str(tmp_path / "j.csv")]) == 0
     out = capsys.readouterr().out

@@ -12,7 +12,14 @@ import pytest
 from playwright.sync_api import expect
 
 from augclip_demo.study import store
-from tests.study.helpers import MODELS, OPERATOR_TOKEN, answer_all, start_study_app, write_study_manifest
+from tests.study.helpers import (
+    MODELS,
+    OPERATOR_TOKEN,
+    answer_all,
+    start_study_app,
+    write_results,
+    write_study_manifest,
+)
 from tests.support import ROOT
 from tests.ui.test_browser import pytestmark as browser_marks
 
@@ -146,6 +153,15 @@ def test_the_operator_tab_shows_the_agreement(browser, studies, artifacts):
     page.screenshot(path=str(artifacts / "operator-tab-1366x900.png"), full_page=True)
     report = page.locator("#study-report").inner_text()
     assert "judgments (one per question answered) from" in report and "Bradley-Terry" in report
+    # with the batch results of the study's manifest, each metric's agreement with the raters
+    values = {"clip_i": {f"item-{i}": [0.3, 0.2, 0.1] for i in range(3)}}
+    results = write_results(studies["manifest"], values, studies["db"].parent / "results.jsonl")
+    page.locator("#study-results input[type=file]").set_input_files(str(results))
+    page.get_by_role("button", name="Show agreement").click()
+    page.locator("#study-report").get_by_text("Metrics vs the raters' verdicts").wait_for()
+    shown = page.locator("#study-report").inner_text()
+    assert "CLIP-I" in shown and "UNTRAINED" in shown  # random:tiny results say so
+    page.screenshot(path=str(artifacts / "operator-tab-with-results-1366x900.png"), full_page=True)
     page.get_by_role("button", name="Add raters").click()
     page.locator("#study-report").get_by_text("Each link is shown once").wait_for()
     link = page.locator("#study-report code").first.inner_text()
