@@ -1,6 +1,6 @@
 """Answers per second the rater page's server takes from concurrent raters, and the answer latency.
 
-    python benchmarks/study_bench.py [--raters 8] [--seconds 20] [--items 30]
+    python benchmarks/study_bench.py [--raters 8] [--seconds 20] [--items 100]
 
 Draws a manifest of small pictures, creates a 2AFC study with one rater per thread, starts
 ``python app.py`` (random:tiny, CPU) on a free port with the study database, and lets every rater
@@ -15,9 +15,7 @@ import argparse
 import json
 import os
 import random
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -31,12 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from augclip_demo.study import store  # noqa: E402
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.support import free_port  # noqa: E402
+from tests.support.app_process import spawn_app  # noqa: E402
 
 
 def manifest(folder: Path, items: int) -> Path:
@@ -80,7 +74,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--raters", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--items", type=int, default=30)
+    parser.add_argument("--items", type=int, default=100)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -90,28 +84,21 @@ def main() -> None:
         port = free_port()
         env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
                "AUGCLIP_CLIP_MODEL": "random:tiny", "AUGCLIP_DEVICE": "cpu", "AUGCLIP_STUDY_DB": str(db),
-               "AUGCLIP_CACHE_DIR": str(folder / "cache"), "GRADIO_ANALYTICS_ENABLED": "False"}
-        server = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
-        base = f"http://127.0.0.1:{port}/"
+               "AUGCLIP_CACHE_DIR": str(folder / "cache"), "GRADIO_ANALYTICS_ENABLED": "False",
+               "PYTHONPATH": str(ROOT)}
+        server = spawn_app(env, folder / "app.log", port)
         try:
-            for _ in range(240):
-                try:
-                    urllib.request.urlopen(base + "study/rate", timeout=2)
-                    break
-                except OSError:
-                    time.sleep(0.5)
             latencies: list[float] = []
             start = time.monotonic()
-            threads = [threading.Thread(target=rater, args=(base, t, start + args.seconds, latencies)) for t in tokens]
+            threads = [threading.Thread(target=rater, args=(server.url, t, start + args.seconds, latencies))
+                       for t in tokens]
             for thread in threads:
                 thread.start()
             for thread in threads:
                 thread.join()
             elapsed = time.monotonic() - start
         finally:
-            server.terminate()
-            server.wait(timeout=30)
+            server.stop()
         stored = len(store.load_study(db, "bench").judgments)
         cuts = statistics.quantiles(latencies, n=20)
         print(f"{args.raters} raters, {elapsed:.1f} s: {stored} answers stored, {stored / elapsed:.1f} answers/s; "
