@@ -2,6 +2,6 @@
 
 ``questions`` (the versioned wording), ``design`` (units, per-rater task lists, attention checks),
 ``store`` (the SQLite database: studies, raters, tasks, one row per judgment), ``agreement`` (the live
-statistics, through the same functions as ``protocol``) and ``exchange`` (manifest and CSV export,
-CSV import). No web framework here: the rater page and the operator tab are in ``augclip_demo.ui``.
+statistics, through the same functions as ``protocol``), ``exchange`` (manifest and CSV export,
+CSV import) and ``report`` (the statistics as tables and text). No web framework here: the rater page and the operator tab are in ``augclip_demo.ui``.
 """

@@ -130,6 +130,8 @@ def study_routes(settings: Settings) -> list[Any]:
             token = _token(request)
         except store.StudyError as exc:
             return _error(str(exc), exc.status)
+        if not 0 <= position < 10 * store.MAX_UNITS or len(slot) > 10:
+            return _error("no such image in your tasks", 404)
         found = await _guarded(store.task_image, db, token, position, slot)
         if isinstance(found, Response):
             return found
