@@ -220,7 +220,9 @@ def build_study_tab(settings: Settings) -> None:
         add = gr.Button("Add raters")
         close = gr.Button("Close study", variant="stop")
         export = gr.Button("Export")
+        live = gr.Checkbox(label="Refresh every 30 s", value=False, elem_id="study-live")
     out = gr.Markdown(elem_id="study-report")
+    timer = gr.Timer(30.0, active=False)
     files = gr.Files(label="Exports")
 
     def guarded(call: Any) -> Any:
@@ -252,7 +254,10 @@ def build_study_tab(settings: Settings) -> None:
         return paths, ("Exported: the judgments (CSV) and the manifest lines (paths relative to the study's "
                        "manifest folder)." if paths else "The operator token is not right.")
 
-    refresh.click(guarded(lambda t, n, r: operator_status(settings, t, n, r)), [token, name, results], out)
+    show = guarded(lambda t, n, r: operator_status(settings, t, n, r))
+    refresh.click(show, [token, name, results], out)
+    live.change(lambda on: gr.Timer(active=bool(on)), live, timer)  # follow the answers as they arrive
+    timer.tick(show, [token, name, results], out)
     add.click(add_them, [token, name, count], out)
     close.click(guarded(close_it), [token, name], out)
     export.click(export_them, [token, name], [files, out])

@@ -162,6 +162,13 @@ def test_the_operator_tab_shows_the_agreement(browser, studies, artifacts):
     shown = page.locator("#study-report").inner_text()
     assert "CLIP-I" in shown and "UNTRAINED" in shown  # random:tiny results say so
     page.screenshot(path=str(artifacts / "operator-tab-with-results-1366x900.png"), full_page=True)
+    # live view: with the refresh on, an answer given meanwhile appears without pressing anything
+    page.locator("#study-live input").check()
+    before = page.locator("#study-report").inner_text().split(" judgments")[0]
+    late, = store.add_raters(studies["db"], "pairs", labels=["late"])
+    answer_all(studies["db"], late.token, lambda view: {"overall": "tie", "text": "tie"})
+    expect(page.locator("#study-report")).not_to_contain_text(before + " judgments", timeout=90_000)
+    page.locator("#study-live input").uncheck()
     page.get_by_role("button", name="Add raters").click()
     page.locator("#study-report").get_by_text("Each link is shown once").wait_for()
     link = page.locator("#study-report code").first.inner_text()
