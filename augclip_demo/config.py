@@ -79,6 +79,9 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "AUGCLIP_UPLOAD_MAX_ZIP_MB": "largest image zip accepted by the app's batch upload, in MB (default 512)",
     "AUGCLIP_UPLOAD_MAX_FILES": "most files an uploaded image zip may hold (default 20000)",
     "AUGCLIP_UPLOAD_MAX_UNZIPPED_MB": "most bytes an uploaded image zip may expand to, in MB (default 4096)",
+    "AUGCLIP_STUDY_DB": "SQLite file of the rating studies (default: studies.sqlite3 in the cache directory)",
+    "AUGCLIP_STUDY_OPERATOR_TOKEN": ("operator token of the app's Study tab (unset: studies are run from the CLI only); "
+                                     "a secret, read when checked, never stored in the settings"),
     "AUGCLIP_MAX_EDITS": f"most edited images in one evaluation, in the app and the CLI (default {DEFAULT_MAX_EDITS})",
     "AUGCLIP_MAX_IMAGE_SIDE": "working resolution: longer images are reduced while decoding (default 2048 px)",
     "AUGCLIP_MAX_REQUEST_PIXELS": "pixels all images of one app request may hold, before reduction (default 1.5 G)",
@@ -127,6 +130,15 @@ def max_image_pixels_from_env(env: Mapping[str, str] | None = None) -> int | Non
     return value
 
 
+def study_operator_token(env: Mapping[str, str] | None = None) -> str | None:
+    """``AUGCLIP_STUDY_OPERATOR_TOKEN``, read at the moment it is checked (a secret: never a :class:`Settings` field)."""
+    value = ((os.environ if env is None else env).get("AUGCLIP_STUDY_OPERATOR_TOKEN") or "").strip()
+    if value and len(value) < 16:
+        raise ConfigError("AUGCLIP_STUDY_OPERATOR_TOKEN must be at least 16 characters (e.g. the output of "
+                          "`python -c \"import secrets; print(secrets.token_urlsafe(24))\"`)")
+    return value or None
+
+
 def default_cache_dir() -> Path:
     """The platform's user cache directory for this tool (e.g. ``~/.cache/augclip-demo``)."""
     try:
@@ -172,6 +184,7 @@ class Settings:
     upload_max_zip_mb: int = 512
     upload_max_files: int = 20000
     upload_max_unzipped_mb: int = 4096
+    study_db: Path | None = None  # None: <cache_dir>/studies.sqlite3
     max_edits: int = DEFAULT_MAX_EDITS
     allowed_models: tuple[str, ...] = ()
     explore_files: tuple[str, ...] = ()  # RESULTS or RESULTS=MANIFEST entries (the Explore tab's files)
@@ -263,6 +276,7 @@ class Settings:
             "clip_checkpoint": "AUGCLIP_CLIP_CHECKPOINT",
             "cache_dir": "AUGCLIP_CACHE_DIR",
             "sam_checkpoint": "AUGCLIP_SAM_CHECKPOINT",
+            "study_db": "AUGCLIP_STUDY_DB",
         }.items():
             if (value := get(var)) is not None:
                 values[field] = Path(value).expanduser()
@@ -302,10 +316,15 @@ class Settings:
         for key in ("allowed_models", "explore_files"):
             if isinstance(changes.get(key), str):
                 changes[key] = parse_model_list(changes[key])
-        for key in ("clip_checkpoint", "cache_dir", "sam_checkpoint"):
+        for key in ("clip_checkpoint", "cache_dir", "sam_checkpoint", "study_db"):
             if key in changes and not isinstance(changes[key], Path):
                 changes[key] = Path(str(changes[key])).expanduser()
         return dataclasses.replace(self, **changes) if changes else self
+
+    @property
+    def study_db_path(self) -> Path:
+        """The rating studies' database file."""
+        return self.study_db or self.cache_dir / "studies.sqlite3"
 
     def as_dict(self) -> dict[str, object]:
         """Plain values for reports and logs (no secrets: keys are never settings, and the judge's base URL is

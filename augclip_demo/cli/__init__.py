@@ -17,7 +17,7 @@ from .. import __version__
 from ..errors import AugclipError
 from .common import preflight
 
-COMMANDS: list[str] = ["score", "attributes", "explain", "bpm", "batch", "hatie", "protocol", "manifest", "triplets",
+COMMANDS: list[str] = ["score", "attributes", "explain", "bpm", "batch", "hatie", "protocol", "study", "manifest", "triplets",
                        "bench", "download", "doctor"]
 COMMANDS.insert(COMMANDS.index("protocol") + 1, "explore")  # results in the app's Explore tab (after protocol in help)
 

@@ -35,6 +35,7 @@ from .hatie_tab import build_hatie_tab
 from .inputs import image_path_input, number_input
 from .status import check_region_models, model_status, status_html
 from .storage import WorkFolders
+from .study_tab import build_study_tab, study_routes
 
 log = logging.getLogger(__name__)
 
@@ -262,6 +263,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             build_batch_tab(base_settings, provider_choices=provider_choices, default_provider=default_provider,
                             clip_choices=clip_choices, folders=folders, after_run=sweep)
             explore = build_explore_tab(base_settings, folders=folders)
+            with gr.Tab("Study", id="study"):
+                build_study_tab(base_settings)
             with gr.Tab("Help"):
                 gr.Markdown(views.help_markdown())
 
@@ -731,4 +734,5 @@ def launch_kwargs(settings: Settings | None = None) -> dict[str, Any]:
         "css": CSS,
         "theme": gr.themes.Soft(),
         "show_error": False,
+        "app_kwargs": {"routes": study_routes(settings)},  # the rater page (ui/study_tab.py)
     }
