@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -180,6 +181,13 @@ def _scan_sql(path: Path) -> tuple[str, list[Any]]:
             f"maximum_object_size = 67108864)"), [str(path)]
 
 
+def _duckdb_reason(exc: Exception) -> str:
+    """DuckDB's first line about a file, with every quoted absolute path cut to its file name (the message may
+    reach a web client, which never sees where the server keeps files)."""
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return re.sub(r"""(['"])(?:[A-Za-z]:)?[/\\][^'"]*?([^/\\'"]*)\1""", r"\1\2\1", first)
+
+
 def _count_records(path: Path) -> int:
     """Non-blank lines of a JSONL file (what DuckDB should have read; the difference is unreadable lines)."""
     with open(path, "rb") as handle:
@@ -195,7 +203,7 @@ def _load_records(con: Any, number: int, opened: OpenedFile) -> int:
         con.execute(f"INSERT INTO records SELECT {number} AS file_no, row_number() OVER () - 1 AS line, * "
                     f"FROM {scan} WHERE id IS NOT NULL", params)
     except Exception as exc:  # DuckDB's own errors for a damaged or foreign file
-        raise InputError(f"results {path.name}: could not be read as batch results ({str(exc).splitlines()[0]})") \
+        raise InputError(f"results {path.name}: could not be read as batch results ({_duckdb_reason(exc)})") \
             from None
     count = con.execute("SELECT count(*) FROM records WHERE file_no = ?", [number]).fetchone()[0]
     if count == 0:
@@ -215,7 +223,7 @@ def _load_manifest(con: Any, number: int, manifest: Path) -> None:
         con.execute(f"INSERT INTO manifest SELECT {number}, id, edit_type, human FROM read_json(?, format = "
                     f"'newline_delimited', columns = {columns}, ignore_errors = true)", [str(manifest)])
     except Exception as exc:
-        raise InputError(f"manifest {manifest.name}: could not be read ({str(exc).splitlines()[0]})") from None
+        raise InputError(f"manifest {manifest.name}: could not be read ({_duckdb_reason(exc)})") from None
 
 
 def human_judgment_sql() -> tuple[str, str]:

@@ -72,3 +72,17 @@ def test_an_item_goes_to_evaluate_with_the_runs_settings(files):
     bare = Shelf([str(files["other"])])
     with pytest.raises(InputError, match="without their manifest"):
         evaluate_inputs(item_record(bare.store("named:results.jsonl"), 0))
+
+
+@pytest.mark.parametrize("content", [b"abc", b"PAR1" + b"x" * 1000 + b"PAR1"])
+def test_a_damaged_parquet_upload_is_refused_without_the_servers_path(tmp_path, content):
+    folder = tmp_path / "server-secret-folder"
+    folder.mkdir()
+    damaged = folder / "results.parquet"
+    damaged.write_bytes(content)
+    with pytest.raises(InputError) as refused:
+        Shelf([]).add_upload(damaged, max_mb=10)
+    message = str(refused.value)
+    assert "results.parquet: could not be read" in message
+    assert "server-secret-folder" not in message and str(tmp_path) not in message
+
