@@ -31,6 +31,9 @@ from .store import ResultsStore, higher_is_better, metric_column
 
 #: cells with more values than this get the normal interval instead of the bootstrap (see the module doc)
 BOOTSTRAP_MAX_N = 5000
+#: the most cells bootstrapped in one leaderboard (each is a query and 1000 resamples: a slice with hundreds
+#: of editing models would stall the page); above it every cell gets the normal interval, said in a note
+MAX_BOOTSTRAP_CELLS = 200
 #: the per-edit human value of the protocols' model ranking: the score, else the 2AFC win
 HUMAN_VALUE_SQL = ("CASE WHEN has_scores THEN human_score WHEN human_preferred IS NOT NULL THEN "
                    "CAST(edit = human_preferred AS DOUBLE) END")
@@ -119,6 +122,9 @@ def leaderboard(store: ResultsStore, active: Slice, *, n_boot: int = DEFAULT_BOO
            f"GROUP BY run, model ORDER BY run, model")
     fetched = store.query(sql, params)
     z = NormalDist().inv_cdf(0.5 + level / 2)
+    small = sum(1 for record in fetched for i in range(len(store.metrics)) if 0 < record[6 + 5 * i] <= BOOTSTRAP_MAX_N)
+    if small > MAX_BOOTSTRAP_CELLS:
+        n_boot = 0
     rows, joint_means = [], []
     for record in fetched:
         run, model, untrained, n_edits, human_mean, *rest = record
@@ -148,7 +154,10 @@ def leaderboard(store: ResultsStore, active: Slice, *, n_boot: int = DEFAULT_BOO
             board.tau[(run, key)] = _model_tau([joint_means[i][key] for i in members], higher_is_better(key))
         for i, rank in zip(members, _ranks([rows[i].human_mean for i in members], True)):
             rows[i].human_rank = rank
-    if any(row.cells[k].ci_method == "normal" for row in rows for k in store.metrics):
+    if small > MAX_BOOTSTRAP_CELLS:
+        board.notes.append(f"{small} cells: all intervals are normal intervals (a bootstrap of more than "
+                           f"{MAX_BOOTSTRAP_CELLS} cells would stall the page)")
+    elif any(row.cells[k].ci_method == "normal" for row in rows for k in store.metrics):
         board.notes.append(f"intervals marked N are normal intervals (more than {BOOTSTRAP_MAX_N} values); the "
                            f"others are percentile bootstrap intervals ({n_boot} resamples, seed {seed})")
     return board

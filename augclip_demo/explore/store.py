@@ -33,6 +33,9 @@ from ..metrics.suite import METRICS
 RUN_KEYS_SHOWN = ("model", "version", "precision", "matmul", "metrics", "options", "bpm", "judge", "features")
 #: the columns a slice may filter on with a list of values (``run`` is the run number)
 CATEGORY_FIELDS = ("dataset", "model", "role", "edit_type", "status", "run")
+#: the most metric names a results file may hold (the suite has a few dozen; a file with thousands of names
+#: would make every view a query of thousands of columns: refused when opened, with the reason)
+MAX_METRICS = 128
 RECORD_COLUMNS = {"id": "VARCHAR", "dataset": "VARCHAR", "status": "VARCHAR", "error": "VARCHAR",
                   "source": "VARCHAR", "target_text": "VARCHAR", "source_text": "VARCHAR",
                   "instruction": "VARCHAR", "edits": "JSON", "human": "JSON", "attributes": "JSON", "meta": "JSON",
@@ -290,6 +293,9 @@ def _metric_keys(con: Any) -> list[str]:
                        "GROUP BY file_no, CAST(run AS VARCHAR))").fetchall()
     for (key,) in rows:
         keys.setdefault(str(key), None)
+    if len(keys) > MAX_METRICS:
+        raise InputError(f"the results name {len(keys)} metrics; the Explore view opens files with at most "
+                         f"{MAX_METRICS} (is this a batch results file?)")
     return list(keys)
 
 

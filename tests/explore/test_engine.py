@@ -274,3 +274,34 @@ def test_manifest_gives_edit_types_and_judgments(tmp_path):
         assert view.image("../results.jsonl") is None  # outside the manifest's folder: refused
     finally:
         store.close()
+
+
+def _wide_records(n_metrics: int, n_models: int) -> list[dict]:
+    keys = [f"m{k}" for k in range(n_metrics)]
+    return [{"id": f"w{i}", "dataset": "d", "status": "ok", "source": "s.png", "target_text": "t",
+             "edits": [{"index": j, "name": f"model-{j}", "role": "candidate",
+                        "metrics": {key: float(i + j + k) for k, key in enumerate(keys)}} for j in range(n_models)],
+             "run": {"model": "random:x", "untrained": True}} for i in range(3)]
+
+
+def test_a_file_with_thousands_of_metric_names_is_refused_when_opened(tmp_path):
+    wide = write_jsonl(_wide_records(2000, 2), tmp_path / "wide.jsonl")
+    with pytest.raises(InputError, match="2000 metrics"):
+        open_results([OpenedFile(wide)])
+
+
+def test_a_leaderboard_of_hundreds_of_models_gives_normal_intervals_said_so(tmp_path):
+    from augclip_demo.explore.leaderboard import MAX_BOOTSTRAP_CELLS
+
+    n_models = MAX_BOOTSTRAP_CELLS + 1
+    opened = open_results([OpenedFile(write_jsonl(_wide_records(1, n_models), tmp_path / "many.jsonl"))])
+    board = leaderboard(opened, Slice())
+    opened.close()
+    assert len(board.rows) == n_models
+    assert any("all intervals are normal intervals" in note for note in board.notes)
+    row = next(r for r in board.rows if r.model == "model-7")
+    values = [i + 7.0 for i in range(3)]  # the values of model-7 (items 0..2)
+    half = 1.959963984540054 * statistics.stdev(values) / np.sqrt(3)
+    cell = row.cells["m0"]
+    assert cell.ci_method == "normal" and cell.mean == pytest.approx(8.0)
+    assert cell.ci == pytest.approx((8.0 - half, 8.0 + half))
