@@ -15,8 +15,8 @@ How it is fast (and why memory stays bounded):
    (L2), runs BPM when it is chosen (the regions stage: the item's parse, GroundingDINO, SAM and
    CLIP on the full-size images; :class:`~.stages.RegionSource` loads those models on first use) and
    extracts attributes when an item needs a provider. At most ``max_inflight`` items are
-   in flight; full-size images never outlive their worker task. On GPU machines a run of
-   embedding metrics only decodes in worker processes (:mod:`.decode_worker`: images prepared,
+   in flight; full-size images never outlive their worker task. With ``decode_executor="process"``
+   (explicit; not measured on a GPU yet) a run of embedding metrics only decodes in worker processes (:mod:`.decode_worker`: images prepared,
    texts tokenized), which leave Python's lock to the encoder's thread.
 3. **Encode once, in large batches.** Image tensors are queued and encoded ``batch_size`` at a
    time (fp16 autocast on GPU); texts are collected across items and encoded in large batches.
