@@ -7,6 +7,7 @@ milliseconds (:meth:`Evaluator.rescore`) without touching the model.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import datetime as _dt
 import inspect
@@ -420,7 +421,9 @@ class Evaluator:
             arrays.unedited_measures = output.fields["unedited_measures"]
             arrays.mask_origin = "bpm"
             assert arrays.pixel_scores is not None
-            merge_scores(arrays.pixel_scores, output.scores)  # rescore keeps them
+            pixel_scores = copy.deepcopy(arrays.pixel_scores)  # a re-scored report's copy shares the original's
+            merge_scores(pixel_scores, output.scores)
+            arrays.pixel_scores = pixel_scores  # rescore keeps them
         return report
 
     def _run_stage(self, report: Report, stage: ItemStage, item: ItemImages,

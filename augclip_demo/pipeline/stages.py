@@ -38,7 +38,7 @@ import numpy as np
 from ..errors import AugclipError, InputError
 from ..io import LoadedImage
 from ..metrics.hatie import CRITERION_LABELS, NEEDS_A_SET, HatieOptions
-from ..metrics.suite import HATIE_KEYS, METRICS, ItemScores, MetricInputs, needs_of, score_item
+from ..metrics.suite import HATIE_KEYS, METRICS, UNDEFINED, ItemScores, MetricInputs, needs_of, score_item
 from ..report import UNTRAINED_WARNING
 from .features import NETWORK_METRICS, FeatureNetworks, feature_inputs
 
@@ -133,6 +133,19 @@ def merge_scores(base: ItemScores, other: ItemScores) -> None:
         base.details[i].update(other.details[i])
 
 
+def finite_scores(inputs: MetricInputs, keys: Sequence[str], *, strict: bool) -> ItemScores:
+    """:func:`~augclip_demo.metrics.suite.score_item` with one rule for values that are not finite numbers on every
+    path (e.g. PSNR of pixels identical outside the mask): no value, the reason says so (a JSON report or record
+    cannot hold one). ``strict``: a metric's ValueError reaches the caller (the Evaluator) instead of being the
+    edit's reason (batch runs)."""
+    scores = score_item(inputs, keys, strict=strict)
+    for values, reasons in zip(scores.values, scores.unavailable):
+        for key, value in values.items():
+            if value is not None and not np.isfinite(value):
+                values[key], reasons[key] = None, UNDEFINED
+    return scores
+
+
 def unavailable_scores(n_edits: int, keys: Sequence[str], reason: str) -> ItemScores:
     """Every edit without ``keys``, with one reason."""
     scores = ItemScores.empty(n_edits)
@@ -184,7 +197,7 @@ class PixelStage(_KeyedStage):
 
     def run(self, item: ItemImages, progress: ProgressCallback | None = None) -> StageOutput:
         fields, notes = self.feature_fields(item)
-        scores = score_item(item.pixel_inputs(**fields), self.keys, strict=self.strict)
+        scores = finite_scores(item.pixel_inputs(**fields), self.keys, strict=self.strict)
         return StageOutput(scores, fields=fields, notes=notes)
 
 
@@ -263,8 +276,8 @@ class BpmStage(_KeyedStage):
                 continue
             measures.append(unedited_measures(item.source.image, edit.image, region, lpips))
         out.fields["unedited_measures"] = measures
-        merge_scores(out.scores, score_item(item.pixel_inputs(unedited_measures=measures), self.unedited,
-                                            strict=self.strict))
+        merge_scores(out.scores, finite_scores(item.pixel_inputs(unedited_measures=measures), self.unedited,
+                                               strict=self.strict))
         out.notes.append(BPM_MASK_NOTE)
         if lpips is not None and lpips.untrained:
             out.notes.append(f"LPIPS (unedited) {UNTRAINED_WARNING} ({lpips.label})")
