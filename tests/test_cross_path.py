@@ -218,7 +218,9 @@ def test_every_path_gives_every_metric_the_same_value(data, environment, ray_ins
               "feature networks": {"dino_gt", "structure_distance", "lpips_unedited"},
               "BPM regions": {"bpm"}, "HATIE": {"hatie", "hatie_of", "hatie_oc", "hatie_bc"},
               "judge": {"judge_sc", "judge_pq", "judge_overall"}}
+    print("\npath | " + " | ".join(wanted))  # the table of the note (run with -s)
     for name in paths:
+        print(name + " | " + " | ".join(f"{len(keys & families[name])}/{len(keys)}" for keys in wanted.values()))
         for family, keys in wanted.items():
             assert keys <= families[name], (name, family, keys - families[name])
     # HATIE's image quality needs a set: every path says so, with the same words
