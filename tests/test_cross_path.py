@@ -23,7 +23,7 @@ from augclip_demo.batch.results import iter_results
 from augclip_demo.cli import main
 from augclip_demo.config import Settings
 from augclip_demo.metrics.hatie import NEEDS_A_SET
-from augclip_demo.pipeline import AugCLIPOptions, FeatureNetworks
+from augclip_demo.pipeline import NETWORK_METRICS, AugCLIPOptions, FeatureNetworks
 from augclip_demo.ui import hatie_tab
 from augclip_demo.ui import session as app
 from tests.support import ROOT, TINY, draw_scene
@@ -33,9 +33,9 @@ from tests.support.judge_chat import judge_answer
 pytestmark = pytest.mark.slow  # five paths, region models, feature networks, a local Ray instance
 
 TOLERANCE = 1e-9
-NETWORKS = FeatureNetworks(dino="random:tiny", structure="random:tiny", lpips="random:squeeze")
+NETWORKS = FeatureNetworks(dino="random:tiny", structure="random:tiny", lpips="random:squeeze", pie_clip=TINY)
 NETWORK_ARGS = ["--feature-metrics", "all", "--dino-model", NETWORKS.dino, "--structure-model", NETWORKS.structure,
-                "--lpips-net", NETWORKS.lpips]
+                "--lpips-net", NETWORKS.lpips, "--pie-clip-model", NETWORKS.pie_clip]
 SOURCE_ATTRS = ["red ball", "round red shape"]
 TARGET_ATTRS = ["blue ball", "round blue shape"]
 SCENES = {
@@ -108,8 +108,7 @@ def via_evaluate(data: Path) -> Scores:
         report = evaluate(files["source"], files["edits"], item["target_text"], item["source_text"],
                           Attributes(SOURCE_ATTRS, TARGET_ATTRS), instruction=item["instruction"],
                           ground_truth=files["ground_truth"], output_caption=item["output_caption"],
-                          edit_mask=files["edit_mask"], feature_metrics=("dino_gt", "structure_distance",
-                                                                         "lpips_unedited"),
+                          edit_mask=files["edit_mask"], feature_metrics=tuple(NETWORK_METRICS),
                           networks=NETWORKS, hatie=True, judge=True)
         out[item["id"]] = _report_scores(report)
     return out
@@ -126,7 +125,7 @@ def via_app_session(data: Path) -> Scores:
             source_attrs_box="\n".join(SOURCE_ATTRS), target_attrs_box="\n".join(TARGET_ATTRS),
             options=AugCLIPOptions(), progress=lambda fraction, stage: None, ground_truth=str(files["ground_truth"]),
             edit_mask=str(files["edit_mask"]) if files["edit_mask"] else None, output_caption=item["output_caption"],
-            feature_metrics=("dino_gt", "structure_distance", "lpips_unedited"), networks=NETWORKS)
+            feature_metrics=tuple(NETWORK_METRICS), networks=NETWORKS)
         report, message = app.run_bpm(settings, session, instruction=item["instruction"])
         assert message == ""
         hatie_tab.run_hatie(settings, session, item["instruction"], None)
@@ -215,7 +214,8 @@ def test_every_path_gives_every_metric_the_same_value(data, environment, ray_ins
     # every family has values on every path (the table of the note)
     wanted = {"embeddings": {"augclip", "clip_dir", "clip_i", "clip_t", "clip_i_gt", "clip_t_caption"},
               "pixels": {"l2", "l1_gt", "l2_gt", "psnr_unedited", "mse_unedited", "ssim_unedited"},
-              "feature networks": {"dino_gt", "structure_distance", "lpips_unedited"},
+              "feature networks": {"dino_gt", "structure_distance", "lpips_unedited", "clip_score_whole",
+                                   "clip_score_edited"},
               "BPM regions": {"bpm"}, "HATIE": {"hatie", "hatie_of", "hatie_oc", "hatie_bc"},
               "judge": {"judge_sc", "judge_pq", "judge_overall"}}
     print("\npath | " + " | ".join(wanted))  # the table of the note (run with -s)
