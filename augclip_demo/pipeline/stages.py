@@ -16,7 +16,7 @@ Stages (keys filled):
 
 * :class:`PixelStage` (``pixels``): the pixel metrics (L2, L1 / L2 to the ground truth, PSNR / MSE /
   SSIM outside a given edit mask) and the feature networks (``dino_gt``, ``structure_distance``,
-  ``lpips_unedited``);
+  ``lpips_unedited``, ``clip_score_whole``, ``clip_score_edited``);
 * :class:`BpmStage` (``bpm``): BPM of every edit and, when no edit mask was given, the unedited-region
   metrics outside each edit's BPM regions;
 * :class:`HatieStage` (``hatie`` ...): HATIE's per-edit criteria; Image Quality needs a set and says so;
