@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from .attributes.base import AttributeProvider, Attributes
 from .io import ImageInput, LoadedImage
 from .judge import JudgeOptions
-from .pipeline import AugCLIPOptions, Evaluator
+from .pipeline import AugCLIPOptions, Evaluator, FeatureNetworks
 from .report import Report
 
 __all__ = ["evaluate"]
@@ -36,6 +36,9 @@ def evaluate(
     output_caption: str | None = None,
     edit_mask: ImageInput | None = None,
     feature_metrics: Sequence[str] = (),
+    networks: FeatureNetworks | None = None,
+    hatie: bool = False,
+    hatie_type: str | None = None,
     judge: bool | JudgeOptions = False,
 ) -> Report:
     """Score edited images of ``source`` for ``target_text`` with every metric, in one call.
@@ -62,6 +65,10 @@ def evaluate(
         edit_mask: white = the region the edit should change: adds PSNR / MSE / SSIM outside it (PIE-Bench).
         feature_metrics: metrics that load a network of their own: ``dino_gt``, ``structure_distance``,
             ``lpips_unedited`` (docs/metrics.md).
+        networks: the networks those metrics load (default :class:`~augclip_demo.pipeline.FeatureNetworks`, the
+            benchmarks' own).
+        hatie: add HATIE's per-edit criteria (``hatie``, ``hatie_of`` ... ``hatie_bc``; Image Quality needs a set),
+            from ``instruction``; ``hatie_type`` names HATIE's edit type (default: from the instruction).
         judge: ``True`` or a :class:`~augclip_demo.judge.JudgeOptions` to add the MLLM judge's rows
             (``judge_sc``, ``judge_pq``, ``judge_overall``; an OpenAI-compatible endpoint, see docs/judge.md),
             judged against ``instruction`` when given, else ``target_text``.
@@ -70,11 +77,13 @@ def evaluate(
         A :class:`Report`: one :class:`EditResult` per edit, ``report.verdict()``, ``report.to_json()``.
     """
     options = AugCLIPOptions(classifier=classifier, C=C, weighting=weighting, include_images=include_images)
-    evaluator = Evaluator(clip_model, device, options=options)
+    evaluator = Evaluator(clip_model, device, options=options, networks=networks)
     report = evaluator.evaluate(source, edited, target_text, source_text, attributes, ground_truth=ground_truth,
                                 output_caption=output_caption, edit_mask=edit_mask, network_metrics=feature_metrics)
     if instruction is not None:
         evaluator.add_bpm(report, instruction)
+    if hatie:
+        evaluator.add_hatie(report, instruction, edit_type=hatie_type)
     if judge:
         evaluator.add_judge(report, options=judge if isinstance(judge, JudgeOptions) else None,
                             instruction=instruction)

@@ -178,8 +178,8 @@ def speed_benchmark(settings: Settings, *, n_items: int | None = None, n_edits: 
                     encoder: ClipEncoder | None = None, decode_executor: str = "auto") -> SpeedResult:
     """Run both sides on a synthetic manifest (drawn images) and return the timings.
 
-    ``decode_executor`` as in :class:`BatchOptions` (auto: processes on a GPU with >= 4 CPUs for >= 256
-    items); both sides use what the batch run chooses."""
+    ``decode_executor`` as in :class:`BatchOptions` (auto: threads, until processes are measured faster on a
+    GPU); both sides use what the batch run chooses."""
     metric_keys = parse_metric_keys(metrics)
     encoder = encoder or ClipEncoder.from_settings(settings, image_cache_size=1_000_000, text_cache_size=1_000_000)
     gpu = encoder.device.type == "cuda"

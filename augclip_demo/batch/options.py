@@ -35,7 +35,7 @@ class BatchOptions:
     workers: int | None = None  # decode threads or processes (default: number of CPUs, at most 16)
     fit_workers: int | None = None
     fit_executor: str = "auto"  # auto | thread | process
-    decode_executor: str = "auto"  # auto | thread | process (auto: processes on a GPU, >= 4 CPUs, >= 256 items)
+    decode_executor: str = "auto"  # auto | thread | process (auto: threads; processes not measured on a GPU)
     max_inflight: int | None = None  # items being decoded at once (default: max(batch_size, 4 * workers))
     overwrite: bool = False
     retry_failed: bool = False

@@ -14,12 +14,14 @@ The dataset flows through these operators:
    extractions (``extractions_per_second`` shared by the pool; one ``openai`` extraction is about
    three chat requests; cache hits are spaced too), and answers go through the provider's on-disk
    cache, so a rerun asks the model nothing twice.
-3. **Regions** (only with BPM): its own actor pool, one GroundingDINO + SAM + CLIP per actor
-   (:func:`~.stages.decode_item` with the run's :class:`~.stages.RegionSource`).
+3. **Models** (only with BPM, HATIE or the judge): its own actor pool, one set of region models (and
+   the run's judge client) per actor, running the pipeline's BPM, HATIE and judge stages
+   (:func:`~.stages.decode_item` with the model stages of :func:`~.stages.run_stages`).
 4. **Score**: an actor pool, one loaded CLIP encoder per actor (``num_gpus`` per actor when the
    cluster has GPUs; the pool size follows the cluster's GPUs or CPUs), a batch of items per call:
-   decode, pixel metrics, encode every image and text of the batch once, fit and score each item,
-   and build its record (:func:`~.stages.ok_record` / :func:`~.stages.error_record`).
+   decode, the pixel stage (pixel metrics and feature networks), encode every image and text of the
+   batch once, fit and score each item, and build its record (:func:`~.stages.ok_record` /
+   :func:`~.stages.error_record`).
 5. **Write**: records stream back to the driver in manifest order, and the driver is the only
    writer. It writes each item id once (ids already in ``--out`` or written in this run are
    skipped), to a JSONL file or a folder of Parquet parts (:mod:`.results_parquet`).
@@ -36,6 +38,7 @@ Ray is optional: this module imports it only when a run starts.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
@@ -58,12 +61,15 @@ from .plan import image_key, item_static_texts, make_plan, planned_items
 from .results import RunLock, apply_resume_state, export_csv, open_results_writer, read_resume_state
 from .stages import (
     AttributeSource,
+    HatieFeatureSpecs,
     decode_item,
     embedding_inputs,
     encode_images,
     encode_texts,
     error_record,
+    merge_scores,
     ok_record,
+    run_stages,
     unit_row,
 )
 
@@ -200,25 +206,27 @@ class AttributeStage:
         return _passthrough(batch, found_attributes=found, attribute_error=errors)
 
 
-class RegionStage:
-    """Ray Data callable class: BPM of every edit (the regions stage), one set of region models per actor."""
+class ModelStage:
+    """Ray Data callable class: the pipeline's BPM, HATIE and judge stages of every item, one set of region
+    models (and one judge client) per actor."""
 
     def __init__(self, settings: Settings, options: BatchOptions):
         from ..inference.clip_encoder import get_encoder
-        from .stages import RegionSource
 
         self.settings = settings
         self.encoder = get_encoder(settings)
-        self.regions = RegionSource.from_settings(settings, self.encoder, options.bpm, options.parser, keys=("bpm",))
+        self.stages = run_stages(options, settings, self.encoder)
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         scores: list[bytes] = []
         errors: list[str] = []
+        parser = self.stages.parser if self.stages.parses else None
         for item in _items(batch):
-            decoded = decode_item(item, set(), self.encoder, [], None, self.settings.max_image_pixels, self.regions)
+            decoded = decode_item(item, set(), self.encoder, self.stages.with_models(), None,
+                                  self.settings.max_image_pixels, parser)
             # an image that cannot be opened is the scoring stage's error to report (it opens every image too)
             error = "" if decoded.failed_images or decoded.error is None else decoded.error
-            scores.append(pickle.dumps((decoded.region_scores, decoded.parse)))
+            scores.append(pickle.dumps((decoded.stage_scores, decoded.parse)))
             errors.append(error)
         return _passthrough(batch, regions=scores, region_error=errors)
 
@@ -241,13 +249,15 @@ class ScoreStage:
         self.dataset = dataset
         self.needs = needs
         self.bpm = bpm
-        self.pixel_metrics = [k for k in options.metrics if METRICS[k].stage == "pixels"]
-        self.embedding_metrics = [k for k in options.metrics if METRICS[k].stage == "embeddings"]
-        self.augclip = asdict(options.augclip)
         try:
             self.encoder = get_encoder(settings).load()
         except AugclipError as exc:  # re-raised plain, so the driver can unpickle it and show the message
             raise AugclipError(str(exc)) from None
+        pixels = run_stages(options, settings, self.encoder).pixels
+        self.pixel_stages = [pixels] if pixels is not None else []
+        self.embedding_metrics = [k for k in options.metrics if METRICS[k].stage == "embeddings"
+                                  and (pixels is None or k not in pixels.keys)]
+        self.augclip = asdict(options.augclip)
         gpu = self.encoder.device.type == "cuda"
         self.batch_size = options.batch_size or (256 if gpu else 64)
         self.text_batch_size = options.text_batch_size or (1024 if gpu else 64)
@@ -269,7 +279,7 @@ class ScoreStage:
 
         def decode(item: ManifestItem) -> Any:
             keys = {image_key(path) for path in item.image_paths()} if claim_all else set()
-            return decode_item(item, keys, self.encoder, self.pixel_metrics, None, self.settings.max_image_pixels)
+            return decode_item(item, keys, self.encoder, self.pixel_stages, None, self.settings.max_image_pixels)
 
         decoded = self._map(decode, items)
         # every image and text of the batch encoded once (the encoder's forward passes have a fixed size,
@@ -321,11 +331,12 @@ class ScoreStage:
         except Exception as exc:  # a bug in a metric: record it, keep going (as the local runner does)
             log.warning("scoring item %s failed", item.id, exc_info=True)
             return error_record(item, self.dataset, f"{type(exc).__name__}: {exc}", self.run_info)
-        region_scores, parse = pickle.loads(regions) if len(regions) else (None, None)
+        model_scores, parse = pickle.loads(regions) if len(regions) else (None, None)
         order = self.options.metrics
-        for stage_scores in (decoded.pixel_scores, region_scores):
+        for stage_scores in (decoded.stage_scores, model_scores):  # in the local runner's stage order
             if stage_scores is not None:
-                scores = scores.merged(stage_scores, order=order)
+                merge_scores(scores, stage_scores)
+        scores = scores.merged(ItemScores.empty(len(scores.values)), order=order)  # the values in table order
         shas = [decoded.shas.get(key) for key in keys[1:]]
         extra = {"bpm_parse": parse} if self.bpm else None
         return ok_record(item, self.dataset, scores, shas, attributes, order, self.run_info, extra)
@@ -401,11 +412,6 @@ class RayExecution:
             raise InputError(f"manifest {manifest}: file not found")
         if out.resolve() == manifest.resolve():
             raise InputError("--out must not be the manifest itself")
-        unsupported = [key for key in config.options.metrics if key in config.judge_metrics
-                       or (key in config.region_metrics and key != "bpm")]
-        if unsupported:
-            raise InputError(f"--engine ray does not run {', '.join(unsupported)} yet (the judge and HATIE stages run "
-                             "on the local engine only); leave them out of --metrics or use --engine local")
         ray = _import_ray()
         run = config.run_signature()
         with RunLock(out):
@@ -444,10 +450,12 @@ class RayExecution:
         from ray.data import ActorPoolStrategy, DataContext
 
         config, ropts = self.config, self.ray_options
+        # what travels to the actors: HATIE's networks by spec (each actor builds its own; the loaded ones do not pickle)
+        options = dataclasses.replace(config.options, hatie_features=HatieFeatureSpecs.of(config.options.hatie_features))
         rows = [{"ordinal": ordinal, "id": item.id, "item": pickle.dumps(item)}
                 for ordinal, item in planned_items(config.manifest, plan, done)]
         use_gpu = config.settings.device != "cpu"
-        bpm = bool(config.region_metrics)
+        bpm = bool(config.stages.with_models())  # the model stages get their own actors
         self.pools = pools = plan_pools(ray.cluster_resources(), ropts, use_gpu=use_gpu, bpm=bpm,
                                         attributes=plan.needs_provider)
         context = DataContext.get_current()
@@ -466,16 +474,16 @@ class RayExecution:
                                 fn_constructor_kwargs={"settings": config.settings, "provider": provider,
                                                        "needs": config.needs, "per_actor_rate": rate})
         if bpm:
-            ds = ds.map_batches(RegionStage, batch_size=per_batch, batch_format="numpy",
+            ds = ds.map_batches(ModelStage, batch_size=per_batch, batch_format="numpy",
                                 compute=ActorPoolStrategy(size=pools.bpm_actors),
                                 num_cpus=pools.score_cpus, num_gpus=pools.score_gpus,
-                                fn_constructor_kwargs={"settings": config.settings, "options": config.options})
+                                fn_constructor_kwargs={"settings": config.settings, "options": options})
         return ds.map_batches(ScoreStage, batch_size=per_batch, batch_format="numpy",
                               compute=ActorPoolStrategy(size=pools.score_actors),
                               num_cpus=pools.score_cpus, num_gpus=pools.score_gpus,
-                              fn_constructor_kwargs={"settings": config.settings, "options": config.options,
+                              fn_constructor_kwargs={"settings": config.settings, "options": options,
                                                      "run_info": run, "dataset": config.dataset,
-                                                     "needs": config.needs, "bpm": bpm,
+                                                     "needs": config.needs, "bpm": config.stages.parses,
                                                      "threads": max(1, int(pools.score_cpus))})
 
     def _execute(self, ray: Any, plan: Any, done: set[str], run: dict[str, Any], summary: BatchSummary) -> None:

@@ -15,8 +15,8 @@ How it is fast (and why memory stays bounded):
    (L2), runs BPM when it is chosen (the regions stage: the item's parse, GroundingDINO, SAM and
    CLIP on the full-size images; :class:`~.stages.RegionSource` loads those models on first use) and
    extracts attributes when an item needs a provider. At most ``max_inflight`` items are
-   in flight; full-size images never outlive their worker task. On GPU machines a run of
-   embedding metrics only decodes in worker processes (:mod:`.decode_worker`: images prepared,
+   in flight; full-size images never outlive their worker task. With ``decode_executor="process"``
+   (explicit; not measured on a GPU yet) a run of embedding metrics only decodes in worker processes (:mod:`.decode_worker`: images prepared,
    texts tokenized), which leave Python's lock to the encoder's thread.
 3. **Encode once, in large batches.** Image tensors are queued and encoded ``batch_size`` at a
    time (fp16 autocast on GPU); texts are collected across items and encoded in large batches.
@@ -49,7 +49,6 @@ from ..attributes.base import Attributes
 from ..config import Settings
 from ..errors import InputError, ManifestError
 from ..inference.clip_encoder import ClipEncoder, get_encoder
-from ..judge import JudgeOptions
 from ..metrics.suite import METRICS, ItemScores, needs_of
 from ..pipeline import Evaluator
 from . import decode_worker
@@ -70,13 +69,13 @@ from .results import (
 from .stages import (
     AttributeSource,
     DecodedItem,
-    FeatureSource,
-    JudgeSource,
-    RegionSource,
     decode_item,
     embedding_inputs,
     error_record,
+    feature_signature,
+    merge_scores,
     ok_record,
+    run_stages,
 )
 
 __all__ = ["BatchOptions", "BatchRunner", "BatchSummary", "item_static_texts", "run_batch"]
@@ -110,37 +109,15 @@ class BatchRunner:
         self.show_progress = show_progress
         self.dataset = dataset or self.manifest.stem  # for items without their own "dataset"
         self.needs = needs_of(self.options.metrics)
-        # the metrics that load a network of their own run in the decode workers, while the images are in memory
-        self.feature_metrics = list(self.options.feature_metrics)
-        self.features = (FeatureSource(self.settings, self.options.networks, self.feature_metrics)
-                         if self.feature_metrics else None)
-        self.pixel_metrics = [k for k in self.options.metrics
-                              if METRICS[k].stage == "pixels" or k in self.feature_metrics]
-        self.embedding_metrics = [k for k in self.options.metrics
-                                  if METRICS[k].stage == "embeddings" and k not in self.feature_metrics]
-        self.region_metrics = [k for k in self.options.metrics if METRICS[k].stage == "regions"]
-        # the region models are only built when BPM is chosen, and only loaded when an item needs them
-        self.regions = (RegionSource.from_settings(self.settings, self.encoder, self.options.bpm, self.options.parser,
-                                                   keys=self.region_metrics, hatie=self.options.hatie,
-                                                   features=self._hatie_features(), vqa=self.options.hatie_vqa,
-                                                   calibrated=self.options.hatie_calibrated)
-                        if self.region_metrics else None)
-        self.judge_metrics = [k for k in self.options.metrics if METRICS[k].stage == "judge"]
-        self.judge = (JudgeSource(self.settings, self.options.judge or JudgeOptions.from_settings(self.settings))
-                      if self.judge_metrics else None)
+        # the per-item stages (the pipeline's own: pixels and feature networks, BPM, HATIE, the judge) run in the
+        # decode workers while the images are in memory; region models and the judge load when an item needs them
+        self.stages = run_stages(self.options, self.settings, self.encoder)
+        self.regions = self.stages.regions
+        self.embedding_metrics = [k for k in self.options.metrics if METRICS[k].stage == "embeddings"
+                                  and (self.stages.pixels is None or k not in self.stages.pixels.keys)]
         self.summary: BatchSummary | None = None  # live while running (the CLI prints it on Ctrl-C)
         self.stats: dict[str, int] = {}  # peak / final sizes of what the run held in memory
-
-    def _hatie_features(self) -> Any:
-        """The run's DINOv2 / LPIPS networks when a HATIE metric is chosen ("auto": the settings' own)."""
-        features = self.options.hatie_features
-        if isinstance(features, str) and features == "auto":
-            if not any(key.startswith("hatie") for key in self.region_metrics):
-                return None
-            from ..hatie.features import HatieFeatures
-
-            return HatieFeatures(self.settings)
-        return features
+        self.notes: list[str] = []  # the stages' notes met so far (untrained feature networks)
 
     # ------------------------------------------------------------------ public
     @property
@@ -156,10 +133,10 @@ class BatchRunner:
                "version": __version__}
         if self.regions is not None:
             run["bpm"] = self.regions.signature()
-        if self.judge is not None:
-            run["judge"] = self.judge.signature()
-        if self.features is not None:
-            run["features"] = self.features.signature()
+        if self.stages.judge_source is not None:
+            run["judge"] = self.stages.judge_source.signature()
+        if self.stages.feature_keys:
+            run["features"] = feature_signature(self.options.networks, self.stages.feature_keys)
         return run
 
     def run(self) -> BatchSummary:
@@ -201,8 +178,7 @@ class BatchRunner:
                     _Execution(self, plan, resume.done, run, summary).execute()
                 finally:
                     summary.seconds = time.perf_counter() - start
-                    if self.features is not None:
-                        summary.notes.extend(self.features.notes)
+                    summary.notes.extend(self.notes)
         if self.csv is not None:
             summary.csv = str(export_csv(self.out, self.csv))
         summary.seconds = time.perf_counter() - start
@@ -219,10 +195,8 @@ class _ItemState:
     texts: set[str]
     attributes: Attributes | None
     shas: dict[str, str]
-    pixel_scores: ItemScores | None
-    region_scores: ItemScores | None = None
+    stage_scores: ItemScores | None  # the per-item stages' values and reasons
     parse: dict[str, Any] | None = None
-    judge_scores: ItemScores | None = None
 
 
 class _Execution:
@@ -344,10 +318,10 @@ class _Execution:
 
     def _submit_to_threads(self, item: ManifestItem, claim: set[str], needs_attributes: bool) -> cf.Future:
         runner = self.runner
-        return self.pools.decode.submit(decode_item, item, claim, runner.encoder, runner.pixel_metrics,
+        return self.pools.decode.submit(decode_item, item, claim, runner.encoder, runner.stages.all(),
                                         self.attribute_source if needs_attributes else None,
-                                        runner.settings.max_image_pixels, runner.regions, runner.judge,
-                                        runner.features)
+                                        runner.settings.max_image_pixels,
+                                        runner.stages.parser if runner.stages.parses else None)
 
     def _submit_to_processes(self, item: ManifestItem, claim: set[str]) -> cf.Future | None:
         """The item's claimed images and its new texts to a decode process (None: the pool broke)."""
@@ -443,10 +417,10 @@ class _Execution:
             attributes = decoded.attributes
             dynamic = (set(attributes.source) | set(attributes.target)) - static
             store.add_text_uses(dynamic)
+        self.runner.notes.extend(note for note in decoded.notes if note not in self.runner.notes)
         state = _ItemState(ordinal=ordinal, item=item, image_keys=image_keys, texts=static | dynamic,
-                           attributes=attributes, shas=decoded.shas, pixel_scores=decoded.pixel_scores,
-                           region_scores=decoded.region_scores, parse=decoded.parse,
-                           judge_scores=decoded.judge_scores)
+                           attributes=attributes, shas=decoded.shas, stage_scores=decoded.stage_scores,
+                           parse=decoded.parse)
         store.request_texts(state.texts, self.runner.encoder, tokens)
         self.waiting[ordinal] = state
 
@@ -485,9 +459,9 @@ class _Execution:
 
     def _ok_record(self, state: _ItemState, scores: ItemScores) -> dict[str, Any]:
         order = self.runner.options.metrics
-        for stage_scores in (state.pixel_scores, state.region_scores, state.judge_scores):
-            if stage_scores is not None:
-                scores = scores.merged(stage_scores, order=order)
+        if state.stage_scores is not None:
+            merge_scores(scores, state.stage_scores)
+        scores = scores.merged(ItemScores.empty(len(scores.values)), order=order)  # the values in table order
         shas = [state.shas.get(key) for key in state.image_keys[1:]]
         extra = {"bpm_parse": state.parse} if self.runner.regions is not None else None
         return ok_record(state.item, self.runner.dataset, scores, shas, state.attributes, order, self.run_info, extra)

@@ -1,35 +1,50 @@
-"""The stages of a batch item as functions over plain data: decode -> attributes / regions -> encode -> score
--> record.
+"""The steps of a batch item as functions over plain data: decode (and the pipeline's per-item stages) -> encode
+-> score -> record.
 
-Each function takes and returns plain values (items, arrays, dicts), so an engine can run it
-where it likes: the streaming runner (:mod:`.runner`) runs decoding in threads and scoring in a
-thread or process pool; another engine can run the same functions as its own tasks.
+The per-item stages (pixels and feature networks, BPM, HATIE, the judge) are the pipeline's own stage
+objects (:mod:`augclip_demo.pipeline.stages`), built for a run by :func:`run_stages`; this module loads
+an item's images for them and keeps the run's models and signatures. Each function takes and returns
+plain values (items, arrays, dicts), so an engine can run it where it likes: the streaming runner
+(:mod:`.runner`) runs decoding in threads and scoring in a thread or process pool; the Ray engine runs
+the same functions in its actors.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..attributes.base import AttributeProvider, Attributes
-from ..bpm import BPMOptions, BPMResult, bpm_score_many
+from ..bpm import BPMOptions
 from ..bpm.models import BPMModels
 from ..config import Settings
 from ..errors import AugclipError, InputError, InstructionParseError
-from ..hatie import HatieModels, HatieResult, hatie_score_many
 from ..inference.clip_encoder import ClipEncoder
 from ..instructions import ParsedInstruction, resolve_parse
 from ..io import LoadedImage, open_image
 from ..judge import JudgeOptions, MLLMJudge
-from ..judge.judge import CONTENT_FAILURES, judge_signature
-from ..metrics.hatie import CRITERION_LABELS, NEEDS_A_SET, HatieOptions, total_weights
-from ..metrics.suite import HATIE_KEYS, METRICS, ItemScores, MetricInputs, score_item
+from ..judge.judge import judge_signature
+from ..metrics.hatie import HatieOptions, total_weights
+from ..metrics.suite import HATIE_KEYS, METRICS, ItemScores, MetricInputs
 from ..metrics.vectors import unit_rows
-from ..pipeline import NETWORK_METRICS, Evaluator, FeatureNetworks, feature_inputs
+from ..pipeline import NETWORK_METRICS, Evaluator, FeatureNetworks, load_edit_mask
+from ..pipeline.stages import (
+    NO_PARSE,
+    BpmStage,
+    FeatureFailure,
+    HatieStage,
+    ItemImages,
+    ItemStage,
+    JudgeStage,
+    PixelStage,
+    hatie_models,
+    merge_scores,
+    pixel_family_keys,
+)
 from .manifest import ManifestItem
 from .plan import image_key
 
@@ -62,57 +77,45 @@ class AttributeSource:
             return self.evaluator.resolve_attributes(self._provider, source, item.target_text, item.source_text)
 
 
-# ---------------------------------------------------------------------------------------------- feature networks
-class FeatureFailure(InputError):
-    """A feature network (DINO / LPIPS) could not run for an item (e.g. its weights are missing)."""
+# ---------------------------------------------------------------------------------------------- models
+class _LazyModels:
+    """Models built and loaded on first use; a load failure becomes the error of every item that needs them
+    (recorded as failed, so ``--retry-failed`` runs them again once the weights are there)."""
 
-
-class FeatureSource:
-    """A run's feature networks for ``dino_gt`` / ``structure_distance`` / ``lpips_unedited``: each loads on
-    first use through the process-wide model pool (one load per network and run), and the network passes
-    of the decode workers run one at a time. Values come from :func:`~augclip_demo.pipeline.feature_inputs`,
-    the Evaluator's own code."""
-
-    def __init__(self, settings: Settings, networks: FeatureNetworks, keys: Sequence[str]):
-        self.settings = settings
-        self.networks = networks
-        self.keys = tuple(key for key in keys if key in NETWORK_METRICS)
-        self.notes: list[str] = []  # untrained networks met so far (the run's summary lists them)
+    def __init__(self, build: Callable[[], Any], what: str):
+        self.build = build
+        self.what = what
+        self._models: Any = None
+        self._error: str | None = None
         self._lock = threading.Lock()
 
-    def inputs(self, source: LoadedImage, edits: Sequence[LoadedImage], ground_truth: LoadedImage | None,
-               mask: np.ndarray | None, target_text: str | None = None) -> dict[str, Any]:
-        """The :class:`MetricInputs` fields the feature networks make for one item."""
+    def __call__(self) -> Any:
         with self._lock:
-            try:
-                fields, notes = feature_inputs(source.image, [edit.image for edit in edits],
-                                               ground_truth.image if ground_truth is not None else None, mask,
-                                               self.keys, self.networks, self.settings, target_text)
-            except AugclipError as exc:
-                raise FeatureFailure(str(exc)) from exc
-            self.notes.extend(note for note in notes if note not in self.notes)
-        return fields
-
-    def signature(self) -> dict[str, Any]:
-        """The networks behind the chosen feature metrics (compared on resume, like the CLIP model)."""
-        specs = {"dino_gt": self.networks.dino, "structure_distance": self.networks.structure,
-                 "lpips_unedited": self.networks.lpips, "clip_score_whole": self.networks.pie_clip,
-                 "clip_score_edited": self.networks.pie_clip}
-        out: dict[str, Any] = {key: specs[key] for key in self.keys}
-        if "structure_distance" in self.keys:
-            out["structure_pixel_scale"] = self.networks.structure_pixel_scale
-        return out
+            if self._models is None and self._error is None:
+                try:
+                    models = self.build()
+                    models.load()
+                    self._models = models
+                except AugclipError as exc:
+                    self._error = f"{self.what} are not available: {exc}"
+        if self._error is not None:
+            raise InputError(self._error)
+        return self._models
 
 
-# ---------------------------------------------------------------------------------------------- regions
-NO_PARSE = ("no instruction and no parse in the manifest: BPM needs the item's \"instruction\" (e.g. 'make the cup "
-            "red') or a \"parse\" object naming o1 / o2")
+def feature_signature(networks: FeatureNetworks, keys: Sequence[str]) -> dict[str, Any]:
+    """The networks behind the chosen feature metrics (compared on resume, like the CLIP model)."""
+    specs = {"dino_gt": networks.dino, "structure_distance": networks.structure, "lpips_unedited": networks.lpips,
+             "clip_score_whole": networks.pie_clip, "clip_score_edited": networks.pie_clip}
+    out: dict[str, Any] = {key: specs[key] for key in keys if key in NETWORK_METRICS}
+    if "structure_distance" in keys:
+        out["structure_pixel_scale"] = networks.structure_pixel_scale
+    return out
 
 
 class RegionSource:
-    """A run's BPM region models (GroundingDINO, SAM and the run's CLIP), loaded on first use; a load
-    failure becomes the error of every item that needs them (recorded as failed, so
-    ``--retry-failed`` runs them again once the weights are there)."""
+    """A run's BPM region models (GroundingDINO, SAM and the run's CLIP), loaded on first use, and what decides
+    the region metrics besides the images (the run signature)."""
 
     def __init__(self, models: BPMModels, options: BPMOptions, parser: str = "rules", *,
                  keys: Sequence[str] = ("bpm",), hatie: HatieOptions | None = None, features: Any = None,
@@ -125,9 +128,7 @@ class RegionSource:
         self.features = features  # HATIE's DINOv2 / LPIPS (None: left out, noted on every result)
         self.vqa = vqa  # HATIE's VQA scorer when hatie.vqa is on
         self.calibrated = dict(calibrated or {})  # saved criterion weight sets (HatieOptions.total may name one)
-        self._loaded = False
-        self._error: str | None = None
-        self._lock = threading.Lock()
+        self.loaded = _LazyModels(lambda: self.models, "BPM region models")
 
     @classmethod
     def from_settings(cls, settings: Settings, encoder: ClipEncoder, options: BPMOptions,
@@ -144,10 +145,6 @@ class RegionSource:
     @property
     def hatie_keys(self) -> list[str]:
         return [key for key in self.keys if key in HATIE_KEYS]
-
-    def hatie_models(self) -> HatieModels:
-        models = self.loaded()
-        return HatieModels(models.detector, models.segmenter, models.encoder, self.features, self.vqa)
 
     @property
     def untrained(self) -> bool:
@@ -175,18 +172,6 @@ class RegionSource:
                             "vqa": self.vqa.info() if self.vqa is not None else None}
         return out
 
-    def loaded(self) -> BPMModels:
-        with self._lock:
-            if not self._loaded and self._error is None:
-                try:
-                    self.models.load()
-                    self._loaded = True
-                except AugclipError as exc:
-                    self._error = f"BPM region models are not available: {exc}"
-        if self._error is not None:
-            raise InputError(self._error)
-        return self.models
-
 
 def hatie_weights(name: str, calibrated: dict[str, dict[str, float]]) -> dict[str, float]:
     """The criterion weights a run's totals use (compared on resume: a changed set reruns nothing silently)."""
@@ -206,68 +191,9 @@ def item_parse(item: ManifestItem, parser: str = "rules") -> tuple[ParsedInstruc
         return None, f"the manifest's parse is not enough for BPM: {exc}"
 
 
-def bpm_summary(result: BPMResult) -> dict[str, Any]:
-    """The few numbers of one edit's BPM result a batch record keeps (no masks, boxes or images)."""
-    return {**result.components.to_dict(), "found": dict(result.found)}
-
-
-def score_regions(item: ManifestItem, source: LoadedImage, edits: list[LoadedImage], parsed: ParsedInstruction | None,
-                  regions: RegionSource, scores: ItemScores | None = None) -> ItemScores:
-    """The regions stage of one item: BPM of every edit (Alg. 1) with ``parsed`` (when there is one and BPM
-    was asked for) and HATIE's criteria (when asked for); runs in a decode worker while the full-size
-    images are in memory. A failure of the models raises (the item fails)."""
-    scores = scores or ItemScores.empty(len(edits))
-    if regions.bpm and parsed is not None:
-        models = regions.loaded()
-        results = bpm_score_many(source, edits, parsed=parsed, models=models, options=regions.options,
-                                 names=[edit.name for edit in item.edits])
-        for i, result in enumerate(results):
-            scores.values[i]["bpm"] = float(result.bpm)
-            scores.details[i]["bpm"] = bpm_summary(result)
-    if regions.hatie_keys:
-        hatie = hatie_score_many(source, edits, item.instruction, regions.hatie_models(), parsed=parsed,
-                                 edit_type=item.edit_type, target_text=item.target_text, options=regions.hatie,
-                                 calibrated=regions.calibrated,
-                                 names=[edit.name for edit in item.edits])
-        for i, result in enumerate(hatie):
-            add_hatie(scores, i, result, regions.hatie_keys)
-    return scores
-
-
-def add_hatie(scores: ItemScores, i: int, result: HatieResult, keys: Sequence[str]) -> None:
-    """Edit ``i``'s HATIE values (each chosen key), reasons and the record's ``hatie`` summary."""
-    for key in keys:
-        criterion = HATIE_KEYS[key]
-        if criterion == "image_quality":
-            scores.values[i][key], scores.unavailable[i][key] = None, NEEDS_A_SET
-            continue
-        value = result.value(criterion)
-        scores.values[i][key] = value
-        if value is None:
-            score = result.scores.criteria.get(criterion) if result.scores is not None else None
-            scores.unavailable[i][key] = (result.reason or (score.reason if score is not None else None)
-                                          or f"HATIE does not score {CRITERION_LABELS.get(criterion, criterion)} for "
-                                          f"{result.edit_type.edit_type} edits (App. C.1)")
-    scores.details[i]["hatie"] = result.summary()
-
-
-def regions_unavailable(n_edits: int, reason: str, keys: Sequence[str] = ("bpm",)) -> ItemScores:
-    """Every edit without BPM, with the item's reason."""
-    scores = ItemScores.empty(n_edits)
-    for i in range(n_edits):
-        for key in keys:
-            scores.values[i][key] = None
-            scores.unavailable[i][key] = reason
-    return scores
-
-
-# ---------------------------------------------------------------------------------------------- judge
 class JudgeSource:
     """A run's MLLM judge, built on first use and shared by every decode worker (its concurrency and
-    rate bounds hold for the whole run). An endpoint that cannot be built or answers with a transport
-    error (down, unauthorised, rate limited after every retry) fails the item, so ``--retry-failed``
-    asks again later (answers already given come from the cache); an answer the judge cannot use
-    (refused, filtered, invalid JSON) leaves the row unavailable with the reason."""
+    rate bounds hold for the whole run)."""
 
     def __init__(self, settings: Settings, options: JudgeOptions):
         self.settings = settings
@@ -282,32 +208,109 @@ class JudgeSource:
         model = (self.options.model or self.settings.judge_model or self.settings.mllm_model).strip()
         return judge_signature(self.options, model)
 
-    def loaded(self, raise_error: bool = True) -> MLLMJudge | None:
+    def loaded(self) -> MLLMJudge:
         with self._lock:
             if self._judge is None and self._error is None:
                 try:
                     self._judge = MLLMJudge(self.options, settings=self.settings)
                 except AugclipError as exc:
                     self._error = f"the MLLM judge is not available: {exc}"
-        if self._error is not None and raise_error:
+        if self._error is not None:
             raise InputError(self._error)
+        assert self._judge is not None
         return self._judge
 
 
-def score_judge(item: ManifestItem, source: LoadedImage, edits: list[LoadedImage], judge: JudgeSource) -> ItemScores:
-    """The judge stage of one item (every edit against the item's instruction, else its target text); runs in a
-    decode worker while the images are in memory."""
-    results = judge.loaded().judge_edits(source, edits, item.instruction or item.target_text)  # type: ignore[union-attr]
-    scores = ItemScores.empty(len(edits))
-    for i, result in enumerate(results):
-        endpoint = [q for q in result.questions.values() if q.kind is not None and q.kind not in CONTENT_FAILURES
-                    and q.kind != "no_request"]
-        if endpoint:
-            raise InputError(endpoint[0].reason or "the MLLM judge failed")
-        scores.values[i].update(result.metrics())
-        scores.unavailable[i].update(result.unavailable())
-        scores.details[i]["judge"] = result.to_dict()
-    return scores
+@dataclass(frozen=True)
+class HatieFeatureSpecs:
+    """HATIE's feature networks by spec, for a run that sends its options to other processes (a Ray actor): the
+    networks themselves do not pickle, so each actor builds them from these (:func:`run_stages`)."""
+
+    dino: str
+    lpips: str
+    fid: str
+
+    @classmethod
+    def of(cls, features: Any) -> Any:
+        """The specs of a :class:`~augclip_demo.hatie.features.HatieFeatures` (anything else as it is)."""
+        from ..hatie.features import HatieFeatures
+
+        if not isinstance(features, HatieFeatures):
+            return features
+        return cls(features.dino_network.spec, features.lpips_network.spec, features._fid_spec)
+
+    def build(self, settings: Settings) -> Any:
+        from ..hatie.features import HatieFeatures
+
+        return HatieFeatures(settings, dino=self.dino, lpips=self.lpips, fid=self.fid)
+
+
+# ---------------------------------------------------------------------------------------------- the run's stages
+@dataclass
+class RunStages:
+    """The per-item stages of a batch run (the pipeline's stage objects) and the sources behind their signature.
+
+    Built in one place (:func:`run_stages`) from the run's options, by the local runner and by every Ray actor.
+    An endpoint failure of the judge and a feature network that cannot load fail the item (``--retry-failed``
+    runs it again); a metric's error is the edit's reason."""
+
+    pixels: PixelStage | None = None
+    bpm: BpmStage | None = None
+    hatie: HatieStage | None = None
+    judge: JudgeStage | None = None
+    regions: RegionSource | None = None
+    judge_source: JudgeSource | None = None
+    parser: str = "rules"
+    feature_keys: tuple[str, ...] = ()
+
+    def all(self) -> list[ItemStage]:
+        return [stage for stage in (self.pixels, self.bpm, self.hatie, self.judge) if stage is not None]
+
+    def with_models(self) -> list[ItemStage]:
+        """The stages that run region models or the judge (the Ray engine gives them their own actors)."""
+        return [stage for stage in (self.bpm, self.hatie, self.judge) if stage is not None]
+
+    @property
+    def parses(self) -> bool:
+        """Whether items are parsed for BPM (and HATIE), and records keep the parse."""
+        return self.regions is not None
+
+
+def run_stages(options: Any, settings: Settings, encoder: ClipEncoder) -> RunStages:
+    """The stages a run of ``options`` (a :class:`~.options.BatchOptions`) computes, nothing loaded yet."""
+    metrics = list(options.metrics)
+    out = RunStages(parser=options.parser, feature_keys=tuple(options.feature_metrics))
+    pixel_keys = [key for key in metrics if key in pixel_family_keys()]
+    if pixel_keys:
+        # a feature network runs when asked for by name ("all" gives those metrics their reason, as the Evaluator does)
+        out.pixels = PixelStage(pixel_keys, options.networks, settings, run_networks=options.feature_metrics)
+    region_keys = [key for key in metrics if METRICS[key].stage == "regions"]
+    if region_keys:
+        hatie_keys = [key for key in region_keys if key in HATIE_KEYS]
+        features = options.hatie_features
+        if isinstance(features, str) and features == "auto" and not hatie_keys:
+            features = None
+        elif isinstance(features, str) and features == "auto":
+            from ..hatie.features import HatieFeatures
+
+            features = HatieFeatures(settings)
+        elif isinstance(features, HatieFeatureSpecs):
+            features = features.build(settings)
+        out.regions = regions = RegionSource.from_settings(
+            settings, encoder, options.bpm, options.parser, keys=region_keys, hatie=options.hatie, features=features,
+            vqa=options.hatie_vqa, calibrated=options.hatie_calibrated)
+        if regions.bpm:
+            lpips = options.networks.lpips if "lpips_unedited" in options.feature_metrics else None
+            out.bpm = BpmStage(regions.loaded, options.bpm, parser=options.parser, unedited=metrics, lpips=lpips,
+                               settings=settings)
+        if hatie_keys:
+            models = _LazyModels(lambda: hatie_models(settings, encoder, features, options.hatie_vqa),
+                                 "HATIE's region models")
+            out.hatie = HatieStage(models, hatie_keys, options=options.hatie, calibrated=options.hatie_calibrated)
+    if any(METRICS[key].stage == "judge" for key in metrics):
+        out.judge_source = JudgeSource(settings, options.judge or JudgeOptions.from_settings(settings))
+        out.judge = JudgeStage(out.judge_source.loaded, fail_on_endpoint=True)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- decode
@@ -319,33 +322,25 @@ class DecodedItem:
     images: dict[str, tuple[str, Any, np.ndarray | None]] = field(default_factory=dict)
     shas: dict[str, str] = field(default_factory=dict)  # every decoded image key -> content hash
     failed_images: dict[str, str] = field(default_factory=dict)  # image key -> why it could not be opened
-    pixel_scores: ItemScores | None = None
-    region_scores: ItemScores | None = None
-    judge_scores: ItemScores | None = None
+    stage_scores: ItemScores | None = None  # every per-item stage's values and reasons, merged in stage order
+    notes: list[str] = field(default_factory=list)  # the pixel stage's notes (untrained feature networks)
     parse: dict[str, Any] | None = None  # the parse BPM used (regions stage)
     attributes: Attributes | None = None
     error: str | None = None
 
 
-def decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, pixel_metrics: Sequence[str],
-                attributes: AttributeSource | None, max_pixels: int | None,
-                regions: RegionSource | None = None, judge: JudgeSource | None = None,
-                features: FeatureSource | None = None) -> DecodedItem:
-    """Decode an item's images, prepare the ``claim``\\ ed ones for the encoder, score the pixel-stage
-    metrics, extract attributes (when ``attributes`` is given), run BPM (when ``regions`` is given) and the
-    MLLM judge (when ``judge`` is given); the feature networks (``features``) serve the network metrics
-    among ``pixel_metrics``; runs in a decode worker."""
+def decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, stages: Sequence[ItemStage],
+                attributes: AttributeSource | None, max_pixels: int | None, parser: str | None = None) -> DecodedItem:
+    """Decode an item's images, prepare the ``claim``\\ ed ones for the encoder, run the per-item ``stages`` on
+    them (pixels, BPM, HATIE, the judge) and extract attributes (when ``attributes`` is given); ``parser``:
+    BPM's instruction parser (None: the item is not parsed). Runs in a decode worker."""
     out = DecodedItem()
     parsed: ParsedInstruction | None = None
-    if regions is not None:
-        parsed, reason = item_parse(item, regions.parser)
-        if parsed is None:
-            if regions.bpm:
-                out.region_scores = regions_unavailable(len(item.edits), reason or NO_PARSE)
-        else:
-            out.parse = parsed.to_dict()
-    run_regions = regions is not None and (parsed is not None or bool(regions.hatie_keys))
-    need_all = bool(pixel_metrics) or run_regions or judge is not None
+    parse_reason: str | None = None
+    if parser is not None:
+        parsed, parse_reason = item_parse(item, parser)
+        out.parse = parsed.to_dict() if parsed is not None else None
+    need_all = bool(stages)
     loaded: dict[str, LoadedImage] = {}
     for label, path, written in item.labelled_images():
         key = image_key(path)
@@ -369,30 +364,17 @@ def decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, pixel
         return out
     if need_all:
         source = loaded[image_key(item.source_path)]
-        edits = [loaded[image_key(edit.resolved)] for edit in item.edits]
-        if pixel_metrics:
-            truth = loaded.get(image_key(item.ground_truth_path)) if item.ground_truth_path is not None else None
-            try:
-                out.pixel_scores = score_pixels(item, source, edits, pixel_metrics, truth, features)
-            except FeatureFailure as exc:
-                out.error = f"feature networks: {exc}"
-                return out
-            except AugclipError as exc:
-                out.error = f"edit_mask: {exc}"
-                return out
-        if run_regions:
-            assert regions is not None
-            try:
-                out.region_scores = score_regions(item, source, edits, parsed, regions, out.region_scores)
-            except AugclipError as exc:
-                out.error = f"{'BPM' if regions.bpm and parsed is not None else 'HATIE'}: {exc}"
-                return out
-        if judge is not None:
-            try:
-                out.judge_scores = score_judge(item, source, edits, judge)
-            except AugclipError as exc:
-                out.error = f"judge: {exc}"
-                return out
+        truth = loaded.get(image_key(item.ground_truth_path)) if item.ground_truth_path is not None else None
+        try:
+            mask = load_edit_mask(item.edit_mask_path, source.image.size) if item.edit_mask_path is not None else None
+        except AugclipError as exc:
+            out.error = f"edit_mask: {exc}"
+            return out
+        images = ItemImages(source, [loaded[image_key(edit.resolved)] for edit in item.edits], item.target_text,
+                            item.instruction or None, parsed, parse_reason, item.edit_type, truth, mask)
+        out.error = _run_item_stages(stages, images, out)
+        if out.error is not None:
+            return out
     if attributes is not None:
         try:
             out.attributes = attributes.extract(loaded[image_key(item.source_path)], item)
@@ -401,31 +383,20 @@ def decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, pixel
     return out
 
 
-def score_pixels(item: ManifestItem, source: LoadedImage, edits: list[LoadedImage], keys: Sequence[str],
-                 ground_truth: LoadedImage | None = None, features: FeatureSource | None = None) -> ItemScores:
-    """The pixel-stage metrics of one item's decoded images (with its ground truth and edit mask, if any),
-    and the network metrics among ``keys`` (``dino_gt``, ``structure_distance``, ``lpips_unedited``) when
-    ``features`` is given.
-
-    The unedited-region measures (PSNR / MSE / SSIM, torchmetrics) run only when a chosen metric needs
-    them; LPIPS, which loads a network, only with ``features`` (else its reason says so)."""
-    mask = None
-    fields: dict[str, Any] = {}
-    if item.edit_mask_path is not None:
-        from ..pipeline import load_edit_mask
-
-        mask = load_edit_mask(item.edit_mask_path, source.image.size)
-    if features is not None and features.keys:
-        fields = features.inputs(source, edits, ground_truth, mask, item.target_text)
-    elif mask is not None and any("unedited_measures" in METRICS[key].needs for key in keys):
-        from ..inference.image_measures import unedited_measures
-
-        fields["unedited_measures"] = [unedited_measures(source.image, edit.image, mask) for edit in edits]
-    inputs = MetricInputs(source_image=source.image, edit_images=[edit.image for edit in edits],
-                          instruction=item.instruction or None, target_text=item.target_text,
-                          ground_truth_image=ground_truth.image if ground_truth is not None else None,
-                          mask=mask, **fields)
-    return score_item(inputs, keys)
+def _run_item_stages(stages: Sequence[ItemStage], item: ItemImages, out: DecodedItem) -> str | None:
+    """Every stage on the item, their scores merged into ``out``; returns the item's error, if any."""
+    out.stage_scores = ItemScores.empty(len(item.edits))
+    for stage in stages:
+        try:
+            output = stage.run(item)
+        except FeatureFailure as exc:
+            return f"feature networks: {exc}"
+        except AugclipError as exc:
+            return f"{'edit_mask' if isinstance(stage, PixelStage) else stage.name}: {exc}"
+        merge_scores(out.stage_scores, output.scores)
+        if isinstance(stage, PixelStage):
+            out.notes.extend(output.notes)
+    return None
 
 
 # ---------------------------------------------------------------------------------------------- encode

@@ -53,8 +53,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="image decode threads or processes (default: CPUs, at most 16)")
     run.add_argument("--decode-executor", choices=("auto", "thread", "process"), default="auto",
                      help="where images are decoded and texts tokenized: threads, or worker processes that leave "
-                          "Python's lock to the encoder (auto: processes on GPU machines with >= 4 CPUs for runs of >= 256 "
-                          "items)")
+                          "Python's lock to the encoder (auto: threads; processes are not measured faster on a GPU yet, "
+                          "docs/performance.md)")
     run.add_argument("--fit-workers", type=int, metavar="N", help="parallel AugCLIP fits (default: 2 threads on CPU, "
                                                                   "CPUs-2 processes on GPU)")
     run.add_argument("--fit-executor", choices=("auto", "thread", "process"), default="auto",

@@ -24,8 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--batch-size", type=int, metavar="N", help="images per forward pass")
     parser.add_argument("--workers", type=int, metavar="N", help="decode threads or processes")
     parser.add_argument("--decode-executor", choices=("auto", "thread", "process"), default="auto",
-                        help="decode in threads or worker processes, both sides (auto: processes on GPU machines with "
-                             ">= 4 CPUs for >= 256 items)")
+                        help="decode in threads or worker processes, both sides (auto: threads; run once with each "
+                             "on a GPU to measure them)")
     parser.add_argument("--repeats", type=int, default=1, help="runs per side; the fastest counts (default 1)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     add_model_args(parser)

@@ -24,7 +24,7 @@ from ..errors import InputError
 from ..inference.specs import shown_spec
 from ..instructions import ParseOutcome
 from ..io import LoadedImage, PixelBudget, open_image
-from ..pipeline import NETWORK_METRICS, AugCLIPOptions, Evaluator
+from ..pipeline import NETWORK_METRICS, AugCLIPOptions, Evaluator, FeatureNetworks
 from ..report import Report
 from .status import first_result_work
 
@@ -156,11 +156,13 @@ def evaluate(
     edit_mask: str | None = None,
     output_caption: str = "",
     feature_metrics: Sequence[str] = (),
+    networks: FeatureNetworks | None = None,
 ) -> tuple[Report, Session]:
     """Run a full evaluation; returns the report and the updated session.
 
     ``ground_truth`` / ``edit_mask`` (uploaded files), ``output_caption`` and ``feature_metrics`` (the
-    network metrics the user switched on) add the reference and preservation columns.
+    network metrics the user switched on) add the reference and preservation columns; ``networks``: the networks
+    they load (default: the benchmarks' own).
 
     What is in the attribute boxes is what gets scored. The provider extracts new lists only when
     the boxes are empty, or when they still hold, unedited, lists extracted for other inputs
@@ -171,7 +173,7 @@ def evaluate(
         raise InputError("The target text is empty: type the instruction or the description of the edit.")
     src, loaded = load_inputs(settings, source, edits)
     progress(0.02, "loading models")
-    evaluator = Evaluator(settings=settings, options=options)
+    evaluator = Evaluator(settings=settings, options=options, networks=networks)
     key = attributes_key(src, target_text, source_text, provider, settings.clip_model)
     boxes = attributes_from_boxes(source_attrs_box, target_attrs_box, session)
     stale = (boxes is not None and session.extracted is not None and session.attributes_key != key

@@ -7,33 +7,44 @@ milliseconds (:meth:`Evaluator.rescore`) without touching the model.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import datetime as _dt
 import inspect
 import os
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
-from . import __version__
-from .attributes.base import AttributeProvider, Attributes
-from .attributes.catalog import build_provider
-from .config import Settings
-from .errors import InputError
-from .inference.clip_encoder import ClipEncoder, get_encoder
-from .io import ImageInput, LoadedImage, open_image
-from .metrics.augclip import CLASSIFIERS, PROJECTIONS, WEIGHT_SCALINGS, AugCLIPResult
-from .metrics.suite import ItemScores, MetricInputs, metric_keys, score_item
-from .metrics.vectors import unit_rows
-from .report import UNTRAINED_WARNING, AttributeChange, AugCLIPDetails, EditResult, Report
+from .. import __version__
+from ..attributes.base import AttributeProvider, Attributes
+from ..attributes.catalog import build_provider
+from ..config import Settings
+from ..errors import InputError
+from ..inference.clip_encoder import ClipEncoder, get_encoder
+from ..io import ImageInput, LoadedImage, open_image
+from ..metrics.augclip import CLASSIFIERS, PROJECTIONS, WEIGHT_SCALINGS, AugCLIPResult
+from ..metrics.suite import HATIE_KEYS, ItemScores, MetricInputs, metric_keys, score_item
+from ..metrics.vectors import unit_rows
+from ..report import AttributeChange, AugCLIPDetails, EditResult, Report
+from .features import NETWORK_METRICS, FeatureNetworks, load_edit_mask
+from .stages import (
+    BpmStage,
+    HatieStage,
+    ItemImages,
+    ItemStage,
+    JudgeStage,
+    PixelStage,
+    StageOutput,
+    hatie_models,
+    merge_scores,
+    pixel_family_keys,
+)
 
-__all__ = ["AugCLIPOptions", "Attributes", "EvaluationArrays", "Evaluator", "FeatureNetworks", "NETWORK_METRICS",
-           "Report", "feature_inputs", "load_edit_mask"]
-
-_BICUBIC = 3  # PIL.Image.BICUBIC
+__all__ = ["AugCLIPOptions", "Attributes", "EvaluationArrays", "Evaluator", "Report"]
 
 ProgressCallback = Callable[[float, str], None]
 
@@ -62,9 +73,11 @@ class AugCLIPOptions:
             raise InputError(f"C must be a positive number, got {self.C!r}")
 
 
-@dataclass
-class EvaluationArrays:
-    """Embeddings and loaded images of one evaluation, kept for explanations and re-scoring.
+@dataclass(kw_only=True)
+class EvaluationArrays(MetricInputs):
+    """Embeddings and loaded images of one evaluation, kept for explanations and re-scoring: the metric
+    inputs (the :class:`MetricInputs` fields, filled by ``embed``, ``add_references`` and the stages) with
+    the loaded images and each stage's full results.
 
     Embeddings are unit float64 rows, normalised once by :func:`~.metrics.vectors.unit_rows` as they
     come from the encoder; the metrics take them as they are.
@@ -72,144 +85,32 @@ class EvaluationArrays:
 
     source: LoadedImage
     edits: list[LoadedImage]
-    source_embedding: np.ndarray
-    edit_embeddings: np.ndarray
-    target_text_embedding: np.ndarray
-    source_text_embedding: np.ndarray | None
-    source_attr_embeddings: np.ndarray
-    target_attr_embeddings: np.ndarray
+    ground_truth: LoadedImage | None = None  # (Evaluator.add_references; ground_truth_image is its pixels)
     augclip: list[AugCLIPResult] = field(default_factory=list)
     bpm: list[Any] = field(default_factory=list)  # BPMResult per edit (masks, boxes) after Evaluator.add_bpm
     hatie: list[Any] = field(default_factory=list)  # HatieResult per edit after Evaluator.add_hatie
     # pixel-stage metrics (L2), filled by the first score(): no AugCLIP option or attribute changes them
     pixel_scores: ItemScores | None = None
-    # reference and preservation inputs (Evaluator.add_references): None where not given / not requested
-    ground_truth: LoadedImage | None = None
-    output_caption: str | None = None
-    edit_mask: np.ndarray | None = None  # (H, W) of the source, True = the region the edit should change
-    ground_truth_embedding: np.ndarray | None = None
-    output_caption_embedding: np.ndarray | None = None
-    dino_edit_embeddings: np.ndarray | None = None
-    dino_ground_truth_embedding: np.ndarray | None = None
-    structure_keys_source: np.ndarray | None = None
-    structure_keys_edits: list[np.ndarray] | None = None
-    unedited_measures: list[dict[str, float | None]] | None = None
-    pie_clip_edit_embeddings: np.ndarray | None = None  # PIE-Bench's CLIP score (clip_score_whole / _edited)
-    pie_clip_masked_edit_embeddings: np.ndarray | None = None
-    pie_clip_target_embedding: np.ndarray | None = None
     mask_origin: str | None = None  # "given" (uploaded / passed) or "bpm" (BPM's regions, per edit)
     network_metrics: tuple[str, ...] = ()  # the feature metrics asked for (add_bpm reuses the choice)
+    networks: FeatureNetworks | None = None  # the networks they loaded (add_bpm's LPIPS is the same one)
+
+    def __post_init__(self) -> None:
+        self.source_image = self.source.image
+        self.edit_images = [edit.image for edit in self.edits]
+        self.ground_truth_image = self.ground_truth.image if self.ground_truth is not None else None
+
+    def item(self, target_text: str | None = None, instruction: str | None = None, parsed: Any = None,
+             edit_type: str | None = None) -> ItemImages:
+        """This evaluation as the stages read it (one item's loaded images and inputs)."""
+        return ItemImages(source=self.source, edits=self.edits, target_text=target_text, instruction=instruction,
+                          parsed=parsed, edit_type=edit_type, ground_truth=self.ground_truth, edit_mask=self.mask)
 
     def metric_inputs(self, options: AugCLIPOptions | None = None) -> MetricInputs:
-        """What the metric suite reads for this evaluation."""
-        return MetricInputs(
-            source_embedding=self.source_embedding,
-            edit_embeddings=self.edit_embeddings,
-            target_text_embedding=self.target_text_embedding,
-            source_text_embedding=self.source_text_embedding,
-            source_attr_embeddings=self.source_attr_embeddings,
-            target_attr_embeddings=self.target_attr_embeddings,
-            source_image=self.source.image,
-            edit_images=[edit.image for edit in self.edits],
-            augclip_options=asdict(options) if options is not None else None,
-            ground_truth_image=self.ground_truth.image if self.ground_truth is not None else None,
-            ground_truth_embedding=self.ground_truth_embedding,
-            output_caption=self.output_caption,
-            output_caption_embedding=self.output_caption_embedding,
-            mask=self.edit_mask,
-            dino_edit_embeddings=self.dino_edit_embeddings,
-            dino_ground_truth_embedding=self.dino_ground_truth_embedding,
-            structure_keys_source=self.structure_keys_source,
-            structure_keys_edits=self.structure_keys_edits,
-            unedited_measures=self.unedited_measures,
-            pie_clip_edit_embeddings=self.pie_clip_edit_embeddings,
-            pie_clip_masked_edit_embeddings=self.pie_clip_masked_edit_embeddings,
-            pie_clip_target_embedding=self.pie_clip_target_embedding,
-        )
-
-
-#: Metrics that load a feature network of their own: computed only when asked for (``network_metrics``).
-NETWORK_METRICS: dict[str, str] = {
-    "dino_gt": "DINO (MagicBrush: facebook/dino-vits16)",
-    "structure_distance": "DINO (PIE-Bench: facebook/dino-vitb8)",
-    "lpips_unedited": "LPIPS (PIE-Bench: squeeze)",
-    "clip_score_whole": "CLIP (PIE-Bench: ViT-L-14/openai)",
-    "clip_score_edited": "CLIP (PIE-Bench: ViT-L-14/openai)",
-}
-
-
-@dataclass(frozen=True)
-class FeatureNetworks:
-    """Which network each feature metric loads (defaults: the benchmarks' own; ``random:`` ones for tests)."""
-
-    dino: str = "facebook/dino-vits16"  # dino_gt (MagicBrush)
-    structure: str = "facebook/dino-vitb8"  # structure_distance (PIE-Bench)
-    lpips: str = "squeeze"  # lpips_unedited (PIE-Bench)
-    structure_pixel_scale: float = 255.0  # PIE-Bench's script feeds 0-255 pixels to the key extractor
-    pie_clip: str = "ViT-L-14/openai"  # clip_score_whole / clip_score_edited (PIE-Bench's CLIPScore backbone)
-
-
-def load_edit_mask(mask: Any, size: tuple[int, int]) -> np.ndarray:
-    """A boolean (H, W) edit mask of ``size`` (W, H) from a path / bytes / PIL image / array (True or >= 128 =
-    the region the edit should change); a mask of another size is resized to the source's (nearest)."""
-    from PIL import Image
-
-    if isinstance(mask, np.ndarray) and mask.ndim == 2:
-        array = mask.astype(bool) if mask.dtype == bool else np.asarray(mask, dtype=np.float64) >= (
-            0.5 if mask.dtype.kind == "f" else 128)
-    else:
-        loaded = mask if isinstance(mask, LoadedImage) else open_image(mask, name="edit mask")
-        array = np.asarray(loaded.image.convert("L")) >= 128
-    if array.shape != (size[1], size[0]):
-        array = np.asarray(Image.fromarray(array.astype(np.uint8) * 255).resize(size, Image.NEAREST)) >= 128
-    if not array.any():
-        raise InputError("the edit mask is empty (no pixel marked as edited): mark the region the edit should "
-                         "change in white")
-    return array
-
-
-def feature_inputs(source: Any, edits: Sequence[Any], ground_truth: Any, edit_mask: np.ndarray | None,
-                   wanted: Collection[str], networks: FeatureNetworks,
-                   settings: Settings, target_text: str | None = None) -> tuple[dict[str, Any], list[str]]:
-    """The network-made metric inputs of one item (PIL images in, :class:`MetricInputs` fields out) and
-    notes on untrained networks: DINO embeddings (``dino_gt``, with a ground truth), DINO keys
-    (``structure_distance``) and, with an edit mask, the unedited-region measures (LPIPS when
-    ``lpips_unedited`` is wanted), and PIE-Bench's CLIP embeddings of the edits (whole, and outside the mask
-    black) and of ``target_text``. The Evaluator and batch runs both compute them here."""
-    from .inference.dino import get_dino
-
-    fields: dict[str, Any] = {}
-    notes: list[str] = []
-    if "dino_gt" in wanted and ground_truth is not None:
-        dino = get_dino(networks.dino, settings)
-        rows = unit_rows(dino.embed([*edits, ground_truth], pooling="cls"), "DINO features")
-        fields["dino_edit_embeddings"], fields["dino_ground_truth_embedding"] = rows[:-1], rows[-1]
-        if dino.untrained:
-            notes.append(f"DINO (GT) {UNTRAINED_WARNING} ({dino.label})")
-    if "structure_distance" in wanted:
-        dino = get_dino(networks.structure, settings)
-        size = source.size
-        same_size = [e if e.size == size else e.convert("RGB").resize(size, _BICUBIC) for e in edits]
-        keys = dino.keys([source, *same_size], pixel_scale=networks.structure_pixel_scale)
-        fields["structure_keys_source"], fields["structure_keys_edits"] = keys[0], keys[1:]
-        if dino.untrained:
-            notes.append(f"Structure distance {UNTRAINED_WARNING} ({dino.label})")
-    if edit_mask is not None:
-        from .inference.image_measures import unedited_measures
-        from .inference.lpips import get_lpips
-
-        lpips = get_lpips(networks.lpips, settings) if "lpips_unedited" in wanted else None
-        fields["unedited_measures"] = [unedited_measures(source, edit, edit_mask, lpips) for edit in edits]
-        if lpips is not None and lpips.untrained:
-            notes.append(f"LPIPS (unedited) {UNTRAINED_WARNING} ({lpips.label})")
-    if {"clip_score_whole", "clip_score_edited"} & set(wanted) and target_text:
-        from .inference.clip_score import pie_clip_embeddings
-
-        rows, untrained = pie_clip_embeddings(edits, edit_mask, target_text, wanted, networks.pie_clip, settings)
-        fields.update({name: unit_rows(value, "CLIP score embeddings") for name, value in rows.items()})
-        fields["pie_clip_target_embedding"] = fields["pie_clip_target_embedding"][0]
-        notes.extend([f"CLIP score (PIE-Bench) {UNTRAINED_WARNING} ({untrained})"] if untrained else [])
-    return fields, notes
+        """What the metric suite reads for this evaluation (its :class:`MetricInputs` part)."""
+        inputs = {name.name: getattr(self, name.name) for name in dataclasses.fields(MetricInputs)}
+        inputs["augclip_options"] = asdict(options) if options is not None else None
+        return MetricInputs(**inputs)
 
 
 class Evaluator:
@@ -332,6 +233,7 @@ class Evaluator:
         if ground_truth is not None:
             arrays.ground_truth = open_image(ground_truth, name=None if _has_own_name(ground_truth) else "ground truth",
                                              max_pixels=self.settings.max_image_pixels)
+            arrays.ground_truth_image = arrays.ground_truth.image
             arrays.ground_truth_embedding = unit_rows(self.encoder.encode_images([arrays.ground_truth]),
                                                       "ground-truth embedding", dim)[0]
         caption = (output_caption or "").strip() or None
@@ -340,18 +242,24 @@ class Evaluator:
             arrays.output_caption_embedding = unit_rows(self.encoder.encode_texts([caption]), "caption embedding",
                                                         dim)[0]
         arrays.network_metrics = tuple(sorted(wanted))
+        arrays.networks = self.networks
         if edit_mask is not None:
-            arrays.edit_mask = load_edit_mask(edit_mask, arrays.source.image.size)
+            arrays.mask = load_edit_mask(edit_mask, arrays.source.image.size)
             arrays.mask_origin = "given"
-        fields, network_notes = feature_inputs(arrays.source.image, [edit.image for edit in arrays.edits],
-                                               arrays.ground_truth.image if arrays.ground_truth is not None else None,
-                                               arrays.edit_mask, wanted, self.networks, self.settings, target_text)
-        for name, value in fields.items():
-            setattr(arrays, name, value)
-        notes.extend(network_notes)
-        arrays.pixel_scores = None  # the pixel stage reads these inputs: recompute it
+        notes.extend(self._score_pixels(arrays, target_text))  # the pixel stage reads these inputs: computed again
         timings["references"] = time.perf_counter() - start
         return notes
+
+    def _score_pixels(self, arrays: EvaluationArrays, target_text: str | None = None) -> list[str]:
+        """The pixel stage of this evaluation (pixel metrics and the feature networks asked for): its values kept
+        in ``arrays.pixel_scores``, the inputs it made in ``arrays``; returns its notes."""
+        stage = PixelStage(pixel_family_keys(), arrays.networks or self.networks, self.settings,
+                           run_networks=arrays.network_metrics, strict=True)
+        output = stage.run(arrays.item(target_text))
+        for name, value in output.fields.items():
+            setattr(arrays, name, value)
+        arrays.pixel_scores = output.scores
+        return output.notes
 
     def score(self, arrays: EvaluationArrays, attributes: Attributes, options: AugCLIPOptions) -> list[EditResult]:
         """Every computable metric of the suite for every edit, from the embeddings (no model involved).
@@ -361,8 +269,11 @@ class Evaluator:
         """
         inputs = arrays.metric_inputs(options)
         if arrays.pixel_scores is None:
-            arrays.pixel_scores = score_item(inputs, metric_keys(stage="pixels", computable=True), strict=True)
-        fitted = score_item(inputs, metric_keys(stage="embeddings", computable=True), strict=True)
+            self._score_pixels(arrays)
+        assert arrays.pixel_scores is not None
+        pixel_family = set(pixel_family_keys())
+        fitted = score_item(inputs, [key for key in metric_keys(stage="embeddings", computable=True)
+                                     if key not in pixel_family], strict=True)
         scores = fitted.merged(arrays.pixel_scores, order=metric_keys(computable=True))
         arrays.augclip = [details["augclip"] for details in scores.details]
         results = []
@@ -491,105 +402,55 @@ class Evaluator:
 
         ``instruction`` is parsed with ``parser`` (``rules`` / ``llm``), or ``parsed`` gives the parse
         (``ParsedInstruction`` or o1/o2 fields, e.g. for description-style targets). ``models``
-        defaults to the shared GroundingDINO / SAM for these settings with this evaluator's CLIP.
+        defaults to the shared GroundingDINO / SAM for these settings with this evaluator's CLIP. With
+        no edit mask given, PSNR / MSE / SSIM (and LPIPS when asked for) are measured outside each
+        edit's BPM regions (:class:`~.stages.BpmStage`).
         """
-        from .bpm import bpm_score_many
-        from .bpm.models import get_bpm_models
+        from ..bpm.models import get_bpm_models
 
-        if report.arrays is None:
-            raise InputError("this report has no in-memory images (loaded from JSON?); run evaluate() again")
-        arrays: EvaluationArrays = report.arrays
+        arrays = _arrays_of(report)
         models = models or get_bpm_models(self.settings, encoder=self.encoder)
-        start = time.perf_counter()
-        results = bpm_score_many(arrays.source, arrays.edits, instruction, parsed, models, options=options,
-                                 parser=parser, client=client, names=[e.name for e in arrays.edits], progress=progress)
-        for edit, result in zip(report.edits, results):
-            edit.metrics["bpm"] = result.bpm
-            edit.unavailable.pop("bpm", None)
+        networks = arrays.networks or self.networks
+        stage = BpmStage(lambda: models, options, parser=parser, client=client, settings=self.settings,
+                         lpips=networks.lpips if "lpips_unedited" in arrays.network_metrics else None, strict=True)
+        output = self._run_stage(report, stage, arrays.item(report.target_text, instruction, parsed), progress)
+        for edit, result in zip(report.edits, output.results):
             edit.bpm = result.to_dict()
-        arrays.bpm = results
-        report.timings["bpm"] = time.perf_counter() - start
-        if arrays.edit_mask is None:  # no mask was given: BPM's regions are the edit mask, edit by edit
-            self._unedited_from_bpm(report, arrays, results)
-        if getattr(models, "preset", "standard") == "fast":
-            note = (f"BPM from the fast preset ({models.detector.label}; {models.segmenter.label}), not the paper's "
-                    "GroundingDINO + SAM: AUGCLIP_BPM_PRESET=standard gives those (docs/bpm.md, presets)")
-            if note not in report.notes:
-                report.notes.append(note)
-        if models.untrained:
-            note = f"BPM {UNTRAINED_WARNING} ({_region_model_names(models)}: {'; '.join(_untrained_parts(models))})"
-            if note not in report.notes:
-                report.notes.append(note)
+        arrays.bpm = output.results
+        if "unedited_measures" in output.fields:  # BPM's regions are the edit mask, edit by edit
+            arrays.unedited_measures = output.fields["unedited_measures"]
+            arrays.mask_origin = "bpm"
+            assert arrays.pixel_scores is not None
+            pixel_scores = copy.deepcopy(arrays.pixel_scores)  # a re-scored report's copy shares the original's
+            merge_scores(pixel_scores, output.scores)
+            arrays.pixel_scores = pixel_scores  # rescore keeps them
         return report
 
-    def _unedited_from_bpm(self, report: Report, arrays: EvaluationArrays, results: Sequence[Any]) -> None:
-        """PSNR / MSE / SSIM (and LPIPS when asked for) outside each edit's BPM regions (not BPM's preserved
-        mask): the pixel stage is scored again with them and the report's values updated."""
-        from .inference.image_measures import UNEDITED_MEASURES, unedited_measures
-        from .inference.lpips import get_lpips
-
-        lpips = get_lpips(self.networks.lpips, self.settings) if "lpips_unedited" in arrays.network_metrics else None
-        size = (arrays.source.image.height, arrays.source.image.width)
-        measures: list[dict[str, float | None]] = []
-        for edit, result in zip(arrays.edits, results):
-            region = ~np.asarray(result.preserved_mask, dtype=bool)
-            if region.shape != size or not region.any():  # nothing localised: no mask to measure outside
-                measures.append(dict.fromkeys(UNEDITED_MEASURES))
-                continue
-            measures.append(unedited_measures(arrays.source.image, edit.image, region, lpips))
-        arrays.unedited_measures = measures
-        arrays.mask_origin = "bpm"
-        keys = metric_keys(stage="pixels", computable=True)
-        arrays.pixel_scores = score_item(arrays.metric_inputs(), keys, strict=True)
+    def _run_stage(self, report: Report, stage: ItemStage, item: ItemImages,
+                   progress: ProgressCallback | None = None) -> StageOutput:
+        """Run one stage on this report's images and write its values, reasons and notes into the report."""
+        start = time.perf_counter()
+        output = stage.run(item, progress)
         for i, edit in enumerate(report.edits):
-            for key in UNEDITED_MEASURES:
-                edit.metrics[key] = arrays.pixel_scores.values[i].get(key)
+            values, reasons = output.scores.values[i], output.scores.unavailable[i]
+            for key in values.keys() | reasons.keys():  # a key the stage left alone keeps what it had
                 edit.unavailable.pop(key, None)
-                if key in arrays.pixel_scores.unavailable[i]:
-                    edit.unavailable[key] = arrays.pixel_scores.unavailable[i][key]
-        note = "PSNR / MSE / SSIM / LPIPS (unedited) are measured outside each edit's BPM regions (no mask was given)"
-        if note not in report.notes:
-            report.notes.append(note)
-        if lpips is not None and lpips.untrained:
-            report.notes.append(f"LPIPS (unedited) {UNTRAINED_WARNING} ({lpips.label})")
+            edit.metrics.update(values)
+            edit.unavailable.update(reasons)
+        report.timings[stage.name.lower()] = time.perf_counter() - start
+        report.notes.extend(note for note in output.notes if note not in report.notes)
+        return output
+
     def add_hatie(self, report: Report, instruction: str | None = None, *, edit_type: str | None = None,
                   models: Any = None, options: Any = None, target_text: str | None = None) -> Report:
         """Add HATIE's per-edit criteria (metrics ``hatie``, ``hatie_of`` ... ``hatie_bc``; ``hatie_iq`` needs a
-        set) with results in ``report.arrays.hatie``. ``models`` defaults to BPM's detector and segmenter
-        with this evaluator's CLIP and the shared DINOv2 / LPIPS networks."""
-        from .hatie import HatieModels, hatie_score_many
-        from .hatie.features import HatieFeatures
-        from .metrics.hatie import NEEDS_A_SET
-        from .metrics.suite import HATIE_KEYS
-
-        if report.arrays is None:
-            raise InputError("this report has no in-memory images (loaded from JSON?); run evaluate() again")
-        arrays: EvaluationArrays = report.arrays
-        if models is None:
-            from .bpm.models import get_bpm_models
-
-            # GroundingDINO + SAM whatever BPM's preset: HATIE's detection threshold is on GroundingDINO's
-            # scale (OWL-ViT's scores are lower), and its regions are those of the published pipeline.
-            bpm = get_bpm_models(self.settings.replace(bpm_preset="standard"), encoder=self.encoder)
-            models = HatieModels(bpm.detector, bpm.segmenter, bpm.encoder, HatieFeatures(self.settings))
-        start = time.perf_counter()
-        results = hatie_score_many(arrays.source, arrays.edits, instruction, models.load(), edit_type=edit_type,
-                                   options=options, target_text=target_text or report.target_text,
-                                   names=[e.name for e in arrays.edits])
-        for edit, result in zip(report.edits, results):
-            for key, criterion in HATIE_KEYS.items():
-                value = None if criterion == "image_quality" else result.value(criterion)
-                edit.metrics[key] = value
-                edit.unavailable.pop(key, None)
-                if value is None:
-                    edit.unavailable[key] = (NEEDS_A_SET if criterion == "image_quality"
-                                             else result.reason or f"not scored for {result.edit_type.edit_type} edits")
-        arrays.hatie = results
-        report.timings["hatie"] = time.perf_counter() - start
-        if models.untrained:
-            note = f"HATIE {UNTRAINED_WARNING}"
-            if note not in report.notes:
-                report.notes.append(note)
+        set) with results in ``report.arrays.hatie``. ``models`` defaults to GroundingDINO + SAM with this
+        evaluator's CLIP and the shared DINOv2 / LPIPS networks (:func:`~.stages.hatie_models`)."""
+        arrays = _arrays_of(report)
+        models = models or hatie_models(self.settings, self.encoder)
+        stage = HatieStage(models.load, tuple(HATIE_KEYS), options=options)
+        item = arrays.item(target_text or report.target_text, instruction, edit_type=edit_type)
+        arrays.hatie = self._run_stage(report, stage, item).results
         return report
 
     @staticmethod
@@ -611,27 +472,13 @@ class Evaluator:
         built (no endpoint configured) or a question that fails (refused, filtered, invalid JSON,
         server error) leaves the row unavailable with the reason; nothing is scored as 0.
         """
-        from .errors import LLMError
-        from .judge import JUDGE_METRICS, MLLMJudge, unavailable_result
+        from ..judge import MLLMJudge
 
-        if report.arrays is None:
-            raise InputError("this report has no in-memory images (loaded from JSON?); run evaluate() again")
-        arrays: EvaluationArrays = report.arrays
-        start = time.perf_counter()
-        try:
-            judge = judge or MLLMJudge(options, settings=self.settings)
-        except LLMError as exc:
-            results = [unavailable_result(f"judge unavailable: {exc}")] * len(arrays.edits)
-        else:
-            results = judge.judge_edits(arrays.source, arrays.edits, instruction or report.target_text)
-        for edit, result in zip(report.edits, results):
-            for key in JUDGE_METRICS:
-                edit.metrics.pop(key, None)
-                edit.unavailable.pop(key, None)
-            edit.metrics.update(result.metrics())
-            edit.unavailable.update(result.unavailable())
+        arrays = _arrays_of(report)
+        stage = JudgeStage(lambda: judge or MLLMJudge(options, settings=self.settings))
+        output = self._run_stage(report, stage, arrays.item(report.target_text, instruction))
+        for edit, result in zip(report.edits, output.results):
             edit.judge = result.to_dict()
-        report.timings["judge"] = time.perf_counter() - start
         return report
 
     def rescore(self, report: Report, options: AugCLIPOptions | None = None,
@@ -675,14 +522,10 @@ class Evaluator:
                          "notes": notes, "truncated_texts": truncated})
 
 
-def _untrained_parts(models: Any) -> list[str]:
-    parts = [models.detector, models.segmenter, models.encoder]
-    return [f"{getattr(model, 'family', type(model).__name__)} random" for model in parts if model.untrained]
-
-
-def _region_model_names(models: Any) -> str:
-    """``GroundingDINO / SAM / CLIP`` or ``OWL-ViT / SAM 2 / CLIP``: the families that computed BPM."""
-    return " / ".join(getattr(m, "family", type(m).__name__) for m in (models.detector, models.segmenter, models.encoder))
+def _arrays_of(report: Report) -> EvaluationArrays:
+    if report.arrays is None:
+        raise InputError("this report has no in-memory images (loaded from JSON?); run evaluate() again")
+    return report.arrays
 
 
 def _has_own_name(item: object) -> bool:

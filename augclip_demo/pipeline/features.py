@@ -1,0 +1,105 @@
+"""The feature networks of the reference and preservation metrics, and the edit mask they read.
+
+``dino_gt`` (MagicBrush), ``structure_distance`` and ``lpips_unedited`` (PIE-Bench) load a network of
+their own; :func:`feature_inputs` runs them on one item's images (the pixel stage calls it on every path).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..config import Settings
+from ..errors import InputError
+from ..io import LoadedImage, open_image
+from ..metrics.vectors import unit_rows
+from ..report import UNTRAINED_WARNING
+
+_BICUBIC = 3  # PIL.Image.BICUBIC
+
+
+#: Metrics that load a feature network of their own: computed only when asked for (``network_metrics``).
+NETWORK_METRICS: dict[str, str] = {
+    "dino_gt": "DINO (MagicBrush: facebook/dino-vits16)",
+    "structure_distance": "DINO (PIE-Bench: facebook/dino-vitb8)",
+    "lpips_unedited": "LPIPS (PIE-Bench: squeeze)",
+    "clip_score_whole": "CLIP (PIE-Bench: ViT-L-14/openai)",
+    "clip_score_edited": "CLIP (PIE-Bench: ViT-L-14/openai)",
+}
+
+
+@dataclass(frozen=True)
+class FeatureNetworks:
+    """Which network each feature metric loads (defaults: the benchmarks' own; ``random:`` ones for tests)."""
+
+    dino: str = "facebook/dino-vits16"  # dino_gt (MagicBrush)
+    structure: str = "facebook/dino-vitb8"  # structure_distance (PIE-Bench)
+    lpips: str = "squeeze"  # lpips_unedited (PIE-Bench)
+    structure_pixel_scale: float = 255.0  # PIE-Bench's script feeds 0-255 pixels to the key extractor
+    pie_clip: str = "ViT-L-14/openai"  # clip_score_whole / clip_score_edited (PIE-Bench's CLIPScore backbone)
+
+
+def load_edit_mask(mask: Any, size: tuple[int, int]) -> np.ndarray:
+    """A boolean (H, W) edit mask of ``size`` (W, H) from a path / bytes / PIL image / array (True or >= 128 =
+    the region the edit should change); a mask of another size is resized to the source's (nearest)."""
+    from PIL import Image
+
+    if isinstance(mask, np.ndarray) and mask.ndim == 2:
+        array = mask.astype(bool) if mask.dtype == bool else np.asarray(mask, dtype=np.float64) >= (
+            0.5 if mask.dtype.kind == "f" else 128)
+    else:
+        loaded = mask if isinstance(mask, LoadedImage) else open_image(mask, name="edit mask")
+        array = np.asarray(loaded.image.convert("L")) >= 128
+    if array.shape != (size[1], size[0]):
+        array = np.asarray(Image.fromarray(array.astype(np.uint8) * 255).resize(size, Image.NEAREST)) >= 128
+    if not array.any():
+        raise InputError("the edit mask is empty (no pixel marked as edited): mark the region the edit should "
+                         "change in white")
+    return array
+
+
+def feature_inputs(source: Any, edits: Sequence[Any], ground_truth: Any, edit_mask: np.ndarray | None,
+                   wanted: Collection[str], networks: FeatureNetworks,
+                   settings: Settings, target_text: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The network-made metric inputs of one item (PIL images in, :class:`MetricInputs` fields out) and
+    notes on untrained networks: DINO embeddings (``dino_gt``, with a ground truth), DINO keys
+    (``structure_distance``) and, with an edit mask, the unedited-region measures (LPIPS when
+    ``lpips_unedited`` is wanted), and PIE-Bench's CLIP embeddings of the edits (whole, and outside the mask
+    black) and of ``target_text``. The pixel stage (:class:`~.stages.PixelStage`) calls it on every path."""
+    from ..inference.dino import get_dino
+
+    fields: dict[str, Any] = {}
+    notes: list[str] = []
+    if "dino_gt" in wanted and ground_truth is not None:
+        dino = get_dino(networks.dino, settings)
+        rows = unit_rows(dino.embed([*edits, ground_truth], pooling="cls"), "DINO features")
+        fields["dino_edit_embeddings"], fields["dino_ground_truth_embedding"] = rows[:-1], rows[-1]
+        if dino.untrained:
+            notes.append(f"DINO (GT) {UNTRAINED_WARNING} ({dino.label})")
+    if "structure_distance" in wanted:
+        dino = get_dino(networks.structure, settings)
+        size = source.size
+        same_size = [e if e.size == size else e.convert("RGB").resize(size, _BICUBIC) for e in edits]
+        keys = dino.keys([source, *same_size], pixel_scale=networks.structure_pixel_scale)
+        fields["structure_keys_source"], fields["structure_keys_edits"] = keys[0], keys[1:]
+        if dino.untrained:
+            notes.append(f"Structure distance {UNTRAINED_WARNING} ({dino.label})")
+    if edit_mask is not None:
+        from ..inference.image_measures import unedited_measures
+        from ..inference.lpips import get_lpips
+
+        lpips = get_lpips(networks.lpips, settings) if "lpips_unedited" in wanted else None
+        fields["unedited_measures"] = [unedited_measures(source, edit, edit_mask, lpips) for edit in edits]
+        if lpips is not None and lpips.untrained:
+            notes.append(f"LPIPS (unedited) {UNTRAINED_WARNING} ({lpips.label})")
+    if {"clip_score_whole", "clip_score_edited"} & set(wanted) and target_text:
+        from ..inference.clip_score import pie_clip_embeddings
+
+        rows, untrained = pie_clip_embeddings(edits, edit_mask, target_text, wanted, networks.pie_clip, settings)
+        fields.update({name: unit_rows(value, "CLIP score embeddings") for name, value in rows.items()})
+        fields["pie_clip_target_embedding"] = fields["pie_clip_target_embedding"][0]
+        notes.extend([f"CLIP score (PIE-Bench) {UNTRAINED_WARNING} ({untrained})"] if untrained else [])
+    return fields, notes
