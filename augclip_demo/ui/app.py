@@ -22,11 +22,12 @@ from ..attributes.catalog import ProviderStatus, provider_status
 from ..bpm import POSITION_STATES, SIZE_STATES
 from ..config import Settings
 from ..errors import InputError, WeightsUnavailableError
+from ..inference.needs import web_app_settings
 from ..metrics.suite import METRICS
 from ..pipeline import NETWORK_METRICS, AugCLIPOptions
 from ..report import edit_tag
+from . import first_contact, views
 from . import session as logic
-from . import views
 from .batch_tab import build_batch_tab
 from .examples import load_examples
 from .explore_tab import build_explore_tab
@@ -41,7 +42,7 @@ log = logging.getLogger(__name__)
 
 CLIP_CHOICES = ["ViT-B-16/openai", "ViT-B-32/openai", "ViT-L-14/openai", "random:ViT-B-16", "random:tiny"]
 
-CSS = """
+CSS = first_contact.CSS + """
 .aug-status {font-size: 0.95rem; padding: 4px 0;}
 .aug-untrained {background: #fff1d6; border: 2px solid #e08a00; color: #5a3600; padding: 8px 12px;
   border-radius: 6px; font-weight: 600; margin: 4px 0;}
@@ -84,7 +85,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
     clip_choices = offered_models(base_settings)
 
     def settings_for(clip_model: str | None) -> Settings:
-        return base_settings.replace(clip_model=logic.offered_clip_model(clip_model, clip_choices))
+        return first_contact.demo_settings(base_settings.replace(
+            clip_model=logic.offered_clip_model(clip_model, clip_choices)))
 
     def options_for(classifier: str, C: float | None, weighting: bool, include_images: bool) -> AugCLIPOptions:
         if C is None:  # an empty field is a mistake to report, not a request for the default
@@ -115,6 +117,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         gr.Markdown(HEADER)
         status_box = gr.HTML(status_html(status, region_check), elem_id="aug-status")
         timer = gr.Timer(1.0, active=status.state == "loading" or region_check.state == "checking")
+        demo_btn = first_contact.build_demo_controls(visible=first_contact.DEMO_CLIP in clip_choices and bool(examples))
 
         with gr.Tabs() as main_tabs:
             with gr.Tab("Evaluate", id="evaluate"):
@@ -184,6 +187,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                 with gr.Row():
                     evaluate_btn = gr.Button("Evaluate", variant="primary", size="lg", elem_id="aug-evaluate", scale=3)
                     rescore_btn = gr.Button("Re-score with the edited attributes", size="lg", scale=2)
+                first_contact.note("scores", "evaluate")
                 verdict = gr.Markdown(elem_id="aug-verdict")
                 table = gr.Dataframe(views.empty_table(views.EMPTY_SCORES), label=views.SCORE_LABEL,
                                      datatype=views.SCORE_DATATYPES, interactive=False, elem_id="aug-table", wrap=True)
@@ -236,6 +240,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                         with gr.Row():
                             bpm_parse_btn = gr.Button("Parse the instruction", size="sm", elem_id="aug-bpm-parse")
                             bpm_btn = gr.Button("Run BPM with these fields", size="sm", elem_id="aug-bpm-run")
+                        first_contact.note("bpm", "tab")
                     build_hatie_tab(session_state, instruction, clip_model, settings_for)
                     with gr.Tab("Comparison", id="comparison") as comparison_tab:
                         with gr.Row():
@@ -249,6 +254,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                 downloads = gr.File(label="Downloads: report.json, report.csv, figures.zip", file_count="multiple",
                                     interactive=False, elem_id="aug-downloads")
                 with examples_area:
+                    first_contact.note("scores", "examples")
                     example_block = gr.Examples(
                         examples=[ex.row for ex in examples],
                         example_labels=[ex.label for ex in examples],
@@ -336,7 +342,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                     return halted(settings, state)
                 out = scored(report, state, clear=True, archive=archive)
                 if page:
-                    out[status_box] = status_html(model_status(settings), region_check)
+                    out[status_box] = status_html(model_status(settings), check_region_models(settings))
                 sweep()
                 return out
 
@@ -345,7 +351,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         def halted(settings: Settings, state: logic.Session) -> dict:
             """Nothing scored: the status area names what is missing (no error toast, no red outputs)."""
             current = model_status(settings)
-            return {**unchanged(score_outputs), status_box: status_html(current, region_check),
+            return {**unchanged(score_outputs), status_box: status_html(current, check_region_models(settings)),
                     session_state: logic.Session(**{**state.__dict__, "halted": current.spec})}
 
         def rescore_handler(archive: bool):
@@ -479,6 +485,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         def bpm_with_fields(instruction_value, parser, clip_model, o1, o2, size, position, reference, state,
                             progress=gr.Progress()):
             """BPM on the fields as the user left them (the parse, corrected; or typed by hand)."""
+            if why := first_contact.cannot_run(settings_for(clip_model), "bpm"):  # at once, not after a load
+                return {**unchanged(bpm_outputs), bpm_info: views.BPM_HELP + f"\n\n**{html.escape(why)}**"}
             if state is None or state.report is None:
                 raise gr.Error("Nothing to run BPM on yet: press Evaluate first.")
             if not any((v or "").strip() not in ("", "None") for v in (o1, o2)) and not (instruction_value or "").strip():
@@ -541,11 +549,11 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         def refresh_status(clip_model: str | None) -> tuple[str, gr.Timer]:
             """The status area for the model picked now (picking one starts loading it)."""
             try:
-                current = model_status(settings_for(clip_model))
+                current, check = model_status(settings_for(clip_model)), check_region_models(settings_for(clip_model))
             except InputError:
-                current = status
-            busy = current.state == "loading" or region_check.state == "checking"
-            return status_html(current, region_check), gr.Timer(active=busy)
+                current, check = status, region_check
+            busy = current.state == "loading" or check.state == "checking"
+            return status_html(current, check), gr.Timer(active=busy)
 
         # -------------------------------------------------------------- wiring
         eval_inputs = [source, edits, target, source_text, instruction, provider, src_box, tgt_box, classifier, C,
@@ -658,6 +666,12 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         provider.change(lambda name: _describe(statuses, name), provider, provider_info, api_name=False)
         timer.tick(refresh_status, clip_model, [status_box, timer], api_name=False)
         demo.load(refresh_status, clip_model, [status_box, timer], api_name=False)
+        first_contact.wire(demo, clip_model, settings_for, model_status)
+        if examples:  # the untrained demo: every model random, then the first example, evaluated
+            demo_event = demo_btn.click(lambda: first_contact.DEMO_CLIP, None, clip_model, api_name=False).then(
+                lambda: examples[0].row, None, [source, edits, target, source_text, instruction, provider, src_box,
+                                                tgt_box], api_name=False)
+            then_explain_and_bpm(demo_event.then(evaluate_stage, eval_inputs, page_score_outputs, api_name=False))
         clip_model.change(refresh_status, clip_model, [status_box, timer], api_name=False)
         def end_session(request: gr.Request) -> None:  # the page was closed (its heartbeat stopped)
             folders.release(getattr(request, "session_hash", None))
@@ -669,16 +683,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
 
 
 def app_settings(settings: Settings, *, cuda: bool) -> Settings:
-    """The page's settings: on a machine without CUDA, BPM uses the fast preset unless AUGCLIP_BPM_PRESET says otherwise.
-
-    The fast preset (OWL-ViT + SAM 2.1 at 512 px) takes about 4 s per new source/edit pair on 2 CPU cores
-    and 2 s for a further edit of the source (docs/performance.md, BPM), the standard one about 50 s, so
-    the page turns BPM on by default with the fast preset there; results name the preset. The library and
-    the CLI keep the paper's standard preset unless asked.
-    """
-    if not cuda and "AUGCLIP_BPM_PRESET" not in os.environ:
-        return settings.replace(bpm_preset="fast")
-    return settings
+    """The page's settings (on a machine without CUDA, BPM's fast preset): :func:`..inference.needs.web_app_settings`."""
+    return web_app_settings(settings, cuda=cuda)
 
 
 def bpm_label(settings: Settings, cuda: bool) -> str:
