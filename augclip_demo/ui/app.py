@@ -12,6 +12,7 @@ import html
 import logging
 import os
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,7 @@ CSS = first_contact.CSS + """
 .aug-error {background: #fde2e1; border: 2px solid #c0392b; color: #5c1410; padding: 8px 12px; border-radius: 6px;}
 .aug-steps {color: #555; font-size: 0.9rem;}
 #aug-evaluate {min-height: 48px;}
-#aug-gallery .caption-label {max-width: 100%; white-space: normal; overflow-wrap: anywhere; line-height: 1.15;}
+#aug-gallery .caption-label {max-width: 100%; white-space: normal; overflow-wrap: break-word; line-height: 1.15;}
 """
 
 HEADER = """
@@ -135,8 +136,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                     with gr.Column(scale=5, min_width=320):
                         edits = gr.File(file_count="multiple", file_types=["image"], allow_reordering=True,
                                         label=f"2. Edited images (1-{base_settings.max_edits}; drag to reorder, x to remove)",
-                                        elem_id="aug-edits", height=150)
-                        gallery = gr.Gallery(label="Edits in scoring order", columns=4, height=170, allow_preview=True,
+                                        elem_id="aug-edits")  # as tall as its files: all 8 in view
+                        gallery = gr.Gallery(label="Edits in scoring order", columns=4, height="auto", allow_preview=True,
                                              object_fit="contain", format="png", elem_id="aug-gallery")
                     with gr.Column(scale=4, min_width=280):
                         provider = gr.Dropdown(provider_choices, value=default_provider, label="3. Attribute provider",
@@ -266,6 +267,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                 rescore_api = gr.Button(visible=False)
                 explain_api = gr.Button(visible=False)
                 bpm_api = gr.Button(visible=False)
+                bpm_fields_btn = gr.Button(visible=False)
             build_batch_tab(base_settings, provider_choices=provider_choices, default_provider=default_provider,
                             clip_choices=clip_choices, folders=folders, after_run=sweep)
             explore = build_explore_tab(base_settings, folders=folders)
@@ -288,8 +290,9 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         # The API endpoints are single calls, so theirs (archive=True) write the zip themselves.
         def scored(report, state, *, clear: bool, archive: bool) -> dict:
             files = views.write_downloads(report, Path(state.output_dir), state.figures, archive=archive)
-            out = {verdict: views.verdict_markdown(report), table: views.score_table(report),
-                   src_box: "\n".join(report.attributes.source), tgt_box: "\n".join(report.attributes.target),
+            # API replies (archive) carry plain values; the page renders HTML
+            out = {verdict: views.verdict_text(report) if archive else views.verdict_markdown(report),
+                   table: views.score_table(report, plain=archive), src_box: "\n".join(report.attributes.source), tgt_box: "\n".join(report.attributes.target),
                    downloads: files, report_json: views.public_report(report), session_state: state}
             if clear:  # figures of an earlier evaluation must not stay beside new numbers
                 out.update({component: None for component in (exact_plot, umap_plot, *figure_outputs, bpm_gallery)})
@@ -399,7 +402,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             out = {edit_pick: gr.Radio(choices=choices, value=pick, visible=True),
                    umap_plot: views.umap_plot(state.explained),
                    **edit_figures(state, pick, kinds, compute=False),
-                   relevancy_info: views.RELEVANCY_HELP + (f"\n\n*{html.escape(scrub_paths(message))}*" if message else ""),
+                   relevancy_info: views.RELEVANCY_HELP + (f"\n\n{views.emphasis(scrub_paths(message))}" if message else ""),
                    downloads: files, session_state: state}
             if not archive:  # drawn by the next stage; an earlier result's charts must not stay meanwhile
                 out.update({component: None for component, key in zip(figure_outputs, views.PER_EDIT_FIGURES)
@@ -482,11 +485,11 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         bpm_complete = bpm_handler(archive=True)
 
         @user_facing
-        def bpm_with_fields(instruction_value, parser, clip_model, o1, o2, size, position, reference, state,
-                            progress=gr.Progress()):
+        def bpm_fields(instruction_value, parser, clip_model, o1, o2, size, position, reference, state,
+                       progress=gr.Progress(), *, plain: bool):
             """BPM on the fields as the user left them (the parse, corrected; or typed by hand)."""
             if why := first_contact.cannot_run(settings_for(clip_model), "bpm"):  # at once, not after a load
-                return {**unchanged(bpm_outputs), bpm_info: views.BPM_HELP + f"\n\n**{html.escape(why)}**"}
+                return {**unchanged(bpm_outputs), bpm_info: views.BPM_HELP + "\n\n" + views.emphasis(why, "b")}
             if state is None or state.report is None:
                 raise gr.Error("Nothing to run BPM on yet: press Evaluate first.")
             if not any((v or "").strip() not in ("", "None") for v in (o1, o2)) and not (instruction_value or "").strip():
@@ -494,15 +497,20 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             fields = {"o1": o1, "o2": o2, "size_state": size, "position_state": position, "reference": reference}
             report, message = logic.run_bpm(settings_for(clip_model), state, instruction=instruction_value or "",
                                             parser=parser, fields=fields, progress=timed(progress))
-            return bpm_presented(report, state, message, archive=True)
+            return bpm_presented(report, state, message, archive=True, plain=plain)
 
-        def bpm_presented(report, state, message, *, archive: bool) -> dict:
+        # the page's button renders HTML; /bpm_fields answers plain values
+        bpm_with_fields, bpm_fields_api = partial(bpm_fields, plain=False), partial(bpm_fields, plain=True)
+
+        def bpm_presented(report, state, message, *, archive: bool, plain: bool | None = None) -> dict:
             files = views.write_downloads(report, Path(state.output_dir), state.figures, archive=archive)
-            out = {verdict: views.verdict_markdown(report), table: views.score_table(report),
+            plain = archive if plain is None else plain  # the /bpm endpoint: plain values
+            out = {verdict: views.verdict_text(report) if plain else views.verdict_markdown(report),
+                   table: views.score_table(report, plain=plain),
                    downloads: files, report_json: views.public_report(report), session_state: state}
             results = getattr(report.arrays, "bpm", None) or []
             if message or not results:
-                out.update({bpm_info: views.BPM_HELP + f"\n\n**{html.escape(scrub_paths(message))}**", bpm_gallery: None,
+                out.update({bpm_info: views.BPM_HELP + "\n\n" + views.emphasis(scrub_paths(message), "b"), bpm_gallery: None,
                             bpm_table: views.empty_table(views.EMPTY_BPM)})
                 return out
             panels = views.bpm_panels(results, report)
@@ -651,8 +659,10 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         bpm_parse_btn.click(bpm_parse, [instruction, bpm_parser, clip_model], [*parse_fields, bpm_parse_info],
                             api_name="bpm_parse")
         bpm_btn.click(bpm_with_fields, [instruction, bpm_parser, clip_model, bpm_o1, bpm_o2, bpm_size, bpm_position,
-                                        bpm_reference, session_state], bpm_outputs, api_name="bpm_fields",
+                                        bpm_reference, session_state], bpm_outputs, api_name=False,
                       show_progress_on=[bpm_info])
+        bpm_fields_btn.click(bpm_fields_api, [instruction, bpm_parser, clip_model, bpm_o1, bpm_o2, bpm_size, bpm_position,
+                                              bpm_reference, session_state], bpm_outputs, api_name="bpm_fields")
         extract_btn.click(extract, [source, target, source_text, provider, clip_model, session_state],
                           [src_box, tgt_box, session_state],
                           api_name="extract_attributes")
