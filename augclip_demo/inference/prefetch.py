@@ -85,23 +85,26 @@ def fetch_model(family: str, spec: str, settings: Settings, *, progress: bool = 
     raise AugclipError(f"unknown model family {family!r}")
 
 
-def prefetch_in_background(settings: Settings, families: tuple[str, ...] = ("clip", "gdino", "sam")) -> threading.Thread:
-    """Fetch the configured models' files in a daemon thread, so a request that needs them later finds them.
+def prefetch_in_background(settings: Settings, features: tuple[str, ...] = ("scores", "bpm")) -> threading.Thread:
+    """Fetch the models of ``features`` (:mod:`.needs`' table) in a daemon thread, so a request finds them.
 
-    Used at a Hugging Face Space's start: ``preload_from_hub`` puts CLIP and GroundingDINO in the Hub cache
-    when the Space is built, but SAM's checkpoint is not on the Hub, so it is fetched here once the app
-    starts instead of by the first BPM request. Failures are logged, never raised: the request that needs
-    the model then reports the error itself.
+    Used at a Hugging Face Space's start with the page's settings: ``preload_from_hub`` puts the same
+    models in the Hub cache when the Space is built, so this finds them there (and fetches whatever the
+    build could not, such as SAM's checkpoint, which is not on the Hub, when an operator picks the
+    standard preset). Failures are logged, never raised: the request that needs the model then reports
+    the error itself.
     """
-    specs = {"clip": settings.clip_model, "gdino": settings.gdino_model, "sam": settings.sam_model}
+    from .needs import models_needed
+
+    needs = list(dict.fromkeys(need for feature in features for need in models_needed(settings, feature)))
 
     def work() -> None:
-        for family in families:
+        for need in needs:
             try:
-                fetched = fetch_model(family, specs[family], settings, progress=False)
+                fetched = fetch_model(need.family, need.spec, settings, progress=False)
                 log.info("prefetched %s: %s", fetched.model, fetched.note or f"{len(fetched.files)} file(s)")
             except (WeightsUnavailableError, AugclipError) as exc:
-                log.warning("could not prefetch %s weights: %s", family, exc)
+                log.warning("could not prefetch %s: %s", need.label, exc)
 
     thread = threading.Thread(target=work, name="augclip-prefetch", daemon=True)
     thread.start()

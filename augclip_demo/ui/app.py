@@ -145,6 +145,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                                                elem_id="aug-provider")
                         provider_info = gr.HTML(_describe(statuses, default_provider))
                         extract_btn = gr.Button("Extract attributes", size="sm")
+                        first_contact.note("scores", "extract")
                         src_box = gr.Textbox(label="Source attributes (one per line)", lines=4, max_lines=10,
                                              elem_id="aug-src-attrs")
                         tgt_box = gr.Textbox(label="Target attributes (one per line)", lines=3, max_lines=10,

@@ -152,7 +152,8 @@ def scores_message(settings: Settings, status: Any) -> str | None:
     """Why Evaluate cannot score with the CLIP model of ``status`` (and the fix), or None."""
     if status.state != "error":
         return None
-    return (f"Evaluate cannot score: the CLIP model {settings.clip_model} has no weights here. Fix: run "
+    return (f"No weights for the CLIP model {settings.clip_model} here: Evaluate, the examples and the attribute "
+            "extraction cannot run. Fix: run "
             f"`{download_command(settings, 'scores')}` where there is internet and restart, or press the untrained "
             "demo button at the top.")
 

@@ -132,6 +132,9 @@ def verdict_text(report: Report) -> str:
     lines = [report.verdict()]
     shown = set(table_metrics(report)) | set(TABLE_METRICS)
     lines += [f"n/a: {r}" for r in sorted({r for e in report.edits for k, r in e.unavailable.items() if k in shown})]
+    prov = report.attributes.provenance
+    lines.append(f"Attributes: {len(report.attributes.source)} source, {len(report.attributes.target)} target, from "
+                 f"{prov.provider}{' (' + prov.model + ')' if prov.model else ''} - {prov.fidelity}.")
     lines += [f"note: {n}" for n in dict.fromkeys(report.notes + report.fit_notes())]
     lines += [f"note: {edit_tag(e.index)}: {n}" for e in report.edits for n in e.notes]
     return "\n".join([*lines, timing_line(report)])

@@ -89,6 +89,9 @@ def test_every_button_that_cannot_work_says_why_beside_itself_then_the_demo_runs
     # One click: the untrained demo loads the first example and runs every stage with random weights.
     page.locator("#aug-demo").click()
     page.wait_for_function("document.querySelectorAll('#aug-table [role=gridcell]').length >= 14", timeout=300_000)
+    page.reload()  # mid-stage (the explanations are drawing): the session's folder goes, no error is logged
+    page.locator("#aug-demo").click()
+    page.wait_for_function("document.querySelectorAll('#aug-table [role=gridcell]').length >= 14", timeout=300_000)
     assert "UNTRAINED DEMO" in page.locator("#aug-demo-banner").inner_text()
     page.wait_for_function("!document.querySelector('#aug-note-scores-evaluate').innerText.trim()", timeout=60_000)
     assert "untrained" in page.locator("#aug-verdict").inner_text().lower()
@@ -102,5 +105,46 @@ def test_every_button_that_cannot_work_says_why_beside_itself_then_the_demo_runs
     assert page.locator("span.error:visible").count() == 0  # no red pill left anywhere
     page.screenshot(path=str(shots / "demo-hatie.png"), full_page=True)
     log = Path(bare_app["log"]).read_text()
-    assert "Traceback" not in log, log[-3000:]
+    assert "Traceback" not in log and "unexpected error" not in log and "FileNotFoundError" not in log, log[-3000:]
     print(f"screenshots: {shots}")
+
+
+def test_eight_edits_fit_the_file_list_the_gallery_and_the_umap_legend(browser, bare_app, tmp_path):
+    """With 8 edits: the file list shows all 8, the gallery's two rows are not clipped, its captions wrap at
+    separators, and the UMAP legend lists the sets and the edits (their fit lines join their entries)."""
+    from tests.support import EXAMPLES
+
+    page = _open(browser, bare_app["url"])
+    shots = bare_app["shots"]
+    page.locator("#aug-demo").click()  # random weights: no downloads needed
+    page.wait_for_function("document.querySelectorAll('#aug-table [role=gridcell]').length >= 14", timeout=300_000)
+    names = []
+    for copy in ("a", "b"):
+        for edit in ("well_edited", "partial_edit", "excessively_preserved", "excessively_modified"):
+            name = f"{edit}_{copy}.png"
+            shutil.copy(EXAMPLES / "flower-pink" / f"{edit}.png", tmp_path / name)
+            names.append(name)
+    page.locator("#aug-edits input[type=file]").set_input_files([str(tmp_path / n) for n in names])
+    page.wait_for_function("document.querySelectorAll('#aug-gallery img').length >= 8", timeout=60_000)
+    files = page.locator("#aug-edits")
+    box = files.bounding_box()
+    for name in names:  # every file in view inside the list (not scrolled away)
+        row = files.get_by_text(name, exact=True)
+        row_box = row.bounding_box()
+        assert row.is_visible() and row_box["y"] >= box["y"] and row_box["y"] + row_box["height"] <= box["y"] + box["height"] + 1
+    gallery = page.locator("#aug-gallery")
+    bottom = gallery.bounding_box()["y"] + gallery.bounding_box()["height"]
+    captions = gallery.locator(".caption-label").all()
+    assert len(captions) == 8
+    for caption in captions:  # the second row is inside the gallery, captions too
+        caption_box = caption.bounding_box()
+        assert caption_box["y"] + caption_box["height"] <= bottom + 1, caption.inner_text()
+    page.locator("#aug-evaluate").click()
+    page.wait_for_function("document.querySelectorAll('#aug-table [role=gridcell]').length >= 8 * 9", timeout=300_000)
+    page.screenshot(path=str(shots / "eight-edits.png"), full_page=True)
+    page.get_by_role("tab", name="Hyperplane views").click()
+    page.wait_for_function("document.querySelectorAll('#aug-umap .legendtext').length > 0", timeout=300_000)
+    legend = page.locator("#aug-umap .legendtext").all_inner_texts()
+    assert sum("2-D line" in entry for entry in legend) <= 1, legend
+    assert sum(entry.startswith("E") for entry in legend) == 8, legend
+    page.locator("#aug-umap").screenshot(path=str(shots / "eight-edits-umap.png"))
