@@ -112,7 +112,7 @@ def note_html(message: str | None) -> str:
 
 def note(feature: str, where: str) -> gr.HTML:
     """An empty note to place beside a button of ``feature`` ("scores", "bpm", "hatie"); :func:`wire` fills it."""
-    return gr.HTML("", elem_id=f"{NOTE_PREFIX}{feature}-{where}", padding=False)
+    return gr.HTML("", elem_id=f"{NOTE_PREFIX}{feature}-{where}", padding=False, visible=False)
 
 
 NOTE_PREFIX = "aug-note-"
@@ -135,14 +135,21 @@ def wire(demo: gr.Blocks, clip_model: Any, settings_for: Callable[[str | None], 
     notes = [(block, block.elem_id[len(NOTE_PREFIX):].split("-")[0]) for block in list(demo.blocks.values())
              if isinstance(block, gr.HTML) and str(getattr(block, "elem_id", "") or "").startswith(NOTE_PREFIX)]
     banners = [block for block in demo.blocks.values() if getattr(block, "elem_id", None) == "aug-demo-banner"]
-    outputs = [block for block, _ in notes] + banners
+    buttons = [block for block in demo.blocks.values()
+               if getattr(block, "elem_id", None) == "aug-demo" and getattr(block, "visible", False)]
+    outputs = [block for block, _ in notes] + banners + buttons
 
-    def draw(clip: str | None) -> list[str]:
+    def shown(text: str) -> Any:
+        return gr.update(value=text, visible=bool(text))  # an empty note takes no room
+
+    def draw(clip: str | None) -> list[Any]:
+        demo_on = (clip or "").strip() == DEMO_CLIP
         try:
             settings = settings_for(clip)
         except Exception:  # noqa: BLE001 - a model the page does not offer: the status area says so
-            return [""] * len(outputs)
-        return [draw_note(feature, settings, status_of) for _, feature in notes] + [demo_banner(clip)] * len(banners)
+            return [shown("")] * len(notes + banners) + [gr.update(visible=not demo_on)] * len(buttons)
+        return ([shown(draw_note(feature, settings, status_of)) for _, feature in notes]
+                + [shown(demo_banner(clip))] * len(banners) + [gr.update(visible=not demo_on)] * len(buttons))
 
     for event in (demo.load, clip_model.change):
         event(draw, clip_model, outputs, api_name=False, show_progress="hidden")
@@ -170,5 +177,5 @@ def demo_banner(clip: str | None) -> str:
 def build_demo_controls(*, visible: bool = True) -> gr.Button:
     """The demo button (under the status area) and its banner; the caller wires the button to run an example."""
     button = gr.Button(DEMO_BUTTON, size="sm", variant="secondary", elem_id="aug-demo", visible=visible)
-    gr.HTML("", elem_id="aug-demo-banner", padding=False)
+    gr.HTML("", elem_id="aug-demo-banner", padding=False, visible=False)
     return button

@@ -14,13 +14,9 @@ import pytest
 from tests.support import ROOT, free_port
 from tests.support.app_process import spawn_app
 
-CHROMIUM = "/usr/bin/chromium"
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(not Path(CHROMIUM).exists() and shutil.which("chromium") is None,
-                       reason="Chromium is not installed (apt-get install -y chromium); .ci/run installs it"),
-]
+# browser and slow, skipped where Chromium is missing: the same marks as the main browser test
+from tests.ui.test_browser import open_page as _open
+from tests.ui.test_browser import pytestmark  # noqa: F401
 
 
 @pytest.fixture(scope="module")
@@ -39,12 +35,9 @@ def bare_app(tmp_path_factory: pytest.TempPathFactory):
     app.stop()
 
 
-def _open(browser, url: str):
-    page = browser.new_page(viewport={"width": 1366, "height": 900})
-    page.set_default_timeout(120_000)
-    page.goto(url)
-    page.locator("#aug-evaluate").wait_for()
-    return page
+def _text(page, elem_id: str) -> str:
+    """What a note shows now ("" when it is empty, and so hidden)."""
+    return page.evaluate(f"(document.querySelector('#{elem_id}')?.innerText || '').trim()")
 
 
 def _note(page, elem_id: str, needle: str) -> str:
@@ -63,7 +56,7 @@ def test_every_button_that_cannot_work_says_why_beside_itself_then_the_demo_runs
     # Clicking Evaluate anyway: the note stays beside it, the table stays empty, no toast, no stack trace.
     page.locator("#aug-evaluate").click()
     page.wait_for_timeout(1000)
-    assert page.locator("#aug-note-scores-evaluate").is_visible()
+    assert page.locator("#aug-note-scores-evaluate").is_visible() and "no weights" in _text(page, "aug-note-scores-evaluate").lower()
     assert "No scores yet" in page.locator("#aug-table").inner_text()
     assert page.locator(".toast-body").count() == 0 and "Traceback" not in page.content()
     page.screenshot(path=str(shots / "no-weights-evaluate.png"), full_page=True)
@@ -93,11 +86,13 @@ def test_every_button_that_cannot_work_says_why_beside_itself_then_the_demo_runs
     page.locator("#aug-demo").click()
     page.wait_for_function("document.querySelectorAll('#aug-table [role=gridcell]').length >= 14", timeout=300_000)
     assert "UNTRAINED DEMO" in page.locator("#aug-demo-banner").inner_text()
-    page.wait_for_function("!document.querySelector('#aug-note-scores-evaluate').innerText.trim()", timeout=60_000)
+    assert not page.locator("#aug-demo").is_visible()  # the demo is on: its button goes
+    page.wait_for_function("!(document.querySelector('#aug-note-scores-evaluate')?.innerText || '').trim()",
+                           timeout=60_000)
     assert "untrained" in page.locator("#aug-verdict").inner_text().lower()
     page.get_by_role("tab", name="BPM").click()
     page.wait_for_function("document.querySelectorAll('#aug-bpm-gallery img').length > 0", timeout=300_000)
-    assert not page.locator("#aug-note-bpm-tab").inner_text().strip()
+    assert not _text(page, "aug-note-bpm-tab")
     page.screenshot(path=str(shots / "demo-bpm.png"), full_page=True)
     page.get_by_role("tab", name="HATIE").click()
     page.locator("#aug-hatie-run").click()
@@ -118,18 +113,16 @@ def test_eight_edits_fit_the_file_list_the_gallery_and_the_umap_legend(browser, 
     shots = bare_app["shots"]
     page.locator("#aug-demo").click()  # random weights: no downloads needed
     page.wait_for_function("document.querySelectorAll('#aug-table [role=gridcell]').length >= 14", timeout=300_000)
-    names = []
-    for copy in ("a", "b"):
-        for edit in ("well_edited", "partial_edit", "excessively_preserved", "excessively_modified"):
-            name = f"{edit}_{copy}.png"
-            shutil.copy(EXAMPLES / "flower-pink" / f"{edit}.png", tmp_path / name)
-            names.append(name)
-    page.locator("#aug-edits input[type=file]").set_input_files([str(tmp_path / n) for n in names])
+    stems = ("well_edited", "partial_edit", "excessively_preserved", "excessively_modified")
+    for stem in stems:  # the example's 4 edits are in the list; 4 more make 8 (an upload adds to the list)
+        shutil.copy(EXAMPLES / "flower-pink" / f"{stem}.png", tmp_path / f"{stem}_copy.png")
+    page.locator("#aug-edits input[type=file]").set_input_files([str(tmp_path / f"{s}_copy.png") for s in stems])
+    names = [f"{stem}.png" for stem in stems] + [f"{stem}_copy.png" for stem in stems]
     page.wait_for_function("document.querySelectorAll('#aug-gallery img').length >= 8", timeout=60_000)
     files = page.locator("#aug-edits")
     box = files.bounding_box()
-    for name in names:  # every file in view inside the list (not scrolled away)
-        row = files.get_by_text(name, exact=True)
+    for name in names:  # every file in view inside the list (not scrolled away); the list shows the stem, then .png
+        row = files.get_by_text(name.removesuffix(".png"), exact=True)
         row_box = row.bounding_box()
         assert row.is_visible() and row_box["y"] >= box["y"] and row_box["y"] + row_box["height"] <= box["y"] + box["height"] + 1
     gallery = page.locator("#aug-gallery")
