@@ -137,7 +137,7 @@ def test_eight_edits_fit_the_file_list_the_gallery_and_the_umap_legend(browser, 
     page.screenshot(path=str(shots / "eight-edits.png"), full_page=True)
     page.get_by_role("tab", name="Hyperplane views").click()
     page.wait_for_function("document.querySelectorAll('#aug-umap .legendtext').length > 0", timeout=300_000)
-    legend = page.locator("#aug-umap .legendtext").all_inner_texts()
+    legend = page.locator("#aug-umap .legendtext").all_text_contents()  # SVG text: no innerText
     assert sum("2-D line" in entry for entry in legend) <= 1, legend
     assert sum(entry.startswith("E") for entry in legend) == 8, legend
     page.locator("#aug-umap").screenshot(path=str(shots / "eight-edits-umap.png"))
