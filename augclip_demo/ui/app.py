@@ -293,7 +293,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             files = views.write_downloads(report, Path(state.output_dir), state.figures, archive=archive)
             # API replies (archive) carry plain values; the page renders HTML
             out = {verdict: views.verdict_text(report) if archive else views.verdict_markdown(report),
-                   table: views.score_table(report, plain=archive), src_box: "\n".join(report.attributes.source), tgt_box: "\n".join(report.attributes.target),
+                   table: views.score_table(report, plain=archive),
+                   src_box: "\n".join(report.attributes.source), tgt_box: "\n".join(report.attributes.target),
                    downloads: files, report_json: views.public_report(report), session_state: state}
             if clear:  # figures of an earlier evaluation must not stay beside new numbers
                 out.update({component: None for component in (exact_plot, umap_plot, *figure_outputs, bpm_gallery)})
@@ -512,7 +513,9 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             results = getattr(report.arrays, "bpm", None) or []
             if message or not results:
                 out.update({bpm_info: views.BPM_HELP + "\n\n" + views.emphasis(scrub_paths(message), "b"), bpm_gallery: None,
-                            bpm_table: views.empty_table(views.EMPTY_BPM)})
+                            # the reason it did not run, not the generic "tick BPM ..." (both may be done)
+                            bpm_table: views.empty_table(f"BPM has not run: {scrub_paths(message)}" if message
+                                                         else views.EMPTY_BPM)})
                 return out
             panels = views.bpm_panels(results, report)
             parse = panels[0][1].parse
