@@ -52,7 +52,7 @@ def warn(message: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- preflight
-#: Output flags that name a file (its folder is made when missing), and those that name a folder (made too).
+#: Output flags that name a file, and those that name a folder (created when missing).
 OUTPUT_FILE_FLAGS = ("out", "csv")
 OUTPUT_DIR_COMMANDS = {"explain": ("out",)}
 
@@ -65,11 +65,8 @@ def check_output_file(value: str, flag: str) -> None:
     if path.is_dir():
         raise InputError(f"{flag} {value}: is a folder; give a file name")
     parent = path.parent if str(path.parent) else Path(".")
-    if not parent.exists():  # made, as explain's --out folder is (the quick starts write under outputs/)
-        try:
-            parent.mkdir(parents=True)
-        except OSError as exc:
-            raise InputError(f"{flag} {value}: the folder {parent} cannot be made ({exc.strerror or exc})") from None
+    if not parent.exists():
+        raise InputError(f"{flag} {value}: the folder {parent} does not exist; create it first")
     if not parent.is_dir():
         raise InputError(f"{flag} {value}: {parent} is not a folder")
     if path.exists() and not os.access(path, os.W_OK):
