@@ -126,6 +126,11 @@ def missing_models(settings: Settings, feature: str, *, hosts: dict[str, str | N
     return missing
 
 
+def page_models(settings: Settings) -> list[tuple[str, str]]:
+    """``(family, spec)`` of what the page runs on its own: the scores' and BPM's models (a Space fetches them)."""
+    return list(dict.fromkeys((n.family, n.spec) for f in ("scores", "bpm") for n in models_needed(settings, f)))
+
+
 def feature_readiness(settings: Settings, features: tuple[str, ...] = tuple(FEATURES)) -> dict[str, list[MissingModel]]:
     """``{feature: its missing models}`` for every feature (one reachability check per host in all)."""
     hosts: dict[str, str | None] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from augclip_demo.config import Settings
+from augclip_demo.inference.needs import page_models
 from augclip_demo.inference.prefetch import prefetch_in_background
 from augclip_demo.inference.weights import sha256_of
 from tests.support import published
@@ -20,20 +21,20 @@ def sam_settings(hub, cache, sha256: str) -> Settings:
 def test_prefetch_puts_the_sam_checkpoint_in_the_cache_and_the_second_run_asks_nothing(hub, online):
     settings = sam_settings(hub, online, sha256_of(hub.published["sam_path"]))
     before = hub.count()
-    prefetch_in_background(settings, features=("bpm",)).join(timeout=60)
+    prefetch_in_background(settings, page_models(settings)).join(timeout=60)
     assert hub.count() > before
     cached = [p for p in online.rglob(published.SAM_FILE) if p.is_file()]
     assert cached and sha256_of(cached[0]) == sha256_of(hub.published["sam_path"])
     after_first = hub.count()
-    prefetch_in_background(settings, features=("bpm",)).join(timeout=60)
+    prefetch_in_background(settings, page_models(settings)).join(timeout=60)
     assert hub.count() == after_first  # already there: no request
 
 
 def test_a_failed_prefetch_is_logged_not_raised(hub, online, caplog):
     settings = sam_settings(hub, online, "0" * 64)  # wrong checksum: the file is refused
     with caplog.at_level(logging.WARNING, logger="augclip_demo.inference.prefetch"):
-        thread = prefetch_in_background(settings, features=("bpm",))
+        thread = prefetch_in_background(settings, page_models(settings))
         thread.join(timeout=60)
     assert not thread.is_alive()
-    assert any("could not prefetch SAM tiny" in r.getMessage() for r in caplog.records)
+    assert any("could not prefetch sam tiny" in r.getMessage() for r in caplog.records)
     assert not [p for p in online.rglob(published.SAM_FILE) if p.is_file()]
