@@ -28,7 +28,7 @@ def test_a_file_of_a_deleted_session_folder_means_the_page_was_left(tmp_path):
     assert not page_was_left(ValueError("x"))
 
 
-def test_the_handler_wrapper_logs_nothing_for_it_but_still_logs_other_errors(tmp_path, caplog):
+def test_the_handler_wrapper_logs_nothing_for_it_but_still_logs_other_errors(tmp_path):
     gone = tmp_path / "augclip-app-gone" / "report.json"
 
     @user_facing
@@ -39,10 +39,27 @@ def test_the_handler_wrapper_logs_nothing_for_it_but_still_logs_other_errors(tmp
     def broken():
         raise _missing(tmp_path / "elsewhere.png")
 
-    with caplog.at_level(logging.ERROR, logger="augclip_demo.ui.guard"):
+    class Records(logging.Handler):  # on the guard's own logger: other tests may change the root's set-up
+        def __init__(self) -> None:
+            super().__init__(logging.ERROR)
+            self.messages: list[str] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.messages.append(record.getMessage())
+
+    logger = logging.getLogger("augclip_demo.ui.guard")
+    records, level, disabled = Records(), logger.level, logger.disabled
+    logger.addHandler(records)
+    logger.setLevel(logging.ERROR)
+    logger.disabled = False
+    try:
         with pytest.raises(gr.Error):
             stage()
-        assert not caplog.records
+        assert records.messages == []
         with pytest.raises(gr.Error):
             broken()
-        assert [r.message for r in caplog.records] == ["unexpected error in broken"]
+        assert records.messages == ["unexpected error in broken"]
+    finally:
+        logger.removeHandler(records)
+        logger.setLevel(level)
+        logger.disabled = disabled
