@@ -171,7 +171,7 @@ def demo_banner(clip: str | None) -> str:
         return ""
     return ('<div class="aug-demo-on" id="aug-demo-on">&#9888; UNTRAINED DEMO: every model has random weights, so '
             "every score, region and figure shows how the tool works, not how good an edit is. Pick a trained CLIP "
-            "model under <i>Advanced options</i> to leave it.</div>")
+            "model (the CLIP model setting, under the inputs) to leave it.</div>")
 
 
 def build_demo_controls(*, visible: bool = True) -> gr.Button:
