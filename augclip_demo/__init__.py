@@ -67,6 +67,7 @@ _PUBLIC: dict[str, str] = {
     "LoadedImage": "augclip_demo.io",
     "open_image": "augclip_demo.io",
     "Settings": "augclip_demo.config",
+    "EXAMPLES_DIR": "augclip_demo.config",
     # batches of edits and the papers' protocols
     "run_batch": "augclip_demo.batch.runner",
     "BatchOptions": "augclip_demo.batch.runner",

@@ -37,6 +37,8 @@ DEFAULT_APP_CONCURRENCY = 2
 DEFAULT_MAX_LOADED_MODELS = 4
 DEFAULT_MAX_MODEL_MEMORY_MB = 8192
 DEFAULT_JUDGE_CONCURRENCY = 4
+#: The shipped examples (assets/examples of the checkout this package is installed from, e.g. ``pip install -e .``).
+EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "assets" / "examples"
 
 #: Environment variables read by :meth:`Settings.from_env`, with what each one sets.
 ENVIRONMENT_VARIABLES: dict[str, str] = {

@@ -79,17 +79,30 @@ def test_every_import_is_a_declared_dependency():
     assert not problems, "\n".join(problems)
 
 
-def test_requirements_txt_is_the_tested_set_of_the_declared_ranges():
-    """Every runtime dependency is pinned in requirements.txt, and what is installed satisfies pyproject's range."""
-    lines = [line.split("#")[0].strip() for line in (ROOT / "requirements.txt").read_text().splitlines()]
-    pinned = {_name(line) for line in lines if line}
-    declared = PROJECT["dependencies"] + PROJECT["optional-dependencies"]["app"] + \
-        PROJECT["optional-dependencies"]["test"] + PROJECT["optional-dependencies"]["ray"]
-    for requirement in map(Requirement, declared):
-        assert _name(str(requirement)) in pinned, f"{requirement.name} is declared in pyproject but not in requirements.txt"
+def _pinned(name: str) -> set[str]:
+    lines = [line.split("#")[0].strip() for line in (ROOT / name).read_text().splitlines()]
+    return {_name(line) for line in lines if line and not line.startswith("-")}
+
+
+def test_requirements_txt_is_the_runtime_set_and_requirements_dev_the_rest():
+    """requirements.txt (what a Space installs) holds exactly the runtime set, dependencies + the app extra;
+    requirements-dev.txt the Ray engine, the tests and the linters on top of it; what is installed satisfies
+    pyproject's ranges."""
+    runtime = PROJECT["dependencies"] + PROJECT["optional-dependencies"]["app"]
+    dev = PROJECT["optional-dependencies"]["ray"] + PROJECT["optional-dependencies"]["test"] + \
+        [r for r in PROJECT["optional-dependencies"]["dev"] if not r.startswith("augclip-demo")]
+    assert _pinned("requirements.txt") == {_name(r) for r in runtime}
+    assert _pinned("requirements-dev.txt") == {_name(r) for r in dev}
+    assert "-r requirements.txt" in (ROOT / "requirements-dev.txt").read_text().splitlines()
+    for requirement in map(Requirement, runtime + dev):
         installed = metadata.version(requirement.name)
         assert requirement.specifier.contains(installed, prereleases=True), \
             f"installed {requirement.name} {installed} is outside pyproject's range {requirement.specifier}"
+
+
+def test_the_runtime_set_holds_no_test_lint_or_cluster_tool():
+    tools = {"pytest", "playwright", "hypothesis", "ruff", "import-linter", "pre-commit", "ray", "pyarrow"}
+    assert not _pinned("requirements.txt") & tools
 
 
 @pytest.mark.slow  # builds a wheel and runs the installed command (~20 s on 2 cores)

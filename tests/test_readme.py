@@ -43,24 +43,102 @@ def environment() -> dict[str, str]:
 
 @pytest.fixture()
 def scratch(tmp_path: Path) -> Path:
+    """A stand-in for the checkout's root: its assets, and an outputs/ folder as a clone has one."""
     (tmp_path / "assets").symlink_to(ROOT / "assets", target_is_directory=True)
+    (tmp_path / "outputs").mkdir()
     return tmp_path
 
 
 def run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    assert argv[0] == ".venv/bin/python", f"quick starts use the venv's Python: {argv}"
+    """``.venv/bin/python ...`` or ``.venv/bin/augclip-demo ...`` (the console script the set-up installs)."""
+    if argv[0] == ".venv/bin/augclip-demo":
+        argv = [".venv/bin/python", "-m", "augclip_demo", *argv[1:]]
+    assert argv[0] == ".venv/bin/python", f"quick starts use the venv's Python or command: {argv}"
     return subprocess.run([sys.executable, *argv[1:]], cwd=cwd, env=environment(), capture_output=True, text=True,
                           timeout=600)
+
+
+APP_SET_UP = 'python3 -m venv .venv && . .venv/bin/activate && pip install -r requirements.txt -e ".[app]" && python app.py'
+TEST_SET_UP = ". .venv/bin/activate && pip install -r requirements-dev.txt && python -m pytest"
 
 
 def test_readme_is_short_with_space_metadata_and_the_set_up_commands():
     lines = README.splitlines()
     assert len(lines) <= 200
     assert lines[0] == "---" and "sdk: gradio" in README and "app_file: app.py" in README  # Hugging Face Space
-    assert "python3 -m venv .venv && .venv/bin/pip install -r requirements.txt" in README
-    assert ".venv/bin/python -m pytest\n" in README
+    set_up = README[README.index("## Set up"):README.index("## Quick start")]
+    blocks = re.findall(r"```bash\n(.*?)\n```", set_up, re.S)
+    assert blocks == [APP_SET_UP, TEST_SET_UP]  # two commands: the app (and the package), then the tests
     assert set(quick_starts()) == {"app", "cli", "python", "batch"}
     assert (ROOT / "docs" / "images" / "app.png").is_file()
+
+
+def test_ci_runs_exactly_the_readme_set_up_commands():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert f"APP_COMMAND='{APP_SET_UP}'" in ci and 'bash -c "$APP_COMMAND"' in ci
+    assert f"TEST_COMMAND='{TEST_SET_UP}'" in ci and 'bash -c "$TEST_COMMAND"' in ci
+    assert ci.index('bash -c "$APP_COMMAND"') < ci.index('bash -c "$TEST_COMMAND"') < ci.index("pre-commit run")
+    assert "apt-get install -y -qq chromium" in ci
+
+
+def test_space_preloads_the_models_the_page_runs_on_a_cpu_space():
+    """preload_from_hub = CLIP and BPM's fast preset (what the page runs without a GPU), as the table says."""
+    from augclip_demo.config import Settings
+    from augclip_demo.inference.needs import models_needed, web_app_settings
+    from augclip_demo.inference.weights import pretrained_entry
+
+    front = README.split("---", 2)[1]
+    preloaded = dict(re.findall(r"^  - (\S+) (\S+)$", front, re.M))
+    space = web_app_settings(Settings.from_env({}), cuda=False, environ={})
+    needed = {pretrained_entry(n.family, n.spec).repo_id: n for n in models_needed(space, "bpm")}
+    assert set(preloaded) == set(needed)
+    for repo, files in preloaded.items():
+        entry = pretrained_entry(needed[repo].family, needed[repo].spec)
+        assert entry.files[0] in files.split(",")  # the weight file itself
+
+
+def _named_commands() -> set[tuple[str, ...]]:
+    """Every ``augclip-demo ...`` command a doc page, the README or a message in the package names."""
+    texts = [README, *(page.read_text() for page in (ROOT / "docs").glob("*.md")),
+             *(file.read_text() for file in (ROOT / "augclip_demo").rglob("*.py"))]
+    found = set()
+    for text in texts:
+        for match in re.finditer(r"augclip-demo((?: +[A-Za-z0-9_./:=-]+)+)", text):
+            found.add(tuple(match.group(1).split()))
+    return found
+
+
+def test_every_command_named_anywhere_exists_with_its_flags(capsys):
+    """Each named command's (sub)command answers --help, and every flag it names is in that help."""
+    from augclip_demo.cli import main
+
+    checked = {}
+    for words in sorted(_named_commands()):
+        path = [w for w in words[:2] if not w.startswith("-")][:2]
+        if len(path) == 2 and path[0] not in ("hatie", "bench"):  # only these two have sub-subcommands
+            path = path[:1]
+        key = tuple(path)
+        if not path or path[0].isupper():  # a placeholder: `augclip-demo COMMAND --help`
+            continue
+        if key not in checked:
+            with pytest.raises(SystemExit) as done:
+                main([*path, "--help"])
+            assert done.value.code == 0, f"augclip-demo {' '.join(path)} --help failed"
+            checked[key] = capsys.readouterr().out
+        for flag in (w.split("=")[0] for w in words if w.startswith("--")):
+            assert flag in checked[key], f"`augclip-demo {' '.join(words)}`: {flag} is not an option"
+    assert {("download",), ("doctor",), ("score",), ("hatie", "table")} <= set(checked)
+
+
+def test_the_package_and_its_command_are_installed_by_the_set_up():
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["scripts"]["augclip-demo"] == "augclip_demo.cli:main"
+    assert '-e ".[app]"' in APP_SET_UP
+    from augclip_demo.cli import build_parser
+
+    assert build_parser().prog == "augclip-demo"
 
 
 def test_every_relative_link_in_the_readme_and_docs_resolves():
@@ -80,10 +158,11 @@ def test_cli_quick_start(scratch):
 
 
 @pytest.mark.slow
-def test_python_quick_start(scratch):
+def test_python_quick_start_from_any_folder(tmp_path):
     language, body = quick_starts()["python"]
     assert language == "python"
-    done = run([".venv/bin/python", "-c", body], scratch)
+    (tmp_path / "quick_start.py").write_text(body)  # saved as a script in a folder with no assets/
+    done = run([".venv/bin/python", "quick_start.py"], tmp_path)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
     assert "prefers edit" in lines[0] and "untrained" in lines[0]
@@ -95,7 +174,11 @@ def test_batch_quick_start(scratch):
     batch, protocol = commands(quick_starts()["batch"][1])
     done = run(batch, scratch)
     assert done.returncode == 0, done.stderr
-    records = [json.loads(line) for line in (scratch / "results.jsonl").read_text().splitlines()]
+    assert "outputs/" in batch[batch.index("--out") + 1]  # under the git-ignored folder
+    ignored = subprocess.run(["git", "check-ignore", "-q", "outputs/results.jsonl"], cwd=ROOT)
+    kept = subprocess.run(["git", "ls-files", "--error-unmatch", "outputs/.gitignore"], cwd=ROOT, capture_output=True)
+    assert ignored.returncode == 0 and kept.returncode == 0  # a clone has the folder; what goes in stays out of git
+    records = [json.loads(line) for line in (scratch / "outputs" / "results.jsonl").read_text().splitlines()]
     assert len(records) == 4 and all(r["status"] == "ok" for r in records)
     done = run(protocol, scratch)
     assert done.returncode == 0, done.stderr

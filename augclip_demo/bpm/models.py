@@ -25,6 +25,7 @@ from ..inference.clip_encoder import ClipEncoder, get_encoder
 from ..inference.grounding import KNOWN_HUB_MODELS as GDINO_HUB_MODELS
 from ..inference.grounding import RANDOM_SPECS as GDINO_RANDOM_SPECS
 from ..inference.grounding import GroundingDetector, get_detector
+from ..inference.needs import bpm_region_models
 from ..inference.owl_detector import OwlDetector, get_owl_detector
 from ..inference.sam2_segmenter import Sam2Segmenter, get_fast_segmenter
 from ..inference.segmenter import SamSegmenter, get_segmenter
@@ -105,11 +106,8 @@ def is_grounding_spec(spec: str) -> bool:
 
 def preset_weights(settings: Settings, preset: str | None = None) -> list[tuple[str, str]]:
     """``(family, spec)`` of the two region models of ``preset`` (default: the configured one), as the
-    weights table (``weights.PRETRAINED``) names them; the download and doctor commands read this."""
-    if (preset or settings.bpm_preset) == "fast":
-        detector = "gdino" if is_grounding_spec(settings.fast_detector_model) else "owlvit"
-        return [(detector, settings.fast_detector_model), ("sam2", settings.fast_sam_model)]
-    return [("gdino", settings.gdino_model), ("sam", settings.sam_model)]
+    weights table (``weights.PRETRAINED``) names them (:mod:`augclip_demo.inference.needs` decides)."""
+    return [(need.family, need.spec) for need in bpm_region_models(settings, preset)]
 
 
 def bpm_models_status(settings: Settings | None = None) -> tuple[bool, str]:

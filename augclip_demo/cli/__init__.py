@@ -1,4 +1,4 @@
-"""Command line: ``python -m augclip_demo <command> ...``.
+"""Command line: ``augclip-demo <command> ...`` (or ``python -m augclip_demo <command> ...``).
 
 Each subcommand lives in its own module exposing ``register(subparsers)``; :data:`COMMANDS` lists
 them in help order. Errors meant for the user (:class:`AugclipError`) exit with status 2 and one
@@ -24,7 +24,7 @@ COMMANDS.insert(COMMANDS.index("protocol") + 1, "explore")  # results in the app
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m augclip_demo",
+        prog="augclip-demo",  # the console script `pip install -e .` puts on the PATH (python -m augclip_demo too)
         description="AugCLIP Studio: score text-guided image edits with AugCLIP, CLIPdir, CLIP-I, CLIP-T and L2.",
     )
     parser.add_argument("--version", action="version", version=f"augclip-demo {__version__}")

@@ -6,8 +6,9 @@ import argparse
 import os
 import platform
 
-from ..config import ENVIRONMENT_VARIABLES
+from ..config import ENVIRONMENT_VARIABLES, Settings
 from ..errors import AugclipError
+from ..inference.needs import MissingModel
 from ..inference.prefetch import fetch_model
 from .common import settings_from_args
 from .download import human_size
@@ -70,10 +71,28 @@ def run(args: argparse.Namespace) -> int:
         where = fetched.files[0].parent if fetched.files else "-"
         note = f"; {fetched.note}" if fetched.note else ""
         print(f" {mark} {family:5s} {spec}: present, {human_size(size)} ({licence}{note}) in {where}")
+    print_features(settings, cuda=torch.cuda.is_available())
     if missing_configured:
-        bpm = any(not m.startswith("clip") for m in missing_configured)
-        print(f"missing: {', '.join(missing_configured)}. Fetch them with `augclip-demo download"
-              f"{' --bpm' if bpm else ''}` on a machine with internet (or copy a filled AUGCLIP_CACHE_DIR).")
+        print(f"missing: {', '.join(missing_configured)}; the commands above fetch them on a machine with internet "
+              "(or copy a filled AUGCLIP_CACHE_DIR).")
         return 1
     print("all configured models are present")
     return 0
+
+
+def print_features(settings: Settings, *, cuda: bool) -> None:
+    """Per feature: ready, or what it lacks and the one command that fetches it (the table in inference.needs)."""
+    from ..inference.needs import FEATURES, missing_line, missing_on_disk, web_app_settings
+
+    page = web_app_settings(settings, cuda=cuda)
+    print("features (the models each needs)")
+    rows = [(FEATURES[key], settings, key) for key in FEATURES]
+    if page.bpm_preset != settings.bpm_preset:  # the page on a machine without CUDA runs BPM's fast preset
+        rows.insert(2, (f"BPM in the web app ({page.bpm_preset} preset without a GPU)", page, "bpm"))
+    for title, feature_settings, key in rows:
+        lacking = missing_on_disk(feature_settings, key)
+        if not lacking:
+            print(f"  {title}: ready")
+            continue
+        line = missing_line(feature_settings, key, [MissingModel(need, "") for need in lacking])
+        print(f"  {title}: {line.split(' needs ', 1)[1]}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from urllib.parse import urlparse
 
 from ..config import ENVIRONMENT_VARIABLES, Settings
 from ..errors import AugclipError, WeightsUnavailableError
@@ -23,6 +24,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--bpm", action="store_true", help="also GroundingDINO and SAM (the BPM region models)")
     parser.add_argument("--bpm-fast", action="store_true", help="also OWL-ViT and SAM 2.1 Hiera-Tiny (the "
                         "models of the fast BPM preset, AUGCLIP_BPM_PRESET=fast)")
+    parser.add_argument("--hatie", action="store_true", help="also HATIE's models: GroundingDINO and SAM "
+                        "(whatever the BPM preset), DINOv2 and the LPIPS backbone (AUGCLIP_HATIE_DINO, "
+                        "AUGCLIP_HATIE_LPIPS)")
     parser.add_argument("--vocab", action="store_true", help="also encode the clip-vocab attribute vocabulary "
                         "with each CLIP model into AUGCLIP_CACHE_DIR/clip_vocab (the offline provider then "
                         "starts without encoding; minutes on a small CPU, done once per model)")
@@ -37,23 +41,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def wanted_models(settings: Settings, clip: list[str] | None, bpm: bool, everything: bool,
-                  bpm_fast: bool = False) -> list[tuple[str, str]]:
-    """``(family, spec)`` pairs to fetch, in order, without duplicates (``bpm``: the configured preset's)."""
-    from ..bpm.models import preset_weights
+                  bpm_fast: bool = False, hatie: bool = False) -> list[tuple[str, str]]:
+    """``(family, spec)`` pairs to fetch, in order, without duplicates (``bpm``: the configured preset's;
+    the models of each feature come from :mod:`augclip_demo.inference.needs`)."""
+    from ..inference.needs import bpm_region_models, models_needed
     from ..inference.weights import PRETRAINED
 
     wanted: list[tuple[str, str]] = [("clip", spec) for spec in (clip or [settings.clip_model])]
-    if bpm or everything:
-        wanted += preset_weights(settings)
-    if bpm_fast:
-        wanted += preset_weights(settings, "fast")
+    needs = (bpm_region_models(settings) if bpm or everything else []) + \
+        (bpm_region_models(settings, "fast") if bpm_fast else []) + \
+        (models_needed(settings, "hatie", with_clip=False) if hatie else [])
+    wanted += [(need.family, need.spec) for need in needs]
     if everything:
         wanted += [(entry.family, entry.spec) for entry in PRETRAINED]
-    unique: list[tuple[str, str]] = []
-    for item in wanted:
-        if item not in unique:
-            unique.append(item)
-    return unique
+    return list(dict.fromkeys(wanted))
 
 
 def human_size(n_bytes: float) -> str:
@@ -65,18 +66,31 @@ def human_size(n_bytes: float) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..inference.needs import ModelNeed, model_source, unreachable_cause
+
     settings = settings_from_args(args, gdino_model=args.gdino_model, sam_model=args.sam_model)
     failures: list[str] = []
+    causes: dict[str, None] = {}  # each network cause once, in the order met
+    hosts: dict[str, str | None] = {}
     fetched_ok: set[tuple[str, str]] = set()
     total = 0
-    for family, spec in wanted_models(settings, args.clip, args.bpm, args.all, args.bpm_fast):
-        print(f"{family:5s} {spec}", file=sys.stderr)
+    for family, spec in wanted_models(settings, args.clip, args.bpm, args.all, args.bpm_fast, args.hatie):
         try:
             fetched = fetch_model(family, spec, settings)
         except WeightsUnavailableError as exc:
-            failures.append(str(exc))
-            print(f"  FAILED: {exc}", file=sys.stderr)
+            failures.append(f"{family} {spec}")
+            source = model_source(ModelNeed(family, spec))
+            cause = unreachable_cause(source, hosts) if source else None
+            if cause is not None:  # the same for every model from that host: said once, at the end
+                host = urlparse(source).netloc
+                offline = "HF_HUB_OFFLINE" in cause
+                causes[cause if offline else f"{host}: {cause}"] = None
+                why = "offline mode" if offline else f"{host} cannot be reached"
+                print(f"{family:5s} {spec}: FAILED, not in the caches ({why})", file=sys.stderr)
+            else:
+                print(f"{family:5s} {spec}: FAILED: {_short(exc.tried, 240)}", file=sys.stderr)
             continue
+        print(f"{family:5s} {spec}", file=sys.stderr)
         fetched_ok.add((family, spec))
         for path in fetched.files:
             size = path.stat().st_size
@@ -89,12 +103,22 @@ def run(args: argparse.Namespace) -> int:
                 continue
             failure = build_vocabulary(settings, spec)
             if failure:
-                failures.append(failure)
+                failures.append(f"vocab {spec}")
     print(f"{human_size(total)} in the caches for these models; AUGCLIP_CACHE_DIR is {settings.cache_dir}")
     if failures:
-        print(f"{len(failures)} model(s) could not be fetched (see above)", file=sys.stderr)
+        print(f"{len(failures)} model(s) could not be fetched.", file=sys.stderr)
+        for cause in causes:
+            print(f"cause: {cause}", file=sys.stderr)
+        if causes:
+            print("Run this command where there is internet, then copy AUGCLIP_CACHE_DIR and the Hugging Face cache "
+                  "here (docs/models.md).", file=sys.stderr)
         return 2
     return 0
+
+
+def _short(text: str, limit: int) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[:limit - 1] + "\u2026"
 
 
 def build_vocabulary(settings: Settings, spec: str) -> str | None:

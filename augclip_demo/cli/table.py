@@ -41,7 +41,8 @@ def format_report(report: Report, include_variants: bool = False) -> str:
     lines.append(report.verdict())
     reasons = sorted({reason for e in report.edits for k, reason in e.unavailable.items() if k in keys})
     lines.extend(f"n/a: {reason}" for reason in reasons)
-    notes = report.notes + [f"{names[e.index].tag}: {n}" for e in report.edits for n in e.notes]
+    notes = list(dict.fromkeys(report.notes + report.fit_notes())) + \
+        [f"{names[e.index].tag}: {n}" for e in report.edits for n in e.notes]
     lines.extend(f"note: {n}" for n in notes)
     return "\n".join(lines)
 

@@ -145,10 +145,15 @@ def umap_view_spec(view: UmapView, exact: ExactView | None = None) -> dict[str, 
         segment = _segment(line.w, line.b, (lo[0], hi[0]), (lo[1], hi[1]))
         if segment is None:
             continue
-        label = "2-D line" if len(view.lines) == 1 else f"2-D line, fit of {edit_tag(line.edits[0])}"
+        shared = len(view.lines) == 1
+        label = "2-D line" if shared else f"2-D line, fit of {edit_tag(line.edits[0])}"
+        # One line per fit: each joins its edit's legend entry (a click on E3 hides E3 and its line), so
+        # eight edits do not add eight "2-D line" entries; its name and accuracy show on hover.
+        grouping = ({"legendrank": 2000} if shared else
+                    {"legendgroup": f"edit{line.edits[0]}", "showlegend": False})
         traces.append({"type": "scatter", "mode": "lines", "name": f"{label} (acc. {line.accuracy:.0%})",
-                       "x": [segment[0][0], segment[1][0]], "y": [segment[0][1], segment[1][1]],
-                       "hoverinfo": "skip", "line": {"color": "black" if len(view.lines) == 1
+                       "x": [segment[0][0], segment[1][0]], "y": [segment[0][1], segment[1][1]], **grouping,
+                       "hoverinfo": "name", "line": {"color": "black" if len(view.lines) == 1
                                                      else EDIT_COLORS[line.edits[0] % len(EDIT_COLORS)],
                                                      "dash": "solid" if len(view.lines) == 1 else "dash",
                                                      "width": 1.5}})

@@ -95,7 +95,8 @@ class LpipsNetwork(LazyModel):
         return weights.mirrored_url(weights.TORCHVISION_BACKBONE_URLS[self.net], self.mirror)
 
     def how_to_fix(self) -> str:
-        return weights.url_weights_how_to_fix(f"LPIPS {self.net}", self.url, "the LPIPS backbone option")
+        return weights.url_weights_how_to_fix(f"LPIPS {self.net}", self.url, "the LPIPS backbone option",
+                                              "--hatie" if self.net == "alex" else "--all")  # alex: HATIE's
 
     def resolve(self, *, progress: bool = False) -> Path | None:
         if self.random:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,23 +86,24 @@ def fetch_model(family: str, spec: str, settings: Settings, *, progress: bool = 
     raise AugclipError(f"unknown model family {family!r}")
 
 
-def prefetch_in_background(settings: Settings, families: tuple[str, ...] = ("clip", "gdino", "sam")) -> threading.Thread:
-    """Fetch the configured models' files in a daemon thread, so a request that needs them later finds them.
+def prefetch_in_background(settings: Settings, models: Sequence[tuple[str, str]]) -> threading.Thread:
+    """Fetch ``models`` (``(family, spec)`` pairs) in a daemon thread, so a request finds them later.
 
-    Used at a Hugging Face Space's start: ``preload_from_hub`` puts CLIP and GroundingDINO in the Hub cache
-    when the Space is built, but SAM's checkpoint is not on the Hub, so it is fetched here once the app
-    starts instead of by the first BPM request. Failures are logged, never raised: the request that needs
-    the model then reports the error itself.
+    Used at a Hugging Face Space's start with the page's models (:func:`.needs.models_needed` of the
+    scores and BPM): ``preload_from_hub`` puts them in the Hub cache when the Space is built, so this
+    finds them there (and fetches whatever the build could not, such as SAM's checkpoint, which is not
+    on the Hub, where the page runs the standard preset). Failures are logged, never raised: the request
+    that needs the model then reports the error itself.
     """
-    specs = {"clip": settings.clip_model, "gdino": settings.gdino_model, "sam": settings.sam_model}
+    wanted = list(dict.fromkeys(models))
 
     def work() -> None:
-        for family in families:
+        for family, spec in wanted:
             try:
-                fetched = fetch_model(family, specs[family], settings, progress=False)
+                fetched = fetch_model(family, spec, settings, progress=False)
                 log.info("prefetched %s: %s", fetched.model, fetched.note or f"{len(fetched.files)} file(s)")
             except (WeightsUnavailableError, AugclipError) as exc:
-                log.warning("could not prefetch %s weights: %s", family, exc)
+                log.warning("could not prefetch %s %s: %s", family, spec, exc)
 
     thread = threading.Thread(target=work, name="augclip-prefetch", daemon=True)
     thread.start()

@@ -959,7 +959,8 @@ def require_url_available(model: str, url: str, target: Path, how_to_fix: str) -
 
 def dino_how_to_fix(spec: str) -> str:
     repo = spec if "/" in spec and not spec.startswith(("/", ".", "~")) else "facebook/dino-vits16"
-    return (f"On a machine with internet, run `augclip-demo download --all` (or download the repository "
+    flag = "--hatie" if repo == "facebook/dinov2-base" else "--all"  # HATIE's network: its own command (needs.py)
+    return (f"On a machine with internet, run `augclip-demo download {flag}` (or download the repository "
             f"{hub_endpoint()}/{repo}, e.g. `hf download {repo} --local-dir dino`, then give that folder as the "
             "model); or copy a filled AUGCLIP_CACHE_DIR from such a machine. For an offline smoke test only, "
             "random:dino-vits16 (or random:tiny) runs with untrained weights.")
@@ -1000,8 +1001,8 @@ def torchvision_hash_prefix(name: str) -> str | None:
     return match.group(1) if match else None
 
 
-def url_weights_how_to_fix(model: str, url: str, flag: str) -> str:
-    return (f"On a machine with internet, run `augclip-demo download --all` (or download {url} and give the file "
+def url_weights_how_to_fix(model: str, url: str, flag: str, download: str = "--all") -> str:
+    return (f"On a machine with internet, run `augclip-demo download {download}` (or download {url} and give the file "
             f"with {flag}); or copy a filled AUGCLIP_CACHE_DIR from such a machine; AUGCLIP_FILE_MIRROR points at a "
             f"mirror holding the same file names. For an offline smoke test only, the random: variant of {model} "
             "runs with untrained weights.")

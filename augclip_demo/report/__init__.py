@@ -14,6 +14,7 @@ from ..attributes.base import Attributes
 from ..metrics.suite import METRICS, REFERENCE_METRICS, best_index
 
 UNTRAINED_WARNING = "untrained: computed with random weights, scores are not meaningful"
+DEGENERATE_FIT = "degenerate hyperplane fit"
 
 # ---------------------------------------------------------------- edit names
 # Benchmarks name their outputs alike (``tedbench_output_image_017_ours.png``, ``..._base.png``): cutting
@@ -205,6 +206,35 @@ class Report:
         """Index of the best edit under ``key`` (lower is better for L2), None if unavailable."""
         return best_index(self.metric_values(key), key)
 
+    def fit_notes(self) -> list[str]:
+        """Where AugCLIP says nothing beyond CLIP-I: the fit put the ideal edit on the source (v = 0).
+
+        A fit no more accurate than answering one class for every sample (0.5 for balanced sets) separates
+        nothing (few attributes, untrained weights): a degenerate fit. Otherwise the source already lies on
+        the target side of a working hyperplane."""
+        degenerate, on_target_side = [], []
+        for edit in self.edits:
+            details = edit.augclip
+            if details is None or details.v_norm != 0.0:
+                continue
+            n_source = sum(1 for name in details.fit_samples if name == "[source image]" or name.startswith("S: "))
+            n_total = max(len(details.fit_samples), 1)
+            one_class = max(n_source, n_total - n_source) / n_total  # accuracy of answering one class for all
+            bucket = degenerate if not details.fit_accuracy > max(0.5, one_class) + 1e-9 else on_target_side
+            bucket.append(edit)
+        names = self.edit_names()
+        notes = []
+        if degenerate:
+            accuracy = max(e.augclip.fit_accuracy for e in degenerate)
+            notes.append(f"{DEGENERATE_FIT}: AugCLIP equals CLIP-I for {', '.join(names[e.index].tag for e in degenerate)} "
+                         f"(fit accuracy {accuracy:.2f}, v = 0: the hyperplane does not separate the source and target "
+                         "attributes, so the ideal edit is the source itself). More or more distinct attributes, or "
+                         "trained weights, give a real fit.")
+        if on_target_side:
+            notes.append(f"AugCLIP equals CLIP-I for {', '.join(names[e.index].tag for e in on_target_side)}: the "
+                         "source already lies on the target side of the hyperplane (v = 0).")
+        return notes
+
     def verdict(self, keys: list[str] | None = None) -> str:
         """One line, e.g. ``AugCLIP prefers edit E2 (ours), CLIPdir prefers edit E1 (base)`` (short names)."""
         names = self.edit_names()
@@ -221,12 +251,15 @@ class Report:
         text = ", ".join(parts)
         if len(self.edits) == 1:
             text = "one edit scored; " + text.replace(" prefers ", " scores ")
+        if any(note.startswith(DEGENERATE_FIT) for note in self.fit_notes()):
+            text += f" ({DEGENERATE_FIT}: AugCLIP = CLIP-I)"
         return text + (f" [{UNTRAINED_WARNING}]" if self.untrained else "")
 
     # -------------------------------------------------------------- serialisation
     def to_dict(self) -> dict[str, Any]:
         data = {k: v for k, v in asdict(self).items() if k not in ("arrays", "attributes")}
         data["attributes"] = self.attributes.to_dict()
+        data["notes"] = list(dict.fromkeys([*self.notes, *self.fit_notes()]))
         if self.untrained:
             data["warning"] = UNTRAINED_WARNING
         return _json_safe(data)

@@ -12,6 +12,7 @@ import html
 import logging
 import os
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +23,12 @@ from ..attributes.catalog import ProviderStatus, provider_status
 from ..bpm import POSITION_STATES, SIZE_STATES
 from ..config import Settings
 from ..errors import InputError, WeightsUnavailableError
+from ..inference.needs import web_app_settings
 from ..metrics.suite import METRICS
 from ..pipeline import NETWORK_METRICS, AugCLIPOptions
 from ..report import edit_tag
+from . import first_contact, views
 from . import session as logic
-from . import views
 from .batch_tab import build_batch_tab
 from .examples import load_examples
 from .explore_tab import build_explore_tab
@@ -41,14 +43,14 @@ log = logging.getLogger(__name__)
 
 CLIP_CHOICES = ["ViT-B-16/openai", "ViT-B-32/openai", "ViT-L-14/openai", "random:ViT-B-16", "random:tiny"]
 
-CSS = """
+CSS = first_contact.CSS + """
 .aug-status {font-size: 0.95rem; padding: 4px 0;}
 .aug-untrained {background: #fff1d6; border: 2px solid #e08a00; color: #5a3600; padding: 8px 12px;
   border-radius: 6px; font-weight: 600; margin: 4px 0;}
 .aug-error {background: #fde2e1; border: 2px solid #c0392b; color: #5c1410; padding: 8px 12px; border-radius: 6px;}
 .aug-steps {color: #555; font-size: 0.9rem;}
 #aug-evaluate {min-height: 48px;}
-#aug-gallery .caption-label {max-width: 100%; white-space: normal; overflow-wrap: anywhere; line-height: 1.15;}
+#aug-gallery .caption-label {max-width: 100%; white-space: normal; overflow-wrap: break-word; line-height: 1.15;}
 """
 
 HEADER = """
@@ -84,7 +86,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
     clip_choices = offered_models(base_settings)
 
     def settings_for(clip_model: str | None) -> Settings:
-        return base_settings.replace(clip_model=logic.offered_clip_model(clip_model, clip_choices))
+        return first_contact.demo_settings(base_settings.replace(
+            clip_model=logic.offered_clip_model(clip_model, clip_choices)))
 
     def options_for(classifier: str, C: float | None, weighting: bool, include_images: bool) -> AugCLIPOptions:
         if C is None:  # an empty field is a mistake to report, not a request for the default
@@ -115,6 +118,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         gr.Markdown(HEADER)
         status_box = gr.HTML(status_html(status, region_check), elem_id="aug-status")
         timer = gr.Timer(1.0, active=status.state == "loading" or region_check.state == "checking")
+        demo_btn = first_contact.build_demo_controls(visible=first_contact.DEMO_CLIP in clip_choices and bool(examples))
 
         with gr.Tabs() as main_tabs:
             with gr.Tab("Evaluate", id="evaluate"):
@@ -132,8 +136,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                     with gr.Column(scale=5, min_width=320):
                         edits = gr.File(file_count="multiple", file_types=["image"], allow_reordering=True,
                                         label=f"2. Edited images (1-{base_settings.max_edits}; drag to reorder, x to remove)",
-                                        elem_id="aug-edits", height=150)
-                        gallery = gr.Gallery(label="Edits in scoring order", columns=4, height=170, allow_preview=True,
+                                        elem_id="aug-edits")  # as tall as its files: all 8 in view
+                        gallery = gr.Gallery(label="Edits in scoring order", columns=4, height="auto", allow_preview=True,
                                              object_fit="contain", format="png", elem_id="aug-gallery")
                     with gr.Column(scale=4, min_width=280):
                         provider = gr.Dropdown(provider_choices, value=default_provider, label="3. Attribute provider",
@@ -141,6 +145,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                                                elem_id="aug-provider")
                         provider_info = gr.HTML(_describe(statuses, default_provider))
                         extract_btn = gr.Button("Extract attributes", size="sm")
+                        first_contact.note("scores", "extract")
                         src_box = gr.Textbox(label="Source attributes (one per line)", lines=4, max_lines=10,
                                              elem_id="aug-src-attrs")
                         tgt_box = gr.Textbox(label="Target attributes (one per line)", lines=3, max_lines=10,
@@ -184,6 +189,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                 with gr.Row():
                     evaluate_btn = gr.Button("Evaluate", variant="primary", size="lg", elem_id="aug-evaluate", scale=3)
                     rescore_btn = gr.Button("Re-score with the edited attributes", size="lg", scale=2)
+                first_contact.note("scores", "evaluate")
                 verdict = gr.Markdown(elem_id="aug-verdict")
                 table = gr.Dataframe(views.empty_table(views.EMPTY_SCORES), label=views.SCORE_LABEL,
                                      datatype=views.SCORE_DATATYPES, interactive=False, elem_id="aug-table", wrap=True)
@@ -236,6 +242,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                         with gr.Row():
                             bpm_parse_btn = gr.Button("Parse the instruction", size="sm", elem_id="aug-bpm-parse")
                             bpm_btn = gr.Button("Run BPM with these fields", size="sm", elem_id="aug-bpm-run")
+                        first_contact.note("bpm", "tab")
                     build_hatie_tab(session_state, instruction, clip_model, settings_for)
                     with gr.Tab("Comparison", id="comparison") as comparison_tab:
                         with gr.Row():
@@ -249,6 +256,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                 downloads = gr.File(label="Downloads: report.json, report.csv, figures.zip", file_count="multiple",
                                     interactive=False, elem_id="aug-downloads")
                 with examples_area:
+                    first_contact.note("scores", "examples")
                     example_block = gr.Examples(
                         examples=[ex.row for ex in examples],
                         example_labels=[ex.label for ex in examples],
@@ -260,6 +268,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                 rescore_api = gr.Button(visible=False)
                 explain_api = gr.Button(visible=False)
                 bpm_api = gr.Button(visible=False)
+                bpm_fields_btn = gr.Button(visible=False)
             build_batch_tab(base_settings, provider_choices=provider_choices, default_provider=default_provider,
                             clip_choices=clip_choices, folders=folders, after_run=sweep)
             explore = build_explore_tab(base_settings, folders=folders)
@@ -282,7 +291,9 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         # The API endpoints are single calls, so theirs (archive=True) write the zip themselves.
         def scored(report, state, *, clear: bool, archive: bool) -> dict:
             files = views.write_downloads(report, Path(state.output_dir), state.figures, archive=archive)
-            out = {verdict: views.verdict_markdown(report), table: views.score_table(report),
+            # API replies (archive) carry plain values; the page renders HTML
+            out = {verdict: views.verdict_text(report) if archive else views.verdict_markdown(report),
+                   table: views.score_table(report, plain=archive),
                    src_box: "\n".join(report.attributes.source), tgt_box: "\n".join(report.attributes.target),
                    downloads: files, report_json: views.public_report(report), session_state: state}
             if clear:  # figures of an earlier evaluation must not stay beside new numbers
@@ -336,7 +347,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                     return halted(settings, state)
                 out = scored(report, state, clear=True, archive=archive)
                 if page:
-                    out[status_box] = status_html(model_status(settings), region_check)
+                    out[status_box] = status_html(model_status(settings), check_region_models(settings))
                 sweep()
                 return out
 
@@ -345,7 +356,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         def halted(settings: Settings, state: logic.Session) -> dict:
             """Nothing scored: the status area names what is missing (no error toast, no red outputs)."""
             current = model_status(settings)
-            return {**unchanged(score_outputs), status_box: status_html(current, region_check),
+            return {**unchanged(score_outputs), status_box: status_html(current, check_region_models(settings)),
                     session_state: logic.Session(**{**state.__dict__, "halted": current.spec})}
 
         def rescore_handler(archive: bool):
@@ -393,7 +404,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             out = {edit_pick: gr.Radio(choices=choices, value=pick, visible=True),
                    umap_plot: views.umap_plot(state.explained),
                    **edit_figures(state, pick, kinds, compute=False),
-                   relevancy_info: views.RELEVANCY_HELP + (f"\n\n*{html.escape(scrub_paths(message))}*" if message else ""),
+                   relevancy_info: views.RELEVANCY_HELP + (f"\n\n{views.emphasis(scrub_paths(message))}" if message else ""),
                    downloads: files, session_state: state}
             if not archive:  # drawn by the next stage; an earlier result's charts must not stay meanwhile
                 out.update({component: None for component, key in zip(figure_outputs, views.PER_EDIT_FIGURES)
@@ -476,9 +487,11 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         bpm_complete = bpm_handler(archive=True)
 
         @user_facing
-        def bpm_with_fields(instruction_value, parser, clip_model, o1, o2, size, position, reference, state,
-                            progress=gr.Progress()):
+        def bpm_fields(instruction_value, parser, clip_model, o1, o2, size, position, reference, state,
+                       progress=gr.Progress(), *, plain: bool):
             """BPM on the fields as the user left them (the parse, corrected; or typed by hand)."""
+            if why := first_contact.cannot_run(settings_for(clip_model), "bpm"):  # at once, not after a load
+                return {**unchanged(bpm_outputs), bpm_info: views.BPM_HELP + "\n\n" + views.emphasis(why, "b")}
             if state is None or state.report is None:
                 raise gr.Error("Nothing to run BPM on yet: press Evaluate first.")
             if not any((v or "").strip() not in ("", "None") for v in (o1, o2)) and not (instruction_value or "").strip():
@@ -486,16 +499,23 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             fields = {"o1": o1, "o2": o2, "size_state": size, "position_state": position, "reference": reference}
             report, message = logic.run_bpm(settings_for(clip_model), state, instruction=instruction_value or "",
                                             parser=parser, fields=fields, progress=timed(progress))
-            return bpm_presented(report, state, message, archive=True)
+            return bpm_presented(report, state, message, archive=True, plain=plain)
 
-        def bpm_presented(report, state, message, *, archive: bool) -> dict:
+        # the page's button renders HTML; /bpm_fields answers plain values
+        bpm_with_fields, bpm_fields_api = partial(bpm_fields, plain=False), partial(bpm_fields, plain=True)
+
+        def bpm_presented(report, state, message, *, archive: bool, plain: bool | None = None) -> dict:
             files = views.write_downloads(report, Path(state.output_dir), state.figures, archive=archive)
-            out = {verdict: views.verdict_markdown(report), table: views.score_table(report),
+            plain = archive if plain is None else plain  # the /bpm endpoint: plain values
+            out = {verdict: views.verdict_text(report) if plain else views.verdict_markdown(report),
+                   table: views.score_table(report, plain=plain),
                    downloads: files, report_json: views.public_report(report), session_state: state}
             results = getattr(report.arrays, "bpm", None) or []
             if message or not results:
-                out.update({bpm_info: views.BPM_HELP + f"\n\n**{html.escape(scrub_paths(message))}**", bpm_gallery: None,
-                            bpm_table: views.empty_table(views.EMPTY_BPM)})
+                out.update({bpm_info: views.BPM_HELP + "\n\n" + views.emphasis(scrub_paths(message), "b"), bpm_gallery: None,
+                            # the reason it did not run, not the generic "tick BPM ..." (both may be done)
+                            bpm_table: views.empty_table(f"BPM has not run: {scrub_paths(message)}" if message
+                                                         else views.EMPTY_BPM)})
                 return out
             panels = views.bpm_panels(results, report)
             parse = panels[0][1].parse
@@ -541,11 +561,11 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         def refresh_status(clip_model: str | None) -> tuple[str, gr.Timer]:
             """The status area for the model picked now (picking one starts loading it)."""
             try:
-                current = model_status(settings_for(clip_model))
+                current, check = model_status(settings_for(clip_model)), check_region_models(settings_for(clip_model))
             except InputError:
-                current = status
-            busy = current.state == "loading" or region_check.state == "checking"
-            return status_html(current, region_check), gr.Timer(active=busy)
+                current, check = status, region_check
+            busy = current.state == "loading" or check.state == "checking"
+            return status_html(current, check), gr.Timer(active=busy)
 
         # -------------------------------------------------------------- wiring
         eval_inputs = [source, edits, target, source_text, instruction, provider, src_box, tgt_box, classifier, C,
@@ -643,8 +663,10 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         bpm_parse_btn.click(bpm_parse, [instruction, bpm_parser, clip_model], [*parse_fields, bpm_parse_info],
                             api_name="bpm_parse")
         bpm_btn.click(bpm_with_fields, [instruction, bpm_parser, clip_model, bpm_o1, bpm_o2, bpm_size, bpm_position,
-                                        bpm_reference, session_state], bpm_outputs, api_name="bpm_fields",
+                                        bpm_reference, session_state], bpm_outputs, api_name=False,
                       show_progress_on=[bpm_info])
+        bpm_fields_btn.click(bpm_fields_api, [instruction, bpm_parser, clip_model, bpm_o1, bpm_o2, bpm_size, bpm_position,
+                                              bpm_reference, session_state], bpm_outputs, api_name="bpm_fields")
         extract_btn.click(extract, [source, target, source_text, provider, clip_model, session_state],
                           [src_box, tgt_box, session_state],
                           api_name="extract_attributes")
@@ -658,6 +680,12 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         provider.change(lambda name: _describe(statuses, name), provider, provider_info, api_name=False)
         timer.tick(refresh_status, clip_model, [status_box, timer], api_name=False)
         demo.load(refresh_status, clip_model, [status_box, timer], api_name=False)
+        first_contact.wire(demo, clip_model, settings_for, model_status)
+        if examples:  # the untrained demo: every model random, then the first example, evaluated
+            demo_event = demo_btn.click(lambda: first_contact.DEMO_CLIP, None, clip_model, api_name=False).then(
+                lambda: examples[0].row, None, [source, edits, target, source_text, instruction, provider, src_box,
+                                                tgt_box], api_name=False)
+            then_explain_and_bpm(demo_event.then(evaluate_stage, eval_inputs, page_score_outputs, api_name=False))
         clip_model.change(refresh_status, clip_model, [status_box, timer], api_name=False)
         def end_session(request: gr.Request) -> None:  # the page was closed (its heartbeat stopped)
             folders.release(getattr(request, "session_hash", None))
@@ -669,16 +697,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
 
 
 def app_settings(settings: Settings, *, cuda: bool) -> Settings:
-    """The page's settings: on a machine without CUDA, BPM uses the fast preset unless AUGCLIP_BPM_PRESET says otherwise.
-
-    The fast preset (OWL-ViT + SAM 2.1 at 512 px) takes about 4 s per new source/edit pair on 2 CPU cores
-    and 2 s for a further edit of the source (docs/performance.md, BPM), the standard one about 50 s, so
-    the page turns BPM on by default with the fast preset there; results name the preset. The library and
-    the CLI keep the paper's standard preset unless asked.
-    """
-    if not cuda and "AUGCLIP_BPM_PRESET" not in os.environ:
-        return settings.replace(bpm_preset="fast")
-    return settings
+    """The page's settings (on a machine without CUDA, BPM's fast preset): :func:`..inference.needs.web_app_settings`."""
+    return web_app_settings(settings, cuda=cuda)
 
 
 def bpm_label(settings: Settings, cuda: bool) -> str:

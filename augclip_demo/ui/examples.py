@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "assets" / "examples"
+from ..config import EXAMPLES_DIR
 
 
 @dataclass

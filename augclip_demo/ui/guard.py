@@ -7,6 +7,7 @@ import html
 import logging
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -15,6 +16,21 @@ from ..errors import AugclipError
 from ..inference.device import is_out_of_memory
 
 log = logging.getLogger(__name__)
+
+SESSION_FOLDER_PREFIX = "augclip-app-"  # storage.WorkFolders' page sessions
+
+
+def page_was_left(exc: BaseException) -> bool:
+    """A file missing because its session folder is gone: the page ended (reload, close) and its folder was
+    deleted while a stage still ran. Not an error of the app: nobody is there to see a message."""
+    filename = getattr(exc, "filename", None)
+    if not isinstance(exc, FileNotFoundError) or not filename:
+        return False
+    path = Path(str(filename))
+    for folder in (path, *path.parents):
+        if folder.name.startswith(SESSION_FOLDER_PREFIX):
+            return not folder.exists()
+    return False
 
 
 def user_facing(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -33,6 +49,8 @@ def user_facing(fn: Callable[..., Any]) -> Callable[..., Any]:
             log.exception("recursion too deep in %s", fn.__name__)
             raise gr.Error("The input is nested too deeply to be read.") from None
         except Exception as exc:
+            if page_was_left(exc):  # a reload or close mid-stage deleted the session's folder: nothing to say
+                raise gr.Error("The page was reloaded or closed while this ran.", print_exception=False) from None
             if is_out_of_memory(exc):
                 raise gr.Error("The GPU ran out of memory: try fewer edited images or a smaller CLIP model.") from None
             log.exception("unexpected error in %s", fn.__name__)

@@ -15,6 +15,7 @@ import pandas as pd
 from ..config import Settings
 from ..errors import InputError
 from ..metrics.hatie import EDIT_TYPES, HatieOptions
+from . import first_contact
 from .guard import scrub_paths, user_facing
 
 AUTO = "auto (from the instruction)"
@@ -32,6 +33,8 @@ def run_hatie(settings: Settings, session: Any, instruction: str, edit_type: str
         raise InputError("Nothing to score yet: press Evaluate first.")
     if session.clip_model != settings.clip_model:
         raise InputError("The CLIP model changed since the last evaluation: press Evaluate to encode with it.")
+    if why := first_contact.cannot_run(settings, "hatie"):
+        raise InputError(why)
     given = None if not edit_type or edit_type == AUTO else edit_type
     if not (instruction or "").strip() and given is None:
         raise InputError("HATIE needs the editing instruction (under the target text) or an edit type chosen here.")
@@ -50,6 +53,7 @@ def build_hatie_tab(session_state: Any, instruction: Any, clip_model: Any,
         with gr.Row():
             kind = gr.Dropdown([AUTO, *EDIT_TYPES], value=AUTO, label="HATIE edit type", elem_id="aug-hatie-type")
             run = gr.Button("Run HATIE", size="sm", elem_id="aug-hatie-run")
+        first_contact.note("hatie", "tab")
         plots = gr.Gallery(label="Criteria per edit", columns=2, height=360, object_fit="contain",
                            elem_id="aug-hatie-bars")
         with gr.Accordion("Components (every measure and its weight)", open=False):

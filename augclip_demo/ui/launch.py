@@ -87,10 +87,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AugclipError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if os.environ.get("SPACE_ID"):  # a Hugging Face Space: fetch what the build could not preload (SAM)
+    if os.environ.get("SPACE_ID"):  # a Hugging Face Space: the page's models (CLIP, its BPM preset), ahead
+        from ..inference.needs import page_models, web_app_settings
         from ..inference.prefetch import prefetch_in_background
+        from .app import _cuda_available
 
-        prefetch_in_background(settings)
+        page = web_app_settings(settings, cuda=_cuda_available())
+        prefetch_in_background(page, page_models(page))
         if settings.attribute_provider == "clip-vocab":  # no store built ahead: build it before the first user
             from ..attributes.clip_vocab import build_store_in_background
 

@@ -12,12 +12,14 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..config import Settings
 from ..errors import AugclipError, WeightsUnavailableError
 from ..inference import ClipEncoder, get_encoder
+from ..inference.needs import missing_line
 from ..report import UNTRAINED_WARNING
+from .first_contact import ReadinessCheck, readiness
 from .guard import scrub_paths
 
 
@@ -117,31 +119,27 @@ def _warm_up_umap(status: ModelStatus | None = None) -> None:
 
 @dataclass
 class RegionModelsCheck:
-    """Whether BPM's region models (GroundingDINO, SAM) have weights: checked once, in the background."""
+    """What BPM and HATIE lack for one configuration (:mod:`augclip_demo.inference.needs`' table), checked
+    once per configuration in the background (:func:`.first_contact.readiness`)."""
 
-    state: str = "checking"  # checking | done
-    missing: list[str] = field(default_factory=list)  # one brief line per missing model
+    settings: Settings
+    check: ReadinessCheck
+
+    @property
+    def state(self) -> str:  # checking | done
+        return "done" if self.check.done.is_set() else "checking"
+
+    @property
+    def missing(self) -> list[str]:
+        """One line per feature beyond the scores that lacks a model: the models, then the one command."""
+        if not self.check.done.is_set():
+            return []
+        return [missing_line(self.settings, feature, self.check.missing[feature])
+                for feature in ("bpm", "hatie") if self.check.missing.get(feature)]
 
 
 def check_region_models(settings: Settings, *, background: bool = True) -> RegionModelsCheck:
-    check = RegionModelsCheck()
-
-    def run() -> None:
-        try:
-            from ..bpm.models import bpm_missing_weights
-
-            check.missing = [error.brief() for error in bpm_missing_weights(settings)]
-        except AugclipError as exc:  # a bad spec: say it like a missing model
-            check.missing = [str(exc).splitlines()[0][:300]]
-        except Exception as exc:  # noqa: BLE001 - the check only informs; BPM reports again when it runs
-            check.missing = [f"the BPM models could not be checked ({type(exc).__name__})"]
-        check.state = "done"
-
-    if background:
-        threading.Thread(target=run, daemon=True, name="augclip-bpm-check").start()
-    else:
-        run()
-    return check
+    return RegionModelsCheck(settings, readiness(settings, background=background))
 
 
 def status_html(status: ModelStatus, region: RegionModelsCheck | None = None) -> str:
@@ -153,12 +151,13 @@ def status_html(status: ModelStatus, region: RegionModelsCheck | None = None) ->
     if status.state == "error":
         what = status.brief or status.message.splitlines()[0][:300]
         items = [f"<li>{_code(html.escape(scrub_paths(what)))}</li>"]
-        items += [f"<li>for BPM: {_code(html.escape(scrub_paths(line)))}</li>" for line in bpm_missing]
+        items += [f"<li>{_code(html.escape(scrub_paths(line)))}</li>" for line in bpm_missing]
         details = html.escape(scrub_paths(status.message))
         return (
             f'<div class="aug-status aug-error" id="aug-status-error"><b>The CLIP model {spec} could not be loaded.</b> '
-            f"Missing here:<ul>{''.join(items)}</ul>The app keeps running: pick another CLIP model under "
-            "<i>Advanced options</i>, or provide the files and restart."
+            f"Missing here:<ul>{''.join(items)}</ul>The app keeps running: press <b>Try the untrained demo</b> "
+            "below to see every feature work with random weights, pick another CLIP model under <i>Advanced "
+            "options</i>, or provide the files and restart."
             f"<details><summary>details</summary>{details}</details></div>"
         )
     line = f'<div class="aug-status">CLIP model <b>{spec}</b> on <b>{html.escape(status.device)}</b></div>'
@@ -174,7 +173,8 @@ def _bpm_note(missing: list[str]) -> str:
     if not missing:
         return ""
     items = "".join(f"<li>{_code(html.escape(scrub_paths(line)))}</li>" for line in missing)
-    return f'<div class="aug-status aug-bpm-missing">BPM is unavailable until these are provided:<ul>{items}</ul></div>'
+    return (f'<div class="aug-status aug-bpm-missing">The scores work; these need models first:<ul>{items}</ul>'
+            "Or press the untrained demo button to see them run with random weights.</div>")
 
 
 def _code(text: str) -> str:

@@ -96,15 +96,16 @@ def name_cell(full: str, label: str) -> str:
     return f'<span title="{html.escape(full)}">{html.escape(label)}</span>'
 
 
-def score_frame(report: Report) -> pd.DataFrame:
+def score_frame(report: Report, *, plain: bool = False) -> pd.DataFrame:
     """One row per edit (E1..En and the short name; the full name on hover); numbers as floats (NaN when
-    unavailable)."""
+    unavailable). ``plain``: for API clients, the full file name as plain text, no HTML."""
     keys = table_metrics(report)
     names = report.edit_names()
     rows = []
     for edit in report.edits:
         name = names[edit.index]
-        row: dict[str, Any] = {"#": name.tag, "edit": name_cell(name.full, name.short or name.full)}
+        row: dict[str, Any] = {"#": name.tag,
+                               "edit": name.full if plain else name_cell(name.full, name.short or name.full)}
         for key in keys:
             value = edit.metrics.get(key)
             row[column_label(key)] = float("nan") if value is None else float(value)
@@ -112,9 +113,10 @@ def score_frame(report: Report) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def score_table(report: Report) -> Any:
-    """The score table as a pandas Styler: 4 decimals, 'n/a' for unavailable, best per column highlighted."""
-    frame = score_frame(report)
+def score_table(report: Report, *, plain: bool = False) -> Any:
+    """The score table as a pandas Styler: 4 decimals, 'n/a' for unavailable, best per column highlighted.
+    ``plain`` (the HTTP API): the values themselves, full file names, None where unavailable, no HTML."""
+    frame = score_frame(report, plain=plain)
     keys = [k for k in table_metrics(report) if column_label(k) in frame.columns]
     styles = pd.DataFrame("", index=frame.index, columns=frame.columns)
     if len(report.edits) > 1:
@@ -125,23 +127,43 @@ def score_table(report: Report) -> Any:
     return frame.style.format(precision=4, na_rep="n/a").apply(lambda _: styles, axis=None)
 
 
+def verdict_text(report: Report) -> str:
+    """The verdict and its notes as plain text lines, for API clients (the page renders :func:`verdict_markdown`)."""
+    lines = [report.verdict()]
+    shown = set(table_metrics(report)) | set(TABLE_METRICS)
+    lines += [f"n/a: {r}" for r in sorted({r for e in report.edits for k, r in e.unavailable.items() if k in shown})]
+    prov = report.attributes.provenance
+    lines.append(f"Attributes: {len(report.attributes.source)} source, {len(report.attributes.target)} target, from "
+                 f"{prov.provider}{' (' + prov.model + ')' if prov.model else ''} - {prov.fidelity}.")
+    lines += [f"note: {n}" for n in dict.fromkeys(report.notes + report.fit_notes())]
+    lines += [f"note: {edit_tag(e.index)}: {n}" for e in report.edits for n in e.notes]
+    return "\n".join([*lines, timing_line(report)])
+
+
 def verdict_markdown(report: Report) -> str:
     lines = [f"### {html.escape(report.verdict().replace(' [' + UNTRAINED_WARNING + ']', ''))}"]
     if report.untrained:
         lines.append(f"**&#9888; {UNTRAINED_WARNING}.**")
     shown = set(table_metrics(report)) | set(TABLE_METRICS)
     reasons = sorted({r for e in report.edits for k, r in e.unavailable.items() if k in shown})
-    lines.extend(f"*n/a: {html.escape(r)}*" for r in reasons)
+    lines.extend(emphasis(f"n/a: {r}") for r in reasons)
     prov = report.attributes.provenance
     lines.append(
         f"Attributes: {len(report.attributes.source)} source, {len(report.attributes.target)} target, from "
         f"**{html.escape(prov.provider)}**{' (' + html.escape(prov.model) + ')' if prov.model else ''}"
         f" - {html.escape(prov.fidelity)}. Highlighted: the best edit under each metric."
     )
-    notes = report.notes + [f"{edit_tag(e.index)}: {n}" for e in report.edits for n in e.notes]
-    lines.extend(f"*note: {html.escape(n)}*" for n in notes)
+    notes = list(dict.fromkeys(report.notes + report.fit_notes())) + \
+        [f"{edit_tag(e.index)}: {n}" for e in report.edits for n in e.notes]
+    lines.extend(emphasis(f"note: {n}") for n in notes)
     lines.append(f"<small>{html.escape(timing_line(report))}</small>")
     return "\n\n".join(lines)
+
+
+def emphasis(text: str, tag: str = "i") -> str:
+    """``text`` in italics (or ``tag``) as HTML: markdown's ``*...*`` shows its asterisks when the text spans
+    lines or starts / ends with a space or a symbol (the reasons and notes do)."""
+    return f"<{tag}>{html.escape(text.strip()).replace(chr(10), '<br>')}</{tag}>"
 
 
 def timing_line(report: Report) -> str:
@@ -250,7 +272,14 @@ def edit_items(files: list[str] | None) -> list[tuple[str, str]]:
     """Gallery items for the uploaded edits, captioned E1..En and the short name (the file list beside
     it shows the full names)."""
     files = files or []
-    return [(path, name.label) for path, name in zip(files, edit_names([Path(p).name for p in files]))]
+    return [(path, breakable(name.label)) for path, name in zip(files, edit_names([Path(p).name for p in files]))]
+
+
+def breakable(caption: str) -> str:
+    """A narrow caption may wrap after ``_`` / ``-`` / ``.`` (a zero-width space), not inside a word."""
+    for mark in "_-.":
+        caption = caption.replace(mark, mark + "\u200b")
+    return caption
 
 
 PER_EDIT_FIGURES = ("relevancy_augclip", "relevancy_clip_t", "relevancy_clip_dir", "source_changes",
@@ -322,7 +351,7 @@ def parse_markdown(outcome: Any) -> str:
     items += [f"- also asked, not scored by BPM: {html.escape(change)}" for change in parsed.other_changes]
     blocks = [head]
     if outcome.notice:
-        blocks.append(f"**&#9888; {html.escape(outcome.notice)}**")
+        blocks.append(emphasis(f"\u26a0 {outcome.notice}", "b"))
     if items:
         blocks.append("\n".join(items))
     blocks.append("Correct any field below and press *Run BPM with these fields*.")
@@ -333,11 +362,11 @@ def bpm_caption(panels: list[tuple[str, Any]]) -> str:
     if not panels:
         return BPM_HELP
     panel = panels[0][1]
-    lines = [BPM_HELP, f"**{html.escape(panel.caption)}**"]
+    lines = [BPM_HELP, emphasis(panel.caption, "b")]
     if panel.untrained and UNTRAINED_WARNING not in panel.caption:
         lines.append(f"**&#9888; {UNTRAINED_WARNING}.**")
     notes = sorted({note for _, p in panels for note in p.notes})
-    lines.extend(f"*note: {html.escape(note)}*" for note in notes)
+    lines.extend(emphasis(f"note: {note}") for note in notes)
     return "\n\n".join(lines)
 
 

@@ -38,7 +38,8 @@ def test_the_app_builds_when_weights_are_missing(tmp_path):
 
 
 def test_the_status_area_lists_every_missing_model_at_once(tmp_path):
-    """CLIP, GroundingDINO and SAM all missing: one panel, one short line each with what provides it."""
+    """CLIP, BPM's and HATIE's models all missing: one panel, one short line per feature with the one command
+    that provides it (the table in inference.needs, as doctor and download read it)."""
     from augclip_demo.ui.status import check_region_models
 
     settings = Settings.from_env({}, clip_model="ViT-B-16/openai", device="cpu", cache_dir=tmp_path)
@@ -48,9 +49,12 @@ def test_the_status_area_lists_every_missing_model_at_once(tmp_path):
     items = [part.split("</li>")[0] for part in panel.split("<li>")[1:]]
     assert len(items) == 3, panel
     assert items[0].startswith("CLIP ViT-B-16/openai: ") and "augclip-demo download --clip ViT-B-16/openai" in items[0]
-    assert items[1].startswith("for BPM: GroundingDINO") and "AUGCLIP_GDINO_MODEL" in items[1]
-    assert items[2].startswith("for BPM: SAM vit_b") and "AUGCLIP_SAM_CHECKPOINT" in items[2]
+    assert items[1].startswith("BPM needs CLIP ViT-B-16/openai, GroundingDINO IDEA-Research/grounding-dino-tiny, "
+                               "SAM vit_b") and "<code>augclip-demo download --bpm</code>" in items[1]
+    assert items[2].startswith("HATIE needs") and "DINO facebook/dinov2-base, LPIPS alex" in items[2]
+    assert "<code>augclip-demo download --hatie</code>" in items[2]
     assert all(len(item) < 400 for item in items)
+    assert "Try the untrained demo" in panel
     # the full message stays available, folded, and names no server folder
     assert "<details>" in panel and str(tmp_path) not in panel
 
@@ -60,13 +64,26 @@ def test_a_working_clip_model_with_missing_bpm_models_says_only_that(tmp_path):
 
     settings = Settings.from_env({}, clip_model="random:tiny", device="cpu", cache_dir=tmp_path)
     panel = status_html(model_status(settings, background=False), check_region_models(settings, background=False))
-    assert "aug-error" not in panel and "BPM is unavailable until these are provided" in panel
+    assert "aug-error" not in panel and "The scores work; these need models first" in panel
     assert panel.count("<li>") == 2
     ready = Settings.from_env({}, clip_model="random:tiny", gdino_model="random:tiny", sam_model="random:tiny",
-                              device="cpu", cache_dir=tmp_path)
-    assert "BPM is unavailable" not in status_html(model_status(ready, background=False),
-                                                   check_region_models(ready, background=False))
+                              hatie_dino="random:tiny-v2", hatie_lpips="random:alex", device="cpu", cache_dir=tmp_path)
+    assert "need models first" not in status_html(model_status(ready, background=False),
+                                                  check_region_models(ready, background=False))
 
+
+def test_the_untrained_demo_switches_every_model_to_a_random_one(tmp_path):
+    from augclip_demo.inference.needs import FEATURES, models_needed
+    from augclip_demo.ui.first_contact import cannot_run, demo_settings, readiness
+
+    settings = Settings.from_env({}, clip_model="ViT-B-16/openai", device="cpu", cache_dir=tmp_path)
+    assert demo_settings(settings) == settings  # a trained model: left alone
+    for preset in ("standard", "fast"):
+        demo = demo_settings(settings.replace(clip_model="random:tiny", bpm_preset=preset))
+        for feature in FEATURES:
+            assert all(need.spec.startswith("random:") for need in models_needed(demo, feature)), (preset, feature)
+        readiness(demo, background=False)
+        assert all(cannot_run(demo, feature) is None for feature in FEATURES)
 
 
 def test_the_umap_compile_waits_for_the_clip_load_and_for_first_results(monkeypatch):

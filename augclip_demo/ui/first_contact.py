@@ -1,0 +1,181 @@
+"""A first visit without weights: a note beside every button that cannot work, and the untrained demo.
+
+Which models each feature needs comes from :mod:`augclip_demo.inference.needs` (the same table as
+``doctor``, ``download`` and the CLI). The page checks them once per configuration in the background;
+a note beside Evaluate, the examples, BPM's and HATIE's buttons then says what is missing and the one
+command that fetches it, or the one click that shows the tool working anyway: the untrained demo,
+which switches every model to random weights (CLIP ``random:tiny`` and its tiny region and feature
+networks) and labels every result untrained.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import gradio as gr
+
+from ..config import Settings
+from ..inference.needs import FEATURES, MissingModel, download_command, feature_readiness
+
+DEMO_CLIP = "random:tiny"
+#: The demo's other models: tiny random networks of each family (nothing to download, seconds on a CPU).
+DEMO_MODELS: dict[str, str] = {"gdino_model": "random:tiny", "sam_model": "random:tiny",
+                               "fast_detector_model": "random:tiny", "fast_sam_model": "random:test",
+                               "hatie_dino": "random:tiny-v2", "hatie_lpips": "random:alex"}
+DEMO_BUTTON = "Try the untrained demo (random weights: every score meaningless, the whole tool works)"
+#: How long a note waits for the background check before it shows nothing (it is redrawn on the next change).
+CHECK_WAIT_S = 20.0
+
+CSS = """
+.aug-needs {background: #fff7e0; border-left: 4px solid #e08a00; color: #4a3000; padding: 4px 10px; margin: 2px 0;
+  font-size: 0.9rem; border-radius: 4px;}
+.aug-demo-on {background: #fff1d6; border: 2px solid #e08a00; color: #5a3600; padding: 6px 10px; border-radius: 6px;
+  font-weight: 600;}
+/* Gradio leaves a red "Error" pill over each output of a failed event after its toast fades: our notes say why. */
+.wrap:has(> span.error) {display: none !important;}
+"""
+
+
+def demo_settings(settings: Settings) -> Settings:
+    """In the untrained demo (CLIP ``random:tiny``) every model is a random one too, so every feature runs."""
+    if settings.clip_model.strip() == DEMO_CLIP:
+        return settings.replace(**DEMO_MODELS)
+    return settings
+
+
+@dataclass
+class ReadinessCheck:
+    """Every feature's missing models for one configuration, checked once in the background."""
+
+    done: threading.Event = field(default_factory=threading.Event)
+    missing: dict[str, list[MissingModel]] = field(default_factory=dict)
+
+
+_CHECKS: dict[tuple, ReadinessCheck] = {}
+_LOCK = threading.Lock()
+
+
+def _key(settings: Settings) -> tuple:
+    return (settings.clip_model, settings.clip_checkpoint, settings.bpm_preset, settings.gdino_model,
+            settings.sam_model, settings.fast_detector_model, settings.fast_sam_model, settings.hatie_dino,
+            settings.hatie_lpips, str(settings.cache_dir))
+
+
+def readiness(settings: Settings, *, background: bool = True) -> ReadinessCheck:
+    """The check of ``settings`` (started on first request; one per configuration for the process)."""
+    with _LOCK:
+        check = _CHECKS.get(_key(settings))
+        if check is not None:
+            return check
+        check = _CHECKS[_key(settings)] = ReadinessCheck()
+
+    def run() -> None:
+        try:
+            check.missing = feature_readiness(settings)
+        except Exception:  # noqa: BLE001 - the check only informs; a run reports its own error
+            check.missing = {}
+        check.done.set()
+
+    if background:
+        threading.Thread(target=run, daemon=True, name="augclip-readiness").start()
+    else:
+        run()
+    return check
+
+
+def cannot_run(settings: Settings, feature: str, *, wait_s: float = 0.0) -> str | None:
+    """Why ``feature`` cannot run with ``settings`` (one line with the fix), or None (ready, or still checking)."""
+    check = readiness(settings)
+    if not check.done.wait(wait_s):
+        return None
+    missing = check.missing.get(feature) or []
+    if not missing:
+        return None
+    names = ", ".join(m.need.label for m in missing)
+    return (f"{FEATURES[feature][0].upper() + FEATURES[feature][1:]} cannot run here: no weights for {names} "
+            f"({missing[0].reason}). Fix: run `{download_command(settings, feature)}` where there is internet and "
+            "restart, or press the untrained demo button at the top.")
+
+
+def note_html(message: str | None) -> str:
+    if not message:
+        return ""
+    parts = html.escape(message).split("`")
+    text = "".join(f"<code>{part}</code>" if i % 2 else part for i, part in enumerate(parts))
+    return f'<div class="aug-needs">&#9888; {text}</div>'
+
+
+def note(feature: str, where: str) -> gr.HTML:
+    """An empty note to place beside a button of ``feature`` ("scores", "bpm", "hatie"); :func:`wire` fills it."""
+    return gr.HTML("", elem_id=f"{NOTE_PREFIX}{feature}-{where}", padding=False, visible=False)
+
+
+NOTE_PREFIX = "aug-note-"
+
+
+def draw_note(feature: str, settings: Settings, status_of: Callable[[Settings], Any]) -> str:
+    """The note of ``feature`` for ``settings``: empty when it can run (waits for the checks, bounded)."""
+    if feature == "scores":
+        status = status_of(settings)
+        deadline = time.monotonic() + CHECK_WAIT_S
+        while status.state == "loading" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return note_html(scores_message(settings, status))
+    return note_html(cannot_run(settings, feature, wait_s=CHECK_WAIT_S))
+
+
+def wire(demo: gr.Blocks, clip_model: Any, settings_for: Callable[[str | None], Settings],
+         status_of: Callable[[Settings], Any]) -> None:
+    """Fill every note (and the demo banner) when the page loads and whenever the CLIP model changes."""
+    notes = [(block, block.elem_id[len(NOTE_PREFIX):].split("-")[0]) for block in list(demo.blocks.values())
+             if isinstance(block, gr.HTML) and str(getattr(block, "elem_id", "") or "").startswith(NOTE_PREFIX)]
+    banners = [block for block in demo.blocks.values() if getattr(block, "elem_id", None) == "aug-demo-banner"]
+    buttons = [block for block in demo.blocks.values()
+               if getattr(block, "elem_id", None) == "aug-demo" and getattr(block, "visible", False)]
+    outputs = [block for block, _ in notes] + banners + buttons
+
+    def shown(text: str) -> Any:
+        return gr.update(value=text, visible=bool(text))  # an empty note takes no room
+
+    def draw(clip: str | None) -> list[Any]:
+        demo_on = (clip or "").strip() == DEMO_CLIP
+        try:
+            settings = settings_for(clip)
+        except Exception:  # noqa: BLE001 - a model the page does not offer: the status area says so
+            return [shown("")] * len(notes + banners) + [gr.update(visible=not demo_on)] * len(buttons)
+        return ([shown(draw_note(feature, settings, status_of)) for _, feature in notes]
+                + [shown(demo_banner(clip))] * len(banners) + [gr.update(visible=not demo_on)] * len(buttons))
+
+    for event in (demo.load, clip_model.change):
+        event(draw, clip_model, outputs, api_name=False, show_progress="hidden")
+
+
+def scores_message(settings: Settings, status: Any) -> str | None:
+    """Why Evaluate cannot score with the CLIP model of ``status`` (and the fix), or None."""
+    if status.state != "error":
+        return None
+    return (f"No weights for the CLIP model {settings.clip_model} here: Evaluate, the examples and the attribute "
+            "extraction cannot run. Fix: run "
+            f"`{download_command(settings, 'scores')}` where there is internet and restart, or press the untrained "
+            "demo button at the top.")
+
+
+def demo_banner(clip: str | None) -> str:
+    """Shown while the demo runs: what it is, and how to leave it."""
+    if (clip or "").strip() != DEMO_CLIP:
+        return ""
+    return ('<div class="aug-demo-on" id="aug-demo-on">&#9888; UNTRAINED DEMO: every model has random weights, so '
+            "every score, region and figure shows how the tool works, not how good an edit is. Pick a trained CLIP "
+            "model (the CLIP model setting, under the inputs) to leave it.</div>")
+
+
+def build_demo_controls(*, visible: bool = True) -> gr.Button:
+    """The demo button (under the status area) and its banner; the caller wires the button to run an example."""
+    button = gr.Button(DEMO_BUTTON, size="sm", variant="secondary", elem_id="aug-demo", visible=visible)
+    gr.HTML("", elem_id="aug-demo-banner", padding=False, visible=False)
+    return button
