@@ -77,7 +77,7 @@ async def _bounded_json(request: Request) -> Any:
             raise store.StudyError(f"an answer is at most {MAX_ANSWER_BYTES} bytes", 413)
     try:
         return json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):  # RecursionError: "[[[[..." nested deeply
         raise store.StudyError("the answer is not valid JSON") from None
 
 

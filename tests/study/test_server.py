@@ -51,6 +51,8 @@ def test_the_rater_api_refuses_what_it_must(tmp_path):
         # bounded input: a body over the limit, a body that is not JSON, unknown fields
         assert http(url + "study/api/answer", "POST", ann.token, b"{" + b" " * 10_000 + b"}")[0] == 413
         assert http(url + "study/api/answer", "POST", ann.token, b"\xff\xfe")[0] == 400
+        status, _, body = http(url + "study/api/answer", "POST", ann.token, b"[" * 2000 + b"]" * 2000)
+        assert status == 400 and b"not valid JSON" in body  # nesting within 4 KB that json's recursion cannot take
         big = json.dumps({"position": position, "answers": {"overall": "left", "text": "left"}, "extra": 1}).encode()
         assert http(url + "study/api/answer", "POST", ann.token, big)[0] == 400
         status, _, body = answer(url, ann.token, position, {"overall": "left", "text": "sideways"})
