@@ -128,6 +128,7 @@ def test_concurrent_raters_lose_no_acknowledged_judgment_when_the_server_is_kill
     deadline = time.monotonic() + 120
     while len(acked) < 80 and time.monotonic() < deadline and any(t.is_alive() for t in threads):
         time.sleep(0.05)
+    assert sum(t.is_alive() for t in threads) >= 2, "the raters finished before the kill: no load to kill under"
     app.process.kill()  # SIGKILL while the raters are still sending
     app.process.wait()
     at_kill = len(acked)

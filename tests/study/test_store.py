@@ -155,3 +155,11 @@ def test_creation_refusals(tmp_path):
         store.create_study(db, "one", manifest, kind="rating")
     with pytest.raises(store.StudyError, match="unknown question"):
         store.create_study(db, "two", manifest, kind="rating", questions=["beauty"])
+
+
+def test_the_database_is_in_wal_mode_and_syncs_every_commit(study):
+    db, _ = study
+    with sqlite3.connect(db) as conn:  # WAL is a property of the file: a plain connection sees it
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    with store.connect(db) as conn:  # synchronous is per connection: 2 = FULL (an fsync before each ack)
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2
