@@ -46,6 +46,7 @@ def test_the_rater_api_refuses_what_it_must(tmp_path):
         assert http(url + f"study/api/image/{position}/left", token=bob.token)[0] in (200, 404)  # bob: his own task
         assert http(url + f"study/api/image/{position}/edit", token=ann.token)[0] == 404
         assert http(url + "study/api/image/999/left", token=ann.token)[0] == 404
+        assert http(url + f"study/api/image/{position + 3}/left", token=ann.token)[0] == 404  # not the current task
         assert http(url + f"study/api/image/{2 ** 70}/left", token=ann.token)[0] == 404  # beyond SQLite's integers
         assert http(url + "study/api/image/-1/left", token=ann.token)[0] == 404
         # bounded input: a body over the limit, a body that is not JSON, unknown fields
