@@ -46,7 +46,10 @@ def krippendorff_alpha(units: Sequence[Sequence[Hashable]], level: str = "nomina
     pairable = _pairable(units)
     if not pairable:
         return None
-    values = sorted({v for unit in pairable for v in unit}, key=lambda v: (str(type(v)), v))
+    distinct = {v for unit in pairable for v in unit}
+    # ordinal differences sum the counts between two values, so numbers must sort by value (1 < 2.5 < 3,
+    # whatever mix of int, float or numpy types); nominal labels only need some fixed order
+    values = sorted(distinct, key=(lambda v: (str(type(v)), v)) if level == "nominal" else float)
     index = {v: i for i, v in enumerate(values)}
     coincidence = np.zeros((len(values), len(values)))
     for unit in pairable:

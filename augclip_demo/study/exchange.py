@@ -143,18 +143,26 @@ def import_csv(db: str | Path, name: str, path: str | Path) -> int:
             "SELECT item_id, edit_index, sha256 FROM edits WHERE study_id = ?", (study.id,))}
         sources = dict(conn.execute("SELECT item_id, source_sha256 FROM items WHERE study_id = ?", (study.id,)))
         parsed, problems = [], []
+        first_line: dict[tuple[Any, ...], tuple[int, str]] = {}  # one answer per rater, unit, question, repeat
         for number, row in enumerate(rows, start=2):
             result = _parse_row({k: _restored((v or "").strip()) for k, v in row.items() if k}, study, units, hashes,
                                 sources)
             if isinstance(result, str):
                 problems.append(f"line {number}: {result}")
-            else:
-                parsed.append(result)
-        if problems:
-            shown = "; ".join(problems[:MAX_PROBLEMS_SHOWN])
-            more = f" (and {len(problems) - MAX_PROBLEMS_SHOWN} more)" if len(problems) > MAX_PROBLEMS_SHOWN else ""
-            raise StudyError(f"CSV {path.name}: nothing imported; {shown}{more}")
+                continue
+            line, answer = first_line.setdefault(_import_key(result), (number, result["answer"]))
+            if answer != result["answer"]:
+                problems.append(f"line {number}: rater {result['rater']!r} answered this on line {line} already, "
+                                "differently (keep one answer)")
+            parsed.append(result)
+        _refuse(path, problems)
         raters = _import_raters(conn, study.id, {p["rater"] for p in parsed})
+        stored = {(r[0], *r[1:4]): r[4] for r in conn.execute(
+            "SELECT rater_id, unit_id, question, is_repeat, answer FROM judgments WHERE study_id = ? AND task_id IS NULL",
+            (study.id,))}
+        _refuse(path, [f"line {first_line[_import_key(p)][0]}: rater {p['rater']!r} has another answer to this stored "
+                       "(an import never changes a stored answer)" for p in parsed
+                       if stored.get((raters[p["rater"]], *_import_key(p)[1:]), p["answer"]) != p["answer"]])
         before = conn.total_changes
         conn.executemany(
             "INSERT OR IGNORE INTO judgments (study_id, rater_id, task_id, unit_id, question, question_version, answer,"
@@ -163,6 +171,18 @@ def import_csv(db: str | Path, name: str, path: str | Path) -> int:
             [(study.id, raters[p["rater"]], p["unit"], p["question"], p["version"], p["answer"], p["repeat"],
               p["created_at"], p["elapsed_ms"], *p["hashes"], f"import:{path.name}"[:200]) for p in parsed])
         return conn.total_changes - before
+
+
+def _import_key(parsed: dict[str, Any]) -> tuple[Any, ...]:
+    return parsed["rater"], parsed["unit"], parsed["question"], parsed["repeat"]
+
+
+def _refuse(path: Path, problems: list[str]) -> None:
+    """Nothing is imported when any row has a problem: all of them are listed (up to MAX_PROBLEMS_SHOWN)."""
+    if problems:
+        shown = "; ".join(problems[:MAX_PROBLEMS_SHOWN])
+        more = f" (and {len(problems) - MAX_PROBLEMS_SHOWN} more)" if len(problems) > MAX_PROBLEMS_SHOWN else ""
+        raise StudyError(f"CSV {path.name}: nothing imported; {shown}{more}")
 
 
 def _parse_row(row: dict[str, str], study: Any, units: dict, hashes: dict, sources: dict) -> dict[str, Any] | str:

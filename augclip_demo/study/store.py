@@ -352,9 +352,17 @@ def rater_view(db: str | Path, token: str) -> RaterView:
 
 
 def task_image(db: str | Path, token: str, position: int, slot: str) -> tuple[Path, str]:
-    """(path, expected content hash) of the image ``slot`` (source / left / right / edit) of the rater's task."""
+    """(path, expected content hash) of the image ``slot`` (source / left / right / edit) of the rater's task.
+
+    Only the rater's current task and the one just answered (a page still loading it) are served: a rater
+    cannot cycle through all the pictures of their tasks, each a full decode once the picture cache is full."""
     with connect(db) as conn:
         rater, _ = _rater(conn, token)
+        current = _next_position(conn, rater["id"])
+        if current is None:
+            current = conn.execute("SELECT COUNT(*) FROM tasks WHERE rater_id = ?", (rater["id"],)).fetchone()[0]
+        if not current - 1 <= position <= current:
+            raise StudyError("no such image in your tasks", 404)
         row = conn.execute(
             "SELECT t.swapped, u.item_id, u.edit_a, u.edit_b, u.study_id FROM tasks t JOIN units u ON u.id = t.unit_id "
             "WHERE t.rater_id = ? AND t.position = ?", (rater["id"], position)).fetchone()

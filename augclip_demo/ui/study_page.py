@@ -120,14 +120,15 @@ PAGE_JS = r"""
   }
 
   function choose(question, value) {
-    if (state.sending || !state.view || !state.view.task) { return; }
+    // no answer before the task's pictures are shown: it would be blind, and its time would be wrong
+    if (state.sending || !state.view || !state.view.task || !state.shownAt) { return; }
     state.answers[question] = value;
     mark();
     if (activeQuestion() === null) { send(); }
   }
 
   function render(view) {
-    state.view = view; state.answers = {};
+    state.view = view; state.answers = {}; state.shownAt = 0;
     state.urls.forEach(function (u) { URL.revokeObjectURL(u); }); state.urls = [];
     $("title").textContent = view.title;
     $("progress").textContent = view.done + " / " + view.total;

@@ -7,7 +7,7 @@ Rater routes (every one needs the rater's token in ``Authorization: Bearer``; an
 * ``GET /study/api/task``: the study's wording, the rater's progress and next task (resumes by itself).
 * ``POST /study/api/answer``: ``{"position": N, "answers": {"overall": "left"|"right"|"tie" or 1-5, ...},
   "elapsed_ms": N}``; refused when it is not the rater's task, answered already, or the study is closed.
-* ``GET /study/api/image/{position}/{slot}``: a picture of one of the rater's tasks.
+* ``GET /study/api/image/{position}/{slot}``: a picture of the rater's current task (or the one just answered).
 
 The operator's tab works only when ``AUGCLIP_STUDY_OPERATOR_TOKEN`` is set and the token is typed in;
 without it, studies are created, closed and exported from the CLI (``python -m augclip_demo study``).
@@ -77,7 +77,7 @@ async def _bounded_json(request: Request) -> Any:
             raise store.StudyError(f"an answer is at most {MAX_ANSWER_BYTES} bytes", 413)
     try:
         return json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):  # RecursionError: "[[[[..." nested deeply
         raise store.StudyError("the answer is not valid JSON") from None
 
 

@@ -75,6 +75,24 @@ def test_alpha_extremes():
     assert abs(krippendorff_alpha(random_units)) < 0.05
 
 
+def test_alpha_on_a_small_example_worked_by_hand():
+    # nominal: coincidences o[a,a] = 2 (unit 1), o[a,b] = o[b,a] = 1 (unit 2), o[b,b] = 6 pairs x 1/2 = 3
+    # (unit 3); n_a = 3, n_b = 4, n = 7; D_o = 2/7, D_e = 2 * 3 * 4 / (7 * 6) = 4/7; alpha = 1 - 1/2
+    assert krippendorff_alpha([["a", "a"], ["a", "b"], ["b", "b", "b"], ["a"]]) == pytest.approx(0.5)
+    # numbers: o[1,2] = o[2,1] = 1, o[2,2] = 2, o[1,3] = o[3,1] = 1; n_1 = 2, n_2 = 3, n_3 = 1, n = 6
+    # interval: D_o = (2 * 1 + 2 * 4) / 6 = 10/6, D_e = 2 * (6 * 1 + 2 * 4 + 3 * 1) / 30 = 34/30: alpha = -8/17
+    # ordinal: d(1,2) = (5 - 5/2)^2 = 6.25, d(1,3) = (6 - 3/2)^2 = 20.25, d(2,3) = (4 - 4/2)^2 = 4;
+    # D_o = (12.5 + 40.5) / 6 = 53/6, D_e = 2 * (6 * 6.25 + 2 * 20.25 + 3 * 4) / 30 = 6: alpha = -17/36
+    units = [[1, 2], [2, 2], [1, 3]]
+    assert krippendorff_alpha(units, "interval") == pytest.approx(-8 / 17)
+    assert krippendorff_alpha(units, "ordinal") == pytest.approx(-17 / 36)
+    # the same values as a mix of int, float and numpy types: ordinal ranks them by value, not by type
+    mixed = [[1, 2.0], [np.int64(2), 2.0], [1, np.float64(3)]]
+    assert krippendorff_alpha(mixed, "ordinal") == pytest.approx(-17 / 36)
+    assert krippendorff_alpha(mixed, "interval") == pytest.approx(-8 / 17)
+    assert percent_agreement([["a", "a"], ["a", "b"], ["b", "b", "b"], ["a"]]).value == pytest.approx(4 / 5)
+
+
 def test_percent_agreement_counts_pairs():
     result = percent_agreement([["a", "a", "b"], ["b", "b"], ["a"]])
     # unit 1: pairs (a,a) agree, (a,b) x2 do not; unit 2: one agreeing pair; unit 3 has no pair

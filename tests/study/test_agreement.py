@@ -165,3 +165,24 @@ def test_ratings_correlate_with_the_metric_they_follow(tmp_path):
     assert report.metrics["clip_i"].pearson.value == pytest.approx(float(np.corrcoef(metric, ratings)[0, 1]))
     assert report.metrics["clip_i"].spearman.value == pytest.approx(float(spearmanr(metric, ratings).statistic))
     assert report.metrics["clip_i"].spearman.value > 0.8
+
+
+def test_the_rating_export_gives_protocol_the_same_correlations(tmp_path):
+    manifest = write_study_manifest(tmp_path / "data", n_items=5)
+    rng = np.random.default_rng(2)
+    values = {"clip_i": {f"item-{i}": [float(v) for v in rng.random(3)] for i in range(5)}}
+    results = write_results(manifest, values, tmp_path / "results.jsonl")
+    db = tmp_path / "s.sqlite3"
+    store.create_study(db, "r", manifest, kind="rating", per_unit=2)
+    picks = random.Random(6)
+    for rater in store.add_raters(db, "r", count=2):
+        while (view := store.rater_view(db, rater.token)).task is not None:
+            store.submit_answer(db, rater.token, view.task["position"], {"overall": picks.randint(1, 5)})
+    data = store.load_study(db, "r")
+    live = study_agreement(data, [results], n_boot=300, seed=3)
+    exported_results = write_results(export_manifest(data), values, tmp_path / "export-results.jsonl")
+    protocol = compute_protocols(exported_results, n_boot=300, seed=3).datasets["study"].metrics["clip_i"]
+    for figure in ("pearson", "spearman", "kendall"):
+        assert getattr(protocol, figure).value is not None and getattr(protocol, figure).n == 15
+        assert getattr(protocol, figure).value == pytest.approx(getattr(live.metrics["clip_i"], figure).value)
+        assert getattr(protocol, figure).ci == pytest.approx(getattr(live.metrics["clip_i"], figure).ci)

@@ -117,3 +117,22 @@ def test_a_bad_csv_is_refused_whole_with_every_problem(answered, tmp_path):
     assert import_csv(db, "s", reversed_pair) == 1
     row = store.load_study(db, "s").judgments[-1]
     assert (row.rater, row.edit_a, row.edit_b, row.answer) == ("survey-7", 0, 1, "b")  # same choice, by index order
+
+
+def test_an_import_never_drops_or_changes_an_answer_silently(answered, tmp_path):
+    db, _ = answered
+    before = len(store.load_study(db, "s").judgments)
+    twice = tmp_path / "twice.csv"  # one rater, one pair, two different answers in one file
+    twice.write_text("rater,item_id,edit_a,edit_b,answer\nsurvey-1,item-1,0,1,a\nsurvey-1,item-1,1,0,a\n")
+    with pytest.raises(store.StudyError, match="line 3: rater 'survey-1' answered this on line 2 already"):
+        import_csv(db, "s", twice)
+    assert len(store.load_study(db, "s").judgments) == before
+    same = tmp_path / "same.csv"  # the same answer twice (here once as b, a) is one judgment
+    same.write_text("rater,item_id,edit_a,edit_b,answer\nsurvey-1,item-1,0,1,a\nsurvey-1,item-1,1,0,b\n")
+    assert import_csv(db, "s", same) == 1
+    changed = tmp_path / "changed.csv"  # a later file with another answer: refused, the stored one stays
+    changed.write_text("rater,item_id,edit_a,edit_b,answer\nsurvey-1,item-1,0,1,tie\n")
+    with pytest.raises(store.StudyError, match="line 2: rater 'survey-1' has another answer to this stored"):
+        import_csv(db, "s", changed)
+    rows = [j for j in store.load_study(db, "s").judgments if j.rater == "survey-1"]
+    assert [(j.edit_a, j.edit_b, j.answer) for j in rows] == [(0, 1, "a")]

@@ -46,11 +46,14 @@ def test_the_rater_api_refuses_what_it_must(tmp_path):
         assert http(url + f"study/api/image/{position}/left", token=bob.token)[0] in (200, 404)  # bob: his own task
         assert http(url + f"study/api/image/{position}/edit", token=ann.token)[0] == 404
         assert http(url + "study/api/image/999/left", token=ann.token)[0] == 404
+        assert http(url + f"study/api/image/{position + 3}/left", token=ann.token)[0] == 404  # not the current task
         assert http(url + f"study/api/image/{2 ** 70}/left", token=ann.token)[0] == 404  # beyond SQLite's integers
         assert http(url + "study/api/image/-1/left", token=ann.token)[0] == 404
         # bounded input: a body over the limit, a body that is not JSON, unknown fields
         assert http(url + "study/api/answer", "POST", ann.token, b"{" + b" " * 10_000 + b"}")[0] == 413
         assert http(url + "study/api/answer", "POST", ann.token, b"\xff\xfe")[0] == 400
+        status, _, body = http(url + "study/api/answer", "POST", ann.token, b"[" * 2000 + b"]" * 2000)
+        assert status == 400 and b"not valid JSON" in body  # nesting within 4 KB that json's recursion cannot take
         big = json.dumps({"position": position, "answers": {"overall": "left", "text": "left"}, "extra": 1}).encode()
         assert http(url + "study/api/answer", "POST", ann.token, big)[0] == 400
         status, _, body = answer(url, ann.token, position, {"overall": "left", "text": "sideways"})
@@ -126,6 +129,7 @@ def test_concurrent_raters_lose_no_acknowledged_judgment_when_the_server_is_kill
     deadline = time.monotonic() + 120
     while len(acked) < 80 and time.monotonic() < deadline and any(t.is_alive() for t in threads):
         time.sleep(0.05)
+    assert sum(t.is_alive() for t in threads) >= 2, "the raters finished before the kill: no load to kill under"
     app.process.kill()  # SIGKILL while the raters are still sending
     app.process.wait()
     at_kill = len(acked)

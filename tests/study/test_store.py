@@ -155,3 +155,30 @@ def test_creation_refusals(tmp_path):
         store.create_study(db, "one", manifest, kind="rating")
     with pytest.raises(store.StudyError, match="unknown question"):
         store.create_study(db, "two", manifest, kind="rating", questions=["beauty"])
+
+
+def test_the_database_is_in_wal_mode_and_syncs_every_commit(study):
+    db, _ = study
+    with sqlite3.connect(db) as conn:  # WAL is a property of the file: a plain connection sees it
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    with store.connect(db) as conn:  # synchronous is per connection: 2 = FULL (an fsync before each ack)
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2
+
+
+def test_pictures_only_of_the_current_task_and_the_one_just_answered(study):
+    db, _ = study
+    ann = store.add_raters(db, "pilot", labels=["ann"])[0]
+    assert store.task_image(db, ann.token, 0, "left")[0].is_file()
+    for ahead in (2, 5):  # later tasks: refused, so a rater cannot make the server decode every picture in turn
+        with pytest.raises(store.StudyError, match="no such image") as refused:
+            store.task_image(db, ann.token, ahead, "source")
+        assert refused.value.status == 404
+    store.submit_answer(db, ann.token, 0, {"overall": "tie", "text": "tie"})
+    store.submit_answer(db, ann.token, 1, {"overall": "tie", "text": "tie"})
+    assert store.task_image(db, ann.token, 1, "source")[0].is_file()  # just answered (the page may still load it)
+    assert store.task_image(db, ann.token, 2, "source")[0].is_file()  # current
+    with pytest.raises(store.StudyError, match="no such image"):
+        store.task_image(db, ann.token, 0, "source")
+    answer_all(db, ann.token, lambda view: {"overall": "left", "text": "left"})
+    last = len(tasks_of(db, "ann")) - 1
+    assert store.task_image(db, ann.token, last, "source")[0].is_file()  # all done: the last one still loads

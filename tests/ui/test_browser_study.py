@@ -105,12 +105,14 @@ def test_a_phone_taps_through_the_ratings(browser, studies, artifacts):
     finally:
         page.screenshot(path=str(artifacts / "rater-rating-phone-390x844.png"), full_page=True)
     button = page.locator("#answer-overall-4").bounding_box()
-    assert button["height"] >= 44 and button["width"] >= 44  # a finger-sized target
+    assert button["height"] >= 56 and button["width"] >= 44  # 56 px tall, as docs/study.md promises
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 390  # nothing wider than the phone
+    shown = page.locator("body").get_attribute("data-position")
     for expected in ("1 / 3", "2 / 3"):
         page.locator("#answer-overall-4").tap()
         progress_is(page, expected)
+        shown = wait_for_task(page, position_not=shown)  # the next pictures are in (no answer before them)
     page.keyboard.press("2")  # keys work on the same page
     page.locator("#message.done").wait_for(timeout=60_000)
     assert "Thank you" in page.locator("#message").inner_text()
@@ -125,8 +127,32 @@ def test_a_phone_taps_through_the_ratings(browser, studies, artifacts):
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     left, right = page.locator("#img-left").bounding_box(), page.locator("#img-right").bounding_box()
     assert abs(left["y"] - right["y"]) < 2 and left["x"] < right["x"]  # the two edits side by side
-    assert page.locator("#answer-overall-tie").bounding_box()["height"] >= 44
+    assert page.locator("#answer-overall-tie").bounding_box()["height"] >= 56
     context.close()
+
+
+def test_no_answer_before_the_pictures_are_shown(browser, studies, artifacts):
+    rater, = store.add_raters(studies["db"], "pairs", labels=["too-quick"])
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.route("**/study/api/image/**", lambda route: route.abort())  # the pictures never arrive
+    page.goto(studies["url"] + "study/rate#t=" + rater.token)
+    expect(page.locator("#answer-overall-left")).to_be_visible(timeout=60_000)
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowDown")
+    page.locator("#answer-overall-right").click()
+    page.locator("#answer-text-tie").click()
+    page.wait_for_timeout(1500)  # an answer sent on 127.0.0.1 would be stored (and the progress 1 / 10) by now
+    assert page.locator("#progress").inner_text() == "0 / 10"
+    assert not [j for j in store.load_study(studies["db"], "pairs").judgments if j.rater == "too-quick"]
+    page.unroute("**/study/api/image/**")
+    page.reload()
+    wait_for_task(page)
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowDown")
+    progress_is(page, "1 / 10")
+    rows = [j for j in store.load_study(studies["db"], "pairs").judgments if j.rater == "too-quick"]
+    assert len(rows) == 2 and all(j.elapsed_ms is not None for j in rows)
+    page.close()
 
 
 def test_a_wrong_link_says_so(browser, studies, artifacts):
