@@ -39,6 +39,13 @@ DEFAULT_MAX_MODEL_MEMORY_MB = 8192
 DEFAULT_JUDGE_CONCURRENCY = 4
 #: The shipped examples (assets/examples of the checkout this package is installed from, e.g. ``pip install -e .``).
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "assets" / "examples"
+#: Bounds on what a web client sends (docs/security.md, "Bounds on every input"); checked before any work.
+DEFAULT_MAX_TEXT_CHARS = 2000
+DEFAULT_MAX_ATTRIBUTES = 64
+DEFAULT_MAX_ATTRIBUTE_CHARS = 200
+DEFAULT_MAX_C = 1e6
+DEFAULT_MAX_BATCH_EDITS = 16
+DEFAULT_MAX_BATCH_ITEMS = 10000
 
 #: Environment variables read by :meth:`Settings.from_env`, with what each one sets.
 ENVIRONMENT_VARIABLES: dict[str, str] = {
@@ -92,6 +99,13 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "AUGCLIP_EXPLORE_FILES": ("comma-separated batch results files the app's Explore tab may open (RESULTS or "
                               "RESULTS=MANIFEST; JSONL, .parquet or a folder of Parquet parts); web clients pick "
                               "among these by name, never by path (default: none, uploads only)"),
+    "AUGCLIP_MAX_TEXT_CHARS": (f"most characters in one text a web client sends: target, source text, instruction, "
+                               f"caption, manifest texts (default {DEFAULT_MAX_TEXT_CHARS})"),
+    "AUGCLIP_MAX_ATTRIBUTES": f"most attributes in one list, in the app and a batch upload (default {DEFAULT_MAX_ATTRIBUTES})",
+    "AUGCLIP_MAX_ATTRIBUTE_CHARS": f"most characters in one attribute (default {DEFAULT_MAX_ATTRIBUTE_CHARS})",
+    "AUGCLIP_MAX_C": f"largest C (svm / logistic) a web client may set (default {DEFAULT_MAX_C:g})",
+    "AUGCLIP_MAX_BATCH_EDITS": f"most edits in one item of an uploaded batch manifest (default {DEFAULT_MAX_BATCH_EDITS})",
+    "AUGCLIP_MAX_BATCH_ITEMS": f"most items in an uploaded batch manifest (default {DEFAULT_MAX_BATCH_ITEMS})",
     "AUGCLIP_CONCURRENCY": f"app requests run at once (default {DEFAULT_APP_CONCURRENCY})",
     "AUGCLIP_APP_DISK_MB": "most bytes the app's session files and Gradio's cache may hold, in MB (default 1024)",
     "AUGCLIP_APP_FILES_MAX_AGE_S": "seconds the app keeps a session's files after their last change (default 3600)",
@@ -191,6 +205,12 @@ class Settings:
     allowed_models: tuple[str, ...] = ()
     explore_files: tuple[str, ...] = ()  # RESULTS or RESULTS=MANIFEST entries (the Explore tab's files)
     concurrency: int = DEFAULT_APP_CONCURRENCY
+    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS
+    max_attributes: int = DEFAULT_MAX_ATTRIBUTES
+    max_attribute_chars: int = DEFAULT_MAX_ATTRIBUTE_CHARS
+    max_c: float = DEFAULT_MAX_C
+    max_batch_edits: int = DEFAULT_MAX_BATCH_EDITS
+    max_batch_items: int = DEFAULT_MAX_BATCH_ITEMS
     app_disk_mb: int = 1024
     app_files_max_age_s: int = 3600
     max_loaded_models: int = DEFAULT_MAX_LOADED_MODELS
@@ -230,10 +250,13 @@ class Settings:
             raise ConfigError(f"AUGCLIP_JUDGE_TEMPERATURE must be from 0 to 2, got {self.judge_temperature}")
         if not 1 <= self.judge_concurrency <= 64:
             raise ConfigError(f"AUGCLIP_JUDGE_CONCURRENCY must be from 1 to 64, got {self.judge_concurrency}")
+        if not (isinstance(self.max_c, (int, float)) and 1e-4 <= self.max_c < float("inf")):
+            raise ConfigError(f"AUGCLIP_MAX_C must be a finite number of at least 0.0001, got {self.max_c!r}")
         if not self.judge_requests_per_minute >= 0:
             raise ConfigError(f"AUGCLIP_JUDGE_RPM must be 0 or more, got {self.judge_requests_per_minute}")
         for name in ("upload_max_zip_mb", "upload_max_files", "upload_max_unzipped_mb", "max_edits", "concurrency",
-                     "app_disk_mb", "app_files_max_age_s", "max_loaded_models", "max_model_memory_mb"):
+                     "app_disk_mb", "app_files_max_age_s", "max_loaded_models", "max_model_memory_mb", "max_text_chars",
+                     "max_attributes", "max_attribute_chars", "max_batch_edits", "max_batch_items"):
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 0:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
@@ -292,6 +315,12 @@ class Settings:
                                  ("upload_max_unzipped_mb", "AUGCLIP_UPLOAD_MAX_UNZIPPED_MB", int),
                                  ("max_edits", "AUGCLIP_MAX_EDITS", int),
                                  ("concurrency", "AUGCLIP_CONCURRENCY", int),
+                                 ("max_text_chars", "AUGCLIP_MAX_TEXT_CHARS", int),
+                                 ("max_attributes", "AUGCLIP_MAX_ATTRIBUTES", int),
+                                 ("max_attribute_chars", "AUGCLIP_MAX_ATTRIBUTE_CHARS", int),
+                                 ("max_c", "AUGCLIP_MAX_C", float),
+                                 ("max_batch_edits", "AUGCLIP_MAX_BATCH_EDITS", int),
+                                 ("max_batch_items", "AUGCLIP_MAX_BATCH_ITEMS", int),
                                  ("app_disk_mb", "AUGCLIP_APP_DISK_MB", int),
                                  ("app_files_max_age_s", "AUGCLIP_APP_FILES_MAX_AGE_S", int),
                                  ("max_loaded_models", "AUGCLIP_MAX_LOADED_MODELS", int),

@@ -72,6 +72,83 @@ def _first_paths(manifest: Path, limit: int = 50) -> list[str]:
     return paths
 
 
+TEXT_FIELDS = ("id", "source", "target_text", "source_text", "instruction", "output_caption", "dataset",
+               "ground_truth", "edit_mask", "edit_type")
+
+
+def check_manifest_bounds(manifest: Path, shown_name: str, settings: Settings, root: Path | None = None) -> None:
+    """Refuse an uploaded manifest over the operator's bounds before anything is scored, naming the line and
+    field: items (``max_batch_items``), edits per item (``max_batch_edits``), text lengths
+    (``max_text_chars``), attributes per list and their length (``max_attributes``, ``max_attribute_chars``;
+    inline lists, and files in the zip under ``root``). Lines that are not JSON objects are left to the
+    manifest check, which words their problem."""
+    items = 0
+    with open(manifest, encoding="utf-8-sig", errors="replace") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            items += 1
+            if items > settings.max_batch_items:
+                raise InputError(f"manifest {shown_name}: more than {settings.max_batch_items} items; the limit is "
+                                 f"{settings.max_batch_items} per upload (AUGCLIP_MAX_BATCH_ITEMS): split it")
+            if json_depth(line) > MAX_JSON_DEPTH:
+                continue
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(data, dict):
+                _check_item_bounds(data, f"manifest {shown_name}, line {number}", settings, root)
+
+
+def _check_item_bounds(data: dict, where: str, settings: Settings, root: Path | None) -> None:
+    for key in TEXT_FIELDS:
+        value = data.get(key)
+        if isinstance(value, str) and len(value) > settings.max_text_chars:
+            raise InputError(f"{where}: {key} has {len(value)} characters; the limit is {settings.max_text_chars} "
+                             "(AUGCLIP_MAX_TEXT_CHARS)")
+    edits = data.get("edits")
+    if isinstance(edits, list) and len(edits) > settings.max_batch_edits:
+        raise InputError(f"{where}: {len(edits)} edits in one item; the limit is {settings.max_batch_edits} "
+                         "(AUGCLIP_MAX_BATCH_EDITS): split the item")
+    attributes = data.get("attributes")
+    if isinstance(attributes, str) and root is not None:
+        attributes = _attribute_file(root, attributes, where, settings)
+    if isinstance(attributes, dict):
+        for side in ("source", "target"):
+            values = attributes.get(side)
+            if not isinstance(values, list):
+                continue
+            if len(values) > settings.max_attributes:
+                raise InputError(f"{where}: attributes.{side} has {len(values)} attributes; the limit is "
+                                 f"{settings.max_attributes} (AUGCLIP_MAX_ATTRIBUTES)")
+            longest = max((len(v) for v in values if isinstance(v, str)), default=0)
+            if longest > settings.max_attribute_chars:
+                raise InputError(f"{where}: attributes.{side} has an attribute of {longest} characters; the limit "
+                                 f"is {settings.max_attribute_chars} (AUGCLIP_MAX_ATTRIBUTE_CHARS)")
+
+
+def _attribute_file(root: Path, name: str, where: str, settings: Settings) -> dict | None:
+    """An attributes file of the zip, read when it is small enough to hold bounded lists (else refused)."""
+    if is_absolute_like(name) or ".." in Path(name).parts:
+        return None  # the manifest check refuses the path
+    path = root / name
+    if not path.is_file():
+        return None
+    most = 4 * settings.max_attributes * (settings.max_attribute_chars + 8) + 65536  # JSON escapes, provenance
+    if path.stat().st_size > most:
+        raise InputError(f"{where}: attributes file {Path(name).name!r} is {path.stat().st_size} bytes, more than "
+                         f"bounded attribute lists can take ({most} bytes; AUGCLIP_MAX_ATTRIBUTES)")
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if json_depth(text) > MAX_JSON_DEPTH:
+        return None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def check_utf8(manifest: Path, shown_name: str) -> None:
     """Refuse a manifest that is not UTF-8, naming the uploaded file (not the server's copy of it)."""
     decoder = codecs.getincrementaldecoder("utf-8")()
@@ -126,6 +203,9 @@ def run_uploaded_batch(manifest_file: str | Path, images_zip: str | Path, *, wor
     if not images_zip or not Path(images_zip).is_file():
         raise InputError("upload a zip of the images the manifest refers to")
     check_utf8(manifest_file, manifest_file.name)
+    check_manifest_bounds(manifest_file, manifest_file.name, settings)
+    if metrics is not None and not isinstance(metrics, str):
+        metrics = list(dict.fromkeys(metrics))  # checked against the metric table by BatchOptions
     work = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix="augclip-batch-"))
     work.mkdir(parents=True, exist_ok=True)
     extracted = work / "data"
@@ -138,6 +218,7 @@ def run_uploaded_batch(manifest_file: str | Path, images_zip: str | Path, *, wor
         report(0.0, "extracting the zip")
         safe_extract(images_zip, extracted, limits or ZipLimits.from_settings(settings))
         root = _choose_root(extracted, manifest_file)
+        check_manifest_bounds(manifest_file, manifest_file.name, settings, root)  # the zip's attribute files
         manifest = root / UPLOADED_MANIFEST
         shutil.copyfile(manifest_file, manifest)
         report(0.05, "checking the manifest")

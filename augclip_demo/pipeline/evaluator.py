@@ -69,8 +69,12 @@ class AugCLIPOptions:
             raise InputError(f"weight_scaling must be one of {', '.join(WEIGHT_SCALINGS)}, got {self.weight_scaling!r}")
         if self.projection not in PROJECTIONS:
             raise InputError(f"projection must be one of {', '.join(PROJECTIONS)}, got {self.projection!r}")
-        if not (isinstance(self.C, (int, float)) and np.isfinite(self.C) and self.C > 0):
+        # strict types: JSON's true is not C = 1, and "no" is not a true weighting
+        if isinstance(self.C, bool) or not (isinstance(self.C, (int, float)) and np.isfinite(self.C) and self.C > 0):
             raise InputError(f"C must be a positive number, got {self.C!r}")
+        for name in ("weighting", "include_images"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise InputError(f"{name} must be true or false, got {getattr(self, name)!r}")
 
 
 @dataclass(kw_only=True)

@@ -34,7 +34,7 @@ from .examples import load_examples
 from .explore_tab import build_explore_tab
 from .guard import scrub_paths, user_facing
 from .hatie_tab import build_hatie_tab
-from .inputs import image_path_input, number_input
+from .inputs import bound_inputs, image_path_input, number_input
 from .status import check_region_models, model_status, status_html
 from .storage import WorkFolders
 from .study_tab import build_study_tab, study_routes
@@ -156,7 +156,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                 with gr.Accordion("Advanced options (AugCLIP changes re-score from cached embeddings)", open=False):
                     with gr.Row():
                         classifier = gr.Radio(["svm", "logistic", "lda"], value="svm", label="Classifier (App. A.3)")
-                        C = number_input(1.0, label="C (svm / logistic)", minimum=1e-4)
+                        C = number_input(1.0, label="C (svm / logistic)", minimum=1e-4, maximum=base_settings.max_c)
                         weighting = gr.Checkbox(True, label="Weight samples by alpha (Eq. 6)")
                         include_images = gr.Checkbox(True, label="Images in the fit (App. B)")
                         # Only the offered models: a spec typed by a web client could name a folder on
@@ -691,6 +691,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             folders.release(getattr(request, "session_hash", None))
 
         demo.unload(end_session)
+        bound_inputs(demo, base_settings)  # every text, checkbox and choice list: strict type and bound
     demo.queue(default_concurrency_limit=base_settings.concurrency, max_size=64)
     demo.work_folders = folders  # for tests and operators: where the session files live
     return demo

@@ -54,6 +54,8 @@ def number_input(value: float | None, **kwargs: Any) -> gr.Number:
         if payload is None or (isinstance(payload, str) and not payload.strip()):
             return None
         name = component.label or "the number"
+        if isinstance(payload, bool):  # JSON true is not the number 1
+            raise gr.Error(f"{name}: {str(payload).lower()} is not a number.")
         try:
             number = float(payload)
         except (TypeError, ValueError):
@@ -68,3 +70,93 @@ def number_input(value: float | None, **kwargs: Any) -> gr.Number:
 
     component.preprocess = preprocess  # type: ignore[method-assign]
     return component
+
+
+#: Text boxes that hold one attribute per line (bounded per line and in count, not in total characters).
+ATTRIBUTE_BOXES = frozenset({"aug-src-attrs", "aug-tgt-attrs"})
+
+
+def bound_inputs(blocks: gr.Blocks, settings: Any) -> int:
+    """Give every text box, checkbox and checkbox group of ``blocks`` a strict type and a bound, checked
+    when a request arrives (before the handler runs) and refused with a message naming the field.
+
+    Text: a string of at most ``settings.max_text_chars`` characters (a box may set its own
+    ``augclip_max_chars``); attribute lists (:data:`ATTRIBUTE_BOXES`): at most ``max_attributes``
+    non-empty lines of at most ``max_attribute_chars`` each. Checkboxes: ``true`` or ``false`` only
+    (the string ``"no"`` is not true). Checkbox groups: a list of the offered values, duplicates
+    dropped (a list of 1000 copies of one metric is one metric). Returns how many inputs were bound.
+    """
+    count = 0
+    for block in list(blocks.blocks.values()):
+        if isinstance(block, gr.Textbox):
+            _bound_text(block, settings)
+        elif isinstance(block, gr.Checkbox):
+            _strict_checkbox(block)
+        elif isinstance(block, gr.CheckboxGroup):
+            _unique_choices(block)
+        else:
+            continue
+        count += 1
+    return count
+
+
+def _name(component: Any) -> str:
+    return component.label or component.elem_id or "a field"
+
+
+def _bound_text(component: gr.Textbox, settings: Any) -> None:
+    original = component.preprocess
+    attributes = component.elem_id in ATTRIBUTE_BOXES
+
+    def preprocess(payload: Any) -> str | None:
+        if payload is None:
+            return original(payload)
+        name = _name(component)
+        if not isinstance(payload, str):
+            raise gr.Error(f"{name}: must be text, got {type(payload).__name__}.")
+        if attributes:
+            lines = [line for line in payload.splitlines() if line.strip()]
+            if len(lines) > settings.max_attributes:
+                raise gr.Error(f"{name}: {len(lines)} attributes; the limit is {settings.max_attributes} "
+                               "(AUGCLIP_MAX_ATTRIBUTES). Keep the most telling ones.")
+            longest = max((len(line) for line in lines), default=0)
+            if longest > settings.max_attribute_chars:
+                raise gr.Error(f"{name}: an attribute of {longest} characters; the limit is "
+                               f"{settings.max_attribute_chars} (AUGCLIP_MAX_ATTRIBUTE_CHARS).")
+        else:
+            limit = getattr(component, "augclip_max_chars", None) or settings.max_text_chars
+            if len(payload) > limit:
+                raise gr.Error(f"{name}: {len(payload)} characters; the limit is {limit} (AUGCLIP_MAX_TEXT_CHARS).")
+        return original(payload)
+
+    component.preprocess = preprocess  # type: ignore[method-assign]
+
+
+def _strict_checkbox(component: gr.Checkbox) -> None:
+    original = component.preprocess
+
+    def preprocess(payload: Any) -> bool | None:
+        if payload is not None and not isinstance(payload, bool):
+            raise gr.Error(f"{_name(component)}: must be true or false, got {str(payload)[:40]!r}.")
+        return original(payload)
+
+    component.preprocess = preprocess  # type: ignore[method-assign]
+
+
+def _unique_choices(component: gr.CheckboxGroup) -> None:
+    original = component.preprocess
+
+    def preprocess(payload: Any) -> Any:
+        if payload is None:
+            return original(payload)
+        name = _name(component)
+        if not isinstance(payload, list) or not all(isinstance(value, str) for value in payload):
+            raise gr.Error(f"{name}: must be a list of the offered choices.")
+        offered = {value for _, value in component.choices}
+        unknown = [value for value in dict.fromkeys(payload) if value not in offered]
+        if unknown:  # checked here, before anything counts them (a long list of unknown names is refused)
+            raise gr.Error(f"{name}: {', '.join(repr(v[:40]) for v in unknown[:5])} not offered; choose from "
+                           f"{', '.join(sorted(offered))}.")
+        return original(list(dict.fromkeys(payload)))
+
+    component.preprocess = preprocess  # type: ignore[method-assign]
