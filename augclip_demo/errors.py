@@ -101,6 +101,10 @@ class LLMError(AugclipError, RuntimeError):
         self.status = status
         self.base_url = base_url
         self.model = model
+class BatchCancelled(AugclipError):
+    """A batch run was stopped by its caller (a cancelled web request); what was scored is kept and resumes."""
+
+
 class ManifestError(InputError):
     """A batch manifest has problems; ``problems`` lists every one (line, item id, what is wrong)."""
 

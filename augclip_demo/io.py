@@ -453,3 +453,22 @@ def parse_json(text: str, what: str, max_depth: int = MAX_JSON_DEPTH) -> object:
         raise InputError(f"{what}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
     except (RecursionError, MemoryError):
         raise InputError(f"{what}: the JSON is too large or too deeply nested") from None
+
+
+# ------------------------------------------------------------------------------------------ CSV cells out
+#: First characters that make a spreadsheet (Excel, LibreOffice, Google Sheets) read a cell as a formula.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: object) -> object:
+    """A CSV cell that no spreadsheet runs as a formula: text starting with one of :data:`FORMULA_STARTS`
+    gets a leading ``'`` (the usual rule: ``=HYPERLINK(...)`` is shown as text). Numbers stay numbers
+    (a negative score is written as it is); only strings, such as file names and texts, are changed."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def spreadsheet_row(row: dict[str, object]) -> dict[str, object]:
+    """:func:`spreadsheet_safe` on every cell of a ``csv.DictWriter`` row."""
+    return {key: spreadsheet_safe(value) for key, value in row.items()}

@@ -17,6 +17,7 @@ from typing import Any
 from ..bpm.judges import BPMComponents, rescore_over_dataset
 from ..config import Settings
 from ..errors import InputError, WeightsUnavailableError
+from ..io import spreadsheet_row
 from ..metrics.agreement import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_LEVEL,
@@ -92,7 +93,7 @@ class ProtocolReport:
         writer.writeheader()
         provenance = {"model": "+".join(self.models), "untrained": self.untrained}
         for row in self.long_rows():
-            writer.writerow({**{k: ("" if v is None else v) for k, v in row.items()}, **provenance})
+            writer.writerow(spreadsheet_row({**{k: ("" if v is None else v) for k, v in row.items()}, **provenance}))
         return buffer.getvalue()
 
     def save(self, json_path: str | Path | None = None, csv_path: str | Path | None = None) -> list[Path]:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..io import spreadsheet_row
 from .results_parquet import (
     ParquetResultsWriter,
     is_parquet_results,
@@ -300,7 +301,7 @@ def export_csv(results_path: str | Path, csv_path: str | Path) -> Path:
             base = {"id": record["id"], "dataset": record.get("dataset", ""), "status": record.get("status", ""),
                     "model": run.get("model", ""), "untrained": run.get("untrained", "")}
             if record.get("status") != "ok":
-                writer.writerow({**base, "error": record.get("error", "")})
+                writer.writerow(spreadsheet_row({**base, "error": record.get("error", "")}))
                 continue
             for edit in record.get("edits", []):
                 row = {**base, "edit": edit.get("index", 0) + 1, "name": edit.get("name", ""),
@@ -308,5 +309,5 @@ def export_csv(results_path: str | Path, csv_path: str | Path) -> Path:
                 for key in keys:
                     value = (edit.get("metrics") or {}).get(key)
                     row[key] = "" if value is None else value
-                writer.writerow(row)
+                writer.writerow(spreadsheet_row(row))  # names and paths come from uploads: never a formula
     return csv_path

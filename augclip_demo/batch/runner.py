@@ -35,6 +35,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import sys
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures.process import BrokenProcessPool
@@ -47,7 +48,7 @@ from threadpoolctl import threadpool_limits
 from .. import __version__
 from ..attributes.base import Attributes
 from ..config import Settings
-from ..errors import InputError, ManifestError
+from ..errors import BatchCancelled, InputError, ManifestError
 from ..inference.clip_encoder import ClipEncoder, get_encoder
 from ..metrics.suite import METRICS, ItemScores, needs_of
 from ..pipeline import Evaluator
@@ -94,11 +95,13 @@ class BatchRunner:
     def __init__(self, manifest: str | Path, out: str | Path, *, options: BatchOptions | None = None,
                  settings: Settings | None = None, encoder: ClipEncoder | None = None,
                  csv: str | Path | None = None, progress: ProgressFn | None = None, show_progress: bool = True,
-                 dataset: str | None = None, engine: str = "local", ray_options: Any = None):
+                 dataset: str | None = None, engine: str = "local", ray_options: Any = None,
+                 cancel: threading.Event | None = None):
         if engine not in ENGINES:
             raise InputError(f"batch engine must be one of {', '.join(ENGINES)}, got {engine!r}")
         self.engine = engine
         self.ray_options = ray_options  # a ray_engine.RayOptions (engine "ray")
+        self.cancel = cancel  # set by the caller: the loop stops, keeping what is scored (resumable)
         self.manifest = Path(manifest).expanduser()
         self.out = Path(out).expanduser()
         self.options = options or BatchOptions()
@@ -233,6 +236,9 @@ class _Execution:
         blas = threadpool_limits(limits=1, user_api="blas")
         try:
             while True:
+                if runner.cancel is not None and runner.cancel.is_set():
+                    raise BatchCancelled(f"the batch was cancelled after {self.writer.next_ordinal} of "
+                                         f"{self.plan.pending} items; run it again to resume")
                 while not exhausted and len(self.decoding) < sizes.max_inflight:
                     nxt = next(items, None)
                     if nxt is None:
@@ -261,7 +267,7 @@ class _Execution:
                 self._track()
             self._collect(block=True)
             self._track()
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, BatchCancelled):
             self.summary.interrupted = True
             self._collect(block=False)  # keep what is finished (in order); the rest runs again on resume
             raise
@@ -511,14 +517,16 @@ def _progress_bar(total: int, show: bool) -> Any:
 def run_batch(manifest: str | Path, out: str | Path, *, options: BatchOptions | None = None,
               settings: Settings | None = None, encoder: ClipEncoder | None = None, csv: str | Path | None = None,
               progress: ProgressFn | None = None, show_progress: bool = False,
-              dataset: str | None = None, engine: str = "local", ray_options: Any = None) -> BatchSummary:
+              dataset: str | None = None, engine: str = "local", ray_options: Any = None,
+              cancel: threading.Event | None = None) -> BatchSummary:
     """Score every item of ``manifest`` into ``out`` (JSONL, or a Parquet folder when it ends in
     ``.parquet``; resumes an existing one).
 
     ``progress(fraction, message)`` is called as items finish; ``dataset`` names items that have
     no ``dataset`` field (default: the manifest's file name without extension). ``engine="ray"``
-    runs on Ray Data instead (:mod:`.ray_engine`; ``ray_options``: a ``RayOptions``).
+    runs on Ray Data instead (:mod:`.ray_engine`; ``ray_options``: a ``RayOptions``). Setting ``cancel``
+    stops the run within a loop turn (:class:`BatchCancelled`; finished items are kept and resume).
     """
     return BatchRunner(manifest, out, options=options, settings=settings, encoder=encoder, csv=csv,
                        progress=progress, show_progress=show_progress, dataset=dataset, engine=engine,
-                       ray_options=ray_options).run()
+                       ray_options=ray_options, cancel=cancel).run()

@@ -18,6 +18,7 @@ import json
 import re
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,13 +186,16 @@ def run_uploaded_batch(manifest_file: str | Path, images_zip: str | Path, *, wor
                        metrics: list[str] | str | None = None, augclip: AugCLIPOptions | None = None,
                        provider: str | None = None, limits: ZipLimits | None = None,
                        progress: ProgressFn | None = None, n_boot: int = 1000, seed: int = 0,
-                       skip_invalid: bool = False, keep_images: bool = False) -> BatchUploadResult:
+                       skip_invalid: bool = False, keep_images: bool = False,
+                       cancel: threading.Event | None = None) -> BatchUploadResult:
     """Extract, validate, run the batch, compute the protocols; every file lands in ``work_dir``.
 
     ``skip_invalid`` scores the valid items of a manifest with bad lines (they are listed in the
     summary) instead of refusing it. The extracted images are deleted afterwards unless
     ``keep_images``: the results keep their paths as written in the manifest, and a server should not
-    keep gigabytes of uploads per run.
+    keep gigabytes of uploads per run. Setting ``cancel`` stops the extraction or the run
+    (:class:`~augclip_demo.errors.BatchCancelled`); the scored items stay in ``work_dir``'s results file,
+    and the same call with the same ``work_dir`` resumes after them.
     """
     settings = settings or Settings.from_env()
     report = progress or (lambda fraction, message: None)
@@ -216,7 +220,7 @@ def run_uploaded_batch(manifest_file: str | Path, images_zip: str | Path, *, wor
     csv_path = work / f"{dataset}-results.csv"
     try:
         report(0.0, "extracting the zip")
-        safe_extract(images_zip, extracted, limits or ZipLimits.from_settings(settings))
+        safe_extract(images_zip, extracted, limits or ZipLimits.from_settings(settings), cancel=cancel)
         root = _choose_root(extracted, manifest_file)
         check_manifest_bounds(manifest_file, manifest_file.name, settings, root)  # the zip's attribute files
         manifest = root / UPLOADED_MANIFEST
@@ -228,7 +232,7 @@ def run_uploaded_batch(manifest_file: str | Path, images_zip: str | Path, *, wor
 
         # Items without a dataset field are grouped under the uploaded file's name, not the copy's.
         summary = run_batch(manifest, results, options=options, settings=settings, encoder=encoder, csv=csv_path,
-                            progress=batch_progress, dataset=dataset)
+                            progress=batch_progress, dataset=dataset, cancel=cancel)
     except BaseException as exc:
         if not work_dir:  # a refused or failed upload leaves nothing behind in the temp folder
             shutil.rmtree(work, ignore_errors=True)

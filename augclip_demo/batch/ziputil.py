@@ -15,12 +15,13 @@ from __future__ import annotations
 import re
 import stat
 import struct
+import threading
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..config import Settings
-from ..errors import UnsafeArchiveError
+from ..errors import BatchCancelled, UnsafeArchiveError
 
 MB = 1024 * 1024
 _CHUNK = 1024 * 1024
@@ -33,6 +34,7 @@ class ZipLimits:
     max_zip_bytes: int = 512 * MB
     max_files: int = 20_000
     max_total_bytes: int = 4096 * MB
+    total_limit: str = "AUGCLIP_UPLOAD_MAX_UNZIPPED_MB"  # what sets max_total_bytes, for the message
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> ZipLimits:
@@ -132,8 +134,10 @@ def count_entries(zip_path: Path, limit: int) -> int:
     return max(count, declared)
 
 
-def safe_extract(zip_path: str | Path, dest: str | Path, limits: ZipLimits | None = None) -> list[Path]:
-    """Extract ``zip_path`` into ``dest`` after every check above; returns the files written."""
+def safe_extract(zip_path: str | Path, dest: str | Path, limits: ZipLimits | None = None, *,
+                 cancel: threading.Event | None = None) -> list[Path]:
+    """Extract ``zip_path`` into ``dest`` after every check above; returns the files written. Setting
+    ``cancel`` stops between entries (:class:`~augclip_demo.errors.BatchCancelled`)."""
     limits = limits or ZipLimits.from_settings()
     zip_path, dest = Path(zip_path), Path(dest)
     if not zip_path.is_file():
@@ -161,7 +165,7 @@ def safe_extract(zip_path: str | Path, dest: str | Path, limits: ZipLimits | Non
         declared = sum(m.file_size for m in files)
         if declared > limits.max_total_bytes:
             raise UnsafeArchiveError(f"the zip expands to {_size(declared)}, over the limit of "
-                                     f"{_size(limits.max_total_bytes)} (AUGCLIP_UPLOAD_MAX_UNZIPPED_MB)")
+                                     f"{_size(limits.max_total_bytes)} ({limits.total_limit})")
         seen: set[str] = set()
         folders: set[str] = set()
         planned: list[tuple[zipfile.ZipInfo, PurePosixPath]] = []
@@ -191,6 +195,8 @@ def safe_extract(zip_path: str | Path, dest: str | Path, limits: ZipLimits | Non
         written: list[Path] = []
         total = 0
         for member, relative in planned:
+            if cancel is not None and cancel.is_set():
+                raise BatchCancelled("the batch was cancelled while its zip was extracted")
             target = root.joinpath(*relative.parts)
             if root not in target.resolve().parents:
                 raise UnsafeArchiveError(f"the zip entry {member.filename!r} would be written outside the upload folder")
@@ -202,7 +208,7 @@ def safe_extract(zip_path: str | Path, dest: str | Path, limits: ZipLimits | Non
                         if total > limits.max_total_bytes:
                             raise UnsafeArchiveError(
                                 f"the zip expands to more than {_size(limits.max_total_bytes)} (its headers understate "
-                                "the sizes); refused (AUGCLIP_UPLOAD_MAX_UNZIPPED_MB)")
+                                f"the sizes); refused ({limits.total_limit})")
                         dst.write(chunk)
             except (zipfile.BadZipFile, EOFError, NotImplementedError, RuntimeError) as exc:
                 raise UnsafeArchiveError(f"the zip entry {member.filename!r} could not be read ({exc})") from None

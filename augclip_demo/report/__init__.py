@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..attributes.base import Attributes
+from ..io import spreadsheet_row
 from ..metrics.suite import METRICS, REFERENCE_METRICS, best_index
 
 UNTRAINED_WARNING = "untrained: computed with random weights, scores are not meaningful"
@@ -301,7 +302,7 @@ class Report:
         if rows:
             writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
             writer.writeheader()
-            writer.writerows(rows)
+            writer.writerows(spreadsheet_row(row) for row in rows)  # no cell runs as a formula
         return buffer.getvalue()
 
 

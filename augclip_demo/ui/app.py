@@ -328,6 +328,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                          edit_mask_file=None, caption=None, feature_keys=None, state=None, request: gr.Request = None,
                          progress=gr.Progress()):
                 settings = settings_for(clip_model)
+                folders.check_room("The evaluation")
                 state = logic.Session(**{**own_folder(state, request).__dict__, "halted": None})
                 if page and model_status(settings).state == "error":
                     return halted(settings, state)
@@ -692,6 +693,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
 
         demo.unload(end_session)
         bound_inputs(demo, base_settings)  # every text, checkbox and choice list: strict type and bound
+        folders.watch_uploads(demo, sweep)  # uploads count against the disk cap on arrival; a timed sweep
     demo.queue(default_concurrency_limit=base_settings.concurrency, max_size=64)
     demo.work_folders = folders  # for tests and operators: where the session files live
     return demo

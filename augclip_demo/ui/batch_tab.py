@@ -8,10 +8,13 @@ around it and the ``/batch`` API endpoint.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
+import hashlib
 import html
 import shutil
 import tempfile
+import threading
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -21,15 +24,20 @@ import gradio as gr
 
 from ..batch.options import batch_metric_keys
 from ..batch.upload import BatchUploadResult, run_uploaded_batch
+from ..batch.ziputil import ZipLimits
 from ..config import Settings
 from ..metrics.suite import METRICS, metric_keys
 from ..report import UNTRAINED_WARNING
 from .examples import EXAMPLES_DIR
-from .guard import scrub_paths, user_facing
+from .guard import CancelWatch, scrub_paths, user_facing
 from .session import offered_clip_model
 from .storage import WorkFolders
 from .views import empty_table
 
+#: One batch per server: Gradio's concurrency limit frees its slot when a request is cancelled, while the
+#: cancelled run is still stopping in its thread; this lock holds until it has.
+BATCH_LOCK = threading.Lock()
+LOCK_WAIT_S = 15.0
 MAX_SHOWN_ROWS = 500  # per-edit rows shown on the page; the downloads hold all of them
 SHOWN_COLUMNS = ("id", "edit", "name", "role", "status")
 
@@ -116,6 +124,34 @@ def per_edit_rows(result: BatchUploadResult, metrics: list[str]) -> tuple[list[s
     return headers, rows, total
 
 
+def public_copies(result: BatchUploadResult) -> list[str]:
+    """The downloads as a web client gets them: copies of the results and protocol files with every
+    absolute path cut to its last component (the protocol names the server's results file, a run's
+    signature its model folders). The originals stay as written: a later run of the same upload resumes
+    from them."""
+    folder = result.work_dir / "downloads"
+    folder.mkdir(exist_ok=True)
+    copies = []
+    for original in map(Path, result.files()):
+        copy = folder / original.name
+        with open(original, encoding="utf-8") as src, open(copy, "w", encoding="utf-8", newline="") as dst:
+            for line in src:
+                dst.write(scrub_paths(line))
+        copies.append(str(copy))
+    return copies
+
+
+def upload_key(*files: str) -> str:
+    """A digest of the uploaded files' bytes (which run a later upload of the same files resumes)."""
+    digest = hashlib.sha256()
+    for file in files:
+        with open(file, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
 def _number(text: str) -> float:
     """A metric cell of the results CSV as a number (NaN when empty: a failed item or an unavailable metric)."""
     try:
@@ -172,6 +208,8 @@ def build_batch_tab(settings: Settings, *, provider_choices: list[tuple[str, str
         files = gr.File(label="Downloads: results (JSONL, CSV), protocols (JSON, CSV)", file_count="multiple",
                         interactive=False, elem_id="aug-batch-files")
 
+        resumable: dict[tuple, Path] = {}  # a cancelled run's folder, by session, upload and choices
+
         @user_facing
         def run(manifest_file, images_zip, metric_keys, provider_name, clip_spec, skip, request: gr.Request,
                 progress=gr.Progress()):
@@ -182,11 +220,35 @@ def build_batch_tab(settings: Settings, *, provider_choices: list[tuple[str, str
             if not metric_keys:
                 raise gr.Error("Choose at least one metric.")
             run_settings = settings.replace(clip_model=offered_clip_model(clip_spec, clip_choices))
-            result = run_uploaded_batch(manifest_file, images_zip, settings=run_settings, metrics=list(metric_keys),
-                                        provider=provider_name, skip_invalid=bool(skip),
-                                        progress=lambda fraction, message: progress(fraction, desc=message))
-            if folders is not None:  # deleted with the session (and by age / total size)
-                folders.adopt(getattr(request, "session_hash", None), result.work_dir)
+            metric_keys = list(dict.fromkeys(metric_keys))
+            limits = ZipLimits.from_settings(settings)
+            if folders is not None:  # the zip may expand only into the room left under the disk cap
+                folders.check_room("The batch")
+                if folders.room() < limits.max_total_bytes:
+                    limits = dataclasses.replace(limits, max_total_bytes=folders.room(),
+                                                 total_limit="the room left under the app's disk cap, AUGCLIP_APP_DISK_MB")
+            session = getattr(request, "session_hash", None)
+            # The same upload with the same choices in the same session resumes a cancelled run's folder.
+            key = (session, upload_key(manifest_file, images_zip), tuple(metric_keys), provider_name,
+                   run_settings.clip_model, bool(skip))
+            work_dir = resumable.get(key)
+            if work_dir is None or not work_dir.is_dir():
+                work_dir = Path(tempfile.mkdtemp(prefix="augclip-batch-", dir=folders.root if folders else None))
+                resumable[key] = work_dir
+                if folders is not None:  # deleted with the session (and by age / total size)
+                    folders.adopt(session, work_dir)
+            if not BATCH_LOCK.acquire(timeout=LOCK_WAIT_S):
+                raise gr.Error("Another batch is still running (or stopping) on this server; one runs at a time. "
+                               "Try again in a minute.")
+            try:
+                with CancelWatch() as watch:
+                    result = run_uploaded_batch(manifest_file, images_zip, work_dir=work_dir, settings=run_settings,
+                                                metrics=metric_keys, provider=provider_name, skip_invalid=bool(skip),
+                                                progress=lambda fraction, message: progress(fraction, desc=message),
+                                                cancel=watch.event, limits=limits)
+            finally:
+                BATCH_LOCK.release()
+            resumable.pop(key, None)  # finished: a new run of it starts afresh
             if after_run is not None:
                 after_run()
             headers, rows, total = per_edit_rows(result, list(metric_keys))
@@ -195,7 +257,7 @@ def build_batch_tab(settings: Settings, *, provider_choices: list[tuple[str, str
                 text += f"\n\nShowing {len(rows)} of {total} per-edit rows."
             protocol_table = ({"headers": result.protocol_headers, "data": result.protocol_rows}
                               if result.protocol_rows else empty_table(NO_PROTOCOL))
-            return text, protocol_table, per_edit_table(headers, rows, list(metric_keys)), result.files()
+            return text, protocol_table, per_edit_table(headers, rows, list(metric_keys)), public_copies(result)
 
         example_btn.click(lambda: example_batch_files(), None, [manifest, images], api_name=False)
         # One batch at a time: a batch fills the CPU / GPU by itself.

@@ -6,6 +6,7 @@ import functools
 import html
 import logging
 import re
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -73,3 +74,52 @@ def scrub_paths(message: str) -> str:
 def as_html(message: str) -> str:
     """Gradio renders error messages as HTML: escape markup (file names may hold any text), keep line breaks."""
     return html.escape(message, quote=False).replace("\n", "<br>")
+
+
+class CancelWatch:
+    """A ``threading.Event`` set once the running request is cancelled or its client has gone.
+
+    Gradio cancels the asyncio task of a cancelled or abandoned event, but a handler already running
+    in a worker thread carries on. Made inside a handler (it reads the event from Gradio's context),
+    a watch polls the queue every ``interval`` seconds until :meth:`close`: the event is gone from the
+    running jobs (``/cancel``) or marked not alive (the client disconnected). Long work (a batch) passes
+    :attr:`event` on and stops when it is set. Outside a Gradio request it never fires.
+    """
+
+    def __init__(self, interval: float = 0.5):
+        from gradio.context import LocalContext
+
+        self.event = threading.Event()
+        self._done = threading.Event()
+        blocks, self._event_id = LocalContext.blocks.get(None), LocalContext.event_id.get(None)
+        self._queue = getattr(blocks, "_queue", None)
+        if self._queue is not None and self._event_id:
+            threading.Thread(target=self._watch, args=(interval,), daemon=True, name="augclip-cancel-watch").start()
+
+    def _gone(self) -> bool:
+        for job in list(self._queue.active_jobs):
+            for event in job or ():
+                if event._id == self._event_id:
+                    return not event.alive
+        return True  # no longer running: its task was cancelled
+
+    def _watch(self, interval: float) -> None:
+        while not self._done.wait(interval):
+            try:
+                gone = self._gone()
+            except Exception:  # noqa: BLE001 - Gradio's internals moved: never stop a request for it
+                log.exception("cancel watch failed; the request runs to its end")
+                return
+            if gone:
+                log.info("request %s cancelled or its client left: stopping its work", self._event_id)
+                self.event.set()
+                return
+
+    def close(self) -> None:
+        self._done.set()
+
+    def __enter__(self) -> CancelWatch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

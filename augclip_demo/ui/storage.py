@@ -16,23 +16,32 @@ a copy of every file it serves (and every upload) in its cache. Without care bot
   processes sharing the temporary folder are only ever deleted by age.
 
 Gradio's own age-based cleanup (``gr.Blocks(delete_cache=...)``) stays on beside this.
+
+:meth:`WorkFolders.watch_uploads` makes the cap hold between requests too: every upload is counted
+when it arrives (one arriving while the total is over the cap is deleted at once and its request
+refused), and the sweep also runs every :data:`SWEEP_INTERVAL_S` seconds. :meth:`WorkFolders.check_room`
+refuses a request, with a message, while the total is at the cap; :meth:`WorkFolders.room` is what a
+zip may still expand to.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 log = logging.getLogger(__name__)
 
 PREFIXES = ("augclip-app-", "augclip-batch-")
 MIN_AGE_S = 120.0
+SWEEP_INTERVAL_S = 30.0
+MB = 1 << 20
 
 
 def _tree_bytes(path: Path) -> int:
@@ -67,6 +76,10 @@ class WorkFolders:
         self._lock = threading.Lock()
         self._by_session: dict[str, list[Path]] = {}
         self._made: set[Path] = set()  # every folder this process made or adopted (the size cap's scope)
+        self._total = 0  # bytes counted at the last sweep
+        self._arrived = 0  # bytes uploaded since
+        self.refused_uploads: set[str] = set()  # uploads deleted on arrival (the total was at the cap)
+        self._wake = threading.Event()
 
     # ----------------------------------------------------------------- folders
     def new(self, session_id: str | None, prefix: str = "augclip-app-") -> Path:
@@ -157,7 +170,84 @@ class WorkFolders:
                     continue
                 removed_files += 1
             total -= size
+        with self._lock:
+            self._total, self._arrived = total, 0
         if removed_folders or removed_files:
             log.info("storage sweep: %d folder(s) and %d cached file(s) deleted; %d bytes left", removed_folders,
                      removed_files, total)
         return {"folders_removed": removed_folders, "files_removed": removed_files, "bytes": total}
+
+    # ----------------------------------------------------------------- the cap between requests
+    def used(self) -> int:
+        """Bytes counted: at the last sweep, plus uploads since."""
+        with self._lock:
+            return self._total + self._arrived
+
+    def room(self) -> int:
+        """Bytes that may still be written before the cap."""
+        return max(0, self.max_bytes - self.used())
+
+    def check_room(self, what: str = "This request") -> None:
+        """Refuse work while the files on disk are at the cap (a request would pass it)."""
+        from ..errors import InputError
+
+        if self.room() <= 0:
+            raise InputError(f"{what} was refused: the server's space for uploads and results is full "
+                             f"({self.used() / MB:.0f} of {self.max_bytes / MB:.0f} MB, AUGCLIP_APP_DISK_MB). "
+                             "Try again in a few minutes, when older files have been deleted.")
+
+    def arrived(self, paths: Iterable[str | Path]) -> None:
+        """Count uploads as they arrive; one arriving while the total is at the cap is deleted at once."""
+        for path in paths:
+            try:
+                size = os.lstat(path).st_size
+            except OSError:
+                continue
+            with self._lock:
+                full = self._total + self._arrived + size > self.max_bytes
+                if not full:
+                    self._arrived += size
+            if full:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+                self.refused_uploads.add(str(path))
+                log.warning("upload of %d bytes refused: the app's files are at their cap", size)
+        self._wake.set()  # the timer sweeps now (evicting old files makes room)
+
+    def watch_uploads(self, blocks: object, sweep: Callable[[], object], interval: float = SWEEP_INTERVAL_S) -> None:
+        """Count ``blocks``' uploads on arrival and run ``sweep`` every ``interval`` seconds (and after an
+        upload), in a daemon thread, for as long as the process lives."""
+        counted = _CountedSet(self, getattr(blocks, "upload_file_set", ()))
+        sets = getattr(blocks, "temp_file_sets", [])
+        for i, file_set in enumerate(sets):
+            if file_set is getattr(blocks, "upload_file_set", None):
+                sets[i] = counted
+        blocks.upload_file_set = counted  # type: ignore[attr-defined]
+
+        def run() -> None:
+            while True:
+                self._wake.wait(interval)
+                self._wake.clear()
+                try:
+                    sweep()
+                except Exception:  # noqa: BLE001 - a set changed while counted: the next turn counts again
+                    log.debug("timed sweep skipped", exc_info=True)
+
+        threading.Thread(target=run, daemon=True, name="augclip-disk-sweep").start()
+
+
+class _CountedSet(set):
+    """Gradio's set of uploaded files, telling :class:`WorkFolders` of each file added."""
+
+    def __init__(self, folders: WorkFolders, items: Iterable[str] = ()):
+        super().__init__(items)
+        self._folders = folders
+
+    def add(self, item: str) -> None:
+        super().add(item)
+        self._folders.arrived([item])
+
+    def update(self, *others: Iterable[str]) -> None:
+        items = [item for other in others for item in other]
+        super().update(items)
+        self._folders.arrived(items)
