@@ -54,3 +54,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:
+        # the checks before the work cannot see everything (root on a folder without write bits, a
+        # mount that turns read-only, a full disk): the file and the reason, not a traceback (-v shows it)
+        if args.verbose:
+            raise
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"error: cannot read or write{where}: {exc.strerror or exc}. Check the paths given (--out, "
+              "--csv, ...) and the free space; -v shows the details", file=sys.stderr)
+        return 2

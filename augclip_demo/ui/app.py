@@ -175,10 +175,11 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                     gr.Markdown("**Reference and preservation metrics** (MagicBrush, PIE-Bench; docs/metrics.md): "
                                 "each input switches on its columns.")
                     with gr.Row():
-                        ground_truth = gr.Image(label="Ground-truth edit (L1 / L2 / CLIP-I to it)", type="filepath",
-                                                elem_id="aug-ground-truth", height=150)
-                        edit_mask = gr.Image(label="Edit mask: white = edited region (PSNR / MSE / SSIM outside it)",
-                                             type="filepath", elem_id="aug-edit-mask", height=150)
+                        # unopened, like the source: our loader names the input in every error
+                        ground_truth = image_path_input(label="Ground-truth edit (L1 / L2 / CLIP-I to it)",
+                                                        elem_id="aug-ground-truth", height=150)
+                        edit_mask = image_path_input(label="Edit mask: white = edited region (PSNR / MSE / SSIM outside it)",
+                                                     elem_id="aug-edit-mask", height=150)
                         with gr.Column():
                             output_caption = gr.Textbox(label="Output caption (CLIP-T to it)",
                                                         elem_id="aug-output-caption")

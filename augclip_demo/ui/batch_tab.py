@@ -95,6 +95,8 @@ def summary_markdown(result: BatchUploadResult) -> str:
         lines.append(f'<div class="aug-untrained">{html.escape(UNTRAINED_WARNING)} ({html.escape(summary.model)})</div>\n')
     lines.append(f"**{summary.n_ok} item(s) scored, {summary.n_failed} failed** (of {summary.n_items}) in "
                  f"{summary.seconds:.1f} s ({summary.items_per_second:.2f} items/s) with `{summary.model}`.")
+    if summary.n_skipped:
+        lines.append(f"Resumed: {summary.n_skipped} item(s) scored by an earlier, cancelled run of this upload were kept.")
     hidden = str(result.work_dir)
     for item_id, error in summary.failures[:10]:
         lines.append(f"- failed `{html.escape(str(item_id))}`: {html.escape(scrub_paths(error.replace(hidden, '…')))}")

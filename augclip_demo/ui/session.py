@@ -191,8 +191,10 @@ def evaluate(
 
     references: dict[str, Any] = {}
     if ground_truth:
+        check_upload(ground_truth, "ground-truth image", settings.max_upload_mb)
         references["ground_truth"] = open_image(ground_truth, name="ground truth", max_pixels=settings.max_image_pixels)
     if edit_mask:
+        check_upload(edit_mask, "edit mask", settings.max_upload_mb)
         references["edit_mask"] = open_image(edit_mask, name="edit mask", max_pixels=settings.max_image_pixels)
     with first_result_work():
         report = evaluator.evaluate(src, loaded, target_text, source_text or None, attributes, options=options,
