@@ -116,8 +116,8 @@ def _check_item_bounds(data: dict, where: str, settings: Settings, root: Path | 
     if isinstance(attributes, str) and root is not None:
         attributes = _attribute_file(root, attributes, where, settings)
     if isinstance(attributes, dict):
-        for side in ("source", "target"):
-            values = attributes.get(side)
+        for side in ("source", "target"):  # inline lists, or an attributes file's source_attributes / ...
+            values = attributes.get(side, attributes.get(f"{side}_attributes"))
             if not isinstance(values, list):
                 continue
             if len(values) > settings.max_attributes:

@@ -11,6 +11,7 @@ figures.
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import pytest
@@ -56,10 +57,8 @@ def _fastest(text: str, runs: int = 3) -> float:
     best = float("inf")
     for _ in range(runs):
         start = time.perf_counter()
-        try:
+        with contextlib.suppress(InstructionParseError):
             parse_with_rules(text)
-        except InstructionParseError:
-            pass
         best = min(best, time.perf_counter() - start)
     return best
 
