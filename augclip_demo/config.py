@@ -86,7 +86,7 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "AUGCLIP_FILE_MIRROR": ("base URL of a mirror holding the LPIPS backbones and the FID Inception file under their "
                             "published names (default: torchvision's and torch-fidelity's official URLs)"),
     "AUGCLIP_UPLOAD_MAX_ZIP_MB": "largest image zip accepted by the app's batch upload, in MB (default 512)",
-    "AUGCLIP_UPLOAD_MAX_FILES": "most files an uploaded image zip may hold (default 20000)",
+    "AUGCLIP_UPLOAD_MAX_FILES": "most entries (files and folders) an uploaded image zip may hold (default 20000)",
     "AUGCLIP_UPLOAD_MAX_UNZIPPED_MB": "most bytes an uploaded image zip may expand to, in MB (default 4096)",
     "AUGCLIP_STUDY_DB": "SQLite file of the rating studies (default: studies.sqlite3 in the cache directory)",
     "AUGCLIP_STUDY_OPERATOR_TOKEN": ("operator token of the app's Study tab (unset: studies are run from the CLI only); "

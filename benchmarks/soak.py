@@ -1,0 +1,135 @@
+"""Soak: many concurrent clients of mixed requests against ``python app.py`` for minutes; prints the errors,
+the page-load times and the server's memory over time (it should stay flat).
+
+    python benchmarks/soak.py                       # 20 clients, 180 s, random:tiny on CPU
+    python benchmarks/soak.py --clients 20 --seconds 300
+
+Each client loops over a mix: an evaluation (three edits), a re-score with other options, a refused
+request (a bound: 65 attributes, C = 1e30, a 5000-character target), a parse of an instruction, and a
+one-item batch (at most one batch runs at a time; the others wait in the queue). Every answer is
+checked (a result with rows, or the refusal's own message); anything else counts as an error. The
+page is loaded every 0.5 s meanwhile. 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.security.servers import start_app  # noqa: E402
+from tests.support import EXAMPLES, TINY  # noqa: E402
+from tests.ui.test_app import evaluate_args  # noqa: E402
+
+FLOWER = EXAMPLES / "flower-pink"
+ATTRS = {"source": ["orange dahlia"], "target": ["pink dahlia"]}
+REFUSALS = [
+    ({"src": [f"attribute {i}" for i in range(65)]}, "65 attributes; the limit is 64"),
+    ({"C": 1e30}, "must be at most 1e+06"),
+    ({"target": "pink " * 1000}, "5000 characters; the limit is 2000"),
+]
+
+
+def batch_files(folder: Path) -> tuple[Path, Path]:
+    manifest = folder / "m.jsonl"
+    manifest.write_text(json.dumps({"id": "a", "source": "src.png", "target_text": "a pink dahlia", "attributes": ATTRS,
+                                    "edits": [{"path": "edit.png"}]}) + "\n")
+    with zipfile.ZipFile(folder / "images.zip", "w") as archive:
+        archive.write(FLOWER / "source.png", "src.png")
+        archive.write(FLOWER / "well_edited.png", "edit.png")
+    return manifest, folder / "images.zip"
+
+
+def client_loop(url: str, index: int, deadline: float, files: tuple[Path, Path], counts: dict, errors: list) -> None:
+    from gradio_client import Client, handle_file
+
+    client = Client(url, verbose=False)
+    client.predict(*evaluate_args(), api_name="/evaluate")  # the session's first evaluation (re-scores need one)
+    step = index
+    while time.monotonic() < deadline:
+        kind = ("evaluate", "rescore", "refused", "parse", "batch")[step % 5]
+        step += 1
+        try:
+            if kind == "evaluate":
+                assert len(client.predict(*evaluate_args(), api_name="/evaluate")[1]["data"]) == 3
+            elif kind == "rescore":
+                lists = ("dahlia is orange\nround flower head", "dahlia is pink")
+                table = client.predict(*lists, "logistic", 2.0, False, True, TINY, api_name="/rescore")[1]
+                assert len(table["data"]) == 3
+            elif kind == "refused":
+                kwargs, message = REFUSALS[step % len(REFUSALS)]
+                try:
+                    client.predict(*evaluate_args(**kwargs), api_name="/evaluate")
+                    raise AssertionError(f"not refused: {kwargs.keys()}")
+                except Exception as exc:  # noqa: BLE001
+                    if message not in str(exc):
+                        raise
+            elif kind == "parse":
+                assert "flower" in json.dumps(client.predict("make the flower pink", "rules", TINY,
+                                                             api_name="/bpm_parse"))
+            else:
+                manifest, images = files
+                summary = client.predict(handle_file(str(manifest)), handle_file(str(images)), ["augclip"], "manual",
+                                         TINY, False, api_name="/batch")[0]
+                assert "1 item(s) scored, 0 failed" in summary, summary
+            counts[kind] = counts.get(kind, 0) + 1
+        except Exception as exc:  # noqa: BLE001
+            errors.append(f"client {index} {kind}: {str(exc)[:200]}")
+    client.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--seconds", type=float, default=180)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="augclip-soak-"))
+    app = start_app(work)
+    try:
+        files = batch_files(work)
+        from gradio_client import Client
+
+        warm = Client(app.url, verbose=False)
+        warm.predict(*evaluate_args(), api_name="/evaluate")
+        warm.close()
+        rss = [(0.0, app.memory()["VmRSS"])]
+        loads: list[float] = []
+        counts: dict[str, int] = {}
+        errors: list[str] = []
+        start = time.monotonic()
+        deadline = start + args.seconds
+        threads = [threading.Thread(target=client_loop, args=(app.url, i, deadline, files, counts, errors))
+                   for i in range(args.clients)]
+        for thread in threads:
+            thread.start()
+        while any(thread.is_alive() for thread in threads):
+            begin = time.perf_counter()
+            urllib.request.urlopen(app.url, timeout=30).read()
+            loads.append(time.perf_counter() - begin)
+            if time.monotonic() - start > len(rss) * 15:
+                rss.append((time.monotonic() - start, app.memory()["VmRSS"]))
+            time.sleep(0.5)
+        rss.append((time.monotonic() - start, app.memory()["VmRSS"]))
+        loads.sort()
+        print(f"{args.clients} clients, {args.seconds:.0f} s: requests {sum(counts.values())} {counts}, errors {len(errors)}")
+        for error in errors[:10]:
+            print("  ", error)
+        print(f"page loads: {len(loads)}, median {loads[len(loads) // 2]:.3f} s, 90th percentile "
+              f"{loads[int(len(loads) * 0.9)]:.3f} s, slowest {loads[-1]:.2f} s")
+        print("server RSS (s, GiB): " + ", ".join(f"{t:.0f}: {b / 2**30:.2f}" for t, b in rss))
+        print(f"server peak RSS {app.memory()['VmHWM'] / 2**30:.2f} GiB")
+    finally:
+        app.stop()
+
+
+if __name__ == "__main__":
+    main()
