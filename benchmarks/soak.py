@@ -52,8 +52,13 @@ def batch_files(folder: Path) -> tuple[Path, Path]:
 def client_loop(url: str, index: int, deadline: float, files: tuple[Path, Path], counts: dict, errors: list) -> None:
     from gradio_client import Client, handle_file
 
-    client = Client(url, verbose=False)
-    client.predict(*evaluate_args(), api_name="/evaluate")  # the session's first evaluation (re-scores need one)
+    time.sleep(0.5 * index)  # clients arrive over 10 s, as people do, not in one instant
+    try:
+        client = Client(url, verbose=False, httpx_kwargs={"timeout": 60})
+        client.predict(*evaluate_args(), api_name="/evaluate")  # the session's first evaluation (re-scores need one)
+    except Exception as exc:  # noqa: BLE001
+        errors.append(f"client {index} start: {str(exc)[:200]}")
+        return
     step = index
     while time.monotonic() < deadline:
         kind = ("evaluate", "rescore", "refused", "parse", "batch")[step % 5]
@@ -87,18 +92,25 @@ def client_loop(url: str, index: int, deadline: float, files: tuple[Path, Path],
     client.close()
 
 
+def _stop_on_signal() -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # runs the finally that stops the server
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=180)
     args = parser.parse_args()
+    _stop_on_signal()
     work = Path(tempfile.mkdtemp(prefix="augclip-soak-"))
     app = start_app(work)
     try:
         files = batch_files(work)
         from gradio_client import Client
 
-        warm = Client(app.url, verbose=False)
+        warm = Client(app.url, verbose=False, httpx_kwargs={"timeout": 60})
         warm.predict(*evaluate_args(), api_name="/evaluate")
         warm.close()
         rss = [(0.0, app.memory()["VmRSS"])]

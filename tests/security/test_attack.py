@@ -131,7 +131,7 @@ def app(tmp_path_factory) -> AppProcess:
 def watch(app, tmp_path_factory) -> Watch:
     # Warm-up (not watched): the first requests import and compile what they use once per process
     # (matplotlib, scikit-learn, numba's UMAP), which holds the interpreter for seconds; then the watch starts.
-    warm = Client(app.url, verbose=False)
+    warm = Client(app.url, verbose=False, httpx_kwargs={"timeout": 60})
     warm.predict(*evaluate_args(), api_name="/evaluate")
     warm.predict(True, api_name="/explain")
     folder = tmp_path_factory.mktemp("warm")
@@ -159,7 +159,7 @@ def watch(app, tmp_path_factory) -> Watch:
 @pytest.fixture()
 def client(app, watch) -> Client:
     watch.reset()
-    client = Client(app.url, verbose=False)
+    client = Client(app.url, verbose=False, httpx_kwargs={"timeout": 60})
     yield client
     client.close()
     watch.check()

@@ -53,7 +53,7 @@ def family(head: str, unit: str, tail: str, *, size: int = SIZE, max_words: int 
     return " ".join(w if i < len(head.split()) else w * stretch for i, w in enumerate(words))[:size]
 
 
-def _fastest(text: str, runs: int = 3) -> float:
+def _fastest(text: str, runs: int = 5) -> float:
     best = float("inf")
     for _ in range(runs):
         start = time.perf_counter()
