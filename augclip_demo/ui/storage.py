@@ -210,6 +210,8 @@ class WorkFolders:
             if full:
                 with contextlib.suppress(OSError):
                     os.unlink(path)
+                if len(self.refused_uploads) >= 10_000:  # a record for messages and tests, not a log: bounded
+                    self.refused_uploads.clear()
                 self.refused_uploads.add(str(path))
                 log.warning("upload of %d bytes refused: the app's files are at their cap", size)
         self._wake.set()  # the timer sweeps now (evicting old files makes room)
