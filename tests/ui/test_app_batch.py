@@ -121,7 +121,7 @@ def test_unsafe_and_oversized_zips_are_refused_and_the_server_keeps_serving(clie
         "dotdot": ({"flower-pink/source.png": png, "../escape.png": png}, "contains '..'"),
         "absolute": ({"/etc/evil.png": png}, "absolute path"),
         "many-files": ({f"f{i}.txt": b"x" for i in range(int(APP_ZIP_LIMITS["AUGCLIP_UPLOAD_MAX_FILES"]) + 1)},
-                       "files, over the limit"),
+                       "entries (files and folders), over the limit"),
         # A zip bomb in miniature: small compressed, over the uncompressed-size limit once expanded.
         "bomb": ({"zeros.bin": bytes(17 * 1024 * 1024)}, "expands to"),
         "big": ({"noise.bin": os.urandom(int(4.5 * 1024 * 1024))}, "over the upload limit"),
