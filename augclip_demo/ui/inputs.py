@@ -77,14 +77,15 @@ ATTRIBUTE_BOXES = frozenset({"aug-src-attrs", "aug-tgt-attrs"})
 
 
 def bound_inputs(blocks: gr.Blocks, settings: Any) -> int:
-    """Give every text box, checkbox and checkbox group of ``blocks`` a strict type and a bound, checked
+    """Give every text box and checkbox of ``blocks`` a strict type and a bound, checked
     when a request arrives (before the handler runs) and refused with a message naming the field.
 
     Text: a string of at most ``settings.max_text_chars`` characters (a box may set its own
     ``augclip_max_chars``); attribute lists (:data:`ATTRIBUTE_BOXES`): at most ``max_attributes``
     non-empty lines of at most ``max_attribute_chars`` each. Checkboxes: ``true`` or ``false`` only
-    (the string ``"no"`` is not true). Checkbox groups: a list of the offered values, duplicates
-    dropped (a list of 1000 copies of one metric is one metric). Returns how many inputs were bound.
+    (the string ``"no"`` is not true). Checkbox groups keep Gradio's own check (a list of offered
+    values; their choices may change per session, which a wrapper here would not see); the batch
+    drops repeated metrics itself. Returns how many inputs were bound.
     """
     count = 0
     for block in list(blocks.blocks.values()):
@@ -92,8 +93,6 @@ def bound_inputs(blocks: gr.Blocks, settings: Any) -> int:
             _bound_text(block, settings)
         elif isinstance(block, gr.Checkbox):
             _strict_checkbox(block)
-        elif isinstance(block, gr.CheckboxGroup):
-            _unique_choices(block)
         else:
             continue
         count += 1
@@ -139,24 +138,5 @@ def _strict_checkbox(component: gr.Checkbox) -> None:
         if payload is not None and not isinstance(payload, bool):
             raise gr.Error(f"{_name(component)}: must be true or false, got {str(payload)[:40]!r}.")
         return original(payload)
-
-    component.preprocess = preprocess  # type: ignore[method-assign]
-
-
-def _unique_choices(component: gr.CheckboxGroup) -> None:
-    original = component.preprocess
-
-    def preprocess(payload: Any) -> Any:
-        if payload is None:
-            return original(payload)
-        name = _name(component)
-        if not isinstance(payload, list) or not all(isinstance(value, str) for value in payload):
-            raise gr.Error(f"{name}: must be a list of the offered choices.")
-        offered = {value for _, value in component.choices}
-        unknown = [value for value in dict.fromkeys(payload) if value not in offered]
-        if unknown:  # checked here, before anything counts them (a long list of unknown names is refused)
-            raise gr.Error(f"{name}: {', '.join(repr(v[:40]) for v in unknown[:5])} not offered; choose from "
-                           f"{', '.join(sorted(offered))}.")
-        return original(list(dict.fromkeys(payload)))
 
     component.preprocess = preprocess  # type: ignore[method-assign]

