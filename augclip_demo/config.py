@@ -83,6 +83,8 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "AUGCLIP_HATIE_DINO": "DINOv2 network of HATIE's measures: hub id or folder (default facebook/dinov2-base; "
                           "random:tiny-v2 / random:dinov2-base for untrained weights)",
     "AUGCLIP_HATIE_LPIPS": "LPIPS backbone of HATIE's measures: alex (default), squeeze, vgg, or random:NET",
+    "AUGCLIP_HATIE_CLIP": "CLIP of HATIE's measures: a CLIP model spec (default ViT-B-32/openai, the published "
+                          "code's; random:tiny for untrained weights)",
     "AUGCLIP_FILE_MIRROR": ("base URL of a mirror holding the LPIPS backbones and the FID Inception file under their "
                             "published names (default: torchvision's and torch-fidelity's official URLs)"),
     "AUGCLIP_UPLOAD_MAX_ZIP_MB": "largest image zip accepted by the app's batch upload, in MB (default 512)",
@@ -197,6 +199,7 @@ class Settings:
     file_mirror: str | None = None
     hatie_dino: str = "facebook/dinov2-base"
     hatie_lpips: str = "alex"
+    hatie_clip: str = "ViT-B-32/openai"
     upload_max_zip_mb: int = 512
     upload_max_files: int = 20000
     upload_max_unzipped_mb: int = 4096
@@ -293,6 +296,7 @@ class Settings:
             "file_mirror": "AUGCLIP_FILE_MIRROR",
             "hatie_dino": "AUGCLIP_HATIE_DINO",
             "hatie_lpips": "AUGCLIP_HATIE_LPIPS",
+            "hatie_clip": "AUGCLIP_HATIE_CLIP",
         }
         for field, var in simple.items():
             if (value := get(var)) is not None:

@@ -1,8 +1,8 @@
-"""The feature networks HATIE's measures need besides CLIP: DINOv2, LPIPS and FID's Inception.
+"""The networks of HATIE's measures: its own CLIP (ViT-B/32), DINOv2, LPIPS and FID's Inception.
 
-They load through :mod:`augclip_demo.inference.weights` (the feature-network loaders); this module
-only states what HATIE asks of them (:class:`FeatureNetworks`) and turns their outputs into the
-[0, 1] similarities of :mod:`augclip_demo.metrics.hatie`.
+They load through :mod:`augclip_demo.inference.weights` (the loaders); this module states what HATIE
+asks of them (:class:`FeatureNetworks`) and feeds them as the published code does: DINOv2 on a direct
+224 x 224 resize with every output token averaged, LPIPS on 64 x 64 bilinear resizes.
 """
 
 from __future__ import annotations
@@ -11,24 +11,23 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
-from PIL import Image
 
 
 class FeatureNetworks(Protocol):
-    """What HATIE needs: DINOv2 embeddings (mean-pooled tokens), LPIPS distances, FID features."""
+    """What HATIE needs: DINOv2 embeddings, LPIPS distances, FID features, and optionally its own CLIP."""
 
     @property
     def untrained(self) -> bool: ...
 
-    def dino(self, images: Sequence[Image.Image]) -> np.ndarray:
-        """(n, d) embeddings, one row per image."""
+    def dino(self, images: Sequence[np.ndarray]) -> np.ndarray:
+        """(n, d) embeddings of float (H, W, 3) images, one row per image."""
         ...
 
-    def lpips(self, first: Sequence[Image.Image], second: Sequence[Image.Image]) -> np.ndarray:
-        """(n,) LPIPS distances of the pairs (first[i], second[i])."""
+    def lpips(self, first: Sequence[np.ndarray], second: Sequence[np.ndarray]) -> np.ndarray:
+        """(n,) LPIPS distances of the pairs (first[i], second[i]) of float (H, W, 3) images."""
         ...
 
-    def fid_features(self, images: Sequence[Image.Image]) -> np.ndarray:
+    def fid_features(self, images: Sequence[Any]) -> np.ndarray:
         """(n, 2048) pooled Inception features for FID."""
         ...
 
@@ -47,43 +46,53 @@ def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 DEFAULT_DINO = "facebook/dinov2-base"  # HATIE: DINOv2-base, token features mean-pooled
 DEFAULT_LPIPS = "alex"
 DEFAULT_FID = "inception-v3-compat"
+DEFAULT_CLIP = "ViT-B-32/openai"  # HATIE's CLIP for every CLIP measure (published code)
 
 
 class HatieFeatures:
     """The shared DINOv2, LPIPS and FID networks (:mod:`augclip_demo.inference`), as HATIE uses them.
 
     Specs take the loaders' forms: a hub id or folder for DINO, ``alex`` / ``random:alex`` for LPIPS,
-    ``inception-v3-compat`` / ``random:inception-v3-compat`` for FID; nothing loads until used.
+    ``inception-v3-compat`` / ``random:inception-v3-compat`` for FID, a CLIP model spec for HATIE's CLIP
+    (``ViT-B-32/openai``; ``random:tiny`` in tests; ``clip=""`` leaves it out and the run's CLIP is used);
+    nothing loads until used.
     """
 
     def __init__(self, settings: Any = None, *, dino: str | None = None, lpips: str | None = None,
-                 fid: str = DEFAULT_FID):
+                 fid: str = DEFAULT_FID, clip: str | None = None):
         from ..inference.dino import get_dino
         from ..inference.fid import get_fid_network
         from ..inference.lpips import get_lpips
 
         self.dino_network = get_dino(dino or getattr(settings, "hatie_dino", None) or DEFAULT_DINO, settings)
         self.lpips_network = get_lpips(lpips or getattr(settings, "hatie_lpips", None) or DEFAULT_LPIPS, settings)
+        clip_spec = clip if clip is not None else (getattr(settings, "hatie_clip", None) or DEFAULT_CLIP)
+        self.clip_network = _clip_encoder(clip_spec, settings) if clip_spec else None
         self._fid_spec, self._settings = fid, settings
         self._get_fid = get_fid_network
         self._fid: Any = None
 
     @property
     def untrained(self) -> bool:
-        return bool(self.dino_network.untrained or self.lpips_network.untrained)
+        parts = [self.dino_network, self.lpips_network] + ([self.clip_network] if self.clip_network else [])
+        return any(bool(p.untrained) for p in parts)
 
     def load(self) -> HatieFeatures:
         self.dino_network.load()
         self.lpips_network.load()
+        if self.clip_network is not None:
+            self.clip_network.load()
         return self
 
-    def dino(self, images: Sequence[Image.Image]) -> np.ndarray:
-        return self.dino_network.embed(list(images), pooling="mean")
+    def dino(self, images: Sequence[np.ndarray]) -> np.ndarray:
+        return self.dino_network.embed(list(images), pooling="all", preprocess="resize")
 
-    def lpips(self, first: Sequence[Image.Image], second: Sequence[Image.Image]) -> np.ndarray:
-        def arrays(items: Sequence[Image.Image]) -> list[np.ndarray]:
-            return [np.asarray(i.convert("RGB"), dtype=np.float64) / 255.0 for i in items]
-        return self.lpips_network.distance(arrays(first), arrays(second))
+    def lpips(self, first: Sequence[np.ndarray], second: Sequence[np.ndarray]) -> np.ndarray:
+        from ..metrics.hatie_images import LPIPS_SIZE, bilinear_resize
+
+        def small(items: Sequence[np.ndarray]) -> list[np.ndarray]:
+            return [bilinear_resize(np.asarray(i, dtype=np.float64), (LPIPS_SIZE, LPIPS_SIZE)) for i in items]
+        return self.lpips_network.distance(small(first), small(second))
 
     @property
     def fid_network(self) -> Any:
@@ -91,9 +100,19 @@ class HatieFeatures:
             self._fid = self._get_fid(self._fid_spec, self._settings)
         return self._fid
 
-    def fid_features(self, images: Sequence[Image.Image]) -> np.ndarray:
+    def fid_features(self, images: Sequence[Any]) -> np.ndarray:
         return self.fid_network.features(list(images))
 
     def info(self) -> dict[str, Any]:
-        return {"dino": self.dino_network.info(), "lpips": self.lpips_network.info(), "fid": self._fid_spec,
-                "untrained": self.untrained}
+        clip = None if self.clip_network is None else {"model": self.clip_network.spec.raw,
+                                                       "untrained": self.clip_network.untrained}
+        return {"dino": self.dino_network.info(), "lpips": self.lpips_network.info(), "clip": clip,
+                "fid": self._fid_spec, "untrained": self.untrained}
+
+
+def _clip_encoder(spec: str, settings: Any) -> Any:
+    """HATIE's own CLIP encoder (through the weights module like the run's), without the run's checkpoint."""
+    from ..config import Settings
+    from ..inference.clip_encoder import get_encoder
+
+    return get_encoder(settings or Settings.from_env(), clip_model=spec, clip_checkpoint=None)

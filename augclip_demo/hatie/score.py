@@ -2,10 +2,15 @@
 
 The detector and segmenter are BPM's (GroundingDINO + SAM, :mod:`augclip_demo.bpm.models`), where
 HATIE uses a closed-vocabulary Mask R-CNN (docs/method-notes.md says where that can change the
-numbers). CLIP is the run's encoder; DINOv2 and LPIPS come from the feature networks; VQA from
-the OpenAI-compatible client when :attr:`HatieOptions.vqa` is on. Every measure is collected
-first and computed in one batch per model; the criteria are then the pure math of
-:mod:`augclip_demo.metrics.hatie`.
+numbers); with HATIE's own benchmark (:class:`HatieQuery`) the source's masks are the benchmark's and
+only the edits are segmented, as in the published code. CLIP is HATIE's own ViT-B/32 (the feature
+networks' ``clip_network``; :attr:`HatieOptions.clip` ``"run"`` uses the run's encoder); DINOv2 and
+LPIPS come from the feature networks; VQA from the OpenAI-compatible client when
+:attr:`HatieOptions.vqa` is on. Every measure is collected first and computed in one batch per
+model; the criteria are then the pure math of :mod:`augclip_demo.metrics.hatie`.
+
+Image pairs are passed edit first, source second, as the published code does (it matters for L2,
+which resizes the second image to the first's size).
 """
 
 from __future__ import annotations
@@ -31,15 +36,36 @@ from .vqa import VqaScorer, object_question, relation_question, scene_question
 DEFAULT_BOX_THRESHOLD = 0.1
 #: A box under 5 px on either side counts as "object missing" (hatie-notes, "Pipeline").
 MIN_BOX_PX = 5
-#: Object crops are compared at this size; LPIPS at 64 x 64 (hatie-notes) and whole images at 256.
-OBJECT_SIZE = 224
-LPIPS_OBJECT_SIZE = 64
-LPIPS_IMAGE_SIZE = 256
 #: The phrase our open-vocabulary detector is given for "every foreground object" when the item names
 #: none (HATIE's foreground is the annotated editable objects of its dataset).
 DEFAULT_FOREGROUND = ("object",)
-RELATION_WORDS = {"up": "above", "down": "under", "left": "to the left of", "right": "to the right of",
-                  "inside": "in", "near": "next to", "unchanged": "with"}
+#: Our parse's position words as relation phrases; the benchmark's own locations are used as the code
+#: writes them (left / right: "on the left side of"; front: "in front of"; others as given).
+RELATION_WORDS = {"up": "above", "down": "under", "left": "on the left side of", "right": "on the right side of",
+                  "inside": "in", "near": "next to", "unchanged": "with", "front": "in front of"}
+
+
+@dataclass(frozen=True)
+class HatieQuery:
+    """One query of HATIE's own benchmark, as its files give it: the type's objects and the source's masks.
+
+    ``source_masks``: object name -> boolean mask of the original image (the benchmark's, in the 512 x 512
+    frame), used instead of detecting the source. ``target``: the object edited (remove / replace:
+    the object before; add: the object added); ``new``: the replacing object (replace); ``anchor`` and
+    ``location`` (add); ``after`` (attribute: the new attribute); ``subtype`` (resize: larger / smaller);
+    ``foreground``: the objects a background change keeps; ``target_text``: the wanted background / style.
+    """
+
+    query_id: str | None = None
+    target: str | None = None
+    new: str | None = None
+    anchor: str | None = None
+    location: str | None = None
+    after: str | None = None
+    subtype: str | None = None
+    foreground: tuple[str, ...] = ()
+    target_text: str | None = None
+    source_masks: Mapping[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass
@@ -64,6 +90,15 @@ class HatieModels:
         if self.features is not None and hasattr(self.features, "load"):
             self.features.load()
         return self
+
+    def clip_for(self, options: H.HatieOptions) -> tuple[Any, str | None]:
+        """The CLIP encoder of HATIE's measures and a note when it is not the one the options ask for."""
+        own = getattr(self.features, "clip_network", None) if self.features is not None else None
+        if options.clip == "run":
+            return self.encoder, None
+        if own is None:
+            return self.encoder, "HATIE's own CLIP (ViT-B/32) is not configured: the run's CLIP measured instead"
+        return own, None
 
     def info(self) -> dict[str, Any]:
         return {"detector": self.detector.info(), "segmenter": self.segmenter.info(),
@@ -110,25 +145,39 @@ class HatieResult:
 
 
 # ---------------------------------------------------------------------------------------------- batching
-class _Measures:
-    """Image pairs and image-text checks gathered for all edits, computed with one call per model."""
+@dataclass(frozen=True)
+class _Ways:
+    """Indices of one three-way comparison's pairs: edges, each degradation step, downscaled."""
 
-    def __init__(self, models: HatieModels):
+    edges: int
+    steps: tuple[int, ...]
+    downscaled: int
+
+
+class _Measures:
+    """Image pairs (four measures each) and image-text checks gathered for all edits, computed with one call
+    per model."""
+
+    def __init__(self, models: HatieModels, options: H.HatieOptions):
         self.models = models
-        self.pairs: list[tuple[np.ndarray, np.ndarray, bool, int]] = []
+        self.encoder, self.note = models.clip_for(options)
+        self.pairs: list[tuple[np.ndarray, np.ndarray]] = []
         self.checks: list[tuple[np.ndarray, str]] = []
         self.questions: list[tuple[np.ndarray, str]] = []
         self._sims: list[H.Similarities] = []
         self._align: list[float] = []
         self._vqa: list[float] = []
 
-    def pair(self, a: np.ndarray, b: np.ndarray, *, clip: bool = True, lpips_size: int = LPIPS_IMAGE_SIZE) -> int:
-        self.pairs.append((a, b, clip, lpips_size))
+    def pair(self, first: np.ndarray, second: np.ndarray) -> int:
+        """CLIP, LPIPS, DINO and L2 of two images (edit side first)."""
+        self.pairs.append((first, second))
         return len(self.pairs) - 1
 
-    def versions(self, a: np.ndarray, b: np.ndarray, lpips_size: int) -> dict[str, int]:
-        va, vb = HI.comparison_versions(a), HI.comparison_versions(b)
-        return {name: self.pair(va[name], vb[name], clip=False, lpips_size=lpips_size) for name in H.COMPARISONS}
+    def ways(self, first: np.ndarray, second: np.ndarray) -> _Ways:
+        """The style / attribute comparison's pairs: edge maps, the degradation steps, the downscaled grey."""
+        steps = zip(HI.degradation_steps(first), HI.degradation_steps(second))
+        return _Ways(self.pair(HI.edge_map(first), HI.edge_map(second)), tuple(self.pair(a, b) for a, b in steps),
+                     self.pair(HI.downscaled_grey(first), HI.downscaled_grey(second)))
 
     def check(self, image: np.ndarray, text: str) -> int:
         self.checks.append((image, text))
@@ -141,38 +190,39 @@ class _Measures:
         return len(self.questions) - 1
 
     def run(self) -> None:
-        enc, feats = self.models.encoder, self.models.features
-        clip_rows = [i for i, p in enumerate(self.pairs) if p[2]]
-        images = [HI.to_image(self.pairs[i][k]) for i in clip_rows for k in (0, 1)]
-        images += [HI.to_image(img) for img, _ in self.checks]
+        enc, feats = self.encoder, self.models.features
+        images = [HI.to_image(p[k]) for p in self.pairs for k in (0, 1)] + [HI.to_image(i) for i, _ in self.checks]
         emb = np.asarray(enc.encode_images(images), np.float64) if images else np.zeros((0, 1))
-        n_pair = 2 * len(clip_rows)
-        clip_cos = dict(zip(clip_rows, row_cosines(emb[0:n_pair:2], emb[1:n_pair:2]))) if clip_rows else {}
+        n_pair = 2 * len(self.pairs)
+        clip_cos = row_cosines(emb[0:n_pair:2], emb[1:n_pair:2]) if self.pairs else np.zeros(0)
         if self.checks:
             texts = np.asarray(enc.encode_texts([t for _, t in self.checks]), np.float64)
             self._align = [H.cosine_to_unit(c) for c in row_cosines(emb[n_pair:], texts)]
-        dino_cos: dict[int, float] = {}
-        lpips: dict[int, float] = {}
+        dino_cos: np.ndarray | None = None
+        lpips: np.ndarray | None = None
         if feats is not None and self.pairs:
-            all_images = [HI.to_image(p[k]) for p in self.pairs for k in (0, 1)]
-            d = np.asarray(feats.dino(all_images), np.float64)
-            dino_cos = dict(enumerate(row_cosines(d[0::2], d[1::2])))
-            for size in sorted({p[3] for p in self.pairs}):
-                rows = [i for i, p in enumerate(self.pairs) if p[3] == size]
-                first = [HI.to_image(HI.resize_array(self.pairs[i][0], size)) for i in rows]
-                second = [HI.to_image(HI.resize_array(self.pairs[i][1], size)) for i in rows]
-                lpips.update(zip(rows, np.asarray(feats.lpips(first, second), np.float64).tolist()))
-        for i, (a, b, _, _) in enumerate(self.pairs):
+            d = np.asarray(feats.dino([p[k] for p in self.pairs for k in (0, 1)]), np.float64)
+            dino_cos = row_cosines(d[0::2], d[1::2])
+            lpips = np.asarray(feats.lpips([p[0] for p in self.pairs], [p[1] for p in self.pairs]), np.float64)
+        for i, (a, b) in enumerate(self.pairs):
             self._sims.append(H.Similarities(
-                clip=H.cosine_to_unit(clip_cos[i]) if i in clip_cos else None,
-                lpips=H.lpips_to_similarity(lpips[i]) if i in lpips else None,
-                dino=H.cosine_to_unit(dino_cos[i]) if i in dino_cos else None,
-                l2=H.l2_similarity(a, b)))
+                clip=H.cosine_to_unit(clip_cos[i]),
+                lpips=H.lpips_to_similarity(lpips[i]) if lpips is not None else None,
+                dino=H.cosine_to_unit(dino_cos[i]) if dino_cos is not None else None,
+                l2=HI.l2_similarity_code(a, b)))
         if self.models.vqa is not None:
             self._vqa = [self.models.vqa.ask(HI.to_image(img), q).p_yes for img, q in self.questions]
 
     def sims(self, index: int) -> H.Similarities:
         return self._sims[index]
+
+    def way_sims(self, ways: _Ways) -> dict[str, H.Similarities]:
+        """The three ways' similarities; the degradation way holds each measure's test score."""
+        steps = [self._sims[i] for i in ways.steps]
+        degradation = H.Similarities(**{m: H.degradation_score([getattr(s, m) for s in steps])
+                                        if all(getattr(s, m) is not None for s in steps) else None
+                                        for m in H.MEASURES})
+        return {"edges": self._sims[ways.edges], "degradation": degradation, "downscaled": self._sims[ways.downscaled]}
 
     def alignment(self, index: int) -> float:
         return self._align[index]
@@ -202,9 +252,10 @@ def style_text(instruction: str | None, target_text: str | None) -> str | None:
 
 
 def relation_text(new: str, anchor: str | None, position: str, how: str) -> str:
-    """"cup on table" for an added object; ``how="repeat"`` writes the added object twice (the code)."""
+    """"cup on the left side of table" for an added object; ``how="repeat"`` writes the added object where
+    the anchor belongs, as the published code does ("cup on the left side of cup")."""
     other = new if how == "repeat" or not anchor else anchor
-    return f"{new} {RELATION_WORDS.get(position, 'with')} {other}"
+    return f"{new} {RELATION_WORDS.get(position, position or 'with')} {other}"
 
 
 # ---------------------------------------------------------------------------------------------- scoring
@@ -226,13 +277,72 @@ def hatie_score(source: ImageInput | LoadedImage, edited: ImageInput | LoadedIma
     return hatie_score_many(source, [edited], instruction, models, **kwargs)[0]
 
 
+@dataclass(frozen=True)
+class _Objects:
+    """What one edit type looks for: in the source, in the edits, and the texts of its checks."""
+
+    source: list[str]
+    edit: list[str]
+    o1: str | None
+    o2: str | None
+    anchor: str | None
+    location: str
+    direction: str | None
+
+
+def _objects(t: str, parsed: ParsedInstruction | None, query: HatieQuery | None, fg: list[str]) -> _Objects:
+    q = query or HatieQuery()
+    o1, o2 = (parsed.o1, parsed.o2) if parsed is not None else (None, None)
+    if query is not None and q.target:
+        o1 = q.target
+        o2 = {"add": q.target, "replace": q.new, "attribute": f"{q.after} {q.target}" if q.after else o2}.get(t, o2)
+        if t == "add":
+            o1 = None
+    anchor = q.anchor or (parsed.reference if parsed is not None else None)
+    location = q.location or (parsed.position_state if parsed is not None else "unchanged")
+    direction = {"enlarge": "larger", "shrink": "smaller"}.get(q.subtype or "", q.subtype) or (
+        parsed.size_state if parsed is not None else None)
+    src = {"add": [], "background": fg, "style": []}.get(t, [o1])
+    edit = {"add": [o2] + ([anchor] if anchor else []), "replace": [o2], "background": fg, "style": []}.get(t, [o1])
+    return _Objects([p for p in src if p], [p for p in edit if p], o1, o2, anchor, location, direction)
+
+
+@dataclass(frozen=True)
+class _Given:
+    """A source object given by the benchmark's mask (no detection): found, full confidence, its box."""
+
+    box: tuple[float, float, float, float]
+    score: float = 1.0
+    found: bool = True
+
+
+def _detect(models: HatieModels, images: list[Image.Image], phrase_lists: list[list[str]], box_threshold: float,
+            given: Mapping[str, np.ndarray] | None) -> tuple[list[list[Any]], list[list[np.ndarray | None]]]:
+    """(detections, masks in the 512 frame) per image; the source's from ``given`` masks when there are any."""
+    lists = [[] if i == 0 and given else p for i, p in enumerate(phrase_lists)]
+    detections = (models.detector.detect(images, lists, box_threshold=box_threshold)
+                  if any(lists) else [[] for _ in images])
+    found = [[d if _found(d) else None for d in group] for group in detections]
+    boxes = [[d.box for d in group if d is not None] for group in found]
+    masks_flat = models.segmenter.segment(images, boxes) if any(boxes) else [[] for _ in images]
+    masks: list[list[np.ndarray | None]] = []
+    for group, got in zip(found, masks_flat):
+        it = iter(got)
+        masks.append([HI.resize_mask(next(it)) if d is not None else None for d in group])
+    if given:
+        src_masks = [HI.resize_mask(given[p]) if p in given and np.any(given[p]) else None for p in phrase_lists[0]]
+        masks[0] = src_masks
+        found[0] = [_Given(tuple(float(v) for v in HI.box_of(m))) if m is not None else None for m in src_masks]
+    return found, masks
+
+
 def hatie_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInput | LoadedImage],
                      instruction: str | None = None, models: HatieModels | None = None, *,
                      parsed: ParsedInstruction | None = None, edit_type: str | None = None,
                      target_text: str | None = None, options: H.HatieOptions | None = None,
                      foreground: Sequence[str] | None = None, box_threshold: float = DEFAULT_BOX_THRESHOLD,
                      calibrated: Mapping[str, Mapping[str, float]] | None = None,
-                     names: Sequence[str] | None = None) -> list[HatieResult]:
+                     names: Sequence[str] | None = None, query: HatieQuery | None = None) -> list[HatieResult]:
     """HATIE's criteria for every edit of one source.
 
     Args:
@@ -242,6 +352,7 @@ def hatie_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInpu
             from the parse or the instruction).
         foreground: the phrases of the objects a background change must keep (default "object").
         options: the named choices of :class:`~augclip_demo.metrics.hatie.HatieOptions`.
+        query: a query of HATIE's own benchmark: its objects, and the source's masks instead of detection.
     """
     if models is None:
         raise InputError("HATIE needs its models (detector, segmenter, CLIP, feature networks): pass HatieModels")
@@ -253,9 +364,8 @@ def hatie_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInpu
         raise InputError("no edited image given: pass at least one")
     start = time.perf_counter()
     notes: list[str] = []
-    if parsed is None and instruction and instruction.strip():
-        outcome = try_parse(instruction)
-        parsed = outcome.parsed
+    if parsed is None and query is None and instruction and instruction.strip():
+        parsed = try_parse(instruction).parsed
     kind = classify_edit_type(instruction, parsed, edit_type)
     src_item = open_image(source, name="source")
     loaded = [open_image(e, name=(names[i] if names else f"edit {i + 1}")) for i, e in enumerate(edits)]
@@ -264,50 +374,42 @@ def hatie_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInpu
     common = dict(untrained=models.untrained, models=models.info(), source_image=src_image)
     if models.features is None:
         notes.append("no feature networks: DINOv2 and LPIPS are left out and their weights shared by the rest")
+
+    def unscored(reason: str) -> list[HatieResult]:
+        return [HatieResult(kind, None, reason=reason, edit_name=item.name, edit_image=img, **common)
+                for item, (img, _) in zip(loaded, frames)]
+
     if kind.edit_type is None:
-        return [HatieResult(kind, None, reason=f"not a HATIE edit type: {kind.reason}", edit_name=item.name,
-                            edit_image=img, **common) for item, (img, _) in zip(loaded, frames)]
+        return unscored(f"not a HATIE edit type: {kind.reason}")
     t = kind.edit_type
-    o1, o2 = (parsed.o1, parsed.o2) if parsed is not None else (None, None)
-    need = {"add": o2, "remove": o1, "replace": o1 and o2, "resize": o1, "attribute": o1 and o2}
+    fg = list(foreground or (query.foreground if query is not None and query.foreground else None)
+              or (list(query.source_masks) if query is not None and t == "background" else None) or DEFAULT_FOREGROUND)
+    obj = _objects(t, parsed, query, fg)
+    need = {"add": obj.o2, "remove": obj.o1, "replace": obj.o1 and obj.o2, "resize": obj.o1,
+            "attribute": obj.o1 and obj.o2}
     if t in need and not need[t]:
         why = "no parse of the instruction" if parsed is None else f"the parse lacks an object ({parsed.describe()})"
-        return [HatieResult(kind, None, reason=f"a {t} edit needs the objects: {why}", edit_name=item.name,
-                            edit_image=img, **common) for item, (img, _) in zip(loaded, frames)]
-    if t == "resize" and parsed is not None and parsed.size_state == "unchanged":
-        return [HatieResult(kind, None, reason="a resize needs a direction (larger / smaller) in the parse",
-                            edit_name=item.name, edit_image=img, **common) for item, (img, _) in zip(loaded, frames)]
-    fg = list(foreground or DEFAULT_FOREGROUND)
-    anchor = parsed.reference if parsed is not None else None
-
-    # detect: what each image must be searched for
-    src_phrases = {"add": [anchor] if anchor else [], "background": fg, "style": []}.get(t, [o1])
-    edit_phrases = {"add": [o2] + ([anchor] if anchor else []), "replace": [o2], "background": fg,
-                    "style": []}.get(t, [o1])
+        return unscored(f"a {t} edit needs the objects: {why}")
+    if t == "resize" and obj.direction not in ("larger", "smaller"):
+        return unscored("a resize needs a direction (larger / smaller) in the parse")
     images = [src_image] + [img for img, _ in frames]
-    phrase_lists = [[p for p in src_phrases if p]] + [[p for p in edit_phrases if p] for _ in frames]
-    detections = (models.detector.detect(images, phrase_lists, box_threshold=box_threshold)
-                  if any(phrase_lists) else [[] for _ in images])
-    found = [[d if _found(d) else None for d in group] for group in detections]
-    boxes = [[d.box for d in group if d is not None] for group in found]
-    masks_flat = models.segmenter.segment(images, boxes) if any(boxes) else [[] for _ in images]
-    masks: list[list[np.ndarray | None]] = []
-    for group, got in zip(found, masks_flat):
-        it = iter(got)
-        masks.append([HI.resize_mask(next(it)) if d is not None else None for d in group])
+    given = dict(query.source_masks) if query is not None and query.source_masks else None
+    found, masks = _detect(models, images, [obj.source] + [obj.edit for _ in frames], box_threshold, given)
     t_detect = time.perf_counter()
 
-    measures = _Measures(models)
-    plans = [_plan(t, src, arr, masks[0], masks[i + 1], found[0], found[i + 1], parsed, instruction, target_text,
-                   fg, options, measures) for i, (_, arr) in enumerate(frames)]
+    measures = _Measures(models, options)
+    if measures.note:
+        notes.append(measures.note)
+    wanted = (query.target_text if query is not None else None) or target_text
+    plans = [_plan(t, src, arr, masks[0], masks[i + 1], found[0], found[i + 1], obj, parsed, instruction, wanted,
+                   options, measures) for i, (_, arr) in enumerate(frames)]
     measures.run()
     results = []
     for i, (item, (img, _)) in enumerate(zip(loaded, frames)):
-        plan = plans[i]
-        criteria = plan.criteria(measures)
-        scores = H.combine(t, criteria, options, calibrated)
-        results.append(HatieResult(kind, scores, masks=plan.masks, texts=plan.texts, detections=plan.detections,
-                                   notes=notes + plan.notes + list(item.notes), edit_name=item.name, edit_image=img,
+        scores = H.combine(t, plans[i].criteria(measures), options, calibrated)
+        results.append(HatieResult(kind, scores, masks=plans[i].masks, texts=plans[i].texts,
+                                   detections=plans[i].detections, notes=notes + plans[i].notes + list(item.notes),
+                                   edit_name=item.name, edit_image=img,
                                    timings={"detect_segment": t_detect - start,
                                             "measure": time.perf_counter() - t_detect}, **common))
     return results
@@ -325,8 +427,8 @@ class _Plan:
     notes: list[str] = field(default_factory=list)
     target: tuple[bool, float, int | None, int | None] | None = None  # found, confidence, check, question
     relation: tuple[int | None, int | None] = (None, None)
-    oc: list[tuple[np.ndarray | None, np.ndarray | None, dict[str, int]]] = field(default_factory=list)
-    bc: dict[str, int] = field(default_factory=dict)
+    oc: list[tuple[np.ndarray | None, np.ndarray | None, int | _Ways | None]] = field(default_factory=list)
+    bc: int | _Ways | None = None
     bf: tuple[int | None, int | None] = (None, None)
     areas: tuple[int, int] = (0, 0)
     direction: str | None = None
@@ -334,6 +436,12 @@ class _Plan:
     def criteria(self, m: _Measures) -> dict[str, H.CriterionScore]:
         t, o = self.edit_type, self.options
         out: dict[str, H.CriterionScore] = {}
+
+        def compared(index: int | _Ways | None) -> dict[str, H.Similarities]:
+            if index is None:
+                return {}
+            return m.way_sims(index) if isinstance(index, _Ways) else {"plain": m.sims(index)}
+
         if "object_fidelity" in H.TYPE_CRITERIA[t]:
             evidence = None
             if self.target is not None:
@@ -348,22 +456,15 @@ class _Plan:
             clip = m.alignment(self.bf[0]) if self.bf[0] is not None else None
             out["background_fidelity"] = H.background_fidelity(t, clip, m.answer(self.bf[1]), o)
         if "object_consistency" in H.TYPE_CRITERIA[t]:
-            per_object = [H.object_consistency(t, source_mask=ms, edit_mask=me,
-                                               appearance_by_comparison={k: m.sims(v) for k, v in pairs.items()},
-                                               options=o) for ms, me, pairs in self.oc]
+            per_object = [H.object_consistency(t, source_mask=ms, edit_mask=me, appearance_by_comparison=compared(i),
+                                               options=o) for ms, me, i in self.oc]
             if t == "background":
                 out["object_consistency"] = H.mean_object_consistency(per_object)
             elif per_object:
                 out["object_consistency"] = per_object[0]
-        if "background_consistency" in H.TYPE_CRITERIA[t] and self.bc:
-            out["background_consistency"] = H.background_consistency(t, {k: m.sims(v) for k, v in self.bc.items()}, o)
+        if "background_consistency" in H.TYPE_CRITERIA[t] and self.bc is not None:
+            out["background_consistency"] = H.background_consistency(t, compared(self.bc), o)
         return out
-
-
-def _object_crops(src: np.ndarray, edit: np.ndarray, ms: np.ndarray, me: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    a = HI.square_crop(HI.keep_only(src, ms), HI.square_box(ms))
-    b = HI.square_crop(HI.keep_only(edit, me), HI.square_box(me))
-    return HI.resize_array(a, OBJECT_SIZE), HI.resize_array(b, OBJECT_SIZE)
 
 
 def _det_dict(det: Any) -> dict[str, Any]:
@@ -372,98 +473,114 @@ def _det_dict(det: Any) -> dict[str, Any]:
 
 
 def _plan(t: str, src: np.ndarray, edit: np.ndarray, src_masks: list, edit_masks: list, src_found: list,
-          edit_found: list, parsed: ParsedInstruction | None, instruction: str | None, target_text: str | None,
-          foreground: list[str], options: H.HatieOptions, m: _Measures) -> _Plan:
+          edit_found: list, obj: _Objects, parsed: ParsedInstruction | None, instruction: str | None,
+          target_text: str | None, options: H.HatieOptions, m: _Measures) -> _Plan:
     plan = _Plan(t, options)
-    o1, o2 = (parsed.o1, parsed.o2) if parsed is not None else (None, None)
     if t == "style":
         text = style_text(instruction, target_text)
         if text:
             plan.texts["style"] = text
             plan.bf = (m.check(edit, text), m.ask(edit, scene_question(text)))
-        plan.bc = m.versions(src, edit, LPIPS_IMAGE_SIZE)
+        plan.bc = m.ways(edit, src)
         return plan
     if t == "background":
-        text = background_text(parsed, target_text)
-        fg_union = HI.union(*src_masks, *edit_masks)
-        if fg_union is not None:
-            plan.masks["foreground (masked out)"] = fg_union
-        if text:
-            plan.texts["background"] = text
-            plan.bf = (m.check(HI.mask_out(edit, fg_union), text),
-                       m.ask(edit, scene_question(f"showing a {text} background")))
-        for phrase, ms, me, ds, de in zip(foreground, src_masks, edit_masks, src_found, edit_found):
-            plan.detections[f"{phrase} (source)"], plan.detections[f"{phrase} (edit)"] = _det_dict(ds), _det_dict(de)
-            pairs = {}
-            if ms is not None and me is not None:
-                a, b = _object_crops(src, edit, ms, me)
-                pairs = {"plain": m.pair(a, b, lpips_size=LPIPS_OBJECT_SIZE)}
-            plan.oc.append((ms, me, pairs))
-        if not any(ms is not None for ms in src_masks):
-            plan.notes.append(f"no foreground object ({', '.join(foreground)}) found in the source: Object "
-                              "Consistency is not scored")
-        return plan
-    # object edits
-    ms = src_masks[0] if src_masks else None  # o1 (or the anchor of an add) in the source
-    me = edit_masks[0] if edit_masks else None  # the target object in the edit
-    de = edit_found[0] if edit_found else None
+        return _plan_background(plan, src, edit, src_masks, edit_masks, src_found, edit_found, obj,
+                                background_text(parsed, target_text), m)
     if t == "add":
-        anchor_src = ms
-        plan.texts["object"] = o2 or ""
-        plan.detections["added object (edit)"] = _det_dict(de)
-        if anchor_src is not None:
-            plan.masks["anchor (source)"] = anchor_src
-        if me is not None:
-            plan.masks["added object (edit)"] = me
-            crop = HI.square_crop(HI.keep_only(edit, me), HI.square_box(me))
-            plan.target = (True, float(de.score), m.check(crop, o2 or ""), m.ask(edit, object_question(o2 or "")))
-            anchor_edit = edit_masks[1] if len(edit_masks) > 1 else None
-            both = HI.union(me, anchor_edit)
-            rel = relation_text(o2 or "", parsed.reference if parsed else None,
-                                parsed.position_state if parsed else "unchanged", options.relation_prompt)
-            plan.texts["relation"] = rel
-            region = HI.square_crop(edit, HI.square_box(both)) if both is not None else edit
-            plan.relation = (m.check(region, rel), m.ask(region, relation_question(rel)))
-            if anchor_edit is None:
-                plan.notes.append("the anchor was not found in the edit: the relation crop holds the new object only")
+        return _plan_add(plan, src, edit, edit_masks, edit_found, obj, options, m)
+    return _plan_object(plan, src, edit, src_masks, edit_masks, src_found, edit_found, obj, m)
+
+
+def _plan_background(plan: _Plan, src: np.ndarray, edit: np.ndarray, src_masks: list, edit_masks: list,
+                     src_found: list, edit_found: list, obj: _Objects, text: str | None, m: _Measures) -> _Plan:
+    """Background change: BF on the edit with only the edit's object masks hidden (published code); OC per
+    foreground object, the crops compared plainly."""
+    hidden = HI.union(*edit_masks)
+    if hidden is not None:
+        plan.masks["foreground of the edit (masked out)"] = hidden
+    if text:
+        plan.texts["background"] = text
+        background = HI.mask_out(edit, hidden)
+        plan.bf = (m.check(background, text), m.ask(background, scene_question(f"showing a {text} background")))
+    for phrase, ms, me, ds, de in zip(obj.source, src_masks, edit_masks, src_found, edit_found):
+        plan.detections[f"{phrase} (source)"], plan.detections[f"{phrase} (edit)"] = _det_dict(ds), _det_dict(de)
+        index = None
+        if ms is not None and me is not None:
+            index = m.pair(HI.object_crop(edit, me), HI.object_crop(src, ms))
+        plan.oc.append((ms, me, index))
+    if not any(ms is not None for ms in src_masks):
+        plan.notes.append(f"no foreground object ({', '.join(obj.source)}) found in the source: Object "
+                          "Consistency is not scored")
+    return plan
+
+
+def _plan_add(plan: _Plan, src: np.ndarray, edit: np.ndarray, edit_masks: list, edit_found: list, obj: _Objects,
+              options: H.HatieOptions, m: _Measures) -> _Plan:
+    """Object addition: presence on the new object's crop; the relation on the crop of the merged boxes of
+    the new object and the anchor (the whole image when the anchor is not found); BC with the new object
+    hidden (the whole images when it is not found)."""
+    me = edit_masks[0] if edit_masks else None
+    de = edit_found[0] if edit_found else None
+    name = obj.o2 or ""
+    plan.texts["object"] = name
+    plan.detections["added object (edit)"] = _det_dict(de)
+    if me is not None and de is not None:
+        plan.masks["added object (edit)"] = me
+        crop = HI.object_crop(edit, me)
+        plan.target = (True, float(de.score), m.check(crop, name), m.ask(crop, object_question(name)))
+        anchor_mask = edit_masks[1] if len(edit_masks) > 1 else None
+        if anchor_mask is not None:
+            plan.masks["anchor (edit)"] = anchor_mask
+            x0, y0, x1, y1 = HI.merged_box(HI.box_of(me), HI.box_of(anchor_mask))
+            region = HI.square_pad(edit[y0:y1, x0:x1])
         else:
-            plan.target = (False, 0.0, None, None)
-        background_mask = me
-        plan.bc = {"plain": m.pair(HI.mask_out(src, background_mask), HI.mask_out(edit, background_mask))}
-        if background_mask is None:
-            plan.notes.append("the added object was not found: Background Consistency compares the whole images")
-        return plan
+            region = edit
+            plan.notes.append("the anchor was not found in the edit: the relation is checked on the whole image")
+        rel = relation_text(name, obj.anchor, obj.location, options.relation_prompt)
+        plan.texts["relation"] = rel
+        plan.relation = (m.check(region, rel), m.ask(region, relation_question(rel)))
+    else:
+        plan.target = (False, 0.0, None, None)
+        plan.notes.append("the added object was not found: Background Consistency compares the whole images")
+    plan.bc = m.pair(HI.mask_out(edit, me), HI.mask_out(src, me))
+    return plan
+
+
+def _plan_object(plan: _Plan, src: np.ndarray, edit: np.ndarray, src_masks: list, edit_masks: list,
+                 src_found: list, edit_found: list, obj: _Objects, m: _Measures) -> _Plan:
+    """Remove, replace, resize, attribute: OF on the edit's object crop, OC (position; appearance of the crops:
+    plain for resize, three ways for attribute), BC with both objects' masks hidden."""
+    t = plan.edit_type
+    ms = src_masks[0] if src_masks else None
+    me = edit_masks[0] if edit_masks else None
+    de = edit_found[0] if edit_found else None
     plan.detections["object (source)"] = _det_dict(src_found[0] if src_found else None)
     plan.detections["object (edit)"] = _det_dict(de)
     if ms is None:
-        plan.notes.append(f"{o1!r} was not found in the source image: the criteria that need it are not scored")
+        plan.notes.append(f"{obj.o1!r} was not found in the source image: the criteria that need it are not scored")
     else:
         plan.masks["object (source)"] = ms
     if me is not None:
         plan.masks["object (edit)"] = me
-    # Object Fidelity
     if t == "resize":
         plan.areas = (H.mask_area(ms), H.mask_area(me))
-        plan.direction = parsed.size_state if parsed else None
+        plan.direction = obj.direction
     else:
-        name = o1 if t == "remove" else o2
+        name = obj.o1 if t == "remove" else obj.o2
         plan.texts["object"] = name or ""
         if me is not None and de is not None:
-            crop = HI.square_crop(HI.keep_only(edit, me), HI.square_box(me))
-            plan.target = (True, float(de.score), m.check(crop, name or ""), m.ask(edit, object_question(name or "")))
+            crop = HI.object_crop(edit, me)
+            plan.target = (True, float(de.score), m.check(crop, name or ""), m.ask(crop, object_question(name or "")))
         else:
             plan.target = (False, 0.0, None, None)
-    # Object Consistency
     if t in H.OC_MIX and ms is not None:
-        pairs: dict[str, int] = {}
+        index: int | _Ways | None = None
         if me is not None and H.OC_MIX[t][0] > 0:
-            a, b = _object_crops(src, edit, ms, me)
-            pairs = (m.versions(a, b, LPIPS_OBJECT_SIZE) if t == "attribute"
-                     else {"plain": m.pair(a, b, lpips_size=LPIPS_OBJECT_SIZE)})
-        plan.oc.append((ms, me, pairs))
-    # Background Consistency: the union of the object's regions masked out of both images
+            a, b = HI.object_crop(edit, me), HI.object_crop(src, ms)
+            index = m.ways(a, b) if t == "attribute" else m.pair(a, b)
+        plan.oc.append((ms, me, index))
     hidden = HI.union(ms, me)
     if hidden is not None:
         plan.masks["background: masked out"] = hidden
-    plan.bc = {"plain": m.pair(HI.mask_out(src, hidden), HI.mask_out(edit, hidden))}
+    plan.bc = m.pair(HI.mask_out(edit, hidden), HI.mask_out(src, hidden))
     return plan

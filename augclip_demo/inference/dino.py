@@ -15,10 +15,13 @@ its benchmark used, see docs/metrics.md, and :class:`augclip_demo.pipeline.Featu
 Two read-outs:
 
 * :meth:`DinoFeatures.embed`: one vector per image, after the final layer norm: the class token
-  (``pooling="cls"``, what DINO's own ``forward`` returns and MagicBrush compares) or the mean of
-  the patch tokens (``pooling="mean"``; register tokens, where a model has them, are left out).
+  (``pooling="cls"``, what DINO's own ``forward`` returns and MagicBrush compares), the mean of
+  the patch tokens (``pooling="mean"``; register tokens, where a model has them, are left out) or
+  the mean of every output token, class token included (``pooling="all"``: HATIE's published code).
   Preprocessing ``"resize-crop"``: shorter side to 256 (bicubic, PIL), centre crop 224, ImageNet
-  mean/std: MagicBrush's DINO transform and DINOv2's published image processor.
+  mean/std: MagicBrush's DINO transform and DINOv2's published image processor. ``"resize"``:
+  float (H, W, 3) arrays in [0, 1] resized straight to 224 x 224 (bilinear on the tensor, no crop),
+  ImageNet mean/std: HATIE's published code.
 * :meth:`DinoFeatures.keys`: the attention keys of one block for every token (class token first),
   heads concatenated: the input of the "splicing ViT features" self-similarity that PIE-Bench's
   structure distance compares. Preprocessing: shorter side to ``size`` (224), the longer capped at
@@ -57,8 +60,8 @@ MAGICBRUSH_DINO = "facebook/dino-vits16"
 STRUCTURE_DINO = "facebook/dino-vitb8"
 HATIE_DINO = "facebook/dinov2-base"
 
-Pooling = Literal["cls", "mean"]
-Preprocess = Literal["resize-crop", "none"]
+Pooling = Literal["cls", "mean", "all"]
+Preprocess = Literal["resize-crop", "resize", "none"]
 
 
 def _vit_config(hidden: int, layers: int, heads: int, patch: int, image: int = 224) -> Any:
@@ -206,6 +209,22 @@ class DinoFeatures(LazyModel):
         return torch.stack([transform(open_image(image).image.convert("RGB")) for image in images])
 
     @staticmethod
+    def preprocess_resize(arrays: Sequence[np.ndarray], size: int = 224) -> torch.Tensor:
+        """Float (H, W, 3) arrays in [0, 1] resized to size x size (bilinear, antialiased, on the tensor: no
+        crop), ImageNet mean/std: (n, 3, size, size)."""
+        from torchvision.transforms import functional as tvf
+
+        out = []
+        for array in arrays:
+            a = np.asarray(array, dtype=np.float32)
+            if a.ndim != 3 or a.shape[2] != 3:
+                raise InputError(f"DINO's resize preprocessing takes (H, W, 3) arrays, got {a.shape}")
+            tensor = torch.from_numpy(np.ascontiguousarray(a.transpose(2, 0, 1)))
+            tensor = tvf.resize(tensor, [size, size], interpolation=tvf.InterpolationMode.BILINEAR, antialias=True)
+            out.append(tvf.normalize(tensor, list(IMAGENET_MEAN), list(IMAGENET_STD)))
+        return torch.stack(out)
+
+    @staticmethod
     def preprocess_structure(image: ImageInput, size: int = 224, max_size: int = 480,
                              pixel_scale: float = 255.0) -> torch.Tensor:
         """Pixels times ``pixel_scale / 255``, shorter side to ``size`` (longer at most ``max_size``, bilinear,
@@ -230,21 +249,26 @@ class DinoFeatures(LazyModel):
 
         ``preprocess="none"`` takes ``images`` as a ready (n, 3, H, W) tensor.
         """
-        if pooling not in ("cls", "mean"):
-            raise InputError(f"DINO pooling must be 'cls' or 'mean', got {pooling!r}")
+        if pooling not in ("cls", "mean", "all"):
+            raise InputError(f"DINO pooling must be 'cls', 'mean' or 'all', got {pooling!r}")
         with self.in_use():
             if preprocess == "none":
                 batches = [images[i:i + batch_size] for i in range(0, len(images), batch_size)]  # type: ignore[misc]
             elif preprocess == "resize-crop":
                 batches = [self.preprocess_crop(images[i:i + batch_size]) for i in range(0, len(images), batch_size)]
+            elif preprocess == "resize":
+                batches = [self.preprocess_resize(images[i:i + batch_size])  # type: ignore[arg-type]
+                           for i in range(0, len(images), batch_size)]
             else:
-                raise InputError(f"unknown DINO preprocessing {preprocess!r}; use 'resize-crop' or 'none'")
+                raise InputError(f"unknown DINO preprocessing {preprocess!r}; use 'resize-crop', 'resize' or 'none'")
             out = []
             start = _patch_tokens_start(self._model)
             with self.inference_lock:
                 for batch in batches:
                     hidden = self._hidden(torch.as_tensor(batch))
-                    out.append(hidden[:, 0] if pooling == "cls" else hidden[:, start:].mean(dim=1))
+                    pooled = {"cls": lambda h: h[:, 0], "mean": lambda h: h[:, start:].mean(dim=1),
+                              "all": lambda h: h.mean(dim=1)}[pooling]
+                    out.append(pooled(hidden))
         return torch.cat(out).double().numpy() if out else np.zeros((0, 0))
 
     def keys(self, images: Sequence[ImageInput], *, layer: int = -1, size: int = 224, max_size: int = 480,

@@ -46,23 +46,32 @@ TYPE_CRITERIA: dict[str, tuple[str, ...]] = {
     "background": ("background_fidelity", "object_consistency"),
     "style": ("background_fidelity", "background_consistency"),
 }
-#: The four comparisons of the style / attribute rules: the images as they are, their edge maps,
-#: a grey version and a downscaled version (the two "degraded" ones of App. C.1.5).
-COMPARISONS: tuple[str, ...] = ("plain", "edges", "gray", "small")
+#: The three ways the style and attribute rules compare two images (published code): Canny edge maps,
+#: a degradation test on a grey copy halved step by step, and a grey copy downscaled 20 times.
+WAYS: tuple[str, ...] = ("edges", "degradation", "downscaled")
+#: The four similarity measures of every image comparison, in the published code's order.
+MEASURES: tuple[str, ...] = ("clip", "lpips", "dino", "l2")
 NEEDS_A_SET = "needs a set: Image Quality is the FID between a set of sources and their edits (batch runs)"
 
 # ---------------------------------------------------------------------------------------------- weights
-#: Published weights (hatie-notes.md, "Weights"). Triples are (LPIPS, DINO, L2), the paper's order of
-#: the three consistency measures (Eq. 3-4); quadruples add CLIP first where the code uses it.
+#: Published weights (hatie-notes.md, "Weights"; the authors' aggregation utilities).
 APPEARANCE_WEIGHTS = {"clip": 0.23, "lpips": 0.01, "dino": 0.11, "l2": 0.65}
 BACKGROUND_WEIGHTS = {"clip": 0.22, "lpips": 0.17, "dino": 0.25, "l2": 0.36}
 BC_POWER = 6.0
-STYLE_OUTER = {"plain": 0.01, "edges": 0.49, "gray": 0.01, "small": 0.49}
-STYLE_INNER = {"plain": (0.48, 0.12, 0.40), "edges": (0.01, 0.02, 0.97), "gray": (0.49, 0.01, 0.50),
-               "small": (0.03, 0.96, 0.01)}
-ATTRIBUTE_OUTER = {"plain": 0.84, "edges": 0.01, "gray": 0.02, "small": 0.13}
-ATTRIBUTE_INNER = {"plain": (0.08, 0.57, 0.35), "edges": (0.01, 0.03, 0.96), "gray": (0.93, 0.05, 0.02),
-                   "small": (0.01, 0.01, 0.98)}
+#: Style change (Background Consistency) and attribute change (Object Consistency's appearance): per measure,
+#: its weight over the three ways (edges, degradation, downscaled) and an outer weight for the measure.
+STYLE_WAY_WEIGHTS = {"clip": (0.48, 0.12, 0.40), "lpips": (0.01, 0.02, 0.97), "dino": (0.49, 0.01, 0.50),
+                     "l2": (0.03, 0.96, 0.01)}
+STYLE_MEASURE_WEIGHTS = {"clip": 0.01, "lpips": 0.49, "dino": 0.01, "l2": 0.49}
+ATTRIBUTE_WAY_WEIGHTS = {"clip": (0.08, 0.57, 0.35), "lpips": (0.01, 0.03, 0.96), "dino": (0.93, 0.05, 0.02),
+                         "l2": (0.01, 0.01, 0.98)}
+ATTRIBUTE_MEASURE_WEIGHTS = {"clip": 0.84, "lpips": 0.01, "dino": 0.02, "l2": 0.13}
+#: Degradation test: a measure scores (STEPS - k) / STEPS at the first halving k whose similarity exceeds the
+#: threshold; the downscaled copy is 1 / DOWNSCALE_LEVEL of the side, at least MIN_DOWNSCALED pixels.
+DEGRADATION_THRESHOLD = 0.9
+DEGRADATION_STEPS = 10
+DOWNSCALE_LEVEL = 20
+MIN_DOWNSCALED = 4
 #: Object Consistency: (appearance, position, size) per edit type.
 OC_MIX = {"resize": (0.9, 0.1, 0.0), "background": (0.6, 0.12, 0.28), "replace": (0.0, 1.0, 0.0),
           "attribute": (0.70, 0.23, 0.07)}
@@ -71,10 +80,15 @@ OF_PRESENCE = {"replace": (0.01, 0.92, 0.07), "remove": (0.01, 0.92, 0.07), "add
                "attribute": (0.36, 0.57, 0.07)}
 ADD_MIX = {"presence": 0.03, "relation_clip": 0.71, "relation_vqa": 0.26}
 BF_CLIP = {"background": 0.87, "style": 0.58}
+#: Background Fidelity's squashing function: slope 0.05 outside [LOW, HIGH], a cubic from 0.027 to 0.983 inside.
 SQUASH_LOW, SQUASH_HIGH = 0.54, 0.66
+SQUASH_SLOPE = 0.05
 RESIZE_ENLARGE, RESIZE_SHRINK = 1.6, 0.6
 FID_SCALE = 25.0
-#: The smallest object the HATIE dataset keeps: a box of 0.5 % of the image (App. A).
+#: The dataset filter's smallest object in the published code (0.3 % of the image): it sets the largest
+#: position shift, sqrt(2) / sqrt(0.003), and the largest size growth, 1 / 0.003.
+CODE_AREA_FRACTION = 0.003
+#: The smallest object the paper's dataset keeps: a box of 0.5 % of the image (App. A); the "paper" geometry.
 MIN_AREA_FRACTION = 0.005
 
 #: Total weights (hatie-notes "Total"): OF, BF, OC, BC inside, and the share of IQ.
@@ -85,20 +99,30 @@ SWAPPED_TOTAL = {"object_fidelity": 0.4, "background_fidelity": 0.2, "object_con
                  "background_consistency": 0.3}
 IQ_SHARE = 0.2
 TOTAL_WEIGHT_SETS: dict[str, dict[str, float]] = {"published": PUBLISHED_TOTAL, "per-type-code": SWAPPED_TOTAL}
+#: The per-edit-type table's weights: the published code's (fidelity weights swapped) or the overall ones.
+PER_TYPE_WEIGHTS: dict[str, dict[str, float]] = {"code": SWAPPED_TOTAL, "overall": PUBLISHED_TOTAL}
 
 
 @dataclass(frozen=True)
 class HatieOptions:
     """The named choices where the paper, the published code and our setting differ (method notes).
+    Every default is the published code's; the paper's reading is the other value.
 
     * ``vqa``: VQA answers are part of the measures; when False the VQA terms are left out and
       the remaining weights of that combination are divided by their sum (still convex).
     * ``bc_clip``: Background Consistency includes the CLIP image similarity of the published
-      code (True, default) or only the paper's LPIPS / DINO / L2 (renormalised).
+      code (True) or only the paper's LPIPS / DINO / L2 (renormalised).
     * ``bc_power``: the exponent of the object-edit Background Consistency (code: 6).
     * ``bf_squash``: Background Fidelity passes through the code's squashing function.
-    * ``relation_prompt``: the text of the add-relation check, ``"anchor"`` ("cup on table",
-      what the paper means) or ``"repeat"`` (the code's "cup on cup").
+    * ``relation_prompt``: the text of the add-relation check, ``"repeat"`` (the code's "cup on the
+      left side of cup") or ``"anchor"`` ("cup on the left side of table", what the paper means).
+    * ``geometry``: ``"code"``: position shift over sqrt(area of the edit's mask), scale
+      sqrt(2) / sqrt(0.003), not clamped; size growth against 1 / 0.003. ``"paper"``: shift over
+      sqrt(source area), scale diagonal / sqrt(0.005 x image), clamped at 0; growth against
+      sqrt(image area / source area) (App. C.2).
+    * ``clip``: ``"hatie"`` (CLIP ViT-B/32, the code's model, for every CLIP measure) or ``"run"``
+      (the run's CLIP encoder).
+    * ``per_type``: weights of the per-edit-type table, ``"code"`` (OF 0.4, BF 0.2) or ``"overall"``.
     * ``total``: a name in :data:`TOTAL_WEIGHT_SETS` or a calibrated set (see
       :mod:`.hatie_calibration`).
     """
@@ -107,25 +131,27 @@ class HatieOptions:
     bc_clip: bool = True
     bc_power: float = BC_POWER
     bf_squash: bool = True
-    relation_prompt: str = "anchor"
+    relation_prompt: str = "repeat"
+    geometry: str = "code"
+    clip: str = "hatie"
+    per_type: str = "code"
     total: str = "published"
-    min_area_fraction: float = MIN_AREA_FRACTION
     max_mse: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.relation_prompt not in ("anchor", "repeat"):
-            raise ValueError(f"relation_prompt must be 'anchor' or 'repeat', got {self.relation_prompt!r}")
+        for name, allowed in (("relation_prompt", ("repeat", "anchor")), ("geometry", ("code", "paper")),
+                              ("clip", ("hatie", "run")), ("per_type", tuple(PER_TYPE_WEIGHTS))):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
         if not (self.bc_power > 0 and math.isfinite(self.bc_power)):
             raise ValueError(f"bc_power must be a positive number, got {self.bc_power!r}")
-        if not 0 < self.min_area_fraction <= 1:
-            raise ValueError(f"min_area_fraction must be in (0, 1], got {self.min_area_fraction!r}")
         if not self.max_mse > 0:
             raise ValueError(f"max_mse must be positive, got {self.max_mse!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return {"vqa": self.vqa, "bc_clip": self.bc_clip, "bc_power": self.bc_power, "bf_squash": self.bf_squash,
-                "relation_prompt": self.relation_prompt, "total": self.total,
-                "min_area_fraction": self.min_area_fraction, "max_mse": self.max_mse}
+                "relation_prompt": self.relation_prompt, "geometry": self.geometry, "clip": self.clip,
+                "per_type": self.per_type, "total": self.total, "max_mse": self.max_mse}
 
     def with_(self, **changes: Any) -> HatieOptions:
         return replace(self, **changes)
@@ -138,8 +164,9 @@ def cosine_to_unit(cos: float) -> float:
 
 
 def lpips_to_similarity(distance: float) -> float:
-    """An LPIPS distance as 1 - d, clipped to [0, 1] (LPIPS can pass 1 on very different images)."""
-    return float(min(1.0, max(0.0, 1.0 - float(distance))))
+    """An LPIPS distance as 1 - d, not clipped (as the published code: LPIPS can pass 1 on very different
+    images, which then score below 0)."""
+    return 1.0 - float(distance)
 
 
 def mse(a: np.ndarray, b: np.ndarray) -> float:
@@ -181,20 +208,27 @@ def centre_of_mass(mask: np.ndarray) -> tuple[float, float]:
     return float(rows.mean()), float(cols.mean())
 
 
-def largest_shift(shape: tuple[int, int], min_area_fraction: float = MIN_AREA_FRACTION) -> float:
-    """The largest centre shift over sqrt(area) the dataset filter allows: the image diagonal over the
-    side of the smallest object kept (App. A: 0.5 % of the image); 20 for any square image."""
+def largest_shift(shape: tuple[int, int], geometry: str = "code") -> float:
+    """The largest centre shift over sqrt(area) that the dataset filter allows. Code: sqrt(2) / sqrt(0.003)
+    (about 25.8, whatever the image). Paper: the image diagonal over the side of the smallest object kept
+    (0.5 % of the image, App. A): 20 for a square image."""
+    if geometry == "code":
+        return math.sqrt(2.0) / math.sqrt(CODE_AREA_FRACTION)
     h, w = shape
-    return math.hypot(h, w) / math.sqrt(min_area_fraction * h * w)
+    return math.hypot(h, w) / math.sqrt(MIN_AREA_FRACTION * h * w)
 
 
 def position_consistency(source_mask: np.ndarray, edit_mask: np.ndarray,
-                         min_area_fraction: float = MIN_AREA_FRACTION) -> tuple[float, float]:
-    """(score, relative shift): the shift of the centre of mass over sqrt(source area), mapped
-    linearly from 1 (no shift) to 0 (the largest shift, :func:`largest_shift`) (App. C.2)."""
+                         geometry: str = "code") -> tuple[float, float]:
+    """(score, relative shift): the centre-of-mass shift over the square root of a mask's area, mapped
+    linearly from 1 (no shift) to 0 at :func:`largest_shift`. Code: the area of the edit's mask (the
+    mask its position function is given first), not clamped (a shift past the largest goes below 0).
+    Paper: the source mask's area, clamped at 0 (App. C.2)."""
     (r0, c0), (r1, c1) = centre_of_mass(source_mask), centre_of_mass(edit_mask)
-    shift = math.hypot(r1 - r0, c1 - c0) / math.sqrt(mask_area(source_mask))
-    return max(0.0, 1.0 - shift / largest_shift(np.shape(source_mask), min_area_fraction)), shift
+    per = edit_mask if geometry == "code" else source_mask
+    shift = math.hypot(r1 - r0, c1 - c0) / math.sqrt(mask_area(per))
+    score = 1.0 - shift / largest_shift(np.shape(source_mask), geometry)
+    return (score if geometry == "code" else max(0.0, score)), shift
 
 
 def size_ratio(source_area: float, edit_area: float) -> float:
@@ -204,16 +238,19 @@ def size_ratio(source_area: float, edit_area: float) -> float:
     return math.sqrt(edit_area / source_area)
 
 
-def size_consistency(source_area: float, edit_area: float, image_area: float) -> tuple[float, float]:
-    """(score, ratio): 1 for an unchanged size, falling linearly to 0 at ratio 0 and at the largest
-    possible ratio, sqrt(image area / source area) (the object filling the image) (App. C.2)."""
+def size_consistency(source_area: float, edit_area: float, image_area: float,
+                     geometry: str = "code") -> tuple[float, float]:
+    """(score, ratio): 1 for an unchanged size; the ratio itself when the object shrank; when it grew,
+    falling linearly to 0 at the largest ratio: 1 / 0.003 (code) or sqrt(image area / source area),
+    the object filling the image (paper, App. C.2)."""
     ratio = size_ratio(source_area, edit_area)
     if ratio <= 1.0:
         return ratio, ratio
-    top = math.sqrt(image_area / source_area)
+    top = 1.0 / CODE_AREA_FRACTION if geometry == "code" else math.sqrt(image_area / source_area)
     if top <= 1.0:
         return 0.0, ratio
-    return max(0.0, 1.0 - (ratio - 1.0) / (top - 1.0)), ratio
+    score = 1.0 - (ratio - 1.0) / (top - 1.0)
+    return (score if geometry == "code" else max(0.0, score)), ratio
 
 
 def size_fidelity(source_area: float, edit_area: float, direction: str, *, enlarge: float = RESIZE_ENLARGE,
@@ -228,10 +265,44 @@ def size_fidelity(source_area: float, edit_area: float, direction: str, *, enlar
     raise ValueError(f"a resize must be 'larger' or 'smaller', got {direction!r}")
 
 
-def squash(x: float, low: float = SQUASH_LOW, high: float = SQUASH_HIGH) -> float:
-    """0 below ``low``, 1 above ``high``, the smooth cubic 3t^2 - 2t^3 between (t = (x - low) / (high - low))."""
-    t = min(1.0, max(0.0, (float(x) - low) / (high - low)))
-    return t * t * (3.0 - 2.0 * t)
+def squash(x: float, low: float = SQUASH_LOW, high: float = SQUASH_HIGH, slope: float = SQUASH_SLOPE) -> float:
+    """Background Fidelity's squashing function of the published code: ``slope * x`` below ``low``,
+    ``0.983 + slope * (x - high)`` above ``high``, and between them the code's cubic, whose derivative is
+    proportional to (x - low)(x - high): it rises from 0.027 at ``low`` to 0.983 at ``high``, flat at both ends."""
+    x = float(x)
+    if x < low:
+        return slope * x
+    if x >= high:
+        return 0.983 + slope * (x - high)
+    # the published polynomial's coefficients (rounded as published: 1/3 as 0.333333)
+    inner = 0.3564 * x - 0.6 * x ** 2 + 0.333333 * x ** 3 - 0.0698399
+    return -3318.33833 * inner + (slope * low + 1.0 - slope * (1.0 - high)) / 2.0
+
+
+def degradation_score(similarities: Sequence[float], threshold: float = DEGRADATION_THRESHOLD,
+                      steps: int = DEGRADATION_STEPS) -> float:
+    """The degradation test: ``(steps - k) / steps`` for the first halving ``k`` (0: the images as they
+    are) whose similarity exceeds ``threshold``; 0 when none does."""
+    for k, value in enumerate(similarities):
+        if value is not None and value > threshold:
+            return (steps - k) / steps
+    return 0.0
+
+
+def degradation_sizes(side: int = 512, steps: int = DEGRADATION_STEPS) -> list[int]:
+    """The sides of the degradation test's steps: 512, 256, ... while at least 2 px (nine steps from 512)."""
+    sizes = []
+    for k in range(steps):
+        size = int(side / 2 ** k)
+        if size < 2:
+            break
+        sizes.append(size)
+    return sizes
+
+
+def downscaled_size(h: int, w: int, level: int = DOWNSCALE_LEVEL) -> tuple[int, int]:
+    """(height, width) of the downscaled grey copy: 1 / level of each side, at least 4 px."""
+    return max(MIN_DOWNSCALED, int(h / level)), max(MIN_DOWNSCALED, int(w / level))
 
 
 def image_quality(fid: float, scale: float = FID_SCALE) -> float:
@@ -271,15 +342,20 @@ def fid_from_features(source: np.ndarray, edited: np.ndarray) -> float:
 # ---------------------------------------------------------------------------------------------- results
 @dataclass
 class Component:
-    """One measure inside a criterion: its value, its weight there, and where it came from."""
+    """One measure inside a criterion: its value, its weight in its own combination, and ``effective``,
+    its weight in the criterion's weighted sum (the product of the weights above it; set on the measures
+    that sum to the criterion, None on the intermediate sums), so ``value x effective`` over those is the
+    criterion before any power or squashing and each one's share of the criterion can be shown."""
 
     name: str
     value: float | None
     weight: float
     note: str = ""
+    effective: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "value": self.value, "weight": self.weight, "note": self.note}
+        return {"name": self.name, "value": self.value, "weight": self.weight, "effective": self.effective,
+                "note": self.note}
 
 
 @dataclass
@@ -308,8 +384,20 @@ def weighted(parts: Sequence[tuple[str, float | None, float]], note: str = "") -
     total = sum(w for _, _, w in present)
     if not present or total <= 0:
         raise ValueError("no measure present for this combination")
-    components = [Component(name, value, w / total, note) for name, value, w in present]
+    components = [Component(name, value, w / total, note, effective=w / total) for name, value, w in present]
     return float(sum(c.value * c.weight for c in components)), components  # type: ignore[operator]
+
+
+def nested(prefix: str, parts: Sequence[Component], factor: float) -> list[Component]:
+    """``parts`` of an inner combination inside an outer one whose weight is ``factor``: renamed
+    ``prefix.name`` and with their effective weights scaled."""
+    return [Component(f"{prefix}.{c.name}", c.value, c.weight, c.note,
+                      None if c.effective is None else c.effective * factor) for c in parts]
+
+
+def intermediate(parts: Sequence[Component]) -> list[Component]:
+    """The same components as sums of other measures: no effective weight of their own."""
+    return [Component(c.name, c.value, c.weight, c.note, None) for c in parts]
 
 
 @dataclass(frozen=True)
@@ -340,10 +428,10 @@ def object_fidelity(edit_type: str, options: HatieOptions, *, target: ObjectEvid
         if not source_area:
             return CriterionScore(key, None, reason="the object was not found in the source image")
         if not edit_area:
-            return CriterionScore(key, 0.0, [Component("size_fidelity", 0.0, 1.0, "object not found in the edit")],
+            return CriterionScore(key, 0.0, [Component("size_fidelity", 0.0, 1.0, "object not found in the edit", 1.0)],
                                   notes=["the object was not found in the edit: Object Fidelity is 0 (App. C.1.4)"])
         score, ratio = size_fidelity(source_area, edit_area, direction or "")
-        return CriterionScore(key, score, [Component("size_fidelity", score, 1.0, f"size ratio {ratio:.3f}"),
+        return CriterionScore(key, score, [Component("size_fidelity", score, 1.0, f"size ratio {ratio:.3f}", 1.0),
                                            Component("size_ratio", ratio, 0.0)])
     if target is None:
         return CriterionScore(key, None, reason="no object to look for in the edit")
@@ -365,8 +453,9 @@ def object_fidelity(edit_type: str, options: HatieOptions, *, target: ObjectEvid
         value, outer = weighted([("presence", presence, ADD_MIX["presence"]),
                                  ("relation_clip", relation_clip, ADD_MIX["relation_clip"]),
                                  ("relation_vqa", relation_vqa if options.vqa else None, ADD_MIX["relation_vqa"])])
-        inner = [Component(f"presence.{c.name}", c.value, c.weight) for c in parts]
-        return CriterionScore(key, value, outer + inner)
+        share = next(c.weight for c in outer if c.name == "presence")
+        return CriterionScore(key, value, [c if c.name != "presence" else intermediate([c])[0] for c in outer]
+                              + nested("presence", parts, share))
     return CriterionScore(key, None, reason=f"Object Fidelity is not part of a {edit_type} edit")
 
 
@@ -385,7 +474,9 @@ def background_fidelity(edit_type: str, clip: float | None, vqa: float | None,
     if not options.bf_squash:
         return CriterionScore(key, raw, parts)
     value = squash(raw)
-    return CriterionScore(key, value, parts + [Component("before_squash", raw, 0.0, "squashed: 0.54 -> 0, 0.66 -> 1")])
+    return CriterionScore(key, value, parts + [Component("before_squash", raw, 0.0,
+                                                         "squashed: slope 0.05 outside [0.54, 0.66], 0.027 to 0.983 "
+                                                         "inside")])
 
 
 def appearance(similarities: Similarities) -> tuple[float, list[Component]]:
@@ -395,26 +486,22 @@ def appearance(similarities: Similarities) -> tuple[float, list[Component]]:
                      ("dino", s.dino, APPEARANCE_WEIGHTS["dino"]), ("l2", s.l2, APPEARANCE_WEIGHTS["l2"])])
 
 
-def comparisons_score(by_comparison: Mapping[str, Similarities], outer: Mapping[str, float],
-                      inner: Mapping[str, tuple[float, float, float]]) -> tuple[float, list[Component]]:
-    """sum over comparisons of outer weight x (inner weights . (LPIPS, DINO, L2)) (Eq. 10-16)."""
-    components: list[Component] = []
-    parts = []
-    for name in COMPARISONS:
-        s = by_comparison.get(name)
-        if s is None:
-            continue
-        value, inner_parts = weighted(list(zip(("lpips", "dino", "l2"), (s.lpips, s.dino, s.l2), inner[name])))
-        parts.append((name, value, outer[name]))
-        components += [Component(f"{name}.{c.name}", c.value, c.weight) for c in inner_parts]
-    value, outer_parts = weighted(parts)
-    return value, outer_parts + components
+def ways_score(by_way: Mapping[str, Similarities], measure_weights: Mapping[str, float],
+               way_weights: Mapping[str, tuple[float, float, float]]) -> tuple[float, list[Component]]:
+    """The style / attribute comparison: sum over measures m and ways v of outer[m] x inner[m][v] x the
+    similarity of measure m in way v (the degradation way's values are already its test scores).
+    Absent values drop out and the rest are renormalised."""
+    parts = [(f"{m}.{way}", getattr(by_way.get(way, Similarities()), m), measure_weights[m] * way_weights[m][i])
+             for m in MEASURES for i, way in enumerate(WAYS)]
+    return weighted(parts)
 
 
 def object_consistency(edit_type: str, *, source_mask: np.ndarray | None, edit_mask: np.ndarray | None,
                        appearance_by_comparison: Mapping[str, Similarities] | None,
                        options: HatieOptions, prefix: str = "") -> CriterionScore:
-    """Object Consistency of one object: appearance, position and size, mixed per edit type (Eq. 3, 9-12)."""
+    """Object Consistency of one object: appearance, position and size, mixed per edit type (Eq. 3, 9-12).
+    ``appearance_by_comparison``: ``{"plain": ...}`` for resize / background, the three ways
+    (:data:`WAYS`) for an attribute change."""
     key = "object_consistency"
     if edit_type not in OC_MIX:
         return CriterionScore(key, None, reason=f"Object Consistency is not part of a {edit_type} edit")
@@ -422,25 +509,27 @@ def object_consistency(edit_type: str, *, source_mask: np.ndarray | None, edit_m
         return CriterionScore(key, None, reason="the object was not found in the source image")
     if edit_mask is None or not mask_area(edit_mask):
         return CriterionScore(key, 0.0, notes=["the object was not found in the edit: Object Consistency is 0"])
-    position, shift = position_consistency(source_mask, edit_mask, options.min_area_fraction)
-    size, ratio = size_consistency(mask_area(source_mask), mask_area(edit_mask), float(np.size(source_mask)))
+    position, shift = position_consistency(source_mask, edit_mask, options.geometry)
+    size, ratio = size_consistency(mask_area(source_mask), mask_area(edit_mask), float(np.size(source_mask)),
+                                   options.geometry)
     w_app, w_pos, w_size = OC_MIX[edit_type]
     look: float | None = None
     look_parts: list[Component] = []
     if w_app > 0:
         comparisons = dict(appearance_by_comparison or {})
         if edit_type == "attribute":
-            look, look_parts = comparisons_score(comparisons, ATTRIBUTE_OUTER, ATTRIBUTE_INNER)
+            look, look_parts = ways_score(comparisons, ATTRIBUTE_MEASURE_WEIGHTS, ATTRIBUTE_WAY_WEIGHTS)
         else:
             look, look_parts = appearance(comparisons.get("plain", Similarities()))
     value, parts = weighted([("appearance", look, w_app), ("position", position, w_pos), ("size", size, w_size)])
-    extra = [Component("centre_shift", shift, 0.0, "centre-of-mass shift / sqrt(source area)"),
+    share = next((c.weight for c in parts if c.name == "appearance"), 0.0)
+    parts = [c if c.name != "appearance" else intermediate([c])[0] for c in parts]
+    extra = [Component("centre_shift", shift, 0.0, "centre-of-mass shift / sqrt(mask area)"),
              Component("size_ratio", ratio, 0.0, "sqrt(edit area / source area)")]
     if w_size == 0:
         extra.append(Component("size", size, 0.0, "not weighted for this edit type"))
-    return CriterionScore(key, value, [Component(prefix + c.name, c.value, c.weight, c.note)
-                                       for c in parts + [Component(f"appearance.{p.name}", p.value, p.weight)
-                                                         for p in look_parts] + extra])
+    return CriterionScore(key, value, [Component(prefix + c.name, c.value, c.weight, c.note, c.effective)
+                                       for c in parts + nested("appearance", look_parts, share) + extra])
 
 
 def mean_object_consistency(scores: Sequence[CriterionScore]) -> CriterionScore:
@@ -448,21 +537,22 @@ def mean_object_consistency(scores: Sequence[CriterionScore]) -> CriterionScore:
     values = [s.value for s in scores if s.value is not None]
     if not values:
         return CriterionScore("object_consistency", None, reason="no foreground object found in the source image")
-    components = [Component(c.name, c.value, c.weight / len(values), c.note)
+    n = len(values)
+    components = [Component(c.name, c.value, c.weight / n, c.note, None if c.effective is None else c.effective / n)
                   for s in scores if s.value is not None for c in s.components]
     return CriterionScore("object_consistency", float(np.mean(values)), components,
-                          notes=[f"mean over {len(values)} foreground object(s)"])
+                          notes=[f"mean over {n} foreground object(s)"])
 
 
 def background_consistency(edit_type: str, by_comparison: Mapping[str, Similarities],
                            options: HatieOptions) -> CriterionScore:
     """Background Consistency: the four similarities of the masked backgrounds, weighted and raised to
-    the power 6 (object edits); the four comparisons of the whole images (style change)."""
+    the power 6 (object edits); the three ways x four measures of the whole images (style change)."""
     key = "background_consistency"
     if "background_consistency" not in TYPE_CRITERIA.get(edit_type, ()):
         return CriterionScore(key, None, reason=f"Background Consistency is not part of a {edit_type} edit")
     if edit_type == "style":
-        value, parts = comparisons_score(by_comparison, STYLE_OUTER, STYLE_INNER)
+        value, parts = ways_score(by_comparison, STYLE_MEASURE_WEIGHTS, STYLE_WAY_WEIGHTS)
         return CriterionScore(key, value, parts)
     s = by_comparison.get("plain", Similarities())
     w = BACKGROUND_WEIGHTS
@@ -497,6 +587,26 @@ def edit_total(criteria: Mapping[str, float | None], weights: Mapping[str, float
     if not present or total <= 0:
         return None
     return float(sum(v * w for v, w in present) / total)  # type: ignore[operator]
+
+
+def per_type_error(se: Mapping[str, float | None], weights: Mapping[str, float]) -> float | None:
+    """The published per-type table's error: sqrt(sum (se_c w_c)^2) / sum w_c over the type's criteria."""
+    present = [(se[k], weights[k]) for k in CRITERIA if se.get(k) is not None and weights[k] > 0]
+    if not present:
+        return None
+    return float(math.sqrt(sum((e * w) ** 2 for e, w in present)) / sum(w for _, w in present))  # type: ignore[operator]
+
+
+def total_error(se: Mapping[str, float | None], weights: Mapping[str, float], iq_se: float | None,
+                iq_share: float = IQ_SHARE) -> float | None:
+    """The published model total's error: the criteria's bootstrap errors times their weights in the total,
+    added in quadrature, plus Image Quality's error times its share, added as published (not squared)."""
+    inner = [(se[k], weights[k]) for k in CRITERIA if se.get(k) is not None and weights[k] > 0]
+    if not inner:
+        return None
+    total = sum(w for _, w in inner)
+    squares = sum((e * w / total * (1.0 - iq_share)) ** 2 for e, w in inner)  # type: ignore[operator]
+    return float(math.sqrt(squares + (iq_se * iq_share if iq_se is not None else 0.0)))
 
 
 def set_total(means: Mapping[str, float | None], weights: Mapping[str, float], iq: float | None,

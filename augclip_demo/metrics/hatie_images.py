@@ -1,5 +1,6 @@
-"""Image preparation for HATIE's measures, without models: masking, square crops, and the grey,
-downscaled and edge versions that the style and attribute rules compare (App. C.1.5, C.1.7).
+"""Image preparation for HATIE's measures, without models: masking, the objects' square-padded crops,
+bilinear resizing as the published code does it, and the three ways the style and attribute rules
+compare two images (edge maps, the degradation test's grey copies, the downscaled grey copy).
 
 Images are float arrays (H, W, 3) with values in [0, 1]; masks are boolean (H, W).
 """
@@ -8,12 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 from PIL import Image
-from scipy import ndimage
+
+from .hatie import degradation_sizes, downscaled_size
 
 #: HATIE resizes every image to 512 x 512 before scoring (hatie-notes, "Pipeline").
 WORK_SIZE = 512
-#: The factor of the downscaled comparison (our choice: the paper names "down-scaling" without one).
-DOWNSCALE = 8
+#: LPIPS compares 64 x 64 bilinear resizes of its two images (published code).
+LPIPS_SIZE = 64
+#: Canny's two thresholds on the 0-255 grey image (published code).
+CANNY_LOW, CANNY_HIGH = 100, 400
 
 
 def as_array(image: Image.Image, size: int | None = WORK_SIZE) -> np.ndarray:
@@ -61,85 +65,111 @@ def union(*masks: np.ndarray | None) -> np.ndarray | None:
     return np.logical_or.reduce(present)
 
 
-def square_box(mask: np.ndarray, shape: tuple[int, int] | None = None) -> tuple[int, int, int, int]:
-    """(top, left, bottom, right), bottom / right exclusive: the smallest square holding the mask's
-    bounding box, centred on it and shifted to lie inside the image where the image is big enough."""
+def object_crop(image: np.ndarray, mask: np.ndarray, box: tuple[int, int, int, int] | None = None) -> np.ndarray:
+    """The object alone (everything outside its mask black), cut to its box ``(x0, y0, x1, y1)`` (default:
+    the mask's bounding box) and padded with black to a square, the crop centred (published code)."""
+    if box is None:
+        rows, cols = np.nonzero(np.asarray(mask, dtype=bool))
+        if rows.size == 0:
+            raise ValueError("the mask is empty: no box to crop")
+        box = (int(cols.min()), int(rows.min()), int(cols.max()) + 1, int(rows.max()) + 1)
+    x0, y0, x1, y1 = (int(v) for v in box)
+    crop = keep_only(image, mask)[y0:y1, x0:x1]
+    if crop.shape[0] == 0 or crop.shape[1] == 0:
+        raise ValueError(f"the object's box {box} is empty")
+    return square_pad(crop)
+
+
+def box_of(mask: np.ndarray) -> tuple[int, int, int, int]:
+    """(x0, y0, x1, y1) of the mask's bounding box, right and bottom exclusive."""
     rows, cols = np.nonzero(np.asarray(mask, dtype=bool))
     if rows.size == 0:
-        raise ValueError("the mask is empty: no box to crop")
-    h, w = shape or np.shape(mask)
-    top, bottom, left, right = int(rows.min()), int(rows.max()) + 1, int(cols.min()), int(cols.max()) + 1
-    side = max(bottom - top, right - left)
-    cy, cx = (top + bottom) / 2.0, (left + right) / 2.0
-    t, lft = int(round(cy - side / 2.0)), int(round(cx - side / 2.0))
-    t = min(max(t, 0), max(h - side, 0))
-    lft = min(max(lft, 0), max(w - side, 0))
-    return t, lft, t + side, lft + side
+        raise ValueError("the mask is empty: no box")
+    return int(cols.min()), int(rows.min()), int(cols.max()) + 1, int(rows.max()) + 1
 
 
-def square_crop(image: np.ndarray, box: tuple[int, int, int, int]) -> np.ndarray:
-    """The box cut out of the image, zero-padded where it reaches past the image (always square)."""
-    top, left, bottom, right = box
-    side = max(bottom - top, right - left)
-    out = np.zeros((side, side) + image.shape[2:], dtype=np.float64)
+def merged_box(first: tuple[int, int, int, int], second: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+    """The smallest box holding both boxes (x0, y0, x1, y1)."""
+    return min(first[0], second[0]), min(first[1], second[1]), max(first[2], second[2]), max(first[3], second[3])
+
+
+def square_pad(image: np.ndarray) -> np.ndarray:
+    """The image padded with black to a square, centred (the extra pixel of an odd difference after it)."""
     h, w = image.shape[:2]
-    t0, l0, b0, r0 = max(top, 0), max(left, 0), min(bottom, h), min(right, w)
-    out[t0 - top:b0 - top, l0 - left:r0 - left] = image[t0:b0, l0:r0]
+    side = max(h, w)
+    out = np.zeros((side, side) + image.shape[2:], dtype=np.float64)
+    top, left = (side - h) // 2, (side - w) // 2
+    out[top:top + h, left:left + w] = image
     return out
 
 
+def _axis_weights(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    scale = n_in / n_out
+    src = np.maximum((np.arange(n_out) + 0.5) * scale - 0.5, 0.0)
+    lo = np.minimum(np.floor(src).astype(int), n_in - 1)
+    hi = np.minimum(lo + 1, n_in - 1)
+    return lo, hi, src - lo
+
+
+def bilinear_resize(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """``image`` (H, W[, C]) resized to ``size`` = (height, width) by bilinear interpolation with half-pixel
+    centres and no antialiasing: what PyTorch's ``interpolate(mode="bilinear", align_corners=False)``
+    computes, the resize of the published code."""
+    a = np.asarray(image, dtype=np.float64)
+    if a.shape[:2] == tuple(size):
+        return a.copy()
+    r0, r1, fr = _axis_weights(a.shape[0], size[0])
+    c0, c1, fc = _axis_weights(a.shape[1], size[1])
+    fr = fr.reshape((-1, 1) + (1,) * (a.ndim - 2))
+    fc = fc.reshape((1, -1) + (1,) * (a.ndim - 2))
+    top = a[r0][:, c0] * (1 - fc) + a[r0][:, c1] * fc
+    bottom = a[r1][:, c0] * (1 - fc) + a[r1][:, c1] * fc
+    return top * (1 - fr) + bottom * fr
+
+
 def resize_array(image: np.ndarray, size: int) -> np.ndarray:
-    """A float image resized (bicubic) to size x size."""
+    """A float image resized (bicubic, PIL) to size x size."""
     return as_array(to_image(image), size)
 
 
-def grayscale(image: np.ndarray) -> np.ndarray:
-    """ITU-R 601 luma repeated on three channels (the "grey" degraded comparison)."""
-    luma = image[..., 0] * 0.299 + image[..., 1] * 0.587 + image[..., 2] * 0.114
-    return np.repeat(luma[..., None], 3, axis=2)
+def channel_mean_grey(image: np.ndarray) -> np.ndarray:
+    """The mean of the three channels, repeated on three channels: the grey of the degradation test and the
+    downscaled copy (published code; pure red and pure blue have the same grey)."""
+    grey = np.asarray(image, dtype=np.float64).mean(axis=2, keepdims=True)
+    return np.repeat(grey, 3, axis=2)
 
 
-def downscaled(image: np.ndarray, factor: int = DOWNSCALE) -> np.ndarray:
-    """Block means over factor x factor tiles, expanded back to the original size (the "small" one)."""
-    h, w = image.shape[:2]
-    hh, ww = max(h // factor, 1), max(w // factor, 1)
-    small = np.asarray(to_image(image).resize((ww, hh), Image.BOX), dtype=np.float64) / 255.0
-    return np.asarray(to_image(small).resize((w, h), Image.NEAREST), dtype=np.float64) / 255.0
+def edge_map(image: np.ndarray) -> np.ndarray:
+    """Canny edges (thresholds 100 / 400) of the image's ITU-R 601 grey, as 0 / 1 on three channels: the
+    published code's edge way (pixels truncated to 0-255 integers first, as it does)."""
+    import cv2  # OpenCV: the published code's Canny, so the edge maps are the same pixels
 
-
-def edge_map(image: np.ndarray, sigma: float = 1.4, low: float = 0.1, high: float = 0.2) -> np.ndarray:
-    """Canny's edge detector (Gaussian smoothing, Sobel gradients, thinning along the gradient, two
-    thresholds relative to the largest gradient, hysteresis) as a 0 / 1 image on three channels."""
-    gray = grayscale(image)[..., 0]
-    smooth = ndimage.gaussian_filter(gray, sigma)
-    gy, gx = ndimage.sobel(smooth, axis=0), ndimage.sobel(smooth, axis=1)
-    magnitude = np.hypot(gx, gy)
-    peak = magnitude.max()
-    if peak <= 0:
-        return np.zeros_like(image)
-    angle = (np.rad2deg(np.arctan2(gy, gx)) + 180.0) % 180.0
-    # neighbours along the gradient direction, quantised to 0 / 45 / 90 / 135 degrees
-    padded = np.pad(magnitude, 1)
-    h, w = magnitude.shape
-    shifts = {0: ((0, 1), (0, -1)), 45: ((1, 1), (-1, -1)), 90: ((1, 0), (-1, 0)), 135: ((1, -1), (-1, 1))}
-    direction = (np.round(angle / 45.0) % 4 * 45).astype(int)
-    thin = np.zeros_like(magnitude, dtype=bool)
-    for deg, ((dy1, dx1), (dy2, dx2)) in shifts.items():
-        n1 = padded[1 + dy1:1 + dy1 + h, 1 + dx1:1 + dx1 + w]
-        n2 = padded[1 + dy2:1 + dy2 + h, 1 + dx2:1 + dx2 + w]
-        thin |= (direction == deg) & (magnitude >= n1) & (magnitude >= n2)
-    strong = thin & (magnitude >= high * peak)
-    weak = thin & (magnitude >= low * peak)
-    labels, n = ndimage.label(weak, structure=np.ones((3, 3)))
-    if n == 0:
-        return np.zeros_like(image)
-    keep = np.zeros(n + 1, dtype=bool)
-    keep[np.unique(labels[strong])] = True
-    keep[0] = False
-    edges = keep[labels].astype(np.float64)
+    pixels = np.clip(np.asarray(image, dtype=np.float64) * 255.0, 0, 255).astype(np.uint8)
+    grey = cv2.cvtColor(np.ascontiguousarray(pixels), cv2.COLOR_RGB2GRAY)
+    edges = cv2.Canny(grey, CANNY_LOW, CANNY_HIGH).astype(np.float64) / 255.0
     return np.repeat(edges[..., None], 3, axis=2)
 
 
-def comparison_versions(image: np.ndarray) -> dict[str, np.ndarray]:
-    """The four versions the style and attribute rules compare: plain, edges, gray, small."""
-    return {"plain": image, "edges": edge_map(image), "gray": grayscale(image), "small": downscaled(image)}
+def degradation_steps(image: np.ndarray, side: int = WORK_SIZE) -> list[np.ndarray]:
+    """The degradation test's images: the channel-mean grey resized to side x side, then halved step by
+    step (each step resizes the previous one, bilinear) while at least 2 px."""
+    current = channel_mean_grey(image)
+    out = []
+    for size in degradation_sizes(side):
+        current = bilinear_resize(current, (size, size))
+        out.append(current)
+    return out
+
+
+def downscaled_grey(image: np.ndarray) -> np.ndarray:
+    """The channel-mean grey downscaled 20 times (bilinear, at least 4 px a side)."""
+    h, w = image.shape[:2]
+    return bilinear_resize(channel_mean_grey(image), downscaled_size(h, w))
+
+
+def l2_similarity_code(first: np.ndarray, second: np.ndarray) -> float:
+    """1 - MSE of ``first`` and ``second`` resized (bilinear) to ``first``'s size; pixels in [0, 1], whose
+    largest MSE is 1 (published code)."""
+    a = np.asarray(first, dtype=np.float64)
+    b = bilinear_resize(second, a.shape[:2])
+    return float(1.0 - np.mean((a - b) ** 2))
