@@ -59,7 +59,7 @@ def app_server(tmp_path_factory: pytest.TempPathFactory):
     env = {**inherited, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
            "AUGCLIP_CLIP_MODEL": TINY, "AUGCLIP_DEVICE": "cpu", "AUGCLIP_GDINO_MODEL": "random:tiny",
            "AUGCLIP_SAM_MODEL": "random:tiny", "AUGCLIP_HATIE_DINO": "random:tiny-v2", "AUGCLIP_BPM_PRESET": "standard",
-           "AUGCLIP_HATIE_LPIPS": "random:alex", "AUGCLIP_MAX_UPLOAD_MB": str(APP_UPLOAD_LIMIT_MB), **APP_ZIP_LIMITS,
+           "AUGCLIP_HATIE_LPIPS": "random:alex", "AUGCLIP_HATIE_CLIP": TINY, "AUGCLIP_MAX_UPLOAD_MB": str(APP_UPLOAD_LIMIT_MB), **APP_ZIP_LIMITS,
            "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONPATH": str(ROOT)}
     app = spawn_app(env, log_path, port)
     yield {"url": app.url, "log": log_path, "process": app.process}

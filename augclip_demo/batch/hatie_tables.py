@@ -3,7 +3,11 @@ total), totals per edit type, correlations with the manifest's human judgments, 
 sets (fitted, saved and used by name).
 
 Models are the edits' ``name`` fields. Image Quality needs the images again: FID between the model's
-source images and its edits (Eq. 1), computed when a feature network is given.
+source images (each counted once, as the published code's folder of originals) and its edits (Eq. 1),
+computed when a feature network is given. Aggregation as the published code: each criterion's mean over
+the edits that have it with a bootstrap standard error (10,000 resamples), the total
+0.8 x weighted criteria + 0.2 x IQ with the errors combined as published, and per edit type the
+criteria means weighted over the type's criteria with the code's per-type weights (OF 0.4, BF 0.2).
 """
 
 from __future__ import annotations
@@ -28,7 +32,9 @@ from .results import iter_results
 
 CRITERION_KEYS = {criterion: key for key, criterion in HATIE_KEYS.items()}  # criterion -> metric key
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-BOOTSTRAP = 200
+BOOTSTRAP = 10_000  # resamples of the criteria's bootstrap errors (published code)
+BOOTSTRAP_BATCH = 1_000
+FID_RESAMPLES = 30  # resamples of the edited set for Image Quality's error (published code)
 SEED = 0
 
 
@@ -138,6 +144,20 @@ def fit_from_results(path: str | Path, *, step: float = 0.01, folds: int = 5, se
 
 # ---------------------------------------------------------------------------------------------- tables
 @dataclass
+class TypeRow:
+    """One edit type of one model: the criteria means and errors, and the type's total (published code)."""
+
+    n: int
+    means: dict[str, float | None]
+    se: dict[str, float | None]
+    total: float | None
+    total_se: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"n": self.n, "means": self.means, "se": self.se, "total": self.total, "total_se": self.total_se}
+
+
+@dataclass
 class ModelRow:
     model: str
     n: int
@@ -147,10 +167,15 @@ class ModelRow:
     iq: float | None = None
     total: float | None = None
     by_type: dict[str, float | None] = field(default_factory=dict)
+    total_se: float | None = None
+    iq_se: float | None = None
+    types: dict[str, TypeRow] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"model": self.model, "n": self.n, "means": self.means, "se": self.se, "fid": self.fid,
-                "image_quality": self.iq, "total": self.total, "by_type": self.by_type}
+                "image_quality": self.iq, "image_quality_se": self.iq_se, "total": self.total,
+                "total_se": self.total_se, "by_type": self.by_type,
+                "types": {t: row.to_dict() for t, row in self.types.items()}}
 
 
 @dataclass
@@ -160,10 +185,11 @@ class HatieTable:
     weight_name: str
     correlations: dict[str, dict[str, Any]]
     notes: list[str] = field(default_factory=list)
+    per_type: str = "code"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"weights": self.weights, "weight_set": self.weight_name, "models": [r.to_dict() for r in self.rows],
-                "correlations": self.correlations, "notes": self.notes}
+        return {"weights": self.weights, "weight_set": self.weight_name, "per_type_weights": self.per_type,
+                "models": [r.to_dict() for r in self.rows], "correlations": self.correlations, "notes": self.notes}
 
     def format(self) -> str:
         def cell(v: float | None, se: float | None = None) -> str:
@@ -175,11 +201,13 @@ class HatieTable:
         lines = [f"HATIE per model (weights: {self.weight_name}; ranked by Total)", " | ".join(head)]
         for r in self.rows:
             lines.append(" | ".join([r.model, str(r.n)] + [cell(r.means[c], r.se[c]) for c in H.CRITERIA]
-                                    + [cell(r.iq), cell(r.total)]))
-        types = [t for t in H.EDIT_TYPES if any(r.by_type.get(t) is not None for r in self.rows)]
+                                    + [cell(r.iq, r.iq_se), cell(r.total, r.total_se)]))
+        types = [t for t in H.EDIT_TYPES if any(t in r.types for r in self.rows)]
         if types:
-            lines += ["", "HATIE total per edit type (mean of the edits' totals)", " | ".join(["model"] + types)]
-            lines += [" | ".join([r.model] + [cell(r.by_type.get(t)) for t in types]) for r in self.rows]
+            lines += ["", f"HATIE total per edit type (criteria means weighted as the published code's per-type "
+                          f"table: {self.per_type})", " | ".join(["model"] + types)]
+            lines += [" | ".join([r.model] + [cell(r.types[t].total, r.types[t].total_se) if t in r.types else "-"
+                                              for t in types]) for r in self.rows]
         if self.correlations:
             lines += ["", "correlation with the human judgments (edits with both)", "criterion | n | Pearson | Spearman"]
             for key, c in self.correlations.items():
@@ -187,41 +215,69 @@ class HatieTable:
         return "\n".join(lines + [f"note: {n}" for n in self.notes])
 
 
+def bootstrap_se(values: list[float], rng: np.random.Generator, resamples: int = BOOTSTRAP) -> float | None:
+    """The standard error of the mean by the bootstrap (``resamples`` resamples, drawn in batches)."""
+    a = np.asarray(values, np.float64)
+    if len(a) < 2:
+        return None
+    means = []
+    for start in range(0, resamples, BOOTSTRAP_BATCH):
+        n = min(BOOTSTRAP_BATCH, resamples - start)
+        means.append(a[rng.integers(0, len(a), size=(n, len(a)))].mean(axis=1))
+    return float(np.concatenate(means).std(ddof=1))
+
+
 def _mean_se(values: list[float], rng: np.random.Generator) -> tuple[float | None, float | None]:
     if not values:
         return None, None
-    a = np.asarray(values, np.float64)
-    if len(a) < 2:
-        return float(a.mean()), None
-    boots = a[rng.integers(0, len(a), size=(BOOTSTRAP, len(a)))].mean(axis=1)
-    return float(a.mean()), float(boots.std(ddof=1))
+    return float(np.mean(values)), bootstrap_se(values, rng)
 
 
 IQ_MISSING = ("Image Quality not computed (give the manifest: FID of each model's sources vs its edits); the "
               "totals are the criterion part alone")
 
 
+def _criteria_stats(edits: list[HatieEdit], rng: np.random.Generator) -> tuple[dict, dict]:
+    means, se = {}, {}
+    for c in H.CRITERIA:
+        means[c], se[c] = _mean_se([e.criteria[c] for e in edits if e.criteria[c] is not None], rng)
+    return means, se
+
+
+def _type_rows(mine: list[HatieEdit], per_type: dict[str, float], rng: np.random.Generator) -> dict[str, TypeRow]:
+    rows = {}
+    for t in H.EDIT_TYPES:
+        of_type = [e for e in mine if e.edit_type == t]
+        if not of_type:
+            continue
+        means, se = _criteria_stats(of_type, rng)
+        rows[t] = TypeRow(len(of_type), means, se, H.edit_total(means, per_type), H.per_type_error(se, per_type))
+    return rows
+
+
 def hatie_table(path: str | Path, *, weights: str = "published", image_quality: dict[str, tuple[float, float]] | None = None,
-                settings: Settings | None = None, iq_missing: str = IQ_MISSING) -> HatieTable:
-    """The per-model table of a results file (``image_quality``: model -> (FID, IQ) from :func:`model_fids`;
-    ``iq_missing``: the note shown without it)."""
+                settings: Settings | None = None, iq_missing: str = IQ_MISSING, per_type: str = "code",
+                iq_errors: dict[str, float] | None = None) -> HatieTable:
+    """The per-model table of a results file (``image_quality``: model -> (FID, IQ) from :func:`model_fids`,
+    ``iq_errors``: model -> IQ's error; ``iq_missing``: the note shown without them; ``per_type``: the weights
+    of the per-type table, :data:`~augclip_demo.metrics.hatie.PER_TYPE_WEIGHTS`)."""
     w = resolve_weights(weights, settings)
+    if per_type not in H.PER_TYPE_WEIGHTS:
+        raise InputError(f"per-type weights must be one of {', '.join(H.PER_TYPE_WEIGHTS)}, got {per_type!r}")
+    type_weights = H.PER_TYPE_WEIGHTS[per_type]
     edits = read_hatie_edits(path)
     models = list(dict.fromkeys(e.model for e in edits))
     rows = []
     for model in models:
         mine = [e for e in edits if e.model == model]
         rng = np.random.default_rng(SEED)
-        means, se = {}, {}
-        for c in H.CRITERIA:
-            means[c], se[c] = _mean_se([e.criteria[c] for e in mine if e.criteria[c] is not None], rng)
+        means, se = _criteria_stats(mine, rng)
         fid, iq = (image_quality or {}).get(model, (None, None))
-        by_type = {}
-        for t in H.EDIT_TYPES:
-            totals = [H.edit_total(e.criteria, w) for e in mine if e.edit_type == t]
-            kept = [v for v in totals if v is not None]
-            by_type[t] = float(np.mean(kept)) if kept else None
-        rows.append(ModelRow(model, len(mine), means, se, fid, iq, H.set_total(means, w, iq), by_type))
+        iq_se = (iq_errors or {}).get(model)
+        types = _type_rows(mine, type_weights, rng)
+        by_type = {t: row.total for t, row in types.items()}
+        rows.append(ModelRow(model, len(mine), means, se, fid, iq, H.set_total(means, w, iq), by_type,
+                             H.total_error(se, w, iq_se if iq is not None else None), iq_se, types))
     rows.sort(key=lambda r: -math.inf if r.total is None else -r.total)
     rated = [e for e in edits if e.rating is not None]
     corr: dict[str, dict[str, Any]] = {}
@@ -232,11 +288,19 @@ def hatie_table(path: str | Path, *, weights: str = "published", image_quality: 
     notes = []
     if image_quality is None:
         notes.append(iq_missing)
-    return HatieTable(rows, w, weights, corr, notes)
+    else:
+        without = [r.model for r in rows if r.iq is None]
+        if without:
+            notes.append(f"Image Quality not computed for {', '.join(without)}: FID needs at least two distinct "
+                         "source images and two edits per model (each source counted once)")
+    return HatieTable(rows, w, weights, corr, notes, per_type)
 
 
-def model_fids(path: str | Path, manifest: str | Path, features: Any) -> dict[str, tuple[float, float]]:
-    """model -> (FID, IQ) between the sources of the model's edits and the edits (Eq. 1)."""
+def model_fids(path: str | Path, manifest: str | Path, features: Any,
+               errors: dict[str, float] | None = None) -> dict[str, tuple[float, float]]:
+    """model -> (FID, IQ) between the model's source images, each counted once (the published code's folder
+    of originals), and its edits (Eq. 1). With ``errors``, also model -> IQ's error: the standard deviation
+    of IQ over 30 resamples of the edited set (published code)."""
     from .manifest import load_manifest
 
     items = {item.id: item for item in load_manifest(manifest)}
@@ -252,11 +316,18 @@ def model_fids(path: str | Path, manifest: str | Path, features: Any) -> dict[st
     for model, pairs in by_model.items():
         if len(pairs) < 2:
             continue
-        # the input set holds each edit's source (Eq. 1: input images vs their outputs), repeats included
-        sources = features.fid_features([open_image(s).image for s, _ in pairs])
-        edited = features.fid_features([open_image(p).image for _, p in pairs])
+        unique_sources = list(dict.fromkeys(s for s, _ in pairs))
+        if len(unique_sources) < 2:
+            continue
+        sources = features.fid_features([open_image(s).image for s in unique_sources])
+        edited = np.asarray(features.fid_features([open_image(p).image for _, p in pairs]), np.float64)
         fid = H.fid_from_features(sources, edited)
         out[model] = (fid, H.image_quality(fid))
+        if errors is not None:
+            rng = np.random.default_rng(SEED)
+            resampled = [H.image_quality(H.fid_from_features(sources, edited[rng.integers(0, len(edited), len(edited))]))
+                         for _ in range(FID_RESAMPLES)]
+            errors[model] = float(np.std(resampled))
     return out
 
 
@@ -270,14 +341,14 @@ class _FidFeatures:
         return self.network.features(images)
 
 
-def image_quality_from_manifest(path: str | Path, manifest: str | Path, fid: str,
-                                settings: Settings | None = None) -> tuple[dict[str, tuple[float, float]], bool]:
+def image_quality_from_manifest(path: str | Path, manifest: str | Path, fid: str, settings: Settings | None = None,
+                                errors: dict[str, float] | None = None) -> tuple[dict[str, tuple[float, float]], bool]:
     """:func:`model_fids` with the FID network ``fid`` (loaded through the weights module); also whether that
     network is untrained (random weights). ``hatie table --manifest`` and ``protocol --manifest`` both use this."""
     from ..inference.fid import get_fid_network
 
     network = get_fid_network(fid, settings or Settings.from_env())
-    return model_fids(path, manifest, _FidFeatures(network)), bool(network.untrained)
+    return model_fids(path, manifest, _FidFeatures(network), errors), bool(network.untrained)
 
 
 UNTRAINED_IQ = "the FID network has random weights: Image Quality is untrained"

@@ -23,6 +23,7 @@ from ..bpm import BPMOptions
 from ..bpm.models import BPMModels
 from ..config import Settings
 from ..errors import AugclipError, InputError, InstructionParseError
+from ..hatie.benchmark import hatie_query
 from ..inference.clip_encoder import ClipEncoder
 from ..instructions import ParsedInstruction, resolve_parse
 from ..io import LoadedImage, open_image
@@ -371,7 +372,8 @@ def decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, stage
             out.error = f"edit_mask: {exc}"
             return out
         images = ItemImages(source, [loaded[image_key(edit.resolved)] for edit in item.edits], item.target_text,
-                            item.instruction or None, parsed, parse_reason, item.edit_type, truth, mask)
+                            item.instruction or None, parsed, parse_reason, item.edit_type, truth, mask,
+                            hatie_query(item))
         out.error = _run_item_stages(stages, images, out)
         if out.error is not None:
             return out

@@ -29,8 +29,16 @@ def add_hatie_args(parser: argparse.ArgumentParser) -> None:
                             "(LPIPS, DINO, L2)")
     group.add_argument("--hatie-no-squash", action="store_true",
                        help="Background Fidelity without the published code's squashing function")
-    group.add_argument("--hatie-relation", choices=("anchor", "repeat"), default="anchor",
-                       help="add edits: relation prompt names the anchor (default) or repeats the new object (code)")
+    group.add_argument("--hatie-relation", choices=("repeat", "anchor"), default="repeat",
+                       help="add edits: the relation prompt repeats the new object where the anchor belongs (the "
+                            "published code; default) or names the anchor (the paper's meaning)")
+    group.add_argument("--hatie-geometry", choices=("code", "paper"), default="code",
+                       help="position / size consistency: the published code's (edit mask's area, scale "
+                            "sqrt(2)/sqrt(0.003), growth limit 1/0.003, unclamped; default) or the paper's")
+    group.add_argument("--hatie-clip-from", choices=("hatie", "run"), default="hatie",
+                       help="CLIP of HATIE's measures: its own ViT-B/32 (default) or the run's --clip-model")
+    group.add_argument("--hatie-clip", default=None, metavar="SPEC",
+                       help="HATIE's own CLIP (default AUGCLIP_HATIE_CLIP, else ViT-B-32/openai; random:tiny for tests)")
     group.add_argument("--hatie-weights", default="published", metavar="NAME",
                        help="criterion weights of the total: published (default), per-type-code, or a name saved "
                             "by `hatie calibrate`")
@@ -48,7 +56,8 @@ def hatie_from_args(args: argparse.Namespace, settings: Settings, *, want: bool)
 
     resolve_weights(args.hatie_weights, settings)  # a clear error for an unknown name, before any model loads
     options = HatieOptions(vqa=args.hatie_vqa, bc_clip=args.hatie_bc == "code", bf_squash=not args.hatie_no_squash,
-                           relation_prompt=args.hatie_relation, total=args.hatie_weights)
+                           relation_prompt=args.hatie_relation, geometry=args.hatie_geometry, clip=args.hatie_clip_from,
+                           total=args.hatie_weights)
     out: dict[str, Any] = {"hatie": options}
     if not want:
         return out
@@ -65,7 +74,8 @@ def hatie_from_args(args: argparse.Namespace, settings: Settings, *, want: bool)
 def features_from_args(args: argparse.Namespace, settings: Settings) -> Any:
     from ..hatie.features import HatieFeatures
 
-    return HatieFeatures(settings, dino=args.hatie_dino, lpips=args.hatie_lpips, fid=args.hatie_fid)
+    clip = "" if getattr(args, "hatie_clip_from", "hatie") == "run" else getattr(args, "hatie_clip", None)
+    return HatieFeatures(settings, dino=args.hatie_dino, lpips=args.hatie_lpips, fid=args.hatie_fid, clip=clip)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -77,6 +87,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     table.add_argument("results", metavar="RESULTS.jsonl")
     table.add_argument("--manifest", metavar="MANIFEST.jsonl", help="the run's manifest: computes Image Quality (FID)")
     table.add_argument("--weights", default="published", metavar="NAME", help="criterion weights (default published)")
+    table.add_argument("--per-type-weights", choices=("code", "overall"), default="code",
+                       help="weights of the per-edit-type table: the published code's (OF 0.4, BF 0.2; default) or "
+                            "the overall total's (OF 0.2, BF 0.4)")
     table.add_argument("--hatie-fid", default="inception-v3-compat", metavar="SPEC", help="FID network")
     table.add_argument("--json", metavar="PATH", help="also write the table as JSON")
     add_model_args(table)
@@ -94,10 +107,11 @@ def run_table(args: argparse.Namespace) -> int:
     from ..batch.hatie_tables import UNTRAINED_IQ, hatie_table, image_quality_from_manifest
 
     settings = Settings.from_env()
-    iq, untrained = None, False
+    iq, untrained, errors = None, False, {}
     if args.manifest:
-        iq, untrained = image_quality_from_manifest(args.results, args.manifest, args.hatie_fid, settings)
-    table = hatie_table(args.results, weights=args.weights, image_quality=iq, settings=settings)
+        iq, untrained = image_quality_from_manifest(args.results, args.manifest, args.hatie_fid, settings, errors)
+    table = hatie_table(args.results, weights=args.weights, image_quality=iq, settings=settings,
+                        per_type=args.per_type_weights, iq_errors=errors)
     if untrained:
         table.notes.append(UNTRAINED_IQ)
     print(table.format())
@@ -119,4 +133,43 @@ def run_calibrate(args: argparse.Namespace) -> int:
     cv = f"{fit.cv_r:.4f}" if fit.cv_r is not None else "n/a"
     print(f"fitted on {fit.n} rated edits: {weights}\nPearson r {fit.r:.4f} (cross-validated {cv})\n"
           f"saved as {args.name!r} ({path}); use it with --hatie-weights {args.name}")
+    return 0
+
+
+def register_benchmark_manifest(sub: argparse._SubParsersAction) -> None:
+    """``manifest hatie``: HATIE's own benchmark files into a manifest (registered by cli/manifest.py)."""
+    parser = sub.add_parser("hatie", help="HATIE's benchmark: query pickle, original images, mask pickle, model outputs",
+                            description="A manifest of HATIE's own benchmark: one item per query with an output, the "
+                                        "benchmark's source masks written next to the manifest (masks/). The pickles "
+                                        "are read with a restricted unpickler: plain values and numpy arrays only.")
+    parser.add_argument("queries", metavar="QUERIES.pkl", help="the query file (queries_wo_remove.pkl or w_remove)")
+    parser.add_argument("--originals", required=True, metavar="DIR", help="the original images (ID.jpg)")
+    parser.add_argument("--masks", required=True, metavar="MASKS.pkl", help="the source objects' masks (pickle)")
+    parser.add_argument("--outputs", required=True, nargs="+", metavar="[NAME=]DIR[:PREFIX]",
+                        help="a model's outputs, named PREFIX_{query id}.EXT (default prefix and name: the folder's "
+                             "name); several models: several values")
+    parser.add_argument("--out", required=True, metavar="PATH", help="the manifest to write")
+    parser.set_defaults(func=run_benchmark_manifest)
+
+
+def _output_spec(text: str) -> tuple[str, str, str]:
+    name, _, rest = text.rpartition("=") if "=" in text else ("", "", text)
+    folder, _, prefix = rest.rpartition(":") if ":" in rest else (rest, "", "")
+    from pathlib import Path
+
+    prefix = prefix or Path(folder).name
+    return name or prefix, folder, prefix
+
+
+def run_benchmark_manifest(args: argparse.Namespace) -> int:
+    from ..hatie.benchmark import write_hatie_manifest
+
+    written = write_hatie_manifest(args.queries, args.originals, args.masks,
+                                   [_output_spec(o) for o in args.outputs], args.out)
+    missing = ", ".join(f"{m}: {n}" for m, n in written.missing.items() if n)
+    print(f"{written.manifest}: {written.items} queries, {written.edits} edits, {written.masks} source masks"
+          + (f"; queries without an output ({missing})" if missing else ""))
+    print(f"score it: augclip-demo batch {written.manifest} --out results.jsonl --metrics "
+          "hatie,hatie_of,hatie_bf,hatie_oc,hatie_bc; then: augclip-demo hatie table results.jsonl --manifest "
+          f"{written.manifest}")
     return 0

@@ -46,6 +46,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     pairs.add_argument("--dataset", metavar="NAME", help="dataset name for rows without a dataset column")
     pairs.set_defaults(func=run_csv)
 
+    from .hatie import register_benchmark_manifest  # HATIE's own benchmark files (cli/hatie.py)
+
+    register_benchmark_manifest(sub)
+
     synth = sub.add_parser("synthetic", help="draw a manifest of random pictures (demos and speed checks)")
     synth.add_argument("folder", metavar="FOLDER")
     synth.add_argument("--items", type=int, default=200)

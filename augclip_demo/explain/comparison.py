@@ -83,6 +83,16 @@ def bpm_tiles(result) -> list[Tile]:
                  f"BPM = {result.bpm:.4f}" if result.bpm is not None else "")]
 
 
+def hatie_tiles(result) -> list[Tile]:
+    """HATIE's breakdown of one edit: each criterion split into its measures' shares, with their weights."""
+    from .hatie_panel import figure_image, share_figure, share_lines
+
+    if result.scores is None:
+        return []
+    return [Tile("HATIE: each criterion's parts (share, weight)", _thumbnail(figure_image(share_figure(result, "HATIE"))),
+                 "; ".join(share_lines(result)))]
+
+
 def comparison_grid(report: Report, explanations: ReportExplanations | None = None) -> ComparisonGrid:
     """The grid of ``report`` with each edit's relevancy maps (from ``explanations``) and BPM regions."""
     arrays = getattr(report, "arrays", None)
@@ -92,10 +102,12 @@ def comparison_grid(report: Report, explanations: ReportExplanations | None = No
             tiles.setdefault(edit.index, []).extend(relevancy_tiles(arrays.edits[edit.index].image, edit))
     for i, result in enumerate(getattr(arrays, "bpm", None) or []):
         tiles.setdefault(i, []).extend(bpm_tiles(result))
+    for i, result in enumerate(getattr(arrays, "hatie", None) or []):
+        tiles.setdefault(i, []).extend(hatie_tiles(result))
     grid = numbers_grid(report, tiles)
     if explanations is None:
         grid.notes.append("relevancy maps not included: the report was exported without explanations")
     return grid
 
 
-__all__ = ["bpm_tiles", "comparison_grid", "map_overlay", "relevancy_tiles"]
+__all__ = ["bpm_tiles", "comparison_grid", "hatie_tiles", "map_overlay", "relevancy_tiles"]

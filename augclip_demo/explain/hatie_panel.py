@@ -1,4 +1,5 @@
-"""HATIE's panel for one edit: the five criteria as bars, their components as rows, the masks used.
+"""HATIE's panel for one edit: the five criteria as bars, their components as rows (each with its weight in
+the criterion and its share of it), a chart of those shares, and the masks used.
 
 Image Quality has no per-edit value (it is the FID of a set), so its bar is left empty and labelled
 "needs a set". Figures are built without pyplot (safe in a server thread).
@@ -12,7 +13,7 @@ import numpy as np
 from PIL import Image
 
 from ..hatie import HatieResult
-from ..metrics.hatie import CRITERIA, CRITERION_LABELS
+from ..metrics.hatie import CRITERIA, CRITERION_LABELS, component_shares, criterion_shares
 from ..report import UNTRAINED_WARNING
 
 BAR_KEYS = (*CRITERIA, "image_quality")
@@ -69,20 +70,81 @@ def hatie_figure(result: HatieResult, label: str | None = None) -> Any:
 
 
 def component_rows(result: HatieResult) -> list[dict[str, Any]]:
-    """One row per component of every criterion: criterion, component, value, weight, note."""
+    """One row per component of every criterion: criterion, component, value, its weight in its own
+    combination, its weight in the criterion (``weight in criterion``) and its share of the criterion's
+    weighted sum; the criterion rows give the criterion's weight in the edit's total and its share of it."""
     rows = []
     if result.scores is None:
-        return [{"criterion": "-", "component": "-", "value": None, "weight": None,
-                 "note": result.reason or "not scored"}]
+        return [{"criterion": "-", "component": "-", "value": None, "weight": None, "weight in criterion": None,
+                 "share": None, "note": result.reason or "not scored"}]
+    totals = {s.name: s for s in criterion_shares(result.scores)}
     for key, score in result.scores.criteria.items():
-        rows.append({"criterion": CRITERION_LABELS[key], "component": "(criterion)", "value": score.value,
-                     "weight": result.scores.weights.get(key), "note": "; ".join(score.notes) or (score.reason or "")})
+        top = totals.get(key)
+        rows.append({"criterion": CRITERION_LABELS[key], "component": "(criterion, in the total)", "value": score.value,
+                     "weight": result.scores.weights.get(key), "weight in criterion": top.weight if top else None,
+                     "share": top.share if top else None, "note": "; ".join(score.notes) or (score.reason or "")})
+        shares = {s.name: s for s in component_shares(score)}
         for c in score.components:
-            rows.append({"criterion": CRITERION_LABELS[key], "component": c.name, "value": c.value,
-                         "weight": c.weight, "note": c.note})
+            share = shares.get(c.name)
+            rows.append({"criterion": CRITERION_LABELS[key], "component": c.name, "value": c.value, "weight": c.weight,
+                         "weight in criterion": c.effective, "share": share.share if share else None, "note": c.note})
     if result.untrained:
-        rows.append({"criterion": "-", "component": "-", "value": None, "weight": None, "note": UNTRAINED_WARNING})
+        rows.append({"criterion": "-", "component": "-", "value": None, "weight": None, "weight in criterion": None,
+                     "share": None, "note": UNTRAINED_WARNING})
     return rows
+
+
+def figure_image(fig: Any) -> Image.Image:
+    """A matplotlib figure as an RGB picture."""
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    buffer.seek(0)
+    return Image.open(buffer).convert("RGB")
+
+
+SHARE_COLOURS = ["#2b6cb0", "#c05621", "#2f855a", "#b7791f", "#6b46c1", "#c53030", "#319795", "#718096"]
+
+
+def share_lines(result: HatieResult, top: int = 4) -> list[str]:
+    """One line per criterion: its value, then its largest parts as ``name share% (w weight)``."""
+    if result.scores is None:
+        return []
+    lines = []
+    for key, score in result.scores.criteria.items():
+        if score.value is None:
+            continue
+        parts = sorted(component_shares(score), key=lambda s: -(s.share or 0.0))[:top]
+        text = ", ".join(f"{s.name} {100 * s.share:.0f}% (w {s.weight:.3g})" for s in parts if s.share is not None)
+        lines.append(f"{CRITERION_LABELS[key]} {score.value:.3f}: {text}")
+    return lines
+
+
+def share_figure(result: HatieResult, label: str | None = None) -> Any:
+    """Each criterion as a 100 % bar split into its measures' shares (value x weight), largest labelled."""
+    from matplotlib.figure import Figure
+
+    criteria = [(k, s) for k, s in (result.scores.criteria.items() if result.scores is not None else [])
+                if s.value is not None]
+    fig = Figure(figsize=(6.4, 0.6 + 0.55 * max(1, len(criteria))), dpi=100)
+    ax = fig.add_subplot(1, 1, 1)
+    for row, (_key, score) in enumerate(criteria):
+        left = 0.0
+        for i, part in enumerate(sorted(component_shares(score), key=lambda s: -(s.share or 0.0))):
+            width = max(0.0, part.share or 0.0)
+            ax.barh(row, width, left=left, color=SHARE_COLOURS[i % len(SHARE_COLOURS)], edgecolor="white")
+            if width >= 0.12:
+                ax.text(left + 0.01, row, f"{part.name} {100 * width:.0f}%", va="center", fontsize=7, color="white")
+            left += width
+    ax.set_yticks(range(len(criteria)), [f"{CRITERION_LABELS[k]} {s.value:.3f}" for k, s in criteria], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of the criterion (value x weight)", fontsize=8)
+    title = f"{label or result.edit_name}: what each criterion is made of"
+    ax.set_title(title + (" - untrained" if result.untrained else ""), fontsize=9)
+    fig.tight_layout()
+    return fig
 
 
 def mask_views(result: HatieResult, label: str | None = None) -> list[tuple[Image.Image, str]]:

@@ -401,7 +401,8 @@ def hatie_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInpu
     if measures.note:
         notes.append(measures.note)
     wanted = (query.target_text if query is not None else None) or target_text
-    plans = [_plan(t, src, arr, masks[0], masks[i + 1], found[0], found[i + 1], obj, parsed, instruction, wanted,
+    text_parse = None if query is not None and query.target_text else parsed  # the benchmark names the scene
+    plans = [_plan(t, src, arr, masks[0], masks[i + 1], found[0], found[i + 1], obj, text_parse, instruction, wanted,
                    options, measures) for i, (_, arr) in enumerate(frames)]
     measures.run()
     results = []

@@ -562,6 +562,34 @@ def background_consistency(edit_type: str, by_comparison: Mapping[str, Similarit
     return CriterionScore(key, value, parts + [Component("before_power", base, 0.0, f"raised to {options.bc_power:g}")])
 
 
+@dataclass(frozen=True)
+class Share:
+    """One measure's part of a criterion: its effective weight and its share of the criterion's weighted sum."""
+
+    name: str
+    value: float | None
+    weight: float
+    share: float | None
+
+
+def component_shares(score: CriterionScore) -> list[Share]:
+    """The measures that sum to ``score`` (those with an effective weight), each with that weight and its
+    share value x weight / sum of value x weight (None when the sum is 0)."""
+    leaves = [c for c in score.components if c.effective is not None and c.value is not None]
+    total = sum(c.value * c.effective for c in leaves)  # type: ignore[operator]
+    return [Share(c.name, c.value, float(c.effective), None if total == 0 else c.value * c.effective / total)  # type: ignore[operator]
+            for c in leaves]
+
+
+def criterion_shares(scores: HatieScores) -> list[Share]:
+    """Each criterion's weight in the edit's total (renormalised over the criteria it has) and its share."""
+    present = [(k, s.value, scores.weights[k]) for k, s in scores.criteria.items()
+               if s.value is not None and scores.weights.get(k, 0) > 0]
+    weight = sum(w for _, _, w in present)
+    total = sum(v * w for _, v, w in present)  # type: ignore[operator]
+    return [Share(k, v, w / weight, None if total == 0 else v * w / total) for k, v, w in present]  # type: ignore[operator]
+
+
 # ---------------------------------------------------------------------------------------------- totals
 def total_weights(name_or_weights: str | Mapping[str, float],
                   calibrated: Mapping[str, Mapping[str, float]] | None = None) -> dict[str, float]:

@@ -70,6 +70,7 @@ class ItemImages:
     edit_type: str | None = None  # HATIE's edit type when the item names it
     ground_truth: LoadedImage | None = None
     edit_mask: np.ndarray | None = None  # (H, W) of the source, True = the region the edit should change
+    hatie_query: Any = None  # HATIE's own benchmark query (HatieQuery: its objects and source masks), when given
 
     @property
     def names(self) -> list[str]:
@@ -339,7 +340,7 @@ class HatieStage(_KeyedStage):
         models = self.models()
         results = hatie_score_many(item.source, item.edits, item.instruction, models, parsed=item.parsed,
                                    edit_type=item.edit_type, target_text=item.target_text, options=self.options,
-                                   calibrated=self.calibrated, names=item.names)
+                                   calibrated=self.calibrated, names=item.names, query=item.hatie_query)
         notes = [f"HATIE {UNTRAINED_WARNING}"] if models.untrained else []
         return StageOutput(hatie_scores(results, self.keys), results=list(results), notes=notes)
 

@@ -239,7 +239,8 @@ def grid_html(grid: ComparisonGrid, *, standalone: bool = True) -> str:
     head.append(f'<div class="verdict">Verdict: {e(grid.verdict)}</div>')
     head.append('<div class="meta">Each column: the edit, every metric (rank among the edits in brackets; '
                 "green: the best edit under that metric; &darr;: lower is better), a verdict line, then the "
-                "relevancy maps and BPM regions where they were computed.</div>")
+                "relevancy maps, BPM regions and HATIE's breakdown (each criterion's measures with their share and "
+                "weight) where they were computed.</div>")
     source = ['<div class="col source"><h2>source</h2>', f'<div class="full">{e(source_name)}</div>']
     if grid.source_image is not None:
         source.append(_img(grid.source_image, "source image"))

@@ -21,8 +21,10 @@ from .guard import scrub_paths, user_facing
 AUTO = "auto (from the instruction)"
 HELP = ("**HATIE** (paper 003) scores an edit on Object / Background Fidelity and Consistency; which of them "
         "apply depends on the edit type. Image Quality is the FID of a set of edits, so a single pair shows "
-        "*needs a set* (batch runs compute it: `augclip-demo hatie table`). Regions come from BPM's GroundingDINO "
-        "+ SAM, where HATIE used a closed-vocabulary Mask R-CNN (see docs/hatie.md).")
+        "*needs a set* (batch runs compute it: `augclip-demo hatie table`). Measures and weights are those of "
+        "HATIE's published code (CLIP ViT-B/32, DINOv2, LPIPS, L2); each component below shows its weight in "
+        "its criterion and its share of it. Regions come from BPM's GroundingDINO + SAM, where HATIE used a "
+        "closed-vocabulary Mask R-CNN (see docs/hatie.md).")
 
 
 def run_hatie(settings: Settings, session: Any, instruction: str, edit_type: str | None) -> list[Any]:
@@ -46,7 +48,7 @@ def run_hatie(settings: Settings, session: Any, instruction: str, edit_type: str
 def build_hatie_tab(session_state: Any, instruction: Any, clip_model: Any,
                     settings_for: Callable[[str | None], Settings]) -> None:
     """Add the HATIE tab (inside the page's Tabs) and wire its button."""
-    from ..explain.hatie_panel import component_rows, hatie_figure, mask_views
+    from ..explain.hatie_panel import component_rows, figure_image, hatie_figure, mask_views, share_figure
 
     with gr.Tab("HATIE", id="hatie"):
         info = gr.Markdown(HELP, elem_id="aug-hatie-info")
@@ -56,7 +58,9 @@ def build_hatie_tab(session_state: Any, instruction: Any, clip_model: Any,
         first_contact.note("hatie", "tab")
         plots = gr.Gallery(label="Criteria per edit", columns=2, height=360, object_fit="contain",
                            elem_id="aug-hatie-bars")
-        with gr.Accordion("Components (every measure and its weight)", open=False):
+        shares = gr.Gallery(label="What each criterion is made of (share of value x weight)", columns=2, height=320,
+                            object_fit="contain", elem_id="aug-hatie-shares")
+        with gr.Accordion("Components (every measure, its weight in the criterion and its share of it)", open=True):
             components = gr.Dataframe(interactive=False, wrap=True, elem_id="aug-hatie-components")
         masks = gr.Gallery(label="Masks the criteria used", columns=4, height=300, object_fit="contain",
                            elem_id="aug-hatie-masks")
@@ -68,7 +72,8 @@ def build_hatie_tab(session_state: Any, instruction: Any, clip_model: Any,
         # The E-number and short name, as the score table, gallery and maps name the edit.
         # By position: two uploads may share a file name (one result per edit, in the report's order).
         label = {id(r): name.label for r, name in zip(results, state.report.edit_names())}
-        figures = [(_figure_image(hatie_figure(r, label[id(r)])), label[id(r)]) for r in results]
+        figures = [(figure_image(hatie_figure(r, label[id(r)])), label[id(r)]) for r in results]
+        parts = [(figure_image(share_figure(r, label[id(r)])), label[id(r)]) for r in results if r.scores is not None]
         rows = [{"edit": label[id(r)], **row} for r in results for row in component_rows(r)]
         views = [view for r in results for view in mask_views(r, label[id(r)])]
         kinds = "; ".join(f"{label[id(r)]}: {r.edit_type.edit_type or 'none'} ({r.edit_type.reason})" for r in results)
@@ -76,19 +81,19 @@ def build_hatie_tab(session_state: Any, instruction: Any, clip_model: Any,
         text = HELP + f"\n\n**Edit type**: {html.escape(scrub_paths(kinds))}"
         if notes:
             text += "\n\n" + "\n".join(f"- {html.escape(scrub_paths(n))}" for n in notes)
-        return {info: text, plots: figures, components: pd.DataFrame(rows), masks: views or None,
-                session_state: state}
+        return {info: text, plots: figures, shares: parts or None, components: _rounded(pd.DataFrame(rows)),
+                masks: views or None, session_state: state}
 
     run.click(on_run, inputs=[instruction, kind, clip_model, session_state],
-              outputs=[info, plots, components, masks, session_state], api_name="hatie")
+              outputs=[info, plots, shares, components, masks, session_state], api_name="hatie")
 
 
-def _figure_image(fig: Any) -> Any:
-    import io
-
-    from PIL import Image
-
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    buffer.seek(0)
-    return Image.open(buffer).convert("RGB")
+def _rounded(frame: pd.DataFrame) -> pd.DataFrame:
+    """Values and weights to 4 decimals, shares as percentages (what a reader compares)."""
+    out = frame.copy()
+    for column in ("value", "weight", "weight in criterion"):
+        if column in out:
+            out[column] = out[column].map(lambda v: None if v is None or pd.isna(v) else round(float(v), 4))
+    if "share" in out:
+        out["share"] = out["share"].map(lambda v: "" if v is None or pd.isna(v) else f"{100 * float(v):.1f}%")
+    return out

@@ -35,7 +35,7 @@ def _edits(a: str, b: str) -> list[dict]:
 ITEMS = [
     {"id": "recolor", "source": "img/src.png", "target_text": "a blue ball", "instruction": "make the ball blue",
      "edits": _edits("blue.png", "left.png"), "human": {"scores": [4.0, 1.0]}},
-    {"id": "style", "source": "img/src.png", "target_text": "a gray scale photo",
+    {"id": "style", "source": "img/left.png", "target_text": "a gray scale photo",
      "instruction": "convert the photo to gray scale", "edits": _edits("gray.png", "src.png"),
      "human": {"scores": [5.0, 2.0]}},
     {"id": "given", "source": "img/src.png", "target_text": "a blue ball", "instruction": "make the ball blue",
@@ -134,6 +134,7 @@ def test_table_with_image_quality_from_fid(run):
     data = json.loads(json_path.read_text())
     for row in data["models"]:
         assert row["fid"] is not None and 0.0 <= row["image_quality"] <= 1.0
+        assert row["image_quality_se"] is not None and row["total_se"] is not None
     assert any("untrained" in note for note in data["notes"])
 
 
@@ -142,7 +143,8 @@ def test_cli_batch_takes_hatie_options(run, tmp_path):
     out = tmp_path / "cli.jsonl"
     code = main(["batch", str(root / "manifest.jsonl"), "--out", str(out), "--metrics", "hatie_bc",
                  "--clip-model", TINY, "--gdino-model", "random:tiny", "--sam-model", "random:tiny", "--device", "cpu",
-                 "--hatie-dino", "random:tiny-v2", "--hatie-lpips", "random:alex", "--hatie-bc", "paper",
+                 "--hatie-dino", "random:tiny-v2", "--hatie-lpips", "random:alex", "--hatie-clip", "random:tiny",
+                 "--hatie-bc", "paper",
                  "--no-progress"])
     assert code == 0
     record = next(r for r in iter_results(out) if r["id"] == "recolor")
@@ -183,10 +185,11 @@ def test_protocol_report_has_hatie_image_quality_and_totals(run, settings, tmp_p
     network = get_fid_network("random:inception-v3-compat", settings)
     assert network.untrained and any("untrained" in note for note in table.notes)
     for row in table.rows:
+        # the sources once each (the published code's folder of originals), the edits all
         pairs = [(r["source"], e) for r in records.values() for e in r["edits"]
                  if e["name"] == row.model and isinstance(e.get("hatie"), dict)]
         feats = [network.features([Image.open(root / p).convert("RGB") for p in paths])
-                 for paths in ([s for s, _ in pairs], [e["path"] for _, e in pairs])]
+                 for paths in (list(dict.fromkeys(s for s, _ in pairs)), [e["path"] for _, e in pairs])]
         fid = _fid_by_gram(*feats)
         assert row.fid == pytest.approx(fid, rel=1e-6, abs=1e-6)
         assert row.iq == pytest.approx(1.0 - np.tanh(fid / 25.0), abs=1e-9)

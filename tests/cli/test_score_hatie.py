@@ -14,7 +14,8 @@ pytestmark = pytest.mark.slow
 
 def test_score_with_hatie(tmp_path, monkeypatch, capsys):
     for name, value in {"AUGCLIP_GDINO_MODEL": "random:tiny", "AUGCLIP_SAM_MODEL": "random:tiny",
-                        "AUGCLIP_HATIE_DINO": "random:tiny-v2", "AUGCLIP_HATIE_LPIPS": "random:alex"}.items():
+                        "AUGCLIP_HATIE_DINO": "random:tiny-v2", "AUGCLIP_HATIE_LPIPS": "random:alex",
+                        "AUGCLIP_HATIE_CLIP": "random:tiny"}.items():
         monkeypatch.setenv(name, value)
     src, edit = tmp_path / "src.png", tmp_path / "edit.png"
     draw_scene((96, 72), shapes=[("ellipse", (20, 20, 50, 50), "red")]).save(src)

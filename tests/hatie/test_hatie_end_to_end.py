@@ -108,7 +108,8 @@ def test_vqa_on_through_a_real_server(models, monkeypatch):
 def features():
     from augclip_demo.hatie.features import HatieFeatures
 
-    return HatieFeatures(dino="random:tiny-v2", lpips="random:alex", fid="random:inception-v3-compat").load()
+    return HatieFeatures(dino="random:tiny-v2", lpips="random:alex", fid="random:inception-v3-compat",
+                         clip="random:tiny").load()
 
 
 def test_feature_networks_give_perfect_similarities_for_an_untouched_edit(models, features):

@@ -18,15 +18,30 @@ def _square(shape: tuple[int, int], top: int, left: int, side: int) -> np.ndarra
 
 
 # ---------------------------------------------------------------------------------------------- geometry
-def test_known_shift_gives_position_consistency_by_hand() -> None:
+def test_known_shift_at_the_published_scale() -> None:
     shape = (512, 512)
-    before = _square(shape, 100, 100, 40)  # area 1600, side 40
-    after = _square(shape, 130, 140, 40)  # moved 30 down, 40 right: 50 px
+    before = _square(shape, 100, 100, 40)  # area 1600
+    after = _square(shape, 130, 140, 30)  # area 900, centre moved from (119.5, 119.5) to (144.5, 154.5)
+    shift_px = math.hypot(144.5 - 119.5, 154.5 - 119.5)
+    scale = math.sqrt(2) / math.sqrt(0.003)  # the published code's largest shift, about 25.8
     score, shift = H.position_consistency(before, after)
-    assert shift == pytest.approx(50 / 40)
-    # largest shift for a square image: diagonal / sqrt(0.005 * area) = sqrt(2) / sqrt(0.005) = 20
-    assert H.largest_shift(shape) == pytest.approx(20.0)
-    assert score == pytest.approx(1 - (50 / 40) / 20)
+    # the code divides by the area of the mask it is given first: the edit's (900 px)
+    assert shift == pytest.approx(shift_px / 30.0)
+    assert score == pytest.approx((scale - shift_px / 30.0) / scale)
+    assert H.largest_shift(shape) == pytest.approx(25.81988897)
+    # the paper's reading: the source's area, diagonal / sqrt(0.005 x image) = 20 for a square image
+    paper, paper_shift = H.position_consistency(before, after, "paper")
+    assert paper_shift == pytest.approx(shift_px / 40.0) and paper == pytest.approx(1 - shift_px / 40.0 / 20.0)
+
+
+def test_a_shift_past_the_published_scale_is_not_clamped() -> None:
+    shape = (512, 512)
+    before, after = _square(shape, 0, 0, 4), _square(shape, 500, 500, 4)  # 500 * sqrt(2) px over a 4 px side
+    shift = 500 * math.sqrt(2) / 4
+    scale = math.sqrt(2) / math.sqrt(0.003)
+    score, _ = H.position_consistency(before, after)
+    assert score == pytest.approx((scale - shift) / scale) and score < 0
+    assert H.position_consistency(before, after, "paper")[0] == 0.0
 
 
 def test_unmoved_object_keeps_full_position_score() -> None:
@@ -34,15 +49,17 @@ def test_unmoved_object_keeps_full_position_score() -> None:
     assert H.position_consistency(mask, mask) == (1.0, 0.0)
 
 
-def test_known_size_ratio() -> None:
+def test_growth_beyond_the_dataset_filter() -> None:
     image_area = 512 * 512
-    small, big = _square((512, 512), 10, 10, 20), _square((512, 512), 10, 10, 40)
-    assert H.size_ratio(H.mask_area(small), H.mask_area(big)) == pytest.approx(2.0)
-    # consistency: ratio 2 against a largest ratio sqrt(512^2 / 400) = 25.6
-    score, ratio = H.size_consistency(400, 1600, image_area)
-    assert ratio == pytest.approx(2.0)
-    assert score == pytest.approx(1 - (2 - 1) / (25.6 - 1))
-    # shrinking to half the side: score = the ratio itself
+    # 40 px to 60 px: ratio 1.5; the code's largest ratio is 1 / 0.003 whatever the image
+    score, ratio = H.size_consistency(1600, 3600, image_area)
+    assert ratio == pytest.approx(1.5) and score == pytest.approx(1 - 0.5 / (1 / 0.003 - 1))
+    # a growth far past anything the paper's limit allows (sqrt(HW / A) = 12.8 here) still scores above 0
+    huge, huge_ratio = H.size_consistency(1600, 1600 * 20 ** 2, image_area)
+    assert huge_ratio == pytest.approx(20.0) and huge == pytest.approx(1 - 19 / (1 / 0.003 - 1))
+    assert H.size_consistency(1600, 1600 * 20 ** 2, image_area, "paper")[0] == 0.0
+    assert H.size_consistency(1600, 3600, image_area, "paper")[0] == pytest.approx(1 - 0.5 / (12.8 - 1))
+    # shrinking to half the side: the ratio itself
     assert H.size_consistency(1600, 400, image_area)[0] == pytest.approx(0.5)
 
 
@@ -58,17 +75,30 @@ def test_size_fidelity_thresholds(before: float, after: float, direction: str, e
     assert H.size_fidelity(before, after, direction)[0] == pytest.approx(expected)
 
 
-def test_squash_is_zero_below_one_above_and_smooth_between() -> None:
-    assert H.squash(0.2) == 0.0 and H.squash(0.54) == 0.0
-    assert H.squash(0.66) == 1.0 and H.squash(0.9) == 1.0
-    assert H.squash(0.60) == pytest.approx(0.5)
-    t = (0.57 - 0.54) / 0.12
-    assert H.squash(0.57) == pytest.approx(3 * t * t - 2 * t ** 3)
+@pytest.mark.parametrize("x", [0.0, 0.2, 0.5, 0.539, 0.54, 0.57, 0.6, 0.63, 0.659, 0.66, 0.8, 1.0])
+def test_squash_at_several_points(x: float) -> None:
+    # the notes' definition: 0.05 x below 0.54, 0.983 + 0.05 (x - 0.66) above 0.66, and between them a cubic
+    # flat at both ends (derivative proportional to (x - 0.54)(x - 0.66)) from 0.027 to 0.983
+    if x < 0.54:
+        expected, tol = 0.05 * x, 1e-12
+    elif x >= 0.66:
+        expected, tol = 0.983 + 0.05 * (x - 0.66), 1e-12
+    else:
+        t = (x - 0.54) / 0.12
+        expected, tol = 0.027 + (0.983 - 0.027) * (3 * t * t - 2 * t ** 3), 1e-3  # the published rounding
+    assert H.squash(x) == pytest.approx(expected, abs=tol)
+
+
+def test_squash_is_continuous_and_rising() -> None:
+    xs = np.linspace(0.0, 1.0, 2001)
+    ys = np.array([H.squash(x) for x in xs])
+    assert np.all(np.diff(ys) > -1e-9)
+    assert abs(H.squash(0.54 - 1e-9) - H.squash(0.54)) < 1e-3 and abs(H.squash(0.66 - 1e-9) - H.squash(0.66)) < 1e-3
 
 
 def test_normalisations() -> None:
     assert H.cosine_to_unit(1.0) == 1.0 and H.cosine_to_unit(-1.0) == 0.0 and H.cosine_to_unit(0.2) == 0.6
-    assert H.lpips_to_similarity(0.25) == 0.75 and H.lpips_to_similarity(1.3) == 0.0
+    assert H.lpips_to_similarity(0.25) == 0.75 and H.lpips_to_similarity(1.3) == pytest.approx(-0.3)
     a = np.zeros((4, 4, 3))
     b = np.full((4, 4, 3), 0.5)
     assert H.l2_similarity(a, b) == pytest.approx(1 - 0.25)
@@ -110,12 +140,25 @@ def test_background_consistency_weights_and_power() -> None:
 
 
 def test_style_background_consistency_by_hand() -> None:
-    comps = {"plain": H.Similarities(None, 0.5, 0.6, 0.7), "edges": H.Similarities(None, 0.2, 0.3, 0.9),
-             "gray": H.Similarities(None, 0.4, 0.4, 0.4), "small": H.Similarities(None, 0.1, 0.8, 0.3)}
-    inner = {"plain": 0.48 * 0.5 + 0.12 * 0.6 + 0.40 * 0.7, "edges": 0.01 * 0.2 + 0.02 * 0.3 + 0.97 * 0.9,
-             "gray": 0.4, "small": 0.03 * 0.1 + 0.96 * 0.8 + 0.01 * 0.3}
-    expected = 0.01 * inner["plain"] + 0.49 * inner["edges"] + 0.01 * inner["gray"] + 0.49 * inner["small"]
-    assert H.background_consistency("style", comps, H.HatieOptions()).value == pytest.approx(expected)
+    ways = {"edges": H.Similarities(0.5, 0.6, 0.7, 0.8), "degradation": H.Similarities(0.9, 0.4, 1.0, 0.3),
+            "downscaled": H.Similarities(0.2, 0.1, 0.8, 0.6)}
+    # [measure][way] with an outer weight per measure (notes, "Weights")
+    table = {"clip": ((0.48, 0.12, 0.40), 0.01), "lpips": ((0.01, 0.02, 0.97), 0.49),
+             "dino": ((0.49, 0.01, 0.50), 0.01), "l2": ((0.03, 0.96, 0.01), 0.49)}
+    expected = sum(outer * inner[i] * getattr(ways[way], m) for m, (inner, outer) in table.items()
+                   for i, way in enumerate(("edges", "degradation", "downscaled")))
+    got = H.background_consistency("style", ways, H.HatieOptions())
+    assert got.value == pytest.approx(expected)
+    # each measure-way component carries its effective weight; the products sum to the criterion
+    assert sum(c.value * c.effective for c in got.components if c.effective) == pytest.approx(expected)
+
+
+def test_degradation_score_takes_the_first_passing_step() -> None:
+    assert H.degradation_score([0.95, 0.2]) == 1.0
+    assert H.degradation_score([0.5, 0.89, 0.9, 0.91, 0.2]) == pytest.approx(0.7)  # first > 0.9 at k = 3
+    assert H.degradation_score([0.1] * 9) == 0.0
+    assert H.degradation_sizes() == [512, 256, 128, 64, 32, 16, 8, 4, 2]
+    assert H.downscaled_size(512, 512) == (25, 25) and H.downscaled_size(40, 90) == (4, 4)
 
 
 def test_object_fidelity_rules() -> None:
@@ -139,7 +182,7 @@ def test_background_fidelity_squashed_or_not() -> None:
     raw = H.background_fidelity("background", 0.6, None, H.HatieOptions(bf_squash=False))
     assert raw.value == pytest.approx(0.6)
     squashed = H.background_fidelity("background", 0.6, 0.6, H.HatieOptions(vqa=True))
-    assert squashed.value == pytest.approx(0.5)
+    assert squashed.value == pytest.approx(0.505, abs=1e-3)  # the middle of 0.027 .. 0.983
     style = H.background_fidelity("style", 0.62, 0.5, H.HatieOptions(vqa=True, bf_squash=False))
     assert style.value == pytest.approx(0.58 * 0.62 + 0.42 * 0.5)
 
@@ -154,11 +197,15 @@ def test_object_consistency_resize_and_attribute() -> None:
     assert got.value == pytest.approx(0.9 * look + 0.1 * 1.0)
     replace = H.object_consistency("replace", source_mask=before, edit_mask=_square(shape, 130, 140, 40),
                                    appearance_by_comparison=None, options=H.HatieOptions())
-    assert replace.value == pytest.approx(1 - (50 / 40) / 20)
-    comps = {name: H.Similarities(None, 0.5, 0.5, 0.5) for name in H.COMPARISONS}
+    scale = math.sqrt(2) / math.sqrt(0.003)
+    assert replace.value == pytest.approx((scale - 50 / 40) / scale)
+    comps = {name: H.Similarities(0.5, 0.5, 0.5, 0.5) for name in H.WAYS}
     attr = H.object_consistency("attribute", source_mask=before, edit_mask=after,
                                 appearance_by_comparison=comps, options=H.HatieOptions())
     assert attr.value == pytest.approx(0.70 * 0.5 + 0.23 + 0.07)
+    parts = {c.name: c for c in attr.components}
+    # CLIP on the degradation way: 0.70 (appearance) x 0.84 (CLIP) x 0.57 (degradation)
+    assert parts["appearance.clip.degradation"].effective == pytest.approx(0.70 * 0.84 * 0.57)
     missing = H.object_consistency("attribute", source_mask=before, edit_mask=None,
                                    appearance_by_comparison=comps, options=H.HatieOptions())
     assert missing.value == 0.0
@@ -178,35 +225,13 @@ def test_totals() -> None:
         H.total_weights("nope")
 
 
-# ---------------------------------------------------------------------------------------------- images
-def test_square_box_and_crop() -> None:
-    mask = np.zeros((50, 80), dtype=bool)
-    mask[10:20, 30:60] = True  # 10 x 30 box
-    box = HI.square_box(mask)
-    assert box[2] - box[0] == box[3] - box[1] == 30
-    assert box[0] <= 10 and box[2] >= 20
-    image = np.ones((50, 80, 3))
-    crop = HI.square_crop(image, (-5, -5, 10, 10))
-    assert crop.shape == (15, 15, 3) and crop[:5].sum() == 0 and crop[5:, 5:].min() == 1
-
-
-def test_edge_map_finds_the_border_of_a_square_only() -> None:
-    image = np.zeros((64, 64, 3))
-    image[20:44, 20:44] = 1.0
-    edges = HI.edge_map(image)[..., 0]
-    assert edges[32, 32] == 0 and edges[5, 5] == 0
-    ys, xs = np.nonzero(edges)
-    assert ys.size > 0
-    # every edge pixel lies within two pixels of the square's border
-    dist = np.minimum.reduce([np.abs(ys - 19.5), np.abs(ys - 43.5), np.abs(xs - 19.5), np.abs(xs - 43.5)])
-    assert dist.max() <= 2.0
-
-
-def test_degraded_versions() -> None:
-    image = np.zeros((16, 16, 3))
-    image[:8, :8] = [1.0, 0.0, 0.0]
-    gray = HI.grayscale(image)
-    assert gray[0, 0, 0] == pytest.approx(0.299) and gray[0, 0, 1] == pytest.approx(0.299)
-    small = HI.downscaled(image, factor=8)
-    assert small.shape == image.shape
-    assert small[0, 0, 0] == pytest.approx(1.0, abs=1 / 255) and small[15, 15, 0] == 0
+# ---------------------------------------------------------------------------------------------- totals by type
+def test_per_type_error_and_total_error_as_published() -> None:
+    w = H.PER_TYPE_WEIGHTS["code"]
+    se = {"object_fidelity": 0.02, "background_consistency": 0.01}
+    assert H.per_type_error(se, w) == pytest.approx(math.sqrt((0.02 * 0.4) ** 2 + (0.01 * 0.3) ** 2) / 0.7)
+    full = {"object_fidelity": 0.02, "background_fidelity": 0.03, "object_consistency": 0.04,
+            "background_consistency": 0.01}
+    pub = H.PUBLISHED_TOTAL
+    squares = sum((full[k] * pub[k] * 0.8) ** 2 for k in full)
+    assert H.total_error(full, pub, 0.05) == pytest.approx(math.sqrt(squares + 0.05 * 0.2))

@@ -29,7 +29,7 @@ def test_hatie_tab_shows_the_criteria_of_each_edit(app_server, tiny_encoder):
 
     direct = Evaluator(TINY, device="cpu", encoder=tiny_encoder)
     settings = direct.settings.replace(gdino_model="random:tiny", sam_model="random:tiny",
-                                       hatie_dino="random:tiny-v2", hatie_lpips="random:alex")
+                                       hatie_dino="random:tiny-v2", hatie_lpips="random:alex", hatie_clip="random:tiny")
     bpm = get_bpm_models(settings, encoder=direct.encoder)
     models = HatieModels(bpm.detector, bpm.segmenter, bpm.encoder, HatieFeatures(settings))
     report = direct.evaluate(FLOWER / "source.png", EDITS[:2], "a pink dahlia flower", "an orange dahlia flower",
