@@ -148,7 +148,8 @@ def register_benchmark_manifest(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--outputs", required=True, nargs="+", metavar="[NAME=]DIR[:PREFIX]",
                         help="a model's outputs, named PREFIX_{query id}.EXT (default prefix and name: the folder's "
                              "name); several models: several values")
-    parser.add_argument("--out", required=True, metavar="PATH", help="the manifest to write")
+    parser.add_argument("--out", required=True, metavar="PATH",
+                        help="the manifest to write, in a folder holding the originals and the outputs")
     parser.set_defaults(func=run_benchmark_manifest)
 
 

@@ -40,13 +40,17 @@ _ALLOWED = {("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", 
             ("numpy._core.multiarray", "scalar"), ("builtins", "set"), ("builtins", "frozenset")}
 
 
+class RefusedPickle(pickle.UnpicklingError):
+    """A pickle asked for something other than plain values and numpy arrays."""
+
+
 class RestrictedUnpickler(pickle.Unpickler):
     """Unpickles plain values (dict, list, tuple, str, numbers, bool, None, sets) and numpy arrays only."""
 
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in _ALLOWED or (module == "numpy.dtypes" and name.endswith("DType")):
             return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"refused to load {module}.{name}: a HATIE benchmark file holds only plain "
+        raise RefusedPickle(f"refused to load {module}.{name}: a HATIE benchmark file holds only plain "
                                      "values and numpy arrays")
 
 
@@ -57,7 +61,7 @@ def load_benchmark_pickle(path: str | Path, what: str) -> Any:
         raise InputError(f"{what}: {path} is not a file")
     try:
         return RestrictedUnpickler(io.BytesIO(path.read_bytes())).load()
-    except pickle.UnpicklingError as exc:
+    except RefusedPickle as exc:
         raise InputError(f"{what} {path}: {exc}") from None
     except Exception as exc:  # truncated or not a pickle at all
         raise InputError(f"{what} {path}: not a readable pickle ({type(exc).__name__}: {exc})") from None
@@ -203,10 +207,12 @@ def _safe(name: str) -> str:
 
 
 def _relative(path: Path, root: Path) -> str:
+    """``path`` relative to the manifest's folder (manifests name files inside their folder only)."""
     try:
-        return str(path.resolve().relative_to(root.resolve()))
+        return path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
-        return str(path.resolve())
+        raise InputError(f"{path} is outside {root}: write the manifest in a folder that holds the original images "
+                         "and the outputs (for example the benchmark's own folder)") from None
 
 
 def hatie_query(item: Any) -> HatieQuery | None:

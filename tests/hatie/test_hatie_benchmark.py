@@ -68,7 +68,7 @@ def scored(tmp_path_factory, tiny_encoder):
 
     root = tmp_path_factory.mktemp("hatie-bench")
     files = _layout(root)
-    manifest = root / "run" / "manifest.jsonl"
+    manifest = root / "manifest.jsonl"  # in the folder that holds the originals and the outputs
     assert main(["manifest", "hatie", str(files["queries"]), "--originals", str(root / "originals"), "--masks",
                  str(files["masks"]), "--outputs", f"alpha={root / 'alpha'}:alpha", f"beta={root / 'beta'}:beta",
                  "--out", str(manifest)]) == 0

@@ -19,13 +19,25 @@ pytestmark = pytest.mark.slow
 def test_hatie_tab_shows_the_criteria_of_each_edit(app_server, tiny_encoder):
     own = Client(app_server["url"], verbose=False)
     own.predict(*evaluate_args(edits=EDITS[:2]), api_name="/evaluate")
-    info, plots, components, masks = own.predict("make the flower pink", "auto (from the instruction)", TINY,
-                                                 api_name="/hatie")
-    assert "attribute" in info and len(plots) == 2
+    info, plots, shares, components, masks = own.predict("make the flower pink", "auto (from the instruction)", TINY,
+                                                         api_name="/hatie")
+    assert "attribute" in info and len(plots) == 2 and len(shares) == 2
     rows = components["data"]
     headers = components["headers"]
-    got = {(r[headers.index("edit")], r[headers.index("criterion")]): r[headers.index("value")]
-           for r in rows if r[headers.index("component")] == "(criterion)"}
+    col = {name: headers.index(name) for name in ("edit", "criterion", "component", "value", "weight in criterion",
+                                                  "share")}
+    got = {(r[col["edit"]], r[col["criterion"]]): r[col["value"]]
+           for r in rows if r[col["component"]] == "(criterion, in the total)"}
+    # every criterion's measures: share = value x weight in the criterion / their sum (shown in %)
+    by_criterion: dict = {}
+    for r in rows:
+        if r[col["component"]] != "(criterion, in the total)" and r[col["share"]]:
+            by_criterion.setdefault((r[col["edit"]], r[col["criterion"]]), []).append(r)
+    assert by_criterion
+    for parts in by_criterion.values():
+        products = [float(r[col["value"]]) * float(r[col["weight in criterion"]]) for r in parts]
+        for r, product in zip(parts, products):
+            assert float(r[col["share"]].rstrip("%")) == pytest.approx(100 * product / sum(products), abs=0.1)
 
     direct = Evaluator(TINY, device="cpu", encoder=tiny_encoder)
     settings = direct.settings.replace(gdino_model="random:tiny", sam_model="random:tiny",
@@ -39,7 +51,7 @@ def test_hatie_tab_shows_the_criteria_of_each_edit(app_server, tiny_encoder):
     assert [p["caption"] for p in plots] == [name.label for name in labels]
     for edit, result, name in zip(report.edits, report.arrays.hatie, labels):
         for score in result.scores.criteria.values():
-            assert got[(name.label, score.label)] == pytest.approx(score.value, abs=1e-6)
+            assert got[(name.label, score.label)] == pytest.approx(score.value, abs=1e-4)
         assert edit.unavailable["hatie_iq"].startswith("needs a set")
 
     with pytest.raises(Exception, match="edit type"):
