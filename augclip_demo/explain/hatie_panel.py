@@ -134,8 +134,10 @@ def share_figure(result: HatieResult, label: str | None = None) -> Any:
         for i, part in enumerate(sorted(component_shares(score), key=lambda s: -(s.share or 0.0))):
             width = max(0.0, part.share or 0.0)
             ax.barh(row, width, left=left, color=SHARE_COLOURS[i % len(SHARE_COLOURS)], edgecolor="white")
-            if width >= 0.12:
-                ax.text(left + 0.01, row, f"{part.name} {100 * width:.0f}%", va="center", fontsize=7, color="white")
+            if width >= 0.2:  # room for a label; the table gives every part
+                name = part.name.removeprefix("appearance.")
+                ax.text(left + 0.01, row, f"{name} {100 * width:.0f}%", va="center", fontsize=7, color="white",
+                        clip_on=True)
             left += width
     ax.set_yticks(range(len(criteria)), [f"{CRITERION_LABELS[k]} {s.value:.3f}" for k, s in criteria], fontsize=8)
     ax.invert_yaxis()

@@ -58,7 +58,7 @@ def build_hatie_tab(session_state: Any, instruction: Any, clip_model: Any,
         first_contact.note("hatie", "tab")
         plots = gr.Gallery(label="Criteria per edit", columns=2, height=360, object_fit="contain",
                            elem_id="aug-hatie-bars")
-        shares = gr.Gallery(label="What each criterion is made of (share of value x weight)", columns=2, height=320,
+        shares = gr.Gallery(label="What each criterion is made of (share of value x weight)", columns=2, height=420,
                             object_fit="contain", elem_id="aug-hatie-shares")
         with gr.Accordion("Components (every measure, its weight in the criterion and its share of it)", open=True):
             components = gr.Dataframe(interactive=False, wrap=True, elem_id="aug-hatie-components")
