@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
-from augclip_demo.explain.hatie_panel import component_rows, criterion_bars, hatie_figure, mask_views
+from augclip_demo.explain.hatie_panel import (component_rows, criterion_bars, hatie_figure, mask_views, share_figure,
+                                              share_lines)
 from augclip_demo.hatie import HatieResult
 from augclip_demo.instructions import EditType
 from augclip_demo.metrics import hatie as H
@@ -30,8 +31,20 @@ def test_bars_rows_and_masks() -> None:
     assert bars["Background Consistency"][0] == 1.0
     assert bars["Background Fidelity"][0] is None
     rows = component_rows(result)
-    of_rows = [r for r in rows if r["criterion"] == "Object Fidelity" and r["component"] != "(criterion)"]
-    assert sum(r["weight"] for r in of_rows) == 1.0 or abs(sum(r["weight"] for r in of_rows) - 1.0) < 1e-12
+    top = "(criterion, in the total)"
+    of_rows = [r for r in rows if r["criterion"] == "Object Fidelity" and r["component"] != top]
+    assert abs(sum(r["weight"] for r in of_rows) - 1.0) < 1e-12
+    # VQA off: CLIP 0.01 and detector 0.92 renormalised; shares = value x weight / their sum
+    clip, det = 0.01 / 0.93 * 0.6, 0.92 / 0.93 * 0.5
+    shares = {r["component"]: r["share"] for r in of_rows}
+    assert abs(shares["clip_object"] - clip / (clip + det)) < 1e-12
+    assert abs(shares["detector_confidence"] - det / (clip + det)) < 1e-12
+    # the criterion rows: weight in the edit's total (OF 0.2 and BC 0.3 renormalised) and share of it
+    crit = {r["criterion"]: r for r in rows if r["component"] == top}
+    of, bc = clip + det, 1.0
+    assert abs(crit["Object Fidelity"]["weight in criterion"] - 0.2 / 0.5) < 1e-12
+    assert abs(crit["Background Consistency"]["share"] - 0.3 * bc / (0.2 * of + 0.3 * bc)) < 1e-12
+    assert share_figure(result).axes and share_lines(result)[0].startswith("Object Fidelity")
     (image, caption), = mask_views(result)
     pixels = np.asarray(image)
     assert caption == "e1: object (source)" and tuple(pixels[0, 0]) == (255, 255, 255)
