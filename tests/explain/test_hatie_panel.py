@@ -5,8 +5,14 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
-from augclip_demo.explain.hatie_panel import (component_rows, criterion_bars, hatie_figure, mask_views, share_figure,
-                                              share_lines)
+from augclip_demo.explain.hatie_panel import (
+    component_rows,
+    criterion_bars,
+    hatie_figure,
+    mask_views,
+    share_figure,
+    share_lines,
+)
 from augclip_demo.hatie import HatieResult
 from augclip_demo.instructions import EditType
 from augclip_demo.metrics import hatie as H

@@ -3,7 +3,8 @@ share of it are on the page (screenshots in the test's folder)."""
 
 from __future__ import annotations
 
-from tests.ui.test_browser import open_page, pytestmark as browser_marks, wait_for_rows
+from tests.ui.test_browser import open_page, wait_for_rows
+from tests.ui.test_browser import pytestmark as browser_marks
 
 pytestmark = browser_marks
 
