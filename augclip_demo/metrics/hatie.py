@@ -336,7 +336,16 @@ def fid_from_features(source: np.ndarray, edited: np.ndarray) -> float:
         raise ValueError(f"feature sets must be (n, d) with the same d, got {a.shape} and {b.shape}")
     if len(a) < 2 or len(b) < 2:
         raise ValueError("FID needs at least two images per set")
-    return frechet_distance(a.mean(0), np.cov(a, rowvar=False), b.mean(0), np.cov(b, rowvar=False))
+    if min(len(a), len(b)) > a.shape[1]:
+        return frechet_distance(a.mean(0), np.cov(a, rowvar=False), b.mean(0), np.cov(b, rowvar=False))
+    # fewer images than dimensions: the square roots of the eigenvalues of S1 S2 are the singular values of
+    # Xa Xb^T / sqrt((na - 1)(nb - 1)) (centred rows), so tr (S1 S2)^(1/2) is that small matrix's nuclear norm;
+    # the same value as the d x d square root, without it
+    ca, cb = a - a.mean(0), b - b.mean(0)
+    cross = np.linalg.svd(ca @ cb.T, compute_uv=False).sum() / math.sqrt((len(a) - 1) * (len(b) - 1))
+    diff = a.mean(0) - b.mean(0)
+    traces = (ca * ca).sum() / (len(a) - 1) + (cb * cb).sum() / (len(b) - 1)
+    return float(max(0.0, diff @ diff + traces - 2.0 * cross))
 
 
 # ---------------------------------------------------------------------------------------------- results

@@ -235,3 +235,14 @@ def test_per_type_error_and_total_error_as_published() -> None:
     pub = H.PUBLISHED_TOTAL
     squares = sum((full[k] * pub[k] * 0.8) ** 2 for k in full)
     assert H.total_error(full, pub, 0.05) == pytest.approx(math.sqrt(squares + 0.05 * 0.2))
+
+
+def test_fid_of_small_sets_equals_the_matrix_square_root_form() -> None:
+    from scipy import linalg
+
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(size=(6, 40)), rng.normal(size=(5, 40)) + 0.3
+    s1, s2 = np.cov(a, rowvar=False), np.cov(b, rowvar=False)
+    diff = a.mean(0) - b.mean(0)
+    expected = diff @ diff + np.trace(s1) + np.trace(s2) - 2 * np.trace(np.real(linalg.sqrtm(s1 @ s2)))
+    assert H.fid_from_features(a, b) == pytest.approx(expected, rel=1e-6)
