@@ -25,8 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--bpm-fast", action="store_true", help="also OWL-ViT and SAM 2.1 Hiera-Tiny (the "
                         "models of the fast BPM preset, AUGCLIP_BPM_PRESET=fast)")
     parser.add_argument("--hatie", action="store_true", help="also HATIE's models: GroundingDINO and SAM "
-                        "(whatever the BPM preset), DINOv2 and the LPIPS backbone (AUGCLIP_HATIE_DINO, "
-                        "AUGCLIP_HATIE_LPIPS)")
+                        "(whatever the BPM preset), its own CLIP, DINOv2 and the LPIPS backbone (AUGCLIP_HATIE_CLIP, "
+                        "AUGCLIP_HATIE_DINO, AUGCLIP_HATIE_LPIPS)")
     parser.add_argument("--vocab", action="store_true", help="also encode the clip-vocab attribute vocabulary "
                         "with each CLIP model into AUGCLIP_CACHE_DIR/clip_vocab (the offline provider then "
                         "starts without encoding; minutes on a small CPU, done once per model)")

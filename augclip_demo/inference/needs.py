@@ -4,7 +4,7 @@
 A feature's models follow the settings: the scores need the configured CLIP model; BPM the two region
 models of the configured preset (``standard``: GroundingDINO + SAM; ``fast``: OWL-ViT + SAM 2.1) with
 CLIP; HATIE always GroundingDINO + SAM (its detection threshold is on GroundingDINO's scale) with
-CLIP and its feature networks (DINOv2, LPIPS). :func:`missing_models` looks on disk only, then asks
+CLIP, its own CLIP (ViT-B/32 unless the run's is chosen) and its feature networks (DINOv2, LPIPS). :func:`missing_models` looks on disk only, then asks
 whether the source can be reached (one connection per host), and loads nothing.
 """
 
@@ -60,8 +60,11 @@ def models_needed(settings: Settings, feature: str, *, with_clip: bool = True) -
     if feature == "bpm":
         return clip + bpm_region_models(settings)
     if feature == "hatie":
-        return clip + bpm_region_models(settings, "standard") + [ModelNeed("dino", settings.hatie_dino),
-                                                                 ModelNeed("lpips", settings.hatie_lpips)]
+        # HATIE measures with its own CLIP (ViT-B/32 by default); an empty spec means the run's CLIP.
+        own_clip = ([ModelNeed("clip", settings.hatie_clip)]
+                    if settings.hatie_clip and ModelNeed("clip", settings.hatie_clip) not in clip else [])
+        return clip + bpm_region_models(settings, "standard") + own_clip + [
+            ModelNeed("dino", settings.hatie_dino), ModelNeed("lpips", settings.hatie_lpips)]
     raise AugclipError(f"unknown feature {feature!r}; one of {', '.join(FEATURES)}")
 
 

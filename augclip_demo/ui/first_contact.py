@@ -26,7 +26,8 @@ DEMO_CLIP = "random:tiny"
 #: The demo's other models: tiny random networks of each family (nothing to download, seconds on a CPU).
 DEMO_MODELS: dict[str, str] = {"gdino_model": "random:tiny", "sam_model": "random:tiny",
                                "fast_detector_model": "random:tiny", "fast_sam_model": "random:test",
-                               "hatie_dino": "random:tiny-v2", "hatie_lpips": "random:alex"}
+                               "hatie_clip": "random:tiny", "hatie_dino": "random:tiny-v2",
+                               "hatie_lpips": "random:alex"}
 DEMO_BUTTON = "Try the untrained demo (random weights: every score meaningless, the whole tool works)"
 #: How long a note waits for the background check before it shows nothing (it is redrawn on the next change).
 CHECK_WAIT_S = 20.0
@@ -62,8 +63,8 @@ _LOCK = threading.Lock()
 
 def _key(settings: Settings) -> tuple:
     return (settings.clip_model, settings.clip_checkpoint, settings.bpm_preset, settings.gdino_model,
-            settings.sam_model, settings.fast_detector_model, settings.fast_sam_model, settings.hatie_dino,
-            settings.hatie_lpips, str(settings.cache_dir))
+            settings.sam_model, settings.fast_detector_model, settings.fast_sam_model, settings.hatie_clip,
+            settings.hatie_dino, settings.hatie_lpips, str(settings.cache_dir))
 
 
 def readiness(settings: Settings, *, background: bool = True) -> ReadinessCheck:

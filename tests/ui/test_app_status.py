@@ -52,6 +52,7 @@ def test_the_status_area_lists_every_missing_model_at_once(tmp_path):
     assert items[1].startswith("BPM needs CLIP ViT-B-16/openai, GroundingDINO IDEA-Research/grounding-dino-tiny, "
                                "SAM vit_b") and "<code>augclip-demo download --bpm</code>" in items[1]
     assert items[2].startswith("HATIE needs") and "DINO facebook/dinov2-base, LPIPS alex" in items[2]
+    assert "CLIP ViT-B-32/openai" in items[2]  # HATIE's own CLIP, whatever the run's
     assert "<code>augclip-demo download --hatie</code>" in items[2]
     assert all(len(item) < 400 for item in items)
     assert "Try the untrained demo" in panel
@@ -67,7 +68,7 @@ def test_a_working_clip_model_with_missing_bpm_models_says_only_that(tmp_path):
     assert "aug-error" not in panel and "The scores work; these need models first" in panel
     assert panel.count("<li>") == 2
     ready = Settings.from_env({}, clip_model="random:tiny", gdino_model="random:tiny", sam_model="random:tiny",
-                              hatie_dino="random:tiny-v2", hatie_lpips="random:alex", device="cpu", cache_dir=tmp_path)
+                              hatie_clip="random:tiny", hatie_dino="random:tiny-v2", hatie_lpips="random:alex", device="cpu", cache_dir=tmp_path)
     assert "need models first" not in status_html(model_status(ready, background=False),
                                                   check_region_models(ready, background=False))
 
