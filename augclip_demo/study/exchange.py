@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..batch.manifest import write_manifest
+from ..io import FORMULA_STARTS, spreadsheet_safe
 from .agreement import first_answers, mean_ratings, pair_id, pair_verdict
 from .questions import valid_answer
 from .store import StudyData, StudyError, connect, get_study, now_utc
@@ -28,7 +29,6 @@ from .store import StudyData, StudyError, connect, get_study, now_utc
 CSV_COLUMNS = ["study", "question", "question_version", "rater", "item_id", "edit_a", "edit_b", "edit_a_name",
                "edit_b_name", "answer", "chosen", "is_repeat", "shown_left", "created_at", "elapsed_ms",
                "source_sha256", "edit_a_sha256", "edit_b_sha256", "origin"]
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 MAX_IMPORT_BYTES = 50 * 1024 * 1024
 MAX_IMPORT_ROWS = 1_000_000
 MAX_PROBLEMS_SHOWN = 20
@@ -91,8 +91,7 @@ def export_manifest(data: StudyData, out: str | Path | None = None, question: st
 # ---------------------------------------------------------------------------------------------- CSV
 def neutral(value: Any) -> str:
     """A CSV cell that a spreadsheet shows as text (a formula-looking start gets a leading quote)."""
-    text = "" if value is None else str(value)
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
+    return str(spreadsheet_safe("" if value is None else str(value)))
 
 
 def _restored(text: str) -> str:

@@ -342,10 +342,11 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                         progress=timed(progress), ground_truth=ground_truth_file or None,
                         edit_mask=edit_mask_file or None, output_caption=caption or "",
                         feature_metrics=list(feature_keys or []),
+                        networks=first_contact.demo_networks(settings),
                     )
                 except WeightsUnavailableError:
-                    if not page:
-                        raise
+                    if not page or model_status(settings).state != "error":
+                        raise  # not the page's CLIP (a feature network): its own message names it and the fix
                     return halted(settings, state)
                 out = scored(report, state, clear=True, archive=archive)
                 if page:

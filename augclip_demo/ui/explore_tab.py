@@ -36,7 +36,7 @@ from ..explore.report_html import report_html
 from ..explore.shelf import Shelf
 from ..explore.store import metric_label
 from ..report import UNTRAINED_WARNING
-from .guard import user_facing
+from .guard import scrub_paths_in, user_facing
 from .storage import WorkFolders
 from .views import empty_table
 
@@ -276,7 +276,8 @@ def inspect_views(store: ResultsStore, item: int) -> tuple[str, list, Any, dict[
             f"human judgment: {html.escape(json.dumps(human))}  \n{html.escape(view.run_label)}")
     if not pictures:
         text += "\n\nNo images: open the results with their manifest (`--manifest`) to see them."
-    return text, pictures, _frame(headers, rows, "This item has no edits."), record
+    # The record as stored, numbers exact; its texts (error messages, absolute image paths) lose server folders.
+    return text, pictures, _frame(headers, rows, "This item has no edits."), scrub_paths_in(record)
 
 
 # ---------------------------------------------------------------------------------------------- wiring

@@ -21,6 +21,7 @@ import gradio as gr
 
 from ..config import Settings
 from ..inference.needs import FEATURES, MissingModel, download_command, feature_readiness
+from ..pipeline import FeatureNetworks
 
 DEMO_CLIP = "random:tiny"
 #: The demo's other models: tiny random networks of each family (nothing to download, seconds on a CPU).
@@ -28,6 +29,9 @@ DEMO_MODELS: dict[str, str] = {"gdino_model": "random:tiny", "sam_model": "rando
                                "fast_detector_model": "random:tiny", "fast_sam_model": "random:test",
                                "hatie_clip": "random:tiny", "hatie_dino": "random:tiny-v2",
                                "hatie_lpips": "random:alex"}
+#: The demo's reference / preservation networks (the Evaluate tab's optional network metrics).
+DEMO_NETWORKS = FeatureNetworks(dino="random:tiny", structure="random:tiny", lpips="random:squeeze",
+                                pie_clip=DEMO_CLIP)
 DEMO_BUTTON = "Try the untrained demo (random weights: every score meaningless, the whole tool works)"
 #: How long a note waits for the background check before it shows nothing (it is redrawn on the next change).
 CHECK_WAIT_S = 20.0
@@ -47,6 +51,12 @@ def demo_settings(settings: Settings) -> Settings:
     if settings.clip_model.strip() == DEMO_CLIP:
         return settings.replace(**DEMO_MODELS)
     return settings
+
+
+def demo_networks(settings: Settings) -> FeatureNetworks | None:
+    """The demo's random feature networks when the demo is on (``settings`` from :func:`demo_settings`), else
+    None: the benchmarks' own networks."""
+    return DEMO_NETWORKS if settings.clip_model.strip() == DEMO_CLIP else None
 
 
 @dataclass

@@ -71,6 +71,18 @@ def scrub_paths(message: str) -> str:
     return _ABSOLUTE_PATH.sub(lambda match: f"…/{match.group(1)}" if match.group(1) else "…/", message)
 
 
+def scrub_paths_in(value: Any) -> Any:
+    """``value`` (JSON-like: dicts, lists, strings, numbers) with :func:`scrub_paths` applied to every string,
+    numbers untouched: a stored record shown to a web client (its error texts can name server folders)."""
+    if isinstance(value, str):
+        return scrub_paths(value)
+    if isinstance(value, dict):
+        return {key: scrub_paths_in(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [scrub_paths_in(item) for item in value]
+    return value
+
+
 def as_html(message: str) -> str:
     """Gradio renders error messages as HTML: escape markup (file names may hold any text), keep line breaks."""
     return html.escape(message, quote=False).replace("\n", "<br>")

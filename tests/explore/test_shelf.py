@@ -86,3 +86,22 @@ def test_a_damaged_parquet_upload_is_refused_without_the_servers_path(tmp_path, 
     assert "results.parquet: could not be read" in message
     assert "server-secret-folder" not in message and str(tmp_path) not in message
 
+
+
+def test_an_item_shown_to_a_client_names_no_server_folder(tmp_path):
+    """The Inspect view's record keeps every number as stored; its texts lose the server's folders."""
+    from augclip_demo.explore import OpenedFile, open_results
+    from augclip_demo.ui.explore_tab import inspect_views
+
+    records = constructed_records()
+    records[0]["edits"][0]["error"] = "weights: /srv/private/cache/hub/model.bin could not be read"
+    store = open_results([OpenedFile(write_jsonl(records, tmp_path / "results.jsonl"))])
+    try:
+        index = next(i for i in range(store.n_records) if item_record(store, i).record["id"] == records[0]["id"])
+        raw = item_record(store, index).record
+        shown = inspect_views(store, index)[3]
+    finally:
+        store.close()
+    assert "/srv/private" in str(raw) and "/srv/private" not in str(shown)
+    assert "model.bin could not be read" in str(shown)
+    assert shown["edits"][1]["metrics"] == raw["edits"][1]["metrics"]

@@ -128,3 +128,28 @@ def test_bpm_is_on_by_default_on_cpu_with_the_fast_preset(tmp_path, monkeypatch)
     monkeypatch.setenv("AUGCLIP_BPM_PRESET", "standard")  # an operator's choice is kept: off on CPU, as slow
     box = _bpm_checkbox(build_app(Settings.from_env(clip_model="random:tiny", device="cpu", cache_dir=tmp_path)))
     assert box["value"] is False and "slow on CPU" in box["label"]
+
+
+def test_the_untrained_demo_measures_every_network_metric_with_random_networks(tmp_path):
+    """The Evaluate tab's optional network metrics load nothing real in the demo (no weights needed)."""
+    import numpy as np
+    from PIL import Image
+
+    from augclip_demo.pipeline import NETWORK_METRICS, feature_inputs
+    from augclip_demo.ui.first_contact import DEMO_CLIP, demo_networks, demo_settings
+
+    trained = Settings.from_env({}, clip_model="ViT-B-16/openai", device="cpu", cache_dir=tmp_path)
+    assert demo_networks(demo_settings(trained)) is None  # a trained model: the benchmarks' own networks
+    demo = demo_settings(trained.replace(clip_model=DEMO_CLIP))
+    networks = demo_networks(demo)
+    assert networks is not None
+    rng = np.random.default_rng(0)
+    source, edit, truth = (Image.fromarray(rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)) for _ in range(3))
+    mask = np.zeros((64, 64), dtype=bool)
+    mask[16:48, 16:48] = True
+    fields, notes = feature_inputs(source, [edit], truth, mask, set(NETWORK_METRICS), networks, demo,
+                                   target_text="a red square")
+    assert {"dino_edit_embeddings", "structure_keys_edits", "unedited_measures", "pie_clip_edit_embeddings",
+            "pie_clip_masked_edit_embeddings"} <= set(fields), sorted(fields)
+    # each of the four networks (DINO for GT and for structure, LPIPS, PIE-Bench's CLIP) says it is untrained
+    assert len(notes) == 4 and all("untrained" in note for note in notes), notes
