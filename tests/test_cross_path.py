@@ -80,6 +80,7 @@ def environment(tmp_path_factory):
     with ChatServer(responder=judge_answer) as server, pytest.MonkeyPatch.context() as patch:
         env = {"AUGCLIP_GDINO_MODEL": "random:tiny", "AUGCLIP_SAM_MODEL": "random:tiny",
                "AUGCLIP_HATIE_DINO": "random:tiny-v2", "AUGCLIP_HATIE_LPIPS": "random:alex",
+               "AUGCLIP_HATIE_CLIP": TINY,
                "AUGCLIP_JUDGE_BASE_URL": server.url, "AUGCLIP_JUDGE_MODEL": "cross-path-judge",
                "AUGCLIP_MLLM_MAX_RETRIES": "0", "OPENAI_API_KEY": "local-test-server",
                "AUGCLIP_CACHE_DIR": str(tmp_path_factory.mktemp("cache")), "AUGCLIP_CLIP_MODEL": TINY,

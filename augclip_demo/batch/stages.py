@@ -230,6 +230,7 @@ class HatieFeatureSpecs:
     dino: str
     lpips: str
     fid: str
+    clip: str = ""  # HATIE's own CLIP spec; "" = the run's CLIP
 
     @classmethod
     def of(cls, features: Any) -> Any:
@@ -238,12 +239,12 @@ class HatieFeatureSpecs:
 
         if not isinstance(features, HatieFeatures):
             return features
-        return cls(features.dino_network.spec, features.lpips_network.spec, features._fid_spec)
+        return cls(features.dino_network.spec, features.lpips_network.spec, features._fid_spec, features.clip_spec)
 
     def build(self, settings: Settings) -> Any:
         from ..hatie.features import HatieFeatures
 
-        return HatieFeatures(settings, dino=self.dino, lpips=self.lpips, fid=self.fid)
+        return HatieFeatures(settings, dino=self.dino, lpips=self.lpips, fid=self.fid, clip=self.clip)
 
 
 # ---------------------------------------------------------------------------------------------- the run's stages

@@ -67,6 +67,7 @@ class HatieFeatures:
         self.dino_network = get_dino(dino or getattr(settings, "hatie_dino", None) or DEFAULT_DINO, settings)
         self.lpips_network = get_lpips(lpips or getattr(settings, "hatie_lpips", None) or DEFAULT_LPIPS, settings)
         clip_spec = clip if clip is not None else (getattr(settings, "hatie_clip", None) or DEFAULT_CLIP)
+        self.clip_spec = clip_spec or ""  # "" = the run's CLIP
         self.clip_network = _clip_encoder(clip_spec, settings) if clip_spec else None
         self._fid_spec, self._settings = fid, settings
         self._get_fid = get_fid_network

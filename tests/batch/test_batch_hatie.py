@@ -252,3 +252,18 @@ def test_protocol_report_correlates_each_hatie_criterion_with_humans(run):
     assert checked >= 2
     text = report.format(with_ci=False)
     assert "Correlation with human scores, Pearson r" in text and "HATIE OF" in text
+
+
+@pytest.mark.parametrize("clip", ["random:tiny", ""])
+def test_hatie_networks_sent_to_another_process_keep_their_clip(clip, tmp_path):
+    """A Ray actor rebuilds HATIE's networks from their specs: HATIE's own CLIP (or "" = the run's) survives."""
+    import pickle
+
+    from augclip_demo.batch.stages import HatieFeatureSpecs
+    from augclip_demo.hatie.features import HatieFeatures
+
+    settings = Settings.from_env({}, clip_model=TINY, device="cpu", cache_dir=tmp_path, hatie_clip="ViT-B-32/openai")
+    sent = pickle.loads(pickle.dumps(HatieFeatureSpecs.of(
+        HatieFeatures(settings, dino="random:tiny-v2", lpips="random:alex", clip=clip))))
+    rebuilt = sent.build(settings)
+    assert rebuilt.clip_spec == clip and (rebuilt.clip_network is None) == (clip == "")
