@@ -7,7 +7,7 @@ import html
 import logging
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,15 +71,19 @@ def scrub_paths(message: str) -> str:
     return _ABSOLUTE_PATH.sub(lambda match: f"…/{match.group(1)}" if match.group(1) else "…/", message)
 
 
-def scrub_paths_in(value: Any) -> Any:
+def scrub_paths_in(value: Any, known: Sequence[str] = ()) -> Any:
     """``value`` (JSON-like: dicts, lists, strings, numbers) with :func:`scrub_paths` applied to every string,
-    numbers untouched: a stored record shown to a web client (its error texts can name server folders)."""
+    numbers untouched: a report or stored record shown to a web client (its texts can name server folders).
+    ``known``: server paths replaced by their names first, whole (a folder name with spaces defeats the
+    pattern)."""
     if isinstance(value, str):
+        for path in known:
+            value = value.replace(path, Path(path).name)
         return scrub_paths(value)
     if isinstance(value, dict):
-        return {key: scrub_paths_in(item) for key, item in value.items()}
+        return {key: scrub_paths_in(item, known) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [scrub_paths_in(item) for item in value]
+        return [scrub_paths_in(item, known) for item in value]
     return value
 
 

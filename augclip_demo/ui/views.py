@@ -189,21 +189,9 @@ def public_report(report: Report) -> dict[str, Any]:
     data = report.to_dict()
     # Known server paths first, whole (a folder name with spaces defeats the pattern in scrub_paths).
     known = [str(data.get("model", {}).get("checkpoint") or "")]
-    return _scrubbed(data, [path for path in known if path.startswith("/")])
+    from .guard import scrub_paths_in
 
-
-def _scrubbed(value: Any, known: list[str] | None = None) -> Any:
-    from .guard import scrub_paths
-
-    if isinstance(value, str):
-        for path in known or []:
-            value = value.replace(path, Path(path).name)
-        return scrub_paths(value)
-    if isinstance(value, dict):
-        return {key: _scrubbed(item, known) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_scrubbed(item, known) for item in value]
-    return value
+    return scrub_paths_in(data, [path for path in known if path.startswith("/")])
 
 
 def write_downloads(report: Report, folder: Path, figures: dict[str, Any] | None = None, *,
@@ -218,7 +206,7 @@ def write_downloads(report: Report, folder: Path, figures: dict[str, Any] | None
     folder.mkdir(parents=True, exist_ok=True)
     json_path = folder / "report.json"
     csv_path = folder / "report.csv"
-    from .guard import scrub_paths
+    from .guard import scrub_paths, scrub_paths_in
 
     json_path.write_text(json.dumps(public_report(report), indent=2, ensure_ascii=False, allow_nan=False) + "\n",
                          encoding="utf-8")
@@ -230,7 +218,7 @@ def write_downloads(report: Report, folder: Path, figures: dict[str, Any] | None
     with zipfile.ZipFile(zip_path, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
         bundle.write(json_path, "report.json")
         bundle.write(csv_path, "report.csv")
-        bundle.writestr("attributes.json", json.dumps(_scrubbed(report.attributes.to_dict()), indent=2,
+        bundle.writestr("attributes.json", json.dumps(scrub_paths_in(report.attributes.to_dict()), indent=2,
                                                       ensure_ascii=False) + "\n")
         for name, figure in (figures or {}).items():
             png = folder / f"{name}.png"
