@@ -9,18 +9,21 @@ array. What is normalised, and why:
 * CMYK, 16-bit (``I;16``, ``I``), float (``F``), palette, 1-bit and grayscale images are converted
   to RGB; 16-bit data is scaled to 8 bits rather than clipped;
 * animated images (GIF, APNG, WebP) use their first frame, with a note saying so;
-* Pillow's decompression-bomb limit stays on (configurable with ``AUGCLIP_MAX_IMAGE_PIXELS``) and
-  is reported as a clear :class:`ImageLoadError`;
+* Pillow's decompression-bomb limit stays on (``max_pixels``: the setting ``AUGCLIP_MAX_IMAGE_PIXELS``,
+  passed in by the caller) and is reported as a clear :class:`ImageLoadError`;
 * files, bytes and arrays smaller than :data:`MIN_IMAGE_SIDE` pixels on a side are refused (nothing
   meaningful can be scored on them; PIL images passed in process, such as our own crops, are not);
-* images larger than the working resolution (``AUGCLIP_MAX_IMAGE_SIDE``, default
-  :data:`DEFAULT_MAX_IMAGE_SIDE` px on the longest side) are decoded reduced: JPEGs through the
+* images larger than the working resolution (``max_side``: the setting ``AUGCLIP_MAX_IMAGE_SIDE``,
+  default :data:`DEFAULT_MAX_IMAGE_SIDE` px on the longest side) are decoded reduced: JPEGs through the
   decoder's DCT scaling (:meth:`PIL.Image.Image.draft`), every format then by an exact integer box
   reduction (:meth:`PIL.Image.Image.reduce`), so at most one full-size decode is alive at a time and
   what stays in memory is bounded by the cap (a note records the reduction);
 * a :class:`PixelBudget` shared by the images of one request refuses a request whose images hold
-  more pixels in total than the budget (``AUGCLIP_MAX_REQUEST_PIXELS``), checked from the file
-  headers before anything is decoded.
+  more pixels in total than the budget (the setting ``AUGCLIP_MAX_REQUEST_PIXELS``), checked from the
+  file headers before anything is decoded.
+
+This module reads no environment: its limits are arguments, taken by the callers from
+:class:`~augclip_demo.config.Settings`.
 
 Every failure (missing file, empty file, not an image, truncated data, bomb) raises
 :class:`~augclip_demo.errors.ImageLoadError` naming the input.
@@ -42,7 +45,10 @@ from typing import Any, Union
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from .config import max_image_pixels_from_env
+# Declared with their settings in config; named here too, where images are loaded.
+from .config import DEFAULT_MAX_IMAGE_SIDE as DEFAULT_MAX_IMAGE_SIDE
+from .config import DEFAULT_MAX_REQUEST_PIXELS as DEFAULT_MAX_REQUEST_PIXELS
+from .config import MIN_IMAGE_SIDE as MIN_IMAGE_SIDE
 from .errors import ImageLoadError, InputError
 
 ImageInput = Union[str, os.PathLike, bytes, bytearray, Image.Image, np.ndarray]  # noqa: UP007 - runtime alias, py3.10-safe
@@ -50,12 +56,6 @@ ImageInput = Union[str, os.PathLike, bytes, bytearray, Image.Image, np.ndarray] 
 _BACKGROUND = (255, 255, 255)
 _EXIF_ORIENTATION = 0x0112
 
-#: Smallest accepted width and height, in pixels.
-MIN_IMAGE_SIDE = 8
-#: Longest side, in pixels, that images are worked on at (larger ones are reduced while decoding).
-DEFAULT_MAX_IMAGE_SIDE = 2048
-#: Pixels (width x height, summed over its images) one request may bring, before reduction.
-DEFAULT_MAX_REQUEST_PIXELS = 1_500_000_000
 # Modes Image.reduce works on directly; the others are converted first.
 _REDUCIBLE = {"L", "LA", "RGB", "RGBA", "I", "F", "CMYK", "PA", "RGBa", "La"}
 
@@ -66,11 +66,6 @@ class PixelBudget:
 
     limit: int = DEFAULT_MAX_REQUEST_PIXELS
     used: int = 0
-
-    @classmethod
-    def from_env(cls) -> PixelBudget:
-        value = os.environ.get("AUGCLIP_MAX_REQUEST_PIXELS", "").strip()
-        return cls(int(value)) if value.isdigit() and int(value) > 0 else cls()
 
     def check_files(self, paths: list[str | os.PathLike]) -> None:
         """Refuse the request before any decoding when its files' headers already exceed the budget.
@@ -167,14 +162,15 @@ def open_image(
 ) -> LoadedImage:
     """Like :func:`load_image` but also returns the name, content hash and notes.
 
-    ``max_side`` is the working resolution (default ``AUGCLIP_MAX_IMAGE_SIDE`` or
-    :data:`DEFAULT_MAX_IMAGE_SIDE`); ``budget`` is charged with the image's pixels before decoding.
+    ``max_pixels`` is the decompression-bomb limit (default: Pillow's); ``max_side`` the working resolution
+    (default :data:`DEFAULT_MAX_IMAGE_SIDE`); callers holding settings pass ``settings.max_image_pixels`` and
+    ``settings.max_image_side``. ``budget`` is charged with the image's pixels before decoding.
     """
     if isinstance(source, LoadedImage):
         return source
     label = describe_input(source, name)
-    limit = max_pixels if max_pixels is not None else max_image_pixels_from_env()
-    side = max_side if max_side is not None else env_max_side()
+    limit = max_pixels
+    side = max_side if max_side is not None else DEFAULT_MAX_IMAGE_SIDE
     notes: list[str] = []
     if isinstance(source, np.ndarray):
         image = _from_array(source, label)
@@ -245,12 +241,6 @@ def _return_freed_memory() -> None:
 
 
 _MALLOC_TRIM = None
-
-
-def env_max_side() -> int:
-    """The working resolution: ``AUGCLIP_MAX_IMAGE_SIDE`` when set to a positive integer, else the default."""
-    value = os.environ.get("AUGCLIP_MAX_IMAGE_SIDE", "").strip()
-    return int(value) if value.isdigit() and int(value) >= MIN_IMAGE_SIDE else DEFAULT_MAX_IMAGE_SIDE
 
 
 def reduction_factor(size: tuple[int, int], max_side: int) -> int:

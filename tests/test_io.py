@@ -157,7 +157,8 @@ def test_decompression_bomb_limit_is_kept_and_reported(tmp_path):
 
 
 def test_the_environment_limit_is_read_as_settings_read_it(tmp_path, monkeypatch):
-    """Without max_pixels, AUGCLIP_MAX_IMAGE_PIXELS applies, parsed and checked by config alone."""
+    """AUGCLIP_MAX_IMAGE_PIXELS is parsed and checked by config alone, and reaches io as an argument: io reads
+    no environment, so a bad variable stops the settings (at the edge) and never an image load."""
     from augclip_demo.config import Settings
     from augclip_demo.errors import ConfigError
 
@@ -166,12 +167,32 @@ def test_the_environment_limit_is_read_as_settings_read_it(tmp_path, monkeypatch
     monkeypatch.setenv("AUGCLIP_MAX_IMAGE_PIXELS", "20000")
     assert Settings.from_env().max_image_pixels == 20_000
     with pytest.raises(ImageLoadError, match="decompression-bomb limit of 40,000 pixels"):
-        load_image(path)
+        load_image(path, max_pixels=Settings.from_env().max_image_pixels)
+    assert load_image(path).size == (300, 300)  # no argument: Pillow's limit, whatever the environment says
     for bad, message in [("lots", "must be an integer"), ("0", "must be a positive number of pixels")]:
         monkeypatch.setenv("AUGCLIP_MAX_IMAGE_PIXELS", bad)
-        with pytest.raises(ConfigError, match=message):  # the same error from both readers, never ignored
-            load_image(path)
         with pytest.raises(ConfigError, match=message):
             Settings.from_env()
-    monkeypatch.delenv("AUGCLIP_MAX_IMAGE_PIXELS")
-    assert load_image(path).size == (300, 300)
+        assert load_image(path).size == (300, 300)
+
+
+def test_the_working_resolution_and_request_budget_come_from_settings(tmp_path, monkeypatch):
+    from augclip_demo.config import Settings
+    from augclip_demo.errors import ConfigError
+    from augclip_demo.io import DEFAULT_MAX_IMAGE_SIDE, PixelBudget
+
+    path = tmp_path / "wide.png"
+    Image.new("RGB", (400, 100)).save(path)
+    monkeypatch.setenv("AUGCLIP_MAX_IMAGE_SIDE", "100")
+    monkeypatch.setenv("AUGCLIP_MAX_REQUEST_PIXELS", "30000")
+    settings = Settings.from_env()
+    assert (settings.max_image_side, settings.max_request_pixels) == (100, 30_000)
+    assert load_image(path).size == (400, 100) and DEFAULT_MAX_IMAGE_SIDE >= 400  # io ignores the environment
+    assert load_image(path, max_side=settings.max_image_side).size == (100, 25)  # 400 / 4, 100 / 4
+    with pytest.raises(ImageLoadError, match="over the budget of 30,000 pixels"):
+        open_image(path, budget=PixelBudget(settings.max_request_pixels))  # 40,000 pixels before reduction
+    for name, bad in [("AUGCLIP_MAX_IMAGE_SIDE", "4"), ("AUGCLIP_MAX_REQUEST_PIXELS", "-1")]:
+        monkeypatch.setenv(name, bad)
+        with pytest.raises(ConfigError, match=f"got '{bad}' \\(from {name}\\)"):
+            Settings.from_env()
+        monkeypatch.delenv(name)

@@ -58,7 +58,7 @@ class ProviderStatus:
 
 def provider_status(settings: Settings | None = None) -> list[ProviderStatus]:
     """Every known provider with availability and a reason; cheap (loads no model, sends nothing)."""
-    settings = settings or Settings.from_env()
+    settings = settings or Settings()
     statuses = [
         ProviderStatus("manual", True, "attribute lists typed by you or loaded from a JSON file "
                        '{"source_attributes": [...], "target_attributes": [...]}', FIDELITY_USER, False),
@@ -98,7 +98,7 @@ def build_provider(name: str, settings: Settings | None = None, *, encoder: Any 
     ``source_k``, ``target_k``, ``max_similarity``...; ``manual``: ``attributes`` / ``path`` /
     ``source`` + ``target``).
     """
-    settings = settings or Settings.from_env()
+    settings = settings or Settings()
     if name == "openai":
         from .openai_provider import OpenAIProvider
 

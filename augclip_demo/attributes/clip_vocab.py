@@ -289,7 +289,7 @@ class ClipVocabProvider(ExtractingProvider):
     Args:
         encoder: the :class:`ClipEncoder` to use (default: the shared one for ``settings``); pass
             the evaluator's encoder so image and text embeddings are computed once.
-        settings: configuration (model, cache directory); default from the environment.
+        settings: configuration (model, cache directory); default: the declared defaults (``Settings()``).
         source_k, target_k: vocabulary phrases per set (default 10 each; the paper's Table 8
             found 10 short attributes competitive).
         max_similarity: diversity threshold on text-embedding cosine (default 0.9; 1.0 disables).

@@ -52,7 +52,7 @@ class KeyedJsonCache:
 
     def __init__(self, root: str | Path | None = None, settings: Settings | None = None):
         if root is None:
-            root = (settings or Settings.from_env()).cache_dir / self.folder
+            root = (settings or Settings()).cache_dir / self.folder
         self.root = Path(root)
         self.hits = 0
         self.misses = 0

@@ -22,7 +22,7 @@ class ExtractingProvider(AttributeProvider):
     version, seed, samples and options).
 
     Args:
-        settings: configuration (cache directory, models); default from the environment.
+        settings: configuration (cache directory, models); default: the declared defaults (``Settings()``).
         use_cache: ``False`` bypasses the cache entirely (no read, no write): ``--no-cache``.
         cache: an explicit :class:`AttributeCache` (tests, or a shared one).
         progress: ``progress(fraction, message)`` called as the extraction advances.
@@ -33,7 +33,7 @@ class ExtractingProvider(AttributeProvider):
 
     def __init__(self, *, settings: Settings | None = None, use_cache: bool = True,
                  cache: AttributeCache | None = None, progress: ProgressCallback | None = None):
-        self.settings = settings or Settings.from_env()
+        self.settings = settings or Settings()
         self.cache = (cache or AttributeCache(settings=self.settings)) if use_cache else None
         self.progress = progress
 
@@ -61,7 +61,8 @@ class ExtractingProvider(AttributeProvider):
         target_text = target_text.strip()
         source_text = source_text.strip() if isinstance(source_text, str) and source_text.strip() else None
         source = source_image if isinstance(source_image, LoadedImage) else open_image(
-            source_image, name="source", max_pixels=self.settings.max_image_pixels)
+            source_image, name="source", max_pixels=self.settings.max_image_pixels,
+            max_side=self.settings.max_image_side)
         report = progress or self.progress or _no_progress
         parts = self.cache_parts(source, target_text, source_text)
         if self.cache is not None:

@@ -43,7 +43,7 @@ class OpenAIProvider(ExtractingProvider):
 
     Args:
         model: model name (default ``settings.mllm_model``: ``AUGCLIP_MLLM_MODEL`` or ``gpt-4o``).
-        settings: configuration; default from the environment.
+        settings: configuration; default: the declared defaults (``Settings()``).
         client: an existing :class:`OpenAICompatibleClient` (then ``model``/``base_url``/... are its own).
         base_url: OpenAI-compatible API root; default ``OPENAI_BASE_URL``, else the hosted API.
         timeout, max_retries: per request (default ``AUGCLIP_MLLM_TIMEOUT`` / ``AUGCLIP_MLLM_MAX_RETRIES``).

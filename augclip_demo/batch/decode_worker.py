@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..config import DEFAULT_MAX_IMAGE_SIDE
 from ..errors import AugclipError
 from ..io import open_image, prepared_pixels
 
@@ -89,12 +90,13 @@ def ready() -> int:
     return os.getpid()
 
 
-def prepare_item(requests: list[ImageRequest], texts: list[str], max_pixels: int | None) -> PreparedItem:
+def prepare_item(requests: list[ImageRequest], texts: list[str], max_pixels: int | None,
+                 max_side: int = DEFAULT_MAX_IMAGE_SIDE) -> PreparedItem:
     """Open, hash and prepare the requested images; tokenize ``texts`` (already stripped)."""
     out = PreparedItem()
     for request in requests:
         try:
-            image = open_image(request.path, name=request.written, max_pixels=max_pixels)
+            image = open_image(request.path, name=request.written, max_pixels=max_pixels, max_side=max_side)
         except AugclipError as exc:
             out.failed_images[request.key] = str(exc)
             out.error = out.error or f"{request.label}: {exc}"

@@ -88,7 +88,7 @@ def _ratings(human: Any, n: int) -> list[float | None]:
 
 # ---------------------------------------------------------------------------------------------- weight sets
 def weights_folder(settings: Settings | None = None) -> Path:
-    return (settings or Settings.from_env()).cache_dir / "hatie" / "weights"
+    return (settings or Settings()).cache_dir / "hatie" / "weights"
 
 
 def check_weight_name(name: str) -> str:
@@ -347,7 +347,7 @@ def image_quality_from_manifest(path: str | Path, manifest: str | Path, fid: str
     network is untrained (random weights). ``hatie table --manifest`` and ``protocol --manifest`` both use this."""
     from ..inference.fid import get_fid_network
 
-    network = get_fid_network(fid, settings or Settings.from_env())
+    network = get_fid_network(fid, settings or Settings())
     return model_fids(path, manifest, _FidFeatures(network), errors), bool(network.untrained)
 
 

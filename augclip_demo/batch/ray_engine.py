@@ -192,7 +192,8 @@ class AttributeStage:
             attributes, error = None, ""
             if "attribute_embeddings" in self.needs and item.attributes is None:
                 try:
-                    source = open_image(item.source_path, name=item.source, max_pixels=self.settings.max_image_pixels)
+                    source = open_image(item.source_path, name=item.source, max_pixels=self.settings.max_image_pixels,
+                                        max_side=self.settings.max_image_side)
                 except AugclipError:
                     source = None  # the scoring stage opens it again and records the image's error
                 if source is not None:
@@ -223,7 +224,7 @@ class ModelStage:
         parser = self.stages.parser if self.stages.parses else None
         for item in _items(batch):
             decoded = decode_item(item, set(), self.encoder, self.stages.with_models(), None,
-                                  self.settings.max_image_pixels, parser)
+                                  self.settings.max_image_pixels, parser, self.settings.max_image_side)
             # an image that cannot be opened is the scoring stage's error to report (it opens every image too)
             error = "" if decoded.failed_images or decoded.error is None else decoded.error
             scores.append(pickle.dumps((decoded.stage_scores, decoded.parse)))
@@ -279,7 +280,8 @@ class ScoreStage:
 
         def decode(item: ManifestItem) -> Any:
             keys = {image_key(path) for path in item.image_paths()} if claim_all else set()
-            return decode_item(item, keys, self.encoder, self.pixel_stages, None, self.settings.max_image_pixels)
+            return decode_item(item, keys, self.encoder, self.pixel_stages, None, self.settings.max_image_pixels,
+                               max_side=self.settings.max_image_side)
 
         decoded = self._map(decode, items)
         # every image and text of the batch encoded once (the encoder's forward passes have a fixed size,

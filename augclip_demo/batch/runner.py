@@ -105,7 +105,7 @@ class BatchRunner:
         self.manifest = Path(manifest).expanduser()
         self.out = Path(out).expanduser()
         self.options = options or BatchOptions()
-        self.settings = settings or Settings.from_env()
+        self.settings = settings or Settings()
         self.encoder = encoder or get_encoder(self.settings)
         self.csv = Path(csv).expanduser() if csv else None
         self.progress = progress
@@ -327,7 +327,8 @@ class _Execution:
         return self.pools.decode.submit(decode_item, item, claim, runner.encoder, runner.stages.all(),
                                         self.attribute_source if needs_attributes else None,
                                         runner.settings.max_image_pixels,
-                                        runner.stages.parser if runner.stages.parses else None)
+                                        runner.stages.parser if runner.stages.parses else None,
+                                        runner.settings.max_image_side)
 
     def _submit_to_processes(self, item: ManifestItem, claim: set[str]) -> cf.Future | None:
         """The item's claimed images and its new texts to a decode process (None: the pool broke)."""
@@ -342,7 +343,8 @@ class _Execution:
         assert self.pools.decode_processes is not None
         try:
             future = self.pools.decode_processes.submit(decode_worker.prepare_item, list(requests.values()), texts,
-                                                        self.runner.settings.max_image_pixels)
+                                                        self.runner.settings.max_image_pixels,
+                                                        self.runner.settings.max_image_side)
             self.process_futures.add(future)
             future.add_done_callback(self.process_futures.discard)
             return future

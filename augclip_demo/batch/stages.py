@@ -21,7 +21,7 @@ import numpy as np
 from ..attributes.base import AttributeProvider, Attributes
 from ..bpm import BPMOptions
 from ..bpm.models import BPMModels
-from ..config import Settings
+from ..config import DEFAULT_MAX_IMAGE_SIDE, Settings
 from ..errors import AugclipError, InputError, InstructionParseError
 from ..hatie.benchmark import hatie_query
 from ..inference.clip_encoder import ClipEncoder
@@ -332,10 +332,12 @@ class DecodedItem:
 
 
 def decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, stages: Sequence[ItemStage],
-                attributes: AttributeSource | None, max_pixels: int | None, parser: str | None = None) -> DecodedItem:
+                attributes: AttributeSource | None, max_pixels: int | None, parser: str | None = None,
+                max_side: int = DEFAULT_MAX_IMAGE_SIDE) -> DecodedItem:
     """Decode an item's images, prepare the ``claim``\\ ed ones for the encoder, run the per-item ``stages`` on
     them (pixels, BPM, HATIE, the judge) and extract attributes (when ``attributes`` is given); ``parser``:
-    BPM's instruction parser (None: the item is not parsed). Runs in a decode worker."""
+    BPM's instruction parser (None: the item is not parsed); ``max_pixels`` / ``max_side``: the settings'
+    image limits. Runs in a decode worker."""
     out = DecodedItem()
     parsed: ParsedInstruction | None = None
     parse_reason: str | None = None
@@ -351,7 +353,7 @@ def decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, stage
         if not (need_all or key in claim or (label == "source" and attributes is not None)):
             continue
         try:
-            image = open_image(path, name=written, max_pixels=max_pixels)
+            image = open_image(path, name=written, max_pixels=max_pixels, max_side=max_side)
         except AugclipError as exc:
             out.failed_images[key] = str(exc)
             out.error = out.error or f"{label}: {exc}"

@@ -197,7 +197,7 @@ def run_uploaded_batch(manifest_file: str | Path, images_zip: str | Path, *, wor
     (:class:`~augclip_demo.errors.BatchCancelled`); the scored items stay in ``work_dir``'s results file,
     and the same call with the same ``work_dir`` resumes after them.
     """
-    settings = settings or Settings.from_env()
+    settings = settings or Settings()
     report = progress or (lambda fraction, message: None)
     manifest_file = Path(manifest_file)
     if not manifest_file.is_file():

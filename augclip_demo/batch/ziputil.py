@@ -20,7 +20,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..config import Settings
+from ..config import SETTING, Settings
 from ..errors import BatchCancelled, UnsafeArchiveError
 
 MB = 1024 * 1024
@@ -31,14 +31,15 @@ MAX_PART_BYTES = 255  # one file or folder name (the common file-system limit)
 
 @dataclass(frozen=True)
 class ZipLimits:
-    max_zip_bytes: int = 512 * MB
-    max_files: int = 20_000
-    max_total_bytes: int = 4096 * MB
+    # the defaults are the settings' (config.SETTINGS), in bytes
+    max_zip_bytes: int = SETTING["upload_max_zip_mb"].default * MB
+    max_files: int = SETTING["upload_max_files"].default
+    max_total_bytes: int = SETTING["upload_max_unzipped_mb"].default * MB
     total_limit: str = "AUGCLIP_UPLOAD_MAX_UNZIPPED_MB"  # what sets max_total_bytes, for the message
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> ZipLimits:
-        settings = settings or Settings.from_env()
+        settings = settings or Settings()
         return cls(max_zip_bytes=settings.upload_max_zip_mb * MB, max_files=settings.upload_max_files,
                    max_total_bytes=settings.upload_max_unzipped_mb * MB)
 
@@ -138,7 +139,7 @@ def safe_extract(zip_path: str | Path, dest: str | Path, limits: ZipLimits | Non
                  cancel: threading.Event | None = None) -> list[Path]:
     """Extract ``zip_path`` into ``dest`` after every check above; returns the files written. Setting
     ``cancel`` stops between entries (:class:`~augclip_demo.errors.BatchCancelled`)."""
-    limits = limits or ZipLimits.from_settings()
+    limits = limits or ZipLimits()  # the declared defaults
     zip_path, dest = Path(zip_path), Path(dest)
     if not zip_path.is_file():
         raise UnsafeArchiveError(f"uploaded zip {zip_path.name}: file not found")

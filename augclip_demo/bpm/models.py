@@ -77,7 +77,7 @@ def get_bpm_models(settings: Settings | None = None, *, encoder: ClipEncoder | N
                    **overrides: Any) -> BPMModels:
     """Shared instances for ``settings`` (``gdino_model``, ``sam_model``, ``sam_checkpoint``,
     ``clip_model``, ``device``, ``cache_dir``); ``encoder`` reuses an existing CLIP encoder."""
-    settings = (settings or Settings.from_env()).replace(**overrides)
+    settings = (settings or Settings()).replace(**overrides)
     detector, segmenter = region_models(settings)
     return BPMModels(detector=detector, segmenter=segmenter, encoder=encoder or get_encoder(settings),
                      preset=settings.bpm_preset)
@@ -113,7 +113,7 @@ def preset_weights(settings: Settings, preset: str | None = None) -> list[tuple[
 def bpm_models_status(settings: Settings | None = None) -> tuple[bool, str]:
     """``(True, labels)`` when the preset's GroundingDINO and SAM weights are loaded, on disk or downloadable;
     else ``(False, reason)`` with the specific missing-weights message. Loads nothing."""
-    settings = settings or Settings.from_env()
+    settings = settings or Settings()
     try:
         detector, segmenter = region_models(settings)
         require_bpm_weights(settings)
@@ -125,7 +125,7 @@ def bpm_models_status(settings: Settings | None = None) -> tuple[bool, str]:
 def bpm_missing_weights(settings: Settings | None = None) -> list[WeightsUnavailableError]:
     """Every region model (GroundingDINO, SAM) whose weights are neither loaded, on disk nor
     downloadable: all of them, so a user fixes them in one go. Loads nothing."""
-    settings = settings or Settings.from_env()
+    settings = settings or Settings()
     missing = []
     for model in region_models(settings):
         if model.is_loaded:

@@ -12,7 +12,7 @@ import argparse
 import json
 from typing import Any
 
-from ..config import Settings
+from ..config import Settings, setting_help
 from ..errors import InputError
 from ..metrics.hatie import HatieOptions
 from .common import add_model_args
@@ -37,15 +37,12 @@ def add_hatie_args(parser: argparse.ArgumentParser) -> None:
                             "sqrt(2)/sqrt(0.003), growth limit 1/0.003, unclamped; default) or the paper's")
     group.add_argument("--hatie-clip-from", choices=("hatie", "run"), default="hatie",
                        help="CLIP of HATIE's measures: its own ViT-B/32 (default) or the run's --clip-model")
-    group.add_argument("--hatie-clip", default=None, metavar="SPEC",
-                       help="HATIE's own CLIP (default AUGCLIP_HATIE_CLIP, else ViT-B-32/openai; random:tiny for tests)")
+    group.add_argument("--hatie-clip", default=None, metavar="SPEC", help=setting_help("hatie_clip"))
     group.add_argument("--hatie-weights", default="published", metavar="NAME",
                        help="criterion weights of the total: published (default), per-type-code, or a name saved "
                             "by `hatie calibrate`")
-    group.add_argument("--hatie-dino", default=None, metavar="SPEC", help="DINOv2 network (default "
-                       "AUGCLIP_HATIE_DINO, else facebook/dinov2-base; random:tiny-v2 for tests)")
-    group.add_argument("--hatie-lpips", default=None, metavar="NET",
-                       help="LPIPS backbone (default AUGCLIP_HATIE_LPIPS, else alex)")
+    group.add_argument("--hatie-dino", default=None, metavar="SPEC", help=setting_help("hatie_dino"))
+    group.add_argument("--hatie-lpips", default=None, metavar="NET", help=setting_help("hatie_lpips"))
     group.add_argument("--hatie-fid", default="inception-v3-compat", metavar="SPEC",
                        help="FID network (default inception-v3-compat)")
 
@@ -128,7 +125,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     if args.folds < 1 or not 0 < args.step <= 0.5:
         raise InputError("--folds must be >= 1 and --step in (0, 0.5]")
     fit = fit_from_results(args.results, step=args.step, folds=args.folds, seed=args.seed)
-    path = save_weights(args.name, fit, str(args.results))
+    path = save_weights(args.name, fit, str(args.results), Settings.from_env())
     weights = ", ".join(f"{k} {v:.2f}" for k, v in fit.weights.items())
     cv = f"{fit.cv_r:.4f}" if fit.cv_r is not None else "n/a"
     print(f"fitted on {fit.n} rated edits: {weights}\nPearson r {fit.r:.4f} (cross-validated {cv})\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..config import Settings
+from ..config import Settings, setting_help
 from ..metrics.agreement import DEFAULT_BOOTSTRAP, DEFAULT_SEED
 from ..study import store
 from ..study.agreement import study_agreement
@@ -19,8 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "study", help="rating studies: people judge edits, the tool compares the metrics with them",
         description="Run a rating study (docs/study.md): create it from a manifest, add raters (one private link "
                     "each), watch the agreement, close it and export the judgments as a manifest and CSV.")
-    parser.add_argument("--db", metavar="PATH", help="the studies' SQLite file (default AUGCLIP_STUDY_DB, else "
-                                                     "studies.sqlite3 in the cache directory)")
+    parser.add_argument("--db", metavar="PATH", help=setting_help("study_db"))
     sub = parser.add_subparsers(dest="study_command", metavar="ACTION", required=True)
 
     create = sub.add_parser("create", help="a new study over a manifest's items")

@@ -116,4 +116,4 @@ def _clip_encoder(spec: str, settings: Any) -> Any:
     from ..config import Settings
     from ..inference.clip_encoder import get_encoder
 
-    return get_encoder(settings or Settings.from_env(), clip_model=spec, clip_checkpoint=None)
+    return get_encoder(settings or Settings(), clip_model=spec, clip_checkpoint=None)

@@ -43,8 +43,8 @@ def parse_instruction(text: str, parser: str = "rules", *, client: Any = None) -
         text: the instruction, e.g. ``"put a kite above the trees"``.
         parser: ``"rules"`` (offline, :mod:`.rules`) or ``"llm"`` (an OpenAI-compatible chat model
             answering in JSON, :mod:`.llm_parser`; on any failure the rules answer, with a note).
-        client: for ``"llm"``, an :class:`~augclip_demo.llm.OpenAICompatibleClient` (default: one
-            built from the environment).
+        client: for ``"llm"``, an :class:`~augclip_demo.llm.OpenAICompatibleClient` (default: one with the
+            declared model settings; the key and base URL are the OpenAI SDK's variables).
 
     Raises:
         InstructionParseError: nothing to parse (a global or style edit, a pronoun, an unknown

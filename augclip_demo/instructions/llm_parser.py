@@ -183,7 +183,8 @@ class LLMInstructionParser:
 
     Args:
         client: anything with ``chat(messages, *, seed, temperature, max_tokens) -> str``
-            (default: :class:`~augclip_demo.llm.OpenAICompatibleClient` from the environment).
+            (default: :class:`~augclip_demo.llm.OpenAICompatibleClient` with the
+            declared model settings; the key and base URL are the OpenAI SDK's variables).
         use_cache: reuse a parse of the same instruction by the same endpoint and model.
         fallback: on a failure, answer with the rule parser's parse and a notice (default);
             ``False`` raises :class:`InstructionParseError` / :class:`~augclip_demo.errors.LLMError`.

@@ -262,7 +262,7 @@ class MLLMJudge:
     def __init__(self, options: JudgeOptions | None = None, *, settings: Settings | None = None,
                  client: OpenAICompatibleClient | None = None, cache: JudgeCache | None = None,
                  use_cache: bool = True):
-        self.settings = settings or Settings.from_env()
+        self.settings = settings or Settings()
         self.options = options or JudgeOptions.from_settings(self.settings)
         self.client = client or OpenAICompatibleClient(self.settings, base_url=self.options.base_url,
                                                        model=self.options.model or self.settings.mllm_model)

@@ -205,7 +205,7 @@ class OpenAICompatibleClient:
 
     def __init__(self, settings: Settings | None = None, *, base_url: str | None = None,
                  model: str | None = None, timeout: float | None = None, max_retries: int | None = None):
-        settings = settings or Settings.from_env()
+        settings = settings or Settings()
         self.model = (model or settings.mllm_model).strip()
         self.timeout = float(timeout if timeout is not None else settings.mllm_timeout)
         self.max_retries = int(max_retries if max_retries is not None else settings.mllm_max_retries)

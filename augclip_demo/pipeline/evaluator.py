@@ -236,7 +236,8 @@ class Evaluator:
         dim = arrays.edit_embeddings.shape[1]
         if ground_truth is not None:
             arrays.ground_truth = open_image(ground_truth, name=None if _has_own_name(ground_truth) else "ground truth",
-                                             max_pixels=self.settings.max_image_pixels)
+                                             max_pixels=self.settings.max_image_pixels,
+                                             max_side=self.settings.max_image_side)
             arrays.ground_truth_image = arrays.ground_truth.image
             arrays.ground_truth_embedding = unit_rows(self.encoder.encode_images([arrays.ground_truth]),
                                                       "ground-truth embedding", dim)[0]
@@ -336,7 +337,7 @@ class Evaluator:
         target_text = _require_text(target_text)
         source_text = (source_text or "").strip() or None
         src = open_image(source, name=None if _has_own_name(source) else "source",
-                         max_pixels=self.settings.max_image_pixels)
+                         max_pixels=self.settings.max_image_pixels, max_side=self.settings.max_image_side)
         edit_inputs = list(edited) if isinstance(edited, (list, tuple)) else [edited]
         if not edit_inputs:
             raise InputError("no edited image given: pass at least one")
@@ -345,7 +346,8 @@ class Evaluator:
         edits = []
         for i, item in enumerate(edit_inputs):
             default_name = names[i] if names else (None if _has_own_name(item) else f"edit {i + 1}")
-            edits.append(open_image(item, name=default_name, max_pixels=self.settings.max_image_pixels))
+            edits.append(open_image(item, name=default_name, max_pixels=self.settings.max_image_pixels,
+                                    max_side=self.settings.max_image_side))
 
         start = time.perf_counter()
         report_progress(0.0, "loading models")

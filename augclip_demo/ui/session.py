@@ -99,13 +99,13 @@ def load_inputs(settings: Settings, source: str | None, edits: list[str] | None)
     most = settings.max_edits
     if len(edits) > most:
         raise InputError(f"{len(edits)} edited images uploaded; the limit is {most}. Remove {len(edits) - most}.")
-    limit, pixels = settings.max_upload_mb, settings.max_image_pixels
-    budget = PixelBudget.from_env()  # shared by this request's images
+    limit, pixels, side = settings.max_upload_mb, settings.max_image_pixels, settings.max_image_side
+    budget = PixelBudget(settings.max_request_pixels)  # shared by this request's images
     budget.check_files([source, *edits])  # from the headers, before anything is decoded
     src = open_image(check_upload(source, "source image", limit), name="source: " + Path(source).name, max_pixels=pixels,
-                     budget=budget)
+                     max_side=side, budget=budget)
     loaded = [open_image(check_upload(path, f"edited image {i + 1}", limit), name=Path(path).name, max_pixels=pixels,
-                         budget=budget)
+                         max_side=side, budget=budget)
               for i, path in enumerate(edits)]
     return src, loaded
 
@@ -192,10 +192,12 @@ def evaluate(
     references: dict[str, Any] = {}
     if ground_truth:
         check_upload(ground_truth, "ground-truth image", settings.max_upload_mb)
-        references["ground_truth"] = open_image(ground_truth, name="ground truth", max_pixels=settings.max_image_pixels)
+        references["ground_truth"] = open_image(ground_truth, name="ground truth", max_pixels=settings.max_image_pixels,
+                                                  max_side=settings.max_image_side)
     if edit_mask:
         check_upload(edit_mask, "edit mask", settings.max_upload_mb)
-        references["edit_mask"] = open_image(edit_mask, name="edit mask", max_pixels=settings.max_image_pixels)
+        references["edit_mask"] = open_image(edit_mask, name="edit mask", max_pixels=settings.max_image_pixels,
+                                               max_side=settings.max_image_side)
     with first_result_work():
         report = evaluator.evaluate(src, loaded, target_text, source_text or None, attributes, options=options,
                                     progress=staged, output_caption=(output_caption or "").strip() or None,
@@ -228,7 +230,8 @@ def extract(settings: Settings, session: Session, *, source: str | None, target_
     """Extract attributes for the current inputs and remember which inputs they belong to."""
     if not source:
         raise InputError("Upload a source image first: source attributes are read from it.")
-    loaded = open_image(check_upload(source, "source image", settings.max_upload_mb), max_pixels=settings.max_image_pixels)
+    loaded = open_image(check_upload(source, "source image", settings.max_upload_mb), max_pixels=settings.max_image_pixels,
+                        max_side=settings.max_image_side)
     attrs = extract_attributes(Evaluator(settings=settings), loaded, target_text, source_text, provider, progress)
     key = attributes_key(loaded, target_text or "", source_text or "", provider, settings.clip_model)
     return attrs, Session(**{**session.__dict__, "extracted": attrs, "attributes_key": key})

@@ -116,7 +116,7 @@ def test_per_model_table_and_correlations(run):
 def test_calibrate_saves_weights_used_by_name(run, settings):
     _, out, _, _ = run
     assert main(["hatie", "calibrate", str(out), "--name", "mine", "--step", "0.1", "--folds", "2"]) == 0
-    saved = calibrated_sets()
+    saved = calibrated_sets(settings)
     assert set(saved["mine"]) == {"object_fidelity", "background_fidelity", "object_consistency",
                                   "background_consistency"}
     assert sum(saved["mine"].values()) == pytest.approx(1.0)
