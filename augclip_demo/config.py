@@ -319,7 +319,6 @@ SETTINGS: tuple[Setting, ...] = (
             "eviction; one model larger than this is refused", LIMIT, _POSITIVE, _positive_int),
 )
 SETTING: dict[str, Setting] = {s.field: s for s in SETTINGS}
-_BY_ENV: dict[str, Setting] = {s.env: s for s in SETTINGS}
 
 
 @dataclass(frozen=True)
