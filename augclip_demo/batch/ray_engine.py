@@ -224,7 +224,8 @@ class ModelStage:
         parser = self.stages.parser if self.stages.parses else None
         for item in _items(batch):
             decoded = decode_item(item, set(), self.encoder, self.stages.with_models(), None,
-                                  self.settings.max_image_pixels, parser, self.settings.max_image_side)
+                                  self.settings.max_image_pixels, parser, self.settings.max_image_side,
+                                  self.stages.parse_client)
             # an image that cannot be opened is the scoring stage's error to report (it opens every image too)
             error = "" if decoded.failed_images or decoded.error is None else decoded.error
             scores.append(pickle.dumps((decoded.stage_scores, decoded.parse)))

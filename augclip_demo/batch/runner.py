@@ -328,7 +328,7 @@ class _Execution:
                                         self.attribute_source if needs_attributes else None,
                                         runner.settings.max_image_pixels,
                                         runner.stages.parser if runner.stages.parses else None,
-                                        runner.settings.max_image_side)
+                                        runner.settings.max_image_side, runner.stages.parse_client)
 
     def _submit_to_processes(self, item: ManifestItem, claim: set[str]) -> cf.Future | None:
         """The item's claimed images and its new texts to a decode process (None: the pool broke)."""

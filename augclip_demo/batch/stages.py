@@ -29,6 +29,7 @@ from ..instructions import ParsedInstruction, resolve_parse
 from ..io import LoadedImage, open_image
 from ..judge import JudgeOptions, MLLMJudge
 from ..judge.judge import judge_signature
+from ..llm import OpenAICompatibleClient
 from ..metrics.hatie import HatieOptions, total_weights
 from ..metrics.suite import HATIE_KEYS, METRICS, ItemScores, MetricInputs
 from ..metrics.vectors import unit_rows
@@ -179,13 +180,14 @@ def hatie_weights(name: str, calibrated: dict[str, dict[str, float]]) -> dict[st
     return total_weights(name, calibrated)
 
 
-def item_parse(item: ManifestItem, parser: str = "rules") -> tuple[ParsedInstruction | None, str | None]:
+def item_parse(item: ManifestItem, parser: str = "rules", client: Any = None) -> tuple[ParsedInstruction | None, str | None]:
     """The parse BPM uses for an item (its instruction's parse with the manifest's ``parse`` corrections,
-    or the corrections alone), or None and the reason it has none."""
+    or the corrections alone), or None and the reason it has none; ``client``: the run's chat client for
+    the ``llm`` parser."""
     if not (item.instruction and item.instruction.strip()) and not item.parse:
         return None, NO_PARSE
     try:
-        return resolve_parse(item.instruction, item.parse, parser), None
+        return resolve_parse(item.instruction, item.parse, parser, client=client), None
     except InstructionParseError as exc:
         if item.instruction and item.instruction.strip():
             return None, f"the instruction parser refused {item.instruction!r}: {exc}"
@@ -263,6 +265,8 @@ class RunStages:
     regions: RegionSource | None = None
     judge_source: JudgeSource | None = None
     parser: str = "rules"
+    #: the chat client of the ``llm`` parser, built from the run's settings (None for the rules)
+    parse_client: Any = None
     feature_keys: tuple[str, ...] = ()
 
     def all(self) -> list[ItemStage]:
@@ -281,7 +285,8 @@ class RunStages:
 def run_stages(options: Any, settings: Settings, encoder: ClipEncoder) -> RunStages:
     """The stages a run of ``options`` (a :class:`~.options.BatchOptions`) computes, nothing loaded yet."""
     metrics = list(options.metrics)
-    out = RunStages(parser=options.parser, feature_keys=tuple(options.feature_metrics))
+    out = RunStages(parser=options.parser, feature_keys=tuple(options.feature_metrics),
+                    parse_client=OpenAICompatibleClient(settings) if options.parser == "llm" else None)
     pixel_keys = [key for key in metrics if key in pixel_family_keys()]
     if pixel_keys:
         # a feature network runs when asked for by name ("all" gives those metrics their reason, as the Evaluator does)
@@ -333,16 +338,16 @@ class DecodedItem:
 
 def decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, stages: Sequence[ItemStage],
                 attributes: AttributeSource | None, max_pixels: int | None, parser: str | None = None,
-                max_side: int = DEFAULT_MAX_IMAGE_SIDE) -> DecodedItem:
+                max_side: int = DEFAULT_MAX_IMAGE_SIDE, parse_client: Any = None) -> DecodedItem:
     """Decode an item's images, prepare the ``claim``\\ ed ones for the encoder, run the per-item ``stages`` on
     them (pixels, BPM, HATIE, the judge) and extract attributes (when ``attributes`` is given); ``parser``:
-    BPM's instruction parser (None: the item is not parsed); ``max_pixels`` / ``max_side``: the settings'
+    BPM's instruction parser (None: the item is not parsed) and ``parse_client`` its chat client; ``max_pixels`` / ``max_side``: the settings'
     image limits. Runs in a decode worker."""
     out = DecodedItem()
     parsed: ParsedInstruction | None = None
     parse_reason: str | None = None
     if parser is not None:
-        parsed, parse_reason = item_parse(item, parser)
+        parsed, parse_reason = item_parse(item, parser, parse_client)
         out.parse = parsed.to_dict() if parsed is not None else None
     need_all = bool(stages)
     loaded: dict[str, LoadedImage] = {}

@@ -208,3 +208,25 @@ def test_cli_and_choices_accept_bpm(data, tmp_path, capsys):
     assert records["instructed"]["edits"][0]["metrics"]["bpm"] is not None
     assert main(args[:-1] + ["--bpm-alpha", "2"]) == 2
     assert "alpha must be between 0 and 1" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # builds a run's stages with the tiny CLIP (a few seconds on a shared 2-core CPU)
+def test_the_llm_parser_of_a_batch_run_uses_the_runs_chat_settings(data, settings, tiny_encoder, monkeypatch):
+    """The run's AUGCLIP_MLLM_* settings reach the instruction parser's chat client (deep modules read no
+    environment, so the client is built where the run's settings are)."""
+    from augclip_demo.batch.manifest import load_manifest
+    from augclip_demo.batch.stages import item_parse, run_stages
+    from tests.support.chat_server import ChatServer
+
+    answer = json.dumps({"o1": "ball", "o2": "ball", "size_state": "unchanged", "position_state": "unchanged",
+                         "reference": None})
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with ChatServer(lambda request: answer) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        run_settings = settings.replace(mllm_model="run-parser-model", mllm_timeout=5.0, mllm_max_retries=0)
+        stages = run_stages(BatchOptions(metrics=METRICS, parser="llm"), run_settings, tiny_encoder)
+        item = load_manifest(data / "manifest.jsonl")[0]
+        parsed, reason = item_parse(item, stages.parser, stages.parse_client)
+        requests = list(server.requests)
+    assert reason is None and parsed.parser == "llm" and (parsed.o1, parsed.o2) == ("ball", "ball")
+    assert [request.body["model"] for request in requests] == ["run-parser-model"]
