@@ -416,6 +416,10 @@ class Evaluator:
 
         arrays = _arrays_of(report)
         models = models or get_bpm_models(self.settings, encoder=self.encoder)
+        if parser == "llm" and client is None:  # the parser's chat model comes from this evaluator's settings
+            from ..llm import OpenAICompatibleClient
+
+            client = OpenAICompatibleClient(self.settings)
         networks = arrays.networks or self.networks
         stage = BpmStage(lambda: models, options, parser=parser, client=client, settings=self.settings,
                          lpips=networks.lpips if "lpips_unedited" in arrays.network_metrics else None, strict=True)

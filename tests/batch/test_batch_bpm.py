@@ -227,6 +227,12 @@ def test_the_llm_parser_of_a_batch_run_uses_the_runs_chat_settings(data, setting
         stages = run_stages(BatchOptions(metrics=METRICS, parser="llm"), run_settings, tiny_encoder)
         item = load_manifest(data / "manifest.jsonl")[0]
         parsed, reason = item_parse(item, stages.parser, stages.parse_client)
+        # the Evaluator's BPM builds its parser's client from the evaluator's settings the same way
+        evaluator = Evaluator(settings=run_settings, encoder=tiny_encoder)
+        report = evaluator.evaluate(data / item.source, [data / e for e in ITEMS[0]["edits"]], item.target_text,
+                                    attributes=Attributes(ATTRS["source"], ATTRS["target"]))
+        evaluator.add_bpm(report, instruction="paint the ball blue", parser="llm")  # not in the parse cache
         requests = list(server.requests)
     assert reason is None and parsed.parser == "llm" and (parsed.o1, parsed.o2) == ("ball", "ball")
-    assert [request.body["model"] for request in requests] == ["run-parser-model"]
+    assert all(edit.bpm["parse"]["parser"] == "llm" for edit in report.edits)
+    assert [request.body["model"] for request in requests] == ["run-parser-model", "run-parser-model"]
