@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,6 +71,15 @@ AUDIENCES: dict[str, tuple[str, str]] = {
     LIMIT: ("Operator limits", "Bounds an operator of the web app (or a shared machine) sets on what one request, "
                                "upload or process may use; the defaults suit one user on one machine."),
 }
+
+
+def prepare_server_process(env: MutableMapping[str, str] | None = None) -> None:
+    """Process settings of the web server, applied before torch is imported (``python app.py`` and
+    ``augclip-demo explore`` both call this first; an operator's own value wins). OpenMP's worker threads spin
+    after each parallel region by default and take the cores the event loop needs to answer page loads;
+    passive waiting halved their 90th percentile on 2 cores (docs/security.md)."""
+    env = os.environ if env is None else env
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def default_cache_dir() -> Path:

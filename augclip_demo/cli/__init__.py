@@ -35,7 +35,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: commands that start the web server: its process settings are applied before the command modules import torch
+SERVER_COMMANDS = ("explore",)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    words = [word for word in (sys.argv[1:] if argv is None else argv) if not word.startswith("-")]
+    if words and words[0] in SERVER_COMMANDS:
+        from ..config import prepare_server_process
+
+        prepare_server_process()
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,

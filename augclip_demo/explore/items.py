@@ -116,14 +116,14 @@ def exact(value: Any) -> str:
 
 def item_record(store: ResultsStore, item: int) -> ItemView:
     """Item ``item`` (the edits table's number) with its stored record."""
-    found = store.query("SELECT DISTINCT file_no, line, run FROM edits WHERE item = ?", [int(item)])
+    found = store.query("SELECT DISTINCT file_no, run FROM edits WHERE item = ?", [int(item)])
     if not found:
         raise InputError(f"no item number {item} in the opened results")
-    file_no, line, run = found[0]
+    file_no, run = found[0]
     columns = ", ".join(f"CAST({c} AS VARCHAR)" for c in ("id", "dataset", "status", "error", "source", "target_text",
                                                           "source_text", "instruction", "edits", "human",
                                                           "attributes", "meta", "run"))
-    row = store.query(f"SELECT {columns} FROM records WHERE file_no = ? AND line = ?", [file_no, line])[0]
+    row = store.query(f"SELECT {columns} FROM records WHERE rowid = ?", [int(item)])[0]
     names = ("id", "dataset", "status", "error", "source", "target_text", "source_text", "instruction")
     record: dict[str, Any] = dict(zip(names, row[:8]))
     for name, text in zip(("edits", "human", "attributes", "meta", "run"), row[8:]):

@@ -2,12 +2,18 @@
 
 On a public server web clients never send a path: the operator names the files (``AUGCLIP_EXPLORE_FILES``,
 ``--explore-files``, ``augclip-demo explore RESULTS``), the page lists them by file name (and, for several,
-all of them together, their runs kept apart), and a client picks one of those names. An uploaded results file (bounded by the app's upload limit) is opened into a store of
-the uploading session; at most :data:`MAX_UPLOADED_STORES` such stores stay open, the oldest is closed first.
+all of them together, their runs kept apart), and a client picks one of those names. The first listed file is
+opened in the background when the app starts (:meth:`Shelf.warm`), so the first visitor's Open answers at once.
+
+An uploaded results file is bounded like other uploads (the app's zip limit) and opened into a store of the
+uploading session under tighter DuckDB bounds (:data:`UPLOAD_MEMORY_MB`, one thread, no temporary files); at
+most :data:`MAX_UPLOADED_STORES` such stores stay open, the oldest is closed first, so uploads hold at most
+``MAX_UPLOADED_STORES * UPLOAD_MEMORY_MB`` of DuckDB memory together.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from collections import OrderedDict
@@ -16,9 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
-from .store import OpenedFile, ResultsStore, open_results
+from .store import DEFAULT_MEMORY_MB, OpenedFile, ResultsStore, open_results
+
+log = logging.getLogger(__name__)
 
 MAX_UPLOADED_STORES = 4
+#: DuckDB memory of one uploaded store (about 40,000 records of a real run; a larger upload is refused with the
+#: reason, and the operator can list such a file instead)
+UPLOAD_MEMORY_MB = 256
+UPLOAD_THREADS = 1
 UPLOAD_SUFFIXES = (".jsonl", ".parquet")
 
 
@@ -52,7 +64,7 @@ def parse_entries(entries: Sequence[str]) -> list[NamedFile]:
 class Shelf:
     """The operator's files (opened on first use, shared by every session) and the sessions' uploads."""
 
-    def __init__(self, entries: Sequence[str], *, memory_limit_mb: int = 1024):
+    def __init__(self, entries: Sequence[str], *, memory_limit_mb: int = DEFAULT_MEMORY_MB):
         files = parse_entries(entries)
         self.named: dict[str, list[NamedFile]] = {item.label: [item] for item in files}
         if len(files) > 1:  # side by side in one store: their runs are numbered and kept apart
@@ -61,6 +73,23 @@ class Shelf:
         self._open: dict[str, ResultsStore] = {}
         self._uploads: OrderedDict[str, ResultsStore] = OrderedDict()
         self._lock = threading.Lock()
+        self._gates: dict[str, threading.Lock] = {}  # one per label: opening one file never waits for another
+
+    def warm(self) -> threading.Thread | None:
+        """Open the first listed file in a background thread (what the page shows first); a failure is left for
+        the visitor's Open to report."""
+        if not self.labels:
+            return None
+
+        def run() -> None:
+            try:
+                self.named_store(self.labels[0])
+            except Exception:  # noqa: BLE001 - said to the visitor who opens it
+                log.info("explore: %s could not be opened ahead", self.labels[0], exc_info=True)
+
+        thread = threading.Thread(target=run, daemon=True, name="augclip-explore-warm")
+        thread.start()
+        return thread
 
     @property
     def labels(self) -> list[str]:
@@ -71,6 +100,8 @@ class Shelf:
         if label not in self.named:
             raise InputError("choose one of the listed results files")
         with self._lock:
+            gate = self._gates.setdefault(label, threading.Lock())
+        with gate:
             if label not in self._open:
                 self._open[label] = open_results([OpenedFile(f.results, f.manifest) for f in self.named[label]],
                                                  memory_limit_mb=self.memory_limit_mb)
@@ -85,7 +116,8 @@ class Shelf:
         if size > max_mb * (1 << 20):
             raise InputError(f"the results file is {size / (1 << 20):.1f} MB; uploads may be at most {max_mb:g} MB "
                              "(the operator can name larger files with AUGCLIP_EXPLORE_FILES)")
-        store = open_results([OpenedFile(path)], memory_limit_mb=min(self.memory_limit_mb, 512))
+        store = open_results([OpenedFile(path)], memory_limit_mb=min(self.memory_limit_mb, UPLOAD_MEMORY_MB),
+                             threads=UPLOAD_THREADS)
         token = uuid.uuid4().hex
         with self._lock:
             self._uploads[token] = store

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import re
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,6 +102,7 @@ class ResultsStore:
     n_records: int
     n_edits: int
     lock: threading.Lock = field(default_factory=threading.Lock)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per stage of opening
 
     # ------------------------------------------------------------------ queries
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -154,20 +157,35 @@ def _short(value: Any, limit: int = 80) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- opening
-def _connect(memory_limit_mb: int, threads: int | None) -> Any:
+#: DuckDB's bounds per opened store (docs/security.md, "Bounds on every input"): its memory (a query that needs
+#: more fails with :func:`_duckdb_reason`'s message, said as such), its worker threads (two: the app's other
+#: requests keep the rest of a small machine), and no spilling to disk (``temp_directory`` empty: an upload
+#: cannot fill the server's disk through DuckDB's temporary files)
+DEFAULT_MEMORY_MB = 1024
+DEFAULT_THREADS = 2
+
+
+def _connect(memory_limit_mb: int, threads: int) -> Any:
     try:
         import duckdb
     except ImportError:
         raise InputError("the Explore view needs DuckDB: pip install 'augclip-demo[app]' (or pip install duckdb)") \
             from None
-    con = duckdb.connect(":memory:", config={"memory_limit": f"{memory_limit_mb}MB", "preserve_insertion_order": True})
-    if threads:
-        con.execute(f"SET threads = {int(threads)}")
-    return con
+    threads = max(1, min(int(threads), os.cpu_count() or 1))
+    return duckdb.connect(":memory:", config={"memory_limit": f"{int(memory_limit_mb)}MB", "threads": threads,
+                                              "temp_directory": "", "preserve_insertion_order": True})
 
 
-def _scan_sql(path: Path) -> tuple[str, list[Any]]:
-    """A DuckDB table function over a results file in place, giving :data:`RECORD_COLUMNS`."""
+def duckdb_settings(store: ResultsStore) -> dict[str, str]:
+    """The bounds a store runs under, as DuckDB reports them (for the tests and the docs)."""
+    names = ("memory_limit", "threads", "temp_directory")
+    rows = store.query("SELECT name, value FROM duckdb_settings() WHERE name IN (?, ?, ?)", names)
+    return dict(rows)
+
+
+def _scan_sql(path: Path, *, strict: bool = False) -> tuple[str, list[Any]]:
+    """A DuckDB table function over a results file in place, giving :data:`RECORD_COLUMNS` (``strict``: a JSONL
+    line that is not a JSON object is an error instead of being skipped)."""
     if is_parquet_results(path):
         if path.is_dir():
             if not part_files(path):
@@ -180,7 +198,8 @@ def _scan_sql(path: Path) -> tuple[str, list[Any]]:
         casts = ", ".join(f"CAST({name} AS {kind}) AS {name}" for name, kind in RECORD_COLUMNS.items())
         return f"(SELECT {casts} FROM read_parquet(?, union_by_name = true))", [pattern]
     columns = "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in RECORD_COLUMNS.items()) + "}"
-    return (f"read_json(?, format = 'newline_delimited', columns = {columns}, ignore_errors = true, "
+    errors = "false" if strict else "true"
+    return (f"read_json(?, format = 'newline_delimited', columns = {columns}, ignore_errors = {errors}, "
             f"maximum_object_size = 67108864)"), [str(path)]
 
 
@@ -197,23 +216,67 @@ def _count_records(path: Path) -> int:
         return sum(1 for line in handle if line.strip())
 
 
+def _count_lines(path: Path) -> int:
+    """Lines of a file, a last one without its newline included: a quick upper bound of :func:`_count_records`
+    (bytes.count over large blocks; a line-by-line walk costs five times as much on a 200 MB file)."""
+    lines, last = 0, b"\n"
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 23):
+            lines += block.count(b"\n")
+            last = block[-1:]
+    return lines + (last != b"\n")
+
+
+def _ends_cleanly(path: Path) -> bool:
+    """Whether the file's last line is a whole JSON object (an interrupted run tears it): then DuckDB may read
+    the file strictly, which is faster than with ``ignore_errors`` (damage elsewhere falls back to that)."""
+    with open(path, "rb") as handle:
+        handle.seek(0, 2)
+        size = handle.tell()
+        handle.seek(max(0, size - (1 << 20)))
+        tail = handle.read().rstrip()
+    last = tail.rsplit(b"\n", 1)[-1]
+    try:
+        return size > 0 and isinstance(json.loads(last), dict)
+    except ValueError:
+        return False
+
+
 def _load_records(con: Any, number: int, opened: OpenedFile) -> int:
+    """Insert the file's records (in file order: ``records.rowid`` is the item number); returns their count."""
     path = opened.results
     if not path.exists():
         raise InputError(f"results {path.name}: not found")
-    scan, params = _scan_sql(path)
+    parquet = is_parquet_results(path)
+    lines: list[int] = []
+    counter = None
+    if not parquet:  # counted while DuckDB reads (the file is in the page cache by then or soon)
+        counter = threading.Thread(target=lambda: lines.append(_count_lines(path)), daemon=True)
+        counter.start()
+    strict = not parquet and _ends_cleanly(path)
+    before = con.execute("SELECT count(*) FROM records").fetchone()[0]
     try:
-        con.execute(f"INSERT INTO records SELECT {number} AS file_no, row_number() OVER () - 1 AS line, * "
-                    f"FROM {scan} WHERE id IS NOT NULL", params)
+        try:
+            scan, params = _scan_sql(path, strict=strict)
+            con.execute(f"INSERT INTO records SELECT {number} AS file_no, * FROM {scan} WHERE id IS NOT NULL", params)
+        except Exception:  # noqa: BLE001 - a damaged line somewhere (the failed INSERT left nothing): read again,
+            if not strict:  # skipping what cannot be read
+                raise
+            scan, params = _scan_sql(path, strict=False)
+            con.execute(f"INSERT INTO records SELECT {number} AS file_no, * FROM {scan} WHERE id IS NOT NULL", params)
     except Exception as exc:  # DuckDB's own errors for a damaged or foreign file
+        if type(exc).__name__ == "OutOfMemoryException":
+            raise
         raise InputError(f"results {path.name}: could not be read as batch results ({_duckdb_reason(exc)})") \
             from None
-    count = con.execute("SELECT count(*) FROM records WHERE file_no = ?", [number]).fetchone()[0]
+    count = con.execute("SELECT count(*) FROM records").fetchone()[0] - before
     if count == 0:
         raise InputError(f"results {path.name}: holds no batch result records (one JSON object per line, each "
                          "with an id, as `augclip-demo batch` writes them)")
-    if not is_parquet_results(path):
-        opened.unreadable_lines = max(0, _count_records(path) - count)
+    if counter is not None:
+        counter.join()
+        # the quick count equals the records read on a clean file; otherwise count exactly (blank lines)
+        opened.unreadable_lines = 0 if lines[0] == count else max(0, _count_records(path) - count)
     return count
 
 
@@ -229,45 +292,72 @@ def _load_manifest(con: Any, number: int, manifest: Path) -> None:
         raise InputError(f"manifest {manifest.name}: could not be read ({_duckdb_reason(exc)})") from None
 
 
-def human_judgment_sql() -> tuple[str, str]:
+def human_judgment_sql() -> tuple[str, str, str]:
     """The one place the Explore views read human judgments (the manifest's ``human`` field: ``preferred``, the
     2AFC choice, and ``scores``, one per edit), as SQL: the item's judgment (the manifest given with the
-    results, else the copy each record keeps), and the per-edit columns made from it (``human_preferred``,
-    ``human_score`` of this edit, ``has_scores``). A source of judgments added later (a study's) plugs in here."""
+    results, else the copy each record keeps), the item-level columns parsed from it once per record, and the
+    per-edit columns made from those (``human_preferred``, ``human_score`` of this edit, ``has_scores``)."""
     judgment = "coalesce(m.human, r.human)"
-    columns = ("TRY_CAST(json_extract_string(judgment, '$.preferred') AS INTEGER) AS human_preferred, "
-               "TRY_CAST(json_extract_string(json_extract(judgment, '$.scores'), edit) AS DOUBLE) AS human_score, "
-               "coalesce(json_type(json_extract(judgment, '$.scores')) = 'ARRAY', false) AS has_scores")
-    return judgment, columns
+    item_columns = ("TRY_CAST(json_extract_string(judgment, '$.preferred') AS INTEGER) AS judged_preferred, "
+                    "json_extract(judgment, '$.scores') AS judged_scores")
+    edit_columns = ("judged_preferred AS human_preferred, "
+                    "TRY_CAST(json_extract_string(judged_scores, edit) AS DOUBLE) AS human_score, "
+                    "coalesce(json_type(judged_scores) = 'ARRAY', false) AS has_scores")
+    return judgment, item_columns, edit_columns
 
 
-def open_results(files: Sequence[OpenedFile], *, memory_limit_mb: int = 1024, threads: int | None = None) \
-        -> ResultsStore:
-    """Scan ``files`` into one store; raises :class:`InputError` naming the file that cannot be read."""
+def open_results(files: Sequence[OpenedFile], *, memory_limit_mb: int = DEFAULT_MEMORY_MB,
+                 threads: int = DEFAULT_THREADS) -> ResultsStore:
+    """Scan ``files`` into one store; raises :class:`InputError` naming the file that cannot be read.
+    The store's ``timings`` keep each stage's seconds (for the benchmark)."""
     if not files:
         raise InputError("no results file to open")
     # the statistics need scipy.stats (about 0.5 s to import): imported while DuckDB scans, off the critical path
     threading.Thread(target=importlib.import_module, args=("scipy.stats",), daemon=True).start()
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
+
+    def lap(stage: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        timings[stage] = timings.get(stage, 0.0) + now - clock
+        clock = now
+
     con = _connect(memory_limit_mb, threads)
-    con.execute("CREATE TABLE records (file_no INTEGER, line BIGINT, "
+    con.execute("CREATE TABLE records (file_no INTEGER, "
                 + ", ".join(f"{name} {kind}" for name, kind in RECORD_COLUMNS.items()) + ")")
     con.execute("CREATE TABLE manifest (file_no INTEGER, id VARCHAR, edit_type VARCHAR, human JSON)")
+    lap("connect")
     n_records = 0
-    for number, opened in enumerate(files):
-        n_records += _load_records(con, number, opened)
-        if opened.manifest is not None:
-            _load_manifest(con, number, opened.manifest)
-    runs = _number_runs(con, files)
-    metrics = _metric_keys(con)
-    _build_edits(con, metrics)
-    n_edits = con.execute("SELECT count(*) FROM edits").fetchone()[0]
-    con.execute("DROP TABLE manifest")
-    return ResultsStore(con=con, files=list(files), runs=runs, metrics=metrics, n_records=n_records, n_edits=n_edits)
+    try:
+        for number, opened in enumerate(files):
+            n_records += _load_records(con, number, opened)
+            lap("scan records")
+            if opened.manifest is not None:
+                _load_manifest(con, number, opened.manifest)
+                lap("scan manifest")
+        runs = _number_runs(con, files)
+        metrics = _metric_keys(con)
+        lap("runs and metrics")
+        _build_edits(con, metrics)
+        n_edits = con.execute("SELECT count(*) FROM edits").fetchone()[0]
+        con.execute("DROP TABLE manifest")
+        lap("edits table")
+    except BaseException as exc:
+        con.close()
+        if type(exc).__name__ == "OutOfMemoryException":  # duckdb's, wherever it struck
+            names = ", ".join(f.results.name for f in files)
+            raise InputError(f"results {names}: opening them needs more than the {int(memory_limit_mb)} MB of memory "
+                             "the server gives one results file; open a smaller file or a slice of the run (the "
+                             "operator can list large files with AUGCLIP_EXPLORE_FILES)") from None
+        raise
+    return ResultsStore(con=con, files=list(files), runs=runs, metrics=metrics, n_records=n_records, n_edits=n_edits,
+                        timings=timings)
 
 
 def _number_runs(con: Any, files: Sequence[OpenedFile]) -> list[RunInfo]:
     """Give every distinct (file, run signature) a run number, in order of first appearance."""
-    con.execute("CREATE TABLE runs AS SELECT file_no, CAST(run AS VARCHAR) AS signature, min(line) AS first, "
+    con.execute("CREATE TABLE runs AS SELECT file_no, CAST(run AS VARCHAR) AS signature, min(rowid) AS first, "
                 "count(*) AS n FROM records GROUP BY ALL ORDER BY file_no, first")
     rows = con.execute("SELECT file_no, signature, n FROM runs ORDER BY file_no, first").fetchall()
     runs = []
@@ -275,6 +365,9 @@ def _number_runs(con: Any, files: Sequence[OpenedFile]) -> list[RunInfo]:
         parsed = json.loads(signature) if signature else {}
         runs.append(RunInfo(number, files[file_no].results.name, parsed if isinstance(parsed, dict) else {}, n))
     con.execute("ALTER TABLE runs ADD COLUMN number INTEGER")
+    con.execute("ALTER TABLE runs ADD COLUMN untrained BOOLEAN")
+    con.execute("UPDATE runs SET untrained = coalesce(TRY_CAST(json_extract_string(signature, '$.untrained') AS "
+                "BOOLEAN), false)")
     con.execute("UPDATE runs SET number = t.number FROM (SELECT file_no, signature, row_number() OVER "
                 "(ORDER BY file_no, first) AS number FROM runs) t WHERE runs.file_no = t.file_no AND "
                 "runs.signature IS NOT DISTINCT FROM t.signature")
@@ -314,23 +407,25 @@ def _build_edits(con: Any, metrics: Sequence[str]) -> None:
 
 
 def _edits_table(con: Any, parsed_sql: str, metrics: Sequence[str], metric_values: Sequence[str]) -> None:
+    """One row per edit. ``item`` is the record's ``rowid`` (file order, across the files in their order); the
+    table is left unordered (every view orders what it reads: sorting 300,000 rows here cost a third of it)."""
     metric_sql = "".join(f", {value} AS {metric_column(key)}" for key, value in zip(metrics, metric_values))
-    judgment, human_columns = human_judgment_sql()
+    judgment, item_columns, edit_columns = human_judgment_sql()
     con.execute(f"""
         CREATE OR REPLACE TABLE edits AS
-        WITH r AS (SELECT r.* EXCLUDE (run, edits), {parsed_sql} AS parsed, {judgment} AS judgment,
-                          m.edit_type AS edit_type, runs.number AS run,
-                          TRY_CAST(json_extract_string(r.run, '$.untrained') AS BOOLEAN) AS untrained
+        WITH r AS (SELECT r.rowid AS item, r.file_no, r.id, r.dataset, r.status, r.source, r.target_text,
+                          r.instruction, {parsed_sql} AS parsed, {judgment} AS judgment, m.edit_type AS edit_type,
+                          runs.number AS run, runs.untrained AS untrained
                    FROM records r
                    JOIN runs ON runs.file_no = r.file_no AND runs.signature IS NOT DISTINCT FROM CAST(r.run AS VARCHAR)
                    LEFT JOIN manifest m ON m.file_no = r.file_no AND m.id = r.id),
-             x AS (SELECT *, unnest(parsed) AS e, generate_subscripts(parsed, 1) - 1 AS edit FROM r)
-        SELECT dense_rank() OVER (ORDER BY file_no, line) - 1 AS item, file_no, line, id, dataset, status, run,
-               coalesce(untrained, false) AS untrained, edit_type, source, target_text, instruction, edit,
+             h AS (SELECT * EXCLUDE (judgment), {item_columns} FROM r),
+             x AS (SELECT * EXCLUDE (parsed), unnest(parsed) AS e, generate_subscripts(parsed, 1) - 1 AS edit FROM h)
+        SELECT item, file_no, id, dataset, status, run, untrained, edit_type, source, target_text, instruction, edit,
                coalesce(e.name, '') AS model, coalesce(e.role, 'candidate') AS role, e.path AS path,
-               {human_columns}
+               {edit_columns}
                {metric_sql}
-        FROM x ORDER BY file_no, line, edit
+        FROM x
     """)
 
 

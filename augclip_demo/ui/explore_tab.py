@@ -114,7 +114,9 @@ def build_explore_tab(settings: Settings, *, folders: WorkFolders | None = None,
                       shelf: Shelf | None = None) -> EvaluateHandoff:
     """Lay out the tab and wire it; call inside ``gr.Blocks`` / ``gr.Tabs``. The returned handoff connects the
     Inspect view's button to the Evaluate tab (:meth:`EvaluateHandoff.wire`)."""
-    shelf = shelf or Shelf(settings.explore_files)
+    if shelf is None:
+        shelf = Shelf(settings.explore_files)
+        shelf.warm()  # the first listed file, opened while the server starts
     with gr.Tab("Explore", id="explore"):
         gr.Markdown(explore_help(settings))
         ui = _layout(shelf)

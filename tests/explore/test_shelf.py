@@ -3,6 +3,10 @@ and the variable build the same list."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +17,7 @@ from augclip_demo.errors import InputError
 from augclip_demo.explore.items import evaluate_inputs, item_record
 from augclip_demo.explore.shelf import MAX_UPLOADED_STORES, Shelf, parse_entries
 from tests.explore.constructed import constructed_records, write_jsonl, write_manifest_with_images
+from tests.support import ROOT
 
 
 @pytest.fixture()
@@ -105,3 +110,66 @@ def test_an_item_shown_to_a_client_names_no_server_folder(tmp_path):
     assert "/srv/private" in str(raw) and "/srv/private" not in str(shown)
     assert "model.bin could not be read" in str(shown)
     assert shown["edits"][1]["metrics"] == raw["edits"][1]["metrics"]
+
+
+def test_each_store_runs_under_duckdbs_bounds_and_a_large_upload_is_refused_with_the_reason(files, tmp_path):
+    from augclip_demo.explore.shelf import UPLOAD_MEMORY_MB, UPLOAD_THREADS
+    from augclip_demo.explore.store import DEFAULT_MEMORY_MB, DEFAULT_THREADS, duckdb_settings
+
+    shelf = Shelf([f"{files['results']}={files['manifest']}"])
+    named = duckdb_settings(shelf.store("named:results.jsonl"))
+    uploaded = duckdb_settings(shelf.store("upload:" + shelf.add_upload(files["results"], max_mb=10)))
+    for settings, memory, threads in ((named, DEFAULT_MEMORY_MB, DEFAULT_THREADS),
+                                      (uploaded, UPLOAD_MEMORY_MB, UPLOAD_THREADS)):
+        assert settings["temp_directory"] == ""  # nothing spilled to the server's disk
+        assert int(settings["threads"]) == min(threads, os.cpu_count() or 1)
+        amount, unit = settings["memory_limit"].split()  # DuckDB reports 1000-based MB as MiB
+        assert float(amount) * {"MiB": 1 << 20, "GiB": 1 << 30}[unit] == pytest.approx(memory * 10**6, rel=0.01)
+    # an upload that needs more memory than an upload's store has: said, naming the file only
+    big = tmp_path / "uploads" / "big.jsonl"
+    big.parent.mkdir()
+    line = files["results"].read_text(encoding="utf-8").splitlines()[0]
+    record = json.loads(line)
+    record["attributes"]["source_attributes"] = ["x" * 180] * 60
+    with open(big, "w", encoding="utf-8") as handle:
+        for i in range(int(UPLOAD_MEMORY_MB * 1.5 * (1 << 20) / len(json.dumps(record)))):
+            handle.write(json.dumps({**record, "id": f"i{i}"}) + "\n")
+    with pytest.raises(InputError) as refused:
+        shelf.add_upload(big, max_mb=4096)
+    message = str(refused.value)
+    assert f"big.jsonl: opening them needs more than the {UPLOAD_MEMORY_MB} MB of memory" in message
+    assert str(tmp_path) not in message
+
+
+def test_the_first_listed_file_is_opened_ahead(files):
+    shelf = Shelf([f"{files['results']}={files['manifest']}", str(files["other"])])
+    shelf.warm().join(timeout=120)
+    assert list(shelf._open) == ["results.jsonl"]  # only the first: the page shows it first
+
+
+WATCH_TORCH = """
+import importlib.abc, os, sys
+class Watch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "torch":
+            print("torch imported with OMP_WAIT_POLICY =", os.environ.get("OMP_WAIT_POLICY"), flush=True)
+            sys.meta_path.remove(self)
+        return None
+sys.meta_path.insert(0, Watch())
+"""
+
+
+@pytest.mark.parametrize("how", ["app.py", "explore"])
+def test_the_server_waits_passively_whichever_way_it_starts(files, how):
+    """OMP_WAIT_POLICY=PASSIVE is in the environment before torch (and its OpenMP runtime) loads, for
+    ``python app.py`` and ``augclip-demo explore`` alike (one function sets it: config.prepare_server_process)."""
+    if how == "app.py":
+        start = "import runpy; sys.argv = ['app.py', '--help']; runpy.run_path('app.py', run_name='__main__')"
+    else:
+        start = ("import augclip_demo.cli.explore as e; e.run = lambda args: 0\n"
+                 f"from augclip_demo.cli import main; sys.exit(main(['explore', {str(files['results'])!r}]))")
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run([sys.executable, "-c", WATCH_TORCH + start], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert "torch imported with OMP_WAIT_POLICY = PASSIVE" in done.stdout, done.stdout + done.stderr
