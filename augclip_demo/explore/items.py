@@ -186,6 +186,26 @@ class EvaluateInputs:
     target_attributes: list[str]
     model: str | None
     options: dict[str, Any]  # the run's AugCLIP options (classifier, C, weighting, include_images, ...)
+    bpm: dict[str, Any] | None = None  # the run's BPM settings as recorded (models, parser, options), None: no BPM
+    judge: dict[str, Any] | None = None  # the run's judge settings as recorded (model, prompt, samples), None: none
+
+    @property
+    def bpm_parser(self) -> str | None:
+        return str(self.bpm["parser"]) if self.bpm and self.bpm.get("parser") else None
+
+    def settings_note(self) -> str:
+        """The run's BPM and judge settings in words (what the Evaluate tab should be run with to reproduce the
+        record's BPM and judge values)."""
+        parts = []
+        if self.bpm is not None:
+            options = self.bpm.get("options") or {}
+            parts.append(f"BPM with detector {self.bpm.get('detector')}, segmenter {self.bpm.get('segmenter')}, "
+                         f"parser {self.bpm.get('parser')}" + (f", options {json.dumps(options, sort_keys=True)}"
+                                                                if options else ""))
+        if self.judge is not None:
+            parts.append(f"judge {self.judge.get('model')} (prompt {self.judge.get('prompt_version')}, temperature "
+                         f"{self.judge.get('temperature')}, {self.judge.get('samples')} sample(s))")
+        return "; ".join(parts) or "no BPM, no judge"
 
 
 def evaluate_inputs(view: ItemView) -> EvaluateInputs:
@@ -208,4 +228,6 @@ def evaluate_inputs(view: ItemView) -> EvaluateInputs:
                           str(record.get("source_text") or ""), str(record.get("instruction") or ""),
                           [str(a) for a in attributes.get("source_attributes") or []],
                           [str(a) for a in attributes.get("target_attributes") or []],
-                          run.get("model"), dict(run.get("options") or {}))
+                          run.get("model"), dict(run.get("options") or {}),
+                          dict(run["bpm"]) if isinstance(run.get("bpm"), dict) else None,
+                          dict(run["judge"]) if isinstance(run.get("judge"), dict) else None)

@@ -112,6 +112,9 @@ class Shelf:
         if path.suffix.lower() not in UPLOAD_SUFFIXES:
             kind = path.suffix or "file without extension"
             raise InputError(f"upload a batch results file ({' or '.join(UPLOAD_SUFFIXES)}), got a {kind}")
+        if not path.is_file():  # the server's space for uploads was full and it went on arrival, or it was swept
+            raise InputError("the uploaded results file is no longer on the server (its space for uploads may be "
+                             "full): upload it again later")
         size = path.stat().st_size
         if size > max_mb * (1 << 20):
             raise InputError(f"the results file is {size / (1 << 20):.1f} MB; uploads may be at most {max_mb:g} MB "

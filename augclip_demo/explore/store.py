@@ -347,8 +347,8 @@ def open_results(files: Sequence[OpenedFile], *, memory_limit_mb: int = DEFAULT_
         con.close()
         if type(exc).__name__ == "OutOfMemoryException":  # duckdb's, wherever it struck
             names = ", ".join(f.results.name for f in files)
-            raise InputError(f"results {names}: opening them needs more than the {int(memory_limit_mb)} MB of memory "
-                             "the server gives one results file; open a smaller file or a slice of the run (the "
+            raise InputError(f"results {names}: needs more than the {int(memory_limit_mb)} MB of memory the server "
+                             "gives one results file to open it; open a smaller file or a part of the run (the "
                              "operator can list large files with AUGCLIP_EXPLORE_FILES)") from None
         raise
     return ResultsStore(con=con, files=list(files), runs=runs, metrics=metrics, n_records=n_records, n_edits=n_edits,

@@ -638,7 +638,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         evaluate_stage = evaluate_handler(archive=False)
         explore.wire(dict(source=source, edits=edits, target=target, source_text=source_text, instruction=instruction,
                           src_box=src_box, tgt_box=tgt_box, classifier=classifier, C=C, weighting=weighting,
-                          include_images=include_images, clip_model=clip_model), clip_choices, main_tabs)
+                          include_images=include_images, clip_model=clip_model, bpm_on=bpm_on, bpm_parser=bpm_parser,
+                          judge_on=judge_on), clip_choices, main_tabs)
         page_score_outputs = [*score_outputs, status_box]
         then_explain_and_bpm(evaluate_btn.click(evaluate_stage, eval_inputs, page_score_outputs, api_name=False))
         then_explain_and_bpm(rescore_btn.click(rescore_stage, rescore_inputs, score_outputs, api_name=False), False)

@@ -32,6 +32,7 @@ from ..explore import (
     slice_from_json,
 )
 from ..explore.agreement_matrix import PAGE_AGREEMENT_ITEMS
+from ..explore.items import EvaluateInputs
 from ..explore.report_html import report_html
 from ..explore.shelf import Shelf
 from ..explore.store import metric_label
@@ -159,14 +160,24 @@ def _layout(shelf: Shelf) -> dict[str, Any]:
                                             wrap=True, interactive=False, visible=False, elem_id="aug-explore-board2")
             ui["board_notes"] = gr.Markdown()
         with gr.Tab("Agreement", id="explore-agreement"):
-            ui["matrix"] = gr.Dataframe(empty_table("Open a results file."), label="Metric-metric Spearman rho "
-                                        "(click a cell: the items where the two pick different winners)",
-                                        interactive=False, elem_id="aug-explore-matrix")
-            ui["human"] = gr.Dataframe(empty_table("No human judgments yet."), label="Agreement with the human "
-                                       "judgments (95% bootstrap intervals; click a row: items where the metric's "
-                                       "winner is not the humans')", wrap=True, interactive=False,
-                                       elem_id="aug-explore-human")
-            ui["agree_notes"] = gr.Markdown()
+            with gr.Row(equal_height=False):
+                with gr.Column():
+                    ui["matrix"] = gr.Dataframe(empty_table("Open a results file."), label="Metric-metric Spearman rho "
+                                                "(click a cell: the items where the two pick different winners)",
+                                                interactive=False, elem_id="aug-explore-matrix")
+                    ui["human"] = gr.Dataframe(empty_table("No human judgments yet."), label="Agreement with the "
+                                               "human judgments (95% bootstrap intervals; click a row: items where the "
+                                               "metric's winner is not the humans')", wrap=True, interactive=False,
+                                               elem_id="aug-explore-human")
+                    ui["agree_notes"] = gr.Markdown()
+                with gr.Column(visible=False) as ui["agree2_column"]:
+                    ui["matrix2"] = gr.Dataframe(empty_table("Pick a saved slice to compare."), label="Compared slice: "
+                                                 "metric-metric Spearman rho", interactive=False,
+                                                 elem_id="aug-explore-matrix2")
+                    ui["human2"] = gr.Dataframe(empty_table("Pick a saved slice to compare."), label="Compared slice: "
+                                                "agreement with the human judgments", wrap=True, interactive=False,
+                                                elem_id="aug-explore-human2")
+                    ui["agree2_notes"] = gr.Markdown()
         with gr.Tab("Disagreements", id="explore-disagreements"):
             with gr.Row():
                 ui["judge_a"] = gr.Dropdown([], label="Judge A", elem_id="aug-explore-judge-a")
@@ -179,10 +190,17 @@ def _layout(shelf: Shelf) -> dict[str, Any]:
                 ui["sort"] = gr.Dropdown(["id"], value="id", label="Sort by", elem_id="aug-explore-sort")
                 ui["descending"] = gr.Checkbox(False, label="Descending", elem_id="aug-explore-descending")
                 ui["page"] = gr.Number(1, label="Page", precision=0, minimum=1, elem_id="aug-explore-page")
-            ui["grid"] = gr.Gallery(label="Edits (click one to inspect)", columns=6, height=360, allow_preview=False,
-                                    elem_id="aug-explore-grid")
-            ui["rows"] = gr.Dataframe(empty_table("Open a results file."), interactive=False,
-                                      elem_id="aug-explore-rows")
+            with gr.Row(equal_height=False):
+                with gr.Column():
+                    ui["grid"] = gr.Gallery(label="Edits (click one to inspect)", columns=6, height=360,
+                                            allow_preview=False, elem_id="aug-explore-grid")
+                    ui["rows"] = gr.Dataframe(empty_table("Open a results file."), interactive=False,
+                                              elem_id="aug-explore-rows")
+                with gr.Column(visible=False) as ui["grid2_column"]:
+                    ui["grid2"] = gr.Gallery(label="Compared slice (click one to inspect)", columns=3, height=360,
+                                             allow_preview=False, elem_id="aug-explore-grid2")
+                    ui["rows2"] = gr.Dataframe(empty_table("Pick a saved slice to compare."), interactive=False,
+                                               elem_id="aug-explore-rows2")
         with gr.Tab("Inspect", id="explore-inspect") as ui["inspect_tab"]:
             ui["item_info"] = gr.Markdown("Click an edit in Items or a row in Disagreements.",
                                           elem_id="aug-explore-item-info")
@@ -353,24 +371,42 @@ def _slice_handlers(settings: Settings, shelf: Shelf) -> SimpleNamespace:
 def _view_handlers(shelf: Shelf, folders: WorkFolders | None) -> SimpleNamespace:
     """The views of the active slice, the clicks that open an item, the report."""
 
+    def compared(current: dict[str, Any]) -> Slice | None:
+        name = current.get("compare")
+        return slice_from_json(current["slices"][name]) if name in current["slices"] else None
+
+    def grids(current: dict[str, Any], store: ResultsStore, sort: str, descending: bool, page: Any) -> list[Any]:
+        """The active slice's page and, beside it, the compared slice's (same sort and page; the disagreement
+        order is the active slice's judges, so the compared slice is shown by id then)."""
+        pictures, rows, current["page_items"], caption = grid_views(store, _active(current), sort, descending, page,
+                                                                    current.get("found"))
+        other = compared(current)
+        if other is None:
+            current["page_items2"] = []
+            return [caption, pictures, rows, gr.update(visible=False), gr.skip(), gr.skip()]
+        pictures2, rows2, current["page_items2"], caption2 = grid_views(
+            store, other, "id" if sort == DISAGREEMENT_SORT else sort, descending, page)
+        return [caption, pictures, rows, gr.update(visible=True), gr.update(value=pictures2, label=f"{other.name}: "
+                f"{caption2}"), rows2]
+
     @user_facing
     def views(current, compare, sort, descending, page):
-        """The quick views of the active slice: leaderboards and the grid (one SQL query each)."""
+        """The quick views of the active slice and the compared one: leaderboards and the grids (SQL only)."""
         current = _state(current)
+        current["compare"] = compare if compare in current["slices"] else None
         store, active = shelf.store(current["key"]), _active(current)
         board, board_notes = board_frame(store, active)
-        other = (gr.update(value=board_frame(store, slice_from_json(current["slices"][compare]))[0], visible=True,
-                           label=f"Compared slice: {compare}")
-                 if compare in current["slices"] else gr.update(visible=False))
-        pictures, rows, current["page_items"], caption = grid_views(store, active, sort, descending, page,
-                                                                    current.get("found"))
-        return (current, f"**Slice** {html.escape(active.describe())} · {caption}", board, other, board_notes,
-                pictures, rows)
+        other = compared(current)
+        board2 = (gr.update(value=board_frame(store, other)[0], visible=True, label=f"Compared slice: {other.name}")
+                  if other is not None else gr.update(visible=False))
+        caption, *grid_updates = grids(current, store, sort, descending, page)
+        return (current, f"**Slice** {html.escape(active.describe())} · {caption}", board, board2, board_notes,
+                *grid_updates, gr.update(visible=other is not None))
 
     @user_facing
     def details(current, a, b, sort, descending, page):
-        """Then the disagreements and the agreement tables (they walk the slice's items), and the grid again when
-        it is sorted by disagreement."""
+        """Then the disagreements and the agreement tables of both slices (they walk the slices' items), and the
+        grid again when it is sorted by disagreement."""
         current = _state(current)
         store, active = shelf.store(current["key"]), _active(current)
         found, current["found"] = found_frame(store, active, a, b)
@@ -378,14 +414,15 @@ def _view_handlers(shelf: Shelf, folders: WorkFolders | None) -> SimpleNamespace
         if sort == DISAGREEMENT_SORT:
             pictures, rows, current["page_items"], _ = grid_views(store, active, sort, descending, page,
                                                                   current["found"])
-        return (current, found, *agreement_frames(store, active), pictures, rows)
+        other = compared(current)
+        second = agreement_frames(store, other) if other is not None else (gr.skip(),) * 3
+        return (current, found, *agreement_frames(store, active), *second, pictures, rows)
 
     @user_facing
     def regrid(current, sort, descending, page):
         current = _state(current)
-        pictures, rows, current["page_items"], caption = grid_views(shelf.store(current["key"]), _active(current),
-                                                                    sort, descending, page, current.get("found"))
-        return current, pictures, rows
+        _, *grid_updates = grids(current, shelf.store(current["key"]), sort, descending, page)
+        return current, *grid_updates
 
     @user_facing
     def refound(current, a, b):
@@ -453,53 +490,85 @@ def _wire(ui: dict[str, Any], settings: Settings, shelf: Shelf, folders: WorkFol
 
     h = SimpleNamespace(**vars(_slice_handlers(settings, shelf)), **vars(_view_handlers(shelf, folders)))
     grid_inputs = [ui["sort"], ui["descending"], ui["page"]]
-    view_outputs = [state, ui["slice_info"], ui["board"], ui["board2"], ui["board_notes"], ui["grid"], ui["rows"]]
+    grid_outputs = [ui["grid"], ui["rows"], ui["grid2_column"], ui["grid2"], ui["rows2"]]
+    view_outputs = [state, ui["slice_info"], ui["board"], ui["board2"], ui["board_notes"], *grid_outputs,
+                    ui["agree2_column"]]
     view_inputs = [state, ui["compare"], *grid_inputs]
-    detail_outputs = [state, ui["found"], ui["matrix"], ui["human"], ui["agree_notes"], ui["grid"], ui["rows"]]
+    detail_outputs = [state, ui["found"], ui["matrix"], ui["human"], ui["agree_notes"], ui["matrix2"], ui["human2"],
+                      ui["agree2_notes"], ui["grid"], ui["rows"]]
+    private = {"api_visibility": "private"}  # the page's own events: not an API for other programs
 
     def then_views(event: Any) -> None:
-        event.success(h.views, view_inputs, view_outputs, api_name=False).success(
-            h.details, [state, ui["judge_a"], ui["judge_b"], *grid_inputs], detail_outputs, api_name=False)
+        event.success(h.views, view_inputs, view_outputs, **private).success(
+            h.details, [state, ui["judge_a"], ui["judge_b"], *grid_inputs], detail_outputs, **private)
 
     then_views(ui["open"].click(h.open, [ui["file"], ui["upload"], state],
                                 [state, ui["info"], *slice_controls, ui["saved"], ui["compare"], ui["sort"],
-                                 ui["judge_a"], ui["judge_b"]], api_name=False))
-    then_views(ui["apply"].click(h.apply, [state, *slice_controls], [state], api_name=False))
-    then_views(ui["save"].click(h.save, [state, *slice_controls], [state, ui["saved"], ui["compare"]], api_name=False))
-    then_views(ui["saved"].input(h.pick_saved, [state, ui["saved"]], [state, *slice_controls], api_name=False))
-    ui["compare"].input(h.views, view_inputs, view_outputs, api_name=False)
+                                 ui["judge_a"], ui["judge_b"]], **private))
+    then_views(ui["apply"].click(h.apply, [state, *slice_controls], [state], **private))
+    then_views(ui["save"].click(h.save, [state, *slice_controls], [state, ui["saved"], ui["compare"]], **private))
+    then_views(ui["saved"].input(h.pick_saved, [state, ui["saved"]], [state, *slice_controls], **private))
+    then_views(ui["compare"].input(lambda current: current, [state], [state], **private))
     for control in grid_inputs:
-        control.input(h.regrid, [state, *grid_inputs], [state, ui["grid"], ui["rows"]], api_name=False)
+        control.input(h.regrid, [state, *grid_inputs], [state, *grid_outputs], **private)
     for control in (ui["judge_a"], ui["judge_b"]):
-        control.input(h.refound, [state, ui["judge_a"], ui["judge_b"]], [state, ui["found"]], api_name=False).success(
-            h.regrid, [state, *grid_inputs], [state, ui["grid"], ui["rows"]], api_name=False)
+        control.input(h.refound, [state, ui["judge_a"], ui["judge_b"]], [state, ui["found"]], **private).success(
+            h.regrid, [state, *grid_inputs], [state, *grid_outputs], **private)
     inspect_outputs = [state, ui["item_info"], ui["item_images"], ui["item_scores"], ui["item_json"], ui["tabs"]]
-    ui["grid"].select(h.inspect_from("page_items"), [state], inspect_outputs, api_name=False)
-    ui["rows"].select(h.inspect_from("page_items"), [state], inspect_outputs, api_name=False)
-    ui["found"].select(h.inspect_from("found"), [state], inspect_outputs, api_name=False)
+    for source, kind in ((ui["grid"], "page_items"), (ui["rows"], "page_items"), (ui["grid2"], "page_items2"),
+                         (ui["rows2"], "page_items2"), (ui["found"], "found")):
+        source.select(h.inspect_from(kind), [state], inspect_outputs, **private)
     for table in (ui["matrix"], ui["human"]):
-        table.select(h.cell_items, [state], [state, ui["judge_a"], ui["judge_b"], ui["found"], ui["tabs"]],
-                     api_name=False)
-    ui["report_btn"].click(h.make_report, [state, ui["judge_a"], ui["judge_b"]], [ui["report"]], api_name=False)
+        table.select(h.cell_items, [state], [state, ui["judge_a"], ui["judge_b"], ui["found"], ui["tabs"]], **private)
+    ui["report_btn"].click(h.make_report, [state, ui["judge_a"], ui["judge_b"]], [ui["report"]], **private)
 
 
 # ---------------------------------------------------------------------------------------------- to Evaluate
 class EvaluateHandoff:
-    """Open the inspected item in the Evaluate tab with the run's model and AugCLIP options (explanations are
-    new work there: the Explore tab keeps showing the run's own numbers)."""
+    """Open the inspected item in the Evaluate tab with the run's recorded settings: CLIP model, AugCLIP options,
+    BPM (on, its parser) and the judge (on), so that Evaluate computes the record's numbers again where the
+    server's models are the run's; the run's BPM models and judge model are said beside (explanations are new
+    work there: the Explore tab keeps showing the run's own numbers)."""
 
-    #: the Evaluate inputs filled, in this order
+    #: the Evaluate inputs filled, in this order (a name the app does not pass is left alone)
     FIELDS = ("source", "edits", "target", "source_text", "instruction", "src_box", "tgt_box", "classifier", "C",
-              "weighting", "include_images", "clip_model")
+              "weighting", "include_images", "clip_model", "bpm_on", "bpm_parser", "judge_on")
 
     def __init__(self, button: gr.Button, state: gr.State, shelf: Shelf, folders: WorkFolders | None):
         self.button, self.state, self.shelf, self.folders = button, state, shelf, folders
+
+    def values(self, inputs: EvaluateInputs, clip_choices: list[str], parser_choices: list[str] | None = None) \
+            -> tuple[dict[str, Any], list[str]]:
+        """The Evaluate inputs by :data:`FIELDS` name (``gr.skip()``: kept as the page has it) and the notes that
+        say what the page cannot take over."""
+        notes = []
+        model = inputs.model if inputs.model in clip_choices else gr.skip()
+        if inputs.model not in clip_choices:
+            notes.append(f"the run's CLIP model {inputs.model} is not offered here: the page's model is kept")
+        parser = inputs.bpm_parser
+        if parser is not None and parser_choices is not None and parser not in parser_choices:
+            notes.append(f"the run's BPM parser {parser!r} is not offered here: the page's parser is kept")
+            parser = None
+        options = inputs.options
+        if inputs.bpm is not None or inputs.judge is not None:
+            notes.append(f"the run used {inputs.settings_note()}; Evaluate uses the server's models, so its BPM and "
+                         "judge values equal the record's where those are the same")
+        values = {"target": inputs.target_text, "source_text": inputs.source_text, "instruction": inputs.instruction,
+                  "src_box": "\n".join(inputs.source_attributes), "tgt_box": "\n".join(inputs.target_attributes),
+                  "classifier": options.get("classifier", gr.skip()), "C": options.get("C", gr.skip()),
+                  "weighting": options.get("weighting", gr.skip()),
+                  "include_images": options.get("include_images", gr.skip()), "clip_model": model,
+                  "bpm_on": inputs.bpm is not None, "bpm_parser": parser if parser is not None else gr.skip(),
+                  "judge_on": inputs.judge is not None}
+        return values, notes
 
     def wire(self, outputs: dict[str, Any], clip_choices: list[str], tabs: Any, tab_id: str = "evaluate") -> None:
         """Connect the button to the Evaluate tab's inputs (``outputs`` by :data:`FIELDS` name)."""
         from ..explore.items import evaluate_inputs
 
         shelf, folders = self.shelf, self.folders
+        names = [name for name in self.FIELDS if name in outputs]
+        parser_choices = _choices(outputs.get("bpm_parser"))
 
         @user_facing
         def handoff(current, request: gr.Request):
@@ -515,14 +584,19 @@ class EvaluateHandoff:
                 safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in name)[:40] or "edit"
                 edits.append(str(folder / f"{index}-{safe}{path.suffix}"))
                 shutil.copyfile(path, edits[-1])
-            model = inputs.model if inputs.model in clip_choices else gr.skip()
-            if inputs.model not in clip_choices:
-                gr.Warning(f"the run's CLIP model {inputs.model} is not offered here: the page's model is kept")
-            options = inputs.options
-            values = [str(source), edits, inputs.target_text, inputs.source_text, inputs.instruction,
-                      "\n".join(inputs.source_attributes), "\n".join(inputs.target_attributes),
-                      options.get("classifier", gr.skip()), options.get("C", gr.skip()),
-                      options.get("weighting", gr.skip()), options.get("include_images", gr.skip()), model]
-            return [*values, gr.Tabs(selected=tab_id)]
+            values, notes = self.values(inputs, clip_choices, parser_choices)
+            values.update(source=str(source), edits=edits)
+            for note in notes:
+                gr.Warning(scrub_paths_in(note))
+            return [*(values[name] for name in names), gr.Tabs(selected=tab_id)]
 
-        self.button.click(handoff, [self.state], [*(outputs[name] for name in self.FIELDS), tabs], api_name=False)
+        self.button.click(handoff, [self.state], [*(outputs[name] for name in names), tabs],
+                          api_visibility="private")
+
+
+def _choices(component: Any) -> list[str] | None:
+    """The values a Radio / Dropdown offers (Gradio keeps (label, value) pairs), None for other components."""
+    choices = getattr(component, "choices", None)
+    if choices is None:
+        return None
+    return [choice[1] if isinstance(choice, (list, tuple)) else choice for choice in choices]

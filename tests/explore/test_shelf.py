@@ -16,7 +16,7 @@ from augclip_demo.config import Settings
 from augclip_demo.errors import InputError
 from augclip_demo.explore.items import evaluate_inputs, item_record
 from augclip_demo.explore.shelf import MAX_UPLOADED_STORES, Shelf, parse_entries
-from tests.explore.constructed import constructed_records, write_jsonl, write_manifest_with_images
+from tests.explore.constructed import RUN, constructed_records, write_jsonl, write_manifest_with_images
 from tests.support import ROOT
 
 
@@ -137,7 +137,7 @@ def test_each_store_runs_under_duckdbs_bounds_and_a_large_upload_is_refused_with
     with pytest.raises(InputError) as refused:
         shelf.add_upload(big, max_mb=4096)
     message = str(refused.value)
-    assert f"big.jsonl: opening them needs more than the {UPLOAD_MEMORY_MB} MB of memory" in message
+    assert f"big.jsonl: needs more than the {UPLOAD_MEMORY_MB} MB of memory" in message
     assert str(tmp_path) not in message
 
 
@@ -173,3 +173,31 @@ def test_the_server_waits_passively_whichever_way_it_starts(files, how):
     done = subprocess.run([sys.executable, "-c", WATCH_TORCH + start], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=300)
     assert "torch imported with OMP_WAIT_POLICY = PASSIVE" in done.stdout, done.stdout + done.stderr
+
+
+def test_an_item_goes_to_evaluate_with_the_runs_bpm_and_judge_settings(tmp_path):
+    """The Evaluate tab gets the run's recorded settings, BPM and judge included (not only CLIP and AugCLIP's
+    options): BPM and the judge switched on as the run had them, BPM's parser as recorded, the rest said."""
+    from augclip_demo.ui.explore_tab import EvaluateHandoff
+
+    bpm = {"detector": "random:tiny", "segmenter": "random:tiny", "sam_checkpoint": None, "parser": "rules",
+           "options": {"box_threshold": 0.3}, "untrained": True}
+    judge = {"model": "gpt-4o", "prompt_version": "v3", "temperature": 0.0, "samples": 1}
+    run = {**RUN, "metrics": ["augclip", "l2", "bpm", "judge_overall"], "bpm": bpm, "judge": judge}
+    records = constructed_records(run)
+    manifest = write_manifest_with_images(records, tmp_path / "bench")
+    shelf = Shelf([f"{write_jsonl(records, tmp_path / 'results.jsonl')}={manifest}"])
+    inputs = evaluate_inputs(item_record(shelf.store("named:results.jsonl"), 0))
+    assert (inputs.bpm, inputs.judge, inputs.bpm_parser) == (bpm, judge, "rules")
+    handoff = EvaluateHandoff.__new__(EvaluateHandoff)
+    values, notes = handoff.values(inputs, [RUN["model"]], ["rules"])
+    assert (values["bpm_on"], values["bpm_parser"], values["judge_on"]) == (True, "rules", True)
+    assert values["clip_model"] == RUN["model"] and values["C"] == RUN["options"]["C"]
+    assert any("detector random:tiny" in note and "judge gpt-4o (prompt v3" in note for note in notes)
+    # a parser the page does not offer is said and left as the page has it; a run without BPM turns it off
+    values, notes = handoff.values(inputs, [RUN["model"]], ["other"])
+    assert values["bpm_parser"] != "rules" and any("parser 'rules' is not offered" in note for note in notes)
+    plain = evaluate_inputs(item_record(Shelf([f"{write_jsonl(constructed_records(), tmp_path / 'p.jsonl')}="
+                                               f"{manifest}"]).store("named:p.jsonl"), 0))
+    values, _ = handoff.values(plain, [RUN["model"]], ["rules"])
+    assert (values["bpm_on"], values["judge_on"]) == (False, False)

@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 import urllib.request
+import uuid
 import zipfile
 from pathlib import Path
 
@@ -29,6 +30,7 @@ import httpx
 import pytest
 from gradio_client import Client, handle_file
 
+from tests.explore.constructed import constructed_records, write_jsonl
 from tests.security import probes
 from tests.security.servers import AppProcess, folder_bytes, start_app
 from tests.support import EXAMPLES, TINY, free_port
@@ -121,8 +123,12 @@ class Watch:
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory) -> AppProcess:
+    # the operator's results file for the Explore tab (outside the server's temporary folders)
+    runs = tmp_path_factory.mktemp("operator-runs")
+    results = write_jsonl(constructed_records(), runs / "results.jsonl")
     app = start_app(tmp_path_factory.mktemp("attack"), env={"AUGCLIP_APP_DISK_MB": str(DISK_MB),
-                                                             "GRADIO_HEARTBEAT_INTERVAL": "2"})
+                                                             "GRADIO_HEARTBEAT_INTERVAL": "2",
+                                                             "AUGCLIP_EXPLORE_FILES": str(results)})
     yield app
     app.stop()
 
@@ -294,6 +300,85 @@ def test_10_a_bad_ground_truth_image_is_named(client, tmp_path):
     args = [*evaluate_args(edits=[FLOWER / "well_edited.png"]), handle_file(str(bad))]
     text = refused(client.predict, *args, api_name="/evaluate")
     assert "ground truth: not a recognised image format" in text, text
+    evaluates(client)
+
+
+class ExploreOpen:
+    """Explore's Open as a browser sends it. The page's events are private (no API name, refused by the Gradio
+    client), but any web client can post them to the queue by number, as the page itself does: so the attack."""
+
+    def __init__(self, app: AppProcess):
+        self.url = app.url
+        config = httpx.get(f"{self.url}config", timeout=60).json()
+        elem = {c["id"]: c.get("props", {}).get("elem_id") for c in config["components"]}
+        self.fn = next(d["id"] for d in config["dependencies"]
+                       if any(elem.get(target[0]) == "aug-explore-open" for target in d["targets"]))
+
+    def upload(self, path: Path) -> dict:
+        with httpx.Client(timeout=120) as http:
+            stored = http.post(f"{self.url}gradio_api/upload", files={"files": (path.name, path.read_bytes())}).json()[0]
+        return {"path": stored, "orig_name": path.name, "meta": {"_type": "gradio.FileData"}}
+
+    def __call__(self, label: str | None, upload: dict | None) -> dict:
+        """The completed event: ``{"success": ..., "output": {"data": [...]} or {"error": ...}}``."""
+        session = uuid.uuid4().hex
+        with httpx.Client(timeout=180) as http:
+            joined = http.post(f"{self.url}gradio_api/queue/join", json={
+                "data": [label, upload, None], "fn_index": self.fn, "session_hash": session, "event_data": None})
+            assert joined.status_code == 200, joined.text
+            with http.stream("GET", f"{self.url}gradio_api/queue/data", params={"session_hash": session}) as stream:
+                for line in stream.iter_lines():
+                    if line.startswith("data:"):
+                        message = json.loads(line[5:])
+                        if message.get("msg") == "process_completed":
+                            return message
+        raise AssertionError("the queue closed without an answer")
+
+
+def explore_refused(answer: dict) -> str:
+    assert answer["success"] is False, answer
+    text = str(answer["output"].get("error"))
+    assert "Traceback" not in text and not SERVER_PATH.search(text), text
+    return text
+
+
+def explore_opens(open_: ExploreOpen) -> None:
+    """Another client, meanwhile: the operator's file opens to its summary."""
+    answer = open_("results.jsonl", None)
+    assert answer["success"], answer
+    assert f"{len(constructed_records())} records" in json.dumps(answer["output"]["data"])
+
+
+def test_11_explore_refuses_hostile_results_clearly_and_keeps_answering(app, client, tmp_path):
+    open_ = ExploreOpen(app)
+    explore_opens(open_)
+    # a results file that fits the upload bound but not the memory of an upload's store: 5 million empty edits
+    # under 128 metric names (14 MB on disk, gigabytes as a table)
+    bomb = tmp_path / "bomb.jsonl"
+    with open(bomb, "w", encoding="utf-8") as handle:
+        handle.write(json.dumps({"id": "a", "status": "ok", "edits": [{"name": "x", "metrics": {
+            f"m{k}": 1.0 for k in range(128)}}]}) + "\n")
+        edits = "[" + ",".join(["{}"] * 5000) + "]"
+        for i in range(1000):
+            handle.write(f'{{"id": "b{i}", "status": "ok", "edits": {edits}}}\n')
+    start = time.perf_counter()
+    text = explore_refused(open_(None, open_.upload(bomb)))
+    assert "bomb.jsonl: needs more than the 256 MB of memory the server gives one results file" in text, text
+    assert time.perf_counter() - start < 60
+    explore_opens(open_)
+    # malformed: not batch results, and a damaged Parquet file
+    garbage = probes.write(tmp_path / "notes.jsonl", "not json\n{\"name\": \"x\"}\n")
+    assert "notes.jsonl: holds no batch result records" in explore_refused(open_(None, open_.upload(garbage)))
+    damaged = probes.write(tmp_path / "results.parquet", b"PAR1" + b"x" * 1000 + b"PAR1")
+    assert "results.parquet: could not be read as batch results" in explore_refused(open_(None, open_.upload(damaged)))
+    # a path instead of one of the listed names, and an upload that names a file outside the uploads
+    for label in ("/etc/passwd", "../operator-runs/results.jsonl", str(tmp_path / "notes.jsonl")):
+        answer = open_(label, None)  # refused (by Gradio's check of the choices, or ours), echoing only the input
+        assert answer["success"] is False and "Traceback" not in json.dumps(answer), answer
+        assert "operator-runs" not in json.dumps(answer).replace(label, ""), answer
+    outside = open_(None, {"path": "/etc/passwd", "orig_name": "passwd.jsonl", "meta": {"_type": "gradio.FileData"}})
+    assert outside["success"] is False and "root:" not in json.dumps(outside), outside
+    explore_opens(open_)
     evaluates(client)
 
 

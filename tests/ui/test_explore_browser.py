@@ -73,6 +73,8 @@ def test_open_filter_sort_inspect_and_download_the_report(browser, explore_serve
     board = {row[1]: row for row in table(page, "#aug-explore-board")}
     assert {"A [untrained]", "B [untrained]", "C [untrained]"} <= set(board)
     assert "(#1)" in board["A [untrained]"][4]  # A has the highest mean AugCLIP in the constructed run
+    page.locator("#aug-explore-save").click()  # the whole run, kept as slice "all" (compared with below)
+    page.wait_for_function("document.querySelector('#aug-explore-saved input')?.value === 'all'")
 
     # a cell of the agreement matrix lists the items behind it: AugCLIP x L2 -> where their winners differ
     page.get_by_role("tab", name="Agreement", exact=True).click()
@@ -94,6 +96,17 @@ def test_open_filter_sort_inspect_and_download_the_report(browser, explore_serve
     assert f"({len(kept)} edits in the slice)" in page.locator("#aug-explore-slice-info").inner_text()
     page.screenshot(path=str(shots / "explore-2-filtered.png"), full_page=True)
 
+    # the whole run beside the slice, in the leaderboard, the agreement tables and the grid
+    pick(page, "#aug-explore-compare", "all")
+    board2 = wait_for_table(page, "#aug-explore-board2", lambda rows: any(r[1] == "m-gt [untrained]" for r in rows))
+    assert {"A [untrained]", "m-gt [untrained]"} <= {row[1] for row in board2}  # trip's models: only the whole run
+    assert "m-gt [untrained]" not in {row[1] for row in table(page, "#aug-explore-board")}
+    page.get_by_role("tab", name="Agreement", exact=True).click()
+    matrix2 = wait_for_table(page, "#aug-explore-matrix2", lambda rows: [r[0] for r in rows] == ["AugCLIP", "L2"])
+    matrix1 = table(page, "#aug-explore-matrix")
+    assert [r[0] for r in matrix1] == ["AugCLIP", "L2"] and matrix1[0][2] != matrix2[0][2]  # other edits, other rho
+    page.screenshot(path=str(shots / "explore-2b-compared-agreement.png"), full_page=True)
+
     # sort the grid by L2, lowest first
     page.get_by_role("tab", name="Items", exact=True).click()
     pick(page, "#aug-explore-sort", "L2")
@@ -101,6 +114,8 @@ def test_open_filter_sort_inspect_and_download_the_report(browser, explore_serve
     rows = wait_for_table(page, "#aug-explore-rows", lambda rows: rows and float(rows[0][5]) == round(lowest, 4))
     l2 = [float(row[5]) for row in rows]
     assert l2 == sorted(l2) and l2[0] == round(lowest, 4)
+    rows2 = wait_for_table(page, "#aug-explore-rows2", lambda rows: len(rows) > 0)
+    assert "trip" in {row[1] for row in rows2}  # the compared grid pages the whole run in the same order
     page.screenshot(path=str(shots / "explore-3-sorted.png"), full_page=True)
 
     # open the first item: its numbers are the record's, exactly
