@@ -86,7 +86,7 @@ def _number(value: float | None) -> str:
 def single_run(store: ResultsStore, active: Slice) -> None:
     """Refuse a slice whose edits come from more than one run (metrics of other settings are not pooled)."""
     where, params = active.where(store)
-    runs = [row[0] for row in store.query(f"SELECT DISTINCT run FROM edits WHERE {where} ORDER BY run", params)]
+    runs = [row[0] for row in store.query(f"SELECT DISTINCT run FROM {store.table} WHERE {where} ORDER BY run", params)]
     if len(runs) > 1:
         raise InputError(f"the slice holds edits of {len(runs)} runs with different settings ("
                          + "; ".join(store.runs[r - 1].label() for r in runs)
@@ -99,7 +99,7 @@ def protocol_items(store: ResultsStore, active: Slice) -> list[ProtocolItem]:
     where, params = active.where(store)
     columns = ", ".join(metric_column(k) for k in store.metrics)
     rows = store.query(f"SELECT item, id, model, role, edit, human_preferred, has_scores, human_score"
-                       f"{', ' + columns if columns else ''} FROM edits WHERE {where} ORDER BY item, edit", params)
+                       f"{', ' + columns if columns else ''} FROM {store.table} WHERE {where} ORDER BY item, edit", params)
     items: list[ProtocolItem] = []
     current: Any = None
     for row in rows:
@@ -125,7 +125,7 @@ def agreement(store: ResultsStore, active: Slice, *, n_boot: int = DEFAULT_BOOTS
     single_run(store, active)
     if max_items is not None:
         where, params = active.where(store)
-        count = store.query(f"SELECT count(DISTINCT item) FROM edits WHERE {where}", params)[0][0]
+        count = store.query(f"SELECT count(DISTINCT item) FROM {store.table} WHERE {where}", params)[0][0]
         if count > max_items:
             raise InputError(f"the slice has {count} items; the page computes agreement for at most {max_items}: "
                              "narrow the slice, or run `augclip-demo protocol` on the results file")
@@ -150,7 +150,7 @@ def metric_correlations(store: ResultsStore, active: Slice) -> tuple[dict[tuple[
     metrics order the edits the same way, whichever direction each counts as better)."""
     where, params = active.where(store)
     keys = store.metrics
-    data = store.arrays(f"SELECT {', '.join(f'{metric_column(k)} AS c{i}' for i, k in enumerate(keys))} FROM edits "
+    data = store.arrays(f"SELECT {', '.join(f'{metric_column(k)} AS c{i}' for i, k in enumerate(keys))} FROM {store.table} "
                         f"WHERE {where}", params) if keys else {}
     columns = [masked_to_nan(data[f"c{i}"]) * (1 if higher_is_better(k) else -1) for i, k in enumerate(keys)]
     rho: dict[tuple[str, str], float | None] = {}

@@ -54,7 +54,7 @@ def disagreements(store: ResultsStore, active: Slice, a: str, b: str, *, limit: 
             raise InputError(f"no metric {key!r} in these results; present: {', '.join(store.metrics)}")
     where, params = active.where(store)
     data = store.arrays(f"SELECT item, edit, id, dataset, model, {_judge_sql(a)} AS a, {_judge_sql(b)} AS b FROM "
-                        f"edits WHERE {where} ORDER BY item, edit", params)
+                        f"{store.table} WHERE {where} ORDER BY item, edit", params)
     if len(data["item"]) == 0:
         return []
     items = np.asarray(data["item"])

@@ -64,9 +64,9 @@ def grid_page(store: ResultsStore, active: Slice, *, sort: str = "id", descendin
     """One page of the slice's edits in the chosen order (pages count from 0). With ``ranking`` (item numbers,
     e.g. the disagreements strongest first) only those items' edits, in that order (``sort`` is ignored)."""
     where, params = active.where(store)
-    source, order = "edits", _order(store, sort, descending) if ranking is None else "position, edit"
+    source, order = store.table, _order(store, sort, descending) if ranking is None else "position, edit"
     if ranking is not None:
-        source = "edits JOIN (SELECT unnest(?) AS ranked, generate_subscripts(?, 1) AS position) ON item = ranked"
+        source = f"{store.table} JOIN (SELECT unnest(?) AS ranked, generate_subscripts(?, 1) AS position) ON item = ranked"
         params = [list(map(int, ranking)), list(map(int, ranking)), *params]
     page = max(0, min(int(page), MAX_PAGE))
     page_size = max(1, min(int(page_size), 200))
@@ -116,7 +116,7 @@ def exact(value: Any) -> str:
 
 def item_record(store: ResultsStore, item: int) -> ItemView:
     """Item ``item`` (the edits table's number) with its stored record."""
-    found = store.query("SELECT DISTINCT file_no, run FROM edits WHERE item = ?", [int(item)])
+    found = store.query(f"SELECT DISTINCT file_no, run FROM {store.table} WHERE item = ?", [int(item)])
     if not found:
         raise InputError(f"no item number {item} in the opened results")
     file_no, run = found[0]

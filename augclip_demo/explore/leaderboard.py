@@ -118,7 +118,7 @@ def leaderboard(store: ResultsStore, active: Slice, *, n_boot: int = DEFAULT_BOO
         joint = f"{col} IS NOT NULL AND ({human}) IS NOT NULL AND {RANKED_ROLES_SQL}"
         aggregates += [f"avg({col})", f"count({col})", f"stddev_samp({col})", f"avg({col}) FILTER (WHERE {joint})",
                        f"avg({human}) FILTER (WHERE {joint})"]
-    sql = (f"SELECT run, model, bool_or(untrained), count(*), {', '.join(aggregates)} FROM edits WHERE {where} "
+    sql = (f"SELECT run, model, bool_or(untrained), count(*), {', '.join(aggregates)} FROM {store.table} WHERE {where} "
            f"GROUP BY run, model ORDER BY run, model")
     fetched = store.query(sql, params)
     z = NormalDist().inv_cdf(0.5 + level / 2)
@@ -133,7 +133,7 @@ def leaderboard(store: ResultsStore, active: Slice, *, n_boot: int = DEFAULT_BOO
             mean, n, sd, joint_metric, joint_human = rest[5 * i: 5 * i + 5]
             cell = Cell(mean, int(n))
             if n and n <= BOOTSTRAP_MAX_N and n_boot > 0:
-                values = store.arrays(f"SELECT {metric_column(key)} v FROM edits WHERE {where} AND run = ? AND "
+                values = store.arrays(f"SELECT {metric_column(key)} v FROM {store.table} WHERE {where} AND run = ? AND "
                                       f"model = ? AND {metric_column(key)} IS NOT NULL ORDER BY item, edit",
                                       [*params, run, model])["v"]
                 figure = mean_figure(values, n_boot=n_boot, seed=seed, level=level)

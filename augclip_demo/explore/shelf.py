@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from .judgments import JudgmentReader
 from .store import DEFAULT_MEMORY_MB, OpenedFile, ResultsStore, open_results
 
 log = logging.getLogger(__name__)
@@ -32,6 +33,7 @@ MAX_UPLOADED_STORES = 4
 UPLOAD_MEMORY_MB = 256
 UPLOAD_THREADS = 1
 UPLOAD_SUFFIXES = (".jsonl", ".parquet")
+RECORDED = "recorded (manifest / results)"  # the file's own human judgments
 
 
 @dataclass(frozen=True)
@@ -64,12 +66,14 @@ def parse_entries(entries: Sequence[str]) -> list[NamedFile]:
 class Shelf:
     """The operator's files (opened on first use, shared by every session) and the sessions' uploads."""
 
-    def __init__(self, entries: Sequence[str], *, memory_limit_mb: int = DEFAULT_MEMORY_MB):
+    def __init__(self, entries: Sequence[str], *, memory_limit_mb: int = DEFAULT_MEMORY_MB,
+                 judgments: JudgmentReader | None = None):
         files = parse_entries(entries)
         self.named: dict[str, list[NamedFile]] = {item.label: [item] for item in files}
         if len(files) > 1:  # side by side in one store: their runs are numbered and kept apart
             self.named[f"all {len(files)} files together"] = files
         self.memory_limit_mb = memory_limit_mb
+        self.judgments = judgments  # other sources of human judgments (the app: the operator's study database)
         self._open: dict[str, ResultsStore] = {}
         self._uploads: OrderedDict[str, ResultsStore] = OrderedDict()
         self._lock = threading.Lock()
@@ -137,11 +141,23 @@ class Shelf:
             self._uploads.move_to_end(token)
             return self._uploads[token]
 
-    def store(self, key: str) -> ResultsStore:
-        """``named:LABEL`` or ``upload:TOKEN`` (what the page keeps in its state)."""
+    def judgment_choices(self) -> list[str]:
+        """The sources of human judgments a page offers: the recorded ones, then the reader's (study questions)."""
+        return [RECORDED, *(self.judgments.choices() if self.judgments is not None else [])]
+
+    def store(self, key: str, judgments: str | None = None, *, fresh: bool = False) -> ResultsStore:
+        """``named:LABEL`` or ``upload:TOKEN`` (what the page keeps in its state), with the human judgments of
+        ``judgments`` (a label of :meth:`judgment_choices`; None or :data:`RECORDED`: the file's own)."""
         kind, _, value = (key or "").partition(":")
         if kind == "named":
-            return self.named_store(value)
-        if kind == "upload":
-            return self.upload_store(value)
-        raise InputError("open a results file first")
+            store = self.named_store(value)
+        elif kind == "upload":
+            store = self.upload_store(value)
+        else:
+            raise InputError("open a results file first")
+        if not judgments or judgments == RECORDED:
+            return store
+        if self.judgments is None or judgments not in self.judgment_choices():
+            raise InputError("choose one of the listed sources of human judgments")
+        kept = None if fresh else store.judged(judgments)
+        return kept or store.with_judgments(self.judgments.read(judgments), fresh=fresh)

@@ -14,6 +14,7 @@ distinct signature becomes a numbered *run*, the views group or filter by it, an
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import os
@@ -103,6 +104,46 @@ class ResultsStore:
     n_edits: int
     lock: threading.Lock = field(default_factory=threading.Lock)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per stage of opening
+    table: str = "edits"  # the per-edit table the views read (another one: the same edits, a study's judgments)
+    judgments: str = "recorded"  # whose human judgments: "recorded" (manifest / records) or a study's label
+    _judged: dict[str, ResultsStore] = field(default_factory=dict)  # views with a study's judgments, by label
+
+    MAX_JUDGED_VIEWS = 4  # each is a copy of the edits table: the oldest is dropped beyond this
+
+    def judged(self, label: str) -> ResultsStore | None:
+        """The view made by :meth:`with_judgments` for ``label``, if it is still kept."""
+        with self.lock:
+            return self._judged.get(label)
+
+    def with_judgments(self, found: Any, *, fresh: bool = False) -> ResultsStore:
+        """This store with the human judgments of a study (:class:`~augclip_demo.explore.judgments.
+        StudyJudgments`) in place of the recorded ones: a view sharing the connection, its own edits table
+        (made once per study question and kept for the next request; ``fresh``: made again, with the
+        judgments given now)."""
+        with self.lock:
+            if fresh and found.key in self._judged:
+                self.con.execute(f"DROP TABLE IF EXISTS {self._judged.pop(found.key).table}")
+            if found.key in self._judged:
+                return self._judged[found.key]
+            name = f"edits_judged_{abs(hash((found.key, len(self._judged), time.time_ns())))}"
+            self.con.execute(f"CREATE TEMP TABLE {name}_h (id VARCHAR, human JSON)")
+            if found.human:
+                self.con.executemany(f"INSERT INTO {name}_h VALUES (?, ?)",
+                                     [[item, json.dumps(human)] for item, human in found.human.items()])
+            _, item_columns, edit_columns = human_judgment_sql()
+            self.con.execute(f"""
+                CREATE TABLE {name} AS
+                WITH j AS (SELECT id AS judged_id, human AS judgment FROM {name}_h),
+                     h AS (SELECT judged_id, {item_columns} FROM j)
+                SELECT e.* REPLACE ({edit_columns}) FROM edits e LEFT JOIN h ON h.judged_id = e.id
+            """)
+            self.con.execute(f"DROP TABLE {name}_h")
+            while len(self._judged) >= self.MAX_JUDGED_VIEWS:
+                oldest = self._judged.pop(next(iter(self._judged)))
+                self.con.execute(f"DROP TABLE IF EXISTS {oldest.table}")
+            view = dataclasses.replace(self, table=name, judgments=found.label, _judged={})
+            self._judged[found.key] = view
+            return view
 
     # ------------------------------------------------------------------ queries
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -119,11 +160,12 @@ class ResultsStore:
         """The distinct values of a category column, for the filter menus."""
         if column not in CATEGORY_FIELDS:
             raise InputError(f"no filter field {column!r}; fields: {', '.join(CATEGORY_FIELDS)}")
-        rows = self.query(f"SELECT DISTINCT CAST({column} AS VARCHAR) v FROM edits WHERE v IS NOT NULL ORDER BY v")
+        rows = self.query(f"SELECT DISTINCT CAST({column} AS VARCHAR) v FROM {self.table} WHERE v IS NOT NULL "
+                          "ORDER BY v")
         return [row[0] for row in rows]
 
     def metric_range(self, key: str) -> tuple[float | None, float | None]:
-        rows = self.query(f"SELECT min({metric_column(key)}), max({metric_column(key)}) FROM edits")
+        rows = self.query(f"SELECT min({metric_column(key)}), max({metric_column(key)}) FROM {self.table}")
         return rows[0][0], rows[0][1]
 
     @property

@@ -33,8 +33,9 @@ from ..explore import (
 )
 from ..explore.agreement_matrix import PAGE_AGREEMENT_ITEMS
 from ..explore.items import EvaluateInputs
+from ..explore.judgments import StudyJudgments, judgments_from_export
 from ..explore.report_html import report_html
-from ..explore.shelf import Shelf
+from ..explore.shelf import RECORDED, Shelf
 from ..explore.store import metric_label
 from ..report import UNTRAINED_WARNING
 from .guard import scrub_paths_in, user_facing
@@ -58,6 +59,36 @@ Every view follows the **slice** (filters, then Apply; Save keeps it by name). U
 {settings.upload_max_zip_mb} MB; the server's own files are the ones its operator listed (`AUGCLIP_EXPLORE_FILES`).
 From a shell: `augclip-demo explore RESULTS.jsonl --manifest MANIFEST.jsonl`.
 """
+
+
+class StudyReader:
+    """The operator's study database (``AUGCLIP_STUDY_DB``) as a source of human judgments for Explore, read
+    through the study package's own functions (its list of studies, its export), one label per study question."""
+
+    def __init__(self, db: Path):
+        self.db = db
+
+    def _offered(self) -> dict[str, tuple[str, str]]:
+        from ..study.store import list_studies
+
+        if not Path(self.db).is_file():
+            return {}
+        return {f"study {study.name} ({question})": (study.name, question) for study in list_studies(self.db)
+                for question in study.questions}
+
+    def choices(self) -> list[str]:
+        return list(self._offered())
+
+    def read(self, label: str) -> StudyJudgments:
+        from ..study.exchange import export_lines
+        from ..study.store import load_study
+
+        offered = self._offered()
+        if label not in offered:
+            raise InputError("choose one of the listed sources of human judgments")
+        name, question = offered[label]
+        data = load_study(self.db, name)
+        return judgments_from_export(export_lines(data, question), data.study.kind, label)
 
 
 def _frame(headers: list[str], rows: list[list[Any]], empty: str) -> Any:
@@ -116,7 +147,7 @@ def build_explore_tab(settings: Settings, *, folders: WorkFolders | None = None,
     """Lay out the tab and wire it; call inside ``gr.Blocks`` / ``gr.Tabs``. The returned handoff connects the
     Inspect view's button to the Evaluate tab (:meth:`EvaluateHandoff.wire`)."""
     if shelf is None:
-        shelf = Shelf(settings.explore_files)
+        shelf = Shelf(settings.explore_files, judgments=StudyReader(settings.study_db_path))
         shelf.warm()  # the first listed file, opened while the server starts
     with gr.Tab("Explore", id="explore"):
         gr.Markdown(explore_help(settings))
@@ -133,6 +164,9 @@ def _layout(shelf: Shelf) -> dict[str, Any]:
         ui["upload"] = gr.File(label="or upload a results file (.jsonl / .parquet)", file_types=[".jsonl", ".parquet"],
                                height=110, elem_id="aug-explore-upload")
         ui["open"] = gr.Button("Open", variant="primary", elem_id="aug-explore-open")
+        ui["judgments"] = gr.Dropdown(shelf.judgment_choices(), value=RECORDED, label="Human judgments from",
+                                      info="the file's own, or a study's (Study tab) by item id",
+                                      elem_id="aug-explore-judgments")
     ui["info"] = gr.Markdown(elem_id="aug-explore-info")
     with gr.Accordion("Slice: filters that every view follows", open=True):
         with gr.Row():
@@ -324,9 +358,10 @@ def _slice_handlers(settings: Settings, shelf: Shelf) -> SimpleNamespace:
             key = "named:" + str(label)
         else:
             raise InputError("choose a listed results file or upload one")
-        store = shelf.store(key)  # a file that cannot be opened leaves the page as it was
+        store = shelf.store(key, (current or {}).get("judgments"))  # a file that cannot be opened leaves the page as it was
+        judgments = (current or {}).get("judgments")  # the session's choice stays with the next file
         current = _reset(current)
-        current["key"] = key
+        current["key"], current["judgments"] = key, judgments
         judges = [(metric_label(k), k) for k in store.metrics] + [("humans", HUMAN)]
         sorts = ([(metric_label(k), k) for k in store.metrics] + [(k, k) for k in ("id", "model", "dataset", "role")]
                  + [("disagreement of judges A and B (strongest first)", DISAGREEMENT_SORT)])
@@ -343,7 +378,7 @@ def _slice_handlers(settings: Settings, shelf: Shelf) -> SimpleNamespace:
         current = _state(current)
         *categories, metric, low, high, name = values
         active = _slice_from_controls(name, categories, metric, low, high)
-        shelf.store(current["key"]).query("SELECT 1")  # an open file is needed
+        shelf.store(current["key"], current.get("judgments")).query("SELECT 1")  # an open file is needed
         current["active"] = active.to_json()
         return current
 
@@ -358,6 +393,21 @@ def _slice_handlers(settings: Settings, shelf: Shelf) -> SimpleNamespace:
         return current, gr.update(choices=names, value=active.name), gr.update(choices=names)
 
     @user_facing
+    def pick_judgments(current, label):
+        """Another source of human judgments for this session (a study's made again: its newest judgments)."""
+        current = _state(current)
+        if label not in shelf.judgment_choices():
+            raise InputError("choose one of the listed sources of human judgments")
+        current["judgments"] = label
+        store = shelf.store(current["key"], label, fresh=True)
+        if store.judgments == RECORDED or label == RECORDED:
+            return current
+        judged = store.query(f"SELECT count(DISTINCT item) FROM {store.table} WHERE human_preferred IS NOT NULL OR "
+                             "has_scores")[0][0]
+        gr.Info(f"{label}: human judgments for {judged} item(s) of this file")
+        return current
+
+    @user_facing
     def pick_saved(current, name):
         current = _state(current)
         if name not in current["slices"]:
@@ -365,7 +415,8 @@ def _slice_handlers(settings: Settings, shelf: Shelf) -> SimpleNamespace:
         current["active"] = current["slices"][name]
         return [current, *_controls_of(_active(current))]
 
-    return SimpleNamespace(open=open_results_file, apply=apply, save=save, pick_saved=pick_saved)
+    return SimpleNamespace(open=open_results_file, apply=apply, save=save, pick_saved=pick_saved,
+                           pick_judgments=pick_judgments)
 
 
 def _view_handlers(shelf: Shelf, folders: WorkFolders | None) -> SimpleNamespace:
@@ -394,7 +445,7 @@ def _view_handlers(shelf: Shelf, folders: WorkFolders | None) -> SimpleNamespace
         """The quick views of the active slice and the compared one: leaderboards and the grids (SQL only)."""
         current = _state(current)
         current["compare"] = compare if compare in current["slices"] else None
-        store, active = shelf.store(current["key"]), _active(current)
+        store, active = shelf.store(current["key"], current.get("judgments")), _active(current)
         board, board_notes = board_frame(store, active)
         other = compared(current)
         board2 = (gr.update(value=board_frame(store, other)[0], visible=True, label=f"Compared slice: {other.name}")
@@ -408,7 +459,7 @@ def _view_handlers(shelf: Shelf, folders: WorkFolders | None) -> SimpleNamespace
         """Then the disagreements and the agreement tables of both slices (they walk the slices' items), and the
         grid again when it is sorted by disagreement."""
         current = _state(current)
-        store, active = shelf.store(current["key"]), _active(current)
+        store, active = shelf.store(current["key"], current.get("judgments")), _active(current)
         found, current["found"] = found_frame(store, active, a, b)
         pictures, rows = gr.skip(), gr.skip()
         if sort == DISAGREEMENT_SORT:
@@ -421,13 +472,13 @@ def _view_handlers(shelf: Shelf, folders: WorkFolders | None) -> SimpleNamespace
     @user_facing
     def regrid(current, sort, descending, page):
         current = _state(current)
-        _, *grid_updates = grids(current, shelf.store(current["key"]), sort, descending, page)
+        _, *grid_updates = grids(current, shelf.store(current["key"], current.get("judgments")), sort, descending, page)
         return current, *grid_updates
 
     @user_facing
     def refound(current, a, b):
         current = _state(current)
-        found, current["found"] = found_frame(shelf.store(current["key"]), _active(current), a, b)
+        found, current["found"] = found_frame(shelf.store(current["key"], current.get("judgments")), _active(current), a, b)
         return current, found
 
     def inspect_from(kind: str):
@@ -439,7 +490,7 @@ def _view_handlers(shelf: Shelf, folders: WorkFolders | None) -> SimpleNamespace
             if not isinstance(index, int) or not 0 <= index < len(items):
                 raise InputError("that row is no longer shown: refresh the view")
             current["inspected"] = items[index]
-            return (current, *inspect_views(shelf.store(current["key"]), items[index]),
+            return (current, *inspect_views(shelf.store(current["key"], current.get("judgments")), items[index]),
                     gr.Tabs(selected="explore-inspect"))
         return inspect
 
@@ -447,7 +498,7 @@ def _view_handlers(shelf: Shelf, folders: WorkFolders | None) -> SimpleNamespace
     def cell_items(current, evt: gr.SelectData):
         """A click in an agreement table: the disagreements behind that cell, in the Disagreements tab."""
         current = _state(current)
-        store = shelf.store(current["key"])
+        store = shelf.store(current["key"], current.get("judgments"))
         row, column = evt.index if isinstance(evt.index, (list, tuple)) else (evt.index, 0)
         if not 0 <= row < len(store.metrics):
             raise InputError("click a cell of a metric's row")
@@ -460,7 +511,7 @@ def _view_handlers(shelf: Shelf, folders: WorkFolders | None) -> SimpleNamespace
     @user_facing
     def make_report(current, a, b, request: gr.Request):
         current = _state(current)
-        store, active = shelf.store(current["key"]), _active(current)
+        store, active = shelf.store(current["key"], current.get("judgments")), _active(current)
         try:
             agreed = agreement(store, active, max_items=PAGE_AGREEMENT_ITEMS)
         except InputError as exc:
@@ -509,6 +560,7 @@ def _wire(ui: dict[str, Any], settings: Settings, shelf: Shelf, folders: WorkFol
     then_views(ui["save"].click(h.save, [state, *slice_controls], [state, ui["saved"], ui["compare"]], **private))
     then_views(ui["saved"].input(h.pick_saved, [state, ui["saved"]], [state, *slice_controls], **private))
     then_views(ui["compare"].input(lambda current: current, [state], [state], **private))
+    then_views(ui["judgments"].input(h.pick_judgments, [state, ui["judgments"]], [state], **private))
     for control in grid_inputs:
         control.input(h.regrid, [state, *grid_inputs], [state, *grid_outputs], **private)
     for control in (ui["judge_a"], ui["judge_b"]):
@@ -575,7 +627,7 @@ class EvaluateHandoff:
             current = _state(current)
             if current.get("inspected") is None:
                 raise InputError("inspect an item first (click it in Items or Disagreements)")
-            inputs = evaluate_inputs(item_record(shelf.store(current["key"]), current["inspected"]))
+            inputs = evaluate_inputs(item_record(shelf.store(current["key"], current.get("judgments")), current["inspected"]))
             folder = (folders or WorkFolders()).new(getattr(request, "session_hash", None))
             source = folder / f"source{inputs.source.suffix}"
             shutil.copyfile(inputs.source, source)
