@@ -98,9 +98,11 @@ def test_open_filter_sort_inspect_and_download_the_report(browser, explore_serve
 
     # the whole run beside the slice, in the leaderboard, the agreement tables and the grid
     pick(page, "#aug-explore-compare", "all")
+    page.get_by_role("tab", name="Leaderboard", exact=True).click()
     board2 = wait_for_table(page, "#aug-explore-board2", lambda rows: any(r[1] == "m-gt [untrained]" for r in rows))
     assert {"A [untrained]", "m-gt [untrained]"} <= {row[1] for row in board2}  # trip's models: only the whole run
     assert "m-gt [untrained]" not in {row[1] for row in table(page, "#aug-explore-board")}
+    page.screenshot(path=str(shots / "explore-2a-compared-leaderboard.png"), full_page=True)
     page.get_by_role("tab", name="Agreement", exact=True).click()
     matrix2 = wait_for_table(page, "#aug-explore-matrix2", lambda rows: [r[0] for r in rows] == ["AugCLIP", "L2"])
     matrix1 = table(page, "#aug-explore-matrix")
