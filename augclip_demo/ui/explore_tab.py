@@ -226,12 +226,12 @@ def _layout(shelf: Shelf) -> dict[str, Any]:
                 ui["page"] = gr.Number(1, label="Page", precision=0, minimum=1, elem_id="aug-explore-page")
             with gr.Row(equal_height=False):
                 with gr.Column():
-                    ui["grid"] = gr.Gallery(label="Edits (click one to inspect)", columns=6, height=360,
+                    ui["grid"] = gr.Gallery(label="Edits (click one to inspect)", columns=4, height=360,
                                             allow_preview=False, elem_id="aug-explore-grid")
                     ui["rows"] = gr.Dataframe(empty_table("Open a results file."), interactive=False,
                                               elem_id="aug-explore-rows")
                 with gr.Column(visible=False) as ui["grid2_column"]:
-                    ui["grid2"] = gr.Gallery(label="Compared slice (click one to inspect)", columns=3, height=360,
+                    ui["grid2"] = gr.Gallery(label="Compared slice (click one to inspect)", columns=4, height=360,
                                              allow_preview=False, elem_id="aug-explore-grid2")
                     ui["rows2"] = gr.Dataframe(empty_table("Pick a saved slice to compare."), interactive=False,
                                                elem_id="aug-explore-rows2")
