@@ -85,7 +85,7 @@ def test_space_preloads_the_models_the_page_runs_on_a_cpu_space():
     """preload_from_hub = CLIP and BPM's fast preset (what the page runs without a GPU), as the table says."""
     from augclip_demo.config import Settings
     from augclip_demo.inference.needs import models_needed, web_app_settings
-    from augclip_demo.inference.weights import pretrained_entry
+    from augclip_demo.inference.weights.table import pretrained_entry
 
     front = README.split("---", 2)[1]
     preloaded = dict(re.findall(r"^  - (\S+) (\S+)$", front, re.M))

@@ -45,7 +45,7 @@ def wanted_models(settings: Settings, clip: list[str] | None, bpm: bool, everyth
     """``(family, spec)`` pairs to fetch, in order, without duplicates (``bpm``: the configured preset's;
     the models of each feature come from :mod:`augclip_demo.inference.needs`)."""
     from ..inference.needs import bpm_region_models, models_needed
-    from ..inference.weights import PRETRAINED
+    from ..inference.weights.table import PRETRAINED
 
     wanted: list[tuple[str, str]] = [("clip", spec) for spec in (clip or [settings.clip_model])]
     needs = (bpm_region_models(settings) if bpm or everything else []) + \

@@ -64,6 +64,10 @@ class HatieFeatures:
         from ..inference.fid import get_fid_network
         from ..inference.lpips import get_lpips
 
+        if settings is None:  # omitted settings are the declared defaults (the models take explicit ones)
+            from ..config import Settings
+
+            settings = Settings()
         self.dino_network = get_dino(dino or getattr(settings, "hatie_dino", None) or DEFAULT_DINO, settings)
         self.lpips_network = get_lpips(lpips or getattr(settings, "hatie_lpips", None) or DEFAULT_LPIPS, settings)
         clip_spec = clip if clip is not None else (getattr(settings, "hatie_clip", None) or DEFAULT_CLIP)
@@ -113,7 +117,6 @@ class HatieFeatures:
 
 def _clip_encoder(spec: str, settings: Any) -> Any:
     """HATIE's own CLIP encoder (through the weights module like the run's), without the run's checkpoint."""
-    from ..config import Settings
     from ..inference.clip_encoder import get_encoder
 
-    return get_encoder(settings or Settings(), clip_model=spec, clip_checkpoint=None)
+    return get_encoder(settings, clip_model=spec, clip_checkpoint=None)

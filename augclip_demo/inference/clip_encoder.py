@@ -13,16 +13,16 @@ import numpy as np
 import torch
 from PIL import Image
 
-from ..config import Settings
+from ..config import DEFAULT_CLIP_MODEL, Settings, default_cache_dir
 from ..errors import InputError, WeightsUnavailableError
 from ..io import ImageInput, LoadedImage, open_image, prepared_pixels
-from . import weights
 from .cpu_matmul import cpu_matmul, resolve_cpu_matmul
-from .device import autocast, device_description, is_out_of_memory, resolve_amp_dtype, resolve_device
+from .device import autocast, device_description, is_out_of_memory
 from .lazy import LazyModel
 from .lru import LRUCache
-from .pool import POOL
 from .specs import ModelSpec, parse_model_spec, register_model_configs
+from .weights.guards import compare_state_dicts, create_open_clip, describe_load_error
+from .weights.resolve import ClipFiles, resolve_clip
 
 log = logging.getLogger(__name__)
 
@@ -61,10 +61,15 @@ class ClipEncoder(LazyModel):
     pixels) and by the exact text, so an image or text is encoded once however often it is scored.
     All public methods are thread-safe: model loading is guarded, forward passes are serialised
     (one model, one device), and the caches have their own locks. Weights come from
-    :func:`augclip_demo.inference.weights.resolve_clip`.
+    :func:`augclip_demo.inference.weights.resolve.resolve_clip`.
+
+    Everything comes from the arguments (the environment is read by the callers, into
+    :class:`~augclip_demo.config.Settings`): the spec (default ``ViT-B-16/openai``), the device,
+    the CPU matmul kernels (``"auto"``) and the cache folder (default: the platform's user cache).
     """
 
     family = "CLIP"
+    family_key = "clip"
 
     def __init__(
         self,
@@ -73,22 +78,19 @@ class ClipEncoder(LazyModel):
         checkpoint: str | Path | None = None,
         device: str | torch.device | None = "auto",
         precision: str = "auto",
-        cpu_matmul: str | None = None,
+        cpu_matmul: str = "auto",
         cache_dir: str | Path | None = None,
         image_cache_size: int = 2048,
         text_cache_size: int = 16384,
         image_batch_size: int | None = None,
         text_batch_size: int | None = None,
     ):
-        settings = Settings.from_env()
-        if isinstance(spec, ModelSpec):
-            self.spec = spec
-        else:
-            self.spec = parse_model_spec(spec or settings.clip_model, checkpoint)
+        self.spec: ModelSpec = spec if isinstance(spec, ModelSpec) else parse_model_spec(spec or DEFAULT_CLIP_MODEL,
+                                                                                          checkpoint)
         super().__init__(device=device, precision=precision)
         #: "onednn" or "blas": which kernels run the float32 matrix products (inference/cpu_matmul.py)
-        self.matmul = resolve_cpu_matmul(cpu_matmul or settings.cpu_matmul, self.device, self.amp_dtype)
-        self.cache_dir = Path(cache_dir) if cache_dir else settings.cache_dir
+        self.matmul = resolve_cpu_matmul(cpu_matmul or "auto", self.device, self.amp_dtype)
+        self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
         # Fixed forward-pass sizes (see _run_in_batches): every pass has exactly this many rows. On CPU an
         # image pass has one row: a ViT-B/16 image is already a 197 x 768 matrix product that keeps the
         # cores busy, and padding a 3-image app request to 8 rows spent 5/8 of its image encoding on
@@ -115,14 +117,6 @@ class ClipEncoder(LazyModel):
         )
 
     # ------------------------------------------------------------------ loading
-    @property
-    def untrained(self) -> bool:
-        return self.spec.untrained
-
-    @property
-    def label(self) -> str:
-        return self.spec.label
-
     @property
     def model(self) -> torch.nn.Module:
         self.load()
@@ -157,8 +151,8 @@ class ClipEncoder(LazyModel):
 
         register_model_configs()
         spec = self.spec
-        files = weights.resolve_clip(spec, self.cache_dir)
-        how = weights.clip_how_to_fix(spec)
+        how = self.how_to_fix()
+        files = resolve_clip(spec, self.cache_dir, how)
         local = str(files.checkpoint or files.folder)
         where = files.source + (f" ({local})" if local != files.source else "")
         kwargs: dict[str, Any] = {"device": "cpu", "force_quick_gelu": files.quick_gelu}
@@ -174,15 +168,15 @@ class ClipEncoder(LazyModel):
                     model, _, preprocess = open_clip.create_model_and_transforms(files.model_name, **kwargs)
             else:
                 pretrained = str(files.checkpoint) if files.checkpoint is not None else None
-                model, _, preprocess = weights.ensure_no_random_init(
-                    lambda: open_clip.create_model_and_transforms(files.model_name, pretrained=pretrained, **kwargs),
-                    model_label, where, how)
+                model, _, preprocess = create_open_clip(open_clip.create_model_and_transforms, files.model_name,
+                                                        model=model_label, where=where, how_to_fix=how,
+                                                        pretrained=pretrained, **kwargs)
             tok_kwargs = {"cache_dir": str(files.tokenizer_cache)} if files.tokenizer_cache else {}
             tokenizer = open_clip.get_tokenizer(files.tokenizer_name or files.model_name, **tok_kwargs)
         except WeightsUnavailableError:
             raise
         except Exception as exc:  # file-format and key-mismatch errors end here
-            reason = weights.describe_load_error(exc, files.checkpoint)
+            reason = describe_load_error(exc, files.checkpoint)
             if files.checkpoint is not None and not reason.startswith("the file "):
                 reason = self._architecture_mismatch(files, kwargs) or reason
             raise WeightsUnavailableError(model_label, f"{where}: {reason}", how) from exc
@@ -190,7 +184,7 @@ class ClipEncoder(LazyModel):
         self.weights_source = files.source
         return model
 
-    def _architecture_mismatch(self, files: weights.ClipFiles, kwargs: dict[str, Any]) -> str | None:
+    def _architecture_mismatch(self, files: ClipFiles, kwargs: dict[str, Any]) -> str | None:
         """"the file is for a different architecture: ..." when the file's tensors do not fit the model."""
         import open_clip
         from open_clip.factory import load_state_dict
@@ -202,7 +196,7 @@ class ClipEncoder(LazyModel):
             expected = model.state_dict()
         except Exception:  # noqa: BLE001 - the caller reports the original error instead
             return None
-        summary = weights.compare_state_dicts(expected, file_state)
+        summary = compare_state_dicts(expected, file_state)
         if summary.startswith("the tensors match"):
             return None
         return f"the file is for a different architecture than {files.model_name}: {summary}"
@@ -669,19 +663,11 @@ def _normalize(features: torch.Tensor) -> np.ndarray:
     return features.cpu().numpy().astype(np.float32)
 
 
-def get_encoder(settings: Settings | None = None, **overrides: Any) -> ClipEncoder:
-    """The process-wide encoder for these settings (one model load per backbone and device).
+def get_encoder(settings: Settings, **overrides: Any) -> ClipEncoder:
+    """The process-wide encoder for these settings (:func:`augclip_demo.inference.families.get_model`).
 
     ``overrides`` are :class:`Settings` fields (``clip_model``, ``device``, ``clip_checkpoint``...).
-    The encoder is keyed by the canonical spec, so every spelling of one model gives the same
-    object; its model lives in the bounded pool (:mod:`augclip_demo.inference.pool`), whose limits
-    are set from ``settings``.
     """
-    settings = (settings or Settings.from_env()).replace(**overrides)
-    spec = parse_model_spec(settings.clip_model, settings.clip_checkpoint)
-    device = resolve_device(settings.device)
-    POOL.configure_from(settings)
-    matmul = resolve_cpu_matmul(settings.cpu_matmul, device, resolve_amp_dtype(device, settings.precision))
-    key = ("clip", spec, str(device), settings.precision, matmul, str(settings.cache_dir))
-    return POOL.lookup(key, lambda: ClipEncoder(spec, device=device, precision=settings.precision,
-                                                cpu_matmul=matmul, cache_dir=settings.cache_dir))
+    from .families import get_model
+
+    return get_model("clip", settings.replace(**overrides) if overrides else settings)

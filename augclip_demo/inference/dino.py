@@ -6,7 +6,7 @@ its benchmark used, see docs/metrics.md, and :class:`augclip_demo.pipeline.Featu
 * ``facebook/dino-vits16`` (MagicBrush's DINO similarity), ``facebook/dino-vitb8`` (PIE-Bench's
   structure distance), ``facebook/dinov2-base`` (HATIE): hub repositories in transformers' layout
   (``config.json`` + ``model.safetensors`` or ``pytorch_model.bin``), fetched through
-  :mod:`augclip_demo.inference.weights` into ``AUGCLIP_CACHE_DIR/huggingface``;
+  :mod:`augclip_demo.inference.weights.resolve` into ``AUGCLIP_CACHE_DIR/huggingface``;
 * a local folder saved with ``save_pretrained`` (a copy of such a repository);
 * ``random:dino-vits16`` / ``random:dino-vitb8`` / ``random:dinov2-base``: the real architectures
   with seeded random weights (speed checks); ``random:tiny`` (a 2-layer ViT, width 32, patch 16)
@@ -40,14 +40,14 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from ..config import Settings
+from ..config import Settings, default_cache_dir
 from ..errors import ConfigError, InputError, WeightsUnavailableError
 from ..io import ImageInput, open_image
-from . import weights
-from .device import resolve_device
+from .families import FAMILIES, get_model, is_path_spec
 from .lazy import LazyModel
-from .pool import POOL
-from .specs import check_spec_text, shown_spec
+from .weights.guards import describe_load_error
+from .weights.resolve import resolve_transformers_folder
+from .weights.table import DINO_WEIGHT_ALTERNATIVES
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,8 @@ def _dinov2_config(hidden: int, layers: int, heads: int, patch: int = 14, image:
                         patch_size=patch, image_size=image, layerscale_value=1.0, layer_norm_eps=1e-6)
 
 
-#: ``random:NAME`` -> the configuration it builds (the real architectures, or small ones for tests).
+#: ``random:NAME`` -> the configuration it builds (the real architectures, or small ones for tests;
+#: the family table's random kinds name the same ones).
 RANDOM_ARCHITECTURES: dict[str, Any] = {
     "dino-vits16": lambda: _vit_config(384, 12, 6, 16),
     "dino-vitb8": lambda: _vit_config(768, 12, 12, 8),
@@ -87,17 +88,6 @@ RANDOM_ARCHITECTURES: dict[str, Any] = {
     "tiny": lambda: _vit_config(32, 2, 2, 16),
     "tiny-v2": lambda: _dinov2_config(32, 2, 2, 14, 56),
 }
-
-
-def canonical_dino_spec(spec: str) -> str:
-    raw = check_spec_text(spec or "", "DINO model spec")
-    if raw.lower().startswith("random:"):
-        name = raw.split(":", 1)[1].strip().lower()
-        if name not in RANDOM_ARCHITECTURES:
-            raise ConfigError(f"unknown random DINO architecture {shown_spec(raw)}; use random:"
-                              + " / random:".join(RANDOM_ARCHITECTURES))
-        return f"random:{name}"
-    return raw
 
 
 def build_dino_model(config: Any) -> torch.nn.Module:
@@ -129,38 +119,23 @@ class DinoFeatures(LazyModel):
     """One DINO / DINOv2 network: image vectors (:meth:`embed`) and attention keys (:meth:`keys`)."""
 
     family = "DINO"
+    family_key = "dino"
 
     def __init__(self, model: str = MAGICBRUSH_DINO, *, device: str | torch.device | None = "auto",
                  cache_dir: str | Path | None = None, precision: str = "fp32"):
-        self.spec = canonical_dino_spec(model)
+        self.spec = FAMILIES["dino"].canonical(model)
         self.random = self.spec.startswith("random:")
-        candidate = Path(self.spec).expanduser()
-        is_path = self.spec.startswith(("/", ".", "~")) or candidate.is_dir()
-        self.local_folder = candidate if (not self.random and is_path) else None
-        if not self.random and self.local_folder is None and self.spec.count("/") != 1:
-            raise ConfigError(f"DINO model {shown_spec(self.spec)} is neither a hub id (ORG/NAME, e.g. "
-                              f"{MAGICBRUSH_DINO}), a local folder, nor random:NAME")
+        self.local_folder = Path(self.spec).expanduser() if is_path_spec(self.spec) else None
         super().__init__(device=device, precision=precision)
-        self.cache_dir = Path(cache_dir) if cache_dir else Settings.from_env().cache_dir
+        self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
 
     # ------------------------------------------------------------------ loading
-    @property
-    def untrained(self) -> bool:
-        return self.random
-
-    @property
-    def label(self) -> str:
-        return f"DINO {self.spec}" + (" (random weights, untrained)" if self.untrained else "")
-
-    def how_to_fix(self) -> str:
-        return weights.dino_how_to_fix(self.spec)
-
     def resolve(self, *, progress: bool = False) -> Path | None:
         """The local folder of the weights (downloaded when missing); ``None`` for random weights."""
         if self.random:
             return None
-        return weights.resolve_transformers_folder(f"DINO {self.spec}", self.spec, self.local_folder, self.cache_dir,
-                                                   self.how_to_fix(), progress=progress)
+        return resolve_transformers_folder(f"DINO {self.spec}", self.spec, self.local_folder, self.cache_dir,
+                                           self.how_to_fix(), progress=progress)
 
     def _build(self) -> Any:
         if self.random:
@@ -183,9 +158,9 @@ class DinoFeatures(LazyModel):
         except ConfigError:
             raise
         except Exception as exc:  # unreadable file, wrong architecture
-            path = next((folder / n for n in weights.DINO_WEIGHT_ALTERNATIVES if (folder / n).is_file()), None)
+            path = next((folder / n for n in DINO_WEIGHT_ALTERNATIVES if (folder / n).is_file()), None)
             raise WeightsUnavailableError(f"DINO {self.spec}", f"the folder {folder}: "
-                                          f"{weights.describe_load_error(exc, path)}", self.how_to_fix()) from exc
+                                          f"{describe_load_error(exc, path)}", self.how_to_fix()) from exc
         missing = [k for k in info.get("missing_keys", []) if "pooler" not in k]
         if missing:  # transformers would initialise them at random: never a silent fallback
             raise WeightsUnavailableError(f"DINO {self.spec}", f"the folder {folder}: {len(missing)} tensor(s) "
@@ -289,11 +264,6 @@ class DinoFeatures(LazyModel):
         return [keys[0].float().cpu().numpy() for keys in captured]
 
 
-def get_dino(model: str = MAGICBRUSH_DINO, settings: Settings | None = None) -> DinoFeatures:
-    """The process-wide :class:`DinoFeatures` for ``model`` (one load per model, device and cache)."""
-    settings = settings or Settings.from_env()
-    device = resolve_device(settings.device)
-    spec = canonical_dino_spec(model)
-    POOL.configure_from(settings)
-    key = ("dino", spec, str(device), str(settings.cache_dir))
-    return POOL.lookup(key, lambda: DinoFeatures(spec, device=device, cache_dir=settings.cache_dir))
+def get_dino(model: str, settings: Settings) -> DinoFeatures:
+    """The process-wide :class:`DinoFeatures` for ``model`` (:func:`augclip_demo.inference.families.get_model`)."""
+    return get_model("dino", settings, model)

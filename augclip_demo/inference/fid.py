@@ -23,14 +23,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..config import Settings
+from ..config import Settings, default_cache_dir
 from ..errors import ConfigError, InputError, WeightsUnavailableError
 from ..io import ImageInput, open_image
-from . import weights
-from .device import resolve_device
+from .families import FAMILIES, get_model
 from .lazy import LazyModel
-from .pool import POOL
-from .specs import check_spec_text, shown_spec
+from .weights.guards import describe_load_error
+from .weights.resolve import mirrored_url, resolve_url_weights
+from .weights.table import FID_INCEPTION_URL
 
 NETWORK = "inception-v3-compat"
 FEATURES = "2048"  # the pool features FID uses
@@ -38,14 +38,8 @@ RANDOM_INIT_SEED = 0
 
 
 def parse_fid_spec(spec: str) -> bool:
-    """Whether ``spec`` asks for random weights (``random:inception-v3-compat``)."""
-    raw = check_spec_text(spec or "", "FID network").lower()
-    random = raw.startswith("random:")
-    name = raw.split(":", 1)[1].strip() if random else raw
-    if name != NETWORK:
-        raise ConfigError(f"unknown FID network {shown_spec(raw)}; use {NETWORK} (random:{NETWORK} for untrained "
-                          "weights)")
-    return random
+    """Whether ``spec`` asks for random weights (``random:inception-v3-compat``); the family table's grammar."""
+    return FAMILIES["fid"].canonical(spec).startswith("random:")
 
 
 def build_inception(path: Path | None) -> torch.nn.Module:
@@ -85,39 +79,32 @@ class FidInception(LazyModel):
     """The FID Inception network; :meth:`features` per image, :func:`frechet_distance` per pair of sets."""
 
     family = "FID Inception"
+    family_key = "fid"
 
     def __init__(self, model: str = NETWORK, *, checkpoint: str | Path | None = None,
                  device: str | torch.device | None = "auto", cache_dir: str | Path | None = None,
                  mirror: str | None = None):
-        settings = Settings.from_env()
         self.random = parse_fid_spec(model)
         self.spec = f"random:{NETWORK}" if self.random else NETWORK
         self.checkpoint = Path(checkpoint).expanduser() if checkpoint else None
         if self.random and self.checkpoint is not None:
             raise ConfigError(f"{self.spec} asks for random weights but a weight file was also given; drop one")
-        self.mirror = mirror if mirror is not None else settings.file_mirror
+        self.mirror = mirror
         super().__init__(device=device, precision="fp32")
-        self.cache_dir = Path(cache_dir) if cache_dir else settings.cache_dir
+        self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
 
     @property
-    def untrained(self) -> bool:
-        return self.random
-
-    @property
-    def label(self) -> str:
-        return f"FID {self.spec}" + (" (random weights, untrained)" if self.random else "")
+    def label_detail(self) -> str:
+        return ""  # the label names the network; info() has the file
 
     @property
     def url(self) -> str:
-        return weights.mirrored_url(weights.FID_INCEPTION_URL, self.mirror)
-
-    def how_to_fix(self) -> str:
-        return weights.url_weights_how_to_fix("the FID Inception", self.url, "the FID weights option")
+        return mirrored_url(FID_INCEPTION_URL, self.mirror)
 
     def resolve(self, *, progress: bool = False) -> Path | None:
         if self.random:
             return None
-        return weights.resolve_url_weights("FID Inception-v3", self.url, self.checkpoint, self.cache_dir,
+        return resolve_url_weights("FID Inception-v3", self.url, self.checkpoint, self.cache_dir,
                                            "torch-fidelity", self.how_to_fix(), progress=progress)
 
     def _build(self) -> Any:
@@ -128,7 +115,7 @@ class FidInception(LazyModel):
             if path is None:
                 raise
             raise WeightsUnavailableError("FID Inception-v3", f"the file {path}: "
-                                          f"{weights.describe_load_error(exc, path)}",
+                                          f"{describe_load_error(exc, path)}",
                                           "It must be torch-fidelity's converted Inception state dict. "
                                           + self.how_to_fix()) from exc
 
@@ -160,13 +147,6 @@ def frechet_distance(network: FidInception, real: Sequence[ImageInput], generate
         return float(metric.compute())
 
 
-def get_fid_network(model: str = NETWORK, settings: Settings | None = None,
-                    checkpoint: str | Path | None = None) -> FidInception:
-    """The process-wide :class:`FidInception` (one load per weights, device and cache)."""
-    settings = settings or Settings.from_env()
-    device = resolve_device(settings.device)
-    spec = f"random:{NETWORK}" if parse_fid_spec(model) else NETWORK
-    POOL.configure_from(settings)
-    key = ("fid", spec, str(checkpoint), str(settings.file_mirror), str(device), str(settings.cache_dir))
-    return POOL.lookup(key, lambda: FidInception(spec, checkpoint=checkpoint, device=device,
-                                                 cache_dir=settings.cache_dir, mirror=settings.file_mirror))
+def get_fid_network(model: str, settings: Settings, checkpoint: str | Path | None = None) -> FidInception:
+    """The process-wide :class:`FidInception` (:func:`augclip_demo.inference.families.get_model`)."""
+    return get_model("fid", settings, model, checkpoint=checkpoint)

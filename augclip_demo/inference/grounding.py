@@ -31,20 +31,19 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..config import Settings
+from ..config import DEFAULT_GDINO_MODEL, Settings
 from ..errors import ConfigError, InputError
 from ..io import ImageInput, LoadedImage, open_image
-from . import weights
-from .device import device_description, resolve_device
+from .device import device_description
+from .families import FAMILIES, get_model
 from .hub_folder import RANDOM_INIT_SEED, HubFolderModel, save_random_folder
-from .pool import POOL
-from .specs import canonical_gdino_spec
+from .weights.table import GDINO_FILES
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BOX_THRESHOLD = 0.3
-RANDOM_SPECS = ("random:tiny", "random:swint")
-KNOWN_HUB_MODELS = ("IDEA-Research/grounding-dino-tiny", "IDEA-Research/grounding-dino-base")
+RANDOM_SPECS = tuple(f"random:{kind}" for kind in FAMILIES["gdino"].random_kinds)
+KNOWN_HUB_MODELS = (DEFAULT_GDINO_MODEL, "IDEA-Research/grounding-dino-base")
 # GroundingDINO splits its text at these BERT ids ([CLS], [SEP], ".", "?"), so a vocabulary for
 # random models puts those tokens at the same places (transformers' SPECIAL_TOKENS).
 _BERT_SPECIAL_IDS = {"[PAD]": 0, "[UNK]": 100, "[CLS]": 101, "[SEP]": 102, "[MASK]": 103, ".": 1012, "?": 1029}
@@ -165,6 +164,8 @@ class GroundingDetector(HubFolderModel):
     """Open-vocabulary detection of short phrases; lazy, thread-safe, one model per instance."""
 
     family = "GroundingDINO"
+    family_key = "gdino"
+    files = GDINO_FILES
     #: The BPMOptions field holding this detector's threshold.
     threshold_option = "box_threshold"
     default_threshold = DEFAULT_BOX_THRESHOLD
@@ -172,30 +173,13 @@ class GroundingDetector(HubFolderModel):
     def __init__(self, model: str | Path | None = None, *, device: str | torch.device | None = "auto",
                  cache_dir: str | Path | None = None, batch_size: int = 4, precision: str = "fp32",
                  input_size: tuple[int, int] | None = None):
-        settings = Settings.from_env()
-        self.spec = canonical_gdino_spec(str(model or settings.gdino_model))
+        super().__init__(model, device=device, precision=precision, cache_dir=cache_dir)
         # (shortest, longest) edge the processor resizes to; None: the checkpoint's own (800, 1333)
         self.input_size = (int(input_size[0]), int(input_size[1])) if input_size else None
-        if not self.spec:
-            raise ConfigError("the GroundingDINO model is empty; set AUGCLIP_GDINO_MODEL or --gdino-model")
-        if self.spec.startswith("random:") and self.spec not in RANDOM_SPECS:
-            raise ConfigError(f"unknown GroundingDINO spec {self.spec!r}; random specs: {', '.join(RANDOM_SPECS)}")
-        super().__init__(device=device, precision=precision)
-        self.cache_dir = Path(cache_dir) if cache_dir else settings.cache_dir
         self.batch_size = max(1, int(batch_size))
         self._processor: Any = None
 
     # ------------------------------------------------------------------ loading
-    @property
-    def label(self) -> str:
-        return self.spec + (" (random weights, untrained)" if self.untrained else "")
-
-    def how_to_fix(self) -> str:
-        return weights.gdino_how_to_fix(self.spec)
-
-    def _resolve_folder(self, folder: Path | None) -> Path:
-        return weights.resolve_gdino(self.spec, folder, self.cache_dir)
-
     def load(self) -> GroundingDetector:
         super().load()
         return self
@@ -302,14 +286,8 @@ def _phrase_token_spans(ids: list[int], mask: list[bool], period: int, special: 
     return spans[:count]
 
 
-def get_detector(settings: Settings | None = None, *, input_size: tuple[int, int] | None = None,
+def get_detector(settings: Settings, *, input_size: tuple[int, int] | None = None,
                  **overrides: Any) -> GroundingDetector:
-    """The process-wide detector for these settings (one model load per model, device and input size),
-    keyed by the canonical spec; its model lives in the bounded pool (:mod:`augclip_demo.inference.pool`)."""
-    settings = (settings or Settings.from_env()).replace(**overrides)
-    device = resolve_device(settings.device)
-    spec = canonical_gdino_spec(settings.gdino_model)
-    POOL.configure_from(settings)
-    key = ("gdino", spec, str(device), str(settings.cache_dir)) + ((tuple(input_size),) if input_size else ())
-    return POOL.lookup(key, lambda: GroundingDetector(spec, device=device, cache_dir=settings.cache_dir,
-                                                      input_size=input_size))
+    """The process-wide detector for these settings and input size (:func:`augclip_demo.inference.families.get_model`)."""
+    extra = {"input_size": tuple(input_size)} if input_size else {}
+    return get_model("gdino", settings.replace(**overrides) if overrides else settings, **extra)

@@ -13,12 +13,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..config import default_cache_dir
 from ..errors import WeightsUnavailableError
-from . import weights
+from .families import FAMILIES, RANDOM_MARKER, is_path_spec
 from .lazy import LazyModel
+from .weights.fetch import require_hub_available
+from .weights.guards import describe_load_error, quiet_transformers
+from .weights.resolve import resolve_transformers_folder
+from .weights.table import GDINO_WEIGHT_ALTERNATIVES
 
-#: Written into folders saved from random models: loading such a folder says the weights are untrained.
-RANDOM_MARKER = "augclip_random_weights.json"
+__all__ = ["RANDOM_INIT_SEED", "RANDOM_MARKER", "HubFolderModel", "save_random_folder"]
 #: Seed of every ``random:`` region model, so two processes build identical random weights.
 RANDOM_INIT_SEED = 0
 
@@ -35,42 +39,35 @@ def save_random_folder(folder: Path, model: Any, processor: Any, kind: str) -> P
 class HubFolderModel(LazyModel):
     """A lazy model whose ``spec`` names a Hub repository, a local folder or ``random:KIND``.
 
-    Subclasses set ``spec`` and ``cache_dir`` and implement :meth:`_resolve_folder` (the weights
-    module's resolver for their family) and :meth:`how_to_fix`.
+    The spec is read by the family's grammar (:data:`augclip_demo.inference.families.FAMILIES`);
+    subclasses set :attr:`files` (the folder layout their resolver checks).
     """
 
     spec: str
     cache_dir: Path
+    #: The files of a folder of this family: ``(alternatives, required)`` pairs (weights.table).
+    files: tuple[tuple[tuple[str, ...], bool], ...]
 
-    def _resolve_folder(self, folder: Path | None) -> Path:
+    def __init__(self, model: str | Path | None, *, device: Any = "auto", precision: str = "fp32",
+                 cache_dir: str | Path | None = None):
+        row = FAMILIES[self.family_key]
+        self.spec = row.canonical(str(model) if model else row.default)
+        super().__init__(device=device, precision=precision)
+        self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+
+    def _resolve_folder(self, folder: Path | None, *, progress: bool = False) -> Path:
         """The local folder holding the weights (``folder``, or the Hub snapshot); raises if unavailable."""
-        raise NotImplementedError
-
-    def how_to_fix(self) -> str:
-        raise NotImplementedError
+        return resolve_transformers_folder(f"{self.family} {self.spec}", self.spec, folder, self.cache_dir,
+                                           self.how_to_fix(), files=self.files, progress=progress)
 
     @property
     def local_folder(self) -> Path | None:
         """The spec as a folder on this machine (absolute, ``./``, ``~`` or existing), else None (a Hub id)."""
-        if self.spec.startswith("random:"):
-            return None
-        path = Path(self.spec).expanduser()
-        return path if path.is_absolute() or self.spec.startswith((".", "~")) or path.exists() else None
+        return Path(self.spec).expanduser() if is_path_spec(self.spec) else None
 
     @property
     def hub_cache(self) -> Path:
         return self.cache_dir / "huggingface"
-
-    @property
-    def untrained(self) -> bool:
-        if self.spec.startswith("random:"):
-            return True
-        folder = self.local_folder
-        return folder is not None and (folder / RANDOM_MARKER).is_file()
-
-    @property
-    def label(self) -> str:
-        return f"{self.family} {self.spec}" + (" (random weights, untrained)" if self.untrained else "")
 
     def preflight(self) -> None:
         """Raise :class:`WeightsUnavailableError` now if the weights can be neither found nor downloaded."""
@@ -79,8 +76,8 @@ class HubFolderModel(LazyModel):
         if (folder := self.local_folder) is not None:
             self._resolve_folder(folder)
             return
-        weights.require_hub_available(f"{self.family} {self.spec}", self.spec, weights.GDINO_WEIGHT_ALTERNATIVES,
-                                      self.hub_cache, self.how_to_fix())
+        require_hub_available(f"{self.family} {self.spec}", self.spec, GDINO_WEIGHT_ALTERNATIVES, self.hub_cache,
+                              self.how_to_fix())
 
     def _load_pretrained(self, folder: Path, model_class: Any, processor_class: Any,
                          prepare: Callable[[Any], dict[str, Any]] | None = None) -> tuple[Any, Any]:
@@ -91,7 +88,7 @@ class HubFolderModel(LazyModel):
         transformers would initialise it randomly and carry on, a wrong model that looks right) is a
         :class:`WeightsUnavailableError` naming the folder and the fix.
         """
-        weights.quiet_transformers()
+        quiet_transformers()
         try:
             processor = processor_class.from_pretrained(str(folder))
             extra = prepare(processor) if prepare is not None else {}
@@ -101,7 +98,7 @@ class HubFolderModel(LazyModel):
                 raise RuntimeError("Error(s) in loading state_dict: Missing key(s) in state_dict: "
                                    + ", ".join(f'"{k if isinstance(k, str) else k[0]}"' for k in missing) + ".")
         except Exception as exc:  # the files are all local by now: format and architecture errors end here
-            weight_file = next((folder / n for n in weights.GDINO_WEIGHT_ALTERNATIVES if (folder / n).is_file()), None)
+            weight_file = next((folder / n for n in GDINO_WEIGHT_ALTERNATIVES if (folder / n).is_file()), None)
             raise WeightsUnavailableError(f"{self.family} {self.spec}", f"the folder {folder}: "
-                                          + weights.describe_load_error(exc, weight_file), self.how_to_fix()) from exc
+                                          + describe_load_error(exc, weight_file), self.how_to_fix()) from exc
         return model, processor

@@ -46,6 +46,10 @@ class LazyModel:
 
     #: Family name used in log lines ("CLIP", "GroundingDINO", "SAM").
     family: str = "model"
+    #: The family's key in :data:`augclip_demo.inference.families.FAMILIES` (its label, untrained, how-to-fix).
+    family_key: str = ""
+    #: The canonical spec (CLIP: a :class:`~augclip_demo.inference.specs.ModelSpec`).
+    spec: Any
 
     def __init__(self, *, device: str | torch.device | None = "auto", precision: str = "fp32"):
         self.device = resolve_device(device)
@@ -64,13 +68,42 @@ class LazyModel:
     def _release(self) -> None:
         """Drop the helper objects :meth:`_build` set (called by :meth:`unload`)."""
 
+    # ------------------------------------------------------------------ from the family table
     @property
-    def label(self) -> str:
-        raise NotImplementedError
+    def spec_text(self) -> str:
+        """The canonical spec as text."""
+        return str(getattr(self.spec, "raw", self.spec))
+
+    @property
+    def label_text(self) -> str:
+        """What the label names (the spec; SAM: its architecture)."""
+        return self.spec_text
+
+    @property
+    def label_detail(self) -> str:
+        """Added to the label in brackets (a checkpoint file given apart from the spec)."""
+        checkpoint = getattr(self.spec, "checkpoint", None) or getattr(self, "checkpoint", None)
+        return f"weights: {checkpoint}" if checkpoint else ""
 
     @property
     def untrained(self) -> bool:
-        raise NotImplementedError
+        """True when the weights are random: what is computed with them is not meaningful."""
+        from .families import FAMILIES
+
+        return FAMILIES[self.family_key].untrained(self.spec_text)
+
+    @property
+    def label(self) -> str:
+        """The model's name in reports and the UI (says "untrained" when it is)."""
+        from .families import FAMILIES
+
+        return FAMILIES[self.family_key].label(self.label_text, self.untrained, self.label_detail)
+
+    def how_to_fix(self) -> str:
+        """What to do when the weights cannot be had (the family's text for this spec)."""
+        from .families import FAMILIES
+
+        return FAMILIES[self.family_key].how_to_fix(self.spec, getattr(self, "url", None))
 
     # ------------------------------------------------------------------ shared behaviour
     @property

@@ -5,7 +5,7 @@ torchmetrics' LPIPS network (``_NoTrainLpips``, the network behind
 inside the torchmetrics wheel (LPIPS v0.1), and an ImageNet backbone that torchvision would
 download on construction. Here the network is built with a random backbone (no download) and the
 backbone's tensors are then loaded from torchvision's published file, resolved like every other
-weight (:func:`augclip_demo.inference.weights.resolve_url_weights`: the cache, torch's hub cache, a
+weight (:func:`augclip_demo.inference.weights.resolve.resolve_url_weights`: the cache, torch's hub cache, a
 download from the official URL or ``AUGCLIP_FILE_MIRROR``, or a local file). The distance itself is
 torchmetrics' own (``_lpips_update``), so values equal ``LearnedPerceptualImagePatchSimilarity``'s.
 
@@ -23,13 +23,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..config import Settings
+from ..config import Settings, default_cache_dir
 from ..errors import ConfigError, InputError, WeightsUnavailableError
-from . import weights
-from .device import resolve_device
+from .families import FAMILIES, get_model
 from .lazy import LazyModel
-from .pool import POOL
-from .specs import check_spec_text, shown_spec
+from .weights.guards import describe_load_error
+from .weights.resolve import mirrored_url, resolve_url_weights
+from .weights.table import TORCHVISION_BACKBONE_URLS
 
 NETS = {"alex": "alexnet", "squeeze": "squeezenet1_1", "vgg": "vgg16"}
 RANDOM_INIT_SEED = 0
@@ -37,13 +37,9 @@ _SLICE = re.compile(r"^(?:slice\d+|slices\.\d+)\.(\d+)\.(.+)$")
 
 
 def parse_lpips_spec(spec: str) -> tuple[str, bool]:
-    raw = check_spec_text(spec or "", "LPIPS network").lower()
-    random = raw.startswith("random:")
-    net = raw.split(":", 1)[1].strip() if random else raw
-    if net not in NETS:
-        raise ConfigError(f"unknown LPIPS network {shown_spec(raw)}; use alex, squeeze or vgg (random:NET for "
-                          "untrained weights)")
-    return net, random
+    """``(network, random)`` of an LPIPS spec (``alex``, ``random:vgg``...); the family table's grammar."""
+    canonical = FAMILIES["lpips"].canonical(spec)
+    return canonical.split(":", 1)[-1], canonical.startswith("random:")
 
 
 def backbone_state(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -68,40 +64,32 @@ class LpipsNetwork(LazyModel):
     """torchmetrics' LPIPS network with the backbone from our weights module; :meth:`distance` per pair."""
 
     family = "LPIPS"
+    family_key = "lpips"
 
     def __init__(self, net: str = "alex", *, checkpoint: str | Path | None = None,
                  device: str | torch.device | None = "auto", cache_dir: str | Path | None = None,
                  mirror: str | None = None):
-        settings = Settings.from_env()
         self.net, self.random = parse_lpips_spec(net)
         self.spec = f"random:{self.net}" if self.random else self.net
         self.checkpoint = Path(checkpoint).expanduser() if checkpoint else None
         if self.random and self.checkpoint is not None:
             raise ConfigError(f"{self.spec} asks for random weights but a backbone file was also given; drop one")
-        self.mirror = mirror if mirror is not None else settings.file_mirror
+        self.mirror = mirror
         super().__init__(device=device, precision="fp32")
-        self.cache_dir = Path(cache_dir) if cache_dir else settings.cache_dir
+        self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
 
     @property
-    def untrained(self) -> bool:
-        return self.random
-
-    @property
-    def label(self) -> str:
-        return f"LPIPS {self.spec}" + (" (random weights, untrained)" if self.random else "")
+    def label_detail(self) -> str:
+        return ""  # the label names the network; info() has the file
 
     @property
     def url(self) -> str:
-        return weights.mirrored_url(weights.TORCHVISION_BACKBONE_URLS[self.net], self.mirror)
-
-    def how_to_fix(self) -> str:
-        return weights.url_weights_how_to_fix(f"LPIPS {self.net}", self.url, "the LPIPS backbone option",
-                                              "--hatie" if self.net == "alex" else "--all")  # alex: HATIE's
+        return mirrored_url(TORCHVISION_BACKBONE_URLS[self.net], self.mirror)
 
     def resolve(self, *, progress: bool = False) -> Path | None:
         if self.random:
             return None
-        return weights.resolve_url_weights(f"LPIPS {self.net} backbone", self.url, self.checkpoint, self.cache_dir,
+        return resolve_url_weights(f"LPIPS {self.net} backbone", self.url, self.checkpoint, self.cache_dir,
                                            "torchvision", self.how_to_fix(), check_name_hash=not self.mirror,
                                            progress=progress)
 
@@ -121,7 +109,7 @@ class LpipsNetwork(LazyModel):
             model.load_state_dict(backbone_state(model, state), strict=False)
         except Exception as exc:
             raise WeightsUnavailableError(f"LPIPS {self.net} backbone", f"the file {path}: "
-                                          f"{weights.describe_load_error(exc, path)}",
+                                          f"{describe_load_error(exc, path)}",
                                           f"It must be torchvision's {NETS[self.net]} ImageNet state dict. "
                                           + self.how_to_fix()) from exc
         return model
@@ -147,13 +135,6 @@ class LpipsNetwork(LazyModel):
         return np.asarray(out, dtype=np.float64)
 
 
-def get_lpips(net: str = "alex", settings: Settings | None = None, checkpoint: str | Path | None = None) -> LpipsNetwork:
-    """The process-wide :class:`LpipsNetwork` for ``net`` (one load per network, file, device and cache)."""
-    settings = settings or Settings.from_env()
-    device = resolve_device(settings.device)
-    name, random = parse_lpips_spec(net)
-    spec = f"random:{name}" if random else name
-    POOL.configure_from(settings)
-    key = ("lpips", spec, str(checkpoint), str(settings.file_mirror), str(device), str(settings.cache_dir))
-    return POOL.lookup(key, lambda: LpipsNetwork(spec, checkpoint=checkpoint, device=device,
-                                                 cache_dir=settings.cache_dir, mirror=settings.file_mirror))
+def get_lpips(net: str, settings: Settings, checkpoint: str | Path | None = None) -> LpipsNetwork:
+    """The process-wide :class:`LpipsNetwork` for ``net`` (:func:`augclip_demo.inference.families.get_model`)."""
+    return get_model("lpips", settings, net, checkpoint=checkpoint)

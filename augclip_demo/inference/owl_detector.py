@@ -37,15 +37,14 @@ import torch
 from ..config import DEFAULT_FAST_DETECTOR_MODEL, DEFAULT_OWL_BOX_THRESHOLD, Settings
 from ..errors import ConfigError, InputError
 from ..io import ImageInput, LoadedImage, open_image
-from . import weights
-from .device import device_description, resolve_device
+from .device import device_description
+from .families import get_model
 from .grounding import Detection, clean_detection_phrase
 from .hub_folder import RANDOM_INIT_SEED, HubFolderModel, save_random_folder
 from .lru import LRUCache
-from .pool import POOL
+from .weights.table import OWL_FILES
 
 __all__ = ["DEFAULT_FAST_DETECTOR_MODEL", "DEFAULT_OWL_BOX_THRESHOLD", "OwlDetector", "get_owl_detector"]
-RANDOM_SPECS = ("random:owlvit-b32", "random:test")
 
 
 def _byte_symbols() -> list[str]:
@@ -113,17 +112,6 @@ def save_random_owlvit(folder: Path, kind: str = "test") -> Path:
     return save_random_folder(folder, model, processor, kind)
 
 
-def canonical_owl_spec(spec: str | None) -> str:
-    raw = " ".join(str(spec or "").split())
-    if not raw:
-        raise ConfigError("the fast-preset detector is empty; set AUGCLIP_FAST_DETECTOR_MODEL")
-    if raw.lower().startswith("random:"):
-        raw = raw.lower()
-        if raw not in RANDOM_SPECS:
-            raise ConfigError(f"unknown OWL-ViT spec {raw!r}; random specs: {', '.join(RANDOM_SPECS)}")
-    return raw
-
-
 class OwlDetector(HubFolderModel):
     """Open-vocabulary detection of short phrases with OWL-ViT; the same ``detect`` interface as
     :class:`~augclip_demo.inference.grounding.GroundingDetector`. Lazy and thread-safe; the last few
@@ -131,25 +119,18 @@ class OwlDetector(HubFolderModel):
     edits is detected once."""
 
     family = "OWL-ViT"
+    family_key = "owlvit"
+    files = OWL_FILES
     #: The BPMOptions field holding this detector's threshold (its scores are not on GroundingDINO's scale).
     threshold_option = "fast_box_threshold"
     default_threshold = DEFAULT_OWL_BOX_THRESHOLD
 
     def __init__(self, model: str | Path | None = None, *, device: str | torch.device | None = "auto",
                  cache_dir: str | Path | None = None, precision: str = "fp32", detection_cache: int = 8):
-        settings = Settings.from_env()
-        self.spec = canonical_owl_spec(str(model or settings.fast_detector_model))
-        super().__init__(device=device, precision=precision)
-        self.cache_dir = Path(cache_dir) if cache_dir else settings.cache_dir
+        super().__init__(model, device=device, precision=precision, cache_dir=cache_dir)
         self.input_size = None  # OWL-ViT runs at its checkpoint's own square size
         self._processor: Any = None
         self._detections: LRUCache[list[Detection]] = LRUCache(detection_cache)
-
-    def how_to_fix(self) -> str:
-        return weights.owl_how_to_fix(self.spec)
-
-    def _resolve_folder(self, folder: Path | None) -> Path:
-        return weights.resolve_owl(self.spec, folder, self.cache_dir)
 
     def load(self) -> OwlDetector:
         super().load()
@@ -225,11 +206,6 @@ class OwlDetector(HubFolderModel):
         return detections
 
 
-def get_owl_detector(settings: Settings | None = None, **overrides: Any) -> OwlDetector:
-    """The process-wide OWL-ViT detector for these settings (lives in the bounded model pool)."""
-    settings = (settings or Settings.from_env()).replace(**overrides)
-    device = resolve_device(settings.device)
-    spec = canonical_owl_spec(settings.fast_detector_model)
-    POOL.configure_from(settings)
-    key = ("owlvit", spec, str(device), str(settings.cache_dir))
-    return POOL.lookup(key, lambda: OwlDetector(spec, device=device, cache_dir=settings.cache_dir))
+def get_owl_detector(settings: Settings, **overrides: Any) -> OwlDetector:
+    """The process-wide OWL-ViT detector for these settings (:func:`augclip_demo.inference.families.get_model`)."""
+    return get_model("owlvit", settings.replace(**overrides) if overrides else settings)

@@ -1,6 +1,6 @@
 """Fetch a model's weight files ahead of use (the ``download`` command, and a Space's start-up).
 
-Separate from :mod:`.weights` because it builds the detector and segmenter wrappers to learn their
+Separate from :mod:`.weights` because it builds the wrappers (from the family table) to learn their
 file names, and those wrappers import :mod:`.weights`.
 """
 
@@ -26,64 +26,42 @@ class Fetched:
 
 
 def fetch_model(family: str, spec: str, settings: Settings, *, progress: bool = True) -> Fetched:
-    """The local files of one model (downloaded when missing), checked. Raises WeightsUnavailableError."""
-    from . import weights
-    from .grounding import GroundingDetector
-    from .segmenter import SamSegmenter
-    from .specs import parse_model_spec
+    """The local files of one model (downloaded when missing), checked. Raises WeightsUnavailableError.
 
-    cache = settings.cache_dir
+    The model's wrapper (from the family table) is built, not loaded, to know its files; a checkpoint
+    file in the settings counts for the spec the settings choose only."""
+    from .families import family as family_row
+    from .families import settings_arguments
+    from .weights.resolve import clip_file_list, resolve_clip, resolve_sam
+    from .weights.table import pretrained_entry
+
+    row = family_row(family)
     if spec.strip().startswith("random:"):
         return Fetched(f"{family} {spec}", [], "random weights: nothing to download")
+    args = {**settings_arguments(family, settings), "device": "cpu"}
+    if "checkpoint" in args and spec != row.spec_of(settings):
+        args["checkpoint"] = None
+    model = row.wrapper_class(spec, **args)
+    cache = settings.cache_dir
     if family == "clip":
-        checkpoint = settings.clip_checkpoint if spec == settings.clip_model else None
-        parsed = parse_model_spec(spec, checkpoint)
-        files = weights.resolve_clip(parsed, cache, progress=progress)
-        return Fetched(f"CLIP {spec}", weights.clip_file_list(files))
-    if family == "gdino":
-        detector = GroundingDetector(spec, device="cpu", cache_dir=cache)
-        folder = weights.resolve_gdino(spec, detector.local_folder, cache, progress=progress)
-        return Fetched(f"GroundingDINO {spec}", sorted(p for p in folder.iterdir() if p.is_file()))
+        files = resolve_clip(model.spec, cache, model.how_to_fix(), progress=progress)
+        return Fetched(f"CLIP {spec}", clip_file_list(files))
     if family == "sam":
-        checkpoint = settings.sam_checkpoint if spec == settings.sam_model else None
-        segmenter = SamSegmenter(spec, checkpoint=checkpoint, device="cpu", cache_dir=cache, url=settings.sam_url,
-                                 sha256=settings.sam_sha256)
-        entry = weights.pretrained_entry("sam", segmenter.arch)
-        sha256 = segmenter.sha256 or (entry.sha256 if entry and not settings.sam_url else None)
-        path = weights.resolve_sam(segmenter.arch, segmenter.checkpoint, segmenter.url, cache, sha256=sha256,
-                                   progress=progress)
+        entry = pretrained_entry("sam", model.arch)
+        sha256 = model.sha256 or (entry.sha256 if entry and not settings.sam_url else None)
+        path = resolve_sam(model.arch, model.checkpoint, model.url, cache, model.how_to_fix(), sha256=sha256,
+                           progress=progress)
         return Fetched(f"SAM {spec}", [path], "SHA-256 checked" if sha256 else "")
-    if family == "sam2":
-        from .sam2_segmenter import Sam2Segmenter
-
-        segmenter = Sam2Segmenter(spec, device="cpu", cache_dir=cache)
-        folder = weights.resolve_sam2(segmenter.spec, segmenter.local_folder, cache, progress=progress)
-        return Fetched(f"SAM 2 {spec}", sorted(p for p in folder.iterdir() if p.is_file()))
-    if family == "owlvit":
-        from .owl_detector import OwlDetector
-
-        detector = OwlDetector(spec, device="cpu", cache_dir=cache)
-        folder = weights.resolve_owl(detector.spec, detector.local_folder, cache, progress=progress)
-        return Fetched(f"OWL-ViT {spec}", sorted(p for p in folder.iterdir() if p.is_file()))
+    if family in ("gdino", "sam2", "owlvit"):
+        folder = model._resolve_folder(model.local_folder, progress=progress)
+        return Fetched(f"{model.family} {spec}", sorted(p for p in folder.iterdir() if p.is_file()))
+    found = model.resolve(progress=progress)  # DINO: a folder; LPIPS, FID: a file
+    assert found is not None
     if family == "dino":
-        from .dino import DinoFeatures
-
-        folder = DinoFeatures(spec, device="cpu", cache_dir=cache).resolve(progress=progress)
-        assert folder is not None
-        return Fetched(f"DINO {spec}", sorted(p for p in folder.iterdir() if p.is_file()))
+        return Fetched(f"DINO {spec}", sorted(p for p in found.iterdir() if p.is_file()))
     if family == "lpips":
-        from .lpips import LpipsNetwork
-
-        path = LpipsNetwork(spec, device="cpu", cache_dir=cache, mirror=settings.file_mirror).resolve(progress=progress)
-        assert path is not None
-        return Fetched(f"LPIPS {spec} backbone", [path], "linear heads ship with torchmetrics")
-    if family == "fid":
-        from .fid import FidInception
-
-        path = FidInception(spec, device="cpu", cache_dir=cache, mirror=settings.file_mirror).resolve(progress=progress)
-        assert path is not None
-        return Fetched(f"FID {spec}", [path])
-    raise AugclipError(f"unknown model family {family!r}")
+        return Fetched(f"LPIPS {spec} backbone", [found], "linear heads ship with torchmetrics")
+    return Fetched(f"FID {spec}", [found])
 
 
 def prefetch_in_background(settings: Settings, models: Sequence[tuple[str, str]]) -> threading.Thread:

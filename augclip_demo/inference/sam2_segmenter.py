@@ -31,17 +31,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..config import Settings
+from ..config import DEFAULT_FAST_SAM_MODEL, Settings
 from ..errors import ConfigError, InputError
 from ..io import ImageInput, LoadedImage, open_image
-from . import weights
-from .device import device_description, resolve_device
+from .device import device_description
+from .families import get_model
 from .hub_folder import RANDOM_INIT_SEED, HubFolderModel, save_random_folder
 from .lru import LRUCache
-from .pool import POOL
+from .weights.table import SAM2_FILES
 
-DEFAULT_FAST_SAM_MODEL = "facebook/sam2.1-hiera-tiny"
-RANDOM_SPECS = ("random:hiera-tiny", "random:test")
+__all__ = ["DEFAULT_FAST_SAM_MODEL", "Sam2Segmenter", "get_fast_segmenter"]
 
 
 def random_sam2_config(kind: str) -> Any:
@@ -118,29 +117,17 @@ def save_random_sam2(folder: Path, kind: str = "test") -> Path:
     return save_random_folder(folder, model, processor, kind)
 
 
-def canonical_sam2_spec(spec: str | None) -> str:
-    raw = " ".join(str(spec or "").split())
-    if not raw:
-        raise ConfigError("the fast-preset SAM model is empty; set AUGCLIP_FAST_SAM_MODEL")
-    if raw.lower().startswith("random:"):
-        raw = raw.lower()
-        if raw not in RANDOM_SPECS:
-            raise ConfigError(f"unknown SAM 2 spec {raw!r}; random specs: {', '.join(RANDOM_SPECS)}")
-    return raw
-
-
 class Sam2Segmenter(HubFolderModel):
     """Box-prompted SAM 2 masks; lazy, thread-safe; one image embedding per image, reused for every box."""
 
     family = "SAM 2"
+    family_key = "sam2"
+    files = SAM2_FILES
 
     def __init__(self, model: str | Path | None = None, *, device: str | torch.device | None = "auto",
                  cache_dir: str | Path | None = None, precision: str = "fp32", input_size: int | None = None,
                  embedding_cache: int = 4):
-        settings = Settings.from_env()
-        self.spec = canonical_sam2_spec(str(model or settings.fast_sam_model))
-        super().__init__(device=device, precision=precision)
-        self.cache_dir = Path(cache_dir) if cache_dir else settings.cache_dir
+        super().__init__(model, device=device, precision=precision, cache_dir=cache_dir)
         # square input side in pixels; None: the checkpoint's own (1024)
         self.input_size = int(input_size) if input_size else None
         if self.input_size is not None and (self.input_size <= 0 or self.input_size % 64):
@@ -148,12 +135,6 @@ class Sam2Segmenter(HubFolderModel):
         self._processor: Any = None
         # image content hash -> (image embeddings, original size); an embedding depends only on the pixels
         self._embeddings: LRUCache[tuple[list[torch.Tensor], Any]] = LRUCache(embedding_cache)
-
-    def how_to_fix(self) -> str:
-        return weights.sam2_how_to_fix(self.spec)
-
-    def _resolve_folder(self, folder: Path | None) -> Path:
-        return weights.resolve_sam2(self.spec, folder, self.cache_dir)
 
     def load(self) -> Sam2Segmenter:
         super().load()
@@ -225,13 +206,7 @@ class Sam2Segmenter(HubFolderModel):
         return [np.asarray(mask[0], dtype=bool) for mask in masks]
 
 
-def get_fast_segmenter(settings: Settings | None = None, *, input_size: int | None = None,
+def get_fast_segmenter(settings: Settings, *, input_size: int | None = None,
                        **overrides: Any) -> Sam2Segmenter:
-    """The process-wide SAM 2 segmenter for these settings and input size (lives in the bounded model pool)."""
-    settings = (settings or Settings.from_env()).replace(**overrides)
-    device = resolve_device(settings.device)
-    spec = canonical_sam2_spec(settings.fast_sam_model)
-    POOL.configure_from(settings)
-    key = ("sam2", spec, str(device), str(settings.cache_dir), input_size)
-    return POOL.lookup(key, lambda: Sam2Segmenter(spec, device=device, cache_dir=settings.cache_dir,
-                                                  input_size=input_size))
+    """The process-wide SAM 2 segmenter for these settings and input size (:func:`augclip_demo.inference.families.get_model`)."""
+    return get_model("sam2", settings.replace(**overrides) if overrides else settings, input_size=input_size)

@@ -28,19 +28,20 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..config import Settings
+from ..config import Settings, default_cache_dir
 from ..errors import ConfigError, InputError, WeightsUnavailableError
 from ..io import ImageInput, LoadedImage, open_image
-from . import weights
-from .device import device_description, resolve_device
+from .device import device_description
+from .families import FAMILIES, get_model
 from .lazy import LazyModel
-from .pool import POOL
-from .specs import check_spec_text, shown_spec
-from .weights import SAM_CHECKPOINT_URLS  # noqa: F401 - re-exported: the official URLs, by architecture
+from .weights.fetch import require_url_available
+from .weights.guards import describe_load_error
+from .weights.resolve import resolve_sam, sam_cache_path, sam_url
+from .weights.table import SAM_CHECKPOINT_URLS  # noqa: F401 - re-exported: the official URLs, by architecture
 
 log = logging.getLogger(__name__)
 
-ARCHITECTURES = ("vit_b", "vit_l", "vit_h", "tiny")
+ARCHITECTURES = FAMILIES["sam"].names
 RANDOM_INIT_SEED = 0
 
 
@@ -79,20 +80,14 @@ def build_sam_architecture(arch: str) -> Any:
 
 
 def parse_sam_spec(spec: str) -> tuple[str, bool]:
-    """``(architecture, random)`` for ``vit_b`` / ``random:vit_h`` / ``random:tiny`` / ``tiny`` ..."""
-    raw = check_spec_text(spec or "", "SAM model spec").lower()
-    random = raw.startswith("random:")
-    arch = raw.split(":", 1)[1].strip() if random else raw
-    if arch not in ARCHITECTURES:
-        raise ConfigError(f"unknown SAM model {shown_spec(raw)}; use vit_b, vit_l or vit_h (or random:vit_b / "
-                          "random:tiny for untrained weights)")
-    return arch, random
+    """``(architecture, random)`` for ``vit_b`` / ``random:vit_h`` / ``random:tiny`` / ``tiny`` (the family table's grammar)."""
+    canonical = canonical_sam_spec(spec)
+    return canonical.split(":", 1)[-1], canonical.startswith("random:")
 
 
 def canonical_sam_spec(spec: str) -> str:
     """One spelling per SAM model: ``vit_b``, ``random:tiny`` (lower case, trimmed)."""
-    arch, random = parse_sam_spec(spec)
-    return f"random:{arch}" if random else arch
+    return FAMILIES["sam"].canonical(spec)
 
 
 class SamSegmenter(LazyModel):
@@ -104,16 +99,16 @@ class SamSegmenter(LazyModel):
     """
 
     family = "SAM"
+    family_key = "sam"
 
     def __init__(self, model: str | None = None, *, checkpoint: str | Path | None = None,
                  device: str | torch.device | None = "auto", cache_dir: str | Path | None = None,
                  batch_size: int = 4, url: str | None = None, sha256: str | None = None, precision: str = "fp32"):
-        settings = Settings.from_env()
-        self.spec = canonical_sam_spec(model or settings.sam_model)
+        self.spec = canonical_sam_spec(model or FAMILIES["sam"].default)
         self.arch, self.random = parse_sam_spec(self.spec)
         self.checkpoint = Path(checkpoint).expanduser() if checkpoint else None
-        self.url_override = url or settings.sam_url
-        self.sha256 = (sha256 or settings.sam_sha256 or None)
+        self.url_override = url
+        self.sha256 = sha256 or None
         if self.random and self.checkpoint is not None:
             raise ConfigError(f"{self.spec} asks for random weights but a checkpoint file was also given "
                               f"({self.checkpoint}); drop one of the two")
@@ -121,24 +116,18 @@ class SamSegmenter(LazyModel):
             raise ConfigError("SAM 'tiny' is a test architecture with no published weights: use random:tiny, "
                               "or give its saved state dict with --sam-checkpoint (or AUGCLIP_SAM_URL)")
         super().__init__(device=device, precision=precision)
-        self.cache_dir = Path(cache_dir) if cache_dir else settings.cache_dir
+        self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
         self.batch_size = max(1, int(batch_size))
         self._transform: Any = None
 
     # ------------------------------------------------------------------ loading
     @property
-    def untrained(self) -> bool:
-        """Random weights, or the test-only tiny architecture (it has no trained weights anywhere)."""
-        return self.random or self.arch == "tiny"
-
-    @property
-    def label(self) -> str:
-        base = f"SAM {self.arch}" + (f" (weights: {self.checkpoint})" if self.checkpoint else "")
-        return base + (" (random weights, untrained)" if self.untrained else "")
+    def label_text(self) -> str:
+        return self.arch
 
     @property
     def url(self) -> str | None:
-        return weights.sam_url(self.arch, self.url_override) if not self.random else None
+        return sam_url(self.arch, self.url_override) if not self.random else None
 
     @property
     def checkpoint_path(self) -> Path | None:
@@ -148,10 +137,7 @@ class SamSegmenter(LazyModel):
         if self.checkpoint is not None:
             return self.checkpoint
         assert self.url is not None
-        return weights.sam_cache_path(self.cache_dir, self.url)
-
-    def how_to_fix(self) -> str:
-        return weights.sam_how_to_fix(self.arch, self.url)
+        return sam_cache_path(self.cache_dir, self.url)
 
     def preflight(self) -> None:
         """Raise :class:`WeightsUnavailableError` now if the checkpoint is neither here nor downloadable."""
@@ -160,10 +146,10 @@ class SamSegmenter(LazyModel):
         path = self.checkpoint_path
         assert path is not None
         if self.checkpoint is not None:
-            weights.resolve_sam(self.arch, self.checkpoint, None, self.cache_dir)
+            resolve_sam(self.arch, self.checkpoint, None, self.cache_dir, self.how_to_fix())
             return
         assert self.url is not None
-        weights.require_url_available(f"SAM {self.arch}", self.url, path, self.how_to_fix())
+        require_url_available(f"SAM {self.arch}", self.url, path, self.how_to_fix())
 
     def load(self) -> SamSegmenter:
         super().load()
@@ -180,14 +166,14 @@ class SamSegmenter(LazyModel):
                 torch.manual_seed(RANDOM_INIT_SEED)
                 model = build_sam_architecture(self.arch)
         else:
-            path = weights.resolve_sam(self.arch, self.checkpoint, self.url, self.cache_dir, sha256=self.sha256)
+            path = resolve_sam(self.arch, self.checkpoint, self.url, self.cache_dir, self.how_to_fix(), sha256=self.sha256)
             try:
                 state = torch.load(path, map_location="cpu", weights_only=True)
                 model = build_sam_architecture(self.arch)
                 model.load_state_dict(state)
             except Exception as exc:  # unreadable file, wrong architecture, missing keys
                 raise WeightsUnavailableError(
-                    f"SAM {self.arch}", f"the file {path}: {weights.describe_load_error(exc, path)}",
+                    f"SAM {self.arch}", f"the file {path}: {describe_load_error(exc, path)}",
                     f"Check that it is the official SAM checkpoint for {self.arch} "
                     f"({self.url or 'a saved tiny state dict'}). " + self.how_to_fix()) from exc
         self._transform = ResizeLongestSide(model.image_encoder.img_size)
@@ -228,15 +214,6 @@ class SamSegmenter(LazyModel):
         return [[mask[0].cpu().numpy().astype(bool) for mask in out["masks"]] for out in outputs]
 
 
-def get_segmenter(settings: Settings | None = None, **overrides: Any) -> SamSegmenter:
-    """The process-wide segmenter for these settings (one model load per model, checkpoint and device),
-    keyed by the canonical spec; its model lives in the bounded pool (:mod:`augclip_demo.inference.pool`)."""
-    settings = (settings or Settings.from_env()).replace(**overrides)
-    device = resolve_device(settings.device)
-    spec = canonical_sam_spec(settings.sam_model)
-    POOL.configure_from(settings)
-    key = ("sam", spec, str(settings.sam_checkpoint), str(settings.sam_url), str(settings.sam_sha256),
-           str(device), str(settings.cache_dir))
-    return POOL.lookup(key, lambda: SamSegmenter(spec, checkpoint=settings.sam_checkpoint, device=device,
-                                                 cache_dir=settings.cache_dir, url=settings.sam_url,
-                                                 sha256=settings.sam_sha256))
+def get_segmenter(settings: Settings, **overrides: Any) -> SamSegmenter:
+    """The process-wide segmenter for these settings (:func:`augclip_demo.inference.families.get_model`)."""
+    return get_model("sam", settings.replace(**overrides) if overrides else settings)

@@ -81,7 +81,9 @@ class ModelSpec:
     @property
     def untrained(self) -> bool:
         """True when the weights are random: scores computed with them are not meaningful."""
-        return self.kind == "random"
+        from .families import FAMILIES
+
+        return FAMILIES["clip"].untrained(self.raw)
 
     @property
     def open_clip_name(self) -> str:
@@ -96,12 +98,9 @@ class ModelSpec:
     @property
     def label(self) -> str:
         """Human-readable name used in reports and the UI."""
-        if self.kind == "checkpoint":
-            base = f"{self.arch}/{self.pretrained}" if self.pretrained else str(self.arch)
-            return f"{base} (weights: {self.checkpoint})"
-        if self.kind == "random":
-            return f"{self.raw} (random weights, untrained)"
-        return self.raw
+        from .families import FAMILIES
+
+        return FAMILIES["clip"].label(self.raw, self.untrained, f"weights: {self.checkpoint}" if self.checkpoint else "")
 
 
 def shown_spec(spec: str) -> str:
@@ -194,17 +193,6 @@ def parse_model_spec(spec: str, checkpoint: str | os.PathLike | None = None) -> 
             f"give a local file with --clip-checkpoint, or random:{arch} for untrained weights"
         )
     return ModelSpec(raw=canonical, kind="pretrained", arch=arch, pretrained=tag)
-
-
-def canonical_gdino_spec(spec: object) -> str:
-    """A GroundingDINO spec (hub id, local folder, ``random:KIND``) in one spelling: trimmed, no space
-    after ``random:``, a hub-id-shaped spec checked as one. Unknown kinds are left to the detector."""
-    raw = check_spec_text(spec, "GroundingDINO model spec")
-    if raw.startswith("random:"):
-        return "random:" + raw[len("random:"):].strip()
-    if "/" in raw and not raw.startswith(("/", ".", "~")) and raw.count("/") == 1 and not Path(raw).exists():
-        check_hub_id(raw, raw)
-    return raw
 
 
 def canonical_tag(arch: str, tag: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from augclip_demo.cli import main
-from augclip_demo.inference.weights import sha256_of
+from augclip_demo.inference.weights.fetch import sha256_of
 from tests.support import published
 
 HF_CLIP = f"hf-hub:{published.HF_HUB_CLIP_REPO}"

@@ -10,6 +10,7 @@ import pytest
 import torch
 from PIL import Image
 
+from augclip_demo.config import Settings
 from augclip_demo.errors import ConfigError, WeightsUnavailableError
 from augclip_demo.inference import TINY_ARCH, ClipEncoder, get_encoder, parse_model_spec
 from tests.support import TINY, draw_scene
@@ -153,9 +154,9 @@ def test_checkpoint_from_environment(monkeypatch, tiny_encoder, tmp_path):
     torch.save(tiny_encoder.model.state_dict(), path)
     monkeypatch.setenv("AUGCLIP_CLIP_MODEL", TINY_ARCH)
     monkeypatch.setenv("AUGCLIP_CLIP_CHECKPOINT", str(path))
-    encoder = get_encoder(device="cpu")
+    encoder = get_encoder(Settings.from_env(), device="cpu")  # the environment is read at the edge, into Settings
     assert encoder.spec.checkpoint == path
-    assert get_encoder(device="cpu") is encoder  # one shared instance per backbone and device
+    assert get_encoder(Settings.from_env(), device="cpu") is encoder  # one shared instance per backbone and device
 
 
 def test_out_of_memory_halves_the_batch(tiny_encoder):

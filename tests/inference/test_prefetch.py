@@ -7,7 +7,7 @@ import logging
 from augclip_demo.config import Settings
 from augclip_demo.inference.needs import page_models
 from augclip_demo.inference.prefetch import prefetch_in_background
-from augclip_demo.inference.weights import sha256_of
+from augclip_demo.inference.weights.fetch import sha256_of
 from tests.support import published
 
 

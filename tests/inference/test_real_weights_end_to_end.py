@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from augclip_demo.inference.weights import sha256_of
+from augclip_demo.inference.weights.fetch import sha256_of
 from tests.support import ROOT, draw_scene, free_port, published
 from tests.support.app_process import spawn_app
 from tests.support.hub_fixtures import subprocess_env

@@ -14,7 +14,8 @@ from augclip_demo.errors import WeightsUnavailableError
 from augclip_demo.inference import ClipEncoder
 from augclip_demo.inference.segmenter import SamSegmenter
 from augclip_demo.inference.specs import TINY_ARCH
-from augclip_demo.inference.weights import check_weight_file, pretrained_entry, sha256_of
+from augclip_demo.inference.weights.fetch import check_weight_file, sha256_of
+from augclip_demo.inference.weights.table import pretrained_entry
 from tests.support import draw_scene, free_port, published
 from tests.support.hub_fixtures import set_offline
 
@@ -166,7 +167,9 @@ def test_tagged_model_with_a_checkpoint_reaches_the_weights_and_shows_the_mismat
 def _env_encoder(monkeypatch, get_encoder, path: Path) -> ClipEncoder:
     monkeypatch.setenv("AUGCLIP_CLIP_MODEL", "ViT-B-16/openai")
     monkeypatch.setenv("AUGCLIP_CLIP_CHECKPOINT", str(path))
-    encoder = get_encoder(device="cpu")
+    from augclip_demo.config import Settings
+
+    encoder = get_encoder(Settings.from_env(), device="cpu")  # the environment is read at the edge, into Settings
     assert encoder.spec.kind == "checkpoint" and encoder.spec.pretrained == "openai"
     return encoder
 
@@ -278,11 +281,12 @@ def test_grounding_dino_refused_weights_and_wrong_architecture(hub, hub_gdino, o
 
 @pytest.mark.parametrize("root_level", [logging.WARNING, logging.ERROR])  # ERROR: the CLI without --verbose
 def test_open_clips_random_fallback_is_caught_whatever_the_log_level(root_level):
-    """open_clip initialises randomly and only logs when it has no weights; the guard turns that into an error."""
+    """open_clip initialises randomly and only logs when it has no weights; its own require_pretrained check,
+    asked for by create_open_clip, turns that into an error whatever the log level."""
     import open_clip
 
     from augclip_demo.inference.specs import register_model_configs
-    from augclip_demo.inference.weights import ensure_no_random_init
+    from augclip_demo.inference.weights.guards import create_open_clip
 
     register_model_configs()
     root = logging.getLogger()
@@ -290,10 +294,11 @@ def test_open_clips_random_fallback_is_caught_whatever_the_log_level(root_level)
     root.setLevel(root_level)
     try:
         with pytest.raises(WeightsUnavailableError, match="refusing to run with random weights"):
-            ensure_no_random_init(lambda: open_clip.create_model(TINY_ARCH), f"CLIP {TINY_ARCH}", "nowhere", "")
+            create_open_clip(open_clip.create_model, TINY_ARCH, model=f"CLIP {TINY_ARCH}", where="nowhere", how_to_fix="")
         assert root.level == root_level
         path = str(published.write_hf_hub_clip_weights_only())
-        model = ensure_no_random_init(lambda: open_clip.create_model(TINY_ARCH, pretrained=path), "CLIP", "file", "")
+        model = create_open_clip(open_clip.create_model, TINY_ARCH, model="CLIP", where="file", how_to_fix="",
+                                 pretrained=path)
         assert model is not None
     finally:
         root.setLevel(previous)
