@@ -33,8 +33,8 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from ..bpm.models import preset_weights
-    from ..inference import weights
     from ..inference.device import device_description, resolve_device
+    from ..inference.weights import fetch, table
 
     settings = settings_from_args(args, gdino_model=args.gdino_model, sam_model=args.sam_model)
     try:
@@ -45,20 +45,20 @@ def run(args: argparse.Namespace) -> int:
     print(f"  python {platform.python_version()}, torch {torch.__version__}, "
           f"CUDA {'available (' + str(torch.cuda.device_count()) + ' GPU)' if torch.cuda.is_available() else 'not available'}")
     print(f"  device: {device} (AUGCLIP_DEVICE={settings.device})")
-    print(f"  cache: {settings.cache_dir}; Hugging Face cache: {weights.standard_hub_cache()}")
-    print(f"  hub endpoint: {weights.hub_endpoint()}; offline mode: {'on' if weights.hub_offline() else 'off'}; "
+    print(f"  cache: {settings.cache_dir}; Hugging Face cache: {fetch.standard_hub_cache()}")
+    print(f"  hub endpoint: {fetch.hub_endpoint()}; offline mode: {'on' if fetch.hub_offline() else 'off'}; "
           f"HF_TOKEN {'set' if os.environ.get('HF_TOKEN') else 'not set'}")
 
     configured = [("clip", settings.clip_model), *preset_weights(settings)]
-    rows = list(configured) + [(e.family, e.spec) for e in weights.PRETRAINED if (e.family, e.spec) not in configured]
+    rows = list(configured) + [(e.family, e.spec) for e in table.PRETRAINED if (e.family, e.spec) not in configured]
     missing_configured: list[str] = []
     print("models (* = configured)")
     for family, spec in rows:
-        entry = weights.pretrained_entry(family, spec)
+        entry = table.pretrained_entry(family, spec)
         mark = "*" if (family, spec) in configured else " "
         licence = entry.licence if entry else "see the model's page"
         try:
-            with weights.local_only():
+            with fetch.local_only():
                 fetched = fetch_model(family, spec, settings, progress=False)
         except AugclipError as exc:
             expected = f"about {entry.size_mb:,.0f} MiB" if entry else "size unknown"
@@ -84,7 +84,7 @@ def print_features(settings: Settings, *, cuda: bool) -> None:
     """Per feature: ready, or what it lacks and the one command that fetches it (the table in inference.needs)."""
     from ..inference.needs import FEATURES, missing_line, missing_on_disk, web_app_settings
 
-    page = web_app_settings(settings, cuda=cuda)
+    page = web_app_settings(settings, cuda=cuda, environ=os.environ)
     print("features (the models each needs)")
     rows = [(FEATURES[key], settings, key) for key in FEATURES]
     if page.bpm_preset != settings.bpm_preset:  # the page on a machine without CUDA runs BPM's fast preset

@@ -10,29 +10,28 @@ whether the source can be reached (one connection per host), and loads nothing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
 from ..config import Settings
 from ..errors import AugclipError
+from .families import FAMILIES
 
 #: feature key -> what the page and the CLI call it
 FEATURES: dict[str, str] = {"scores": "scores (AugCLIP, CLIPdir, CLIP-I, CLIP-T)", "bpm": "BPM", "hatie": "HATIE"}
 
-FAMILY_LABELS: dict[str, str] = {"clip": "CLIP", "gdino": "GroundingDINO", "sam": "SAM", "sam2": "SAM 2.1",
-                                 "owlvit": "OWL-ViT", "dino": "DINO", "lpips": "LPIPS", "fid": "FID Inception"}
-
 
 @dataclass(frozen=True)
 class ModelNeed:
-    """One model a feature loads: its family in the weights table and the spec the settings give."""
+    """One model a feature loads: its family (a key of the family table) and the spec the settings give."""
 
     family: str
     spec: str
 
     @property
     def label(self) -> str:
-        return f"{FAMILY_LABELS.get(self.family, self.family)} {self.spec}"
+        return f"{FAMILIES[self.family].name} {self.spec}"
 
 
 @dataclass(frozen=True)
@@ -45,18 +44,22 @@ def bpm_region_models(settings: Settings, preset: str | None = None) -> list[Mod
     """The detector and segmenter of BPM's ``preset`` (default: the configured one)."""
     from .grounding import KNOWN_HUB_MODELS, RANDOM_SPECS
 
+    def need(key: str, spec: str | None = None) -> ModelNeed:
+        return ModelNeed(key, spec if spec is not None else FAMILIES[key].spec_of(settings))
+
     if (preset or settings.bpm_preset) == "fast":
         spec = " ".join(str(settings.fast_detector_model).split())
         detector = "gdino" if spec in KNOWN_HUB_MODELS or spec.lower() in RANDOM_SPECS else "owlvit"
-        return [ModelNeed(detector, settings.fast_detector_model), ModelNeed("sam2", settings.fast_sam_model)]
-    return [ModelNeed("gdino", settings.gdino_model), ModelNeed("sam", settings.sam_model)]
+        return [need(detector, settings.fast_detector_model), need("sam2")]
+    return [need("gdino"), need("sam")]
 
 
 def models_needed(settings: Settings, feature: str, *, with_clip: bool = True) -> list[ModelNeed]:
     """The models ``feature`` (a key of :data:`FEATURES`) loads, CLIP first unless ``with_clip`` is False."""
-    clip = [ModelNeed("clip", settings.clip_model)] if with_clip else []
+    run_clip = ModelNeed("clip", FAMILIES["clip"].spec_of(settings))
+    clip = [run_clip] if with_clip else []
     if feature == "scores":
-        return [ModelNeed("clip", settings.clip_model)]
+        return [run_clip]
     if feature == "bpm":
         return clip + bpm_region_models(settings)
     if feature == "hatie":
@@ -64,7 +67,7 @@ def models_needed(settings: Settings, feature: str, *, with_clip: bool = True) -
         own_clip = ([ModelNeed("clip", settings.hatie_clip)]
                     if settings.hatie_clip and ModelNeed("clip", settings.hatie_clip) not in clip else [])
         return clip + bpm_region_models(settings, "standard") + own_clip + [
-            ModelNeed("dino", settings.hatie_dino), ModelNeed("lpips", settings.hatie_lpips)]
+            ModelNeed(key, FAMILIES[key].spec_of(settings)) for key in ("dino", "lpips")]
     raise AugclipError(f"unknown feature {feature!r}; one of {', '.join(FEATURES)}")
 
 
@@ -81,7 +84,8 @@ def download_command(settings: Settings, feature: str) -> str:
 
 def model_source(need: ModelNeed) -> str | None:
     """Where the model's weights are downloaded from (a URL), when the weights table knows it."""
-    from .weights import hub_endpoint, pretrained_entry
+    from .weights.fetch import hub_endpoint
+    from .weights.table import pretrained_entry
 
     entry = pretrained_entry(need.family, need.spec)
     if entry is None:
@@ -91,7 +95,7 @@ def model_source(need: ModelNeed) -> str | None:
 
 def unreachable_cause(url: str, _seen: dict[str, str | None] | None = None) -> str | None:
     """Why ``url``'s host cannot be reached now (offline mode, no route), or None; one check per host."""
-    from .weights import hub_offline, unreachable_reason
+    from .weights.fetch import hub_offline, unreachable_reason
 
     if hub_offline():  # the resolvers then fetch nothing, from the Hub or any URL
         return "HF_HUB_OFFLINE is set"
@@ -104,11 +108,11 @@ def unreachable_cause(url: str, _seen: dict[str, str | None] | None = None) -> s
 
 def is_present(need: ModelNeed, settings: Settings) -> bool:
     """Whether the weights are on disk (or need none: ``random:`` specs). Touches no network."""
-    from . import weights
     from .prefetch import fetch_model
+    from .weights.fetch import local_only
 
     try:
-        with weights.local_only():
+        with local_only():
             fetch_model(need.family, need.spec, settings, progress=False)
     except AugclipError:
         return False
@@ -151,16 +155,13 @@ def missing_on_disk(settings: Settings, feature: str) -> list[ModelNeed]:
     return [need for need in models_needed(settings, feature) if not is_present(need, settings)]
 
 
-def web_app_settings(settings: Settings, *, cuda: bool, environ: dict[str, str] | None = None) -> Settings:
+def web_app_settings(settings: Settings, *, cuda: bool, environ: Mapping[str, str]) -> Settings:
     """The web page's settings: without CUDA, BPM runs the fast preset unless AUGCLIP_BPM_PRESET says otherwise.
 
     The fast preset (OWL-ViT + SAM 2.1 at 512 px) takes about 4 s per new source/edit pair on 2 CPU cores,
     the standard one about 50 s (docs/performance.md, BPM); results name the preset. The library and the
-    CLI keep the paper's standard preset unless asked.
+    CLI keep the paper's standard preset unless asked. ``environ``: the environment the caller (an edge) read.
     """
-    import os
-
-    environ = os.environ if environ is None else environ
     if not cuda and "AUGCLIP_BPM_PRESET" not in environ:
         return settings.replace(bpm_preset="fast")
     return settings

@@ -704,7 +704,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
 
 def app_settings(settings: Settings, *, cuda: bool) -> Settings:
     """The page's settings (on a machine without CUDA, BPM's fast preset): :func:`..inference.needs.web_app_settings`."""
-    return web_app_settings(settings, cuda=cuda)
+    return web_app_settings(settings, cuda=cuda, environ=os.environ)
 
 
 def bpm_label(settings: Settings, cuda: bool) -> str:

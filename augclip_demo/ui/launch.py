@@ -92,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..inference.prefetch import prefetch_in_background
         from .app import _cuda_available
 
-        page = web_app_settings(settings, cuda=_cuda_available())
+        page = web_app_settings(settings, cuda=_cuda_available(), environ=os.environ)
         prefetch_in_background(page, page_models(page))
         if settings.attribute_provider == "clip-vocab":  # no store built ahead: build it before the first user
             from ..attributes.clip_vocab import build_store_in_background
