@@ -37,11 +37,6 @@ FEATURES = "2048"  # the pool features FID uses
 RANDOM_INIT_SEED = 0
 
 
-def parse_fid_spec(spec: str) -> bool:
-    """Whether ``spec`` asks for random weights (``random:inception-v3-compat``); the family table's grammar."""
-    return FAMILIES["fid"].canonical(spec).startswith("random:")
-
-
 def build_inception(path: Path | None) -> torch.nn.Module:
     """torchmetrics' ``NoTrainInceptionV3`` with the file's weights, or with seeded random ones (``None``)."""
     from torchmetrics.image.fid import NoTrainInceptionV3
@@ -84,8 +79,8 @@ class FidInception(LazyModel):
     def __init__(self, model: str = NETWORK, *, checkpoint: str | Path | None = None,
                  device: str | torch.device | None = "auto", cache_dir: str | Path | None = None,
                  mirror: str | None = None):
-        self.random = parse_fid_spec(model)
-        self.spec = f"random:{NETWORK}" if self.random else NETWORK
+        self.spec = FAMILIES["fid"].canonical(model)
+        self.random = self.spec.startswith("random:")
         self.checkpoint = Path(checkpoint).expanduser() if checkpoint else None
         if self.random and self.checkpoint is not None:
             raise ConfigError(f"{self.spec} asks for random weights but a weight file was also given; drop one")

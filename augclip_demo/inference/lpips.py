@@ -36,12 +36,6 @@ RANDOM_INIT_SEED = 0
 _SLICE = re.compile(r"^(?:slice\d+|slices\.\d+)\.(\d+)\.(.+)$")
 
 
-def parse_lpips_spec(spec: str) -> tuple[str, bool]:
-    """``(network, random)`` of an LPIPS spec (``alex``, ``random:vgg``...); the family table's grammar."""
-    canonical = FAMILIES["lpips"].canonical(spec)
-    return canonical.split(":", 1)[-1], canonical.startswith("random:")
-
-
 def backbone_state(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """torchvision's ``features.I.*`` tensors renamed to the LPIPS network's slices (``net.slice1.I.*``)."""
     mapped: dict[str, torch.Tensor] = {}
@@ -69,8 +63,8 @@ class LpipsNetwork(LazyModel):
     def __init__(self, net: str = "alex", *, checkpoint: str | Path | None = None,
                  device: str | torch.device | None = "auto", cache_dir: str | Path | None = None,
                  mirror: str | None = None):
-        self.net, self.random = parse_lpips_spec(net)
-        self.spec = f"random:{self.net}" if self.random else self.net
+        self.spec = FAMILIES["lpips"].canonical(net)
+        self.net, self.random = self.spec.split(":", 1)[-1], self.spec.startswith("random:")
         self.checkpoint = Path(checkpoint).expanduser() if checkpoint else None
         if self.random and self.checkpoint is not None:
             raise ConfigError(f"{self.spec} asks for random weights but a backbone file was also given; drop one")

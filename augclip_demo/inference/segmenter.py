@@ -79,17 +79,6 @@ def build_sam_architecture(arch: str) -> Any:
     return sam_model_registry[arch](checkpoint=None)
 
 
-def parse_sam_spec(spec: str) -> tuple[str, bool]:
-    """``(architecture, random)`` for ``vit_b`` / ``random:vit_h`` / ``random:tiny`` / ``tiny`` (the family table's grammar)."""
-    canonical = canonical_sam_spec(spec)
-    return canonical.split(":", 1)[-1], canonical.startswith("random:")
-
-
-def canonical_sam_spec(spec: str) -> str:
-    """One spelling per SAM model: ``vit_b``, ``random:tiny`` (lower case, trimmed)."""
-    return FAMILIES["sam"].canonical(spec)
-
-
 class SamSegmenter(LazyModel):
     """Box-prompted SAM masks; lazy, thread-safe, batched across images.
 
@@ -104,8 +93,8 @@ class SamSegmenter(LazyModel):
     def __init__(self, model: str | None = None, *, checkpoint: str | Path | None = None,
                  device: str | torch.device | None = "auto", cache_dir: str | Path | None = None,
                  batch_size: int = 4, url: str | None = None, sha256: str | None = None, precision: str = "fp32"):
-        self.spec = canonical_sam_spec(model or FAMILIES["sam"].default)
-        self.arch, self.random = parse_sam_spec(self.spec)
+        self.spec = FAMILIES["sam"].canonical(model or FAMILIES["sam"].default)
+        self.arch, self.random = self.spec.split(":", 1)[-1], self.spec.startswith("random:")
         self.checkpoint = Path(checkpoint).expanduser() if checkpoint else None
         self.url_override = url
         self.sha256 = sha256 or None
