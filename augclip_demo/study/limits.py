@@ -71,6 +71,16 @@ class Buckets:
             self._state.move_to_end(key)
             return (1 - tokens) / self.rate.per_s
 
+    def charge(self, key: str) -> None:
+        """Take one token even from an empty bucket, down to ``-burst``: a client that keeps sending while told
+        to wait keeps waiting (at most ``(burst + 1) / per_s`` seconds after it stops)."""
+        with self._lock:
+            now = self.clock()
+            self._state[key] = (max(-float(self.rate.burst), self._level(key, now) - 1), now)
+            self._state.move_to_end(key)
+            while len(self._state) > self.max_keys:
+                self._state.popitem(last=False)
+
     def wait(self, key: str) -> float:
         """The seconds until ``key`` may send again (0: now), taking nothing."""
         with self._lock:
@@ -102,7 +112,8 @@ class RaterLimits:
         """None when the request may go (counted against its address and token); else the refusal (429)."""
         wait = self.bad_tokens.wait(address)
         if wait:
-            return too_many(wait, "requests with a link that is not valid from your address")
+            self.bad_tokens.charge(address)  # still sending while told to wait: waits longer
+            return too_many(self.bad_tokens.wait(address), "requests with a link that is not valid from your address")
         wait = self.by_address.take(address)
         if wait:
             return too_many(wait, "requests from your address")
@@ -110,8 +121,8 @@ class RaterLimits:
         return too_many(wait, "requests with your link") if wait else None
 
     def bad_token(self, address: str) -> None:
-        """Count a request whose token is not a rater's."""
-        self.bad_tokens.take(address)
+        """Count a request whose token is not a rater's (or that came without one)."""
+        self.bad_tokens.charge(address)
 
 
 class OperatorLimits:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,7 @@ PAGE_HEADERS = {
 def _error(message: str, status: int, retry_after: float | None = None) -> JSONResponse:
     headers = dict(PAGE_HEADERS)
     if retry_after is not None:
-        headers["Retry-After"] = str(max(1, int(retry_after + 0.999)))
+        headers["Retry-After"] = str(max(1, math.ceil(retry_after)))  # as the message says
     return JSONResponse({"error": scrub_paths(message)}, status_code=status, headers=headers)
 
 
@@ -295,11 +296,11 @@ def build_study_tab(settings: Settings, *, folders: WorkFolders | None = None,
         results = gr.File(label="Results of `batch` on the study's manifest (optional)", file_types=[".jsonl"],
                           type="filepath", elem_id="study-results")
     with gr.Row():
-        refresh = gr.Button("Show agreement", variant="primary")
+        refresh = gr.Button("Show agreement", variant="primary", elem_id="study-show")
         count = gr.Number(label="Raters to add", value=1, minimum=1, maximum=store.MAX_RATERS_PER_CALL, precision=0)
-        add = gr.Button("Add raters")
-        close = gr.Button("Close study", variant="stop")
-        export = gr.Button("Export")
+        add = gr.Button("Add raters", elem_id="study-add")
+        close = gr.Button("Close study", variant="stop", elem_id="study-close")
+        export = gr.Button("Export", elem_id="study-export")
         live = gr.Checkbox(label="Refresh every 30 s", value=False, elem_id="study-live")
     out = gr.Markdown(elem_id="study-report")
     timer = gr.Timer(30.0, active=False)
@@ -368,8 +369,8 @@ def slice_study_control(settings: Settings, state: gr.State, shelf: Any, operato
                                          "always asked)", elem_id="aug-explore-study-questions")
         with gr.Row():
             per_unit = gr.Number(3, label="Judgments per unit", minimum=1, maximum=1000, precision=0)
-            per_rater = gr.Number(None, label="Units per rater (empty: all)", minimum=1, maximum=store.MAX_UNITS,
-                                  precision=0)
+            per_rater = gr.Number(0, label="Units per rater (0: all)", minimum=0, maximum=store.MAX_UNITS,
+                                  precision=0)  # the page sends 0 for an empty field
             repeats = gr.Number(2, label="Attention checks per rater", minimum=0, maximum=1000, precision=0)
             make = gr.Button("Make a study from this slice", elem_id="aug-explore-study-make")
         said = gr.Markdown(elem_id="aug-explore-study-info")
@@ -385,7 +386,7 @@ def slice_study_control(settings: Settings, state: gr.State, shelf: Any, operato
             created, selection = create_study_from_slice(
                 settings.study_db_path, study, shelf.store(current["key"]), active, kind=kind_value,
                 questions=list(asked or ["overall"]), per_unit=int(n_unit or 3),
-                per_rater=None if n_rater in (None, "") else int(n_rater),
+                per_rater=int(n_rater) if n_rater else None,
                 repeats=int(2 if n_repeats is None else n_repeats))
             data = store.load_study(settings.study_db_path, created.name)
         except AugclipError as exc:

@@ -51,10 +51,15 @@ def test_rater_limits_count_tokens_addresses_and_bad_links():
     assert rater.admit("10.0.0.1", "token-b") is None  # another rater at the same address goes on
     for _ in range(limits.BAD_TOKEN_ADDRESS.burst):
         rater.bad_token("10.0.0.9")
-    refusal = rater.admit("10.0.0.9", "token-c")
-    assert "not valid from your address" in refusal.message and refusal.wait_s == pytest.approx(1.0)
+    refusal = rater.admit("10.0.0.9", "token-c")  # refused, and counted: it sent while told to wait
+    assert "not valid from your address" in refusal.message and refusal.wait_s == pytest.approx(2.0)
     assert rater.admit("10.0.0.2", "token-c") is None  # other addresses are not touched
     clock.now += 1.0
+    assert rater.admit("10.0.0.9", "token-c").wait_s == pytest.approx(2.0)  # still sending: 1 s refilled, 1 charged
+    for _ in range(100):
+        rater.admit("10.0.0.9", "token-c")
+    assert rater.bad_tokens.wait("10.0.0.9") == pytest.approx(limits.BAD_TOKEN_ADDRESS.burst + 1)  # the floor
+    clock.now += limits.BAD_TOKEN_ADDRESS.burst + 1
     assert rater.admit("10.0.0.9", "token-c") is None
 
 
