@@ -340,12 +340,12 @@ def build_study_tab(settings: Settings, *, folders: WorkFolders | None = None,
         return paths, ("Exported: the judgments (CSV) and the manifest lines (paths relative to the study's "
                        "manifest folder).")
 
-    refresh.click(show, [token, name, results], out, api_name=False)
-    live.change(lambda on: gr.Timer(active=bool(on)), live, timer, api_name=False)  # follow the answers
-    timer.tick(show, [token, name, results], out, api_name=False)
-    add.click(add_them, [token, name, count], out, api_name=False)
-    close.click(close_it, [token, name], out, api_name=False)
-    export.click(export_them, [token, name], [files, out], api_name=False)
+    refresh.click(show, [token, name, results], out, api_visibility="private")
+    live.change(lambda on: gr.Timer(active=bool(on)), live, timer, api_visibility="private")  # follow the answers
+    timer.tick(show, [token, name, results], out, api_visibility="private")
+    add.click(add_them, [token, name, count], out, api_visibility="private")
+    close.click(close_it, [token, name], out, api_visibility="private")
+    export.click(export_them, [token, name], [files, out], api_visibility="private")
 
 
 # ---------------------------------------------------------------------------------------------- from Explore
@@ -397,4 +397,4 @@ def slice_study_control(settings: Settings, state: gr.State, shelf: Any, operato
                 f"{created.per_rater} per rater, so {needed} raters give each unit {created.per_unit} judgments. "
                 "Add raters in the Study tab.")
 
-    make.click(made, [token, name, kind, questions, per_unit, per_rater, repeats, state], said, api_name=False)
+    make.click(made, [token, name, kind, questions, per_unit, per_rater, repeats, state], said, api_visibility="private")
