@@ -26,6 +26,7 @@ import hmac
 import ipaddress
 import json
 import math
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -209,18 +210,21 @@ class Operator:
 
     def __init__(self, limits: OperatorLimits | None = None):
         self.limits = limits or OperatorLimits()
+        self._lock = threading.Lock()  # the look at the bucket and the count of a miss are one step
 
     def check(self, given: str | None, request: Any = None) -> None:
         """Return when ``given`` is the operator token; else raise :class:`StudyError` (403, or 429 when the
         client's address has sent too many wrong ones)."""
         address = _request_address(request)
-        refusal = self.limits.blocked(address)
+        expected = study_operator_token()
+        with self._lock:  # microseconds: a compare of two short strings
+            refusal = self.limits.blocked(address)
+            if refusal is None and (expected is None or not given
+                                    or not hmac.compare_digest(str(given).encode(), expected.encode())):
+                self.limits.missed(address)
+                raise store.StudyError(NOT_OPERATOR, 403)
         if refusal is not None:
             raise store.StudyError(refusal.message[0].upper() + refusal.message[1:] + ".", 429)
-        expected = study_operator_token()
-        if expected is None or not given or not hmac.compare_digest(str(given).encode(), expected.encode()):
-            self.limits.missed(address)
-            raise store.StudyError(NOT_OPERATOR, 403)
 
 
 def _request_address(request: Any) -> str:
