@@ -1,17 +1,21 @@
-"""``study``: the operator's commands for rating studies (create, raters, status, list, close, export, import)."""
+"""``study``: the operator's commands for rating studies (create, from a manifest or a slice of its results; raters,
+status, list, close, export, import)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from ..config import Settings, setting_help
+from ..errors import InputError
 from ..metrics.agreement import DEFAULT_BOOTSTRAP, DEFAULT_SEED
 from ..study import store
 from ..study.agreement import study_agreement
 from ..study.exchange import export_csv, export_manifest, import_csv
 from ..study.questions import KINDS, QUESTION_IDS
 from ..study.report import format_report
+from ..study.slices import create_study_from_slice
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,6 +40,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="attention checks per rater: pairs shown again later, sides swapped (default 2)")
     create.add_argument("--seed", type=int, default=0, help="seed of the order and sides (default 0)")
     create.add_argument("--title", help="the title raters see (default: the name)")
+    sliced = create.add_argument_group(
+        "from an Explore slice", "with --results, judge only the edits of a slice of MANIFEST's batch results (the "
+        "Explore tab's filters; no filter: every scored edit); --model, --dataset, --role, --edit-type and --run "
+        "may be repeated")
+    sliced.add_argument("--results", action="append", default=[], metavar="RESULTS",
+                        help="`batch` results of MANIFEST (.jsonl, .parquet or a folder of parts); may be repeated")
+    sliced.add_argument("--slice", metavar="SLICE.json", help="a slice saved as JSON (its filters; the flags below add to it)")
+    for flag, what in (("model", "editing model"), ("dataset", "dataset"), ("role", "edit role"),
+                       ("edit-type", "edit type"), ("run", "run number")):
+        sliced.add_argument(f"--{flag}", action="append", default=[], metavar=flag.upper().replace("-", "_"),
+                            help=f"keep edits of this {what}")
+    sliced.add_argument("--range", action="append", default=[], metavar="METRIC=LOW:HIGH",
+                        help="keep edits whose METRIC lies in [LOW, HIGH] (either end may be empty)")
 
     raters = sub.add_parser("raters", help="add raters; prints each one's private link once")
     raters.add_argument("name")
@@ -75,10 +92,16 @@ def run(args: argparse.Namespace) -> int:
     db = Path(args.db).expanduser() if args.db else Settings.from_env().study_db_path
     action = args.study_command
     if action == "create":
-        study = store.create_study(db, args.name, args.manifest, kind=args.kind,
-                                   questions=[q.strip() for q in args.questions.split(",") if q.strip()],
-                                   per_unit=args.per_unit, per_rater=args.per_rater, repeats=args.repeats,
-                                   seed=args.seed, title=args.title)
+        design = {"kind": args.kind, "questions": [q.strip() for q in args.questions.split(",") if q.strip()],
+                  "per_unit": args.per_unit, "per_rater": args.per_rater, "repeats": args.repeats, "seed": args.seed,
+                  "title": args.title}
+        if args.results:
+            study = _create_from_slice(db, args, design)
+        elif args.slice or args.model or args.dataset or args.role or args.edit_type or args.run or args.range:
+            raise InputError("the slice options (--slice, --model, --dataset, --role, --edit-type, --run, --range) "
+                             "filter batch results: give them with --results")
+        else:
+            study = store.create_study(db, args.name, args.manifest, **design)
         data = store.load_study(db, study.name)
         needed = -(-len(data.units) * study.per_unit // study.per_rater)
         print(f"study {study.name}: {len(data.units)} units ({study.kind}, questions {', '.join(study.questions)}, "
@@ -112,3 +135,29 @@ def run(args: argparse.Namespace) -> int:
         added = import_csv(db, args.name, args.csv)
         print(f"{added} judgment(s) added to study {args.name}")
     return 0
+
+
+def _create_from_slice(db: Path, args: argparse.Namespace, design: dict[str, Any]) -> store.Study:
+    """``create --results``: open the results with MANIFEST as Explore does, make the slice, design over it."""
+    from ..explore import make_slice, open_results, slice_from_json
+    from ..explore.store import OpenedFile
+
+    base = slice_from_json(Path(args.slice).read_text(encoding="utf-8")) if args.slice else make_slice("cli")
+    ranges: dict[str, list[str]] = {key: [low, high] for key, (low, high) in base.ranges.items()}
+    for text in args.range:
+        metric, _, bounds = text.partition("=")
+        low, colon, high = bounds.partition(":")
+        if not metric.strip() or not colon:
+            raise InputError(f"--range {text!r}: write METRIC=LOW:HIGH (e.g. augclip=0.2:0.8; either end may be empty)")
+        ranges[metric.strip()] = [low.strip(), high.strip()]
+    active = make_slice(base.name, datasets=[*base.datasets, *args.dataset], models=[*base.models, *args.model],
+                        roles=[*base.roles, *args.role], edit_types=[*base.edit_types, *args.edit_type],
+                        runs=[*base.runs, *args.run], ranges=ranges)
+    results = open_results([OpenedFile(Path(path).expanduser(), Path(args.manifest).expanduser())
+                            for path in args.results])
+    try:
+        study, selection = create_study_from_slice(db, args.name, results, active, **design)
+    finally:
+        results.close()
+    print(f"from {selection.description}: {selection.n_edits} edit(s) of {len(selection.only)} item(s)")
+    return study

@@ -12,7 +12,7 @@ in the statistics and the exports, the repeat measures the rater's own consisten
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -41,14 +41,18 @@ class Task:
     repeat_of: int | None = None  # position of the original task
 
 
-def study_units(items: Sequence[ManifestItem], kind: str) -> list[Unit]:
-    """Pairs of edits of the same source (every pair of an item's edits) or single edits, in manifest order."""
+def study_units(items: Sequence[ManifestItem], kind: str,
+                only: Mapping[str, Collection[int]] | None = None) -> list[Unit]:
+    """Pairs of edits of the same source (every pair of an item's edits) or single edits, in manifest order.
+
+    ``only`` (item id -> edit indices, e.g. the edits of an Explore slice): units over those edits alone."""
     units: list[Unit] = []
     for item in items:
+        chosen = range(len(item.edits)) if only is None else sorted(set(only.get(item.id, ())))
         if kind == "2afc":
-            units.extend(Unit(item.id, a, b) for a, b in combinations(range(len(item.edits)), 2))
+            units.extend(Unit(item.id, a, b) for a, b in combinations(chosen, 2))
         else:
-            units.extend(Unit(item.id, a) for a in range(len(item.edits)))
+            units.extend(Unit(item.id, a) for a in chosen)
     return units
 
 

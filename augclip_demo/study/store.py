@@ -22,7 +22,7 @@ import io
 import json
 import secrets
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -168,8 +168,13 @@ def list_studies(db: str | Path) -> list[Study]:
 
 def create_study(db: str | Path, name: str, manifest: str | Path, *, kind: str = "2afc",
                  questions: Sequence[str] = ("overall",), per_unit: int = 3, per_rater: int | None = None,
-                 repeats: int = 2, seed: int = 0, title: str | None = None) -> Study:
-    """A study over the items of ``manifest`` (validated; every image hashed now, so a later change is caught)."""
+                 repeats: int = 2, seed: int = 0, title: str | None = None,
+                 only: Mapping[str, Collection[int]] | None = None) -> Study:
+    """A study over the items of ``manifest`` (validated; every image hashed now, so a later change is caught).
+
+    ``only`` (item id -> edit indices; :func:`augclip_demo.study.slices.slice_selection` makes it from an Explore
+    slice): judge those edits of those items alone. The items keep all their edits (a results file of the
+    manifest still matches them by content hash); the units are the chosen edits' pairs or single edits."""
     name = _check_name(name)
     if kind not in KINDS:
         raise StudyError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
@@ -178,9 +183,15 @@ def create_study(db: str | Path, name: str, manifest: str | Path, *, kind: str =
     if unknown:
         raise StudyError(f"unknown question(s) {', '.join(unknown)}; choose from {', '.join(QUESTION_IDS)}")
     items = load_manifest(manifest)
-    units = study_units(items, kind)
+    if only is not None:
+        items = _chosen_items(items, only, Path(manifest).name)
+    units = study_units(items, kind, only)
+    if only is not None:  # an item of the selection without a unit (one edit chosen, for pairs) is not shown
+        judged = {unit.item_id for unit in units}
+        items = [item for item in items if item.id in judged]
     if not units:
-        raise StudyError(f"manifest {manifest}: no {'pair of edits of one source' if kind == '2afc' else 'edit'} "
+        what = "selection" if only is not None else f"manifest {manifest}"
+        raise StudyError(f"{what}: no {'pair of edits of one source' if kind == '2afc' else 'edit'} "
                          "to judge (2AFC needs items with two or more edits)")
     if len(units) > MAX_UNITS:
         raise StudyError(f"the study would have {len(units)} units; at most {MAX_UNITS} (split the manifest)")
@@ -205,6 +216,22 @@ def create_study(db: str | Path, name: str, manifest: str | Path, *, kind: str =
         conn.executemany("INSERT INTO units (study_id, number, item_id, edit_a, edit_b) VALUES (?,?,?,?,?)",
                          [(study_id, n, u.item_id, u.edit_a, u.edit_b) for n, u in enumerate(units)])
         return get_study(conn, name)
+
+
+def _chosen_items(items: Sequence[ManifestItem], only: Mapping[str, Collection[int]],
+                  manifest_name: str) -> list[ManifestItem]:
+    """The manifest's items named in ``only``, after checking every id and edit index against the manifest."""
+    by_id = {item.id: item for item in items}
+    unknown = [str(key) for key in only if key not in by_id]
+    if unknown:
+        raise StudyError(f"{len(unknown)} chosen item(s) are not in manifest {manifest_name} (first: "
+                         f"{', '.join(unknown[:3])}): give the manifest the results were made from")
+    for key, indices in only.items():
+        bad = [i for i in indices if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(by_id[key].edits)]
+        if bad:
+            raise StudyError(f"item {key!r} of manifest {manifest_name} has {len(by_id[key].edits)} edit(s); "
+                             f"chosen edit(s) {bad[:3]} are not among them")
+    return [item for item in items if item.id in only]
 
 
 def _hash_images(items: Sequence[ManifestItem]) -> dict[Path, str]:

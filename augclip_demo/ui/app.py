@@ -274,7 +274,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                             clip_choices=clip_choices, folders=folders, after_run=sweep)
             explore = build_explore_tab(base_settings, folders=folders)
             with gr.Tab("Study", id="study"):
-                build_study_tab(base_settings)
+                build_study_tab(base_settings, folders=folders)
             with gr.Tab("Help"):
                 gr.Markdown(views.help_markdown())
 

@@ -40,6 +40,7 @@ from ..explore.store import metric_label
 from ..report import UNTRAINED_WARNING
 from .guard import scrub_paths_in, user_facing
 from .storage import WorkFolders
+from .study_tab import slice_study_control
 from .views import empty_table
 
 CATEGORY_CONTROLS = (("datasets", "dataset", "Dataset"), ("models", "model", "Editing model"),
@@ -153,6 +154,7 @@ def build_explore_tab(settings: Settings, *, folders: WorkFolders | None = None,
         gr.Markdown(explore_help(settings))
         ui = _layout(shelf)
         _wire(ui, settings, shelf, folders)
+        slice_study_control(settings, ui["state"], shelf)  # ui/study_tab.py: operator only
     return EvaluateHandoff(ui["to_evaluate"], ui["state"], shelf, folders)
 
 

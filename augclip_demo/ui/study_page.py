@@ -86,7 +86,10 @@ PAGE_JS = r"""
     return fetch(path, options).then(function (response) {
       if (response.ok) { return response; }
       return response.json().catch(function () { return {}; }).then(function (body) {
-        throw new Error(body.error || ("the server answered " + response.status));
+        var error = new Error(body.error || ("the server answered " + response.status));
+        // over the rate (429): the server says how long to wait; the page waits and tries again by itself
+        if (response.status === 429) { error.retry = parseInt(response.headers.get("Retry-After") || "2", 10) || 2; }
+        throw error;
       });
     });
   }
@@ -179,7 +182,10 @@ PAGE_JS = r"""
 
   function load() {
     if (!token) { say("This page needs your personal rating link (it ends in #t=...)."); return; }
-    api("/study/api/task").then(function (r) { return r.json(); }).then(render).catch(function (e) { say(e.message); });
+    api("/study/api/task").then(function (r) { return r.json(); }).then(render).catch(function (e) {
+      say(e.message);
+      if (e.retry) { setTimeout(load, e.retry * 1000); }
+    });
   }
 
   function send() {
@@ -188,7 +194,11 @@ PAGE_JS = r"""
     api("/study/api/answer", { method: "POST", headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ position: task.position, answers: state.answers, elapsed_ms: elapsed }) })
       .then(function () { state.sending = false; load(); })
-      .catch(function (e) { state.sending = false; state.answers = {}; mark(); say(e.message); });
+      .catch(function (e) {
+        say(e.message);
+        if (e.retry) { setTimeout(send, e.retry * 1000); return; }  // the answers are kept and sent again
+        state.sending = false; state.answers = {}; mark();
+      });
   }
 
   document.addEventListener("keydown", function (event) {

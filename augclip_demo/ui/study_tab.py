@@ -9,16 +9,24 @@ Rater routes (every one needs the rater's token in ``Authorization: Bearer``; an
   "elapsed_ms": N}``; refused when it is not the rater's task, answered already, or the study is closed.
 * ``GET /study/api/image/{position}/{slot}``: a picture of the rater's current task (or the one just answered).
 
+Every API request is first counted against its rater's token and its client's address
+(:mod:`augclip_demo.study.limits`, in the event loop, before any thread or database work); over the rate it
+is answered 429 with ``Retry-After``. Requests with a token that is not a rater's are counted per address
+as well, and an address over that bound is answered 429 until its bucket refills.
+
 The operator's tab works only when ``AUGCLIP_STUDY_OPERATOR_TOKEN`` is set and the token is typed in;
 without it, studies are created, closed and exported from the CLI (``python -m augclip_demo study``).
+Wrong tokens are counted per address (no pause in a worker thread); exports are written into the session's
+work folder (:class:`~augclip_demo.ui.storage.WorkFolders`: the disk cap and the sweeps cover them).
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
-import tempfile
-import time
+import math
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +40,10 @@ from ..errors import AugclipError
 from ..study import store
 from ..study.agreement import study_agreement
 from ..study.exchange import export_csv, export_lines
+from ..study.limits import OperatorLimits, RaterLimits
 from ..study.report import format_report, report_tables
+from .guard import scrub_paths
+from .storage import WorkFolders
 from .study_page import PAGE_CSS, PAGE_HTML, PAGE_JS
 
 MAX_ANSWER_BYTES = 4096
@@ -44,8 +55,27 @@ PAGE_HEADERS = {
 }
 
 
-def _error(message: str, status: int) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status, headers=PAGE_HEADERS)
+def _error(message: str, status: int, retry_after: float | None = None) -> JSONResponse:
+    headers = dict(PAGE_HEADERS)
+    if retry_after is not None:
+        headers["Retry-After"] = str(max(1, math.ceil(retry_after)))  # as the message says
+    return JSONResponse({"error": scrub_paths(message)}, status_code=status, headers=headers)
+
+
+def client_address(peer: str | None, forwarded: str | None) -> str:
+    """The address a request's limits are counted against: the peer's, or, when the peer is a proxy on this
+    machine or a private network, the last ``X-Forwarded-For`` entry (the one the nearest proxy added: a
+    client can prepend entries, never append after its proxy's)."""
+    address = peer or "unknown"
+    try:
+        trusted = ipaddress.ip_address(address).is_private  # loopback and private ranges both count
+    except ValueError:
+        trusted = False
+    if trusted and forwarded:
+        last = forwarded.split(",")[-1].strip()
+        if last:
+            return last[:64]
+    return address
 
 
 def _token(request: Request) -> str:
@@ -81,10 +111,31 @@ async def _bounded_json(request: Request) -> Any:
         raise store.StudyError("the answer is not valid JSON") from None
 
 
-def study_routes(settings: Settings) -> list[Any]:
+def study_routes(settings: Settings, limits: RaterLimits | None = None) -> list[Any]:
     """The rater page's routes, for ``FastAPI(routes=...)`` (see ``launch_kwargs``)."""
     db = settings.study_db_path
     router = APIRouter()
+    limits = limits or RaterLimits()
+
+    def admitted(request: Request) -> tuple[str, str] | Response:
+        """(address, token), or the refusal: no token (401), over a rate (429). Runs in the event loop."""
+        address = client_address(request.client.host if request.client else None,
+                                 request.headers.get("x-forwarded-for"))
+        try:
+            token = _token(request)
+        except store.StudyError as exc:
+            limits.bad_token(address)
+            return _error(str(exc), exc.status)
+        refusal = limits.admit(address, token)
+        if refusal is not None:
+            return _error(refusal.message, 429, retry_after=refusal.wait_s)
+        return address, token
+
+    async def guarded(address: str, call: Any, *args: Any) -> Any:
+        result = await _guarded(call, *args)
+        if isinstance(result, Response) and result.status_code == 403:  # a token that is not a rater's
+            limits.bad_token(address)
+        return result
 
     @router.get("/study/rate", include_in_schema=False)
     def page() -> Response:
@@ -100,39 +151,42 @@ def study_routes(settings: Settings) -> list[Any]:
 
     @router.get("/study/api/task", include_in_schema=False)
     async def task(request: Request) -> Response:
-        try:
-            token = _token(request)
-        except store.StudyError as exc:
-            return _error(str(exc), exc.status)
-        view = await _guarded(store.rater_view, db, token)
+        checked = admitted(request)
+        if isinstance(checked, Response):
+            return checked
+        address, token = checked
+        view = await guarded(address, store.rater_view, db, token)
         if isinstance(view, Response):
             return view
         return JSONResponse(vars(view), headers=PAGE_HEADERS)
 
     @router.post("/study/api/answer", include_in_schema=False)
     async def answer(request: Request) -> Response:
+        checked = admitted(request)
+        if isinstance(checked, Response):
+            return checked
+        address, token = checked
         try:
-            token = _token(request)
             body = await _bounded_json(request)
         except store.StudyError as exc:
             return _error(str(exc), exc.status)
         if not isinstance(body, dict) or set(body) - {"position", "answers", "elapsed_ms"}:
             return _error("send {position, answers, elapsed_ms} only", 400)
-        result = await _guarded(store.submit_answer, db, token, body.get("position"), body.get("answers"),
-                                body.get("elapsed_ms"))
+        result = await guarded(address, store.submit_answer, db, token, body.get("position"), body.get("answers"),
+                               body.get("elapsed_ms"))
         if isinstance(result, Response):
             return result
         return JSONResponse({"done": result[0], "total": result[1]}, headers=PAGE_HEADERS)
 
     @router.get("/study/api/image/{position}/{slot}", include_in_schema=False)
     async def image(request: Request, position: int, slot: str) -> Response:
-        try:
-            token = _token(request)
-        except store.StudyError as exc:
-            return _error(str(exc), exc.status)
+        checked = admitted(request)
+        if isinstance(checked, Response):
+            return checked
+        address, token = checked
         if not 0 <= position < 10 * store.MAX_UNITS or len(slot) > 10:
             return _error("no such image in your tasks", 404)
-        found = await _guarded(store.task_image, db, token, position, slot)
+        found = await guarded(address, store.task_image, db, token, position, slot)
         if isinstance(found, Response):
             return found
         data = await _guarded(store.shown_picture, *found)
@@ -144,15 +198,45 @@ def study_routes(settings: Settings) -> list[Any]:
 
 
 # ---------------------------------------------------------------------------------------------- operator tab
-def operator_allowed(given: str | None) -> bool:
-    """Whether ``given`` is the configured operator token (constant-time compare; a short pause on a miss)."""
-    expected = study_operator_token()
-    if expected is None:
-        return False
-    ok = bool(given) and hmac.compare_digest(str(given).encode(), expected.encode())
-    if not ok:
-        time.sleep(0.5)  # slows guessing down; the token's length does the rest
-    return ok
+NOT_OPERATOR = "The operator token is not right (or AUGCLIP_STUDY_OPERATOR_TOKEN is not set)."
+
+
+class Operator:
+    """The operator token's check for the tab's actions and the Explore tab's "study from this slice".
+
+    A wrong token is counted against the client's address (:class:`~augclip_demo.study.limits.OperatorLimits`);
+    an address that used up its tries is refused at once, without comparing anything, until its bucket refills.
+    Nothing sleeps, so a burst of wrong tokens holds no worker thread."""
+
+    def __init__(self, limits: OperatorLimits | None = None):
+        self.limits = limits or OperatorLimits()
+        self._lock = threading.Lock()  # the look at the bucket and the count of a miss are one step
+
+    def check(self, given: str | None, request: Any = None) -> None:
+        """Return when ``given`` is the operator token; else raise :class:`StudyError` (403, or 429 when the
+        client's address has sent too many wrong ones)."""
+        address = _request_address(request)
+        expected = study_operator_token()
+        with self._lock:  # microseconds: a compare of two short strings
+            refusal = self.limits.blocked(address)
+            if refusal is None and (expected is None or not given
+                                    or not hmac.compare_digest(str(given).encode(), expected.encode())):
+                self.limits.missed(address)
+                raise store.StudyError(NOT_OPERATOR, 403)
+        if refusal is not None:
+            raise store.StudyError(refusal.message[0].upper() + refusal.message[1:] + ".", 429)
+
+
+def _request_address(request: Any) -> str:
+    """The client's address of a Gradio request (``gr.Request``), as the rater routes count it."""
+    inner = getattr(request, "request", request)
+    client = getattr(inner, "client", None) or getattr(request, "client", None)
+    headers = getattr(inner, "headers", None) or getattr(request, "headers", None) or {}
+    return client_address(getattr(client, "host", None), headers.get("x-forwarded-for"))
+
+
+#: the app's operator check (one per process: the tab and the Explore control share its counts)
+OPERATOR = Operator()
 
 
 def _cell(text: str) -> str:
@@ -170,10 +254,8 @@ def _tables_markdown(tables: list[tuple[str, list[str], list[list[str]]]]) -> st
     return "\n\n".join(blocks)
 
 
-def operator_status(settings: Settings, token: str, name: str, results: str | None) -> str:
+def operator_status(settings: Settings, name: str, results: str | None) -> str:
     """The tab's report (Markdown): progress, rater agreement and, with a results file, the metrics'."""
-    if not operator_allowed(token):
-        return "The operator token is not right (or AUGCLIP_STUDY_OPERATOR_TOKEN is not set)."
     data = store.load_study(settings.study_db_path, name.strip())
     report = study_agreement(data, [results] if results else [])
     head = _cell(format_report(report).split("\n\n")[0]).replace("\n", "\n\n")
@@ -181,20 +263,16 @@ def operator_status(settings: Settings, token: str, name: str, results: str | No
     return f"{head}\n\n{_tables_markdown(report_tables(report))}" + (f"\n\n**Notes**{notes}" if notes else "")
 
 
-def operator_add_raters(settings: Settings, token: str, name: str, count: float | None, base_url: str) -> str:
-    if not operator_allowed(token):
-        return "The operator token is not right (or AUGCLIP_STUDY_OPERATOR_TOKEN is not set)."
+def operator_add_raters(settings: Settings, name: str, count: float | None, base_url: str) -> str:
     raters = store.add_raters(settings.study_db_path, name.strip(), count=int(count or 0))
     lines = ["Each link is shown once; send each rater their own.", ""]
     lines += [f"- {r.label}: `{base_url}study/rate#t={r.token}`" for r in raters]
     return "\n".join(lines)
 
 
-def operator_export(settings: Settings, token: str, name: str) -> list[str]:
-    if not operator_allowed(token):
-        return []
+def operator_export(settings: Settings, name: str, folder: Path) -> list[str]:
+    """The judgments as CSV and as manifest lines, written into ``folder`` (a session's work folder)."""
     data = store.load_study(settings.study_db_path, name.strip())
-    folder = Path(tempfile.mkdtemp(prefix="augclip-study-"))
     csv_path = folder / f"{data.study.name}-judgments.csv"
     csv_path.write_text(export_csv(data), encoding="utf-8")
     manifest = folder / f"{data.study.name}-overall.jsonl"
@@ -203,61 +281,124 @@ def operator_export(settings: Settings, token: str, name: str) -> list[str]:
     return [str(csv_path), str(manifest)]
 
 
-def build_study_tab(settings: Settings) -> None:
-    """The Study tab's contents (call inside ``gr.Tab``)."""
+def _message(exc: AugclipError) -> str:
+    """An error as the tab shows it: its text, with every server folder cut (paths in a manifest's message)."""
+    return scrub_paths(str(exc))
+
+
+def build_study_tab(settings: Settings, *, folders: WorkFolders | None = None,
+                    operator: Operator = OPERATOR) -> None:
+    """The Study tab's contents (call inside ``gr.Tab``); exports go into ``folders`` (the app's work folders)."""
+    folders = folders or WorkFolders()
     gr.Markdown("Rating studies: people judge edits on their own page (`/study/rate#t=...`); this tab shows how "
                 "they agree with each other and with the metrics. Create studies with `python -m augclip_demo study "
-                "create`; the operator token (`AUGCLIP_STUDY_OPERATOR_TOKEN`) unlocks the actions below. See "
-                "docs/study.md.")
+                "create` (or from a slice in the Explore tab); the operator token (`AUGCLIP_STUDY_OPERATOR_TOKEN`) "
+                "unlocks the actions below. See docs/study.md.")
     with gr.Row():
         token = gr.Textbox(label="Operator token", type="password", max_length=200, elem_id="study-operator-token")
         name = gr.Textbox(label="Study", max_length=store.MAX_NAME, elem_id="study-name")
         results = gr.File(label="Results of `batch` on the study's manifest (optional)", file_types=[".jsonl"],
                           type="filepath", elem_id="study-results")
     with gr.Row():
-        refresh = gr.Button("Show agreement", variant="primary")
+        refresh = gr.Button("Show agreement", variant="primary", elem_id="study-show")
         count = gr.Number(label="Raters to add", value=1, minimum=1, maximum=store.MAX_RATERS_PER_CALL, precision=0)
-        add = gr.Button("Add raters")
-        close = gr.Button("Close study", variant="stop")
-        export = gr.Button("Export")
+        add = gr.Button("Add raters", elem_id="study-add")
+        close = gr.Button("Close study", variant="stop", elem_id="study-close")
+        export = gr.Button("Export", elem_id="study-export")
         live = gr.Checkbox(label="Refresh every 30 s", value=False, elem_id="study-live")
     out = gr.Markdown(elem_id="study-report")
     timer = gr.Timer(30.0, active=False)
     files = gr.Files(label="Exports")
 
-    def guarded(call: Any) -> Any:
-        def run(*args: Any) -> Any:
-            try:
-                return call(*args)
-            except AugclipError as exc:
-                return f"{exc}"
-        return run
+    def show(token_value: str, study: str, results_file: str | None, request: gr.Request) -> str:
+        try:
+            operator.check(token_value, request)
+            return operator_status(settings, study, results_file)
+        except AugclipError as exc:
+            return _message(exc)
 
-    def close_it(token_value: str, study: str) -> str:
-        if not operator_allowed(token_value):
-            return "The operator token is not right (or AUGCLIP_STUDY_OPERATOR_TOKEN is not set)."
-        closed = store.close_study(settings.study_db_path, study.strip())
+    def close_it(token_value: str, study: str, request: gr.Request) -> str:
+        try:
+            operator.check(token_value, request)
+            closed = store.close_study(settings.study_db_path, study.strip())
+        except AugclipError as exc:
+            return _message(exc)
         return f"Study {closed.name} is closed (since {closed.closed_at}); raters' pages now say so."
 
     def add_them(token_value: str, study: str, n: float | None, request: gr.Request) -> str:
         base = str(getattr(request, "request", request).base_url) if request is not None else "/"
         try:
-            return operator_add_raters(settings, token_value, study, n, base)
+            operator.check(token_value, request)
+            return operator_add_raters(settings, study, n, base)
         except AugclipError as exc:
-            return f"{exc}"
+            return _message(exc)
 
-    def export_them(token_value: str, study: str) -> tuple[list[str], str]:
+    def export_them(token_value: str, study: str, request: gr.Request) -> tuple[list[str], str]:
         try:
-            paths = operator_export(settings, token_value, study)
+            operator.check(token_value, request)
+            folders.check_room("The export")
+            folder = folders.new(getattr(request, "session_hash", None))
+            paths = operator_export(settings, study, folder)
         except AugclipError as exc:
-            return [], f"{exc}"
+            return [], _message(exc)
         return paths, ("Exported: the judgments (CSV) and the manifest lines (paths relative to the study's "
-                       "manifest folder)." if paths else "The operator token is not right.")
+                       "manifest folder).")
 
-    show = guarded(lambda t, n, r: operator_status(settings, t, n, r))
-    refresh.click(show, [token, name, results], out)
-    live.change(lambda on: gr.Timer(active=bool(on)), live, timer)  # follow the answers as they arrive
-    timer.tick(show, [token, name, results], out)
-    add.click(add_them, [token, name, count], out)
-    close.click(guarded(close_it), [token, name], out)
-    export.click(export_them, [token, name], [files, out])
+    refresh.click(show, [token, name, results], out, api_visibility="private")
+    live.change(lambda on: gr.Timer(active=bool(on)), live, timer, api_visibility="private")  # follow the answers
+    timer.tick(show, [token, name, results], out, api_visibility="private")
+    add.click(add_them, [token, name, count], out, api_visibility="private")
+    close.click(close_it, [token, name], out, api_visibility="private")
+    export.click(export_them, [token, name], [files, out], api_visibility="private")
+
+
+# ---------------------------------------------------------------------------------------------- from Explore
+def slice_study_control(settings: Settings, state: gr.State, shelf: Any, operator: Operator = OPERATOR) -> None:
+    """The Explore tab's "Make a study from this slice" (call inside the tab): the operator token, a name and
+    the design; the study is made over the active slice's edits (``state``: the tab's state, holding the open
+    file's key and the active slice; ``shelf``: the tab's :class:`~augclip_demo.explore.shelf.Shelf`)."""
+    from ..explore import slice_from_json
+    from ..study.questions import KINDS, QUESTION_IDS
+    from ..study.slices import create_study_from_slice
+
+    with gr.Accordion("Make a study from this slice (operator only)", open=False):
+        gr.Markdown("People then judge the slice's edits on the rater page: pairs of edits of one source (2AFC) or "
+                    "1-5 ratings. Add raters in the Study tab. See docs/study.md.")
+        with gr.Row():
+            token = gr.Textbox(label="Operator token", type="password", max_length=200,
+                               elem_id="aug-explore-study-token")
+            name = gr.Textbox(label="Study name", max_length=store.MAX_NAME, elem_id="aug-explore-study-name")
+            kind = gr.Radio(list(KINDS), value="2afc", label="Kind", elem_id="aug-explore-study-kind")
+            questions = gr.CheckboxGroup(list(QUESTION_IDS), value=["overall"], label="Questions ('overall' is "
+                                         "always asked)", elem_id="aug-explore-study-questions")
+        with gr.Row():
+            per_unit = gr.Number(3, label="Judgments per unit", minimum=1, maximum=1000, precision=0)
+            per_rater = gr.Number(0, label="Units per rater (0: all)", minimum=0, maximum=store.MAX_UNITS,
+                                  precision=0)  # the page sends 0 for an empty field
+            repeats = gr.Number(2, label="Attention checks per rater", minimum=0, maximum=1000, precision=0)
+            make = gr.Button("Make a study from this slice", elem_id="aug-explore-study-make")
+        said = gr.Markdown(elem_id="aug-explore-study-info")
+
+    def made(token_value: str, study: str, kind_value: str, asked: list[str] | None, n_unit: float | None,
+             n_rater: float | None, n_repeats: float | None, current: dict[str, Any] | None,
+             request: gr.Request) -> str:
+        try:
+            operator.check(token_value, request)
+            if not current or not current.get("key"):
+                raise store.StudyError("open a results file first (with its manifest: a study shows its pictures)")
+            active = slice_from_json(current.get("active") or "{}")
+            created, selection = create_study_from_slice(
+                settings.study_db_path, study, shelf.store(current["key"]), active, kind=kind_value,
+                questions=list(asked or ["overall"]), per_unit=int(n_unit or 3),
+                per_rater=int(n_rater) if n_rater else None,
+                repeats=int(2 if n_repeats is None else n_repeats))
+            data = store.load_study(settings.study_db_path, created.name)
+        except AugclipError as exc:
+            return _message(exc)
+        needed = -(-len(data.units) * created.per_unit // created.per_rater)
+        return (f"Study **{_cell(created.name)}**: {len(data.units)} units ({created.kind}) from "
+                f"{_cell(selection.description)} ({selection.n_edits} edits of {len(selection.only)} items); "
+                f"{created.per_rater} per rater, so {needed} raters give each unit {created.per_unit} judgments. "
+                "Add raters in the Study tab.")
+
+    make.click(made, [token, name, kind, questions, per_unit, per_rater, repeats, state], said, api_visibility="private")

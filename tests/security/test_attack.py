@@ -24,6 +24,7 @@ import time
 import urllib.request
 import uuid
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -33,6 +34,7 @@ from gradio_client import Client, handle_file
 from tests.explore.constructed import constructed_records, write_jsonl
 from tests.security import probes
 from tests.security.servers import AppProcess, folder_bytes, start_app
+from tests.study.helpers import OPERATOR_TOKEN, write_study_manifest
 from tests.support import EXAMPLES, TINY, free_port
 from tests.ui.test_app import evaluate_args
 
@@ -128,7 +130,8 @@ def app(tmp_path_factory) -> AppProcess:
     results = write_jsonl(constructed_records(), runs / "results.jsonl")
     app = start_app(tmp_path_factory.mktemp("attack"), env={"AUGCLIP_APP_DISK_MB": str(DISK_MB),
                                                              "GRADIO_HEARTBEAT_INTERVAL": "2",
-                                                             "AUGCLIP_EXPLORE_FILES": str(results)})
+                                                             "AUGCLIP_EXPLORE_FILES": str(results),
+                                                             "AUGCLIP_STUDY_OPERATOR_TOKEN": OPERATOR_TOKEN})
     yield app
     app.stop()
 
@@ -380,6 +383,195 @@ def test_11_explore_refuses_hostile_results_clearly_and_keeps_answering(app, cli
     assert outside["success"] is False and "root:" not in json.dumps(outside), outside
     explore_opens(open_)
     evaluates(client)
+
+
+# ------------------------------------------------------------------------------------------ the rating study
+STUDY_BURST = 200
+
+
+@pytest.fixture(scope="module")
+def study(app, tmp_path_factory):
+    """A 2AFC study (two questions) in the app's study database, with three raters."""
+    from augclip_demo.study import store
+
+    manifest = write_study_manifest(tmp_path_factory.mktemp("study") / "data", n_items=3)
+    db = app.temp.parent / "cache" / "studies.sqlite3"
+    store.create_study(db, "attack", manifest, questions=["text"], repeats=0)
+    ann, bob, eve = store.add_raters(db, "attack", labels=["ann", "bob", "eve"])
+    return {"db": db, "ann": ann.token, "bob": bob.token, "eve": eve.token}
+
+
+def rate(app: AppProcess, method: str, path: str, token: str | None, body: bytes | None = None,
+         address: str = "192.0.2.10") -> httpx.Response:
+    """One rater request, from ``address`` (a proxy on 127.0.0.1 names the client in X-Forwarded-For)."""
+    headers = {"X-Forwarded-For": address, "Content-Type": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    return RATERS_HTTP.request(method, f"{app.url}study/api/{path}", headers=headers, content=body)
+
+
+RATERS_HTTP = httpx.Client(timeout=30)  # one pool for the raters' requests: the test's own CPU stays small
+
+
+def said(answer: httpx.Response) -> str:
+    text = answer.json()["error"]
+    assert "Traceback" not in text and not SERVER_PATH.search(text), text
+    return text
+
+
+def answer_body(position, answers, **extra) -> bytes:
+    return json.dumps({"position": position, "answers": answers, **extra}).encode()
+
+
+class RaterWatch:
+    """A well-behaved rater at another address, loading its task four times a second while a family runs,
+    beside the page-load watch's control server (a slow load counts only when the control answered at once:
+    the machine gave CPU time, so it was the app that made the rater wait)."""
+
+    def __init__(self, app: AppProcess, token: str, watch: Watch):
+        self.ticks: list[tuple[float, float]] = []  # (task load, control load) in seconds
+        self.statuses: list[int] = []
+        self.stop = threading.Event()
+
+        def run() -> None:
+            while not self.stop.wait(0.25):
+                control: list[float] = []
+                both = threading.Thread(target=lambda out=control: out.append(Watch._load(watch.control)))
+                both.start()
+                start = time.perf_counter()
+                try:
+                    self.statuses.append(rate(app, "GET", "task", token, address="198.51.100.20").status_code)
+                except httpx.HTTPError as exc:  # the server went away: the check says so
+                    self.statuses.append(repr(exc))
+                self.ticks.append((time.perf_counter() - start, 0.0))
+                both.join()
+                self.ticks[-1] = (self.ticks[-1][0], control[0] if control else float("inf"))
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+    def check(self) -> None:
+        time.sleep(0.6)
+        self.stop.set()
+        self.thread.join()
+        stalled = [(round(a, 2), round(c, 2)) for a, c in self.ticks if a > PAGE_S and c < CONTROL_S]
+        print(f"the other rater: {len(self.ticks)} task loads, slowest (rater, control) "
+              f"{[(round(a, 2), round(c, 2)) for a, c in sorted(self.ticks, reverse=True)[:3]]}; stalled: {stalled}")
+        assert self.statuses and set(self.statuses) == {200}, self.statuses
+        assert len(stalled) <= STALL_SHARE * len(self.ticks), stalled
+
+
+def test_12_study_answers_are_bounded_checked_and_once_only(app, client, watch, study):
+    ann, bob = study["ann"], study["bob"]
+    other = RaterWatch(app, study["eve"], watch)
+    view = rate(app, "GET", "task", ann).json()
+    position = view["task"]["position"]
+    # oversized: declared and streamed bodies over 4 KB
+    big = rate(app, "POST", "answer", ann, answer_body(position, {"overall": "left", "text": "x" * 10_000}))
+    assert big.status_code == 413 and said(big) == "an answer is at most 4096 bytes"
+    # more answers than asked: a question the study does not ask, and extra fields
+    more = rate(app, "POST", "answer", ann, answer_body(position, {"overall": "left", "text": "left", "source": "tie"}))
+    assert more.status_code == 400 and said(more) == "answer exactly these questions: overall, text"
+    extra = rate(app, "POST", "answer", ann, answer_body(position, {"overall": "left", "text": "left"}, rater="bob"))
+    assert extra.status_code == 400 and said(extra) == "send {position, answers, elapsed_ms} only"
+    # a task that is not the rater's (beyond their list), then the pair answered, then answered again
+    beyond = rate(app, "POST", "answer", ann, answer_body(view["total"] + 5, {"overall": "left", "text": "left"}))
+    assert beyond.status_code == 404 and said(beyond) == "that task is not one of yours"
+    done = rate(app, "POST", "answer", ann, answer_body(position, {"overall": "left", "text": "tie"}))
+    assert done.status_code == 200 and done.json()["done"] == 1
+    twice = rate(app, "POST", "answer", ann, answer_body(position, {"overall": "right", "text": "right"}))
+    assert twice.status_code == 409 and said(twice) == "you answered this task already; answers cannot be changed"
+    # answering as another rater: a forged token is refused; a real token answers only its own rater's tasks
+    forged = rate(app, "POST", "answer", "f" * 32, answer_body(position, {"overall": "left", "text": "left"}))
+    assert forged.status_code == 403 and "this rating link is not valid" in said(forged)
+    bob_position = rate(app, "GET", "task", bob).json()["task"]["position"]
+    assert rate(app, "POST", "answer", bob, answer_body(bob_position, {"overall": "right", "text": "right"})
+                ).json()["done"] == 1
+    assert rate(app, "GET", "task", ann).json()["done"] == 1  # ann's progress is hers alone
+    from augclip_demo.study import store
+
+    judged = store.load_study(study["db"], "attack").judgments
+    assert sorted((j.rater, j.question) for j in judged) == [("ann", "overall"), ("ann", "text"), ("bob", "overall"),
+                                                            ("bob", "text")]
+    other.check()
+
+
+def test_13_a_burst_of_bad_rater_links_is_refused_in_the_event_loop(app, client, watch, study):
+    other = RaterWatch(app, study["eve"], watch)
+    start = time.perf_counter()
+    with ThreadPoolExecutor(16) as pool:
+        answers = list(pool.map(lambda n: rate(app, "GET", "task", f"guess-{n:027d}", address="192.0.2.66"),
+                                range(STUDY_BURST)))
+    took = time.perf_counter() - start
+    statuses = [a.status_code for a in answers]
+    print(f"{STUDY_BURST} requests with made-up links in {took:.1f} s: {statuses.count(403)} answered 403, "
+          f"{statuses.count(429)} 429")
+    # the bucket (20), its refill (1 a second) and the requests in flight when it emptied (16)
+    assert set(statuses) == {403, 429} and statuses.count(403) <= 20 + took + 16
+    refused = next(a for a in answers if a.status_code == 429)
+    assert re.fullmatch(r"too many requests with a link that is not valid from your address; wait \d+ s and try "
+                        r"again", said(refused)) and int(refused.headers["retry-after"]) >= 1
+    # the same address with a good link waits too (it is the address that misbehaved); others do not
+    assert rate(app, "GET", "task", study["bob"], address="192.0.2.66").status_code == 429
+    assert rate(app, "GET", "task", study["bob"], address="192.0.2.67").status_code == 200
+    other.check()
+
+
+def test_14_one_rater_link_cannot_flood_the_server(app, client, watch, study):
+    other = RaterWatch(app, study["eve"], watch)
+    start = time.perf_counter()
+    with ThreadPoolExecutor(16) as pool:
+        answers = list(pool.map(lambda n: rate(app, "GET", "task", study["bob"], address=f"192.0.2.{100 + n % 50}"),
+                                range(STUDY_BURST)))
+    took = time.perf_counter() - start
+    statuses = [a.status_code for a in answers]
+    print(f"{STUDY_BURST} task loads with one link from 50 addresses in {took:.1f} s: {statuses.count(200)} answered, "
+          f"{statuses.count(429)} refused")
+    assert set(statuses) == {200, 429} and statuses.count(200) <= 60 + 6 * took + 1  # the link's burst and refill
+    assert said(next(a for a in answers if a.status_code == 429)).startswith("too many requests with your link; wait")
+    other.check()
+
+
+def page_event(app: AppProcess, config: dict, elem_id: str, data: list, address: str) -> list:
+    """Click the page's button ``elem_id`` the way the browser does (Gradio's queue: join, then read the
+    event stream), from ``address``; returns the event's outputs. The operator's events are not in the API."""
+    component = next(c["id"] for c in config["components"] if c.get("props", {}).get("elem_id") == elem_id)
+    event = next(d for d in config["dependencies"] if [component, "click"] in d["targets"])
+    session = uuid.uuid4().hex
+    with httpx.Client(timeout=60) as http:
+        joined = http.post(f"{app.url}gradio_api/queue/join", headers={"X-Forwarded-For": address},
+                           json={"data": data, "fn_index": event["id"], "trigger_id": component,
+                                 "session_hash": session, "event_data": None})
+        assert joined.status_code == 200, joined.text
+        with http.stream("GET", f"{app.url}gradio_api/queue/data", params={"session_hash": session}) as stream:
+            for line in stream.iter_lines():
+                if line.startswith("data:"):
+                    message = json.loads(line[5:])
+                    if message.get("msg") == "process_completed":
+                        return message["output"]["data"]
+    raise AssertionError("the event did not complete")
+
+
+def test_15_a_burst_of_wrong_operator_tokens_holds_no_worker(app, client, watch, study):
+    config = httpx.get(f"{app.url}config", timeout=30).json()
+    endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
+    hidden = {"/show", "/close_it", "/add_them", "/export_them", "/made", "/lambda"}  # the study handlers' names
+    assert "/evaluate" in endpoints and not hidden & set(endpoints), sorted(endpoints)
+    other = RaterWatch(app, study["eve"], watch)
+    start = time.perf_counter()
+    with ThreadPoolExecutor(8) as pool:
+        shown = list(pool.map(lambda n: page_event(app, config, "study-show", [f"wrong-{n}", "attack", None],
+                                                   "192.0.2.88")[0], range(40)))
+    took = time.perf_counter() - start
+    wrong = shown.count("The operator token is not right (or AUGCLIP_STUDY_OPERATOR_TOKEN is not set).")
+    print(f"40 wrong operator tokens: {took:.1f} s in all; {wrong} checked, {len(shown) - wrong} told to wait")
+    assert 5 <= wrong <= 5 + took / 12  # five at once, then one every 12 s
+    assert all(re.fullmatch(r"Too many wrong operator tokens from your address; wait \d+ s and try again\.", text)
+               for text in shown if "not right" not in text), set(shown)
+    # the operator at another address is not locked out
+    report = page_event(app, config, "study-show", [OPERATOR_TOKEN, "attack", None], "198.51.100.5")[0]
+    assert "Krippendorff" in report or "judgments" in report, report
+    other.check()
 
 
 # last: it fills the disk cap, and uploads stay for two minutes (a request may be reading them)

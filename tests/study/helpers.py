@@ -67,8 +67,9 @@ def answer_all(db: Path, token: str, choose) -> int:
 OPERATOR_TOKEN = "operator-token-for-tests-0123456789"
 
 
-def start_study_app(tmp_path: Path, db: Path, port: int | None = None):
-    """``python app.py`` on 127.0.0.1 with the tiny random model and the study database ``db``."""
+def start_study_app(tmp_path: Path, db: Path, port: int | None = None, extra: dict[str, str] | None = None):
+    """``python app.py`` on 127.0.0.1 with the tiny random model and the study database ``db`` (``extra``: more
+    variables)."""
     import os
 
     from tests.support import ROOT, TINY, free_port
@@ -79,7 +80,7 @@ def start_study_app(tmp_path: Path, db: Path, port: int | None = None):
     env.update({"GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port), "AUGCLIP_CLIP_MODEL": TINY,
                 "AUGCLIP_DEVICE": "cpu", "AUGCLIP_STUDY_DB": str(db), "AUGCLIP_STUDY_OPERATOR_TOKEN": OPERATOR_TOKEN,
                 "AUGCLIP_CACHE_DIR": str(tmp_path / "cache"), "GRADIO_ANALYTICS_ENABLED": "False",
-                "PYTHONPATH": str(ROOT)})
+                "PYTHONPATH": str(ROOT), **(extra or {})})
     return spawn_app(env, tmp_path / f"app-{port}.log", port)
 
 

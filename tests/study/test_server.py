@@ -74,7 +74,10 @@ def rater_loop(url, token, seed, acked, stop, errors):
     rng = random.Random(seed)
     while not stop.is_set():
         try:
-            status, _, body = http(url + "study/api/task", token=token, timeout=10)
+            status, headers, body = http(url + "study/api/task", token=token, timeout=10)
+            if status == 429:  # over the rate: wait as told, like the page does
+                time.sleep(int(headers["retry-after"]))
+                continue
             if status != 200:
                 errors.append((status, body))
                 return
@@ -83,7 +86,10 @@ def rater_loop(url, token, seed, acked, stop, errors):
                 return
             choice = rng.choice(["left", "right", "tie"])
             position = view["task"]["position"]
-            status, _, body = answer(url, token, position, {"overall": choice}, rng.randint(100, 5000))
+            status, headers, body = answer(url, token, position, {"overall": choice}, rng.randint(100, 5000))
+            while status == 429:
+                time.sleep(int(headers["retry-after"]))
+                status, headers, body = answer(url, token, position, {"overall": choice}, rng.randint(100, 5000))
         except OSError:
             return  # the server was killed: this answer was never acknowledged
         if status == 200:

@@ -40,7 +40,10 @@ def studies(tmp_path_factory):
     db = tmp / "s.sqlite3"
     store.create_study(db, "pairs", manifest, questions=["text"], repeats=1, title="Which edit is better?")
     store.create_study(db, "ratings", manifest, kind="rating", per_rater=3)
-    app = start_study_app(tmp, db)
+    # results of the manifest for the Explore tab (its "Make a study from this slice")
+    explored = write_results(manifest, {"clip_i": {f"item-{i}": [0.3, 0.2, 0.1] for i in range(3)}},
+                             tmp / "explored.jsonl")
+    app = start_study_app(tmp, db, extra={"AUGCLIP_EXPLORE_FILES": f"{explored}={manifest}"})
     yield {"url": app.url, "db": db, "manifest": manifest}
     app.stop()
 
@@ -210,4 +213,27 @@ def test_the_operator_tab_shows_the_agreement(browser, studies, artifacts):
     page.locator("#study-operator-token input").fill("wrong-token-wrong-token")
     page.get_by_role("button", name="Show agreement").click()
     page.locator("#study-report").get_by_text("operator token is not right").wait_for()
+    page.close()
+
+
+def test_the_explore_tab_makes_a_study_from_its_slice(browser, studies, artifacts):
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.set_default_timeout(120_000)
+    page.goto(studies["url"])
+    page.get_by_role("tab", name="Explore", exact=True).click()
+    page.locator("#aug-explore-open").click()
+    expect(page.locator("#aug-explore-info")).to_contain_text("3 records", timeout=120_000)
+    page.get_by_text("Make a study from this slice (operator only)").click()
+    page.locator("#aug-explore-study-token input").fill("wrong-token-wrong-token")
+    page.locator("#aug-explore-study-name textarea, #aug-explore-study-name input").first.fill("from-slice")
+    page.locator("#aug-explore-study-make").click()
+    page.locator("#aug-explore-study-info").get_by_text("operator token is not right").wait_for()
+    page.locator("#aug-explore-study-token input").fill(OPERATOR_TOKEN)
+    page.locator("#aug-explore-study-make").click()
+    page.locator("#aug-explore-study-info").get_by_text("Add raters in the Study tab").wait_for()
+    page.screenshot(path=str(artifacts / "explore-study-from-slice-1366x900.png"), full_page=True)
+    info = page.locator("#aug-explore-study-info").inner_text()
+    assert "9 units (2afc)" in info and "9 edits of 3 items" in info, info  # the whole file: 3 pairs per item
+    data = store.load_study(studies["db"], "from-slice")
+    assert len(data.units) == 9 and data.study.repeats == 2
     page.close()
