@@ -28,9 +28,11 @@ from ..batch.ziputil import ZipLimits
 from ..config import Settings
 from ..metrics.suite import METRICS, metric_keys
 from ..report import UNTRAINED_WARNING
+from . import first_contact
 from .examples import EXAMPLES_DIR
 from .guard import CancelWatch, scrub_paths, user_facing
 from .session import offered_clip_model
+from .status import model_status
 from .storage import WorkFolders
 from .views import empty_table
 
@@ -178,6 +180,12 @@ NO_PROTOCOL = ("No protocol figures for this manifest: they need human judgments
                "or gt / ep / em triplets (augclip-demo triplets adds them).")
 
 
+def batch_settings(settings: Settings, clip_spec: str | None, clip_choices: list[str]) -> Settings:
+    """The settings a batch runs with: the page's, with the chosen (offered) CLIP model; in the untrained demo
+    every model random, as on the Evaluate tab."""
+    return first_contact.demo_settings(settings.replace(clip_model=offered_clip_model(clip_spec, clip_choices)))
+
+
 def build_batch_tab(settings: Settings, *, provider_choices: list[tuple[str, str]], default_provider: str,
                     clip_choices: list[str], folders: WorkFolders | None = None,
                     after_run: Callable[[], None] | None = None) -> None:
@@ -200,6 +208,9 @@ def build_batch_tab(settings: Settings, *, provider_choices: list[tuple[str, str
             run_btn = gr.Button("Run batch", variant="primary", elem_id="aug-batch-run", scale=3)
             example_btn = gr.Button("Load the shipped examples (a manifest of 4 triplets and its zip)", scale=2,
                                     elem_id="aug-batch-example")
+        # Beside Run: the models the chosen CLIP model and metrics need and lack (not one of first_contact's
+        # page notes: those follow the Evaluate tab's CLIP model, this one the tab's own).
+        needs = gr.HTML("", elem_id="aug-batch-needs", padding=False, visible=False)
         summary = gr.Markdown(elem_id="aug-batch-summary")
         protocol = gr.Dataframe(empty_table(EMPTY_PROTOCOL),
                                 label="Protocols (metric x figure; 95% bootstrap CI in brackets)", interactive=False,
@@ -221,7 +232,7 @@ def build_batch_tab(settings: Settings, *, provider_choices: list[tuple[str, str
                 raise gr.Error("Upload a zip with the images the manifest names.")
             if not metric_keys:
                 raise gr.Error("Choose at least one metric.")
-            run_settings = settings.replace(clip_model=offered_clip_model(clip_spec, clip_choices))
+            run_settings = batch_settings(settings, clip_spec, clip_choices)
             metric_keys = list(dict.fromkeys(metric_keys))
             limits = ZipLimits.from_settings(settings)
             if folders is not None:  # the zip may expand only into the room left under the disk cap
@@ -261,6 +272,15 @@ def build_batch_tab(settings: Settings, *, provider_choices: list[tuple[str, str
                               if result.protocol_rows else empty_table(NO_PROTOCOL))
             return text, protocol_table, per_edit_table(headers, rows, list(metric_keys)), public_copies(result)
 
+        def draw_needs(clip_spec, chosen):
+            try:
+                text = first_contact.batch_note(batch_settings(settings, clip_spec, clip_choices), chosen, model_status)
+            except Exception:  # noqa: BLE001 - a model the page does not offer: Run says so itself
+                text = ""
+            return gr.update(value=text, visible=bool(text))  # an empty note takes no room
+
+        # No triggers: on page load and on every change of the two inputs.
+        gr.on(None, draw_needs, [clip_model, metrics], needs, api_name=False, show_progress="hidden")
         example_btn.click(lambda: example_batch_files(), None, [manifest, images], api_name=False)
         # One batch at a time: a batch fills the CPU / GPU by itself.
         run_btn.click(run, [manifest, images, metrics, provider, clip_model, skip_invalid],

@@ -53,6 +53,18 @@ def demo_settings(settings: Settings) -> Settings:
     return settings
 
 
+def demo_offered(settings: Settings) -> bool:
+    """Whether this server offers the untrained demo: web clients may pick its CLIP model (no allow-list,
+    or one that names :data:`DEMO_CLIP`). The page shows the demo button, and every message names it, only then."""
+    return not settings.allowed_models or DEMO_CLIP in (settings.clip_model.strip(), *settings.allowed_models)
+
+
+def demo_hint(settings: Settings, text: str = ", or press the untrained demo button at the top") -> str:
+    """``text`` when the demo is offered (:func:`demo_offered`), else "": a message never names a button
+    the page does not show."""
+    return text if demo_offered(settings) else ""
+
+
 def demo_networks(settings: Settings) -> FeatureNetworks | None:
     """The demo's random feature networks when the demo is on (``settings`` from :func:`demo_settings`), else
     None: the benchmarks' own networks."""
@@ -110,7 +122,7 @@ def cannot_run(settings: Settings, feature: str, *, wait_s: float = 0.0) -> str 
     names = ", ".join(m.need.label for m in missing)
     return (f"{FEATURES[feature][0].upper() + FEATURES[feature][1:]} cannot run here: no weights for {names} "
             f"({missing[0].reason}). Fix: run `{download_command(settings, feature)}` where there is internet and "
-            "restart, or press the untrained demo button at the top.")
+            f"restart{demo_hint(settings)}.")
 
 
 def note_html(message: str | None) -> str:
@@ -129,15 +141,32 @@ def note(feature: str, where: str) -> gr.HTML:
 NOTE_PREFIX = "aug-note-"
 
 
-def draw_note(feature: str, settings: Settings, status_of: Callable[[Settings], Any]) -> str:
-    """The note of ``feature`` for ``settings``: empty when it can run (waits for the checks, bounded)."""
+def draw_note(feature: str, settings: Settings, status_of: Callable[[Settings], Any], *,
+              what: str = "Evaluate, the examples and the attribute extraction cannot run") -> str:
+    """The note of ``feature`` for ``settings``: empty when it can run (waits for the checks, bounded).
+    ``what``: the scores note's words for what cannot run."""
     if feature == "scores":
         status = status_of(settings)
         deadline = time.monotonic() + CHECK_WAIT_S
         while status.state == "loading" and time.monotonic() < deadline:
             time.sleep(0.2)
-        return note_html(scores_message(settings, status))
+        return note_html(scores_message(settings, status, what=what))
     return note_html(cannot_run(settings, feature, wait_s=CHECK_WAIT_S))
+
+
+def batch_features(metric_keys: list[str] | None) -> list[str]:
+    """The features (keys of :data:`FEATURES`) a batch with ``metric_keys`` runs: the scores always (CLIP
+    embeds every item), BPM and HATIE when one of their metrics is chosen."""
+    chosen = set(metric_keys or [])
+    return ["scores"] + [feature for feature in ("bpm", "hatie")
+                         if any(key == feature or key.startswith(f"{feature}_") for key in chosen)]
+
+
+def batch_note(settings: Settings, metric_keys: list[str] | None, status_of: Callable[[Settings], Any]) -> str:
+    """The note beside the Batch tab's Run button: every chosen feature that cannot run with ``settings``
+    (the batch's, from :func:`demo_settings`), one line each; empty when all can."""
+    return "".join(draw_note(feature, settings, status_of, what="a batch cannot run")
+                   for feature in batch_features(metric_keys))
 
 
 def wire(demo: gr.Blocks, clip_model: Any, settings_for: Callable[[str | None], Settings],
@@ -166,14 +195,13 @@ def wire(demo: gr.Blocks, clip_model: Any, settings_for: Callable[[str | None], 
         event(draw, clip_model, outputs, api_name=False, show_progress="hidden")
 
 
-def scores_message(settings: Settings, status: Any) -> str | None:
-    """Why Evaluate cannot score with the CLIP model of ``status`` (and the fix), or None."""
+def scores_message(settings: Settings, status: Any, *,
+                   what: str = "Evaluate, the examples and the attribute extraction cannot run") -> str | None:
+    """Why ``what`` (by default Evaluate) cannot score with the CLIP model of ``status`` (and the fix), or None."""
     if status.state != "error":
         return None
-    return (f"No weights for the CLIP model {settings.clip_model} here: Evaluate, the examples and the attribute "
-            "extraction cannot run. Fix: run "
-            f"`{download_command(settings, 'scores')}` where there is internet and restart, or press the untrained "
-            "demo button at the top.")
+    return (f"No weights for the CLIP model {settings.clip_model} here: {what}. Fix: run "
+            f"`{download_command(settings, 'scores')}` where there is internet and restart{demo_hint(settings)}.")
 
 
 def demo_banner(clip: str | None) -> str:

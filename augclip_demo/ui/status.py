@@ -19,7 +19,7 @@ from ..errors import AugclipError, WeightsUnavailableError
 from ..inference import ClipEncoder, get_encoder
 from ..inference.needs import missing_line
 from ..report import UNTRAINED_WARNING
-from .first_contact import ReadinessCheck, readiness
+from .first_contact import ReadinessCheck, demo_offered, readiness
 from .guard import scrub_paths
 
 
@@ -143,11 +143,15 @@ def check_region_models(settings: Settings, *, background: bool = True) -> Regio
 
 
 def status_html(status: ModelStatus, region: RegionModelsCheck | None = None) -> str:
-    """The status area as HTML: the CLIP model's state, then every missing model with what provides it."""
+    """The status area as HTML: the CLIP model's state, then every missing model with what provides it.
+
+    The untrained demo is named only where the server offers it (:func:`.first_contact.demo_offered` of
+    ``region``'s settings; without ``region`` it is not named)."""
     spec = html.escape(status.spec)
     bpm_missing = region.missing if region is not None else []
+    demo = region is not None and demo_offered(region.settings)
     if status.state == "loading":
-        return f'<div class="aug-status">CLIP model <b>{spec}</b>: loading&hellip;</div>' + _bpm_note(bpm_missing)
+        return f'<div class="aug-status">CLIP model <b>{spec}</b>: loading&hellip;</div>' + _bpm_note(bpm_missing, demo)
     if status.state == "error":
         what = status.brief or status.message.splitlines()[0][:300]
         items = [f"<li>{_code(html.escape(scrub_paths(what)))}</li>"]
@@ -155,9 +159,9 @@ def status_html(status: ModelStatus, region: RegionModelsCheck | None = None) ->
         details = html.escape(scrub_paths(status.message))
         return (
             f'<div class="aug-status aug-error" id="aug-status-error"><b>The CLIP model {spec} could not be loaded.</b> '
-            f"Missing here:<ul>{''.join(items)}</ul>The app keeps running: press <b>Try the untrained demo</b> "
-            "below to see every feature work with random weights, pick another CLIP model under <i>Advanced "
-            "options</i>, or provide the files and restart."
+            f"Missing here:<ul>{''.join(items)}</ul>The app keeps running: "
+            + ("press <b>Try the untrained demo</b> below to see every feature work with random weights, " if demo else "")
+            + "pick another CLIP model under <i>Advanced options</i>, or provide the files and restart."
             f"<details><summary>details</summary>{details}</details></div>"
         )
     line = f'<div class="aug-status">CLIP model <b>{spec}</b> on <b>{html.escape(status.device)}</b></div>'
@@ -166,15 +170,15 @@ def status_html(status: ModelStatus, region: RegionModelsCheck | None = None) ->
             f'<div class="aug-untrained">&#9888; {html.escape(UNTRAINED_WARNING.upper())}. '
             "Random weights exercise the whole pipeline, but the numbers mean nothing.</div>"
         )
-    return line + _bpm_note(bpm_missing)
+    return line + _bpm_note(bpm_missing, demo)
 
 
-def _bpm_note(missing: list[str]) -> str:
+def _bpm_note(missing: list[str], demo: bool) -> str:
     if not missing:
         return ""
     items = "".join(f"<li>{_code(html.escape(scrub_paths(line)))}</li>" for line in missing)
     return (f'<div class="aug-status aug-bpm-missing">The scores work; these need models first:<ul>{items}</ul>'
-            "Or press the untrained demo button to see them run with random weights.</div>")
+            + ("Or press the untrained demo button to see them run with random weights." if demo else "") + "</div>")
 
 
 def _code(text: str) -> str:

@@ -153,3 +153,70 @@ def test_the_untrained_demo_measures_every_network_metric_with_random_networks(t
             "pie_clip_masked_edit_embeddings"} <= set(fields), sorted(fields)
     # each of the four networks (DINO for GT and for structure, LPIPS, PIE-Bench's CLIP) says it is untrained
     assert len(notes) == 4 and all("untrained" in note for note in notes), notes
+
+
+@pytest.mark.parametrize("allowed", [(), ("random:tiny", "ViT-B-32/openai"), ("ViT-B-32/openai",)])
+def test_messages_name_the_untrained_demo_only_where_the_server_offers_it(tmp_path, allowed):
+    """Without an allow-list (or with one naming random:tiny) the page shows the demo button and every message
+    names it; with an allow-list that leaves random:tiny out there is no button, and no message names one."""
+    from augclip_demo.ui.app import offered_models
+    from augclip_demo.ui.first_contact import DEMO_CLIP, cannot_run, demo_offered, readiness, scores_message
+    from augclip_demo.ui.status import check_region_models
+
+    settings = Settings.from_env({}, clip_model="ViT-B-16/openai", device="cpu", cache_dir=tmp_path,
+                                 allowed_models=allowed)
+    offered = DEMO_CLIP in offered_models(settings)  # what decides the page's button
+    assert demo_offered(settings) is offered and offered is (not allowed or DEMO_CLIP in allowed)
+    status = model_status(settings, background=False)
+    region = check_region_models(settings, background=False)
+    readiness(settings, background=False)
+    messages = {"status": status_html(status, region), "scores": scores_message(settings, status),
+                "bpm": cannot_run(settings, "bpm"), "hatie": cannot_run(settings, "hatie")}
+    from augclip_demo.ui.status import ModelStatus
+
+    working = ModelStatus(spec="ViT-B-16/openai", state="ready", device="cpu")  # CLIP works, BPM / HATIE lack models
+    messages["status, scores working"] = status_html(working, region)
+    for where, text in messages.items():
+        assert text and "download" in text, where  # each still gives its fix
+        assert ("untrained demo" in text.lower()) is offered, (where, text)
+
+
+def test_the_batch_tab_says_what_its_run_lacks_and_runs_the_demo_with_random_models(tmp_path):
+    """The note beside Run batch reads the same table as the Evaluate tab's notes (the batch's CLIP model, and
+    BPM's / HATIE's models when one of their metrics is chosen); the untrained demo's batch uses the same
+    random models as the Evaluate tab."""
+    from augclip_demo.inference.needs import FEATURES, models_needed
+    from augclip_demo.ui.batch_tab import batch_settings
+    from augclip_demo.ui.first_contact import batch_note, cannot_run, demo_settings, readiness, scores_message
+
+    settings = Settings.from_env({}, clip_model="ViT-B-16/openai", device="cpu", cache_dir=tmp_path)
+    choices = ["ViT-B-16/openai", "random:tiny"]
+    trained = batch_settings(settings, "ViT-B-16/openai", choices)
+    assert trained == settings
+    readiness(trained, background=False)
+    status = model_status(trained, background=False)
+    note = batch_note(trained, ["augclip", "clip_i"], lambda s: status)
+    assert note.count("aug-needs") == 1 and "augclip-demo download --clip ViT-B-16/openai" in note
+    assert "No weights for the CLIP model ViT-B-16/openai here: a batch cannot run" in note
+    assert scores_message(trained, status).split("`")[1] in note  # the command the Evaluate tab's note names
+    with_bpm = batch_note(trained, ["augclip", "bpm", "hatie_of"], lambda s: status)
+    assert with_bpm.count("aug-needs") == 3, with_bpm
+    for feature in ("bpm", "hatie"):
+        assert cannot_run(trained, feature).split("`")[1] in with_bpm  # the same command as the page's notes
+    demo = batch_settings(settings, "random:tiny", choices)
+    assert demo == demo_settings(settings.replace(clip_model="random:tiny"))  # the Evaluate tab's demo settings
+    assert all(need.spec.startswith("random:") for feature in FEATURES for need in models_needed(demo, feature))
+    readiness(demo, background=False)
+    assert batch_note(demo, ["augclip", "bpm", "hatie"], lambda s: model_status(s, background=False)) == ""
+
+
+def test_the_batch_tab_has_its_note_beside_run(tmp_path):
+    from augclip_demo.ui import build_app
+
+    demo = build_app(Settings.from_env({}, clip_model="ViT-B-32/openai", device="cpu", cache_dir=tmp_path))
+    ids = [block.elem_id for block in demo.blocks.values() if getattr(block, "elem_id", None)]
+    assert ids.index("aug-batch-needs") == ids.index("aug-batch-example") + 1  # right after the Run row
+    loads = [dep for dep in demo.config["dependencies"]
+             if any(target[1] == "load" for target in dep["targets"])
+             and any(demo.blocks[out].elem_id == "aug-batch-needs" for out in dep["outputs"])]
+    assert loads, "the note is drawn when the page loads"
