@@ -1,4 +1,4 @@
-"""HATIE's criteria per edit (paper 003): the model layer over :mod:`augclip_demo.metrics.hatie`.
+"""HATIE's criteria per edit (Ryu et al., CVPR 2025): the model layer over :mod:`augclip_demo.metrics.hatie`.
 
 * :mod:`.score` - :func:`hatie_score_many`: type -> detect (BPM's GroundingDINO) -> segment (SAM)
   -> measures (CLIP, DINOv2, LPIPS, pixels, optional VQA) -> criteria

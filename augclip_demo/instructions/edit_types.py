@@ -1,6 +1,6 @@
 """HATIE's edit type of an instruction: add, remove, replace, resize, attribute, background or style.
 
-HATIE scores each edit type with its own criteria (paper 003, Sec. 3.2 and App. C.1), so the type
+HATIE scores each edit type with its own criteria (Ryu et al., CVPR 2025, Sec. 3.2 and App. C.1), so the type
 must be known. It comes, in order of precedence, from the user (the manifest's ``edit_type`` or the
 app's choice: confidence ``given``), else from the instruction's parse (the BPM parse's own kind
 mapped to HATIE's seven), else, for the whole-picture edits the BPM parser refuses (style changes,

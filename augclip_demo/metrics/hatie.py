@@ -1,6 +1,6 @@
 """HATIE's five criteria for one edit, as pure math over precomputed measures (no models here).
 
-HATIE (paper 003) judges an edit on Object Fidelity (OF), Background Fidelity (BF), Object
+HATIE (Ryu et al., CVPR 2025) judges an edit on Object Fidelity (OF), Background Fidelity (BF), Object
 Consistency (OC), Background Consistency (BC) and Image Quality (IQ, over a set of edits: see
 :func:`image_quality`). Which criteria apply, and how their component measures are weighted,
 depends on the edit type (App. C.1). The weights are those of the authors' published evaluation

@@ -343,7 +343,7 @@ def _augmented_row(replace: Replacement, weighted: bool) -> Metric:
 _IMAGES = frozenset({"image_embeddings"})
 
 _HATIE_NEEDS = frozenset({"pixels", "instruction"})
-#: HATIE (paper 003): the four per-edit criteria, the edit's total over them, and Image Quality, which
+#: HATIE (Ryu et al., CVPR 2025): the four per-edit criteria, the edit's total over them, and Image Quality, which
 #: needs a set (the FID of all sources vs all edits of one model: batch and protocol tables only).
 HATIE_ROWS: tuple[Metric, ...] = (
     Metric("hatie", "HATIE", True, "HATIE total of one edit: its criteria weighted (published 0.2 OF / 0.4 BF / "

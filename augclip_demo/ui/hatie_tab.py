@@ -15,11 +15,12 @@ import pandas as pd
 from ..config import Settings
 from ..errors import InputError
 from ..metrics.hatie import EDIT_TYPES, HatieOptions
+from ..papers import HATIE
 from . import first_contact
 from .guard import scrub_paths, user_facing
 
 AUTO = "auto (from the instruction)"
-HELP = ("**HATIE** (paper 003) scores an edit on Object / Background Fidelity and Consistency; which of them "
+HELP = (f"**HATIE** ({HATIE.short}: *{HATIE.title}*) scores an edit on Object / Background Fidelity and Consistency; which of them "
         "apply depends on the edit type. Image Quality is the FID of a set of edits, so a single pair shows "
         "*needs a set* (batch runs compute it: `augclip-demo hatie table`). Measures and weights are those of "
         "HATIE's published code (CLIP ViT-B/32, DINOv2, LPIPS, L2); each component below shows its weight in "

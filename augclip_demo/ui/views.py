@@ -12,12 +12,14 @@ from typing import Any
 import pandas as pd
 
 from ..metrics.suite import METRICS, REFERENCE_METRICS
+from ..papers import BPM, PAPERS, RELEVANCY
 from ..report import UNTRAINED_WARNING, Report, edit_names, edit_tag
 
 RELEVANCY_HELP = (
-    "Pick an edit above. Where each metric looks (Chefer et al. 2021 gradient relevancy on CLIP's vision transformer). "
+    f"Pick an edit above. Where each metric looks (the gradient relevancy of {RELEVANCY.short} on CLIP's vision "
+    "transformer). "
     "**AugCLIP map**: regions of the edit that make it resemble the estimated ideal edit E(I_src)+v. "
-    "**CLIPdir map** (App. D.5): R(I_edit; dT) - R(I_src; dT), red where the edit carries more of the text "
+    "**CLIPdir map** (AugCLIP paper, App. D.5): R(I_edit; dT) - R(I_src; dT), red where the edit carries more of the text "
     "direction than the source, blue where less, beside its two components. **CLIP-T map**: regions that match "
     "the target text. Click a map to enlarge it."
 )
@@ -44,7 +46,7 @@ RANKINGS_HELP = (
     "attribute counted in the hyperplane fit."
 )
 BPM_HELP = (
-    "BPM (region-aware; Li et al.): parses the instruction into o1 (object to edit), o2 (object after the edit), "
+    f"BPM (region-aware; {BPM.short}): parses the instruction into o1 (object to edit), o2 (object after the edit), "
     "size and position states, finds the regions with GroundingDINO + SAM, then judges size and position "
     "(S_region) and the edit inside / preservation outside the regions (S_semantic). BPM = 0.7 S_semantic + 0.3 "
     "S_region, in [0, 2]. Turn it on under *Advanced options* and type an editing instruction: its parse is "
@@ -359,7 +361,10 @@ def bpm_caption(panels: list[tuple[str, Any]]) -> str:
 
 
 def help_markdown() -> str:
-    return """
+    return _HELP + "\n### Papers\n" + "".join(f"* {paper.full}\n" for paper in PAPERS.values())
+
+
+_HELP = """
 ### What the scores mean
 * **AugCLIP**: cosine similarity between the edit and the estimated *ideal* edit, the smallest change of
   the source that a weighted SVM puts on the target side of the source/target attribute hyperplane
@@ -370,7 +375,7 @@ def help_markdown() -> str:
 * **BPM**: region-aware (GroundingDINO + SAM) score of an instruction edit, in [0, 2].
 
 ### Attributes
-Short visual attributes work best (paper Table 8). `clip-vocab` ranks a built-in vocabulary with
+Short visual attributes work best (the AugCLIP paper, Table 8). `clip-vocab` ranks a built-in vocabulary with
 CLIP (offline, lower fidelity than an MLLM); `openai` asks any OpenAI-compatible vision model
 (configure `OPENAI_API_KEY` / `OPENAI_BASE_URL` / `AUGCLIP_MLLM_MODEL` on the server); `manual`
 uses the lists you type. Evaluate scores the lists as shown; empty lists are extracted with the
