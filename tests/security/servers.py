@@ -38,3 +38,18 @@ def folder_bytes(path: Path, prefixes: tuple[str, ...] = ()) -> int:
         files = [top] if top.is_file() else [p for p in top.rglob("*") if p.is_file()]
         total += sum(p.stat().st_size for p in files)
     return total
+
+
+def child_processes(pid: int) -> list[dict]:
+    """The children of process ``pid`` (the app's figure-drawing worker): command line and peak RSS
+    (``VmHWM``, bytes), from Linux /proc."""
+    out = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+            if int(fields["PPid"]) == pid and "VmHWM" in fields:
+                cmd = (status.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                out.append({"cmd": cmd.strip(), "VmHWM": int(fields["VmHWM"].split()[0]) * 1024})
+        except (OSError, KeyError, ValueError):  # a process that ended meanwhile
+            continue
+    return out
