@@ -222,7 +222,7 @@ def main() -> None:
         step = max(1, len(rss) // 12)
         print("server RSS (s, GiB): " + ", ".join(f"{t:.0f}: {b / 2**30:.2f}" for t, b in rss[::step]))
         print(f"server peak RSS (VmHWM, warm-up included) {app.memory()['VmHWM'] / 2**30:.2f} GiB")
-        for child in child_processes(app.process.pid):  # the drawing worker, where there is one
+        for child in child_processes(app.process.pid):  # any child it started counts against the bound
             print(f"child process {child['cmd'][:60]}: peak RSS {child['VmHWM'] / 2**30:.2f} GiB")
         if args.stalls:
             stalls = [json.loads(line) for line in stall_log.read_text().splitlines()]

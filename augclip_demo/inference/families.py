@@ -23,7 +23,6 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import (
@@ -34,7 +33,16 @@ from ..config import (
     DEFAULT_SAM_MODEL,
 )
 from ..errors import ConfigError
-from .specs import check_hub_id, check_spec_text, shown_spec
+from .specs import (  # noqa: F401 - RANDOM_MARKER, UNTRAINED: a family's label and marker facts
+    RANDOM_MARKER,
+    UNTRAINED,
+    check_hub_id,
+    check_spec_text,
+    is_path_spec,
+    model_label,
+    shown_spec,
+    untrained_spec,
+)
 from .weights.fetch import hub_endpoint
 from .weights.table import (
     DINO_FILES,
@@ -50,30 +58,7 @@ from .weights.table import (
 
 if TYPE_CHECKING:
     from ..config import Settings
-    from .lazy import LazyModel
-
-#: What a label says of a model whose weights are random.
-UNTRAINED = " (random weights, untrained)"
-#: Written into folders saved from random models: loading such a folder says the weights are untrained.
-RANDOM_MARKER = "augclip_random_weights.json"
-
-
-# ---------------------------------------------------------------------- label and untrained, for every family
-
-
-def is_path_spec(spec: str) -> bool:
-    """Whether a ``hub`` spec names a folder on this machine (absolute, ``./``, ``~`` or existing), not a Hub id."""
-    if spec.startswith("random:"):
-        return False
-    path = Path(spec).expanduser()
-    return path.is_absolute() or spec.startswith((".", "~")) or path.exists()
-
-
-def model_label(prefix: str, text: str, untrained: bool, detail: str = "") -> str:
-    """A model's name in reports: ``prefix text (detail)``, and :data:`UNTRAINED` when its weights are random."""
-    base = f"{prefix} {text}".strip() + (f" ({detail})" if detail else "")
-    return base + (UNTRAINED if untrained else "")
-
+    from .pool import LazyModel
 
 # ---------------------------------------------------------------------- the two spec grammars
 
@@ -245,9 +230,7 @@ class ModelFamily:
     def untrained(self, spec: str) -> bool:
         """Whether a model of canonical ``spec`` has untrained weights: ``random:``, a test-only name, or a
         folder saved from a random model (it carries :data:`RANDOM_MARKER`)."""
-        if spec.startswith("random:") or spec in self.untrained_names:
-            return True
-        return self.grammar == "hub" and is_path_spec(spec) and (Path(spec).expanduser() / RANDOM_MARKER).is_file()
+        return untrained_spec(spec, names=self.untrained_names, folders=self.grammar == "hub")
 
     def label(self, text: str, untrained: bool, detail: str = "") -> str:
         return model_label(self.label_prefix, text, untrained, detail)

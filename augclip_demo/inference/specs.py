@@ -81,9 +81,7 @@ class ModelSpec:
     @property
     def untrained(self) -> bool:
         """True when the weights are random: scores computed with them are not meaningful."""
-        from .families import FAMILIES
-
-        return FAMILIES["clip"].untrained(self.raw)
+        return untrained_spec(self.raw)  # CLIP's family has no test-only names and no folder marker
 
     @property
     def open_clip_name(self) -> str:
@@ -98,9 +96,36 @@ class ModelSpec:
     @property
     def label(self) -> str:
         """Human-readable name used in reports and the UI."""
-        from .families import FAMILIES
+        return model_label("", self.raw, self.untrained, f"weights: {self.checkpoint}" if self.checkpoint else "")
 
-        return FAMILIES["clip"].label(self.raw, self.untrained, f"weights: {self.checkpoint}" if self.checkpoint else "")
+
+#: What a label says of a model whose weights are random.
+UNTRAINED = " (random weights, untrained)"
+#: Written into folders saved from random models: loading such a folder says the weights are untrained.
+RANDOM_MARKER = "augclip_random_weights.json"
+
+
+def is_path_spec(spec: str) -> bool:
+    """Whether a ``hub`` spec names a folder on this machine (absolute, ``./``, ``~`` or existing), not a Hub id."""
+    if spec.startswith("random:"):
+        return False
+    path = Path(spec).expanduser()
+    return path.is_absolute() or spec.startswith((".", "~")) or path.exists()
+
+
+def model_label(prefix: str, text: str, untrained: bool, detail: str = "") -> str:
+    """A model's name in reports: ``prefix text (detail)``, and :data:`UNTRAINED` when its weights are random."""
+    base = f"{prefix} {text}".strip() + (f" ({detail})" if detail else "")
+    return base + (UNTRAINED if untrained else "")
+
+
+def untrained_spec(spec: str, *, names: tuple[str, ...] = (), folders: bool = False) -> bool:
+    """Whether a model of canonical ``spec`` has untrained weights: ``random:``, one of the family's test-only
+    ``names``, or (for families whose specs may be ``folders``) a folder saved from a random model (it carries
+    :data:`RANDOM_MARKER`). The one rule for every family (:mod:`.families`) and CLIP's specs."""
+    if spec.startswith("random:") or spec in names:
+        return True
+    return folders and is_path_spec(spec) and (Path(spec).expanduser() / RANDOM_MARKER).is_file()
 
 
 def shown_spec(spec: str) -> str:

@@ -41,7 +41,7 @@ def folder_bytes(path: Path, prefixes: tuple[str, ...] = ()) -> int:
 
 
 def child_processes(pid: int) -> list[dict]:
-    """The children of process ``pid`` (the app's figure-drawing worker): command line and peak RSS
+    """The children of process ``pid`` (any process the app started): command line and peak RSS
     (``VmHWM``, bytes), from Linux /proc."""
     out = []
     for status in Path("/proc").glob("[0-9]*/status"):

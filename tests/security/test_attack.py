@@ -5,7 +5,7 @@ would send it. Throughout, a watcher loads the page (GET /) four times a second 
 server's resident memory and its files on disk; every family asserts that
 
 * the page answered every load within :data:`PAGE_S` (1 s) while the family ran,
-* the server's peak RSS, with its figure-drawing child's, stayed under :data:`RSS_BOUND` (random:tiny;
+* the server's peak RSS, with its children's, stayed under :data:`RSS_BOUND` (random:tiny;
   docs/security.md gives the bound with ViT-B/16) and its files under the disk cap plus one upload in flight,
 * each bad request got its own message (naming the input; no traceback, no server folder),
 
@@ -124,7 +124,7 @@ class Watch:
 
 
 def children_peak_rss(app: AppProcess) -> int:
-    """The server's children's peak RSS summed: the figures' drawing worker counts against the bound too."""
+    """The server's children's peak RSS summed: any process the server started counts against the bound too."""
     return sum(child["VmHWM"] for child in child_processes(app.process.pid))
 
 
