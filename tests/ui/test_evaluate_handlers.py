@@ -1,0 +1,398 @@
+"""Each Evaluate-tab handler called as the page's events call it: the real app's context (built by build_app
+with the tiny random CLIP), the shipped flower example, and what the page would show checked against an
+independent computation (the Evaluator itself, the files on disk)."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import time
+import zipfile
+from pathlib import Path
+
+import gradio as gr
+import pytest
+from PIL import Image
+
+from augclip_demo.attributes import Attributes
+from augclip_demo.config import Settings
+from augclip_demo.pipeline import AugCLIPOptions, Evaluator
+from augclip_demo.report import edit_tag
+from augclip_demo.ui import build_app, views
+from augclip_demo.ui import evaluate_handlers as on
+from augclip_demo.ui import session as logic
+from augclip_demo.ui.examples import load_examples
+from augclip_demo.ui.status import check_region_models, model_status, status_html
+from tests.support import EXAMPLES, TINY
+
+FLOWER = EXAMPLES / "flower-pink"
+EDITS = [str(FLOWER / name) for name in ("well_edited.png", "excessively_preserved.png", "excessively_modified.png")]
+SRC_ATTRS = ["dahlia is orange", "round flower head", "dark green background"]
+TGT_ATTRS = ["dahlia is pink", "pink petals"]
+NO_WEIGHTS = "ViT-B-16/openai"  # offered by the page, never downloaded in the tests (HF_HUB_OFFLINE)
+
+
+@pytest.fixture(scope="module")
+def ctx() -> on.EvaluateContext:
+    """The context the page's events are bound to."""
+    return build_app(Settings.from_env(clip_model=TINY, device="cpu")).evaluate_context
+
+
+@pytest.fixture(scope="module")
+def direct(tiny_encoder) -> Evaluator:
+    return Evaluator(TINY, device="cpu", encoder=tiny_encoder)
+
+
+def evaluate(ctx, state=None, *, edits=EDITS, src=SRC_ATTRS, tgt=TGT_ATTRS, archive=False, clip=TINY) -> dict:
+    """The page's Evaluate (``archive``: the /evaluate endpoint) on the flower example."""
+    return on.evaluate(ctx, str(FLOWER / "source.png"), edits, "a pink dahlia flower", "an orange dahlia flower",
+                       "make the flower pink", "manual", "\n".join(src), "\n".join(tgt), "svm", 1.0, True, True, clip,
+                       state=state, archive=archive)
+
+
+def evaluated(ctx, edits=EDITS) -> logic.Session:
+    return evaluate(ctx, edits=edits)[ctx.tab.session_state]
+
+
+def explained(ctx, edits=EDITS) -> tuple[logic.Session, str]:
+    """A session after the explanation stage, and the edit it shows."""
+    out = on.explain(ctx, True, evaluated(ctx, edits))
+    return out[ctx.tab.session_state], out[ctx.tab.edit_pick].value
+
+
+def is_png(path) -> bool:
+    return path is not None and Path(path).is_file() and Image.open(path).format == "PNG"
+
+
+def test_bind_hands_gradio_the_remaining_parameters_and_their_special_hints(ctx):
+    bound = on.bind(on.save_attributes, ctx)
+    assert list(inspect.signature(bound).parameters) == ["src_box_value", "tgt_box_value", "state", "request"]
+    assert gr.utils.get_type_hints(bound)["request"] is gr.Request  # how Gradio finds the request parameter
+    page = on.bind(on.evaluate, ctx, archive=False)
+    parameters = inspect.signature(page).parameters
+    assert "ctx" not in parameters and parameters["archive"].default is False
+    assert isinstance(parameters["progress"].default, gr.Progress)
+
+
+@pytest.mark.slow
+def test_evaluate_shows_the_evaluators_scores_and_clears_earlier_figures(ctx, direct):
+    tab = ctx.tab
+    out = evaluate(ctx)
+    expected = direct.evaluate(FLOWER / "source.png", EDITS, "a pink dahlia flower", "an orange dahlia flower",
+                               Attributes(SRC_ATTRS, TGT_ATTRS))
+    frame = out[tab.table].data
+    for edit, (_, row) in zip(expected.edits, frame.iterrows()):
+        assert row["AugCLIP"] == pytest.approx(edit.metrics["augclip"], abs=1e-5)
+        assert row["CLIP-I"] == pytest.approx(edit.metrics["clip_i"], abs=1e-5)
+    assert f"AugCLIP prefers edit E{expected.best('augclip') + 1}" in out[tab.verdict]
+    assert out[tab.src_box].splitlines() == SRC_ATTRS and out[tab.tgt_box].splitlines() == TGT_ATTRS
+    assert sorted(Path(f).name for f in out[tab.downloads]) == ["report.csv", "report.json"]  # the zip comes last
+    assert out[tab.report_json]["model"]["spec"] == TINY
+    state = out[tab.session_state]
+    assert state.report is not None and state.halted is None and Path(state.output_dir).is_dir()
+    assert all(out[c] is None for c in (tab.exact_plot, tab.umap_plot, *tab.figure_outputs, tab.bpm_gallery))
+    assert out[tab.edit_pick].visible is False and len(out[tab.edit_pick].choices) == 3
+    assert "aug-untrained" in out[tab.status_box]  # the page's status area, refreshed
+
+    api = evaluate(ctx, edits=EDITS[:1], archive=True)
+    assert "<" not in api[tab.verdict] and "**" not in api[tab.verdict]  # plain text for API clients
+    assert sorted(Path(f).name for f in api[tab.downloads]) == ["figures.zip", "report.csv", "report.json"]
+    assert tab.status_box not in api
+
+
+@pytest.mark.slow
+def test_evaluate_without_the_clip_weights_halts_quietly_beside_the_status(ctx):
+    tab = ctx.tab
+    assert model_status(ctx.settings_for(NO_WEIGHTS), background=False).state == "error"
+    out = evaluate(ctx, clip=NO_WEIGHTS)
+    assert all(out[c] == gr.skip() for c in tab.score_outputs if c is not tab.session_state)
+    assert NO_WEIGHTS in out[tab.status_box] and "aug-error" in out[tab.status_box]
+    state = out[tab.session_state]
+    assert state.halted == NO_WEIGHTS and state.report is None
+    # the later stages then leave the page as it is
+    assert all(v == gr.skip() for v in on.explain(ctx, True, state).values())
+    assert on.complete_downloads(ctx, state) == gr.skip()
+    with pytest.raises(gr.Error, match="not offered by this server"):  # a model the page does not offer
+        evaluate(ctx, clip="local-dir:/etc")
+
+
+@pytest.mark.slow
+def test_rescore_refits_from_the_session_embeddings(ctx, direct):
+    tab = ctx.tab
+    state = evaluated(ctx)
+    out = on.rescore(ctx, "\n".join(SRC_ATTRS[:2]), "\n".join(TGT_ATTRS), "logistic", 0.5, False, True, TINY, state)
+    base = direct.evaluate(FLOWER / "source.png", EDITS, "a pink dahlia flower", "an orange dahlia flower",
+                           Attributes(SRC_ATTRS, TGT_ATTRS))
+    expected = direct.rescore(base, AugCLIPOptions("logistic", 0.5, False, True), Attributes(SRC_ATTRS[:2], TGT_ATTRS))
+    for edit, (_, row) in zip(expected.edits, out[tab.table].data.iterrows()):
+        assert row["AugCLIP"] == pytest.approx(edit.metrics["augclip"], abs=1e-5)
+    assert out[tab.report_json]["options"]["classifier"] == "logistic"
+    assert tab.exact_plot not in out  # a re-score keeps the figures until the explanations are redrawn
+    with pytest.raises(gr.Error, match="press Evaluate first"):
+        on.rescore(ctx, "a", "b", "svm", 1.0, True, True, TINY, None)
+    with pytest.raises(gr.Error, match="C \\(svm / logistic\\) is empty"):
+        on.rescore(ctx, "a", "b", "svm", None, True, True, TINY, state)
+
+
+@pytest.mark.slow
+def test_rescore_if_evaluated_does_nothing_before_an_evaluation(ctx):
+    tab = ctx.tab
+    nothing = on.rescore_if_evaluated(ctx, "a", "b", "lda", 1.0, True, True, TINY, logic.Session())
+    assert set(nothing) == set(tab.score_outputs) and all(v == gr.skip() for v in nothing.values())
+    state = evaluated(ctx, EDITS[:2])
+    out = on.rescore_if_evaluated(ctx, "\n".join(SRC_ATTRS), "\n".join(TGT_ATTRS), "lda", 1.0, True, True, TINY, state)
+    assert out[tab.report_json]["options"]["classifier"] == "lda"
+    assert out[tab.session_state].report is not state.report  # a new result
+
+
+@pytest.mark.slow
+def test_explain_shows_the_preferred_edit_with_its_augclip_map_first(ctx):
+    tab = ctx.tab
+    state = evaluated(ctx)
+    off = on.explain(ctx, False, state)
+    assert set(off) == set(tab.explain_outputs) and all(v == gr.skip() for v in off.values())
+    out = on.explain(ctx, True, state)
+    state = out[tab.session_state]
+    best = logic.selected_edit(state.report)
+    pick = out[tab.edit_pick]
+    assert pick.visible and pick.value == views.edit_choices(state.report)[best]
+    assert is_png(out[tab.augclip_map]) and f"{edit_tag(best)}_relevancy_augclip" in Path(out[tab.augclip_map]).name
+    # the charts come from the next stages: nothing of an earlier result meanwhile
+    assert all(out[c] is None for c in tab.ranking_outputs)
+    assert json.loads(out[tab.exact_plot].plot)["data"]  # the interactive exact view of the shown edit
+    assert state.explained is not None
+
+
+@pytest.mark.slow
+def test_show_other_maps_draws_the_shown_edits_clip_t_and_clip_dir_maps(ctx):
+    tab = ctx.tab
+    state, pick = explained(ctx)
+    out = on.show_other_maps(ctx, state, pick)
+    index = views.picked_index(pick)
+    assert set(out) == set(tab.relevancy_outputs)
+    for component, key in zip(tab.relevancy_outputs, views.RELEVANCY_FIGURES):
+        assert is_png(out[component]) and Path(out[component]).name.startswith(f"{edit_tag(index)}_{key}")
+    state.shown = (index + 1) % 3  # the user picked another edit meanwhile: its own handler draws it
+    assert all(v == gr.skip() for v in on.show_other_maps(ctx, state, pick).values())
+
+
+@pytest.mark.slow
+def test_explain_rest_adds_the_umap_view_of_every_edit(ctx):
+    tab = ctx.tab
+    state, _ = explained(ctx)
+    out = on.explain_rest(ctx, state)
+    spec = json.loads(out[tab.umap_plot].plot)
+    names = [trace["name"] for trace in spec["data"]]
+    assert sum(name.startswith(("E1 ", "E2 ", "E3 ")) for name in names) == 3
+    assert on.explain_rest(ctx, logic.Session()) == on.unchanged(tab.rest_outputs)
+
+
+@pytest.mark.slow
+def test_show_rankings_draws_the_shown_edits_charts(ctx):
+    tab = ctx.tab
+    state, pick = explained(ctx)
+    out = on.show_rankings(ctx, state, pick)
+    assert set(out) == set(tab.ranking_outputs)
+    index = views.picked_index(pick)
+    for component, key in zip(tab.ranking_outputs, views.RANKING_FIGURES):
+        assert is_png(out[component]) and Path(out[component]).name.startswith(f"{edit_tag(index)}_{key}")
+
+
+@pytest.mark.slow
+def test_pick_edit_shows_every_figure_of_the_picked_edit(ctx):
+    tab = ctx.tab
+    state, pick = explained(ctx)
+    other = next(c for c in views.edit_choices(state.report) if c != pick)
+    out = on.pick_edit(ctx, state, other)
+    index = views.picked_index(other)
+    assert state.shown == index  # later stages leave the page on this edit
+    for component, key in zip(tab.figure_outputs, views.PER_EDIT_FIGURES):
+        assert is_png(out[component]) and Path(out[component]).name.startswith(f"{edit_tag(index)}_{key}")
+    assert out[tab.exact_plot] is not None
+
+
+def test_parse_instruction_fills_the_bpm_fields(ctx):
+    tab = ctx.tab
+    out = on.parse_instruction(ctx, "could you make the flower pink and a bit bigger?", "rules", TINY)
+    assert [out[c] for c in tab.parse_fields] == ["flower", "pink flower", "larger", "unchanged", ""]
+    assert "confidence high" in out[tab.bpm_parse_info]
+    refused = on.parse_instruction(ctx, "make it more cinematic", "rules", TINY)
+    assert refused[tab.bpm_o1] == "" and refused[tab.bpm_parse_info].startswith("**No parse.**")
+
+
+@pytest.mark.slow
+def test_bpm_stage_scores_every_edit_or_waits_for_the_user(ctx):
+    tab = ctx.tab
+    state = evaluated(ctx, EDITS[:2])
+    assert all(v == gr.skip() for v in on.bpm_stage(ctx, False, "make the flower pink", "rules", TINY, state).values())
+    waiting = on.bpm_stage(ctx, True, "give the photo a vintage look", "rules", TINY, state)
+    assert "BPM waits for you" in waiting[tab.bpm_info] and waiting[tab.bpm_gallery] is None
+    out = on.bpm_stage(ctx, True, "make the flower pink", "rules", TINY, state)
+    assert (out[tab.bpm_o1], out[tab.bpm_o2]) == ("flower", "pink flower")
+    assert len(out[tab.bpm_gallery]) == 2 * 3  # source, edit and preserved region per edit
+    report = out[tab.session_state].report
+    expected = Evaluator(settings=ctx.settings_for(TINY)).add_bpm(evaluated(ctx, EDITS[:2]).report,
+                                                                  "make the flower pink")
+    for edit, (_, row) in zip(expected.edits, out[tab.table].data.iterrows()):
+        assert row["BPM"] == pytest.approx(edit.metrics["bpm"], abs=1e-4)
+    assert [e.metrics["bpm"] for e in report.edits] == pytest.approx([e.metrics["bpm"] for e in expected.edits],
+                                                                     abs=1e-4)
+
+
+@pytest.mark.slow
+def test_bpm_on_fields_runs_on_the_fields_as_the_user_left_them(ctx):
+    tab = ctx.tab
+    with pytest.raises(gr.Error, match="press Evaluate first"):
+        on.bpm_on_fields(ctx, "", "rules", TINY, "flower", "", "unchanged", "unchanged", "", None, plain=False)
+    state = evaluated(ctx, EDITS[:1])
+    with pytest.raises(gr.Error, match="Fill o1"):
+        on.bpm_on_fields(ctx, "", "rules", TINY, "None", " ", "unchanged", "unchanged", "", state, plain=False)
+    out = on.bpm_on_fields(ctx, "make the flower pink", "rules", TINY, "flower", "pink dahlia", "unchanged",
+                           "unchanged", "", state, plain=True)
+    parse = out[tab.report_json]["edits"][0]["bpm"]["parse"]
+    assert (parse["o1"], parse["o2"], parse["confidence"]) == ("flower", "pink dahlia", "given")
+    assert "<" not in out[tab.verdict]  # plain: the /bpm_fields endpoint
+
+
+@pytest.mark.slow
+def test_judge_stage_adds_the_judges_columns_when_switched_on(ctx):
+    from tests.support.chat_server import ChatServer
+    from tests.support.judge_chat import judge_answer
+
+    tab = ctx.tab
+    state = evaluated(ctx, EDITS[:2])
+    off = on.judge_stage(ctx, False, "make the flower pink", TINY, state)
+    assert off[tab.judge_info] == "" and off[tab.table] == gr.skip()
+    with ChatServer(judge_answer) as server:
+        judged_ctx = dataclasses.replace(ctx, judge_ready=True, settings=ctx.settings.replace(
+            judge_base_url=server.url, judge_model="ui-judge", judge_samples=2))
+        out = on.judge_stage(judged_ctx, True, "make the flower pink", TINY, state)
+        assert server.requests
+    frame = out[tab.table].data
+    assert list(frame["Judge SC"]) == [6.5, 6.5]
+    assert "judge ui-judge" in out[tab.judge_info]
+
+
+@pytest.mark.slow
+def test_complete_downloads_writes_figures_zip_with_every_edits_figures(ctx):
+    state, _ = explained(ctx, EDITS[:2])
+    state = on.explain_rest(ctx, state)[ctx.tab.session_state]  # the chain's stages before it: the UMAP view
+    files = on.complete_downloads(ctx, state)
+    archive = next(f for f in files if f.endswith("figures.zip"))
+    with zipfile.ZipFile(archive) as bundle:
+        names = bundle.namelist()
+    pngs = [name for name in names if name.startswith("figures/") and name.endswith(".png")]
+    assert len(pngs) == 2 + 2 * 6  # two hyperplane views, six figures per edit
+    assert {"report.json", "report.csv", "attributes.json"} <= set(names)
+    assert on.complete_downloads(ctx, logic.Session()) == gr.skip()
+
+
+@pytest.mark.slow
+def test_show_comparison_builds_the_grid_of_the_current_results(ctx):
+    fragment, button = on.show_comparison(ctx, logic.Session())
+    assert fragment == views.COMPARISON_HELP and button.visible is False
+    state = evaluated(ctx, EDITS[:2])
+    fragment, button = on.show_comparison(ctx, state)
+    assert state.comparison_of is state.report
+    assert all(label in fragment for label in views.edit_choices(state.report))
+    assert button.visible and button.value["orig_name"] == "comparison.html"
+    assert Path(button.value["path"]).read_text(encoding="utf-8").count("<html") == 1  # the stand-alone file
+
+
+@pytest.mark.slow
+def test_reset_comparison_clears_a_grid_of_earlier_results_only(ctx):
+    state = evaluated(ctx, EDITS[:1])
+    fragment, button = on.reset_comparison(ctx, state)
+    assert fragment == views.COMPARISON_HELP and button.visible is False
+    on.show_comparison(ctx, state)  # opened for these very results: kept
+    assert on.reset_comparison(ctx, state) == (gr.skip(), gr.skip())
+
+
+@pytest.mark.slow
+def test_refresh_comparison_rebuilds_only_a_grid_the_user_opened(ctx):
+    state = evaluated(ctx, EDITS[:1])
+    assert on.refresh_comparison(ctx, state) == (gr.skip(), gr.skip())
+    on.show_comparison(ctx, state)
+    fragment, button = on.refresh_comparison(ctx, state)
+    assert views.edit_choices(state.report)[0] in fragment and button.visible is True
+
+
+@pytest.mark.slow
+def test_extract_attributes_fills_the_boxes_and_remembers_the_inputs(ctx):
+    source, target = str(FLOWER / "source.png"), "a pink dahlia flower"
+    src_box, tgt_box, state = on.extract_attributes(ctx, source, target, "", "clip-vocab", TINY, None)
+    assert src_box.strip() and tgt_box.strip()
+    assert state.extracted.source == src_box.splitlines() and state.extracted.target == tgt_box.splitlines()
+    assert state.extracted.provenance.provider == "clip-vocab" and state.attributes_key is not None
+    with pytest.raises(gr.Error, match="Upload a source image first"):
+        on.extract_attributes(ctx, None, target, "", "clip-vocab", TINY, None)
+
+
+def test_save_attributes_writes_the_boxes_into_the_sessions_folder(ctx):
+    request = gr.Request(session_hash="handler-test-save")
+    path = Path(on.save_attributes(ctx, "\n".join(SRC_ATTRS) + "\n\n", " " + "\n".join(TGT_ATTRS), None, request))
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    assert saved["source_attributes"] == SRC_ATTRS and saved["target_attributes"] == TGT_ATTRS  # blank lines dropped
+    assert path.name == "attributes.json" and path.parent.name.startswith("augclip-app-")
+    with pytest.raises(gr.Error, match="nothing to save"):
+        on.save_attributes(ctx, " ", "", None, request)
+    on.end_session(ctx, request)
+
+
+def test_load_attributes_reads_a_saved_file_into_the_boxes(ctx, tmp_path):
+    path = Attributes(SRC_ATTRS, TGT_ATTRS).save(tmp_path / "attributes.json")
+    assert on.load_attributes(ctx, str(path)) == ("\n".join(SRC_ATTRS), "\n".join(TGT_ATTRS))
+    (tmp_path / "broken.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(gr.Error):
+        on.load_attributes(ctx, str(tmp_path / "broken.json"))
+
+
+def test_show_edits_captions_the_uploads_in_scoring_order(ctx):
+    items = on.show_edits(ctx, EDITS[:2])
+    assert [path for path, _ in items] == EDITS[:2]
+    assert [caption.replace("\u200b", "") for _, caption in items] == ["E1 well_edited", "E2 excessively_preserved"]
+    assert on.show_edits(ctx, None) == []
+
+
+def test_describe_provider_says_why_a_provider_is_or_is_not_available(ctx):
+    note = on.describe_provider(ctx, "manual")
+    assert note.startswith("<small>") and "typed by you" in note
+    assert "&quot;source_attributes&quot;" in note  # the reason's JSON example, escaped
+    assert on.describe_provider(ctx, "no-such-provider") == ""
+
+
+def test_pick_demo_model_picks_the_random_clip_the_page_offers(ctx):
+    assert on.pick_demo_model(ctx) == TINY and TINY in ctx.clip_choices
+
+
+def test_load_first_example_fills_the_inputs_with_the_first_shipped_example(ctx):
+    row = on.load_first_example(ctx)
+    first = load_examples()[0]
+    assert row[0] == first.source and row[1] == first.edits and row[2] == first.target_text
+    assert row[5] == "manual" and row[6].splitlines() == first.source_attributes
+    assert all(Path(path).is_file() for path in [row[0], *row[1]])
+
+
+def test_refresh_status_follows_the_picked_model(ctx):
+    settings = ctx.settings_for(TINY)
+    html, timer = on.refresh_status(ctx, TINY)  # the first call may find the model loading: the timer then runs
+    assert "random:tiny" in html
+    deadline = time.monotonic() + 300
+    while (model_status(settings).state == "loading" or check_region_models(settings).state == "checking") \
+            and time.monotonic() < deadline:
+        time.sleep(0.2)
+    html, timer = on.refresh_status(ctx, TINY)
+    assert html == status_html(model_status(settings), check_region_models(settings))
+    assert "aug-untrained" in html and timer.active is False  # loaded: the timer stops
+    fallback, _ = on.refresh_status(ctx, "local-dir:/etc")  # not offered: the status the page started with
+    assert fallback == status_html(ctx.startup_status, ctx.startup_region)
+
+
+def test_end_session_removes_the_sessions_folder(ctx):
+    request = gr.Request(session_hash="handler-test-end")
+    state = on.own_folder(ctx, None, request)
+    folder = Path(state.output_dir)
+    assert folder.is_dir()
+    on.end_session(ctx, request)
+    assert not folder.exists()
