@@ -201,12 +201,7 @@ def relevancy_batch(
     """
     loaded = [open_image(item) for item in images]
     target_array = _check_targets(targets, len(loaded))
-    objectives = list(objectives or ["custom"] * len(loaded))
-    if len(objectives) != len(loaded):
-        raise InputError(f"{len(objectives)} objective names for {len(loaded)} images")
-    for name in objectives:
-        if name not in OBJECTIVES:
-            raise InputError(f"unknown relevancy objective {name!r}; choose one of {', '.join(OBJECTIVES)}")
+    objectives = _check_objectives(objectives, len(loaded))
     if not loaded:
         return []
     tower = tower_of(encoder.model, encoder.spec.raw)
@@ -216,8 +211,6 @@ def relevancy_batch(
                          f"embeds into {dim} dimensions (embeddings from a different model?)")
     layers = len(tower.attentions)
     first = _resolve_start_layer(start_layer, layers)
-    grid_h, grid_w = tower.grid
-    input_h, input_w = tower.input_size
     cache = None if batch_size else _map_cache(encoder)  # a caller-set pass size mixes images in passes
     keys = [(item.sha256, hashlib.sha256(np.ascontiguousarray(target_array[k], dtype=np.float32).tobytes()).hexdigest(),
              first) for k, item in enumerate(loaded)]
@@ -261,24 +254,41 @@ def relevancy_batch(
             done += len(chunk)
             if progress is not None:
                 progress(done / len(loaded), f"relevancy maps: {done} of {len(loaded)}")
-    maps: list[RelevancyMap] = []
-    for k, item in enumerate(loaded):
-        row, embedding, score = found[k]  # type: ignore[misc]
-        view = model_view(encoder.preprocess, item.size)
-        maps.append(RelevancyMap(
-            objective=objectives[k],
-            image_name=item.name,
-            view=view,
-            raw=row.reshape(grid_h, grid_w),
-            score=score,
-            embedding=embedding,
-            model_input_size=(input_w, input_h),
-            start_layer=first,
-            num_layers=layers,
-            readout=tower.readout_name,
-            notes=[] if view.exact else [view.note],
-        ))
-    return maps
+    return [_relevancy_map(encoder, tower, item, objectives[k], found[k], first)  # type: ignore[arg-type]
+            for k, item in enumerate(loaded)]
+
+
+def _check_objectives(objectives: Sequence[str] | None, count: int) -> list[str]:
+    """One known objective name per image (``custom`` for all when none are given)."""
+    names = list(objectives or ["custom"] * count)
+    if len(names) != count:
+        raise InputError(f"{len(names)} objective names for {count} images")
+    for name in names:
+        if name not in OBJECTIVES:
+            raise InputError(f"unknown relevancy objective {name!r}; choose one of {', '.join(OBJECTIVES)}")
+    return names
+
+
+def _relevancy_map(encoder: ClipEncoder, tower: Tower, item: LoadedImage, objective: str,
+                   computed: tuple[np.ndarray, np.ndarray, float], first: int) -> RelevancyMap:
+    """A computed (relevancy row, embedding, score) as the map of ``item`` on its patch grid."""
+    row, embedding, score = computed
+    grid_h, grid_w = tower.grid
+    input_h, input_w = tower.input_size
+    view = model_view(encoder.preprocess, item.size)
+    return RelevancyMap(
+        objective=objective,
+        image_name=item.name,
+        view=view,
+        raw=row.reshape(grid_h, grid_w),
+        score=score,
+        embedding=embedding,
+        model_input_size=(input_w, input_h),
+        start_layer=first,
+        num_layers=len(tower.attentions),
+        readout=tower.readout_name,
+        notes=[] if view.exact else [view.note],
+    )
 
 
 def _map_cache(encoder: ClipEncoder) -> LRUCache[tuple[np.ndarray, np.ndarray, float]] | None:
