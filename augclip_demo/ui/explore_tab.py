@@ -421,19 +421,37 @@ def _slice_handlers(settings: Settings, shelf: Shelf) -> SimpleNamespace:
                            pick_judgments=pick_judgments)
 
 
+def _compared(current: dict[str, Any]) -> Slice | None:
+    """The slice chosen in "Compare with", if it is still saved."""
+    name = current.get("compare")
+    return slice_from_json(current["slices"][name]) if name in current["slices"] else None
+
+
+def _report_page(store: ResultsStore, active: Slice, a: str | None, b: str | None) -> str:
+    """The shareable HTML report of ``active``: its leaderboard, agreement (within the page's bound) and the
+    disagreements of metrics ``a`` and ``b``."""
+    try:
+        agreed = agreement(store, active, max_items=PAGE_AGREEMENT_ITEMS)
+    except InputError as exc:
+        agreed, reason = None, str(exc)
+    else:
+        reason = ""
+    try:
+        found = disagreements(store, active, a, b) if a and b and a != b else []
+    except InputError:  # several runs in the slice: the report says so in the agreement section
+        found = []
+    return report_html(store, active, leaderboard(store, active), agreed, found, a or "", b or "", left_out=reason)
+
+
 def _view_handlers(shelf: Shelf, folders: WorkFolders | None) -> SimpleNamespace:
     """The views of the active slice, the clicks that open an item, the report."""
-
-    def compared(current: dict[str, Any]) -> Slice | None:
-        name = current.get("compare")
-        return slice_from_json(current["slices"][name]) if name in current["slices"] else None
 
     def grids(current: dict[str, Any], store: ResultsStore, sort: str, descending: bool, page: Any) -> list[Any]:
         """The active slice's page and, beside it, the compared slice's (same sort and page; the disagreement
         order is the active slice's judges, so the compared slice is shown by id then)."""
         pictures, rows, current["page_items"], caption = grid_views(store, _active(current), sort, descending, page,
                                                                     current.get("found"))
-        other = compared(current)
+        other = _compared(current)
         if other is None:
             current["page_items2"] = []
             return [caption, pictures, rows, gr.update(visible=False), gr.skip(), gr.skip()]
@@ -449,7 +467,7 @@ def _view_handlers(shelf: Shelf, folders: WorkFolders | None) -> SimpleNamespace
         current["compare"] = compare if compare in current["slices"] else None
         store, active = shelf.store(current["key"], current.get("judgments")), _active(current)
         board, board_notes = board_frame(store, active)
-        other = compared(current)
+        other = _compared(current)
         board2 = (gr.update(value=board_frame(store, other)[0], visible=True, label=f"Compared slice: {other.name}")
                   if other is not None else gr.update(visible=False))
         caption, *grid_updates = grids(current, store, sort, descending, page)
@@ -467,7 +485,7 @@ def _view_handlers(shelf: Shelf, folders: WorkFolders | None) -> SimpleNamespace
         if sort == DISAGREEMENT_SORT:
             pictures, rows, current["page_items"], _ = grid_views(store, active, sort, descending, page,
                                                                   current["found"])
-        other = compared(current)
+        other = _compared(current)
         second = agreement_frames(store, other) if other is not None else (gr.skip(),) * 3
         return (current, found, *agreement_frames(store, active), *second, pictures, rows)
 
@@ -513,19 +531,8 @@ def _view_handlers(shelf: Shelf, folders: WorkFolders | None) -> SimpleNamespace
     @user_facing
     def make_report(current, a, b, request: gr.Request):
         current = _state(current)
-        store, active = shelf.store(current["key"], current.get("judgments")), _active(current)
-        try:
-            agreed = agreement(store, active, max_items=PAGE_AGREEMENT_ITEMS)
-        except InputError as exc:
-            agreed, reason = None, str(exc)
-        else:
-            reason = ""
-        try:
-            found = disagreements(store, active, a, b) if a and b and a != b else []
-        except InputError:  # several runs in the slice: the report says so in the agreement section
-            found = []
-        page = report_html(store, active, leaderboard(store, active), agreed, found, a or "", b or "",
-                           left_out=reason)
+        active = _active(current)
+        page = _report_page(shelf.store(current["key"], current.get("judgments")), active, a, b)
         folder = (folders or WorkFolders()).new(getattr(request, "session_hash", None))
         safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in active.name)[:40] or "slice"
         path = folder / f"explore-{safe}.html"
