@@ -22,7 +22,7 @@ from augclip_demo.attributes import Attributes
 from augclip_demo.batch.results import iter_results
 from augclip_demo.cli import main
 from augclip_demo.config import Settings
-from augclip_demo.metrics.hatie import NEEDS_A_SET
+from augclip_demo.hatie.criteria import NEEDS_A_SET
 from augclip_demo.pipeline import NETWORK_METRICS, AugCLIPOptions, FeatureNetworks
 from augclip_demo.ui import hatie_tab
 from augclip_demo.ui import session as app

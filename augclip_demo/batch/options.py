@@ -7,9 +7,9 @@ from typing import Any
 
 from ..bpm import BPMOptions
 from ..errors import InputError
+from ..hatie.criteria import HatieOptions
 from ..instructions import PARSERS
 from ..judge import JUDGE_METRICS, JudgeOptions
-from ..metrics.hatie import HatieOptions
 from ..metrics.suite import METRICS, metric_keys, parse_metric_keys
 from ..pipeline import NETWORK_METRICS, AugCLIPOptions, FeatureNetworks
 from ..report import UNTRAINED_WARNING

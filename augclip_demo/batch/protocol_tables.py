@@ -17,6 +17,7 @@ from typing import Any
 from ..bpm.judges import BPMComponents, rescore_over_dataset
 from ..config import Settings
 from ..errors import InputError, WeightsUnavailableError
+from ..hatie.tables import UNTRAINED_IQ, HatieTable, hatie_edits, hatie_table, image_quality_from_manifest
 from ..io import spreadsheet_row
 from ..metrics.agreement import (
     DEFAULT_BOOTSTRAP,
@@ -31,7 +32,7 @@ from ..metrics.agreement import (
 )
 from ..metrics.suite import METRICS
 from ..report import UNTRAINED_WARNING
-from .hatie_tables import UNTRAINED_IQ, HatieTable, hatie_table, image_quality_from_manifest, read_hatie_edits
+from .manifest import load_manifest
 from .results import iter_results
 
 
@@ -329,10 +330,9 @@ def hatie_tables(paths: list[str | Path], manifests: list[str | Path] | None, *,
     with_hatie = []
     for path in paths:
         try:
-            read_hatie_edits(path)
+            with_hatie.append((path, hatie_edits(iter_results(path), path)))
         except InputError:
             continue
-        with_hatie.append(path)
     if not with_hatie:
         return {}, []
     if manifests and len(manifests) not in (1, len(paths)):
@@ -340,16 +340,16 @@ def hatie_tables(paths: list[str | Path], manifests: list[str | Path] | None, *,
                          f"{len(manifests)} for {len(paths)})")
     tables: dict[str, HatieTable] = {}
     notes = [] if manifests else [HATIE_IQ_NEEDS]
-    for path in with_hatie:
+    for path, edits in with_hatie:
         iq, missing = None, HATIE_IQ_NEEDS
         if manifests:
             manifest = manifests[0] if len(manifests) == 1 else manifests[paths.index(path)]
             try:
-                iq, untrained = image_quality_from_manifest(path, manifest, fid, settings)
+                iq, untrained = image_quality_from_manifest(edits, load_manifest(manifest), fid, settings)
             except WeightsUnavailableError as exc:
                 missing = f"HATIE Image Quality not computed: {str(exc).splitlines()[0]}"
                 untrained = False
-        table = hatie_table(path, weights=weights, image_quality=iq, settings=settings, iq_missing=missing)
+        table = hatie_table(edits, weights=weights, image_quality=iq, settings=settings, iq_missing=missing)
         if iq is not None and untrained:
             table.notes.append(UNTRAINED_IQ)
         tables[str(path)] = table

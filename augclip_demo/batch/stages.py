@@ -24,14 +24,14 @@ from ..bpm.models import BPMModels
 from ..config import DEFAULT_MAX_IMAGE_SIDE, Settings
 from ..errors import AugclipError, InputError, InstructionParseError
 from ..hatie.benchmark import hatie_query
+from ..hatie.criteria import HATIE_KEYS, HatieOptions, total_weights
 from ..inference.clip_encoder import ClipEncoder
 from ..instructions import ParsedInstruction, resolve_parse
 from ..io import LoadedImage, open_image
 from ..judge import JudgeOptions, MLLMJudge
 from ..judge.judge import judge_signature
 from ..llm import OpenAICompatibleClient
-from ..metrics.hatie import HatieOptions, total_weights
-from ..metrics.suite import HATIE_KEYS, METRICS, ItemScores, MetricInputs
+from ..metrics.suite import METRICS, ItemScores, MetricInputs
 from ..metrics.vectors import unit_rows
 from ..pipeline import NETWORK_METRICS, Evaluator, FeatureNetworks, load_edit_mask
 from ..pipeline.stages import (

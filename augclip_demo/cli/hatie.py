@@ -14,7 +14,7 @@ from typing import Any
 
 from ..config import Settings, setting_help
 from ..errors import InputError
-from ..metrics.hatie import HatieOptions
+from ..hatie.criteria import HatieOptions
 from .common import add_model_args
 
 
@@ -49,7 +49,7 @@ def add_hatie_args(parser: argparse.ArgumentParser) -> None:
 
 def hatie_from_args(args: argparse.Namespace, settings: Settings, *, want: bool) -> dict[str, Any]:
     """``BatchOptions`` fields for HATIE: options, feature networks and VQA scorer (only when ``want``)."""
-    from ..batch.hatie_tables import calibrated_sets, resolve_weights
+    from ..hatie.tables import calibrated_sets, resolve_weights
 
     resolve_weights(args.hatie_weights, settings)  # a clear error for an unknown name, before any model loads
     options = HatieOptions(vqa=args.hatie_vqa, bc_clip=args.hatie_bc == "code", bf_squash=not args.hatie_no_squash,
@@ -101,13 +101,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_table(args: argparse.Namespace) -> int:
-    from ..batch.hatie_tables import UNTRAINED_IQ, hatie_table, image_quality_from_manifest
+    from ..batch.manifest import load_manifest
+    from ..batch.results import iter_results
+    from ..hatie.tables import UNTRAINED_IQ, hatie_edits, hatie_table, image_quality_from_manifest
 
     settings = Settings.from_env()
+    edits = hatie_edits(iter_results(args.results), args.results)
     iq, untrained, errors = None, False, {}
     if args.manifest:
-        iq, untrained = image_quality_from_manifest(args.results, args.manifest, args.hatie_fid, settings, errors)
-    table = hatie_table(args.results, weights=args.weights, image_quality=iq, settings=settings,
+        iq, untrained = image_quality_from_manifest(edits, load_manifest(args.manifest), args.hatie_fid, settings,
+                                                    errors)
+    table = hatie_table(edits, weights=args.weights, image_quality=iq, settings=settings,
                         per_type=args.per_type_weights, iq_errors=errors)
     if untrained:
         table.notes.append(UNTRAINED_IQ)
@@ -119,12 +123,14 @@ def run_table(args: argparse.Namespace) -> int:
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
-    from ..batch.hatie_tables import check_weight_name, fit_from_results, save_weights
+    from ..batch.results import iter_results
+    from ..hatie.tables import check_weight_name, fit_from_results, hatie_edits, save_weights
 
     check_weight_name(args.name)
     if args.folds < 1 or not 0 < args.step <= 0.5:
         raise InputError("--folds must be >= 1 and --step in (0, 0.5]")
-    fit = fit_from_results(args.results, step=args.step, folds=args.folds, seed=args.seed)
+    fit = fit_from_results(hatie_edits(iter_results(args.results), args.results), args.results, step=args.step,
+                           folds=args.folds, seed=args.seed)
     path = save_weights(args.name, fit, str(args.results), Settings.from_env())
     weights = ", ".join(f"{k} {v:.2f}" for k, v in fit.weights.items())
     cv = f"{fit.cv_r:.4f}" if fit.cv_r is not None else "n/a"

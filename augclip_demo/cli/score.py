@@ -7,8 +7,8 @@ from pathlib import Path
 
 from ..attributes.base import AttributeProvider, Attributes
 from ..errors import InputError, InstructionParseError, LLMError, WeightsUnavailableError
+from ..hatie.criteria import EDIT_TYPES
 from ..metrics.augclip import CLASSIFIERS, PROJECTIONS, WEIGHT_SCALINGS
-from ..metrics.hatie import EDIT_TYPES
 from ..pipeline import NETWORK_METRICS, AugCLIPOptions, Evaluator, FeatureNetworks
 from ..report import UNTRAINED_WARNING, Report
 from .attributes import add_provider_args, provider_from_args

@@ -13,7 +13,7 @@ import numpy as np
 from PIL import Image
 
 from ..hatie import HatieResult
-from ..metrics.hatie import CRITERIA, CRITERION_LABELS, component_shares, criterion_shares
+from ..hatie.criteria import CRITERIA, CRITERION_LABELS, component_shares, criterion_shares
 from ..report import UNTRAINED_WARNING
 
 BAR_KEYS = (*CRITERIA, "image_quality")

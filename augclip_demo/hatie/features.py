@@ -93,7 +93,7 @@ class HatieFeatures:
         return self.dino_network.embed(list(images), pooling="all", preprocess="resize")
 
     def lpips(self, first: Sequence[np.ndarray], second: Sequence[np.ndarray]) -> np.ndarray:
-        from ..metrics.hatie_images import LPIPS_SIZE, bilinear_resize
+        from .images import LPIPS_SIZE, bilinear_resize
 
         def small(items: Sequence[np.ndarray]) -> list[np.ndarray]:
             return [bilinear_resize(np.asarray(i, dtype=np.float64), (LPIPS_SIZE, LPIPS_SIZE)) for i in items]

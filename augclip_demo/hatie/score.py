@@ -7,7 +7,7 @@ only the edits are segmented, as in the published code. CLIP is HATIE's own ViT-
 networks' ``clip_network``; :attr:`HatieOptions.clip` ``"run"`` uses the run's encoder); DINOv2 and
 LPIPS come from the feature networks; VQA from the OpenAI-compatible client when
 :attr:`HatieOptions.vqa` is on. Every measure is collected first and computed in one batch per
-model; the criteria are then the pure math of :mod:`augclip_demo.metrics.hatie`.
+model; the criteria are then the pure math of :mod:`augclip_demo.hatie.criteria`.
 
 Image pairs are passed edit first, source second, as the published code does (it matters for L2,
 which resizes the second image to the first's size).
@@ -27,8 +27,8 @@ from PIL import Image
 from ..errors import InputError
 from ..instructions import EditType, ParsedInstruction, classify_edit_type, try_parse
 from ..io import ImageInput, LoadedImage, open_image
-from ..metrics import hatie as H
-from ..metrics import hatie_images as HI
+from . import criteria as H
+from . import images as HI
 from .features import FeatureNetworks, row_cosines
 from .vqa import VqaScorer, object_question, relation_question, scene_question
 
@@ -351,7 +351,7 @@ def hatie_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInpu
         target_text: the wanted background / style for background and style edits (else read
             from the parse or the instruction).
         foreground: the phrases of the objects a background change must keep (default "object").
-        options: the named choices of :class:`~augclip_demo.metrics.hatie.HatieOptions`.
+        options: the named choices of :class:`~augclip_demo.hatie.criteria.HatieOptions`.
         query: a query of HATIE's own benchmark: its objects, and the source's masks instead of detection.
     """
     if models is None:

@@ -344,7 +344,8 @@ _IMAGES = frozenset({"image_embeddings"})
 
 _HATIE_NEEDS = frozenset({"pixels", "instruction"})
 #: HATIE (Ryu et al., CVPR 2025): the four per-edit criteria, the edit's total over them, and Image Quality, which
-#: needs a set (the FID of all sources vs all edits of one model: batch and protocol tables only).
+#: needs a set (the FID of all sources vs all edits of one model: batch and protocol tables only). Which
+#: criterion each key is lives with the criteria (:data:`augclip_demo.hatie.criteria.HATIE_KEYS`).
 HATIE_ROWS: tuple[Metric, ...] = (
     Metric("hatie", "HATIE", True, "HATIE total of one edit: its criteria weighted (published 0.2 OF / 0.4 BF / "
            "0.1 OC / 0.3 BC, renormalised over the criteria its edit type has); IQ needs a set", _HATIE_NEEDS,
@@ -360,10 +361,6 @@ HATIE_ROWS: tuple[Metric, ...] = (
     Metric("hatie_iq", "HATIE IQ", True, "HATIE Image Quality: 1 - tanh(FID / 25) between a model's sources and "
            "edits; needs a set (a single pair has none)", frozenset({"pixels"}), "regions"),
 )
-#: metric key -> criterion of :mod:`.hatie`
-HATIE_KEYS: dict[str, str] = {"hatie": "total", "hatie_of": "object_fidelity", "hatie_bf": "background_fidelity",
-                              "hatie_oc": "object_consistency", "hatie_bc": "background_consistency",
-                              "hatie_iq": "image_quality"}
 
 METRIC_TABLE: tuple[Metric, ...] = (
     Metric("augclip", "AugCLIP", True, "cosine to the estimated ideal edit E(I_src)+v (Eq. 3)",

@@ -24,10 +24,11 @@ from ..attributes.base import AttributeProvider, Attributes
 from ..attributes.catalog import build_provider
 from ..config import Settings
 from ..errors import InputError
+from ..hatie.criteria import HATIE_KEYS
 from ..inference.clip_encoder import ClipEncoder, get_encoder
 from ..io import ImageInput, LoadedImage, open_image
 from ..metrics.augclip import CLASSIFIERS, PROJECTIONS, WEIGHT_SCALINGS, AugCLIPResult
-from ..metrics.suite import HATIE_KEYS, ItemScores, MetricInputs, metric_keys, score_item
+from ..metrics.suite import ItemScores, MetricInputs, metric_keys, score_item
 from ..metrics.vectors import unit_rows
 from ..report import AttributeChange, AugCLIPDetails, EditResult, Report
 from .features import NETWORK_METRICS, FeatureNetworks, load_edit_mask

@@ -36,9 +36,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..errors import AugclipError, InputError
+from ..hatie.criteria import CRITERION_LABELS, HATIE_KEYS, NEEDS_A_SET, HatieOptions
 from ..io import LoadedImage
-from ..metrics.hatie import CRITERION_LABELS, NEEDS_A_SET, HatieOptions
-from ..metrics.suite import HATIE_KEYS, METRICS, UNDEFINED, ItemScores, MetricInputs, needs_of, score_item
+from ..metrics.suite import METRICS, UNDEFINED, ItemScores, MetricInputs, needs_of, score_item
 from ..report import UNTRAINED_WARNING
 from .features import NETWORK_METRICS, FeatureNetworks, feature_inputs
 

@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..config import Settings
 from ..errors import InputError
-from ..metrics.hatie import EDIT_TYPES, HatieOptions
+from ..hatie.criteria import EDIT_TYPES, HatieOptions
 from ..papers import HATIE
 from . import first_contact
 from .guard import scrub_paths, user_facing

@@ -8,14 +8,14 @@ import json
 import numpy as np
 import pytest
 
-from augclip_demo.batch.hatie_tables import calibrated_sets, hatie_table, read_hatie_edits, resolve_weights
 from augclip_demo.batch.results import iter_results
 from augclip_demo.batch.runner import BatchOptions, BatchRunner
 from augclip_demo.bpm.models import get_bpm_models
 from augclip_demo.cli import main
 from augclip_demo.config import Settings
 from augclip_demo.hatie import HatieModels, hatie_score_many
-from augclip_demo.metrics.hatie import NEEDS_A_SET, edit_total, total_weights
+from augclip_demo.hatie.criteria import NEEDS_A_SET, edit_total, total_weights
+from augclip_demo.hatie.tables import calibrated_sets, hatie_edits, hatie_table, resolve_weights
 from tests.support import TINY, draw_scene
 
 pytestmark = pytest.mark.slow  # builds the tiny GroundingDINO and SAM
@@ -95,9 +95,9 @@ def test_batch_values_equal_direct_hatie(run, settings, tiny_encoder):
 
 def test_per_model_table_and_correlations(run):
     _, out, _, _ = run
-    table = hatie_table(out)
+    edits = hatie_edits(iter_results(out), out)
+    table = hatie_table(edits)
     assert [r.model for r in table.rows] and {r.model for r in table.rows} == {"model-a", "model-b"}
-    edits = read_hatie_edits(out)
     w = total_weights("published")
     for row in table.rows:
         mine = [e for e in edits if e.model == row.model]
@@ -121,7 +121,8 @@ def test_calibrate_saves_weights_used_by_name(run, settings):
                                   "background_consistency"}
     assert sum(saved["mine"].values()) == pytest.approx(1.0)
     assert resolve_weights("mine", Settings.from_env()) == saved["mine"]  # the library reads no environment itself
-    assert hatie_table(out, weights="mine", settings=Settings.from_env()).weight_name == "mine"
+    edits = hatie_edits(iter_results(out), out)
+    assert hatie_table(edits, weights="mine", settings=Settings.from_env()).weight_name == "mine"
     assert main(["hatie", "table", str(out), "--weights", "nope"]) == 2
     assert main(["hatie", "calibrate", str(out), "--name", "../escape"]) == 2
 
@@ -175,8 +176,8 @@ def test_protocol_report_has_hatie_image_quality_and_totals(run, settings, tmp_p
     from PIL import Image
 
     from augclip_demo.batch.protocol_tables import compute_protocols
+    from augclip_demo.hatie.criteria import CRITERIA, PUBLISHED_TOTAL
     from augclip_demo.inference.fid import get_fid_network
-    from augclip_demo.metrics.hatie import CRITERIA, PUBLISHED_TOTAL
 
     root, out, _, records = run
     report = compute_protocols(out, n_boot=0, manifests=[root / "manifest.jsonl"],

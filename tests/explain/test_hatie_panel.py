@@ -14,8 +14,8 @@ from augclip_demo.explain.hatie_panel import (
     share_lines,
 )
 from augclip_demo.hatie import HatieResult
+from augclip_demo.hatie import criteria as H
 from augclip_demo.instructions import EditType
-from augclip_demo.metrics import hatie as H
 
 
 def _result() -> HatieResult:

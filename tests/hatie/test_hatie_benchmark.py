@@ -139,7 +139,7 @@ def test_table_per_model_and_per_type_in_the_published_aggregation(scored, capsy
 
 
 def test_bootstrap_error_is_the_standard_error_of_the_mean():
-    from augclip_demo.batch.hatie_tables import bootstrap_se
+    from augclip_demo.hatie.tables import bootstrap_se
 
     values = list(np.random.default_rng(7).random(40))
     se = bootstrap_se(values, np.random.default_rng(0))

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from augclip_demo.hatie import HatieModels, HatieOptions, hatie_score_many
+from augclip_demo.hatie import images as HI
 from augclip_demo.inference.grounding import GroundingDetector, save_random_grounding
 from augclip_demo.inference.segmenter import SamSegmenter
-from augclip_demo.metrics import hatie_images as HI
 from tests.support import draw_scene
 
 pytestmark = pytest.mark.slow
@@ -41,7 +41,7 @@ def models(tmp_path_factory, tiny_encoder):
 ])
 def test_every_edit_type_scores_its_criteria(models, instruction, edit_type):
     results = hatie_score_many(SOURCE, [RECOLORED, SOURCE], instruction, models, box_threshold=0.01)
-    from augclip_demo.metrics.hatie import TYPE_CRITERIA
+    from augclip_demo.hatie.criteria import TYPE_CRITERIA
 
     for result in results:
         assert result.edit_type.edit_type == edit_type

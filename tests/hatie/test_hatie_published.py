@@ -15,10 +15,10 @@ import torch.nn.functional as F
 from PIL import Image
 
 from augclip_demo.hatie import HatieModels, hatie_score_many
+from augclip_demo.hatie import images as HI
 from augclip_demo.hatie.features import HatieFeatures
 from augclip_demo.hatie.score import HatieQuery
 from augclip_demo.inference.grounding import Detection
-from augclip_demo.metrics import hatie_images as HI
 
 pytestmark = pytest.mark.slow
 
@@ -159,8 +159,10 @@ def test_dinov2_averages_every_token_of_a_direct_224_resize(features):
 
 
 def test_fid_counts_a_shared_source_once(tmp_path: Path):
-    from augclip_demo.batch.hatie_tables import model_fids
-    from augclip_demo.metrics import hatie as H
+    from augclip_demo.batch.manifest import load_manifest
+    from augclip_demo.batch.results import iter_results
+    from augclip_demo.hatie import criteria as H
+    from augclip_demo.hatie.tables import hatie_edits, model_fids
 
     colours = {"a": (200, 30, 30), "b": (30, 200, 30)}
     for name, colour in colours.items():
@@ -182,7 +184,9 @@ def test_fid_counts_a_shared_source_once(tmp_path: Path):
         def fid_features(self, images):
             return np.array([[np.asarray(i.convert("RGB"), np.float64)[..., 1].mean() / 255] for i in images])
 
-    got = model_fids(tmp_path / "results.jsonl", tmp_path / "manifest.jsonl", MeanColour())["model"]
+    results_path = tmp_path / "results.jsonl"
+    got = model_fids(hatie_edits(iter_results(results_path), results_path), load_manifest(tmp_path / "manifest.jsonl"),
+                     MeanColour())["model"]
     feats = MeanColour()
     src = feats.fid_features([Image.open(tmp_path / f"{n}.png") for n in "ab"])  # a and b once each
     out = feats.fid_features([Image.open(tmp_path / f"{q}.png") for q in edits])

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from augclip_demo.metrics import hatie_calibration as C
+from augclip_demo.hatie import calibration as C
 
 
 def test_grid_counts_and_sums() -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .hatie import CRITERIA
+from .criteria import CRITERIA
 
 CHUNK = 4096
 

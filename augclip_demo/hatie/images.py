@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
-from .hatie import degradation_sizes, downscaled_size
+from .criteria import degradation_sizes, downscaled_size
 
 #: HATIE resizes every image to 512 x 512 before scoring (hatie-notes, "Pipeline").
 WORK_SIZE = 512

@@ -1,10 +1,11 @@
-"""HATIE over a results file: the per-model table of the paper (criteria means, Image Quality from FID,
+"""HATIE over the records of a results file: the per-model table of the paper (criteria means, Image Quality from FID,
 total), totals per edit type, correlations with the manifest's human judgments, and calibrated weight
 sets (fitted, saved and used by name).
 
 Models are the edits' ``name`` fields. Image Quality needs the images again: FID between the model's
 source images (each counted once, as the published code's folder of originals) and its edits (Eq. 1),
-computed when a feature network is given. Aggregation as the published code: each criterion's mean over
+computed when a feature network is given. Reading the files is the caller's (``batch.results.iter_results``,
+``batch.manifest.load_manifest``): this package sits below batch in the layers. Aggregation as the published code: each criterion's mean over
 the edits that have it with a bootstrap standard error (10,000 resamples), the total
 0.8 x weighted criteria + 0.2 x IQ with the errors combined as published, and per edit type the
 criteria means weighted over the type's criteria with the code's per-type weights (OF 0.4, BF 0.2).
@@ -15,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,10 +26,9 @@ import numpy as np
 from ..config import Settings
 from ..errors import InputError
 from ..io import open_image
-from ..metrics import hatie as H
-from ..metrics.hatie_calibration import Fit, calibrate, correlations
-from ..metrics.suite import HATIE_KEYS
-from .results import iter_results
+from . import criteria as H
+from .calibration import Fit, calibrate, correlations
+from .criteria import HATIE_KEYS
 
 CRITERION_KEYS = {criterion: key for key, criterion in HATIE_KEYS.items()}  # criterion -> metric key
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -51,10 +51,10 @@ class HatieEdit:
     path: str
 
 
-def read_hatie_edits(path: str | Path) -> list[HatieEdit]:
-    """Every edit with HATIE values in a batch results file."""
+def hatie_edits(records: Iterable[Mapping[str, Any]], path: str | Path) -> list[HatieEdit]:
+    """Every edit with HATIE values among the records of a batch results file (``path`` names it in errors)."""
     out = []
-    for record in iter_results(path):
+    for record in records:
         if record.get("status") != "ok":
             continue
         ratings = _ratings(record.get("human"), len(record.get("edits", [])))
@@ -128,9 +128,11 @@ def resolve_weights(name: str, settings: Settings | None = None) -> dict[str, fl
         raise InputError(f"{exc} (fit one with `augclip-demo hatie calibrate`)") from None
 
 
-def fit_from_results(path: str | Path, *, step: float = 0.01, folds: int = 5, seed: int = SEED) -> Fit:
-    """Criterion weights fitted to the human judgments of a results file (see :mod:`..metrics.hatie_calibration`)."""
-    edits = [e for e in read_hatie_edits(path) if e.rating is not None]
+def fit_from_results(edits: list[HatieEdit], path: str | Path, *, step: float = 0.01, folds: int = 5,
+                     seed: int = SEED) -> Fit:
+    """Criterion weights fitted to the human judgments of a results file's edits (``path`` names it in errors;
+    see :mod:`.calibration`)."""
+    edits = [e for e in edits if e.rating is not None]
     if not edits:
         raise InputError(f"{path}: no edit has both HATIE values and a human judgment (human.scores or "
                          "human.preferred in the manifest)")
@@ -255,17 +257,16 @@ def _type_rows(mine: list[HatieEdit], per_type: dict[str, float], rng: np.random
     return rows
 
 
-def hatie_table(path: str | Path, *, weights: str = "published", image_quality: dict[str, tuple[float, float]] | None = None,
+def hatie_table(edits: list[HatieEdit], *, weights: str = "published", image_quality: dict[str, tuple[float, float]] | None = None,
                 settings: Settings | None = None, iq_missing: str = IQ_MISSING, per_type: str = "code",
                 iq_errors: dict[str, float] | None = None) -> HatieTable:
-    """The per-model table of a results file (``image_quality``: model -> (FID, IQ) from :func:`model_fids`,
+    """The per-model table of a results file's edits (``image_quality``: model -> (FID, IQ) from :func:`model_fids`,
     ``iq_errors``: model -> IQ's error; ``iq_missing``: the note shown without them; ``per_type``: the weights
-    of the per-type table, :data:`~augclip_demo.metrics.hatie.PER_TYPE_WEIGHTS`)."""
+    of the per-type table, :data:`~augclip_demo.hatie.criteria.PER_TYPE_WEIGHTS`)."""
     w = resolve_weights(weights, settings)
     if per_type not in H.PER_TYPE_WEIGHTS:
         raise InputError(f"per-type weights must be one of {', '.join(H.PER_TYPE_WEIGHTS)}, got {per_type!r}")
     type_weights = H.PER_TYPE_WEIGHTS[per_type]
-    edits = read_hatie_edits(path)
     models = list(dict.fromkeys(e.model for e in edits))
     rows = []
     for model in models:
@@ -296,16 +297,15 @@ def hatie_table(path: str | Path, *, weights: str = "published", image_quality: 
     return HatieTable(rows, w, weights, corr, notes, per_type)
 
 
-def model_fids(path: str | Path, manifest: str | Path, features: Any,
+def model_fids(edits: list[HatieEdit], manifest_items: Iterable[Any], features: Any,
                errors: dict[str, float] | None = None) -> dict[str, tuple[float, float]]:
     """model -> (FID, IQ) between the model's source images, each counted once (the published code's folder
     of originals), and its edits (Eq. 1). With ``errors``, also model -> IQ's error: the standard deviation
-    of IQ over 30 resamples of the edited set (published code)."""
-    from .manifest import load_manifest
-
-    items = {item.id: item for item in load_manifest(manifest)}
+    of IQ over 30 resamples of the edited set (published code). ``manifest_items``: the run's manifest items
+    (``id``, ``source_path``, ``edits`` with ``path`` and ``resolved``)."""
+    items = {item.id: item for item in manifest_items}
     by_model: dict[str, list[tuple[Path, Path]]] = {}
-    for e in read_hatie_edits(path):
+    for e in edits:
         item = items.get(e.item)
         if item is None:
             continue
@@ -341,14 +341,15 @@ class _FidFeatures:
         return self.network.features(images)
 
 
-def image_quality_from_manifest(path: str | Path, manifest: str | Path, fid: str, settings: Settings | None = None,
-                                errors: dict[str, float] | None = None) -> tuple[dict[str, tuple[float, float]], bool]:
+def image_quality_from_manifest(edits: list[HatieEdit], manifest_items: Iterable[Any], fid: str,
+                                settings: Settings | None = None, errors: dict[str, float] | None = None,
+                                ) -> tuple[dict[str, tuple[float, float]], bool]:
     """:func:`model_fids` with the FID network ``fid`` (loaded through the weights module); also whether that
     network is untrained (random weights). ``hatie table --manifest`` and ``protocol --manifest`` both use this."""
     from ..inference.fid import get_fid_network
 
     network = get_fid_network(fid, settings or Settings())
-    return model_fids(path, manifest, _FidFeatures(network), errors), bool(network.untrained)
+    return model_fids(edits, manifest_items, _FidFeatures(network), errors), bool(network.untrained)
 
 
 UNTRAINED_IQ = "the FID network has random weights: Image Quality is untrained"

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from augclip_demo.metrics import hatie as H
-from augclip_demo.metrics import hatie_images as HI
+from augclip_demo.hatie import criteria as H
+from augclip_demo.hatie import images as HI
 
 
 def _square(shape: tuple[int, int], top: int, left: int, side: int) -> np.ndarray:
@@ -246,3 +246,12 @@ def test_fid_of_small_sets_equals_the_matrix_square_root_form() -> None:
     diff = a.mean(0) - b.mean(0)
     expected = diff @ diff + np.trace(s1) + np.trace(s2) - 2 * np.trace(np.real(linalg.sqrtm(s1 @ s2)))
     assert H.fid_from_features(a, b) == pytest.approx(expected, rel=1e-6)
+
+
+def test_every_hatie_row_of_the_metric_table_names_one_criterion() -> None:
+    """The metric table (metrics, the bottom layer) holds HATIE's rows; which criterion each key is lives here."""
+    from augclip_demo.metrics.suite import HATIE_ROWS, METRICS
+
+    assert set(H.HATIE_KEYS) == {row.key for row in HATIE_ROWS} == {key for key in METRICS if key.startswith("hatie")}
+    assert sorted(H.HATIE_KEYS.values()) == sorted(["total", *H.CRITERIA, "image_quality"])
+    assert set(H.CRITERION_LABELS) == set(H.CRITERIA) | {"image_quality"}

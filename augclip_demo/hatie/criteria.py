@@ -11,7 +11,7 @@ Everything here takes numbers the model layer computed (:mod:`augclip_demo.hatie
 DINOv2, LPIPS, the detector, the segmenter and the optional VQA client) plus boolean masks, and
 returns :class:`CriterionScore` objects whose ``components`` keep every measure and weight, so a
 view can show how a criterion came about. Image preparation that needs no model (masking, square
-crops, grey / downscaled / edge versions) lives in :mod:`.hatie_images`.
+crops, grey / downscaled / edge versions) lives in :mod:`.images`.
 
 Normalisation to [0, 1] (notes, "Pipeline"): a cosine ``c`` becomes ``(1 + c) / 2``, an LPIPS
 distance ``d`` becomes ``1 - d``, a mean squared error becomes ``1 - mse / max_mse``.
@@ -36,6 +36,11 @@ CRITERION_LABELS: dict[str, str] = {
     "object_consistency": "Object Consistency", "background_consistency": "Background Consistency",
     "image_quality": "Image Quality",
 }
+#: Metric key (a HATIE row of the metric table, :data:`augclip_demo.metrics.suite.HATIE_ROWS`) -> criterion;
+#: "total" is an edit's weighted total, "image_quality" needs a set.
+HATIE_KEYS: dict[str, str] = {"hatie": "total", "hatie_of": "object_fidelity", "hatie_bf": "background_fidelity",
+                              "hatie_oc": "object_consistency", "hatie_bc": "background_consistency",
+                              "hatie_iq": "image_quality"}
 #: The criteria each edit type is judged on (App. C.1.1-C.1.7, Fig. 5).
 TYPE_CRITERIA: dict[str, tuple[str, ...]] = {
     "add": ("object_fidelity", "background_consistency"),
@@ -124,7 +129,7 @@ class HatieOptions:
       (the run's CLIP encoder).
     * ``per_type``: weights of the per-edit-type table, ``"code"`` (OF 0.4, BF 0.2) or ``"overall"``.
     * ``total``: a name in :data:`TOTAL_WEIGHT_SETS` or a calibrated set (see
-      :mod:`.hatie_calibration`).
+      :mod:`.calibration`).
     """
 
     vqa: bool = False
