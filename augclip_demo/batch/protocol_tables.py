@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..bpm.judges import BPMComponents, rescore_over_dataset
+from ..bpm.components import BPMComponents, rescore_over_dataset
 from ..config import Settings
 from ..errors import InputError, WeightsUnavailableError
 from ..hatie.tables import UNTRAINED_IQ, HatieTable, hatie_edits, hatie_table, image_quality_from_manifest

@@ -1,16 +1,17 @@
 """BPM (Balancing Preservation and Modification): a region-aware metric for instruction-based edits.
 
-* :mod:`.parsing` - :class:`ParsedInstruction` (o1, o2, size state, position state, reference),
-  :func:`parse_instruction` with the offline :mod:`.rules` parser or the :mod:`.llm_parser`
-* :mod:`.judges` - the Region-Aware Judge (f_size, f_position) and the Semantic-Aware Judge
-  (S_modify, S_preserve), BPM = alpha S_semantic + (1 - alpha) S_region; numpy only
+* :mod:`augclip_demo.instructions` - :class:`ParsedInstruction` (o1, o2, size state, position state,
+  reference), :func:`parse_instruction` (offline rules or an LLM); re-exported here
+* :mod:`.components` - the region rules (f_size, f_position; the paper's Region-Aware Judge) and the
+  semantic measures (S_modify, S_preserve; its Semantic-Aware Judge), BPM = alpha S_semantic +
+  (1 - alpha) S_region; numpy only
 * :mod:`.localize` - Sec. 3.2's add / remove region rules and the not-found fallbacks
 * :mod:`.score` - :func:`bpm_score`: parse -> detect (GroundingDINO) -> segment (SAM) -> judge
 """
 
 from ..errors import InstructionParseError
 from ..instructions import POSITION_STATES, SIZE_STATES, ParsedInstruction, parse_instruction
-from .judges import BPMComponents, Judgement, RegionThresholds
+from .components import BPMComponents, RegionCheck, RegionThresholds
 from .localize import Region
 from .score import BPMOptions, BPMResult, bpm_score, bpm_score_many
 
@@ -19,7 +20,7 @@ __all__ = [
     "BPMOptions",
     "BPMResult",
     "InstructionParseError",
-    "Judgement",
+    "RegionCheck",
     "POSITION_STATES",
     "ParsedInstruction",
     "Region",

@@ -7,11 +7,11 @@ and the reference (source image). Rules, in order:
 * remove (o2 is None): the edit region is the origin region (Sec. 3.2);
 * o1 not found but o2 found: the origin region is the edit region; o2 not found but o1 found: the
   edit region is the origin region (the same copying as add / remove, so S_modify and S_preserve
-  still compare the right place). The region judges still see the miss and score 0;
+  still compare the right place). The region rules still see the miss and score 0;
 * nothing found at all: both boxes are the whole image and both masks are empty, so S_modify
-  compares the whole images and S_preserve every pixel (a global edit), and the region judges 0.
+  compares the whole images and S_preserve every pixel (a global edit), and the region rules 0.
 
-The anchor of the position judge is the reference region when the instruction names one; else
+The anchor of the position rule is the reference region when the instruction names one; else
 the image frame for an add with a direction ("add a tree on the left"); else the origin region.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..instructions import ParsedInstruction
-from .judges import box_area, full_image_box
+from .components import box_area, full_image_box
 
 
 @dataclass
@@ -59,7 +59,7 @@ class Region:
 
 @dataclass
 class Localization:
-    """Origin, edit, reference and anchor regions plus the flags the region judges need."""
+    """Origin, edit, reference and anchor regions plus the flags the region rules need."""
 
     origin: Region
     edit: Region
@@ -107,7 +107,7 @@ def localize(parsed: ParsedInstruction, origin: Region, edit: Region, reference:
         origin = Region(origin.phrase, whole, empty, origin.confidence, False, "whole image (nothing found)")
         edit = Region(edit.phrase, whole.copy(), empty.copy(), edit.confidence, False, "whole image (nothing found)")
         notes.append("no object was found in either image: S_modify compares the whole images, S_preserve "
-                     "every pixel, and the region judges score 0")
+                     "every pixel, and the region rules score 0")
 
     if reference is not None:
         anchor, anchor_found = reference, reference.found

@@ -1,5 +1,5 @@
 """BPM for one source image and one or more edits: a thin orchestration of parse -> detect ->
-segment -> judge (Alg. 1). The math lives in :mod:`.judges` and :mod:`.localize`; the models in
+segment -> judge (Alg. 1). The math lives in :mod:`.components` and :mod:`.localize`; the models in
 :mod:`augclip_demo.inference` (passed in, or the shared instances for the current settings).
 
 Every edit is resized to the source image's size first (bicubic, as the L2 baseline does), so
@@ -22,11 +22,11 @@ from ..config import DEFAULT_OWL_BOX_THRESHOLD
 from ..errors import InputError
 from ..instructions import ParsedInstruction, parse_instruction
 from ..io import ImageInput, LoadedImage, open_image
-from .judges import (
+from .components import (
     DEFAULT_ALPHA,
     BPMComponents,
-    Judgement,
     Preservation,
+    RegionCheck,
     RegionThresholds,
     as_box,
     combine,
@@ -49,7 +49,7 @@ STAGES = ("parse", "detect", "segment", "judge")
 
 @dataclass(frozen=True)
 class BPMOptions:
-    """alpha (Table 9: 0.7), the detectors' box thresholds, and the region judges' thresholds.
+    """alpha (Table 9: 0.7), the detectors' box thresholds, and the region rules' thresholds.
 
     ``box_threshold`` is GroundingDINO's (standard preset; Grounded-SAM's 0.3), ``fast_box_threshold``
     OWL-ViT's (fast preset; 0.1, OWL-ViT's own): the two models' scores are on different scales, so
@@ -89,8 +89,8 @@ class BPMResult:
     anchor: Region
     preserved_mask: np.ndarray
     preservation: Preservation
-    size: Judgement
-    position: Judgement
+    size: RegionCheck
+    position: RegionCheck
     found: dict[str, bool | None]
     options: BPMOptions
     image_size: tuple[int, int]
@@ -254,7 +254,7 @@ def bpm_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInput 
     mask_o1 = masks[0][0] if masks[0] else None
     clock.stop("segment")
 
-    # judge: CLIP on every crop and the two texts (one batch each), then the numpy judges
+    # judge: CLIP on every crop and the two texts (one batch each), then the numpy rules (components.py)
     say(0.75, "BPM: encoding the regions (CLIP)")
     clock.start()
     origin = detected_region(parse.o1, det_o1, mask_o1)

@@ -1,4 +1,4 @@
-"""BPM's judges on constructed boxes, masks, pixels and embeddings with known answers (no models)."""
+"""BPM's region rules and semantic measures on constructed boxes, masks, pixels and embeddings with known answers (no models)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from augclip_demo.bpm import ParsedInstruction, RegionThresholds
-from augclip_demo.bpm.judges import (
+from augclip_demo.bpm.components import (
     as_box,
     box_gap,
     box_iou,
@@ -262,7 +262,7 @@ def test_remove_takes_the_edit_region_from_the_origin():
     assert place.edit_found and f_size(place.origin.area, place.edit.area, "unchanged", TH).score == 1
 
 
-def test_missing_o2_copies_the_origin_region_but_the_judges_score_zero():
+def test_missing_o2_copies_the_origin_region_but_the_region_rules_score_zero():
     parsed = ParsedInstruction("cup", "red cup")
     origin = detected_region("cup", _det(box(20, 20, 60, 60)), _mask(box(20, 20, 60, 60)))
     edit = detected_region("red cup", SimpleNamespace(box=None, score=0.1, found=False), None)
@@ -308,7 +308,7 @@ def test_region_serialization():
 # ---------------------------------------------------------------------- crops and S_modify normalisation
 def test_a_long_box_keeps_both_ends_through_clips_centre_crop(tiny_encoder):
     """Marker pixels at both ends of a wide crop survive the encoder's real preprocessing only when padded."""
-    from augclip_demo.bpm.judges import PAD_COLOR, pad_to_square
+    from augclip_demo.bpm.components import PAD_COLOR, pad_to_square
 
     wide = Image.new("RGB", (240, 40), "white")
     wide.paste((255, 0, 0), (0, 0, 12, 40))  # red left end
@@ -334,7 +334,7 @@ def test_a_long_box_keeps_both_ends_through_clips_centre_crop(tiny_encoder):
 
 
 def test_dataset_min_max_follows_the_paper_and_is_labelled():
-    from augclip_demo.bpm.judges import dataset_min_max, rescore_over_dataset
+    from augclip_demo.bpm.components import dataset_min_max, rescore_over_dataset
 
     values = [-0.2, 0.1, 0.4, 0.0]
     np.testing.assert_allclose(dataset_min_max(values), [0.0, 0.5, 1.0, 2 / 6], atol=1e-15)

@@ -1,6 +1,9 @@
-"""BPM's two judges (Sec. 3.3-3.4, Alg. 1-2, App. A.4): numpy on boxes, masks, pixels and embeddings.
+"""BPM's components and their combination (Sec. 3.3-3.4, Alg. 1-2, App. A.4): numpy on boxes, masks, pixels
+and embeddings. The paper calls the two halves its Region-Aware and Semantic-Aware "judges"; here they are
+the region rules and the semantic measures, so that "judge" means one thing in this package: the MLLM judge
+(:mod:`augclip_demo.judge`).
 
-Region-Aware Judge (each 0 or 1)::
+Region rules, the paper's Region-Aware Judge (each 0 or 1)::
 
     f_size:      r = area(M_edit) / area(M_origin)
                  larger: r >= size_change_ratio;  smaller: r <= 1 / size_change_ratio;
@@ -12,7 +15,7 @@ Region-Aware Judge (each 0 or 1)::
                  inside: area(edit box within anchor box) / area(edit box) >= inside_min_fraction
                  near:   gap between the boxes <= near_max_gap x their mean diagonal, and IoU < move_iou_max
 
-Semantic-Aware Judge::
+Semantic measures, the paper's Semantic-Aware Judge::
 
     S_modify   = cs(CLIP_I(crop(I_edit, B_edit)) - CLIP_I(crop(I_src, B_origin)), CLIP_T(o2) - CLIP_T(o1))
     S_preserve = 1 - RMSE(I_src, I_edit) over the pixels outside M_origin U M_edit (pixels in [0, 1])
@@ -91,8 +94,8 @@ class RegionThresholds:
 
 
 @dataclass(frozen=True)
-class Judgement:
-    """One region judge's verdict: 0 or 1, why, and the numbers it looked at."""
+class RegionCheck:
+    """One region rule's verdict (f_size or f_position): 0 or 1, why, and the numbers it looked at."""
 
     score: int
     reason: str
@@ -176,7 +179,7 @@ def crop_box(image: Image.Image, box: np.ndarray) -> Image.Image:
 # ---------------------------------------------------------------------- Region-Aware Judge
 def f_size(area_origin: float, area_edit: float, size_state: str,
            thresholds: RegionThresholds | None = None, *, is_add: bool = False,
-           origin_found: bool = True, edit_found: bool = True) -> Judgement:
+           origin_found: bool = True, edit_found: bool = True) -> RegionCheck:
     """Size alignment (Sec. 3.3, Fig. 3b): mask areas against the size state.
 
     ``is_add`` scores 1 whatever the masks (App. A.4 corner case 1: there is no original object).
@@ -184,13 +187,13 @@ def f_size(area_origin: float, area_edit: float, size_state: str,
     """
     th = thresholds or RegionThresholds()
     if is_add:
-        return Judgement(1, "add: no original object, full size score (App. A.4)")
+        return RegionCheck(1, "add: no original object, full size score (App. A.4)")
     if not origin_found or not edit_found:
         missing = "o1 in the source image" if not origin_found else "o2 in the edited image"
-        return Judgement(0, f"{missing} was not found, so the size change cannot be verified")
+        return RegionCheck(0, f"{missing} was not found, so the size change cannot be verified")
     if area_origin <= 0 or area_edit <= 0:
         which = "M_origin" if area_origin <= 0 else "M_edit"
-        return Judgement(0, f"{which} is empty, so the size change cannot be verified",
+        return RegionCheck(0, f"{which} is empty, so the size change cannot be verified",
                          {"area_origin": float(area_origin), "area_edit": float(area_edit)})
     ratio = float(area_edit) / float(area_origin)
     values = {"area_origin": float(area_origin), "area_edit": float(area_edit), "ratio": ratio}
@@ -207,12 +210,12 @@ def f_size(area_origin: float, area_edit: float, size_state: str,
         rule = f"area ratio {ratio:.3f} {'within' if ok else 'outside'} [{low:.3f}, {high:.3f}] (unchanged)"
     else:
         raise InputError(f"unknown size state {size_state!r}")
-    return Judgement(int(ok), rule, values)
+    return RegionCheck(int(ok), rule, values)
 
 
 def f_position(anchor_box: np.ndarray | None, edit_box: np.ndarray | None, position_state: str,
                thresholds: RegionThresholds | None = None, *, is_remove: bool = False,
-               anchor_found: bool = True, edit_found: bool = True) -> Judgement:
+               anchor_found: bool = True, edit_found: bool = True) -> RegionCheck:
     """Position alignment (Sec. 3.3, Fig. 3a): the edit box against its anchor box.
 
     ``is_remove`` scores 1 (App. A.4 corner case 2: nothing is left to place). A box that was not
@@ -220,18 +223,18 @@ def f_position(anchor_box: np.ndarray | None, edit_box: np.ndarray | None, posit
     """
     th = thresholds or RegionThresholds()
     if is_remove:
-        return Judgement(1, "remove: no edited object, full position score (App. A.4)")
+        return RegionCheck(1, "remove: no edited object, full position score (App. A.4)")
     if not anchor_found or anchor_box is None:
-        return Judgement(0, "the anchor (reference or original object) was not found, so the position cannot be verified")
+        return RegionCheck(0, "the anchor (reference or original object) was not found, so the position cannot be verified")
     if not edit_found or edit_box is None:
-        return Judgement(0, "o2 was not found in the edited image, so its position cannot be verified")
+        return RegionCheck(0, "o2 was not found in the edited image, so its position cannot be verified")
     anchor, edit = as_box(anchor_box, "anchor box"), as_box(edit_box, "edit box")
     iou = box_iou(anchor, edit)
     dx, dy = (box_center(edit) - box_center(anchor)).tolist()
     values = {"iou": iou, "dx": dx, "dy": dy}
     if position_state == "unchanged":
         ok = iou > th.unchanged_iou_min
-        return Judgement(int(ok), f"IoU {iou:.3f} {'>' if ok else '<='} {th.unchanged_iou_min:g} (unchanged)", values)
+        return RegionCheck(int(ok), f"IoU {iou:.3f} {'>' if ok else '<='} {th.unchanged_iou_min:g} (unchanged)", values)
     if position_state in ("left", "right", "up", "down"):
         along = {"left": -dx, "right": dx, "up": -dy, "down": dy}[position_state]
         across = abs(dy) if position_state in ("left", "right") else abs(dx)
@@ -247,15 +250,15 @@ def f_position(anchor_box: np.ndarray | None, edit_box: np.ndarray | None, posit
                       f"{th.move_iou_max:g}")
         else:
             reason = f"{position_state}: failed {', '.join(failed)} (along {along:.1f} px, across {across:.1f} px, IoU {iou:.3f})"
-        return Judgement(int(not failed), reason, values)
+        return RegionCheck(int(not failed), reason, values)
     if position_state == "inside":
         area = box_area(edit)
         if area <= 0:
-            return Judgement(0, "the edit box is empty", values)
+            return RegionCheck(0, "the edit box is empty", values)
         fraction = box_intersection(edit, anchor) / area
         values["inside_fraction"] = fraction
         ok = fraction >= th.inside_min_fraction
-        return Judgement(int(ok), f"{fraction:.0%} of the edit box lies in the anchor box "
+        return RegionCheck(int(ok), f"{fraction:.0%} of the edit box lies in the anchor box "
                                   f"({'>=' if ok else '<'} {th.inside_min_fraction:.0%})", values)
     if position_state == "near":
         gap = box_gap(anchor, edit)
@@ -267,7 +270,7 @@ def f_position(anchor_box: np.ndarray | None, edit_box: np.ndarray | None, posit
         ok = close and distinct
         reason = (f"gap {gap:.1f} px {'<=' if close else '>'} {th.near_max_gap:g} x {scale:.1f} px, IoU {iou:.3f} "
                   f"{'<' if distinct else '>='} {th.move_iou_max:g}")
-        return Judgement(int(ok), reason + " (near)", values)
+        return RegionCheck(int(ok), reason + " (near)", values)
     raise InputError(f"unknown position state {position_state!r}")
 
 
