@@ -1,4 +1,5 @@
-"""The package's shape: no import cycles, and the import-linter contracts in pyproject.toml hold."""
+"""The package's shape: no import cycles, the import-linter contracts in pyproject.toml hold, and module names
+say what a module holds."""
 
 from __future__ import annotations
 
@@ -90,9 +91,9 @@ def test_import_linter_contracts_hold(capsys: pytest.CaptureFixture[str]):
 
 
 MAX_FUNCTION_LINES = 100
-# Functions over the limit that other changes of issue 28 split (BPM's scoring, the Explore tab): named here so
-# that no new one appears meanwhile; each goes from this list with its split.
-LONG_FUNCTIONS_BEING_SPLIT = {("augclip_demo/bpm/score.py", "bpm_score_many")}
+# Functions over the limit that other changes of issue 28 are splitting: named here so that no new one appears
+# meanwhile; each goes from this list with its split (BPM's bpm_score_many went with the module renames).
+LONG_FUNCTIONS_BEING_SPLIT: set[tuple[str, str]] = set()
 
 
 def long_functions(root: Path, limit: int = MAX_FUNCTION_LINES) -> list[tuple[int, str, str]]:
@@ -123,3 +124,32 @@ def test_no_function_in_the_package_is_over_100_lines():
     """A function over a screenful or two does several things: each of them deserves a name (and a test)."""
     found = [item for item in long_functions(ROOT / "augclip_demo") if item[1:] not in LONG_FUNCTIONS_BEING_SPLIT]
     assert not found, f"functions over {MAX_FUNCTION_LINES} lines: {found}"
+
+
+#: Module file names that several packages share because they mean the same thing there, with the paths
+#: that may hold them (a new module under one of these names, elsewhere, is a new meaning: name it for it).
+SAME_MEANING: dict[str, tuple[set[str], str]] = {
+    "agreement.py": ({"metrics", "study"}, "agreement of metrics with people: the math, and the same on a live study"),
+    "answers.py": ({"attributes", "judge"}, "reading the chat model's answer to its package's prompts"),
+    "prompts.py": ({"attributes", "judge"}, "what its package asks a chat model"),
+    "bench.py": ({"cli", "batch"}, "the `bench` command and the speed benchmark it runs"),
+    "manifest.py": ({"cli", "batch"}, "the `manifest` command and manifests"),
+    "triplets.py": ({"cli", "batch"}, "the `triplets` command and ground-truth-test triplets"),
+    "common.py": ({"cli", "batch/benchmarks"}, "what the sibling modules of the package share"),
+    "store.py": ({"explore", "study"}, "the package's database (results through DuckDB, a study in SQLite)"),
+}
+
+
+def test_no_two_modules_share_a_file_name_with_different_meanings():
+    package = ROOT / "augclip_demo"
+    folders: dict[str, set[str]] = {}
+    for path in package.rglob("*.py"):
+        if path.name != "__init__.py":
+            folders.setdefault(path.name, set()).add(path.parent.relative_to(package).as_posix())
+    shared = {name: where for name, where in folders.items() if len(where) > 1}
+    assert "score.py" not in shared and "stages.py" not in shared  # the ones renamed for what they hold
+    unexplained = {name: sorted(where) for name, where in shared.items()
+                   if name not in SAME_MEANING or not where <= SAME_MEANING[name][0]}
+    assert not unexplained, f"modules sharing a name: {unexplained} (rename them, or add a same-meaning entry)"
+    stale = sorted(name for name in SAME_MEANING if name not in shared)
+    assert not stale, f"same-meaning entries no module pair needs any more: {stale}"

@@ -2,7 +2,7 @@
 
 * :mod:`.manifest` - the JSONL manifest format, validation (every problem at once), path checks
 * :mod:`.runner` - ``run_batch``: the streaming loop (parallel decode, deduplicated batched encoding, fits in a pool)
-  over :mod:`.plan` (the planning pass), :mod:`.stages` (decode -> attributes -> encode -> score -> record on plain
+  over :mod:`.plan` (the planning pass), :mod:`.item_steps` (decode -> attributes -> encode -> score -> record on plain
   data), :mod:`.embedding_store` (each embedding kept as long as needed), :mod:`.pools` (worker pools) and
   :mod:`.options` (``BatchOptions``, ``BatchSummary``); the metrics come from :mod:`augclip_demo.metrics.suite`
 * :mod:`.results` - results files (JSONL written in order, resume, CSV export); :mod:`.results_parquet` - the

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..inference.clip_encoder import ClipEncoder
-from .stages import DecodedItem, encode_images, encode_texts, unit_row
+from .item_steps import DecodedItem, encode_images, encode_texts, unit_row
 
 
 class EmbeddingStore:

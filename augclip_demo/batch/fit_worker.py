@@ -1,7 +1,7 @@
 """What a fit worker process runs: the embedding-stage metrics of one item, and a start-up task.
 
-Apart from :mod:`.stages` so that a spawned worker imports the pure-math metrics (numpy, and
-scikit-learn for the hyperplane fits) and nothing else. Importing :mod:`.stages` (torch and every
+Apart from :mod:`.item_steps` so that a spawned worker imports the pure-math metrics (numpy, and
+scikit-learn for the hyperplane fits) and nothing else. Importing :mod:`.item_steps` (torch and every
 model wrapper) cost each spawned worker seconds of CPU; a py-spy profile of ``bench speed`` on a
 16-core GPU machine found 14 workers doing so on the cores the image decoding needed
 (docs/performance.md, "GPU").

@@ -2,7 +2,7 @@
 
 The same manifest, options and results as the local runner (:mod:`.runner`), spread over a Ray
 cluster (or a local Ray instance). The stages are the local runner's stage functions
-(:mod:`.stages`) run in Ray actors; nothing of the scoring is re-implemented here.
+(:mod:`.item_steps`) run in Ray actors; nothing of the scoring is re-implemented here.
 
 The dataset flows through these operators:
 
@@ -55,11 +55,7 @@ from ..config import Settings
 from ..errors import AugclipError, InputError, ManifestError
 from ..metrics.suite import ItemScores
 from .fit_worker import score_embeddings
-from .manifest import ManifestItem
-from .options import BatchOptions, BatchSummary
-from .plan import image_key, item_static_texts, make_plan, planned_items
-from .results import RunLock, apply_resume_state, export_csv, open_results_writer, read_resume_state
-from .stages import (
+from .item_steps import (
     AttributeSource,
     HatieFeatureSpecs,
     decode_item,
@@ -72,6 +68,10 @@ from .stages import (
     run_stages,
     unit_row,
 )
+from .manifest import ManifestItem
+from .options import BatchOptions, BatchSummary
+from .plan import image_key, item_static_texts, make_plan, planned_items
+from .results import RunLock, apply_resume_state, export_csv, open_results_writer, read_resume_state
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The batch runner: a manifest in, one results record per item out; streaming, fast and resumable.
 
-Its parts: :mod:`.plan` (the planning pass), :mod:`.stages` (decode, attributes, encode, score and
+Its parts: :mod:`.plan` (the planning pass), :mod:`.item_steps` (decode, attributes, encode, score and
 record as functions over plain data), :mod:`.embedding_store` (each embedding kept exactly as long
 as needed), :mod:`.pools` (decode threads, fit threads or processes), :mod:`.results` (records
 written in order, resume). This module is the loop that connects them, using only the public
@@ -55,6 +55,17 @@ from ..pipeline import Evaluator
 from . import decode_worker
 from .embedding_store import EmbeddingStore
 from .fit_worker import score_embeddings
+from .item_steps import (
+    AttributeSource,
+    DecodedItem,
+    decode_item,
+    embedding_inputs,
+    error_record,
+    feature_signature,
+    merge_scores,
+    ok_record,
+    run_stages,
+)
 from .manifest import ManifestItem
 from .options import BatchOptions, BatchSummary
 from .plan import RunPlan, image_key, item_static_texts, make_plan, planned_items
@@ -66,17 +77,6 @@ from .results import (
     export_csv,
     open_results_writer,
     read_resume_state,
-)
-from .stages import (
-    AttributeSource,
-    DecodedItem,
-    decode_item,
-    embedding_inputs,
-    error_record,
-    feature_signature,
-    merge_scores,
-    ok_record,
-    run_stages,
 )
 
 __all__ = ["BatchOptions", "BatchRunner", "BatchSummary", "item_static_texts", "run_batch"]

@@ -6,14 +6,14 @@
   semantic measures (S_modify, S_preserve; its Semantic-Aware Judge), BPM = alpha S_semantic +
   (1 - alpha) S_region; numpy only
 * :mod:`.localize` - Sec. 3.2's add / remove region rules and the not-found fallbacks
-* :mod:`.score` - :func:`bpm_score`: parse -> detect (GroundingDINO) -> segment (SAM) -> judge
+* :mod:`.bpm_score` - :func:`bpm_score`: parse -> detect (GroundingDINO) -> segment (SAM) -> judge
 """
 
 from ..errors import InstructionParseError
 from ..instructions import POSITION_STATES, SIZE_STATES, ParsedInstruction, parse_instruction
+from .bpm_score import BPMOptions, BPMResult, bpm_score, bpm_score_many
 from .components import BPMComponents, RegionCheck, RegionThresholds
 from .localize import Region
-from .score import BPMOptions, BPMResult, bpm_score, bpm_score_many
 
 __all__ = [
     "BPMComponents",

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 
 from ..attributes.base import Attributes, available_providers
-from ..explain.comparison import comparison_grid
 from ..explain.explanations import ExplainOptions, explain_report
+from ..explain.grid_pictures import comparison_grid
 from ..explain.relevancy import CLIP_DIR_DIFFERENCES
 from ..pipeline import Evaluator
 from ..report import UNTRAINED_WARNING

@@ -69,7 +69,7 @@ def hatie_from_args(args: argparse.Namespace, settings: Settings, *, want: bool)
 
 
 def features_from_args(args: argparse.Namespace, settings: Settings) -> Any:
-    from ..hatie.features import HatieFeatures
+    from ..hatie.networks import HatieFeatures
 
     clip = "" if getattr(args, "hatie_clip_from", "hatie") == "run" else getattr(args, "hatie_clip", None)
     return HatieFeatures(settings, dino=args.hatie_dino, lpips=args.hatie_lpips, fid=args.hatie_fid, clip=clip)

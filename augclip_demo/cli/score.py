@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     if args.csv:
         Path(args.csv).write_text(report.to_csv(), encoding="utf-8")
     if args.html:
-        from ..explain.comparison import comparison_grid
+        from ..explain.grid_pictures import comparison_grid
 
         comparison_grid(report).save(args.html)
     if args.json:

@@ -9,12 +9,11 @@
 * :mod:`.figures`: the matplotlib figures (object API, headless).
 * :mod:`.regions`: BPM's regions (masks, boxes, preserved region) for the app's BPM panel.
 * :mod:`.interactive`: the hyperplane views as Plotly specifications (hover, toggles, zoom) for the app.
-* :mod:`.comparison`: the comparison grid's pictures (maps, BPM regions) for the HTML report.
+* :mod:`.grid_pictures`: the comparison grid's pictures (maps, BPM regions) for the HTML report.
 * :func:`explain_report`: all of it for a :class:`~augclip_demo.report.Report` in one call
   (:func:`complete_relevancy` adds the maps of edits it was told to leave for later).
 """
 
-from .comparison import comparison_grid
 from .explanations import (
     EditExplanation,
     ExplainOptions,
@@ -22,6 +21,7 @@ from .explanations import (
     complete_relevancy,
     explain_report,
 )
+from .grid_pictures import comparison_grid
 from .hyperplane import (
     ExactPanel,
     ExactView,

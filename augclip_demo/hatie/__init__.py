@@ -1,12 +1,17 @@
-"""HATIE's criteria per edit (Ryu et al., CVPR 2025): the model layer over :mod:`augclip_demo.hatie.criteria`.
+"""HATIE (Ryu et al., CVPR 2025), everything but its views (cli/hatie.py, ui/hatie_tab.py, explain/hatie_panel.py).
 
-* :mod:`.score` - :func:`hatie_score_many`: type -> detect (BPM's GroundingDINO) -> segment (SAM)
+* :mod:`.criteria` - the criteria as pure math over measured numbers (torch-free: an import-linter contract)
+* :mod:`.images` - model-free image preparation (masks, crops, the three ways); :mod:`.calibration` - fitted
+  weights and correlations with human judgments (both torch-free too)
+* :mod:`.hatie_score` - :func:`hatie_score_many`: type -> detect (BPM's GroundingDINO) -> segment (SAM)
   -> measures (CLIP, DINOv2, LPIPS, pixels, optional VQA) -> criteria
-* :mod:`.features` - what HATIE asks of the feature networks (DINOv2, LPIPS, FID's Inception)
+* :mod:`.networks` - what HATIE asks of the feature networks (DINOv2, LPIPS, FID's Inception)
 * :mod:`.vqa` - yes / no questions through the OpenAI-compatible client
+* :mod:`.tables` - the per-model table, Image Quality and weight sets over a results file's records
+* :mod:`.benchmark` - HATIE's own benchmark files -> a manifest
 """
 
-from ..hatie.criteria import EDIT_TYPES, HatieOptions
-from .score import HatieModels, HatieResult, hatie_score, hatie_score_many
+from .criteria import EDIT_TYPES, HatieOptions
+from .hatie_score import HatieModels, HatieResult, hatie_score, hatie_score_many
 
 __all__ = ["EDIT_TYPES", "HatieModels", "HatieOptions", "HatieResult", "hatie_score", "hatie_score_many"]

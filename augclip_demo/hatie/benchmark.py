@@ -28,7 +28,7 @@ import numpy as np
 from PIL import Image
 
 from ..errors import InputError
-from .score import HatieQuery
+from .hatie_score import HatieQuery
 
 #: The benchmark's query types -> our edit types.
 QUERY_TYPES = {"obj_add": "add", "obj_rep": "replace", "obj_remove": "remove", "obj_resize": "resize",

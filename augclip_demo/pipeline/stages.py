@@ -294,7 +294,7 @@ def hatie_models(settings: Any, encoder: Any, features: Any = "auto", vqa: Any =
     from ..hatie import HatieModels
 
     if isinstance(features, str) and features == "auto":
-        from ..hatie.features import HatieFeatures
+        from ..hatie.networks import HatieFeatures
 
         features = HatieFeatures(settings)
     bpm = get_bpm_models(settings.replace(bpm_preset="standard"), encoder=encoder)

@@ -440,7 +440,7 @@ def figure_files(session: Session, stems: Sequence[str] | None = None) -> dict[s
 
 def comparison(session: Session) -> tuple[str, str]:
     """The comparison grid of the session's report: (HTML fragment for the page, path of the HTML file)."""
-    from ..explain.comparison import comparison_grid
+    from ..explain.grid_pictures import comparison_grid
     from ..report.comparison import grid_html
 
     if session.report is None:

@@ -260,8 +260,8 @@ def test_hatie_networks_sent_to_another_process_keep_their_clip(clip, tmp_path):
     """A Ray actor rebuilds HATIE's networks from their specs: HATIE's own CLIP (or "" = the run's) survives."""
     import pickle
 
-    from augclip_demo.batch.stages import HatieFeatureSpecs
-    from augclip_demo.hatie.features import HatieFeatures
+    from augclip_demo.batch.item_steps import HatieFeatureSpecs
+    from augclip_demo.hatie.networks import HatieFeatures
 
     settings = Settings.from_env({}, clip_model=TINY, device="cpu", cache_dir=tmp_path, hatie_clip="ViT-B-32/openai")
     sent = pickle.loads(pickle.dumps(HatieFeatureSpecs.of(

@@ -106,7 +106,7 @@ def test_vqa_on_through_a_real_server(models, monkeypatch):
 
 @pytest.fixture(scope="module")
 def features():
-    from augclip_demo.hatie.features import HatieFeatures
+    from augclip_demo.hatie.networks import HatieFeatures
 
     return HatieFeatures(dino="random:tiny-v2", lpips="random:alex", fid="random:inception-v3-compat",
                          clip="random:tiny").load()

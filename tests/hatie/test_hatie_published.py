@@ -16,8 +16,8 @@ from PIL import Image
 
 from augclip_demo.hatie import HatieModels, hatie_score_many
 from augclip_demo.hatie import images as HI
-from augclip_demo.hatie.features import HatieFeatures
-from augclip_demo.hatie.score import HatieQuery
+from augclip_demo.hatie.hatie_score import HatieQuery
+from augclip_demo.hatie.networks import HatieFeatures
 from augclip_demo.inference.grounding import Detection
 
 pytestmark = pytest.mark.slow

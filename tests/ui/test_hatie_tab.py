@@ -8,7 +8,7 @@ from gradio_client import Client
 from augclip_demo.attributes import Attributes
 from augclip_demo.bpm.models import get_bpm_models
 from augclip_demo.hatie import HatieModels
-from augclip_demo.hatie.features import HatieFeatures
+from augclip_demo.hatie.networks import HatieFeatures
 from augclip_demo.pipeline import Evaluator
 from tests.support import TINY
 from tests.ui.test_app import EDITS, FLOWER, SRC_ATTRS, TGT_ATTRS, evaluate_args

@@ -236,15 +236,15 @@ class HatieFeatureSpecs:
 
     @classmethod
     def of(cls, features: Any) -> Any:
-        """The specs of a :class:`~augclip_demo.hatie.features.HatieFeatures` (anything else as it is)."""
-        from ..hatie.features import HatieFeatures
+        """The specs of a :class:`~augclip_demo.hatie.networks.HatieFeatures` (anything else as it is)."""
+        from ..hatie.networks import HatieFeatures
 
         if not isinstance(features, HatieFeatures):
             return features
         return cls(features.dino_network.spec, features.lpips_network.spec, features._fid_spec, features.clip_spec)
 
     def build(self, settings: Settings) -> Any:
-        from ..hatie.features import HatieFeatures
+        from ..hatie.networks import HatieFeatures
 
         return HatieFeatures(settings, dino=self.dino, lpips=self.lpips, fid=self.fid, clip=self.clip)
 
@@ -298,7 +298,7 @@ def run_stages(options: Any, settings: Settings, encoder: ClipEncoder) -> RunSta
         if isinstance(features, str) and features == "auto" and not hatie_keys:
             features = None
         elif isinstance(features, str) and features == "auto":
-            from ..hatie.features import HatieFeatures
+            from ..hatie.networks import HatieFeatures
 
             features = HatieFeatures(settings)
         elif isinstance(features, HatieFeatureSpecs):

@@ -210,6 +210,55 @@ def bpm_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInput 
     parse = resolve_parse(instruction, parsed, parser, client)
     clock.stop("parse")
 
+    src, loaded, edit_images, edit_notes = _open_edits(source, edits, names)
+    if models is None:
+        from .models import get_bpm_models
+
+        models = get_bpm_models()
+    say(0.05, f"BPM: loading {models.detector.family} and {models.segmenter.family}")
+    clock.start()
+    models.load()  # loading is not a per-pair cost: timed apart from the stages
+    clock.stop("model_load")
+    found = _find_objects(parse, src, edit_images, models, options, say, clock)
+
+    # judge: CLIP on every crop and the two texts (one batch each), then the numpy rules (components.py)
+    say(0.75, "BPM: encoding the regions (CLIP)")
+    clock.start()
+    origin = detected_region(parse.o1, found.o1, found.masks[0][0] if found.masks[0] else None)
+    reference = detected_region(parse.reference, found.reference, None) if parse.reference else None
+    places: list[Localization] = []
+    for i in range(len(edit_images)):
+        edit_region = detected_region(parse.o2, found.o2[i], found.masks[i + 1][0] if found.masks[i + 1] else None)
+        places.append(localize(parse, origin, edit_region, reference, src.image.size))
+    crops: list[Image.Image] = []
+    for place, image in zip(places, edit_images):
+        # padded to a square: CLIP's centre crop would otherwise cut off the ends of a long box
+        crops += [pad_to_square(crop_box(src.image, place.origin.box)), pad_to_square(crop_box(image, place.edit.box))]
+    crop_embeddings = models.encoder.encode_images(crops)
+    text_embeddings = models.encoder.encode_texts([parse.o1 or "", parse.o2 or ""])
+    judge_start = time.perf_counter()
+    results = []
+    for i, (place, image) in enumerate(zip(places, edit_images)):
+        say(0.85 + 0.15 * i / len(edit_images), f"BPM: judging edit E{i + 1} of {len(edit_images)}")
+        modify = s_modify(crop_embeddings[2 * i], crop_embeddings[2 * i + 1], text_embeddings[0], text_embeddings[1])
+        found_flags = {"o1": origin.found if parse.o1 else None,
+                       "o2": found.o2[i].found if found.o2[i] is not None else None,
+                       "reference": reference.found if reference is not None else None}
+        results.append(_edit_result(parse, place, src, loaded[i], image, modify, found_flags,
+                                    list(loaded[i].notes) + edit_notes[i] + place.notes, models, options))
+    timings["judge_math"] = time.perf_counter() - judge_start
+    clock.stop("judge")
+    timings["total"] = sum(timings[s] for s in STAGES)
+    timings["total_cpu"] = sum(timings[f"{s}_cpu"] for s in STAGES)
+    timings["edits"] = float(len(edit_images))
+    for result in results:
+        result.timings = dict(timings)
+    return results
+
+
+def _open_edits(source: ImageInput | LoadedImage, edits: Sequence[ImageInput | LoadedImage],
+                names: Sequence[str] | None) -> tuple[LoadedImage, list[LoadedImage], list[Image.Image], list[list[str]]]:
+    """The source and the edits as loaded, each edit in the source's frame, and the notes that made."""
     src = open_image(source, name=None if _has_own_name(source) else "source")
     if not edits:
         raise InputError("no edited image given: pass at least one")
@@ -222,15 +271,22 @@ def bpm_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInput 
         image, notes = _to_source_frame(item, src)
         edit_images.append(image)
         edit_notes.append(notes)
-    if models is None:
-        from .models import get_bpm_models
+    return src, loaded, edit_images, edit_notes
 
-        models = get_bpm_models()
-    say(0.05, f"BPM: loading {models.detector.family} and {models.segmenter.family}")
-    clock.start()
-    models.load()  # loading is not a per-pair cost: timed apart from the stages
-    clock.stop("model_load")
 
+@dataclass
+class _Found:
+    """What the detector and the segmenter found: o1 and the reference in the source, o2 in each edit, and
+    the masks per image (the source's first)."""
+
+    o1: Any
+    reference: Any
+    o2: list[Any]
+    masks: list[list[np.ndarray]]
+
+
+def _find_objects(parse: ParsedInstruction, src: LoadedImage, edit_images: list[Image.Image], models: BPMModels,
+                  options: BPMOptions, say: Callable[[float, str], None], clock: _StageClock) -> _Found:
     # detect: o1 and the reference in the source (one pass), o2 in every edit; one batch
     say(0.2, f"BPM: detecting the objects in {1 + len(edit_images)} images ({models.detector.family})")
     clock.start()
@@ -251,60 +307,34 @@ def bpm_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInput 
     boxes = [[det_o1.box] if det_o1 is not None and det_o1.found else []]
     boxes += [[d.box] if d is not None and d.found else [] for d in det_o2]
     masks = models.segmenter.segment(images, boxes) if any(boxes) else [[] for _ in images]
-    mask_o1 = masks[0][0] if masks[0] else None
     clock.stop("segment")
+    return _Found(det_o1, det_ref, det_o2, masks)
 
-    # judge: CLIP on every crop and the two texts (one batch each), then the numpy rules (components.py)
-    say(0.75, "BPM: encoding the regions (CLIP)")
-    clock.start()
-    origin = detected_region(parse.o1, det_o1, mask_o1)
-    reference = detected_region(parse.reference, det_ref, None) if parse.reference else None
-    places: list[Localization] = []
-    for i in range(len(edit_images)):
-        edit_region = detected_region(parse.o2, det_o2[i], masks[i + 1][0] if masks[i + 1] else None)
-        places.append(localize(parse, origin, edit_region, reference, src.image.size))
-    crops: list[Image.Image] = []
-    for place, image in zip(places, edit_images):
-        # padded to a square: CLIP's centre crop would otherwise cut off the ends of a long box
-        crops += [pad_to_square(crop_box(src.image, place.origin.box)), pad_to_square(crop_box(image, place.edit.box))]
-    crop_embeddings = models.encoder.encode_images(crops)
-    text_embeddings = models.encoder.encode_texts([parse.o1 or "", parse.o2 or ""])
-    judge_start = time.perf_counter()
-    results = []
+
+def _edit_result(parse: ParsedInstruction, place: Localization, src: LoadedImage, loaded: LoadedImage,
+                 image: Image.Image, modify: float, found: dict[str, bool | None], notes: list[str],
+                 models: BPMModels, options: BPMOptions) -> BPMResult:
+    """One edit's region rules and semantic measures, combined into its BPM result."""
     shape = (src.image.size[1], src.image.size[0])
-    for i, (place, image) in enumerate(zip(places, edit_images)):
-        say(0.85 + 0.15 * i / len(edit_images), f"BPM: judging edit E{i + 1} of {len(edit_images)}")
-        modify = s_modify(crop_embeddings[2 * i], crop_embeddings[2 * i + 1], text_embeddings[0], text_embeddings[1])
-        keep = preserved_region(place.origin.mask, place.edit.mask, shape)
-        preservation = s_preserve(src.image, image, keep)
-        size = f_size(place.origin.area, place.edit.area, parse.size_state, options.thresholds, is_add=parse.is_add,
-                      origin_found=place.origin_found, edit_found=place.edit_found)
-        position = f_position(
-            None if place.anchor.box is None else as_box(place.anchor.box),
-            None if place.edit.box is None else as_box(place.edit.box),
-            parse.position_state, options.thresholds, is_remove=parse.is_remove,
-            anchor_found=place.anchor_found, edit_found=place.edit_found,
-        )
-        components = combine(modify, preservation.score, size.score, position.score, options.alpha)
-        notes = list(loaded[i].notes) + edit_notes[i] + place.notes
-        if preservation.empty:
-            notes.append(preservation.reason)
-        results.append(BPMResult(
-            components=components, parsed=parse, origin=place.origin, edit=place.edit, reference=place.reference,
-            anchor=place.anchor, preserved_mask=keep, preservation=preservation, size=size, position=position,
-            found={"o1": origin.found if parse.o1 else None, "o2": det_o2[i].found if det_o2[i] is not None else None,
-                   "reference": reference.found if reference is not None else None},
-            options=options, image_size=src.image.size, edit_name=loaded[i].name, source_name=src.name,
-            untrained=models.untrained, models=models.info(), notes=notes, source_image=src.image, edit_image=image,
-        ))
-    timings["judge_math"] = time.perf_counter() - judge_start
-    clock.stop("judge")
-    timings["total"] = sum(timings[s] for s in STAGES)
-    timings["total_cpu"] = sum(timings[f"{s}_cpu"] for s in STAGES)
-    timings["edits"] = float(len(edit_images))
-    for result in results:
-        result.timings = dict(timings)
-    return results
+    keep = preserved_region(place.origin.mask, place.edit.mask, shape)
+    preservation = s_preserve(src.image, image, keep)
+    size = f_size(place.origin.area, place.edit.area, parse.size_state, options.thresholds, is_add=parse.is_add,
+                  origin_found=place.origin_found, edit_found=place.edit_found)
+    position = f_position(
+        None if place.anchor.box is None else as_box(place.anchor.box),
+        None if place.edit.box is None else as_box(place.edit.box),
+        parse.position_state, options.thresholds, is_remove=parse.is_remove,
+        anchor_found=place.anchor_found, edit_found=place.edit_found,
+    )
+    components = combine(modify, preservation.score, size.score, position.score, options.alpha)
+    if preservation.empty:
+        notes.append(preservation.reason)
+    return BPMResult(
+        components=components, parsed=parse, origin=place.origin, edit=place.edit, reference=place.reference,
+        anchor=place.anchor, preserved_mask=keep, preservation=preservation, size=size, position=position,
+        found=found, options=options, image_size=src.image.size, edit_name=loaded.name, source_name=src.name,
+        untrained=models.untrained, models=models.info(), notes=notes, source_image=src.image, edit_image=image,
+    )
 
 
 class _StageClock:

@@ -29,7 +29,7 @@ from ..instructions import EditType, ParsedInstruction, classify_edit_type, try_
 from ..io import ImageInput, LoadedImage, open_image
 from . import criteria as H
 from . import images as HI
-from .features import FeatureNetworks, row_cosines
+from .networks import FeatureNetworks, row_cosines
 from .vqa import VqaScorer, object_question, relation_question, scene_question
 
 #: HATIE keeps every detection, however unsure (App. D.2); GroundingDINO needs a threshold above 0.
