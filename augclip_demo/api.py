@@ -79,7 +79,7 @@ def evaluate(
     options = AugCLIPOptions(classifier=classifier, C=C, weighting=weighting, include_images=include_images)
     evaluator = Evaluator(clip_model, device, options=options, networks=networks)
     report = evaluator.evaluate(source, edited, target_text, source_text, attributes, ground_truth=ground_truth,
-                                output_caption=output_caption, edit_mask=edit_mask, network_metrics=feature_metrics)
+                                output_caption=output_caption, edit_mask=edit_mask, feature_metrics=feature_metrics)
     if instruction is not None:
         evaluator.add_bpm(report, instruction)
     if hatie:

@@ -23,7 +23,7 @@ from augclip_demo.batch.results import iter_results
 from augclip_demo.cli import main
 from augclip_demo.config import Settings
 from augclip_demo.hatie.criteria import NEEDS_A_SET
-from augclip_demo.pipeline import NETWORK_METRICS, AugCLIPOptions, FeatureNetworks
+from augclip_demo.pipeline import FEATURE_METRICS, AugCLIPOptions, FeatureNetworks
 from augclip_demo.ui import hatie_tab
 from augclip_demo.ui import session as app
 from tests.support import ROOT, TINY, draw_scene
@@ -109,7 +109,7 @@ def via_evaluate(data: Path) -> Scores:
         report = evaluate(files["source"], files["edits"], item["target_text"], item["source_text"],
                           Attributes(SOURCE_ATTRS, TARGET_ATTRS), instruction=item["instruction"],
                           ground_truth=files["ground_truth"], output_caption=item["output_caption"],
-                          edit_mask=files["edit_mask"], feature_metrics=tuple(NETWORK_METRICS),
+                          edit_mask=files["edit_mask"], feature_metrics=tuple(FEATURE_METRICS),
                           networks=NETWORKS, hatie=True, judge=True)
         out[item["id"]] = _report_scores(report)
     return out
@@ -126,7 +126,7 @@ def via_app_session(data: Path) -> Scores:
             source_attrs_box="\n".join(SOURCE_ATTRS), target_attrs_box="\n".join(TARGET_ATTRS),
             options=AugCLIPOptions(), progress=lambda fraction, stage: None, ground_truth=str(files["ground_truth"]),
             edit_mask=str(files["edit_mask"]) if files["edit_mask"] else None, output_caption=item["output_caption"],
-            feature_metrics=tuple(NETWORK_METRICS), networks=NETWORKS)
+            feature_metrics=tuple(FEATURE_METRICS), networks=NETWORKS)
         report, message = app.run_bpm(settings, session, instruction=item["instruction"])
         assert message == ""
         hatie_tab.run_hatie(settings, session, item["instruction"], None)

@@ -26,7 +26,7 @@ def evaluator(tiny_encoder):
 def test_ground_truth_and_caption_metrics_match_direct_computation(evaluator, scene_files, tiny_encoder):
     report = evaluator.evaluate(scene_files["source"], [scene_files["faithful"], scene_files["replaced"]],
                                 "a red ball on grass", attributes=ATTRS, ground_truth=scene_files["preserved"],
-                                output_caption="a red ball lying on green grass", network_metrics=["dino_gt"])
+                                output_caption="a red ball lying on green grass", feature_metrics=["dino_gt"])
     truth = Image.open(scene_files["preserved"]).convert("RGB")
     gt_row = tiny_encoder.encode_images([truth])[0]
     caption_row = tiny_encoder.encode_texts(["a red ball lying on green grass"])[0]
@@ -62,7 +62,7 @@ def test_mask_and_structure_metrics(evaluator, scene_files, tmp_path):
     Image.fromarray(mask.astype(np.uint8) * 255).save(mask_path)
     report = evaluator.evaluate(source, [scene_files["faithful"], scene_files["preserved"]], "grass",
                                 attributes=ATTRS, edit_mask=mask_path,
-                                network_metrics=["structure_distance", "lpips_unedited"])
+                                feature_metrics=["structure_distance", "lpips_unedited"])
     faithful, preserved = report.edits
     for edit in report.edits:
         assert edit.metrics["psnr_unedited"] > 0 and 0 <= edit.metrics["mse_unedited"] < 1

@@ -33,7 +33,7 @@ from ..judge.judge import judge_signature
 from ..llm import OpenAICompatibleClient
 from ..metrics.suite import METRICS, ItemScores, MetricInputs
 from ..metrics.vectors import unit_rows
-from ..pipeline import NETWORK_METRICS, Evaluator, FeatureNetworks, load_edit_mask
+from ..pipeline import FEATURE_METRICS, Evaluator, FeatureNetworks, load_edit_mask
 from ..pipeline.stages import (
     NO_PARSE,
     BpmStage,
@@ -109,7 +109,7 @@ def feature_signature(networks: FeatureNetworks, keys: Sequence[str]) -> dict[st
     """The networks behind the chosen feature metrics (compared on resume, like the CLIP model)."""
     specs = {"dino_gt": networks.dino, "structure_distance": networks.structure, "lpips_unedited": networks.lpips,
              "clip_score_whole": networks.pie_clip, "clip_score_edited": networks.pie_clip}
-    out: dict[str, Any] = {key: specs[key] for key in keys if key in NETWORK_METRICS}
+    out: dict[str, Any] = {key: specs[key] for key in keys if key in FEATURE_METRICS}
     if "structure_distance" in keys:
         out["structure_pixel_scale"] = networks.structure_pixel_scale
     return out
@@ -291,7 +291,7 @@ def run_stages(options: Any, settings: Settings, encoder: ClipEncoder) -> RunSta
     if pixel_keys:
         # a feature network runs when asked for by name ("all" gives those metrics their reason, as the Evaluator does)
         out.pixels = PixelStage(pixel_keys, options.networks, settings, run_networks=options.feature_metrics)
-    region_keys = [key for key in metrics if METRICS[key].stage == "regions"]
+    region_keys = [key for key in metrics if METRICS[key].basis == "regions"]
     if region_keys:
         hatie_keys = [key for key in region_keys if key in HATIE_KEYS]
         features = options.hatie_features
@@ -314,7 +314,7 @@ def run_stages(options: Any, settings: Settings, encoder: ClipEncoder) -> RunSta
             models = _LazyModels(lambda: hatie_models(settings, encoder, features, options.hatie_vqa),
                                  "HATIE's region models")
             out.hatie = HatieStage(models, hatie_keys, options=options.hatie, calibrated=options.hatie_calibrated)
-    if any(METRICS[key].stage == "judge" for key in metrics):
+    if any(METRICS[key].basis == "judge" for key in metrics):
         out.judge_source = JudgeSource(settings, options.judge or JudgeOptions.from_settings(settings))
         out.judge = JudgeStage(out.judge_source.loaded, fail_on_endpoint=True)
     return out

@@ -449,13 +449,13 @@ def parse_item(data: Any, line: int, root: Path,
         item_id = ""
     else:
         item_id = str(raw_id).strip()
-    source_text_raw = data.get("source")
+    raw_source = data.get("source")
     source_path: Path | None = None
-    if not isinstance(source_text_raw, str):
+    if not isinstance(raw_source, str):
         problems.append("source is missing or not a string (path of the source image)")
     else:
         try:
-            source_path = checker.file(source_text_raw, "source")
+            source_path = checker.file(raw_source, "source")
         except InputError as exc:
             problems.append(str(exc))
     target = data.get("target_text")
@@ -489,9 +489,9 @@ def parse_item(data: Any, line: int, root: Path,
             problems.append(str(exc))
     if problems:
         return None, problems
-    assert source_path is not None and isinstance(source_text_raw, str) and isinstance(target, str)
+    assert source_path is not None and isinstance(raw_source, str) and isinstance(target, str)
     item = ManifestItem(
-        id=item_id, line=line, source=source_text_raw.strip(), source_path=source_path,
+        id=item_id, line=line, source=raw_source.strip(), source_path=source_path,
         target_text=target.strip(), edits=edits, source_text=texts["source_text"],
         instruction=texts["instruction"], parse=corrections, dataset=texts["dataset"], human=human,
         attributes=attributes, attributes_file=attributes_file, meta=data.get("meta"), edit_type=edit_type,

@@ -11,16 +11,16 @@ from ..hatie.criteria import HatieOptions
 from ..instructions import PARSERS
 from ..judge import JUDGE_METRICS, JudgeOptions
 from ..metrics.suite import METRICS, metric_keys, parse_metric_keys
-from ..pipeline import NETWORK_METRICS, AugCLIPOptions, FeatureNetworks
+from ..pipeline import FEATURE_METRICS, AugCLIPOptions, FeatureNetworks
 from ..report import UNTRAINED_WARNING
 
-#: The stages a batch run computes: every metric of these stages can be chosen with ``--metrics``.
-BATCH_STAGES: tuple[str, ...] = ("embeddings", "pixels", "regions", "judge")
+#: The bases a batch run computes: every metric of these bases can be chosen with ``--metrics``.
+BATCH_BASES: tuple[str, ...] = ("embeddings", "pixels", "regions", "judge")
 
 
 def batch_metric_keys() -> list[str]:
     """Every metric a batch run can compute, in table order (BPM included: the regions stage)."""
-    return [key for key in metric_keys() if METRICS[key].stage in BATCH_STAGES]
+    return [key for key in metric_keys() if METRICS[key].basis in BATCH_BASES]
 
 
 @dataclass
@@ -57,11 +57,11 @@ class BatchOptions:
         named = [] if self.metrics is None else [
             name.strip() for part in ([self.metrics] if isinstance(self.metrics, str) else self.metrics)
             for name in str(part).split(",")]
-        unknown = [key for key in self.feature_metrics if key not in NETWORK_METRICS]
+        unknown = [key for key in self.feature_metrics if key not in FEATURE_METRICS]
         if unknown:
-            raise InputError(f"unknown feature metric(s) {', '.join(unknown)}; choose from {', '.join(NETWORK_METRICS)}")
-        self.feature_metrics = list(dict.fromkeys([*self.feature_metrics, *(n for n in named if n in NETWORK_METRICS)]))
-        self.metrics = parse_metric_keys(self.metrics, supplied_stages=BATCH_STAGES)
+            raise InputError(f"unknown feature metric(s) {', '.join(unknown)}; choose from {', '.join(FEATURE_METRICS)}")
+        self.feature_metrics = list(dict.fromkeys([*self.feature_metrics, *(n for n in named if n in FEATURE_METRICS)]))
+        self.metrics = parse_metric_keys(self.metrics, supplied_bases=BATCH_BASES)
         self.metrics += [key for key in self.feature_metrics if key not in self.metrics]
         if self.judge is not None:
             if not isinstance(self.judge, JudgeOptions):

@@ -70,8 +70,8 @@ def decodes_in_processes(options: BatchOptions) -> bool:
     A pixel, region, judge or feature-network metric needs the full-size images in the main
     process, so such a run decodes in threads whatever ``decode_executor`` says.
     """
-    stages = {METRICS[key].stage for key in options.metrics}
-    return stages == {"embeddings"} and not options.feature_metrics
+    bases = {METRICS[key].basis for key in options.metrics}
+    return bases == {"embeddings"} and not options.feature_metrics
 
 
 class WorkerPools:

@@ -257,7 +257,7 @@ class ScoreStage:
             raise AugclipError(str(exc)) from None
         pixels = run_stages(options, settings, self.encoder).pixels
         self.pixel_stages = [pixels] if pixels is not None else []
-        self.embedding_metrics = [k for k in options.metrics if METRICS[k].stage == "embeddings"
+        self.embedding_metrics = [k for k in options.metrics if METRICS[k].basis == "embeddings"
                                   and (pixels is None or k not in pixels.keys)]
         self.augclip = asdict(options.augclip)
         gpu = self.encoder.device.type == "cuda"

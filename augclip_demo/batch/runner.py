@@ -116,7 +116,7 @@ class BatchRunner:
         # decode workers while the images are in memory; region models and the judge load when an item needs them
         self.stages = run_stages(self.options, self.settings, self.encoder)
         self.regions = self.stages.regions
-        self.embedding_metrics = [k for k in self.options.metrics if METRICS[k].stage == "embeddings"
+        self.embedding_metrics = [k for k in self.options.metrics if METRICS[k].basis == "embeddings"
                                   and (self.stages.pixels is None or k not in self.stages.pixels.keys)]
         self.summary: BatchSummary | None = None  # live while running (the CLI prints it on Ctrl-C)
         self.stats: dict[str, int] = {}  # peak / final sizes of what the run held in memory

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from .models import BPMModels
 
 DEFAULT_BOX_THRESHOLD = 0.3
-STAGES = ("parse", "detect", "segment", "judge")
+STEPS = ("parse", "detect", "segment", "judge")  # timed steps (keys of BPMResult.timings)
 
 
 @dataclass(frozen=True)
@@ -198,13 +198,13 @@ def bpm_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInput 
                    progress: Callable[[float, str], None] | None = None) -> list[BPMResult]:
     """BPM of several edits of one source: each model runs once over all images (batched).
 
-    ``progress(fraction, message)`` hears of each stage (parse, loading, detection, segmentation)
+    ``progress(fraction, message)`` hears of each step (parse, loading, detection, segmentation)
     and of each edit as it is judged.
     """
     options = options or BPMOptions()
     say = progress or (lambda fraction, message: None)
     timings: dict[str, float] = {}
-    clock = _StageClock(timings)
+    clock = _StepClock(timings)
     say(0.0, "BPM: parsing the instruction")
     clock.start()
     parse = resolve_parse(instruction, parsed, parser, client)
@@ -217,7 +217,7 @@ def bpm_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInput 
         models = get_bpm_models()
     say(0.05, f"BPM: loading {models.detector.family} and {models.segmenter.family}")
     clock.start()
-    models.load()  # loading is not a per-pair cost: timed apart from the stages
+    models.load()  # loading is not a per-pair cost: timed apart from the steps
     clock.stop("model_load")
     found = _find_objects(parse, src, edit_images, models, options, say, clock)
 
@@ -248,8 +248,8 @@ def bpm_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInput 
                                     list(loaded[i].notes) + edit_notes[i] + place.notes, models, options))
     timings["judge_math"] = time.perf_counter() - judge_start
     clock.stop("judge")
-    timings["total"] = sum(timings[s] for s in STAGES)
-    timings["total_cpu"] = sum(timings[f"{s}_cpu"] for s in STAGES)
+    timings["total"] = sum(timings[s] for s in STEPS)
+    timings["total_cpu"] = sum(timings[f"{s}_cpu"] for s in STEPS)
     timings["edits"] = float(len(edit_images))
     for result in results:
         result.timings = dict(timings)
@@ -286,7 +286,7 @@ class _Found:
 
 
 def _find_objects(parse: ParsedInstruction, src: LoadedImage, edit_images: list[Image.Image], models: BPMModels,
-                  options: BPMOptions, say: Callable[[float, str], None], clock: _StageClock) -> _Found:
+                  options: BPMOptions, say: Callable[[float, str], None], clock: _StepClock) -> _Found:
     # detect: o1 and the reference in the source (one pass), o2 in every edit; one batch
     say(0.2, f"BPM: detecting the objects in {1 + len(edit_images)} images ({models.detector.family})")
     clock.start()
@@ -337,8 +337,8 @@ def _edit_result(parse: ParsedInstruction, place: Localization, src: LoadedImage
     )
 
 
-class _StageClock:
-    """Wall-clock seconds per stage into ``timings[name]`` and process CPU seconds (all threads) into
+class _StepClock:
+    """Wall-clock seconds per step into ``timings[name]`` and process CPU seconds (all threads) into
     ``timings[name + "_cpu"]``; CPU time stays meaningful on a machine shared with other work."""
 
     def __init__(self, timings: dict[str, float]):

@@ -9,7 +9,7 @@ from ..attributes.base import AttributeProvider, Attributes
 from ..errors import InputError, InstructionParseError, LLMError, WeightsUnavailableError
 from ..hatie.criteria import EDIT_TYPES
 from ..metrics.augclip import CLASSIFIERS, PROJECTIONS, WEIGHT_SCALINGS
-from ..pipeline import NETWORK_METRICS, AugCLIPOptions, Evaluator, FeatureNetworks
+from ..pipeline import FEATURE_METRICS, AugCLIPOptions, Evaluator, FeatureNetworks
 from ..report import UNTRAINED_WARNING, Report
 from .attributes import add_provider_args, provider_from_args
 from .bpm import (
@@ -83,7 +83,7 @@ def add_network_args(group: argparse._ArgumentGroup) -> None:
     """``--feature-metrics`` and the networks they load (``score`` and ``batch``)."""
     group.add_argument("--feature-metrics", metavar="KEYS", default="",
                        help="metrics that load a network of their own, comma-separated: "
-                            + ", ".join(NETWORK_METRICS) + " (or 'all')")
+                            + ", ".join(FEATURE_METRICS) + " (or 'all')")
     group.add_argument("--dino-model", metavar="SPEC", default=FeatureNetworks.dino,
                        help=f"DINO for dino_gt (default {FeatureNetworks.dino}; random:tiny for an untrained smoke test)")
     group.add_argument("--structure-model", metavar="SPEC", default=FeatureNetworks.structure,
@@ -99,10 +99,10 @@ def add_network_args(group: argparse._ArgumentGroup) -> None:
 def feature_metrics_from_args(args: argparse.Namespace) -> list[str]:
     names = [n.strip() for n in (args.feature_metrics or "").split(",") if n.strip()]
     if "all" in names:
-        return list(NETWORK_METRICS)
-    unknown = [n for n in names if n not in NETWORK_METRICS]
+        return list(FEATURE_METRICS)
+    unknown = [n for n in names if n not in FEATURE_METRICS]
     if unknown:
-        raise InputError(f"--feature-metrics: unknown {', '.join(unknown)}; choose from {', '.join(NETWORK_METRICS)} "
+        raise InputError(f"--feature-metrics: unknown {', '.join(unknown)}; choose from {', '.join(FEATURE_METRICS)} "
                          "or all")
     return names
 
@@ -120,7 +120,7 @@ def options_from_args(args: argparse.Namespace) -> AugCLIPOptions:
 
 def run(args: argparse.Namespace) -> int:
     settings = bpm_settings(args, attribute_provider=args.provider, mllm_model=args.mllm_model)
-    network_metrics = feature_metrics_from_args(args)
+    feature_metrics = feature_metrics_from_args(args)
     evaluator = Evaluator(settings=settings, options=options_from_args(args), networks=networks_from_args(args))
     if args.attributes:  # a file wins over any provider
         attributes: Attributes | AttributeProvider = Attributes.load(args.attributes)
@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     progress = terminal_progress()
     report = evaluator.evaluate(args.source, args.edited, args.target, args.source_text, attributes,
                                 ground_truth=args.ground_truth, output_caption=args.output_caption,
-                                edit_mask=args.edit_mask, network_metrics=network_metrics, progress=progress)
+                                edit_mask=args.edit_mask, feature_metrics=feature_metrics, progress=progress)
     if progress is not None:
         progress(1.0, "done")
     if report.truncated_texts:

@@ -2,10 +2,11 @@
 
 The Evaluator (``score`` and ``rescore``), batch runs, report tables, verdicts, the app and the
 protocol tables all read :data:`METRICS`. A row (:class:`Metric`) holds what a metric is called,
-which way is better, what it needs (names from the :data:`NEEDS` vocabulary), when it runs (its
-stage) and the function that computes it for one edit.
+which way is better, what it needs (names from the :data:`NEEDS` vocabulary), what it is computed
+from (its basis) and the function that computes it for one edit.
 
-Stages:
+Bases (what a metric is computed from; the pipeline's per-item *stages*, :mod:`augclip_demo.pipeline.stages`,
+are what fill them):
 
 * ``embeddings``: pure math on unit embeddings; re-run by every rescore (AugCLIP options and
   attribute lists change them); in batch runs it runs in the fit pool (threads or processes);
@@ -56,10 +57,10 @@ from .pixel import l2_distance
 from .reference import l1_to_ground_truth, l2_to_ground_truth, structure_distance
 from .vectors import cosine
 
-Stage = Literal["embeddings", "pixels", "regions", "judge"]
-STAGES: tuple[str, ...] = ("embeddings", "pixels", "regions", "judge")
-#: Stages whose values another layer supplies (their rows have no compute function), and how to get them.
-SUPPLIED_STAGES: dict[str, str] = {
+Basis = Literal["embeddings", "pixels", "regions", "judge"]
+BASES: tuple[str, ...] = ("embeddings", "pixels", "regions", "judge")
+#: Bases whose values another layer supplies (their rows have no compute function), and how to get them.
+SUPPLIED_BASES: dict[str, str] = {
     "regions": "which needs region models: score them with `augclip-demo bpm`",
     "judge": "which needs an MLLM judge: add --judge (and --judge-model) to `augclip-demo score`",
 }
@@ -208,19 +209,19 @@ class Metric:
     higher_is_better: bool
     description: str
     needs: frozenset[str]
-    stage: Stage
-    compute: MetricFn | None = None  # None: supplied by its stage (``regions``)
+    basis: Basis
+    compute: MetricFn | None = None  # None: supplied by another layer (basis ``regions`` or ``judge``)
     primary: bool = False  # shown in tables and computed by batch runs by default
     summarize: Callable[[Any], dict[str, float]] | None = None  # detail -> the fields kept in batch results
 
     def __post_init__(self) -> None:
-        if self.stage not in STAGES:
-            raise ValueError(f"metric {self.key!r}: stage must be one of {', '.join(STAGES)}, got {self.stage!r}")
+        if self.basis not in BASES:
+            raise ValueError(f"metric {self.key!r}: basis must be one of {', '.join(BASES)}, got {self.basis!r}")
         unknown = sorted(set(self.needs) - set(NEEDS))
         if unknown:
             raise ValueError(f"metric {self.key!r}: unknown need(s) {', '.join(unknown)}; add them to NEEDS first")
-        if (self.compute is None) != (self.stage in SUPPLIED_STAGES):
-            raise ValueError(f"metric {self.key!r}: a {self.stage!r} metric "
+        if (self.compute is None) != (self.basis in SUPPLIED_BASES):
+            raise ValueError(f"metric {self.key!r}: a {self.basis!r} metric "
                              + ("needs a compute function" if self.compute is None else "is supplied by its stage"))
 
     @property
@@ -335,7 +336,7 @@ def _augmented_row(replace: Replacement, weighted: bool) -> Metric:
         higher_is_better=True,
         description=f"augmented CLIPdir, {what[replace]}" + (" (alpha-weighted, Eq. 14)" if weighted else " (Eq. 13)"),
         needs=frozenset({"image_embeddings", "attribute_embeddings"} | text[replace]),
-        stage="embeddings",
+        basis="embeddings",
         compute=_augmented(replace, weighted),
     )
 
@@ -432,10 +433,10 @@ def register_metric(metric: Metric) -> None:
     METRICS[metric.key] = metric
 
 
-def metric_keys(*, stage: str | None = None, computable: bool | None = None, primary: bool | None = None) -> list[str]:
-    """Keys in table order, filtered by stage / computable here / primary."""
+def metric_keys(*, basis: str | None = None, computable: bool | None = None, primary: bool | None = None) -> list[str]:
+    """Keys in table order, filtered by basis / computable here / primary."""
     return [key for key, metric in METRICS.items()
-            if (stage is None or metric.stage == stage)
+            if (basis is None or metric.basis == basis)
             and (computable is None or metric.computable == computable)
             and (primary is None or metric.primary == primary)]
 
@@ -445,16 +446,16 @@ def needs_of(keys: Iterable[str]) -> set[str]:
     return {need for key in keys for need in METRICS[key].needs}
 
 
-def parse_metric_keys(value: str | Iterable[str] | None, *, supplied_stages: Iterable[str] = ()) -> list[str]:
+def parse_metric_keys(value: str | Iterable[str] | None, *, supplied_bases: Iterable[str] = ()) -> list[str]:
     """``"augclip,l2"`` / a list / ``None`` (the primary computable metrics) / ``"all"`` -> checked keys.
 
     Metrics computed from :class:`MetricInputs` can always be chosen; a metric supplied by another
-    stage (BPM: ``regions``) only when the caller runs that stage (``supplied_stages``). ``all``
+    layer (BPM: basis ``regions``) only when the caller runs that stage (``supplied_bases``). ``all``
     stands for every computable metric; a supplied one is added by name (``"all,bpm"``).
     """
-    stages = set(supplied_stages)
+    bases = set(supplied_bases)
     selectable = metric_keys(computable=True) + [key for key, metric in METRICS.items()
-                                                 if not metric.computable and metric.stage in stages]
+                                                 if not metric.computable and metric.basis in bases]
     if value is None:
         return metric_keys(computable=True, primary=True)
     names = [part.strip() for part in (value.split(",") if isinstance(value, str) else value)]
@@ -463,11 +464,11 @@ def parse_metric_keys(value: str | Iterable[str] | None, *, supplied_stages: Ite
         raise InputError("no metric given; choose from " + ", ".join(selectable))
     names = [key for name in names for key in (metric_keys(computable=True) if name == "all" else [name])]
     supplied = [name for name in names if name in METRICS and not METRICS[name].computable
-                and METRICS[name].stage not in stages]
+                and METRICS[name].basis not in bases]
     if supplied:
-        stage = METRICS[supplied[0]].stage
-        raise InputError(f"metric(s) {', '.join(supplied)} come from the {stage} stage, "
-                         f"{SUPPLIED_STAGES.get(stage, 'which is not run here')}; here choose from "
+        basis = METRICS[supplied[0]].basis
+        raise InputError(f"metric(s) {', '.join(supplied)} come from the {basis} stage, "
+                         f"{SUPPLIED_BASES.get(basis, 'which is not run here')}; here choose from "
                          + ", ".join(selectable))
     unknown = [name for name in names if name not in METRICS]
     if unknown:
@@ -519,7 +520,7 @@ def score_item(inputs: MetricInputs, keys: Iterable[str], *, strict: bool = Fals
     for key in keys:
         metric = METRICS[key]
         if metric.compute is None:
-            raise ValueError(f"metric {key!r} is supplied by the {metric.stage} stage, not computed here")
+            raise ValueError(f"metric {key!r} is supplied by the {metric.basis} stage, not computed here")
         reason = inputs.missing(metric.needs)
         if reason is not None:
             for i in range(n):

@@ -31,7 +31,7 @@ from ..metrics.augclip import CLASSIFIERS, PROJECTIONS, WEIGHT_SCALINGS, AugCLIP
 from ..metrics.suite import ItemScores, MetricInputs, metric_keys, score_item
 from ..metrics.vectors import unit_rows
 from ..report import AttributeChange, AugCLIPDetails, EditResult, Report
-from .features import NETWORK_METRICS, FeatureNetworks, load_edit_mask
+from .features import FEATURE_METRICS, FeatureNetworks, load_edit_mask
 from .stages import (
     BpmStage,
     HatieStage,
@@ -97,7 +97,7 @@ class EvaluationArrays(MetricInputs):
     # pixel-stage metrics (L2), filled by the first score(): no AugCLIP option or attribute changes them
     pixel_scores: ItemScores | None = None
     mask_origin: str | None = None  # "given" (uploaded / passed) or "bpm" (BPM's regions, per edit)
-    network_metrics: tuple[str, ...] = ()  # the feature metrics asked for (add_bpm reuses the choice)
+    feature_metrics: tuple[str, ...] = ()  # the feature metrics asked for (add_bpm reuses the choice)
     networks: FeatureNetworks | None = None  # the networks they loaded (add_bpm's LPIPS is the same one)
 
     def __post_init__(self) -> None:
@@ -220,18 +220,18 @@ class Evaluator:
 
     def add_references(self, arrays: EvaluationArrays, *, ground_truth: ImageInput | LoadedImage | None = None,
                        output_caption: str | None = None, edit_mask: Any = None,
-                       network_metrics: Sequence[str] = (), timings: dict[str, float] | None = None,
+                       feature_metrics: Sequence[str] = (), timings: dict[str, float] | None = None,
                        target_text: str | None = None) -> list[str]:
         """Fill the reference and preservation inputs of ``arrays``; returns notes (untrained networks).
 
         The ground truth and the output caption are encoded with this evaluator's CLIP; the feature
-        networks run only for the metrics in ``network_metrics`` (:data:`NETWORK_METRICS`).
+        networks run only for the metrics in ``feature_metrics`` (:data:`FEATURE_METRICS`).
         """
         timings = timings if timings is not None else {}
-        unknown = sorted(set(network_metrics) - set(NETWORK_METRICS))
+        unknown = sorted(set(feature_metrics) - set(FEATURE_METRICS))
         if unknown:
-            raise InputError(f"unknown feature metric(s) {', '.join(unknown)}; choose from {', '.join(NETWORK_METRICS)}")
-        wanted = set(network_metrics)
+            raise InputError(f"unknown feature metric(s) {', '.join(unknown)}; choose from {', '.join(FEATURE_METRICS)}")
+        wanted = set(feature_metrics)
         notes: list[str] = []
         start = time.perf_counter()
         dim = arrays.edit_embeddings.shape[1]
@@ -247,7 +247,7 @@ class Evaluator:
             arrays.output_caption = caption
             arrays.output_caption_embedding = unit_rows(self.encoder.encode_texts([caption]), "caption embedding",
                                                         dim)[0]
-        arrays.network_metrics = tuple(sorted(wanted))
+        arrays.feature_metrics = tuple(sorted(wanted))
         arrays.networks = self.networks
         if edit_mask is not None:
             arrays.mask = load_edit_mask(edit_mask, arrays.source.image.size)
@@ -260,7 +260,7 @@ class Evaluator:
         """The pixel stage of this evaluation (pixel metrics and the feature networks asked for): its values kept
         in ``arrays.pixel_scores``, the inputs it made in ``arrays``; returns its notes."""
         stage = PixelStage(pixel_family_keys(), arrays.networks or self.networks, self.settings,
-                           run_networks=arrays.network_metrics, strict=True)
+                           run_networks=arrays.feature_metrics, strict=True)
         output = stage.run(arrays.item(target_text))
         for name, value in output.fields.items():
             setattr(arrays, name, value)
@@ -278,7 +278,7 @@ class Evaluator:
             self._score_pixels(arrays)
         assert arrays.pixel_scores is not None
         pixel_family = set(pixel_family_keys())
-        fitted = score_item(inputs, [key for key in metric_keys(stage="embeddings", computable=True)
+        fitted = score_item(inputs, [key for key in metric_keys(basis="embeddings", computable=True)
                                      if key not in pixel_family], strict=True)
         scores = fitted.merged(arrays.pixel_scores, order=metric_keys(computable=True))
         arrays.augclip = [details["augclip"] for details in scores.details]
@@ -316,7 +316,8 @@ class Evaluator:
         ground_truth: ImageInput | LoadedImage | None = None,
         output_caption: str | None = None,
         edit_mask: Any = None,
-        network_metrics: Sequence[str] = (),
+        feature_metrics: Sequence[str] = (),
+        network_metrics: Sequence[str] | None = None,
     ) -> Report:
         """Score one or more edited images of ``source`` for ``target_text``.
 
@@ -328,9 +329,14 @@ class Evaluator:
         Reference and preservation metrics (docs/metrics.md): ``ground_truth`` (a target image, as
         MagicBrush has per turn) enables L1 / L2 / CLIP-I to it, ``output_caption`` CLIP-T to it,
         ``edit_mask`` (white = the region the edit should change, source-sized) PSNR / MSE / SSIM
-        outside it; ``network_metrics`` adds those that load a network of their own
-        (``dino_gt``, ``structure_distance``, ``lpips_unedited``; see :data:`NETWORK_METRICS`).
+        outside it; ``feature_metrics`` adds those that load a network of their own
+        (``dino_gt``, ``structure_distance``, ``lpips_unedited``; see :data:`FEATURE_METRICS`);
+        ``network_metrics`` is its former name, still accepted.
         """
+        if network_metrics is not None:
+            if feature_metrics:
+                raise InputError("give feature_metrics or network_metrics (its former name), not both")
+            feature_metrics = network_metrics
         report_progress = progress or (lambda fraction, stage: None)
         total_start = time.perf_counter()
         timings: dict[str, float] = {}
@@ -365,10 +371,10 @@ class Evaluator:
             arrays = self.embed(src, edits, target_text, source_text, attrs, timings,
                                 progress=lambda fraction, stage: report_progress(0.6 + 0.25 * fraction, stage))
             reference_notes: list[str] = []
-            if ground_truth is not None or output_caption or edit_mask is not None or network_metrics:
+            if ground_truth is not None or output_caption or edit_mask is not None or feature_metrics:
                 report_progress(0.85, "reference and preservation inputs")
                 reference_notes = self.add_references(arrays, ground_truth=ground_truth, output_caption=output_caption,
-                                                      edit_mask=edit_mask, network_metrics=network_metrics,
+                                                      edit_mask=edit_mask, feature_metrics=feature_metrics,
                                                       timings=timings, target_text=target_text)
         start = time.perf_counter()
         report_progress(0.9, "scoring")
@@ -423,7 +429,7 @@ class Evaluator:
             client = OpenAICompatibleClient(self.settings)
         networks = arrays.networks or self.networks
         stage = BpmStage(lambda: models, options, parser=parser, client=client, settings=self.settings,
-                         lpips=networks.lpips if "lpips_unedited" in arrays.network_metrics else None, strict=True)
+                         lpips=networks.lpips if "lpips_unedited" in arrays.feature_metrics else None, strict=True)
         output = self._run_stage(report, stage, arrays.item(report.target_text, instruction, parsed), progress)
         for edit, result in zip(report.edits, output.results):
             edit.bpm = result.to_dict()

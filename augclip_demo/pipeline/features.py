@@ -21,8 +21,8 @@ from ..report import UNTRAINED_WARNING
 _BICUBIC = 3  # PIL.Image.BICUBIC
 
 
-#: Metrics that load a feature network of their own: computed only when asked for (``network_metrics``).
-NETWORK_METRICS: dict[str, str] = {
+#: Metrics that load a feature network of their own: computed only when asked for (``feature_metrics``).
+FEATURE_METRICS: dict[str, str] = {
     "dino_gt": "DINO (MagicBrush: facebook/dino-vits16)",
     "structure_distance": "DINO (PIE-Bench: facebook/dino-vitb8)",
     "lpips_unedited": "LPIPS (PIE-Bench: squeeze)",

@@ -40,7 +40,7 @@ from ..hatie.criteria import CRITERION_LABELS, HATIE_KEYS, NEEDS_A_SET, HatieOpt
 from ..io import LoadedImage
 from ..metrics.suite import METRICS, UNDEFINED, ItemScores, MetricInputs, needs_of, score_item
 from ..report import UNTRAINED_WARNING
-from .features import NETWORK_METRICS, FeatureNetworks, feature_inputs
+from .features import FEATURE_METRICS, FeatureNetworks, feature_inputs
 
 ProgressCallback = Callable[[float, str], None]
 
@@ -54,7 +54,7 @@ NO_PARSE = ("no instruction and no parse in the manifest: BPM needs the item's \
 def pixel_family_keys() -> list[str]:
     """Every metric :class:`PixelStage` fills, in table order (the pixel metrics and the feature networks)."""
     return [key for key, metric in METRICS.items()
-            if metric.computable and (metric.stage == "pixels" or key in NETWORK_METRICS)]
+            if metric.computable and (metric.basis == "pixels" or key in FEATURE_METRICS)]
 
 
 @dataclass
@@ -176,7 +176,7 @@ class PixelStage(_KeyedStage):
         self.settings = settings
         self.strict = strict
         # the feature metrics whose networks run (default: those among ``keys``); the others get their reason
-        self.network_keys = tuple(key for key in self.keys if key in NETWORK_METRICS
+        self.network_keys = tuple(key for key in self.keys if key in FEATURE_METRICS
                                   and (run_networks is None or key in run_networks))
         self._lock = threading.Lock()
 

@@ -86,7 +86,7 @@ def metric_choices(settings: Settings | None = None) -> list[tuple[str, str]]:
 
     judge = settings is not None and endpoint_status(settings.judge_base_url).configured
     return [(METRICS[key].label if key in METRICS else key, key) for key in batch_metric_keys()
-            if judge or METRICS[key].stage != "judge"]
+            if judge or METRICS[key].basis != "judge"]
 
 
 def summary_markdown(result: BatchUploadResult) -> str:

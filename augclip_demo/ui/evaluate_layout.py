@@ -14,7 +14,7 @@ from ..attributes.catalog import ProviderStatus, provider_status
 from ..bpm import POSITION_STATES, SIZE_STATES
 from ..config import Settings
 from ..metrics.suite import METRICS
-from ..pipeline import NETWORK_METRICS
+from ..pipeline import FEATURE_METRICS
 from . import first_contact, views
 from .examples import Example
 from .hatie_tab import build_hatie_tab
@@ -326,7 +326,7 @@ def _options(settings: Settings, offer: EvaluateOffer) -> dict[str, Any]:
                 parts["output_caption"] = gr.Textbox(label="Output caption (CLIP-T to it)",
                                                      elem_id="aug-output-caption")
                 parts["feature_metrics"] = gr.CheckboxGroup(
-                    [(f"{METRICS[key].label}: {what}", key) for key, what in NETWORK_METRICS.items()],
+                    [(f"{METRICS[key].label}: {what}", key) for key, what in FEATURE_METRICS.items()],
                     value=[], label="Columns that load a network of their own", elem_id="aug-feature-metrics")
     with gr.Row():
         parts["evaluate_btn"] = gr.Button("Evaluate", variant="primary", size="lg", elem_id="aug-evaluate", scale=3)

@@ -24,7 +24,7 @@ from ..errors import InputError
 from ..inference.specs import shown_spec
 from ..instructions import ParseOutcome
 from ..io import LoadedImage, PixelBudget, open_image
-from ..pipeline import NETWORK_METRICS, AugCLIPOptions, Evaluator, FeatureNetworks
+from ..pipeline import FEATURE_METRICS, AugCLIPOptions, Evaluator, FeatureNetworks
 from ..report import Report
 from .status import first_result_work
 
@@ -201,7 +201,7 @@ def evaluate(
     with first_result_work():
         report = evaluator.evaluate(src, loaded, target_text, source_text or None, attributes, options=options,
                                     progress=staged, output_caption=(output_caption or "").strip() or None,
-                                    network_metrics=[k for k in feature_metrics if k in NETWORK_METRICS],
+                                    feature_metrics=[k for k in feature_metrics if k in FEATURE_METRICS],
                                     **references)
     if extracting:
         session = Session(**{**session.__dict__, "extracted": report.attributes, "attributes_key": key})

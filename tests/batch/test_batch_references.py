@@ -109,7 +109,7 @@ def test_batch_network_metrics_equal_the_evaluator(tmp_path, tiny_encoder, hub, 
                              [open_image(tmp_path / files["edit"]), open_image(tmp_path / "img/edit2.png")],
                              "a red ball on grass", None, Attributes(ATTRS["source"], ATTRS["target"]))
     evaluator.add_references(arrays, ground_truth=tmp_path / files["gt"], edit_mask=tmp_path / files["mask"],
-                             network_metrics=["dino_gt", "structure_distance", "lpips_unedited"])
+                             feature_metrics=["dino_gt", "structure_distance", "lpips_unedited"])
     want = evaluator.score(arrays, Attributes(ATTRS["source"], ATTRS["target"]), evaluator.options)
     for got_edit, want_edit in zip(record["edits"], want):
         for key in NETWORK_KEYS.split(","):

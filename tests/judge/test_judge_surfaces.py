@@ -36,10 +36,10 @@ def server():
 def test_the_rows_are_in_the_one_metric_table():
     for key in ("judge_sc", "judge_pq", "judge_overall"):
         metric = METRICS[key]
-        assert metric.stage == "judge" and not metric.computable and "llm" in metric.needs and metric.higher_is_better
+        assert metric.basis == "judge" and not metric.computable and "llm" in metric.needs and metric.higher_is_better
     with pytest.raises(ValueError, match="needs an MLLM judge"):
         parse_metric_keys("augclip,judge_sc")
-    assert parse_metric_keys("augclip,judge_sc", supplied_stages=["judge"]) == ["augclip", "judge_sc"]
+    assert parse_metric_keys("augclip,judge_sc", supplied_bases=["judge"]) == ["augclip", "judge_sc"]
 
 
 @pytest.mark.slow  # loads the tiny CLIP through the public API (about 10 s on 2 cores when it is the first)

@@ -166,7 +166,7 @@ def test_adding_a_metric_is_one_row(monkeypatch):
     case = raw_case()
     case["edit_images"] = [*case["edit_images"], case["edit_images"][0]]
     inputs = MetricInputs(source_image=case["source_image"], edit_images=case["edit_images"])
-    assert "brightness" in metric_keys(stage="pixels") and "brightness" in parse_metric_keys("all")
+    assert "brightness" in metric_keys(basis="pixels") and "brightness" in parse_metric_keys("all")
     assert needs_of(["brightness", "clip_t"]) == {"pixels", "image_embeddings", "target_text_embedding"}
     scores = score_item(inputs, parse_metric_keys("brightness"))
     want = np.asarray(case["edit_images"][0].convert("L"), float).mean() - np.asarray(
@@ -178,7 +178,7 @@ def test_adding_a_metric_is_one_row(monkeypatch):
 
 def test_rows_are_checked_and_bpm_is_a_supplied_row():
     bpm = METRICS["bpm"]
-    assert (bpm.stage, bpm.computable, bpm.higher_is_better, bpm.label) == ("regions", False, True, "BPM")
+    assert (bpm.basis, bpm.computable, bpm.higher_is_better, bpm.label) == ("regions", False, True, "BPM")
     assert METRICS["l2"].higher_is_better is False
     assert "bpm" not in metric_keys(computable=True)
     assert metric_keys(computable=True, primary=True) == ["augclip", "clip_dir", "clip_i", "clip_t", "l2"]
@@ -201,8 +201,8 @@ def test_parse_metric_keys():
     with pytest.raises(InputError, match="regions stage"):
         parse_metric_keys("bpm")
     # a caller that runs the regions stage (batch runs) may choose it; "all" stays the computable metrics
-    assert parse_metric_keys("clip_i,bpm", supplied_stages=("regions",)) == ["clip_i", "bpm"]
-    assert parse_metric_keys("all,bpm", supplied_stages=("regions",)) == metric_keys(computable=True) + ["bpm"]
-    assert "bpm" not in parse_metric_keys("all", supplied_stages=("regions",))
+    assert parse_metric_keys("clip_i,bpm", supplied_bases=("regions",)) == ["clip_i", "bpm"]
+    assert parse_metric_keys("all,bpm", supplied_bases=("regions",)) == metric_keys(computable=True) + ["bpm"]
+    assert "bpm" not in parse_metric_keys("all", supplied_bases=("regions",))
     with pytest.raises(InputError, match="no metric given"):
         parse_metric_keys(" , ")

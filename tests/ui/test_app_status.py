@@ -135,7 +135,7 @@ def test_the_untrained_demo_measures_every_network_metric_with_random_networks(t
     import numpy as np
     from PIL import Image
 
-    from augclip_demo.pipeline import NETWORK_METRICS, feature_inputs
+    from augclip_demo.pipeline import FEATURE_METRICS, feature_inputs
     from augclip_demo.ui.first_contact import DEMO_CLIP, demo_networks, demo_settings
 
     trained = Settings.from_env({}, clip_model="ViT-B-16/openai", device="cpu", cache_dir=tmp_path)
@@ -147,7 +147,7 @@ def test_the_untrained_demo_measures_every_network_metric_with_random_networks(t
     source, edit, truth = (Image.fromarray(rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)) for _ in range(3))
     mask = np.zeros((64, 64), dtype=bool)
     mask[16:48, 16:48] = True
-    fields, notes = feature_inputs(source, [edit], truth, mask, set(NETWORK_METRICS), networks, demo,
+    fields, notes = feature_inputs(source, [edit], truth, mask, set(FEATURE_METRICS), networks, demo,
                                    target_text="a red square")
     assert {"dino_edit_embeddings", "structure_keys_edits", "unedited_measures", "pie_clip_edit_embeddings",
             "pie_clip_masked_edit_embeddings"} <= set(fields), sorted(fields)
