@@ -4,6 +4,7 @@ say what a module holds."""
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -153,3 +154,31 @@ def test_no_two_modules_share_a_file_name_with_different_meanings():
     assert not unexplained, f"modules sharing a name: {unexplained} (rename them, or add a same-meaning entry)"
     stale = sorted(name for name in SAME_MEANING if name not in shared)
     assert not stale, f"same-meaning entries no module pair needs any more: {stale}"
+
+
+def _doc_block(heading: str) -> list[str]:
+    """The lines of the first code block under ``heading`` in docs/architecture.md."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split(f"\n{heading}\n", 1)[1]
+    return section.split("```", 2)[1].strip("\n").splitlines()
+
+
+def test_the_architecture_page_names_every_package_and_only_packages():
+    package = ROOT / "augclip_demo"
+    packages = {init.parent.relative_to(package).as_posix() for init in package.rglob("__init__.py")} - {"."}
+    named = {m.group(1) for line in _doc_block("## Packages") if (m := re.match(r"  ([a-z_/]+)/\s", line))}
+    assert named == packages, (f"named but not packages: {sorted(named - packages)}; "
+                               f"packages not named: {sorted(packages - named)}")
+
+
+def test_the_architecture_page_draws_the_layers_of_the_contract():
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    contract = next(c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers")
+    want = [layer.replace("augclip_demo.", "") for layer in contract["layers"]]
+    drawn = [re.split(r"\s{2,}", line.strip())[0] for line in _doc_block("## Layers")]
+    assert drawn == want
