@@ -214,8 +214,8 @@ def test_cli_and_choices_accept_bpm(data, tmp_path, capsys):
 def test_the_llm_parser_of_a_batch_run_uses_the_runs_chat_settings(data, settings, tiny_encoder, monkeypatch):
     """The run's AUGCLIP_MLLM_* settings reach the instruction parser's chat client (deep modules read no
     environment, so the client is built where the run's settings are)."""
+    from augclip_demo.batch.item_steps import item_parse, run_stages
     from augclip_demo.batch.manifest import load_manifest
-    from augclip_demo.batch.stages import item_parse, run_stages
     from tests.support.chat_server import ChatServer
 
     answer = json.dumps({"o1": "ball", "o2": "ball", "size_state": "unchanged", "position_state": "unchanged",

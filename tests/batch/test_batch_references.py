@@ -78,7 +78,7 @@ NETWORK_KEYS = "dino_gt,structure_distance,lpips_unedited,psnr_unedited"
 
 
 @pytest.mark.slow  # DINO / LPIPS from the local hub, torchmetrics
-def test_batch_network_metrics_equal_the_evaluator(tmp_path, tiny_encoder, hub, hub_features, online):
+def test_batch_feature_metrics_equal_the_evaluator(tmp_path, tiny_encoder, hub, hub_features, online):
     """dino_gt, structure_distance and lpips_unedited (tiny random networks served by the local hub, as
     published) in a batch run equal Evaluator.add_references on the same images, mask and networks."""
     from augclip_demo.batch.results import read_resume_state
