@@ -137,6 +137,7 @@ SAME_MEANING: dict[str, tuple[set[str], str]] = {
     "manifest.py": ({"cli", "batch"}, "the `manifest` command and manifests"),
     "triplets.py": ({"cli", "batch"}, "the `triplets` command and ground-truth-test triplets"),
     "common.py": ({"cli", "batch/benchmarks"}, "what the sibling modules of the package share"),
+    "slices.py": ({"explore", "study"}, "an Explore slice: the filter, and a study made from one"),
     "store.py": ({"explore", "study"}, "the package's database (results through DuckDB, a study in SQLite)"),
 }
 

@@ -63,7 +63,7 @@ def test_every_view_of_a_report_uses_the_same_labels(tiny_encoder):
     import io
 
     from augclip_demo.attributes import Attributes
-    from augclip_demo.cli.table import format_report
+    from augclip_demo.cli.report_table import format_report
     from augclip_demo.pipeline import Evaluator
     from augclip_demo.ui import views
     from tests.support import draw_scene

@@ -22,7 +22,7 @@ from ..errors import InputError
 from ..instructions import PARSERS, resolve_parse
 from ..report import UNTRAINED_WARNING, edit_names
 from .common import add_model_args, settings_from_args, warn
-from .table import files_legend
+from .report_table import files_legend
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -23,7 +23,7 @@ from .bpm import (
 )
 from .common import add_evaluation_inputs, add_model_args, terminal_progress, warn
 from .judge_options import add_judge_args, judge_options_from_args
-from .table import format_report
+from .report_table import format_report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
