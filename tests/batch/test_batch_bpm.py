@@ -173,6 +173,7 @@ def test_interrupted_run_resumes_to_identical_values(data, settings, tiny_encode
                   encoder=tiny_encoder)
 
 
+@pytest.mark.slow  # builds the tiny GroundingDINO and SAM
 def test_region_models_load_lazily_and_a_missing_one_fails_only_items_that_need_it(data, tmp_path, tiny_encoder):
     missing = tmp_path / "no-gdino-here"
     settings = Settings.from_env(clip_model=TINY, device="cpu", gdino_model=str(missing), sam_model="random:tiny")

@@ -31,6 +31,7 @@ def test_a_fit_worker_imports_the_metrics_and_not_torch_or_the_model_wrappers():
         "augclip_demo.batch", "augclip_demo.batch.fit_worker")], loaded
 
 
+@pytest.mark.slow  # starts decode worker processes
 def test_the_shared_process_pool_starts_every_worker_at_once():
     from augclip_demo.batch import pools
 
@@ -56,6 +57,7 @@ def test_a_decode_worker_module_imports_no_model_code():
     assert not [m for m in loaded if m.split(".")[1:2] in (["inference"], ["metrics"])], loaded
 
 
+@pytest.mark.slow  # starts decode worker processes
 def test_a_shared_pool_is_reused_while_its_key_holds():
     from augclip_demo.batch import pools
 

@@ -69,6 +69,7 @@ def test_openai_through_the_cli_against_a_local_server(scene_files, tmp_path, mo
         assert "provider openai, llava; MLLM-extracted" in table and "AugCLIP" in table
 
 
+@pytest.mark.slow  # embeds the whole attribute vocabulary without a cache
 def test_score_with_clip_vocab_and_no_cache(scene_files, tmp_path, capsys):
     code = main(["score", "--source", str(scene_files["source"]), "--edited", str(scene_files["faithful"]),
                  "--target", "a red ball on green grass", "--provider", "clip-vocab", "--no-cache",

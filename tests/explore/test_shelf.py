@@ -112,6 +112,7 @@ def test_an_item_shown_to_a_client_names_no_server_folder(tmp_path):
     assert shown["edits"][1]["metrics"] == raw["edits"][1]["metrics"]
 
 
+@pytest.mark.slow  # reads a memory-bomb results file to its refusal
 def test_each_store_runs_under_duckdbs_bounds_and_a_large_upload_is_refused_with_the_reason(files, tmp_path):
     from augclip_demo.explore.shelf import UPLOAD_MEMORY_MB, UPLOAD_THREADS
     from augclip_demo.explore.store import DEFAULT_MEMORY_MB, DEFAULT_THREADS, duckdb_settings
@@ -160,6 +161,7 @@ sys.meta_path.insert(0, Watch())
 
 
 @pytest.mark.parametrize("how", ["app.py", "explore"])
+@pytest.mark.slow  # starts the app and the explore command as processes
 def test_the_server_waits_passively_whichever_way_it_starts(files, how):
     """OMP_WAIT_POLICY=PASSIVE is in the environment before torch (and its OpenMP runtime) loads, for
     ``python app.py`` and ``augclip-demo explore`` alike (one function sets it: config.prepare_server_process)."""

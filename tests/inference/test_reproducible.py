@@ -116,6 +116,7 @@ def test_pass_length_from_a_token_row_equals_the_count_of_the_text_alone():
     assert encoder._pass_lengths_of_rows(rows) == dict(zip(texts, expected))
 
 
+@pytest.mark.slow  # encodes on several threads with a fresh encoder
 def test_threads_on_a_fresh_encoder_get_the_rows_of_one_thread():
     """The first calls of a loaded encoder, from several threads at once, pick the same pass lengths."""
     import threading

@@ -87,6 +87,7 @@ def test_the_untrained_demo_switches_every_model_to_a_random_one(tmp_path):
         assert all(cannot_run(demo, feature) is None for feature in FEATURES)
 
 
+@pytest.mark.slow  # waits on the UMAP compile thread
 def test_the_umap_compile_waits_for_the_clip_load_and_for_first_results(monkeypatch):
     """The start-up compile takes a core: it starts only after the CLIP load and while no request computes."""
     import threading
@@ -130,6 +131,7 @@ def test_bpm_is_on_by_default_on_cpu_with_the_fast_preset(tmp_path, monkeypatch)
     assert box["value"] is False and "slow on CPU" in box["label"]
 
 
+@pytest.mark.slow  # builds every random feature network
 def test_the_untrained_demo_measures_every_network_metric_with_random_networks(tmp_path):
     """The Evaluate tab's optional network metrics load nothing real in the demo (no weights needed)."""
     import numpy as np
