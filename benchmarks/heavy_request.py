@@ -23,7 +23,6 @@ import argparse
 import collections
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 import textwrap
@@ -149,19 +148,10 @@ def main() -> None:
         print(f"warm-up {time.perf_counter() - warm:.1f} s; RSS {app.memory()['VmRSS'] / 2**30:.2f} GiB", flush=True)
         # A control server on the same machine (tests/security/test_attack.py's) spends the CPU time of an idle
         # page load per request; a load over 1 s while the control answered within 0.5 s was the app's own wait.
-        from tests.security.test_attack import CONTROL_SERVER
-        from tests.support import free_port
+        from tests.security.servers import start_control_server
 
         idle = sorted(timed_load(app.url) for _ in range(9))[4]
-        port = free_port()
-        control = subprocess.Popen([sys.executable, "-c", CONTROL_SERVER, str(port), str(idle)])
-        control_url = f"http://127.0.0.1:{port}/"
-        for _ in range(50):
-            try:
-                urllib.request.urlopen(control_url, timeout=2)
-                break
-            except OSError:
-                time.sleep(0.2)
+        control, control_url = start_control_server(idle)
         loads: list[float] = []
         stalls: list[tuple[float, float]] = []
         rss: list[tuple[float, int]] = []

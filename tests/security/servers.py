@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 
 from tests.support import ROOT, free_port
@@ -53,3 +57,33 @@ def child_processes(pid: int) -> list[dict]:
         except (OSError, KeyError, ValueError):  # a process that ended meanwhile
             continue
     return out
+
+CONTROL_SERVER = """
+import http.server, sys, time
+port, work = int(sys.argv[1]), float(sys.argv[2])
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        end = time.thread_time() + work  # CPU time, as a page load of the app spends it
+        while time.thread_time() < end:
+            pass
+        self.send_response(200); self.end_headers(); self.wfile.write(b"ok")
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", port), Handler).serve_forever()
+"""
+
+
+def start_control_server(idle: float) -> tuple[subprocess.Popen, str]:
+    """A control server beside the app (another process on the same machine that spends, per request, the
+    CPU time ``idle`` an idle page load of the app spends), started and answering; and its URL."""
+    port = free_port()
+    control = subprocess.Popen([sys.executable, "-c", CONTROL_SERVER, str(port), str(idle)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/"
+    for _ in range(50):
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            break
+        except OSError:
+            time.sleep(0.2)
+    return control, url

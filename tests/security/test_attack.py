@@ -17,8 +17,6 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import subprocess
-import sys
 import threading
 import time
 import urllib.request
@@ -33,9 +31,9 @@ from gradio_client import Client, handle_file
 
 from tests.explore.constructed import constructed_records, write_jsonl
 from tests.security import probes
-from tests.security.servers import AppProcess, child_processes, folder_bytes, start_app
+from tests.security.servers import AppProcess, child_processes, folder_bytes, start_app, start_control_server
 from tests.study.helpers import OPERATOR_TOKEN, write_study_manifest
-from tests.support import EXAMPLES, TINY, free_port
+from tests.support import EXAMPLES, TINY
 from tests.ui.test_app import evaluate_args
 
 pytestmark = pytest.mark.slow
@@ -51,19 +49,6 @@ SERVER_PATH = re.compile(r"/(tmp|root|home|usr|work|var|etc)/")
 ATTRS = {"source": ["orange dahlia"], "target": ["pink dahlia"]}
 
 
-CONTROL_SERVER = """
-import http.server, sys, time
-port, work = int(sys.argv[1]), float(sys.argv[2])
-class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        end = time.thread_time() + work  # CPU time, as a page load of the app spends it
-        while time.thread_time() < end:
-            pass
-        self.send_response(200); self.end_headers(); self.wfile.write(b"ok")
-    def log_message(self, *args):
-        pass
-http.server.HTTPServer(("127.0.0.1", port), Handler).serve_forever()
-"""
 
 
 class Watch:
@@ -153,16 +138,7 @@ def watch(app, tmp_path_factory) -> Watch:
     warm.close()
     # The control answers each request after the CPU time a page load of the app takes when idle.
     idle = sorted(Watch._load(app.url) for _ in range(9))[4]
-    port = free_port()
-    control = subprocess.Popen([sys.executable, "-c", CONTROL_SERVER, str(port), str(idle)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/"
-    for _ in range(50):
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            break
-        except OSError:
-            time.sleep(0.2)
+    control, url = start_control_server(idle)
     watch = Watch(app, url)
     yield watch
     watch.stop.set()
