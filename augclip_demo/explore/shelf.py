@@ -133,6 +133,12 @@ class Shelf:
                 oldest.close()
         return token
 
+    def has_upload(self, key: str | None) -> bool:
+        """Whether ``key`` (``upload:TOKEN``, as a page keeps it) names an upload whose store is still open."""
+        kind, _, token = (key or "").partition(":")
+        with self._lock:
+            return kind == "upload" and token in self._uploads
+
     def upload_store(self, token: str) -> ResultsStore:
         with self._lock:
             if token not in self._uploads:

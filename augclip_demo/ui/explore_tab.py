@@ -349,13 +349,30 @@ def _controls_of(active: Slice) -> list[Any]:
         gr.update(value=[str(r) for r in active.runs]), metric, low, high, active.name]
 
 
+def _discard_upload(path: Path) -> None:
+    """Delete an uploaded results file once it has been read, if it is in Gradio's upload folder (never a path
+    outside it)."""
+    from gradio.utils import get_upload_folder
+
+    try:
+        if path.resolve().is_relative_to(Path(get_upload_folder()).resolve()):
+            path.unlink(missing_ok=True)
+    except OSError:  # already swept, or a name the system refuses: nothing left to free
+        pass
+
+
 def _slice_handlers(settings: Settings, shelf: Shelf) -> SimpleNamespace:
     """Opening a file and making, saving, picking slices (what the slice controls do)."""
 
     @user_facing
     def open_results_file(label, upload, current):
-        if upload:
-            key = "upload:" + shelf.add_upload(Path(upload), settings.upload_max_zip_mb)
+        if upload and (current or {}).get("uploaded") == str(upload) and shelf.has_upload(current["key"]):
+            key = current["key"]  # Open again on the same upload: its store is still open (the file is gone)
+        elif upload:
+            try:
+                key = "upload:" + shelf.add_upload(Path(upload), settings.upload_max_zip_mb)
+            finally:  # read into the store's memory, or refused: the copy on disk would only take room under the cap
+                _discard_upload(Path(upload))
         elif label:
             key = "named:" + str(label)
         else:
@@ -364,6 +381,7 @@ def _slice_handlers(settings: Settings, shelf: Shelf) -> SimpleNamespace:
         judgments = (current or {}).get("judgments")  # the session's choice stays with the next file
         current = _reset(current)
         current["key"], current["judgments"] = key, judgments
+        current["uploaded"] = str(upload) if upload else None
         judges = [(metric_label(k), k) for k in store.metrics] + [("humans", HUMAN)]
         sorts = ([(metric_label(k), k) for k in store.metrics] + [(k, k) for k in ("id", "model", "dataset", "role")]
                  + [("disagreement of judges A and B (strongest first)", DISAGREEMENT_SORT)])

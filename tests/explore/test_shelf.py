@@ -52,6 +52,8 @@ def test_uploads_are_bounded_and_the_oldest_closed(files, tmp_path):
     with pytest.raises(InputError, match="no longer open"):
         shelf.store("upload:" + tokens[0])
     assert shelf.store("upload:" + tokens[-1]).n_records == len(constructed_records())
+    assert shelf.has_upload("upload:" + tokens[-1])
+    assert not shelf.has_upload("upload:" + tokens[0]) and not shelf.has_upload("named:results.jsonl")
 
 
 def test_variable_flag_and_command_make_the_same_entries(files):
