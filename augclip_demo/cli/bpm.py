@@ -22,7 +22,7 @@ from ..errors import InputError
 from ..instructions import PARSERS, resolve_parse
 from ..report import UNTRAINED_WARNING, edit_names
 from .common import add_model_args, settings_from_args, warn
-from .report_table import files_legend
+from .report_table import edit_table
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -152,7 +152,6 @@ def format_bpm(results: list[BPMResult]) -> str:
         rows.append([names[i].tag, names[i].short, f"{c.bpm:.4f}", f"{c.s_semantic:.4f}", f"{c.s_modify:.4f}",
                      f"{c.s_modify_norm:.4f}", f"{c.s_preserve:.4f}", str(c.s_region), str(c.s_size),
                      str(c.s_position), f"{c.overall_raw:.4f}"])
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     lines = []
     if first.untrained:
         lines.append(f"!! BPM {UNTRAINED_WARNING.upper()} !!")
@@ -163,10 +162,7 @@ def format_bpm(results: list[BPMResult]) -> str:
     lines.extend(f"also asked, not scored by BPM: {change}" for change in first.parsed.other_changes)
     lines.append(f"alpha {first.options.alpha:g}, box threshold {first.options.box_threshold:g}")
     lines.append("")
-    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)))
-    lines.append("  ".join("-" * w for w in widths))
-    lines.extend("  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows)
-    lines.extend(files_legend(names))
+    lines.extend(edit_table(header, rows, names))
     lines.append("")
     lines.append("BPM = alpha S_sem + (1-alpha) S_reg; S_sem = (S_mod+1)/2 + S_pres; overall = S_mod + S_pres + S_reg "
                  "(the paper's Fig. 4 sum)")

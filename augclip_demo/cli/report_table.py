@@ -21,7 +21,6 @@ def format_report(report: Report, include_variants: bool = False) -> str:
             cell = "n/a" if value is None else f"{value:.4f}"
             row.append(cell + ("*" if best[key] == edit.index and len(report.edits) > 1 else " "))
         rows.append(row)
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = []
     if report.untrained:
         lines.append(f"!! {UNTRAINED_WARNING.upper()} !!")
@@ -31,10 +30,7 @@ def format_report(report: Report, include_variants: bool = False) -> str:
     lines.append(f"attributes: {len(report.attributes.source)} source, {len(report.attributes.target)} target "
                  f"(provider {prov.provider}{', ' + prov.model if prov.model else ''}; {prov.fidelity})")
     lines.append("")
-    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)))
-    lines.append("  ".join("-" * w for w in widths))
-    lines.extend("  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows)
-    lines.extend(files_legend(names))
+    lines.extend(edit_table(header, rows, names))
     lines.append("")
     if len(report.edits) > 1:
         lines.append("* best under that metric (L2: lowest)")
@@ -45,6 +41,13 @@ def format_report(report: Report, include_variants: bool = False) -> str:
         [f"{names[e.index].tag}: {n}" for e in report.edits for n in e.notes]
     lines.extend(f"note: {n}" for n in notes)
     return "\n".join(lines)
+
+
+def edit_table(header: list[str], rows: list[list[str]], names: list[EditName]) -> list[str]:
+    """The lines of a fixed-width table of edits (header, rule, one row per edit) and its files' legend."""
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    return ["  ".join(h.ljust(w) for h, w in zip(header, widths)), "  ".join("-" * w for w in widths),
+            *("  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows), *files_legend(names)]
 
 
 def files_legend(names: list[EditName]) -> list[str]:
