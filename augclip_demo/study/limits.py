@@ -56,19 +56,22 @@ class Buckets:
         tokens, at = self._state.get(key, (float(self.rate.burst), now))
         return min(float(self.rate.burst), tokens + (now - at) * self.rate.per_s)
 
+    def _put(self, key: str, tokens: float, now: float) -> None:
+        """Record ``key``'s bucket as the newest, forgetting the oldest keys over ``max_keys`` (the lock is held)."""
+        self._state[key] = (tokens, now)
+        self._state.move_to_end(key)
+        while len(self._state) > self.max_keys:
+            self._state.popitem(last=False)
+
     def take(self, key: str) -> float:
         """0 when the request may go (one token taken), else the seconds until the bucket has one."""
         with self._lock:
             now = self.clock()
             tokens = self._level(key, now)
             if tokens >= 1:
-                self._state[key] = (tokens - 1, now)
-                self._state.move_to_end(key)
-                while len(self._state) > self.max_keys:
-                    self._state.popitem(last=False)
+                self._put(key, tokens - 1, now)
                 return 0.0
-            self._state[key] = (tokens, now)
-            self._state.move_to_end(key)
+            self._put(key, tokens, now)
             return (1 - tokens) / self.rate.per_s
 
     def charge(self, key: str) -> None:
@@ -76,10 +79,7 @@ class Buckets:
         to wait keeps waiting (at most ``(burst + 1) / per_s`` seconds after it stops)."""
         with self._lock:
             now = self.clock()
-            self._state[key] = (max(-float(self.rate.burst), self._level(key, now) - 1), now)
-            self._state.move_to_end(key)
-            while len(self._state) > self.max_keys:
-                self._state.popitem(last=False)
+            self._put(key, max(-float(self.rate.burst), self._level(key, now) - 1), now)
 
     def wait(self, key: str) -> float:
         """The seconds until ``key`` may send again (0: now), taking nothing."""

@@ -420,7 +420,7 @@ def _slice_handlers(settings: Settings, shelf: Shelf) -> SimpleNamespace:
             raise InputError("choose one of the listed sources of human judgments")
         current["judgments"] = label
         store = shelf.store(current["key"], label, fresh=True)
-        if store.judgments == RECORDED or label == RECORDED:
+        if label == RECORDED:
             return current
         judged = store.query(f"SELECT count(DISTINCT item) FROM {store.table} WHERE human_preferred IS NOT NULL OR "
                              "has_scores")[0][0]
