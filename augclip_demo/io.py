@@ -169,7 +169,6 @@ def open_image(
     if isinstance(source, LoadedImage):
         return source
     label = describe_input(source, name)
-    limit = max_pixels
     side = max_side if max_side is not None else DEFAULT_MAX_IMAGE_SIDE
     notes: list[str] = []
     if isinstance(source, np.ndarray):
@@ -178,13 +177,13 @@ def open_image(
             budget.charge(image.size, label)
     elif isinstance(source, Image.Image):
         image = source
-        _check_pixels(image, label, limit)
+        _check_pixels(image, label, max_pixels)
         if budget is not None:
             budget.charge(image.size, label)
     elif isinstance(source, (bytes, bytearray)):
         if len(source) == 0:
             raise ImageLoadError(f"{label}: the data is empty (0 bytes); give an image file")
-        image = _open_with_pil(io.BytesIO(bytes(source)), label, limit, side, budget)
+        image = _open_with_pil(io.BytesIO(bytes(source)), label, max_pixels, side, budget)
     elif isinstance(source, (str, os.PathLike)):
         if "\x00" in os.fspath(source):
             raise ImageLoadError(f"{describe_input(source, name)!r}: a file name cannot contain a NUL byte")
@@ -196,7 +195,7 @@ def open_image(
         if path.stat().st_size == 0:
             raise ImageLoadError(f"{label}: the file is empty (0 bytes)")
         with open(path, "rb") as handle:
-            image = _open_with_pil(handle, label, limit, side, budget)
+            image = _open_with_pil(handle, label, max_pixels, side, budget)
         label = name or path.name
     else:
         raise ImageLoadError(

@@ -65,19 +65,11 @@ def union(*masks: np.ndarray | None) -> np.ndarray | None:
     return np.logical_or.reduce(present)
 
 
-def object_crop(image: np.ndarray, mask: np.ndarray, box: tuple[int, int, int, int] | None = None) -> np.ndarray:
-    """The object alone (everything outside its mask black), cut to its box ``(x0, y0, x1, y1)`` (default:
-    the mask's bounding box) and padded with black to a square, the crop centred (published code)."""
-    if box is None:
-        rows, cols = np.nonzero(np.asarray(mask, dtype=bool))
-        if rows.size == 0:
-            raise ValueError("the mask is empty: no box to crop")
-        box = (int(cols.min()), int(rows.min()), int(cols.max()) + 1, int(rows.max()) + 1)
-    x0, y0, x1, y1 = (int(v) for v in box)
-    crop = keep_only(image, mask)[y0:y1, x0:x1]
-    if crop.shape[0] == 0 or crop.shape[1] == 0:
-        raise ValueError(f"the object's box {box} is empty")
-    return square_pad(crop)
+def object_crop(image: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The object alone (everything outside its mask black), cut to the mask's bounding box and padded with
+    black to a square, the crop centred (published code)."""
+    x0, y0, x1, y1 = box_of(mask)
+    return square_pad(keep_only(image, mask)[y0:y1, x0:x1])
 
 
 def box_of(mask: np.ndarray) -> tuple[int, int, int, int]:
@@ -125,11 +117,6 @@ def bilinear_resize(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     top = a[r0][:, c0] * (1 - fc) + a[r0][:, c1] * fc
     bottom = a[r1][:, c0] * (1 - fc) + a[r1][:, c1] * fc
     return top * (1 - fr) + bottom * fr
-
-
-def resize_array(image: np.ndarray, size: int) -> np.ndarray:
-    """A float image resized (bicubic, PIL) to size x size."""
-    return as_array(to_image(image), size)
 
 
 def channel_mean_grey(image: np.ndarray) -> np.ndarray:
