@@ -51,23 +51,23 @@ class SliceStudyContext:
 
 
 # ---------------------------------------------------------------------------------------------- rendering
-def cell(text: str) -> str:
+def _cell(text: str) -> str:
     """``text`` safe in a Markdown table cell: no column break, no HTML tag."""
     return str(text).replace("|", "\\|").replace("<", "&lt;")
 
 
-def tables_markdown(tables: list[tuple[str, list[str], list[list[str]]]]) -> str:
+def _tables_markdown(tables: list[tuple[str, list[str], list[list[str]]]]) -> str:
     """(title, headers, rows) tables as Markdown, one after the other."""
     blocks = []
     for title, headers, rows in tables:
-        lines = [f"**{cell(title)}**", "", "| " + " | ".join(cell(h) for h in headers) + " |",
+        lines = [f"**{_cell(title)}**", "", "| " + " | ".join(_cell(h) for h in headers) + " |",
                  "|" + "---|" * len(headers)]
-        lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+        lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
 
-def error_message(exc: AugclipError) -> str:
+def _message(exc: AugclipError) -> str:
     """An error as the tab shows it: its text, with every server folder cut (paths in a manifest's message)."""
     return scrub_paths(str(exc))
 
@@ -77,9 +77,9 @@ def operator_status(settings: Settings, name: str, results: str | None) -> str:
     """The tab's report (Markdown): progress, rater agreement and, with a results file, the metrics'."""
     data = store.load_study(settings.study_db_path, name.strip())
     report = study_agreement(data, [results] if results else [])
-    head = cell(format_report(report).split("\n\n")[0]).replace("\n", "\n\n")
-    notes = "".join(f"\n- {cell(note)}" for note in report.notes)
-    return f"{head}\n\n{tables_markdown(report_tables(report))}" + (f"\n\n**Notes**{notes}" if notes else "")
+    head = _cell(format_report(report).split("\n\n")[0]).replace("\n", "\n\n")
+    notes = "".join(f"\n- {_cell(note)}" for note in report.notes)
+    return f"{head}\n\n{_tables_markdown(report_tables(report))}" + (f"\n\n**Notes**{notes}" if notes else "")
 
 
 def operator_add_raters(settings: Settings, name: str, count: float | None, base_url: str) -> str:
@@ -109,7 +109,7 @@ def show_agreement(ctx: StudyContext, token_value: str, study: str, results_file
         ctx.operator.check(token_value, request)
         return operator_status(ctx.settings, study, results_file)
     except AugclipError as exc:
-        return error_message(exc)
+        return _message(exc)
 
 
 def follow_answers(on: bool | None) -> gr.Timer:
@@ -124,7 +124,7 @@ def add_raters(ctx: StudyContext, token_value: str, study: str, n: float | None,
         ctx.operator.check(token_value, request)
         return operator_add_raters(ctx.settings, study, n, base)
     except AugclipError as exc:
-        return error_message(exc)
+        return _message(exc)
 
 
 def close_study(ctx: StudyContext, token_value: str, study: str, request: gr.Request) -> str:
@@ -133,7 +133,7 @@ def close_study(ctx: StudyContext, token_value: str, study: str, request: gr.Req
         ctx.operator.check(token_value, request)
         closed = store.close_study(ctx.settings.study_db_path, study.strip())
     except AugclipError as exc:
-        return error_message(exc)
+        return _message(exc)
     return f"Study {closed.name} is closed (since {closed.closed_at}); raters' pages now say so."
 
 
@@ -146,7 +146,7 @@ def export_judgments(ctx: StudyContext, token_value: str, study: str,
         folder = ctx.folders.new(getattr(request, "session_hash", None))
         paths = operator_export(ctx.settings, study, folder)
     except AugclipError as exc:
-        return [], error_message(exc)
+        return [], _message(exc)
     return paths, EXPORTED
 
 
@@ -168,9 +168,9 @@ def make_study_from_slice(ctx: SliceStudyContext, token_value: str, study: str, 
             repeats=int(2 if n_repeats is None else n_repeats))
         data = store.load_study(ctx.settings.study_db_path, created.name)
     except AugclipError as exc:
-        return error_message(exc)
+        return _message(exc)
     needed = -(-len(data.units) * created.per_unit // created.per_rater)
-    return (f"Study **{cell(created.name)}**: {len(data.units)} units ({created.kind}) from "
-            f"{cell(selection.description)} ({selection.n_edits} edits of {len(selection.only)} items); "
+    return (f"Study **{_cell(created.name)}**: {len(data.units)} units ({created.kind}) from "
+            f"{_cell(selection.description)} ({selection.n_edits} edits of {len(selection.only)} items); "
             f"{created.per_rater} per rater, so {needed} raters give each unit {created.per_unit} judgments. "
             "Add raters in the Study tab.")

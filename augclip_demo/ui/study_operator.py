@@ -33,7 +33,7 @@ class Operator:
     def check(self, given: str | None, request: Any = None) -> None:
         """Return when ``given`` is the operator token; else raise :class:`StudyError` (403, or 429 when the
         client's address has sent too many wrong ones)."""
-        address = request_address(request)
+        address = _request_address(request)
         expected = study_operator_token()
         with self._lock:  # microseconds: a compare of two short strings
             refusal = self.limits.blocked(address)
@@ -45,7 +45,7 @@ class Operator:
             raise store.StudyError(refusal.message[0].upper() + refusal.message[1:] + ".", 429)
 
 
-def request_address(request: Any) -> str:
+def _request_address(request: Any) -> str:
     """The client's address of a Gradio request (``gr.Request``), as the rater routes count it."""
     inner = getattr(request, "request", request)
     client = getattr(inner, "client", None) or getattr(request, "client", None)

@@ -61,7 +61,7 @@ class RaterContext:
     limits: RaterLimits = field(default_factory=RaterLimits)
 
 
-def error_response(message: str, status: int, retry_after: float | None = None) -> JSONResponse:
+def _error(message: str, status: int, retry_after: float | None = None) -> JSONResponse:
     """A refusal as the page reads it: ``{"error": message}`` (server folders cut), with the page's headers."""
     headers = dict(PAGE_HEADERS)
     if retry_after is not None:
@@ -94,17 +94,17 @@ def bearer_token(request: Request) -> str:
     return value.strip()
 
 
-async def in_worker(call: Any, *args: Any) -> Any:
+async def _in_worker(call: Any, *args: Any) -> Any:
     """Run a store call in a worker thread; a refusal becomes its message, anything else a plain 400."""
     try:
         return await run_in_threadpool(call, *args)
     except store.StudyError as exc:
-        return error_response(str(exc), exc.status)
+        return _error(str(exc), exc.status)
     except AugclipError:
-        return error_response("the study could not answer that; tell the study's organiser", 400)
+        return _error("the study could not answer that; tell the study's organiser", 400)
 
 
-async def bounded_json(request: Request) -> Any:
+async def _bounded_json(request: Request) -> Any:
     """The request's body as JSON, read at most ``MAX_ANSWER_BYTES`` (declared or streamed: 413 beyond)."""
     declared = request.headers.get("content-length")
     if declared is not None and (not declared.isdigit() or int(declared) > MAX_ANSWER_BYTES):
@@ -120,23 +120,23 @@ async def bounded_json(request: Request) -> Any:
         raise store.StudyError("the answer is not valid JSON") from None
 
 
-def admitted(ctx: RaterContext, request: Request) -> tuple[str, str] | Response:
+def _admitted(ctx: RaterContext, request: Request) -> tuple[str, str] | Response:
     """(address, token), or the refusal: no token (401), over a rate (429). Runs in the event loop."""
     address = client_address(request.client.host if request.client else None, request.headers.get("x-forwarded-for"))
     try:
         token = bearer_token(request)
     except store.StudyError as exc:
         ctx.limits.bad_token(address)
-        return error_response(str(exc), exc.status)
+        return _error(str(exc), exc.status)
     refusal = ctx.limits.admit(address, token)
     if refusal is not None:
-        return error_response(refusal.message, 429, retry_after=refusal.wait_s)
+        return _error(refusal.message, 429, retry_after=refusal.wait_s)
     return address, token
 
 
-async def rater_call(ctx: RaterContext, address: str, call: Any, *args: Any) -> Any:
-    """:func:`in_worker`, counting a token that is not a rater's (403) against the client's address."""
-    result = await in_worker(call, *args)
+async def _rater_call(ctx: RaterContext, address: str, call: Any, *args: Any) -> Any:
+    """:func:`_in_worker`, counting a token that is not a rater's (403) against the client's address."""
+    result = await _in_worker(call, *args)
     if isinstance(result, Response) and result.status_code == 403:
         ctx.limits.bad_token(address)
     return result
@@ -156,11 +156,11 @@ def rate_style() -> Response:
 
 async def next_task(ctx: RaterContext, request: Request) -> Response:
     """The rater's view: the study's wording, their progress and their next task (no metric, no edit name)."""
-    checked = admitted(ctx, request)
+    checked = _admitted(ctx, request)
     if isinstance(checked, Response):
         return checked
     address, token = checked
-    view = await rater_call(ctx, address, store.rater_view, ctx.db, token)
+    view = await _rater_call(ctx, address, store.rater_view, ctx.db, token)
     if isinstance(view, Response):
         return view
     return JSONResponse(vars(view), headers=PAGE_HEADERS)
@@ -168,17 +168,17 @@ async def next_task(ctx: RaterContext, request: Request) -> Response:
 
 async def post_answer(ctx: RaterContext, request: Request) -> Response:
     """Record the answers to the rater's current task; ``{"done", "total"}`` after it."""
-    checked = admitted(ctx, request)
+    checked = _admitted(ctx, request)
     if isinstance(checked, Response):
         return checked
     address, token = checked
     try:
-        body = await bounded_json(request)
+        body = await _bounded_json(request)
     except store.StudyError as exc:
-        return error_response(str(exc), exc.status)
+        return _error(str(exc), exc.status)
     if not isinstance(body, dict) or set(body) - {"position", "answers", "elapsed_ms"}:
-        return error_response("send {position, answers, elapsed_ms} only", 400)
-    result = await rater_call(ctx, address, store.submit_answer, ctx.db, token, body.get("position"),
+        return _error("send {position, answers, elapsed_ms} only", 400)
+    result = await _rater_call(ctx, address, store.submit_answer, ctx.db, token, body.get("position"),
                               body.get("answers"), body.get("elapsed_ms"))
     if isinstance(result, Response):
         return result
@@ -187,22 +187,22 @@ async def post_answer(ctx: RaterContext, request: Request) -> Response:
 
 async def task_picture(ctx: RaterContext, request: Request, position: int, slot: str) -> Response:
     """A picture (JPEG) of the rater's current task, or of the one just answered; 404 for any other."""
-    checked = admitted(ctx, request)
+    checked = _admitted(ctx, request)
     if isinstance(checked, Response):
         return checked
     address, token = checked
     if not 0 <= position < 10 * store.MAX_UNITS or len(slot) > 10:
-        return error_response("no such image in your tasks", 404)
-    found = await rater_call(ctx, address, store.task_image, ctx.db, token, position, slot)
+        return _error("no such image in your tasks", 404)
+    found = await _rater_call(ctx, address, store.task_image, ctx.db, token, position, slot)
     if isinstance(found, Response):
         return found
-    data = await in_worker(store.shown_picture, *found)
+    data = await _in_worker(store.shown_picture, *found)
     if isinstance(data, Response):
         return data
     return Response(data, media_type="image/jpeg", headers={**PAGE_HEADERS, "Cache-Control": "private, max-age=3600"})
 
 
-def route_endpoint(route: Callable[..., Awaitable[Response]], ctx: RaterContext) -> Callable[..., Awaitable[Response]]:
+def _route_endpoint(route: Callable[..., Awaitable[Response]], ctx: RaterContext) -> Callable[..., Awaitable[Response]]:
     """``route`` with its context given, as FastAPI takes an endpoint: a coroutine function (so it is awaited in
     the event loop, where the limits are counted) whose signature is the route's without ``ctx``; FastAPI
     resolves the hints from the route's own module (``__wrapped__``)."""
@@ -222,9 +222,9 @@ def study_routes(settings: Settings, limits: RaterLimits | None = None) -> list[
     router = APIRouter()
     for path, page in (("/study/rate", rate_page), ("/study/rate.js", rate_script), ("/study/rate.css", rate_style)):
         router.add_api_route(path, page, methods=["GET"], include_in_schema=False)
-    router.add_api_route("/study/api/task", route_endpoint(next_task, ctx), methods=["GET"], include_in_schema=False)
-    router.add_api_route("/study/api/answer", route_endpoint(post_answer, ctx), methods=["POST"],
+    router.add_api_route("/study/api/task", _route_endpoint(next_task, ctx), methods=["GET"], include_in_schema=False)
+    router.add_api_route("/study/api/answer", _route_endpoint(post_answer, ctx), methods=["POST"],
                          include_in_schema=False)
-    router.add_api_route("/study/api/image/{position}/{slot}", route_endpoint(task_picture, ctx), methods=["GET"],
+    router.add_api_route("/study/api/image/{position}/{slot}", _route_endpoint(task_picture, ctx), methods=["GET"],
                          include_in_schema=False)
     return list(router.routes)
