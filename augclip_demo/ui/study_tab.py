@@ -55,4 +55,6 @@ def slice_study_control(settings: Settings, state: gr.State, shelf: Shelf,
 
 
 def wire_slice_study_form(ctx: on.SliceStudyContext, form: SliceStudyForm, state: Any) -> None:
+    """The form's one event (not in the API either); ``state``: the Explore tab's, read for the open file and
+    the active slice."""
     form.make.click(bind(on.make_study_from_slice, ctx), form.inputs(state), form.said, api_visibility="private")
