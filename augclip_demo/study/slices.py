@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..batch.manifest import load_manifest
+from ..batch.manifest import ManifestItem, load_manifest
 from .store import Study, StudyError, create_study
 
 #: the most edits a slice may hand to a study (a study of more units is split by the operator anyway)
@@ -39,11 +39,13 @@ class ResultSlice(Protocol):
 
 @dataclass
 class Selection:
-    """The edits of a slice as a study takes them: one manifest, item id -> edit indices."""
+    """The edits of a slice as a study takes them: one manifest, item id -> edit indices (and the manifest's
+    items, read once here: the study is made from them)."""
 
     manifest: Path
     only: dict[str, set[int]] = field(default_factory=dict)
     description: str = ""
+    items: list[ManifestItem] = field(default_factory=list, repr=False)
 
     @property
     def n_edits(self) -> int:
@@ -71,8 +73,9 @@ def slice_selection(results: SlicedResults, active: ResultSlice) -> Selection:
         raise StudyError(f"slice {active.name!r} spans results of {len(set(manifests.values()))} manifests ({names}); "
                          "a study shows the edits of one manifest: narrow the slice to one file or run")
     manifest = next(iter(manifests.values()))
-    names = {item.id: [edit.name for edit in item.edits] for item in load_manifest(manifest)}
-    selection = Selection(manifest, description=active.describe())
+    items = load_manifest(manifest)
+    names = {item.id: [edit.name for edit in item.edits] for item in items}
+    selection = Selection(manifest, description=active.describe(), items=items)
     for _, item_id, edit, model in rows:
         item_id, edit = str(item_id), int(edit)
         known = names.get(item_id)
@@ -87,5 +90,5 @@ def create_study_from_slice(db: str | Path, name: str, results: SlicedResults, a
                             **design: Any) -> tuple[Study, Selection]:
     """A study over the edits of ``active`` (``design``: :func:`~augclip_demo.study.store.create_study`'s options)."""
     selection = slice_selection(results, active)
-    study = create_study(db, name, selection.manifest, only=selection.only, **design)
+    study = create_study(db, name, selection.manifest, only=selection.only, items=selection.items, **design)
     return study, selection

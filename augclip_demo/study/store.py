@@ -169,12 +169,15 @@ def list_studies(db: str | Path) -> list[Study]:
 def create_study(db: str | Path, name: str, manifest: str | Path, *, kind: str = "2afc",
                  questions: Sequence[str] = ("overall",), per_unit: int = 3, per_rater: int | None = None,
                  repeats: int = 2, seed: int = 0, title: str | None = None,
-                 only: Mapping[str, Collection[int]] | None = None) -> Study:
+                 only: Mapping[str, Collection[int]] | None = None,
+                 items: Sequence[ManifestItem] | None = None) -> Study:
     """A study over the items of ``manifest`` (validated; every image hashed now, so a later change is caught).
 
     ``only`` (item id -> edit indices; :func:`augclip_demo.study.slices.slice_selection` makes it from an Explore
     slice): judge those edits of those items alone. The items keep all their edits (a results file of the
-    manifest still matches them by content hash); the units are the chosen edits' pairs or single edits."""
+    manifest still matches them by content hash); the units are the chosen edits' pairs or single edits.
+    ``items``: the manifest's items when the caller has read them already (a slice's selection has), so the
+    manifest is read once."""
     name = _check_name(name)
     if kind not in KINDS:
         raise StudyError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
@@ -182,7 +185,7 @@ def create_study(db: str | Path, name: str, manifest: str | Path, *, kind: str =
     unknown = [q for q in asked if q not in QUESTION_IDS]
     if unknown:
         raise StudyError(f"unknown question(s) {', '.join(unknown)}; choose from {', '.join(QUESTION_IDS)}")
-    items = load_manifest(manifest)
+    items = load_manifest(manifest) if items is None else list(items)
     if only is not None:
         items = _chosen_items(items, only, Path(manifest).name)
     units = study_units(items, kind, only)

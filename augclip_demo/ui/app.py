@@ -31,7 +31,8 @@ from .explore_tab import build_explore_tab
 from .inputs import bound_inputs
 from .status import check_region_models, model_status, status_html
 from .storage import WorkFolders
-from .study_tab import build_study_tab, study_routes
+from .study_routes import study_routes
+from .study_tab import build_study_tab
 
 CLIP_CHOICES = ["ViT-B-16/openai", "ViT-B-32/openai", "ViT-L-14/openai", "random:ViT-B-16", "random:tiny"]
 
@@ -233,5 +234,5 @@ def launch_kwargs(settings: Settings | None = None) -> dict[str, Any]:
         "css": CSS,
         "theme": gr.themes.Soft(),
         "show_error": False,
-        "app_kwargs": {"routes": study_routes(settings)},  # the rater page (ui/study_tab.py)
+        "app_kwargs": {"routes": study_routes(settings)},  # the rater page (ui/study_routes.py)
     }

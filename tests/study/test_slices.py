@@ -108,3 +108,32 @@ def test_the_cli_makes_a_study_from_a_slice(tmp_path, opened, capsys):
     assert main(["study", "--db", db, "create", "bad", str(manifest), "--results", str(results),
                  "--range", "clip_i"]) == 2
     assert "--range 'clip_i': write METRIC=LOW:HIGH" in capsys.readouterr().err
+
+
+def test_a_study_from_a_slice_reads_its_manifest_once(tmp_path, opened, monkeypatch):
+    """The selection's check and the study's design share one reading of the manifest (it is validated and
+    parsed whole: a large manifest was read twice)."""
+    from augclip_demo.study import slices
+
+    manifest, _, results = opened
+    reads = []
+    real = slices.load_manifest
+
+    def counted(path):
+        reads.append(path)
+        return real(path)
+
+    monkeypatch.setattr(slices, "load_manifest", counted)
+    monkeypatch.setattr(store, "load_manifest", counted)
+    db = tmp_path / "s.sqlite3"
+    study, selection = create_study_from_slice(db, "once", results, make_slice("two", models=["alpha", "beta"]),
+                                               repeats=0)
+    assert len(reads) == 1 and reads[0] == manifest.resolve()
+    assert [item.id for item in selection.items] == [f"item-{i}" for i in range(4)]
+    # the items given are the ones used: with the manifest gone, the same design gives the same units
+    monkeypatch.undo()
+    manifest.unlink()
+    store.create_study(db, "again", selection.manifest, only=selection.only, items=selection.items, repeats=0)
+    units = [(u.item_id, u.edit_a, u.edit_b) for u in store.load_study(db, "again").units]
+    assert units == [(u.item_id, u.edit_a, u.edit_b) for u in store.load_study(db, study.name).units]
+    assert units == expected_pairs(lambda i, _: i in (0, 1))

@@ -1,0 +1,57 @@
+"""The operator token's check, for the Study tab's actions and the Explore tab's "study from this slice".
+
+The tab works only when ``AUGCLIP_STUDY_OPERATOR_TOKEN`` is set and the token is typed in; wrong tokens are
+counted per client address (:class:`~augclip_demo.study.limits.OperatorLimits`), with no pause in a worker
+thread.
+"""
+
+from __future__ import annotations
+
+import hmac
+import threading
+from typing import Any
+
+from ..config import study_operator_token
+from ..study import store
+from ..study.limits import OperatorLimits
+from .study_routes import client_address
+
+NOT_OPERATOR = "The operator token is not right (or AUGCLIP_STUDY_OPERATOR_TOKEN is not set)."
+
+
+class Operator:
+    """The operator token's check.
+
+    A wrong token is counted against the client's address (:class:`~augclip_demo.study.limits.OperatorLimits`);
+    an address that used up its tries is refused at once, without comparing anything, until its bucket refills.
+    Nothing sleeps, so a burst of wrong tokens holds no worker thread."""
+
+    def __init__(self, limits: OperatorLimits | None = None):
+        self.limits = limits or OperatorLimits()
+        self._lock = threading.Lock()  # the look at the bucket and the count of a miss are one step
+
+    def check(self, given: str | None, request: Any = None) -> None:
+        """Return when ``given`` is the operator token; else raise :class:`StudyError` (403, or 429 when the
+        client's address has sent too many wrong ones)."""
+        address = _request_address(request)
+        expected = study_operator_token()
+        with self._lock:  # microseconds: a compare of two short strings
+            refusal = self.limits.blocked(address)
+            if refusal is None and (expected is None or not given
+                                    or not hmac.compare_digest(str(given).encode(), expected.encode())):
+                self.limits.missed(address)
+                raise store.StudyError(NOT_OPERATOR, 403)
+        if refusal is not None:
+            raise store.StudyError(refusal.message[0].upper() + refusal.message[1:] + ".", 429)
+
+
+def _request_address(request: Any) -> str:
+    """The client's address of a Gradio request (``gr.Request``), as the rater routes count it."""
+    inner = getattr(request, "request", request)
+    client = getattr(inner, "client", None) or getattr(request, "client", None)
+    headers = getattr(inner, "headers", None) or getattr(request, "headers", None) or {}
+    return client_address(getattr(client, "host", None), headers.get("x-forwarded-for"))
+
+
+#: the app's operator check (one per process: the tab and the Explore control share its counts)
+OPERATOR = Operator()
