@@ -14,7 +14,7 @@ from augclip_demo.errors import InputError
 from augclip_demo.explore import Slice, agreement, leaderboard
 from augclip_demo.explore.shelf import RECORDED, Shelf
 from augclip_demo.study import store as study_store
-from augclip_demo.ui.explore_tab import StudyReader
+from augclip_demo.ui.explore_judgments import StudyReader
 from tests.explore.constructed import MODELS, constructed_records, write_jsonl, write_manifest_with_images
 
 TOY = Slice(name="toy", datasets=("toy",))
