@@ -114,10 +114,13 @@ def open_results_file(ctx: ExploreContext, label, upload, current):
 def pick_judgments(ctx: ExploreContext, current, label):
     """Another source of human judgments for this session (a study's made again: its newest judgments)."""
     current = session_state(current)
-    if label not in ctx.shelf.judgment_choices():
-        raise InputError("choose one of the listed sources of human judgments")
+    if not current.get("key"):  # no file yet: a listed choice is kept for the next one
+        if label not in ctx.shelf.judgment_choices():
+            raise InputError("choose one of the listed sources of human judgments")
+        current["judgments"] = label
+        raise InputError("open a results file first")
+    store = ctx.shelf.store(current["key"], label, fresh=True)  # read anew (a source not listed is refused)
     current["judgments"] = label
-    store = ctx.shelf.store(current["key"], label, fresh=True)
     if label == RECORDED:
         return current
     judged = store.query(f"SELECT count(DISTINCT item) FROM {store.table} WHERE human_preferred IS NOT NULL OR "

@@ -21,7 +21,7 @@ from augclip_demo.explore.store import metric_label
 from augclip_demo.ui import explore_handlers as on
 from augclip_demo.ui.evaluate_handlers import bind
 from augclip_demo.ui.explore_layout import ExploreTab, build_explore_layout
-from augclip_demo.ui.explore_state import MAX_SAVED_SLICES, active_slice
+from augclip_demo.ui.explore_state import MAX_SAVED_SLICES, active_slice, fresh_state
 from augclip_demo.ui.explore_tab import EvaluateHandoff
 from augclip_demo.ui.explore_views import DISAGREEMENT_SORT
 from augclip_demo.ui.storage import WorkFolders
@@ -284,3 +284,7 @@ def test_pick_judgments_takes_only_a_listed_source(ctx, tab):
     with pytest.raises(gr.Error, match="choose one of the listed sources"):
         on.pick_judgments(ctx, state, "study secret (overall)")
     assert state["judgments"] == RECORDED
+    before_a_file = fresh_state()
+    with pytest.raises(gr.Error, match="open a results file first"):
+        on.pick_judgments(ctx, before_a_file, RECORDED)
+    assert before_a_file["judgments"] == RECORDED  # kept for the file opened next
