@@ -38,11 +38,11 @@ def _disagreement_block(store: ResultsStore, found: Disagreement, a: str, b: str
     view = item_record(store, found.item)
     edits = view.record.get("edits") or []
     pictures = [_picture(thumbnail_data_uri(view.image(view.record.get("source"))), "source")]
-    for index, judge in ((found.edit_a, a), (found.edit_b, b)):
+    for index, ranking in ((found.edit_a, a), (found.edit_b, b)):
         edit = edits[index] if 0 <= index < len(edits) else {}
-        label = "humans" if judge == HUMAN else metric_label(judge)
+        whose = "the humans'" if ranking == HUMAN else f"{metric_label(ranking)}'s"
         pictures.append(_picture(thumbnail_data_uri(view.image(edit.get("path"))),
-                                 f"{label}'s winner: {edit.get('name', '?')} [{index}]"))
+                                 f"{whose} winner: {edit.get('name', '?')} [{index}]"))
     return (f"<h3>{html.escape(found.id)} ({html.escape(found.dataset)}), strength {found.strength:.2f}</h3>"
             f"<p>{html.escape(view.record.get('target_text') or '')}</p>{''.join(pictures)}")
 

@@ -98,16 +98,16 @@ def open_results_file(ctx: ExploreContext, label, upload, current):
     current = reset_state(current)
     current["key"], current["judgments"] = key, judgments
     current["uploaded"] = str(upload) if upload else None
-    judges = [(metric_label(k), k) for k in store.metrics] + [("humans", HUMAN)]
+    rankings = [(metric_label(k), k) for k in store.metrics] + [("humans", HUMAN)]
     sorts = ([(metric_label(k), k) for k in store.metrics] + [(k, k) for k in ("id", "model", "dataset", "role")]
-             + [("disagreement of judges A and B (strongest first)", DISAGREEMENT_SORT)])
+             + [("disagreement of A and B (strongest first)", DISAGREEMENT_SORT)])
     updates = [gr.update(choices=store.values(column), value=[]) for _, column, _ in CATEGORY_CONTROLS]
     return [current, open_summary(store), *updates,
             gr.update(choices=[NO_RANGE, *store.metrics], value=NO_RANGE), None, None, "all",
             gr.update(choices=[], value=None), gr.update(choices=[], value=None),
             gr.update(choices=sorts, value=store.metrics[0] if store.metrics else "id"),
-            gr.update(choices=judges, value=store.metrics[0] if store.metrics else None),
-            gr.update(choices=judges, value=store.metrics[1] if len(store.metrics) > 1 else HUMAN)]
+            gr.update(choices=rankings, value=store.metrics[0] if store.metrics else None),
+            gr.update(choices=rankings, value=store.metrics[1] if len(store.metrics) > 1 else HUMAN)]
 
 
 @user_facing
@@ -175,7 +175,7 @@ def compare_picked(ctx: ExploreContext, current):
 # ---------------------------------------------------------------------------------------------- the views
 def grid_updates(current: dict[str, Any], store: ResultsStore, sort: str, descending: bool, page: Any) -> list[Any]:
     """The active slice's page and, beside it, the compared slice's (same sort and page; the disagreement
-    order is the active slice's judges, so the compared slice is shown by id then): the caption, then the
+    order is the active slice's A and B, so the compared slice is shown by id then): the caption, then the
     values of ExploreTab.grid_outputs."""
     pictures, rows, current["page_items"], caption = grid_views(store, active_slice(current), sort, descending, page,
                                                                 current.get("found"))

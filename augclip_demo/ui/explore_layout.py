@@ -11,6 +11,7 @@ import gradio as gr
 from ..config import Settings
 from ..explore.shelf import RECORDED, Shelf
 from .explore_state import CATEGORY_CONTROLS, NO_RANGE, fresh_state
+from .explore_views import CHOOSE_RANKINGS
 from .views import empty_table
 
 
@@ -19,7 +20,8 @@ def explore_help(settings: Settings) -> str:
 **Explore a batch run.** Open a results file (JSONL, Parquet) written by `augclip-demo batch` or the Batch tab:
 the leaderboard ranks the editing models under every metric beside the humans, the agreement tables compare the
 metrics with each other and with the human judgments (the same functions as `augclip-demo protocol`), the
-disagreements list the items where two judges pick different winners, and the items grid pages through the edits.
+disagreements list the items where two metrics, or a metric and the human raters, pick different winners, and the
+items grid pages through the edits.
 Every view follows the **slice** (filters, then Apply; Save keeps it by name). Uploads are at most
 {settings.upload_max_zip_mb} MB; the server's own files are the ones its operator listed (`AUGCLIP_EXPLORE_FILES`).
 From a shell: `augclip-demo explore RESULTS.jsonl --manifest MANIFEST.jsonl`.
@@ -66,8 +68,8 @@ class ExploreTab:
     human2: gr.Dataframe
     agree2_notes: gr.Markdown
     # disagreements
-    judge_a: gr.Dropdown
-    judge_b: gr.Dropdown
+    ranking_a: gr.Dropdown  # a metric or the humans
+    ranking_b: gr.Dropdown
     found: gr.Dataframe
     # items
     sort: gr.Dropdown
@@ -101,8 +103,8 @@ class ExploreTab:
 
     @property
     def open_outputs(self) -> list[Any]:
-        return [self.state, self.info, *self.slice_controls, self.saved, self.compare, self.sort, self.judge_a,
-                self.judge_b]
+        return [self.state, self.info, *self.slice_controls, self.saved, self.compare, self.sort, self.ranking_a,
+                self.ranking_b]
 
     @property
     def grid_inputs(self) -> list[Any]:
@@ -123,7 +125,7 @@ class ExploreTab:
 
     @property
     def detail_inputs(self) -> list[Any]:
-        return [self.state, self.judge_a, self.judge_b, *self.grid_inputs]
+        return [self.state, self.ranking_a, self.ranking_b, *self.grid_inputs]
 
     @property
     def detail_outputs(self) -> list[Any]:
@@ -136,7 +138,7 @@ class ExploreTab:
 
     @property
     def cell_outputs(self) -> list[Any]:
-        return [self.state, self.judge_a, self.judge_b, self.found, self.tabs]
+        return [self.state, self.ranking_a, self.ranking_b, self.found, self.tabs]
 
 
 def build_explore_layout(shelf: Shelf) -> ExploreTab:
@@ -231,9 +233,9 @@ def _disagreements_tab() -> dict[str, Any]:
     ui: dict[str, Any] = {}
     with gr.Tab("Disagreements", id="explore-disagreements"):
         with gr.Row():
-            ui["judge_a"] = gr.Dropdown([], label="Judge A", elem_id="aug-explore-judge-a")
-            ui["judge_b"] = gr.Dropdown([], label="Judge B", elem_id="aug-explore-judge-b")
-        ui["found"] = gr.Dataframe(empty_table("Choose two judges."), label="Items where A and B pick different "
+            ui["ranking_a"] = gr.Dropdown([], label="A (a metric or the humans)", elem_id="aug-explore-ranking-a")
+            ui["ranking_b"] = gr.Dropdown([], label="B (a metric or the humans)", elem_id="aug-explore-ranking-b")
+        ui["found"] = gr.Dataframe(empty_table(CHOOSE_RANKINGS), label="Items where A and B pick different "
                                    "winners, strongest first (click a row to inspect)", interactive=False,
                                    elem_id="aug-explore-found")
     return ui

@@ -62,15 +62,15 @@ def wire_explore_tab(tab: ExploreTab, ctx: ExploreContext) -> None:
     regrid = bind(on.regrid, ctx)
     for control in grid_inputs:
         control.input(regrid, [state, *grid_inputs], [state, *tab.grid_outputs], **private)
-    for control in (tab.judge_a, tab.judge_b):
-        control.input(bind(on.refound, ctx), [state, tab.judge_a, tab.judge_b], [state, tab.found],
+    for control in (tab.ranking_a, tab.ranking_b):
+        control.input(bind(on.refound, ctx), [state, tab.ranking_a, tab.ranking_b], [state, tab.found],
                       **private).success(regrid, [state, *grid_inputs], [state, *tab.grid_outputs], **private)
     for source, kind in ((tab.grid, "page_items"), (tab.rows, "page_items"), (tab.grid2, "page_items2"),
                          (tab.rows2, "page_items2"), (tab.found, "found")):
         source.select(bind(on.inspect, ctx, kind=kind), [state], tab.inspect_outputs, **private)
     for table in (tab.matrix, tab.human):
         table.select(bind(on.cell_items, ctx), [state], tab.cell_outputs, **private)
-    tab.report_btn.click(bind(on.make_report, ctx), [state, tab.judge_a, tab.judge_b], [tab.report], **private)
+    tab.report_btn.click(bind(on.make_report, ctx), [state, tab.ranking_a, tab.ranking_b], [tab.report], **private)
 
 
 # ---------------------------------------------------------------------------------------------- to Evaluate

@@ -26,7 +26,8 @@ from ..report import UNTRAINED_WARNING
 from .guard import scrub_paths_in
 from .views import empty_table
 
-DISAGREEMENT_SORT = "disagreement"  # the grid in the Disagreements tab's order (its judges, strongest first)
+DISAGREEMENT_SORT = "disagreement"  # the grid in the Disagreements tab's order (its A and B, strongest first)
+CHOOSE_RANKINGS = "Choose A and B: two metrics, or a metric and the humans."
 
 
 def frame(headers: list[str], rows: list[list[Any]], empty: str) -> Any:
@@ -83,7 +84,7 @@ def agreement_frames(store: ResultsStore, active: Slice) -> tuple[Any, Any, str]
 def found_frame(store: ResultsStore, active: Slice, a: str | None, b: str | None) -> tuple[Any, list[int]]:
     """The slice's items where ``a`` and ``b`` pick different winners, and those items (the rows' order)."""
     if not a or not b or a == b:
-        return empty_table("Choose two different judges."), []
+        return empty_table(CHOOSE_RANKINGS), []
     try:
         found = disagreements(store, active, a, b)
     except InputError as exc:

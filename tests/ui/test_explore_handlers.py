@@ -5,6 +5,7 @@ targets, and what the page would show checked against an independent computation
 from __future__ import annotations
 
 import inspect as signature_of
+import re
 import statistics
 from pathlib import Path
 
@@ -20,10 +21,10 @@ from augclip_demo.explore.shelf import RECORDED, Shelf
 from augclip_demo.explore.store import metric_label
 from augclip_demo.ui import explore_handlers as on
 from augclip_demo.ui.evaluate_handlers import bind
-from augclip_demo.ui.explore_layout import ExploreTab, build_explore_layout
+from augclip_demo.ui.explore_layout import ExploreTab, build_explore_layout, explore_help
 from augclip_demo.ui.explore_state import MAX_SAVED_SLICES, active_slice, fresh_state
 from augclip_demo.ui.explore_tab import EvaluateHandoff
-from augclip_demo.ui.explore_views import DISAGREEMENT_SORT
+from augclip_demo.ui.explore_views import CHOOSE_RANKINGS, DISAGREEMENT_SORT
 from augclip_demo.ui.storage import WorkFolders
 from tests.explore.constructed import RUN, constructed_records, write_jsonl, write_manifest_with_images
 
@@ -101,10 +102,10 @@ def test_open_results_file_fills_the_slice_controls_from_the_file(ctx, tab):
     assert datasets["choices"] == sorted({r["dataset"] for r in records})
     assert set(models["choices"]) == {e["name"] for r in records for e in r["edits"]}
     assert out[7]["choices"] == ["(none)", "augclip", "l2"]
-    sort, judge_a, judge_b = out[-3:]
+    sort, ranking_a, ranking_b = out[-3:]
     assert DISAGREEMENT_SORT in [value for _, value in sort["choices"]] and sort["value"] == "augclip"
-    assert (judge_a["value"], judge_b["value"]) == ("augclip", "l2")
-    assert ("humans", HUMAN) in judge_a["choices"]
+    assert (ranking_a["value"], ranking_b["value"]) == ("augclip", "l2")
+    assert ("humans", HUMAN) in ranking_a["choices"]
     with pytest.raises(gr.Error, match="choose a listed results file or upload one"):
         on.open_results_file(ctx, None, None, state)
     with pytest.raises(gr.Error, match="choose one of the listed results files"):
@@ -215,7 +216,7 @@ def test_refound_lists_the_disagreements_of_another_pair(ctx, tab):
     assert set(column(out[1], "id")) == humans and "toy-2" in humans
     assert column(out[1], "humans picks")[0].endswith("]")
     same = on.refound(ctx, state, "l2", "l2")
-    assert state["found"] == [] and "two different" in str(same[1])
+    assert state["found"] == [] and same[1].iloc[0, 0] == CHOOSE_RANKINGS
 
 
 def test_inspect_shows_the_clicked_item_with_its_pictures_and_exact_record(ctx, tab):
@@ -288,3 +289,29 @@ def test_pick_judgments_takes_only_a_listed_source(ctx, tab):
     with pytest.raises(gr.Error, match="open a results file first"):
         on.pick_judgments(ctx, before_a_file, RECORDED)
     assert before_a_file["judgments"] == RECORDED  # kept for the file opened next
+
+
+def texts(value) -> list[str]:
+    """Every string in a (nested) value."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in texts(item)]
+    if isinstance(value, (list, tuple)):
+        return [text for item in value for text in texts(item)]
+    if hasattr(value, "to_dict"):  # a table (pandas)
+        return texts(value.to_dict("split"))
+    return []
+
+
+def test_the_tab_names_metrics_and_human_raters_never_judges(ctx, tab):
+    """A "judge" is the MLLM judge in this project: the Explore tab's A and B are metrics or the humans."""
+    shown = [explore_help(ctx.settings)]
+    for component in vars(tab).values():
+        config = component.get_config()
+        shown += texts({key: config.get(key) for key in ("label", "info", "value", "choices")})
+    state = opened(ctx)
+    shown += texts(on.open_results_file(ctx, LABEL, None, None)[1:])  # the choices and the sort's options
+    shown += texts(on.refound(ctx, state, "l2", "l2")[1])  # what the table says before A and B are two
+    assert len(shown) > 40 and shown.count(CHOOSE_RANKINGS) == 2
+    assert not [text for text in shown if re.search(r"\bjudges?\b", text, re.IGNORECASE)]
