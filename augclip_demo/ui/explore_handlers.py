@@ -268,10 +268,11 @@ def cell_items(ctx: ExploreContext, current, evt: gr.SelectData):
 # ---------------------------------------------------------------------------------------------- out of the tab
 @user_facing
 def make_report(ctx: ExploreContext, current, a, b, request: gr.Request):
-    """The HTML report of the active slice, as a file in the session's folder."""
+    """The HTML report of the active slice and the compared one (when "Compare with" names one), as a file in
+    the session's folder."""
     current = session_state(current)
     active = active_slice(current)
-    page = report_page(ctx.store(current), active, a, b)
+    page = report_page(ctx.store(current), active, compared_slice(current), a, b)
     folder = ctx.folders.new(getattr(request, "session_hash", None))
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in active.name)[:40] or "slice"
     path = folder / f"explore-{safe}.html"

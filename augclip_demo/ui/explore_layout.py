@@ -281,7 +281,8 @@ def _inspect_tab() -> dict[str, Any]:
 def _share_tab() -> dict[str, Any]:
     ui: dict[str, Any] = {}
     with gr.Tab("Share", id="explore-share"):
-        ui["report_btn"] = gr.Button("Make the HTML report of the active slice", elem_id="aug-explore-report-btn")
+        ui["report_btn"] = gr.Button("Make the HTML report of the active slice (and the compared one)",
+                                     elem_id="aug-explore-report-btn")
         ui["report"] = gr.File(label="Report (one self-contained HTML file)", interactive=False,
                                elem_id="aug-explore-report")
     return ui

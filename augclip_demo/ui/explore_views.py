@@ -20,7 +20,7 @@ from ..explore import (
     leaderboard,
 )
 from ..explore.agreement_matrix import PAGE_AGREEMENT_ITEMS
-from ..explore.report_html import report_html
+from ..explore.report_html import SliceReport, report_html
 from ..explore.store import metric_label
 from ..report import UNTRAINED_WARNING
 from .guard import scrub_paths_in
@@ -145,9 +145,9 @@ def inspect_views(store: ResultsStore, item: int) -> tuple[str, list, Any, dict[
     return text, pictures, frame(headers, rows, "This item has no edits."), scrub_paths_in(record)
 
 
-def report_page(store: ResultsStore, active: Slice, a: str | None, b: str | None) -> str:
-    """The shareable HTML report of ``active``: its leaderboard, agreement (within the page's bound) and the
-    disagreements of metrics ``a`` and ``b``."""
+def slice_report(store: ResultsStore, active: Slice, a: str | None, b: str | None) -> SliceReport:
+    """What the report shows of a slice: its leaderboard, agreement (within the page's bound) and the
+    disagreements of ``a`` and ``b``."""
     try:
         agreed = agreement(store, active, max_items=PAGE_AGREEMENT_ITEMS)
     except InputError as exc:
@@ -158,4 +158,12 @@ def report_page(store: ResultsStore, active: Slice, a: str | None, b: str | None
         found = disagreements(store, active, a, b) if a and b and a != b else []
     except InputError:  # several runs in the slice: the report says so in the agreement section
         found = []
-    return report_html(store, active, leaderboard(store, active), agreed, found, a or "", b or "", left_out=reason)
+    return SliceReport(active, leaderboard(store, active), agreed, found, left_out=reason)
+
+
+def report_page(store: ResultsStore, active: Slice, compared: Slice | None, a: str | None, b: str | None) -> str:
+    """The shareable HTML report of ``active`` and, after it, of the ``compared`` slice when there is one."""
+    sections = [slice_report(store, active, a, b)]
+    if compared is not None:
+        sections.append(slice_report(store, compared, a, b))
+    return report_html(store, sections, a or "", b or "")

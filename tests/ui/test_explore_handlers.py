@@ -258,6 +258,22 @@ def test_make_report_writes_the_active_slices_page(ctx, tab, run):
     assert page.count("<figure>") == 3 * len(metric_disagreements(ok_records("toy")))  # source and the two winners
 
 
+def test_the_report_has_the_compared_slice_after_the_active_one(ctx, tab):
+    state = on.apply(ctx, on.save(ctx, opened(ctx), *TOY)[0], *A_HIGH)
+    alone = Path(on.make_report(ctx, state, "augclip", "l2", None)).read_text(encoding="utf-8")
+    assert "Compared slice" not in alone and alone.count("<h2>Leaderboard</h2>") == 1
+    on.views(ctx, state, "toy", "id", False, 1)  # "Compare with" names the saved toy slice
+    page = Path(on.make_report(ctx, state, "augclip", "l2", None)).read_text(encoding="utf-8")
+    active, compared = page.split("<hr><h2>Compared slice: toy</h2>")
+    assert "<hr><h2>Active slice: A high</h2>" in active and page.count("<h2>Leaderboard</h2>") == 2
+    # the active slice holds model A's edits only: one edit per item, so no disagreements; the toy slice has all
+    assert "Top disagreements: AugCLIP vs L2 (0 found)" in active and "<td>B [untrained]</td>" not in active
+    expected = metric_disagreements(ok_records("toy"))
+    assert f"Top disagreements: AugCLIP vs L2 ({len(expected)} found)" in compared
+    assert all(f"<h3>{item} (toy)" in compared for item in expected)
+    assert "<td>B [untrained]</td>" in compared and "<td>C [untrained]</td>" in compared
+
+
 def test_handoff_gives_evaluate_the_items_images_and_the_runs_settings(ctx, tab, run):
     state = opened(ctx)
     options = dict(names=EVERY_FIELD, clip_choices=[RUN["model"]], parser_choices=None, tab_id="evaluate")
