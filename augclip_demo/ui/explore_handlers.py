@@ -200,8 +200,9 @@ def views(ctx: ExploreContext, current, compare, sort, descending, page):
     board2 = (gr.update(value=board_frame(store, other)[0], visible=True, label=f"Compared slice: {other.name}")
               if other is not None else gr.update(visible=False))
     caption, *grids = grid_updates(current, store, sort, descending, page)
+    beside = gr.update(visible=other is not None)  # the compared slice's agreement and disagreements
     return (current, f"**Slice** {html.escape(active.describe())} · {caption}", board, board2, board_notes,
-            *grids, gr.update(visible=other is not None))
+            *grids, beside, beside)
 
 
 @user_facing
@@ -210,14 +211,27 @@ def details(ctx: ExploreContext, current, a, b, sort, descending, page):
     grid again when it is sorted by disagreement."""
     current = session_state(current)
     store, active = ctx.store(current), active_slice(current)
-    found, current["found"] = found_frame(store, active, a, b)
+    found, found2 = found_frames(current, store, a, b)
     pictures, rows = gr.skip(), gr.skip()
     if sort == DISAGREEMENT_SORT:
         pictures, rows, current["page_items"], _ = grid_views(store, active, sort, descending, page,
                                                               current["found"])
     other = compared_slice(current)
     second = agreement_frames(store, other) if other is not None else (gr.skip(),) * 3
-    return (current, found, *agreement_frames(store, active), *second, pictures, rows)
+    return (current, found, *agreement_frames(store, active), *second, pictures, rows, found2)
+
+
+def found_frames(current: dict[str, Any], store: ResultsStore, a: str | None, b: str | None) -> tuple[Any, Any]:
+    """The disagreements of ``a`` and ``b`` in the active slice and, beside them, in the compared one (none:
+    left as shown, hidden); their items go to the state for the clicks."""
+    found, current["found"] = found_frame(store, active_slice(current), a, b)
+    other = compared_slice(current)
+    if other is None:
+        current["found2"] = []
+        return found, gr.skip()
+    found2, current["found2"] = found_frame(store, other, a, b)
+    return found, gr.update(value=found2, label=f"Compared slice: {other.name}: items where A and B pick different "
+                            "winners (click a row to inspect)")
 
 
 @user_facing
@@ -230,17 +244,16 @@ def regrid(ctx: ExploreContext, current, sort, descending, page):
 
 @user_facing
 def refound(ctx: ExploreContext, current, a, b):
-    """The disagreements again (another A or B)."""
+    """The disagreements of both slices again (another A or B)."""
     current = session_state(current)
-    found, current["found"] = found_frame(ctx.store(current), active_slice(current), a, b)
-    return current, found
+    return current, *found_frames(current, ctx.store(current), a, b)
 
 
 # ---------------------------------------------------------------------------------------------- an item
 @user_facing
 def inspect(ctx: ExploreContext, current, evt: gr.SelectData, *, kind: str):
-    """A click on a row or picture listed in the state's ``kind`` (``page_items``, ``page_items2``, ``found``):
-    that item in the Inspect tab."""
+    """A click on a row or picture listed in the state's ``kind`` (``page_items``, ``page_items2``, ``found``,
+    ``found2``): that item in the Inspect tab."""
     current = session_state(current)
     index = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
     items = current.get(kind) or []
@@ -261,8 +274,7 @@ def cell_items(ctx: ExploreContext, current, evt: gr.SelectData):
     a = store.metrics[row]
     b = store.metrics[column - 1] if evt.target is not None and getattr(evt.target, "elem_id", "") == \
         "aug-explore-matrix" and 1 <= column <= len(store.metrics) else HUMAN
-    found, current["found"] = found_frame(store, active_slice(current), a, b)
-    return current, a, b, found, gr.Tabs(selected="explore-disagreements")
+    return current, a, b, *found_frames(current, store, a, b), gr.Tabs(selected="explore-disagreements")
 
 
 # ---------------------------------------------------------------------------------------------- out of the tab

@@ -71,6 +71,8 @@ class ExploreTab:
     ranking_a: gr.Dropdown  # a metric or the humans
     ranking_b: gr.Dropdown
     found: gr.Dataframe
+    found2_column: gr.Column
+    found2: gr.Dataframe
     # items
     sort: gr.Dropdown
     descending: gr.Checkbox
@@ -121,7 +123,7 @@ class ExploreTab:
     @property
     def view_outputs(self) -> list[Any]:
         return [self.state, self.slice_info, self.board, self.board2, self.board_notes, *self.grid_outputs,
-                self.agree2_column]
+                self.agree2_column, self.found2_column]
 
     @property
     def detail_inputs(self) -> list[Any]:
@@ -130,7 +132,7 @@ class ExploreTab:
     @property
     def detail_outputs(self) -> list[Any]:
         return [self.state, self.found, self.matrix, self.human, self.agree_notes, self.matrix2, self.human2,
-                self.agree2_notes, self.grid, self.rows]
+                self.agree2_notes, self.grid, self.rows, self.found2]
 
     @property
     def inspect_outputs(self) -> list[Any]:
@@ -138,7 +140,7 @@ class ExploreTab:
 
     @property
     def cell_outputs(self) -> list[Any]:
-        return [self.state, self.ranking_a, self.ranking_b, self.found, self.tabs]
+        return [self.state, self.ranking_a, self.ranking_b, self.found, self.found2, self.tabs]
 
 
 def build_explore_layout(shelf: Shelf) -> ExploreTab:
@@ -235,9 +237,14 @@ def _disagreements_tab() -> dict[str, Any]:
         with gr.Row():
             ui["ranking_a"] = gr.Dropdown([], label="A (a metric or the humans)", elem_id="aug-explore-ranking-a")
             ui["ranking_b"] = gr.Dropdown([], label="B (a metric or the humans)", elem_id="aug-explore-ranking-b")
-        ui["found"] = gr.Dataframe(empty_table(CHOOSE_RANKINGS), label="Items where A and B pick different "
-                                   "winners, strongest first (click a row to inspect)", interactive=False,
-                                   elem_id="aug-explore-found")
+        with gr.Row(equal_height=False):
+            ui["found"] = gr.Dataframe(empty_table(CHOOSE_RANKINGS), label="Items where A and B pick different "
+                                       "winners, strongest first (click a row to inspect)", interactive=False,
+                                       elem_id="aug-explore-found")
+            with gr.Column(visible=False) as ui["found2_column"]:
+                ui["found2"] = gr.Dataframe(empty_table("Pick a saved slice to compare."), label="Compared slice: "
+                                            "items where A and B pick different winners (click a row to inspect)",
+                                            interactive=False, elem_id="aug-explore-found2")
     return ui
 
 

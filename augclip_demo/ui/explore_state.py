@@ -3,7 +3,7 @@
 The state holds: ``key`` (the open file, as :meth:`~augclip_demo.explore.shelf.Shelf.store` takes it),
 ``judgments`` (the chosen source of human judgments), ``uploaded`` (the upload the key came from), ``slices``
 (saved slices by name, as JSON), ``active`` (the active slice, as JSON), ``compare`` (the compared slice's name),
-``page_items`` / ``page_items2`` (the items of the grids' rows), ``found`` (the disagreements'
+``page_items`` / ``page_items2`` (the items of the grids' rows), ``found`` / ``found2`` (the disagreements'
 items) and ``inspected`` (the item shown in Inspect).
 """
 

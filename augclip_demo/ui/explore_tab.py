@@ -63,10 +63,10 @@ def wire_explore_tab(tab: ExploreTab, ctx: ExploreContext) -> None:
     for control in grid_inputs:
         control.input(regrid, [state, *grid_inputs], [state, *tab.grid_outputs], **private)
     for control in (tab.ranking_a, tab.ranking_b):
-        control.input(bind(on.refound, ctx), [state, tab.ranking_a, tab.ranking_b], [state, tab.found],
+        control.input(bind(on.refound, ctx), [state, tab.ranking_a, tab.ranking_b], [state, tab.found, tab.found2],
                       **private).success(regrid, [state, *grid_inputs], [state, *tab.grid_outputs], **private)
     for source, kind in ((tab.grid, "page_items"), (tab.rows, "page_items"), (tab.grid2, "page_items2"),
-                         (tab.rows2, "page_items2"), (tab.found, "found")):
+                         (tab.rows2, "page_items2"), (tab.found, "found"), (tab.found2, "found2")):
         source.select(bind(on.inspect, ctx, kind=kind), [state], tab.inspect_outputs, **private)
     for table in (tab.matrix, tab.human):
         table.select(bind(on.cell_items, ctx), [state], tab.cell_outputs, **private)

@@ -198,6 +198,26 @@ def test_details_list_the_disagreements_and_the_agreement_of_the_slice(ctx, tab)
     assert column(ranked[9], "id") == [i for i in column(found, "id") for _ in range(3)]
 
 
+def test_the_compared_slices_disagreements_are_shown_beside_and_open_on_a_click(ctx, tab):
+    state = on.apply(ctx, on.save(ctx, opened(ctx), *TOY)[0], *A_HIGH)
+    views = on.views(ctx, state, "toy", "id", False, 1)
+    assert views[-1]["visible"] is True  # the compared slice's disagreements beside the active one's
+    out = on.details(ctx, state, "augclip", "l2", "id", False, 1)
+    expected = metric_disagreements(ok_records("toy"))
+    assert out[1].iloc[0, 0] == "No disagreements in this slice."  # A's edits only: one edit per item
+    assert set(column(out[10]["value"], "id")) == expected and out[10]["label"].startswith("Compared slice: toy")
+    assert [item_record(ctx.store(state), i).record["id"] for i in state["found2"]] == column(out[10]["value"], "id")
+    clicked = on.inspect(ctx, state, gr.SelectData(tab.found2, {"index": [1, 0], "value": ""}), kind="found2")
+    assert clicked[4]["id"] == column(out[10]["value"], "id")[1]
+    humans = on.refound(ctx, state, "augclip", HUMAN)[2]["value"]
+    assert set(column(humans, "id")) == {r["id"] for r in ok_records("toy") if int(np.argmax(
+        [e["metrics"]["augclip"] for e in r["edits"]])) != r["human"]["preferred"]}
+    cell = on.cell_items(ctx, state, gr.SelectData(tab.matrix, {"index": [1, 1], "value": "0.5"}))
+    assert cell[1:3] == ("l2", "augclip") and set(column(cell[4]["value"], "id")) == expected
+    alone = on.views(ctx, state, None, "id", False, 1)
+    assert alone[-1]["visible"] is False and on.refound(ctx, state, "augclip", "l2")[2] == gr.skip()
+
+
 def test_regrid_pages_through_the_slice(ctx, tab):
     state = opened(ctx)
     out = on.regrid(ctx, state, "l2", False, 2)
@@ -210,7 +230,7 @@ def test_regrid_pages_through_the_slice(ctx, tab):
 def test_refound_lists_the_disagreements_of_another_pair(ctx, tab):
     state = applied(ctx, TOY)
     out = on.refound(ctx, state, "augclip", HUMAN)
-    assert len(out) == 2
+    assert len(out) == 3 and out[2] == gr.skip()  # no compared slice: its table stays hidden
     humans = {r["id"] for r in ok_records("toy")
               if int(np.argmax([e["metrics"]["augclip"] for e in r["edits"]])) != r["human"]["preferred"]}
     assert set(column(out[1], "id")) == humans and "toy-2" in humans
@@ -241,7 +261,7 @@ def test_a_click_in_an_agreement_table_lists_that_cells_disagreements(ctx, tab):
     out = on.cell_items(ctx, state, gr.SelectData(tab.matrix, {"index": [0, 2], "value": "0.5"}))
     assert len(out) == len(tab.cell_outputs)
     assert out[1:3] == ("augclip", "l2") and set(column(out[3], "id")) == metric_disagreements(ok_records("toy"))
-    assert out[4].selected == "explore-disagreements"
+    assert out[4] == gr.skip() and out[5].selected == "explore-disagreements"
     human = on.cell_items(ctx, state, gr.SelectData(tab.human, {"index": [0, 3], "value": "0.5"}))
     assert human[1:3] == ("augclip", HUMAN)
     with pytest.raises(gr.Error, match="click a cell of a metric's row"):
