@@ -1,11 +1,11 @@
-"""Disagreements: items whose edits two judges rank with different winners, strongest first.
+"""Disagreements: items whose edits two rankings put different winners on top, strongest first.
 
-A judge is a metric (its values oriented so that higher is better) or the humans (the 2AFC choice, else the
-highest human score). Over the slice's items with at least two edits that both judges can rank, an item
-disagrees when the edits one judge puts on top and those the other puts on top have none in common (a tie
+A ranking is a metric's (its values oriented so that higher is better) or the humans' (the 2AFC choice, else the
+highest human score). Over the slice's items with at least two edits that both can rank, an item
+disagrees when the edits one ranking puts on top and those the other puts on top have none in common (a tie
 at the top counts every tied edit as a winner, so a tie never makes a disagreement on its own).
 
-Strength: how far each metric prefers its own winner over the other judge's, in standard deviations of
+Strength: how far each metric prefers its own winner over the other ranking's, in standard deviations of
 that metric over the slice's edits, averaged over the metrics involved (for the humans, only the metric's
 margin counts, their choice carries no size). So 2.0 means the metrics' winners are, on average, two
 standard deviations apart under the metric that did not pick them.
@@ -45,7 +45,7 @@ def _judge_sql(key: str) -> str:
 
 
 def disagreements(store: ResultsStore, active: Slice, a: str, b: str, *, limit: int = MAX_LISTED) -> list[Disagreement]:
-    """The slice's items where judges ``a`` and ``b`` (metric keys or :data:`HUMAN`) pick different winners."""
+    """The slice's items where ``a`` and ``b`` (metric keys or :data:`HUMAN`) pick different winners."""
     single_run(store, active)
     for key in (a, b):
         if key != HUMAN and key not in store.metrics:

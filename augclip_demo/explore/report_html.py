@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ..report import UNTRAINED_WARNING
 from .agreement_matrix import Agreement
@@ -38,23 +39,36 @@ def _disagreement_block(store: ResultsStore, found: Disagreement, a: str, b: str
     view = item_record(store, found.item)
     edits = view.record.get("edits") or []
     pictures = [_picture(thumbnail_data_uri(view.image(view.record.get("source"))), "source")]
-    for index, judge in ((found.edit_a, a), (found.edit_b, b)):
+    for index, ranking in ((found.edit_a, a), (found.edit_b, b)):
         edit = edits[index] if 0 <= index < len(edits) else {}
-        label = "humans" if judge == HUMAN else metric_label(judge)
+        whose = "the humans'" if ranking == HUMAN else f"{metric_label(ranking)}'s"
         pictures.append(_picture(thumbnail_data_uri(view.image(edit.get("path"))),
-                                 f"{label}'s winner: {edit.get('name', '?')} [{index}]"))
+                                 f"{whose} winner: {edit.get('name', '?')} [{index}]"))
     return (f"<h3>{html.escape(found.id)} ({html.escape(found.dataset)}), strength {found.strength:.2f}</h3>"
             f"<p>{html.escape(view.record.get('target_text') or '')}</p>{''.join(pictures)}")
 
 
-def report_html(store: ResultsStore, active: Slice, board: Leaderboard, agreed: Agreement | None,
-                found: Sequence[Disagreement], a: str, b: str, *, top: int = 12, left_out: str = "") -> str:
-    """The report page (``agreed`` None: agreement is left out, ``left_out`` says why)."""
+@dataclass
+class SliceReport:
+    """What the report shows of one slice (``agreed`` None: agreement left out, ``left_out`` says why)."""
+
+    slice: Slice
+    board: Leaderboard
+    agreed: Agreement | None
+    found: Sequence[Disagreement]
+    left_out: str = ""
+
+
+def report_html(store: ResultsStore, sections: Sequence[SliceReport], a: str, b: str, *, top: int = 12) -> str:
+    """The report page: the files and runs, then each slice's section (the active slice first, then the
+    compared one when the page has one, as the page shows them side by side); ``a`` and ``b``: the
+    disagreements' metrics (or :data:`HUMAN`)."""
+    active = sections[0].slice
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>AugCLIP Studio results: "
              f"{html.escape(active.name)}</title><style>{STYLE}</style></head><body>",
              f"<h1>Results: {html.escape(active.name)}</h1>",
              f"<p class='note'>files: {html.escape(', '.join(f.results.name for f in store.files))}; "
-             f"{store.n_records} records; slice {html.escape(active.describe())}</p>"]
+             f"{store.n_records} records</p>"]
     if store.untrained:
         parts.append(f"<p class='warn'>{html.escape(UNTRAINED_WARNING)}</p>")
     parts.append("<ul>" + "".join(f"<li>{html.escape(run.label())}</li>" for run in store.runs) + "</ul>")
@@ -62,8 +76,20 @@ def report_html(store: ResultsStore, active: Slice, board: Leaderboard, agreed: 
     if differences:
         parts.append("<p class='warn'>Runs with different settings (kept apart): "
                      + html.escape("; ".join(differences)) + "</p>")
-    parts.append("<h2>Leaderboard</h2>" + _table(*board.table()))
-    parts.extend(f"<p class='note'>{html.escape(note)}</p>" for note in board.notes)
+    for number, section in enumerate(sections):
+        if len(sections) > 1:
+            parts.append(f"<hr><h2>{'Active' if number == 0 else 'Compared'} slice: "
+                         f"{html.escape(section.slice.name)}</h2>")
+        parts.extend(_slice_section(store, section, a, b, top))
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _slice_section(store: ResultsStore, section: SliceReport, a: str, b: str, top: int) -> list[str]:
+    parts = [f"<p class='note'>slice {html.escape(section.slice.describe())}</p>",
+             "<h2>Leaderboard</h2>" + _table(*section.board.table())]
+    parts.extend(f"<p class='note'>{html.escape(note)}</p>" for note in section.board.notes)
+    agreed = section.agreed
     if agreed is not None:
         parts.append(f"<h2>Agreement ({agreed.n_items} items)</h2><h3>Metric-metric Spearman rho (edits with both "
                      f"values)</h3>" + _table(*agreed.matrix()))
@@ -71,9 +97,8 @@ def report_html(store: ResultsStore, active: Slice, board: Leaderboard, agreed: 
                      + _table(*agreed.human_table()))
         parts.extend(f"<p class='note'>{html.escape(note)}</p>" for note in agreed.notes)
     else:
-        parts.append(f"<p class='note'>Agreement left out: {html.escape(left_out or 'not computed')}.</p>")
+        parts.append(f"<p class='note'>Agreement left out: {html.escape(section.left_out or 'not computed')}.</p>")
     names = " vs ".join("humans" if k == HUMAN else metric_label(k) for k in (a, b))
-    parts.append(f"<h2>Top disagreements: {html.escape(names)} ({len(found)} found)</h2>")
-    parts.extend(_disagreement_block(store, item, a, b) for item in list(found)[:top])
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    parts.append(f"<h2>Top disagreements: {html.escape(names)} ({len(section.found)} found)</h2>")
+    parts.extend(_disagreement_block(store, item, a, b) for item in list(section.found)[:top])
+    return parts

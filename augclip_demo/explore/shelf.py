@@ -153,7 +153,8 @@ class Shelf:
 
     def store(self, key: str, judgments: str | None = None, *, fresh: bool = False) -> ResultsStore:
         """``named:LABEL`` or ``upload:TOKEN`` (what the page keeps in its state), with the human judgments of
-        ``judgments`` (a label of :meth:`judgment_choices`; None or :data:`RECORDED`: the file's own)."""
+        ``judgments`` (a label of :meth:`judgment_choices`; None or :data:`RECORDED`: the file's own), read from
+        their source when first asked for or when ``fresh``, else the view made then."""
         kind, _, value = (key or "").partition(":")
         if kind == "named":
             store = self.named_store(value)
@@ -163,7 +164,9 @@ class Shelf:
             raise InputError("open a results file first")
         if not judgments or judgments == RECORDED:
             return store
-        if self.judgments is None or judgments not in self.judgment_choices():
+        if self.judgments is None:
             raise InputError("choose one of the listed sources of human judgments")
         kept = None if fresh else store.judged(judgments)
+        # A kept view was read from a listed source: every view of a page reuses it without listing the sources
+        # again; reading anew, the reader refuses a label it does not list.
         return kept or store.with_judgments(self.judgments.read(judgments), fresh=fresh)

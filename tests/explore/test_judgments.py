@@ -4,17 +4,23 @@ independently from that rule."""
 
 from __future__ import annotations
 
+import shutil
 import statistics
 from pathlib import Path
 
+import gradio as gr
 import numpy as np
 import pytest
 
+from augclip_demo.config import Settings
 from augclip_demo.errors import InputError
-from augclip_demo.explore import Slice, agreement, leaderboard
+from augclip_demo.explore import HUMAN, Slice, agreement, leaderboard
 from augclip_demo.explore.shelf import RECORDED, Shelf
 from augclip_demo.study import store as study_store
-from augclip_demo.ui.explore_tab import StudyReader
+from augclip_demo.ui import explore_handlers as on
+from augclip_demo.ui.explore_handlers import ExploreContext
+from augclip_demo.ui.explore_judgments import StudyReader
+from augclip_demo.ui.storage import WorkFolders
 from tests.explore.constructed import MODELS, constructed_records, write_jsonl, write_manifest_with_images
 
 TOY = Slice(name="toy", datasets=("toy",))
@@ -98,3 +104,43 @@ def test_a_rating_study_gives_per_edit_scores(run):
 
     pairs = [(e["metrics"]["augclip"], rating(r["id"], j)) for r in toy_items() for j, e in enumerate(r["edits"])]
     assert spearman.value == pytest.approx(stats.spearmanr(*zip(*pairs)).statistic)
+
+
+class CountedReader(StudyReader):
+    """The app's study reader over a real database, counting how often it lists the database's studies."""
+
+    def __init__(self, db: Path):
+        super().__init__(db)
+        self.listings = 0
+
+    def _offered(self) -> dict[str, tuple[str, str]]:
+        self.listings += 1
+        return super()._offered()
+
+
+def test_a_studys_judgments_are_read_once_per_choice_and_every_view_reuses_them(run, tmp_path):
+    """Picking a study lists the studies once; the views that follow (and the next file opened) use the
+    judgments read then, even once the database is gone; picking again reads it anew."""
+    db = shutil.copy(run.judgments.db, tmp_path / "studies.sqlite3")
+    named = run.named["results.jsonl"][0]
+    reader = CountedReader(db)
+    ctx = ExploreContext(Settings(), Shelf([f"{named.results}={named.manifest}"], judgments=reader),
+                         WorkFolders(tmp_path))
+    state = on.open_results_file(ctx, "results.jsonl", None, None)[0]
+    assert reader.listings == 0  # the recorded judgments: no study read
+    on.pick_judgments(ctx, state, "study pairs (overall)")
+    assert reader.listings == 1 and state["judgments"] == "study pairs (overall)"
+    Path(db).unlink()  # what the views show now comes from the judgments read when picked
+    views = on.views(ctx, state, None, "id", False, 1)
+    on.details(ctx, state, "augclip", HUMAN, "id", False, 1)
+    on.regrid(ctx, state, "augclip", True, 2)
+    on.refound(ctx, state, "l2", HUMAN)
+    on.open_results_file(ctx, "results.jsonl", None, state)
+    assert reader.listings == 1
+    wins = {m: statistics.fmean(1.0 if best_edit(r["id"]) == j else 0.0 for r in toy_items())
+            for j, m in enumerate(MODELS)}
+    board = views[2]
+    humans = {row[1].removesuffix(" [untrained]"): row[3] for row in board["data"]}
+    assert all(humans[m].startswith(f"{wins[m]:.4f} (#") for m in MODELS)  # the study's win rates
+    with pytest.raises(gr.Error, match="choose one of the listed sources"):  # picked again: read anew, and gone
+        on.pick_judgments(ctx, state, "study pairs (overall)")

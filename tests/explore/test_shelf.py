@@ -98,7 +98,7 @@ def test_a_damaged_parquet_upload_is_refused_without_the_servers_path(tmp_path, 
 def test_an_item_shown_to_a_client_names_no_server_folder(tmp_path):
     """The Inspect view's record keeps every number as stored; its texts lose the server's folders."""
     from augclip_demo.explore import OpenedFile, open_results
-    from augclip_demo.ui.explore_tab import inspect_views
+    from augclip_demo.ui.explore_views import inspect_views
 
     records = constructed_records()
     records[0]["edits"][0]["error"] = "weights: /srv/private/cache/hub/model.bin could not be read"
@@ -182,7 +182,7 @@ def test_the_server_waits_passively_whichever_way_it_starts(files, how):
 def test_an_item_goes_to_evaluate_with_the_runs_bpm_and_judge_settings(tmp_path):
     """The Evaluate tab gets the run's recorded settings, BPM and judge included (not only CLIP and AugCLIP's
     options): BPM and the judge switched on as the run had them, BPM's parser as recorded, the rest said."""
-    from augclip_demo.ui.explore_tab import EvaluateHandoff
+    from augclip_demo.ui.explore_handlers import evaluate_values
 
     bpm = {"detector": "random:tiny", "segmenter": "random:tiny", "sam_checkpoint": None, "parser": "rules",
            "options": {"box_threshold": 0.3}, "untrained": True}
@@ -193,15 +193,14 @@ def test_an_item_goes_to_evaluate_with_the_runs_bpm_and_judge_settings(tmp_path)
     shelf = Shelf([f"{write_jsonl(records, tmp_path / 'results.jsonl')}={manifest}"])
     inputs = evaluate_inputs(item_record(shelf.store("named:results.jsonl"), 0))
     assert (inputs.bpm, inputs.judge, inputs.bpm_parser) == (bpm, judge, "rules")
-    handoff = EvaluateHandoff.__new__(EvaluateHandoff)
-    values, notes = handoff.values(inputs, [RUN["model"]], ["rules"])
+    values, notes = evaluate_values(inputs, [RUN["model"]], ["rules"])
     assert (values["bpm_on"], values["bpm_parser"], values["judge_on"]) == (True, "rules", True)
     assert values["clip_model"] == RUN["model"] and values["C"] == RUN["options"]["C"]
     assert any("detector random:tiny" in note and "judge gpt-4o (prompt v3" in note for note in notes)
     # a parser the page does not offer is said and left as the page has it; a run without BPM turns it off
-    values, notes = handoff.values(inputs, [RUN["model"]], ["other"])
+    values, notes = evaluate_values(inputs, [RUN["model"]], ["other"])
     assert values["bpm_parser"] != "rules" and any("parser 'rules' is not offered" in note for note in notes)
     plain = evaluate_inputs(item_record(Shelf([f"{write_jsonl(constructed_records(), tmp_path / 'p.jsonl')}="
                                                f"{manifest}"]).store("named:p.jsonl"), 0))
-    values, _ = handoff.values(plain, [RUN["model"]], ["rules"])
+    values, _ = evaluate_values(plain, [RUN["model"]], ["rules"])
     assert (values["bpm_on"], values["judge_on"]) == (False, False)
