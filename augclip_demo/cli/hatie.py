@@ -166,7 +166,7 @@ def _output_spec(text: str) -> tuple[str, str, str]:
 
 
 def run_benchmark_manifest(args: argparse.Namespace) -> int:
-    from ..hatie.benchmark import write_hatie_manifest
+    from ..batch.benchmarks.hatie_bench import write_hatie_manifest
 
     written = write_hatie_manifest(args.queries, args.originals, args.masks,
                                    [_output_spec(o) for o in args.outputs], args.out)
