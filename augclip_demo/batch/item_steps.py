@@ -23,7 +23,6 @@ from ..bpm import BPMOptions
 from ..bpm.models import BPMModels
 from ..config import DEFAULT_MAX_IMAGE_SIDE, Settings
 from ..errors import AugclipError, InputError, InstructionParseError
-from ..hatie.benchmark import hatie_query
 from ..hatie.criteria import HATIE_KEYS, HatieOptions, total_weights
 from ..inference.clip_encoder import ClipEncoder
 from ..instructions import ParsedInstruction, resolve_parse
@@ -379,9 +378,17 @@ def decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, stage
         except AugclipError as exc:
             out.error = f"edit_mask: {exc}"
             return out
+        query = None
+        if any(isinstance(stage, HatieStage) for stage in stages):  # the masks are read for HATIE only
+            from .benchmarks.hatie_bench import hatie_query
+
+            try:
+                query = hatie_query(item)
+            except AugclipError as exc:
+                out.error = str(exc)
+                return out
         images = ItemImages(source, [loaded[image_key(edit.resolved)] for edit in item.edits], item.target_text,
-                            item.instruction or None, parsed, parse_reason, item.edit_type, truth, mask,
-                            hatie_query(item))
+                            item.instruction or None, parsed, parse_reason, item.edit_type, truth, mask, query)
         out.error = _run_item_stages(stages, images, out)
         if out.error is not None:
             return out

@@ -104,6 +104,11 @@ class ManifestItem:
     output_caption: str | None = None
     edit_type: str | None = None  # HATIE's edit type when the manifest gives it
 
+    @property
+    def root(self) -> Path:
+        """The manifest's folder: ``source_path`` is it joined with the parts of ``source``."""
+        return self.source_path.parents[len(_relative_parts(self.source, self.source_path, "source")) - 1]
+
     def image_paths(self) -> list[Path]:
         """The images to encode: the source, the edits, then the ground truth when there is one."""
         extra = [self.ground_truth_path] if self.ground_truth_path is not None else []

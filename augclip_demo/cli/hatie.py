@@ -71,8 +71,9 @@ def hatie_from_args(args: argparse.Namespace, settings: Settings, *, want: bool)
 def features_from_args(args: argparse.Namespace, settings: Settings) -> Any:
     from ..hatie.networks import HatieFeatures
 
-    clip = "" if getattr(args, "hatie_clip_from", "hatie") == "run" else getattr(args, "hatie_clip", None)
-    return HatieFeatures(settings, dino=args.hatie_dino, lpips=args.hatie_lpips, fid=args.hatie_fid, clip=clip)
+    # --hatie-clip-from is HatieOptions.clip, decided by HatieModels.clip_for; HATIE's CLIP loads only if used
+    return HatieFeatures(settings, dino=args.hatie_dino, lpips=args.hatie_lpips, fid=args.hatie_fid,
+                         clip=getattr(args, "hatie_clip", None))
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -166,7 +167,7 @@ def _output_spec(text: str) -> tuple[str, str, str]:
 
 
 def run_benchmark_manifest(args: argparse.Namespace) -> int:
-    from ..hatie.benchmark import write_hatie_manifest
+    from ..batch.benchmarks.hatie_bench import write_hatie_manifest
 
     written = write_hatie_manifest(args.queries, args.originals, args.masks,
                                    [_output_spec(o) for o in args.outputs], args.out)

@@ -8,7 +8,9 @@
 * :mod:`.networks` - what HATIE asks of the feature networks (DINOv2, LPIPS, FID's Inception)
 * :mod:`.vqa` - yes / no questions through the OpenAI-compatible client
 * :mod:`.tables` - the per-model table, Image Quality and weight sets over a results file's records
-* :mod:`.benchmark` - HATIE's own benchmark files -> a manifest
+
+HATIE's own benchmark files become a manifest in :mod:`augclip_demo.batch.benchmarks.hatie_bench`, beside the
+other benchmark loaders (a manifest is the batch layer's).
 """
 
 from .criteria import EDIT_TYPES, HatieOptions

@@ -402,16 +402,21 @@ def weighted(parts: Sequence[tuple[str, float | None, float]], note: str = "") -
     return float(sum(c.value * c.weight for c in components)), components  # type: ignore[operator]
 
 
-def nested(prefix: str, parts: Sequence[Component], factor: float) -> list[Component]:
-    """``parts`` of an inner combination inside an outer one whose weight is ``factor``: renamed
-    ``prefix.name`` and with their effective weights scaled."""
-    return [Component(f"{prefix}.{c.name}", c.value, c.weight, c.note,
-                      None if c.effective is None else c.effective * factor) for c in parts]
+def restated(parts: Sequence[Component], *, prefix: str = "", factor: float | None = 1.0,
+             over: float = 1) -> list[Component]:
+    """``parts`` restated inside an outer combination: ``prefix`` before each name, effective weights times
+    ``factor`` (None: the parts are intermediate sums of other measures, with no effective weight of their
+    own), weights and effective weights divided by ``over`` (one of ``over`` combinations averaged)."""
+    return [Component(prefix + c.name, c.value, c.weight / over, c.note,
+                      None if factor is None or c.effective is None else c.effective * factor / over) for c in parts]
 
 
-def intermediate(parts: Sequence[Component]) -> list[Component]:
-    """The same components as sums of other measures: no effective weight of their own."""
-    return [Component(c.name, c.value, c.weight, c.note, None) for c in parts]
+def nested(outer: Sequence[Component], name: str, inner: Sequence[Component]) -> list[Component]:
+    """``outer`` with its component ``name`` marked as an intermediate sum, then ``inner`` (the combination that
+    made it) renamed ``name.part``, with effective weights scaled by ``name``'s weight in ``outer``."""
+    share = next((c.weight for c in outer if c.name == name), 0.0)
+    return ([restated([c], factor=None)[0] if c.name == name else c for c in outer]
+            + restated(inner, prefix=f"{name}.", factor=share))
 
 
 @dataclass(frozen=True)
@@ -467,9 +472,7 @@ def object_fidelity(edit_type: str, options: HatieOptions, *, target: ObjectEvid
         value, outer = weighted([("presence", presence, ADD_MIX["presence"]),
                                  ("relation_clip", relation_clip, ADD_MIX["relation_clip"]),
                                  ("relation_vqa", relation_vqa if options.vqa else None, ADD_MIX["relation_vqa"])])
-        share = next(c.weight for c in outer if c.name == "presence")
-        return CriterionScore(key, value, [c if c.name != "presence" else intermediate([c])[0] for c in outer]
-                              + nested("presence", parts, share))
+        return CriterionScore(key, value, nested(outer, "presence", parts))
     return CriterionScore(key, None, reason=f"Object Fidelity is not part of a {edit_type} edit")
 
 
@@ -536,14 +539,11 @@ def object_consistency(edit_type: str, *, source_mask: np.ndarray | None, edit_m
         else:
             look, look_parts = appearance(comparisons.get("plain", Similarities()))
     value, parts = weighted([("appearance", look, w_app), ("position", position, w_pos), ("size", size, w_size)])
-    share = next((c.weight for c in parts if c.name == "appearance"), 0.0)
-    parts = [c if c.name != "appearance" else intermediate([c])[0] for c in parts]
     extra = [Component("centre_shift", shift, 0.0, "centre-of-mass shift / sqrt(mask area)"),
              Component("size_ratio", ratio, 0.0, "sqrt(edit area / source area)")]
     if w_size == 0:
         extra.append(Component("size", size, 0.0, "not weighted for this edit type"))
-    return CriterionScore(key, value, [Component(prefix + c.name, c.value, c.weight, c.note, c.effective)
-                                       for c in parts + nested("appearance", look_parts, share) + extra])
+    return CriterionScore(key, value, restated(nested(parts, "appearance", look_parts) + extra, prefix=prefix))
 
 
 def mean_object_consistency(scores: Sequence[CriterionScore]) -> CriterionScore:
@@ -552,8 +552,7 @@ def mean_object_consistency(scores: Sequence[CriterionScore]) -> CriterionScore:
     if not values:
         return CriterionScore("object_consistency", None, reason="no foreground object found in the source image")
     n = len(values)
-    components = [Component(c.name, c.value, c.weight / n, c.note, None if c.effective is None else c.effective / n)
-                  for s in scores if s.value is not None for c in s.components]
+    components = restated([c for s in scores if s.value is not None for c in s.components], over=n)
     return CriterionScore("object_consistency", float(np.mean(values)), components,
                           notes=[f"mean over {n} foreground object(s)"])
 
@@ -622,9 +621,14 @@ def total_weights(name_or_weights: str | Mapping[str, float],
     return weights
 
 
+def _weighted_present(values: Mapping[str, float | None], weights: Mapping[str, float]) -> list[tuple[float, float]]:
+    """(value, weight) of each criterion that has a value and a positive weight, in :data:`CRITERIA` order."""
+    return [(values[k], weights[k]) for k in CRITERIA if values.get(k) is not None and weights[k] > 0]  # type: ignore[misc]
+
+
 def edit_total(criteria: Mapping[str, float | None], weights: Mapping[str, float]) -> float | None:
     """One edit's total over the criteria it has (weights renormalised over them); no IQ (a set measure)."""
-    present = [(criteria[k], weights[k]) for k in CRITERIA if criteria.get(k) is not None and weights[k] > 0]
+    present = _weighted_present(criteria, weights)
     total = sum(w for _, w in present)
     if not present or total <= 0:
         return None
@@ -633,7 +637,7 @@ def edit_total(criteria: Mapping[str, float | None], weights: Mapping[str, float
 
 def per_type_error(se: Mapping[str, float | None], weights: Mapping[str, float]) -> float | None:
     """The published per-type table's error: sqrt(sum (se_c w_c)^2) / sum w_c over the type's criteria."""
-    present = [(se[k], weights[k]) for k in CRITERIA if se.get(k) is not None and weights[k] > 0]
+    present = _weighted_present(se, weights)
     if not present:
         return None
     return float(math.sqrt(sum((e * w) ** 2 for e, w in present)) / sum(w for _, w in present))  # type: ignore[operator]
@@ -643,7 +647,7 @@ def total_error(se: Mapping[str, float | None], weights: Mapping[str, float], iq
                 iq_share: float = IQ_SHARE) -> float | None:
     """The published model total's error: the criteria's bootstrap errors times their weights in the total,
     added in quadrature, plus Image Quality's error times its share, added as published (not squared)."""
-    inner = [(se[k], weights[k]) for k in CRITERIA if se.get(k) is not None and weights[k] > 0]
+    inner = _weighted_present(se, weights)
     if not inner:
         return None
     total = sum(w for _, w in inner)

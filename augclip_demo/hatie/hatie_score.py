@@ -91,14 +91,20 @@ class HatieModels:
             self.features.load()
         return self
 
-    def clip_for(self, options: H.HatieOptions) -> tuple[Any, str | None]:
-        """The CLIP encoder of HATIE's measures and a note when it is not the one the options ask for."""
-        own = getattr(self.features, "clip_network", None) if self.features is not None else None
-        if options.clip == "run":
+    def clip_for(self, options: H.HatieOptions | None) -> tuple[Any, str | None]:
+        """The CLIP encoder of HATIE's measures and a note when it is not the one the options ask for: the one
+        place :attr:`HatieOptions.clip <augclip_demo.hatie.criteria.HatieOptions.clip>` is decided (HATIE's own
+        CLIP is built and loaded only when this returns it)."""
+        if (options or H.HatieOptions()).clip == "run":
             return self.encoder, None
+        own = getattr(self.features, "clip_network", None) if self.features is not None else None
         if own is None:
             return self.encoder, "HATIE's own CLIP (ViT-B/32) is not configured: the run's CLIP measured instead"
         return own, None
+
+    def untrained_for(self, options: H.HatieOptions | None) -> bool:
+        """Whether a model HATIE measures with under ``options`` has random weights (its CLIP: :meth:`clip_for`'s)."""
+        return self.untrained or bool(getattr(self.clip_for(options)[0], "untrained", False))
 
     def info(self) -> dict[str, Any]:
         return {"detector": self.detector.info(), "segmenter": self.segmenter.info(),
@@ -371,7 +377,7 @@ def hatie_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInpu
     loaded = [open_image(e, name=(names[i] if names else f"edit {i + 1}")) for i, e in enumerate(edits)]
     src_image, src = _frame(src_item)
     frames = [_frame(item) for item in loaded]
-    common = dict(untrained=models.untrained, models=models.info(), source_image=src_image)
+    common = dict(untrained=models.untrained_for(options), models=models.info(), source_image=src_image)
     if models.features is None:
         notes.append("no feature networks: DINOv2 and LPIPS are left out and their weights shared by the rest")
 

@@ -54,8 +54,11 @@ class HatieFeatures:
 
     Specs take the loaders' forms: a hub id or folder for DINO, ``alex`` / ``random:alex`` for LPIPS,
     ``inception-v3-compat`` / ``random:inception-v3-compat`` for FID, a CLIP model spec for HATIE's CLIP
-    (``ViT-B-32/openai``; ``random:tiny`` in tests; ``clip=""`` leaves it out and the run's CLIP is used);
-    nothing loads until used.
+    (``ViT-B-32/openai``; ``random:tiny`` in tests; ``clip=""`` leaves it out and the run's CLIP is used).
+    Nothing loads until used: :meth:`load` loads DINOv2 and LPIPS; HATIE's CLIP and FID's Inception are built
+    and loaded at their first use (a run that measures with the run's CLIP, :attr:`HatieOptions.clip` ``"run"``,
+    never loads HATIE's; :meth:`HatieModels.clip_for <augclip_demo.hatie.hatie_score.HatieModels.clip_for>`
+    is where that is decided).
     """
 
     def __init__(self, settings: Any = None, *, dino: str | None = None, lpips: str | None = None,
@@ -71,22 +74,28 @@ class HatieFeatures:
         self.dino_network = get_dino(dino or getattr(settings, "hatie_dino", None) or DEFAULT_DINO, settings)
         self.lpips_network = get_lpips(lpips or getattr(settings, "hatie_lpips", None) or DEFAULT_LPIPS, settings)
         clip_spec = clip if clip is not None else (getattr(settings, "hatie_clip", None) or DEFAULT_CLIP)
-        self.clip_spec = clip_spec or ""  # "" = the run's CLIP
-        self.clip_network = _clip_encoder(clip_spec, settings) if clip_spec else None
+        self.clip_spec = clip_spec or ""  # "" = not configured: the run's CLIP measures instead
+        self._clip: Any = None
         self._fid_spec, self._settings = fid, settings
         self._get_fid = get_fid_network
         self._fid: Any = None
 
     @property
+    def clip_network(self) -> Any:
+        """HATIE's own CLIP encoder (None when not configured); built on first use, its weights loaded by its
+        first encoding."""
+        if self._clip is None and self.clip_spec:
+            self._clip = _clip_encoder(self.clip_spec, self._settings)
+        return self._clip
+
+    @property
     def untrained(self) -> bool:
-        parts = [self.dino_network, self.lpips_network] + ([self.clip_network] if self.clip_network else [])
-        return any(bool(p.untrained) for p in parts)
+        """Whether DINOv2 or LPIPS has random weights (HATIE's CLIP counts where it is used: HatieModels.untrained_for)."""
+        return bool(self.dino_network.untrained or self.lpips_network.untrained)
 
     def load(self) -> HatieFeatures:
         self.dino_network.load()
         self.lpips_network.load()
-        if self.clip_network is not None:
-            self.clip_network.load()
         return self
 
     def dino(self, images: Sequence[np.ndarray]) -> np.ndarray:
@@ -109,8 +118,12 @@ class HatieFeatures:
         return self.fid_network.features(list(images))
 
     def info(self) -> dict[str, Any]:
-        clip = None if self.clip_network is None else {"model": self.clip_network.spec.raw,
-                                                       "untrained": self.clip_network.untrained}
+        clip = None
+        if self.clip_spec:  # from the spec: reporting HATIE's CLIP does not build it
+            from ..inference.families import FAMILIES
+
+            row = FAMILIES["clip"]
+            clip = {"model": row.canonical(self.clip_spec), "untrained": row.untrained(row.canonical(self.clip_spec))}
         return {"dino": self.dino_network.info(), "lpips": self.lpips_network.info(), "clip": clip,
                 "fid": self._fid_spec, "untrained": self.untrained}
 

@@ -26,6 +26,7 @@ import numpy as np
 from ..config import Settings
 from ..errors import InputError
 from ..io import open_image
+from ..metrics.agreement import resampled_means
 from . import criteria as H
 from .calibration import Fit, calibrate, correlations
 from .criteria import HATIE_KEYS
@@ -222,11 +223,7 @@ def bootstrap_se(values: list[float], rng: np.random.Generator, resamples: int =
     a = np.asarray(values, np.float64)
     if len(a) < 2:
         return None
-    means = []
-    for start in range(0, resamples, BOOTSTRAP_BATCH):
-        n = min(BOOTSTRAP_BATCH, resamples - start)
-        means.append(a[rng.integers(0, len(a), size=(n, len(a)))].mean(axis=1))
-    return float(np.concatenate(means).std(ddof=1))
+    return float(resampled_means(a, resamples, rng, BOOTSTRAP_BATCH).std(ddof=1))
 
 
 def _mean_se(values: list[float], rng: np.random.Generator) -> tuple[float | None, float | None]:

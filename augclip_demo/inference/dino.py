@@ -40,20 +40,17 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from ..config import Settings, default_cache_dir
-from ..errors import ConfigError, InputError, WeightsUnavailableError
+from ..config import Settings
+from ..errors import ConfigError, InputError
 from ..io import ImageInput, open_image
-from .families import FAMILIES, get_model, is_path_spec
-from .lazy import LazyModel
-from .weights.guards import describe_load_error
-from .weights.resolve import resolve_transformers_folder
-from .weights.table import DINO_WEIGHT_ALTERNATIVES
+from .families import get_model
+from .hub_folder import RANDOM_INIT_SEED, HubFolderModel
+from .weights.table import DINO_FILES
 
 log = logging.getLogger(__name__)
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
-RANDOM_INIT_SEED = 0
 KNOWN_HUB_MODELS = ("facebook/dino-vits16", "facebook/dino-vitb8", "facebook/dinov2-base")
 #: The default network of each use (docs/metrics.md, docs/method-notes.md).
 MAGICBRUSH_DINO = "facebook/dino-vits16"
@@ -115,27 +112,37 @@ def _patch_tokens_start(model: torch.nn.Module) -> int:
     return 1 + int(getattr(model.config, "num_register_tokens", 0) or 0)
 
 
-class DinoFeatures(LazyModel):
+class _DinoFromFolder:
+    """``from_pretrained`` of a folder holding a ViT (DINO, without its pooling head) or a DINOv2 model."""
+
+    @staticmethod
+    def from_pretrained(folder: str, **kwargs: Any) -> Any:
+        from transformers import AutoConfig, Dinov2Model, ViTModel
+
+        kind = AutoConfig.from_pretrained(folder).model_type
+        if kind == "vit":
+            return ViTModel.from_pretrained(folder, add_pooling_layer=False, **kwargs)
+        if kind == "dinov2":
+            return Dinov2Model.from_pretrained(folder, **kwargs)
+        raise ConfigError(f"{folder} holds a {kind!r} model; a DINO network is a ViT or DINOv2")
+
+
+class DinoFeatures(HubFolderModel):
     """One DINO / DINOv2 network: image vectors (:meth:`embed`) and attention keys (:meth:`keys`)."""
 
     family = "DINO"
     family_key = "dino"
+    files = DINO_FILES
 
     def __init__(self, model: str = MAGICBRUSH_DINO, *, device: str | torch.device | None = "auto",
                  cache_dir: str | Path | None = None, precision: str = "fp32"):
-        self.spec = FAMILIES["dino"].canonical(model)
+        super().__init__(model, device=device, precision=precision, cache_dir=cache_dir)
         self.random = self.spec.startswith("random:")
-        self.local_folder = Path(self.spec).expanduser() if is_path_spec(self.spec) else None
-        super().__init__(device=device, precision=precision)
-        self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
 
     # ------------------------------------------------------------------ loading
     def resolve(self, *, progress: bool = False) -> Path | None:
         """The local folder of the weights (downloaded when missing); ``None`` for random weights."""
-        if self.random:
-            return None
-        return resolve_transformers_folder(f"DINO {self.spec}", self.spec, self.local_folder, self.cache_dir,
-                                           self.how_to_fix(), progress=progress)
+        return None if self.random else self._resolve_folder(self.local_folder, progress=progress)
 
     def _build(self) -> Any:
         if self.random:
@@ -143,31 +150,9 @@ class DinoFeatures(LazyModel):
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(RANDOM_INIT_SEED)
                 return build_dino_model(RANDOM_ARCHITECTURES[name]())
-        from transformers import AutoConfig, Dinov2Model, ViTModel
-
         folder = self.resolve()
         assert folder is not None
-        try:
-            config = AutoConfig.from_pretrained(str(folder))
-            if config.model_type == "vit":
-                model, info = ViTModel.from_pretrained(str(folder), add_pooling_layer=False, output_loading_info=True)
-            elif config.model_type == "dinov2":
-                model, info = Dinov2Model.from_pretrained(str(folder), output_loading_info=True)
-            else:
-                raise ConfigError(f"{folder} holds a {config.model_type!r} model; a DINO network is a ViT or DINOv2")
-        except ConfigError:
-            raise
-        except Exception as exc:  # unreadable file, wrong architecture
-            path = next((folder / n for n in DINO_WEIGHT_ALTERNATIVES if (folder / n).is_file()), None)
-            raise WeightsUnavailableError(f"DINO {self.spec}", f"the folder {folder}: "
-                                          f"{describe_load_error(exc, path)}", self.how_to_fix()) from exc
-        missing = [k for k in info.get("missing_keys", []) if "pooler" not in k]
-        if missing:  # transformers would initialise them at random: never a silent fallback
-            raise WeightsUnavailableError(f"DINO {self.spec}", f"the folder {folder}: {len(missing)} tensor(s) "
-                                          f"missing from the weights ({', '.join(sorted(missing)[:3])}, ...)",
-                                          "The file is for a different architecture or incomplete. "
-                                          + self.how_to_fix())
-        return model
+        return self._load_pretrained(folder, _DinoFromFolder)[0]
 
     def info(self) -> dict[str, Any]:
         return {"model": self.spec, "label": self.label, "device": str(self.device), "untrained": self.untrained}

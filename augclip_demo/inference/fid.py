@@ -89,10 +89,6 @@ class FidInception(LazyModel):
         self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
 
     @property
-    def label_detail(self) -> str:
-        return ""  # the label names the network; info() has the file
-
-    @property
     def url(self) -> str:
         return mirrored_url(FID_INCEPTION_URL, self.mirror)
 

@@ -1,6 +1,6 @@
-"""What the transformers region models share: a spec that is a Hub id, a local folder or ``random:KIND``.
+"""What the transformers models share: a spec that is a Hub id, a local folder or ``random:KIND``.
 
-GroundingDINO, OWL-ViT and SAM 2 are all loaded with ``from_pretrained`` from a folder in the
+GroundingDINO, OWL-ViT, SAM 2 and the DINO feature networks are all loaded with ``from_pretrained`` from a folder in the
 published layout (downloaded, or given by the operator); ``random:`` builds a seeded random model of
 the real architecture, and a folder saved from one carries :data:`RANDOM_MARKER`, so whoever loads it
 is told it is untrained. The wrappers differ in their resolver and their forward pass only.
@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from ..config import default_cache_dir
-from ..errors import WeightsUnavailableError
+from ..errors import ConfigError, WeightsUnavailableError
 from .families import FAMILIES, RANDOM_MARKER, is_path_spec
 from .lazy import LazyModel
 from .weights.fetch import require_hub_available
 from .weights.guards import describe_load_error, quiet_transformers
 from .weights.resolve import resolve_transformers_folder
-from .weights.table import GDINO_WEIGHT_ALTERNATIVES
+from .weights.table import TRANSFORMERS_WEIGHT_FILES
 
 __all__ = ["RANDOM_INIT_SEED", "RANDOM_MARKER", "HubFolderModel", "save_random_folder"]
 #: Seed of every ``random:`` region model, so two processes build identical random weights.
@@ -76,12 +76,13 @@ class HubFolderModel(LazyModel):
         if (folder := self.local_folder) is not None:
             self._resolve_folder(folder)
             return
-        require_hub_available(f"{self.family} {self.spec}", self.spec, GDINO_WEIGHT_ALTERNATIVES, self.hub_cache,
+        require_hub_available(f"{self.family} {self.spec}", self.spec, TRANSFORMERS_WEIGHT_FILES, self.hub_cache,
                               self.how_to_fix())
 
-    def _load_pretrained(self, folder: Path, model_class: Any, processor_class: Any,
+    def _load_pretrained(self, folder: Path, model_class: Any, processor_class: Any = None,
                          prepare: Callable[[Any], dict[str, Any]] | None = None) -> tuple[Any, Any]:
-        """(model, processor) from ``folder`` in the published layout, every tensor from the files.
+        """(model, processor) from ``folder`` in the published layout, every tensor from the files (no
+        ``processor_class``: the processor is None).
 
         ``prepare(processor)`` may adjust the processor and returns extra ``from_pretrained`` arguments
         (SAM 2's config at another input size). Any failure (format, architecture, a tensor missing:
@@ -90,15 +91,17 @@ class HubFolderModel(LazyModel):
         """
         quiet_transformers()
         try:
-            processor = processor_class.from_pretrained(str(folder))
+            processor = processor_class.from_pretrained(str(folder)) if processor_class is not None else None
             extra = prepare(processor) if prepare is not None else {}
             model, info = model_class.from_pretrained(str(folder), output_loading_info=True, **extra)
             missing = list(info.get("missing_keys") or []) + list(info.get("mismatched_keys") or [])
             if missing:
                 raise RuntimeError("Error(s) in loading state_dict: Missing key(s) in state_dict: "
                                    + ", ".join(f'"{k if isinstance(k, str) else k[0]}"' for k in missing) + ".")
+        except ConfigError:  # our own refusal (a folder of another kind of model) says it already
+            raise
         except Exception as exc:  # the files are all local by now: format and architecture errors end here
-            weight_file = next((folder / n for n in GDINO_WEIGHT_ALTERNATIVES if (folder / n).is_file()), None)
+            weight_file = next((folder / n for n in TRANSFORMERS_WEIGHT_FILES if (folder / n).is_file()), None)
             raise WeightsUnavailableError(f"{self.family} {self.spec}", f"the folder {folder}: "
                                           + describe_load_error(exc, weight_file), self.how_to_fix()) from exc
         return model, processor

@@ -81,7 +81,8 @@ class LazyModel:
 
     @property
     def label_detail(self) -> str:
-        """Added to the label in brackets (a checkpoint file given apart from the spec)."""
+        """Added to the label in brackets: a weights file given apart from the spec, for every family (the
+        label is the one place that says which weights computed a value; SAM, CLIP, LPIPS and FID take one)."""
         checkpoint = getattr(self.spec, "checkpoint", None) or getattr(self, "checkpoint", None)
         return f"weights: {checkpoint}" if checkpoint else ""
 

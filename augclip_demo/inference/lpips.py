@@ -73,10 +73,6 @@ class LpipsNetwork(LazyModel):
         self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
 
     @property
-    def label_detail(self) -> str:
-        return ""  # the label names the network; info() has the file
-
-    @property
     def url(self) -> str:
         return mirrored_url(TORCHVISION_BACKBONE_URLS[self.net], self.mirror)
 

@@ -275,6 +275,18 @@ def bootstrap_ci(n_units: int, statistic: Callable[[np.ndarray], float | None], 
     return _percentile_ci(samples, level, n_boot)
 
 
+def resampled_means(values: np.ndarray, resamples: int, rng: np.random.Generator, block: int) -> np.ndarray:
+    """The means of ``resamples`` bootstrap resamples of ``values``, drawn ``block`` resamples at a time.
+
+    The index matrix of a block is drawn in one call, so the draws (and so the means) depend on ``block``:
+    each caller keeps its own block size to keep its figures."""
+    n = len(values)
+    means = []
+    for start in range(0, resamples, block):
+        means.append(values[rng.integers(0, n, size=(min(block, resamples - start), n))].mean(axis=1))
+    return np.concatenate(means) if means else np.zeros(0)
+
+
 def mean_figure(values: Sequence[float], *, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT_SEED,
                 level: float = DEFAULT_LEVEL) -> Figure:
     """Mean of per-item values with its bootstrap CI (vectorised: resampling means is cheap)."""
@@ -284,14 +296,8 @@ def mean_figure(values: Sequence[float], *, n_boot: int = DEFAULT_BOOTSTRAP, see
         return Figure(None, None, 0)
     boot = None
     if n_boot > 0:
-        rng = np.random.default_rng(seed)
-        means = []
         block = max(1, min(n_boot, 2_000_000 // n))  # bound memory of the index matrix
-        done = 0
-        while done < n_boot:
-            size = min(block, n_boot - done)
-            means.extend(array[rng.integers(0, n, size=(size, n))].mean(axis=1).tolist())
-            done += size
+        means = resampled_means(array, n_boot, np.random.default_rng(seed), block).tolist()
         boot = _percentile_ci(means, level, n_boot)  # a mean of >= 1 value is always defined
     return Figure.with_bootstrap(float(array.mean()), boot, n)
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from augclip_demo.batch.benchmarks.hatie_bench import load_benchmark_pickle
 from augclip_demo.batch.results import iter_results
 from augclip_demo.cli import main
 from augclip_demo.errors import InputError
-from augclip_demo.hatie.benchmark import load_benchmark_pickle
 from tests.support import TINY, draw_scene
 
 pytestmark = pytest.mark.slow  # builds the tiny GroundingDINO and SAM

@@ -124,3 +124,31 @@ def test_feature_networks_give_perfect_similarities_for_an_untouched_edit(models
     changed = hatie_score_many(SOURCE, [RECOLORED], "make the ball blue", with_features, box_threshold=0.01)[0]
     lp = next(c.value for c in changed.scores.criteria["background_consistency"].components if c.name == "lpips")
     assert 0.0 <= lp <= 1.0
+
+
+def test_hatie_clip_is_decided_in_one_place_and_loads_only_when_used(models, tmp_path):
+    """--hatie-clip-from is HatieOptions.clip alone (the CLI builds the same networks either way), and HATIE's own
+    CLIP is built and loaded by its first use: never when the run's CLIP measures."""
+    import argparse
+
+    from augclip_demo.cli.hatie import add_hatie_args, features_from_args, hatie_from_args
+    from augclip_demo.config import Settings
+
+    settings = Settings.from_env({}, device="cpu", cache_dir=tmp_path, hatie_clip="random:tiny",
+                                 hatie_dino="random:tiny-v2", hatie_lpips="random:alex")
+    parser = argparse.ArgumentParser()
+    add_hatie_args(parser)
+    args = parser.parse_args(["--hatie-clip-from", "run"])
+    options = hatie_from_args(args, settings, want=False)["hatie"]
+    features = features_from_args(args, settings)
+    assert options.clip == "run" and features.clip_spec == "random:tiny"
+    with_features = HatieModels(models.detector, models.segmenter, models.encoder, features).load()
+    assert features._clip is None  # load() loads DINOv2 and LPIPS only
+    assert with_features.clip_for(options) == (models.encoder, None)
+    run = hatie_score_many(SOURCE, [RECOLORED], "make the ball blue", with_features, options=options,
+                           box_threshold=0.01)[0]
+    assert run.scores is not None and features._clip is None
+    own = hatie_score_many(SOURCE, [RECOLORED], "make the ball blue", with_features,
+                           options=options.with_(clip="hatie"), box_threshold=0.01)[0]
+    assert own.scores is not None and features.clip_network.is_loaded
+    assert with_features.clip_for(options.with_(clip="hatie")) == (features.clip_network, None)

@@ -84,3 +84,32 @@ def test_a_bad_unrelated_variable_does_not_stop_a_model_from_being_built(monkeyp
     assert SamSegmenter("random:tiny", device="cpu").spec == "random:tiny"
     assert GroundingDetector("random:tiny", device="cpu", cache_dir=tmp_path).spec == "random:tiny"
     assert LpipsNetwork("random:alex", device="cpu").mirror is None
+
+
+def test_a_weights_file_given_apart_from_the_spec_is_in_every_familys_label(tmp_path):
+    """One rule (LazyModel.label_detail): no wrapper switches it off, so LPIPS and FID name their file as SAM does."""
+    from augclip_demo.inference.fid import FidInception
+    from augclip_demo.inference.lpips import LpipsNetwork
+    from augclip_demo.inference.segmenter import SamSegmenter
+
+    path = tmp_path / "weights.pth"
+    assert LpipsNetwork("alex", checkpoint=path, device="cpu").label == f"LPIPS alex (weights: {path})"
+    assert FidInception(checkpoint=path, device="cpu").label == f"FID inception-v3-compat (weights: {path})"
+    assert SamSegmenter("vit_b", checkpoint=path, device="cpu").label == f"SAM vit_b (weights: {path})"
+    assert LpipsNetwork("alex", device="cpu").label == "LPIPS alex"
+    for row in FAMILIES.values():
+        assert all("label_detail" not in vars(cls) for cls in row.wrapper_class.__mro__[:-1]
+                   if cls.__name__ != "LazyModel"), row.key
+
+
+def test_every_transformers_folder_family_shares_the_hub_folder_base():
+    from augclip_demo.inference.hub_folder import HubFolderModel
+    from augclip_demo.inference.weights import table
+
+    hub = [row.key for row in FAMILIES.values() if row.grammar == "hub"]
+    assert sorted(hub) == ["dino", "gdino", "owlvit", "sam2"]
+    assert all(issubclass(FAMILIES[key].wrapper_class, HubFolderModel) for key in hub)
+    # one name for the weight file of such a folder
+    assert [name for name in vars(table) if name.endswith("WEIGHT_ALTERNATIVES")] == []
+    for files in (table.GDINO_FILES, table.DINO_FILES, table.SAM2_FILES, table.OWL_FILES):
+        assert (table.TRANSFORMERS_WEIGHT_FILES, True) in files

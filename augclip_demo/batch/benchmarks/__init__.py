@@ -5,6 +5,8 @@
 * :mod:`.dreambooth` - DreamBooth (subject folders, ``prompts_and_classes.txt``, per-model generated folders)
 * :mod:`.hf_parquet` - Hugging Face Parquet shards (MagicBrush, Emu Edit, HQ-Edit presets or a column mapping)
 * :mod:`.celeba` - CelebA-style attribute editing (a folder of faces, attribute target texts, per-model folders)
+* :mod:`.hatie_bench` - HATIE's own benchmark (query and mask pickles, ``PREFIX_{query id}`` outputs), and an
+  item's ``meta.hatie`` read back as the query it scores with
 * :mod:`.common` - what they share: the unmatched-entry report, safe paths inside the dataset, image lookup
 
 TEdBench, MagicBrush's JSON release and the CSV loader live in :mod:`augclip_demo.batch.loaders`.

@@ -35,12 +35,14 @@ SAM_CHECKPOINT_URLS: dict[str, str] = {
     "vit_b": "https://dl.fbaipublicfiles.com/segment_anything/sam_vit_b_01ec64.pth",
 }
 
+#: The weight file of a folder in transformers' layout, either name (every transformers family: GroundingDINO,
+#: OWL-ViT, SAM 2, DINO).
+TRANSFORMERS_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 #: Files a GroundingDINO folder in transformers' layout holds: (alternatives, required). The hub
 #: repositories have preprocessor_config.json; transformers 5's save_pretrained writes processor_config.json.
-GDINO_WEIGHT_ALTERNATIVES = ("model.safetensors", "pytorch_model.bin")
 GDINO_FILES: tuple[tuple[tuple[str, ...], bool], ...] = (
     (("config.json",), True),
-    (GDINO_WEIGHT_ALTERNATIVES, True),
+    (TRANSFORMERS_WEIGHT_FILES, True),
     (("preprocessor_config.json", "processor_config.json"), True),
     (("tokenizer_config.json",), True),
     (("vocab.txt",), False),
@@ -52,10 +54,9 @@ OPEN_CLIP_WEIGHT_FILES = ("open_clip_model.safetensors", "open_clip_pytorch_mode
 OPEN_CLIP_CONFIG = "open_clip_config.json"
 
 #: Files of a transformers ViT / DINOv2 repository: (alternatives, required).
-DINO_WEIGHT_ALTERNATIVES = ("model.safetensors", "pytorch_model.bin")
 DINO_FILES: tuple[tuple[tuple[str, ...], bool], ...] = (
     (("config.json",), True),
-    (DINO_WEIGHT_ALTERNATIVES, True),
+    (TRANSFORMERS_WEIGHT_FILES, True),
 )
 _DINO_PUBLISHED = ("model.safetensors", "config.json")
 #: torchvision's ImageNet weights for the LPIPS backbones (torchvision's own weight tables; the file
@@ -75,7 +76,7 @@ _GDINO_PUBLISHED = ("model.safetensors", "config.json", "preprocessor_config.jso
 #: A SAM 2 folder in transformers' layout (Sam2Model + Sam2Processor): (alternatives, required).
 SAM2_FILES: tuple[tuple[tuple[str, ...], bool], ...] = (
     (("config.json",), True),
-    (GDINO_WEIGHT_ALTERNATIVES, True),
+    (TRANSFORMERS_WEIGHT_FILES, True),
     (("preprocessor_config.json", "processor_config.json"), True),
 )
 _SAM2_PUBLISHED = ("model.safetensors", "config.json", "preprocessor_config.json")
@@ -83,7 +84,7 @@ _SAM2_PUBLISHED = ("model.safetensors", "config.json", "preprocessor_config.json
 #: An OWL-ViT folder in transformers' layout (OwlViTForObjectDetection + OwlViTProcessor with CLIP's tokenizer).
 OWL_FILES: tuple[tuple[tuple[str, ...], bool], ...] = (
     (("config.json",), True),
-    (GDINO_WEIGHT_ALTERNATIVES, True),
+    (TRANSFORMERS_WEIGHT_FILES, True),
     (("preprocessor_config.json", "processor_config.json"), True),
     (("tokenizer_config.json",), True),
     (("vocab.json",), True),

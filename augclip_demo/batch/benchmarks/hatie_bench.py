@@ -7,7 +7,8 @@ model, a folder of outputs named ``PREFIX_{query id}.EXT``. :func:`write_hatie_m
 into a manifest: one item per query, one edit per model that has an output, each item's type,
 instruction and captions, and the benchmark's source masks written as PNG files next to the
 manifest. Scoring such an item uses those masks for the source and segments only the edits, as
-the published code does.
+the published code does: :func:`hatie_query` reads an item's ``meta.hatie`` back, its mask files through
+the manifest's own path check.
 
 Pickles can run code when loaded. They are read here only from files the operator names on the
 command line or in Python, through :class:`RestrictedUnpickler`, which admits plain Python values
@@ -17,7 +18,6 @@ and numpy arrays and refuses everything else; the web app never reads them.
 from __future__ import annotations
 
 import io
-import json
 import pickle
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,8 +27,9 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from ..errors import InputError
-from .hatie_score import HatieQuery
+from ...errors import InputError
+from ...hatie.hatie_score import HatieQuery
+from ..manifest import ManifestItem, relative_inside, resolve_inside, write_manifest
 
 #: The benchmark's query types -> our edit types.
 QUERY_TYPES = {"obj_add": "add", "obj_rep": "replace", "obj_remove": "remove", "obj_resize": "resize",
@@ -188,17 +189,16 @@ def write_hatie_manifest(queries_path: str | Path, originals: str | Path, masks_
                     written.add(rel)
                 fields["masks"][name] = rel
             n_edits += len(found)
-            lines.append({"id": f"q{query['id']}", "source": _relative(source, root),
-                          "target_text": query.get("target_caption") or query.get("instruction") or "",
-                          "source_text": query.get("original_caption"), "instruction": query.get("instruction"),
-                          "edit_type": kind, "dataset": dataset,
-                          "edits": [{"path": _relative(p, root), "name": m} for m, p in found],
-                          "meta": {"hatie": fields}})
+            line = {"id": f"q{query['id']}", "source": relative_inside(source, root, "original image"),
+                    "target_text": query.get("target_caption") or query.get("instruction") or "",
+                    "source_text": query.get("original_caption"), "instruction": query.get("instruction"),
+                    "edit_type": kind, "dataset": dataset,
+                    "edits": [{"path": relative_inside(p, root, f"{m} output"), "name": m} for m, p in found],
+                    "meta": {"hatie": fields}}
+            lines.append({k: v for k, v in line.items() if v is not None})
     if not lines:
         raise InputError("no query has an output in the given folders (files are named PREFIX_{query id}.EXT)")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps({k: v for k, v in line.items() if v is not None}) + "\n" for line in lines),
-                   encoding="utf-8")
+    write_manifest(lines, out)
     return BenchmarkSet(out, len(lines), n_edits, missing, len(written))
 
 
@@ -206,29 +206,29 @@ def _safe(name: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in name)[:60] or "object"
 
 
-def _relative(path: Path, root: Path) -> str:
-    """``path`` relative to the manifest's folder (manifests name files inside their folder only)."""
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        raise InputError(f"{path} is outside {root}: write the manifest in a folder that holds the original images "
-                         "and the outputs (for example the benchmark's own folder)") from None
+def hatie_query(item: ManifestItem) -> HatieQuery | None:
+    """The benchmark query of a manifest item (its ``meta.hatie``) with the source masks read, or None.
 
-
-def hatie_query(item: Any) -> HatieQuery | None:
-    """The benchmark query of a manifest item (its ``meta.hatie``) with the source masks read, or None."""
+    Each mask path goes through :func:`~..manifest.resolve_inside`, as every other file a manifest names:
+    a path outside the manifest's folder is refused with the field that names it."""
     meta = item.meta.get("hatie") if isinstance(item.meta, dict) else None
     if not isinstance(meta, dict):
         return None
-    source = Path(item.source)
-    root = item.source_path.parents[len(source.parts) - 1] if not source.is_absolute() else Path("/")
+    named = meta.get("masks") or {}
+    if not isinstance(named, dict):
+        raise InputError("meta.hatie.masks must be an object (object name -> mask path relative to the manifest's "
+                         f"folder), got {type(named).__name__}")
     masks = {}
-    for name, rel in (meta.get("masks") or {}).items():
-        path = Path(rel) if Path(rel).is_absolute() else root / rel
+    for name, rel in named.items():
+        what = f"meta.hatie.masks[{str(name)!r}]"
+        if not isinstance(rel, str):
+            raise InputError(f"{what} must be a path relative to the manifest's folder, got {type(rel).__name__}")
+        path = resolve_inside(item.root, rel, what)
         try:
-            masks[str(name)] = np.asarray(Image.open(path).convert("L")) > 127
+            with Image.open(path) as image:
+                masks[str(name)] = np.asarray(image.convert("L")) > 127
         except OSError as exc:
-            raise InputError(f"item {item.id}: the mask of {name!r} ({rel}) cannot be read: {exc}") from None
+            raise InputError(f"{what} {rel.strip()!r} cannot be read: {exc}") from None
     return HatieQuery(query_id=meta.get("query_id"), target=meta.get("target"), new=meta.get("new"),
                       anchor=meta.get("anchor"), location=meta.get("location"), after=meta.get("after"),
                       subtype=meta.get("subtype"), foreground=tuple(meta.get("foreground") or ()),
