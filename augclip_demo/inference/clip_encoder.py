@@ -20,14 +20,13 @@ from .cpu_matmul import cpu_matmul, resolve_cpu_matmul
 from .device import autocast, device_description, is_out_of_memory
 from .lazy import LazyModel
 from .lru import LRUCache
-from .specs import ModelSpec, parse_model_spec, register_model_configs
+from .specs import RANDOM_INIT_SEED, ModelSpec, parse_model_spec, register_model_configs
 from .weights.guards import compare_state_dicts, create_open_clip, describe_load_error
 from .weights.resolve import ClipFiles, resolve_clip
 
 log = logging.getLogger(__name__)
 
 #: Seed used to initialise ``random:`` models, so two processes build identical random weights.
-RANDOM_INIT_SEED = 0
 #: Token counts a text pass may read short of the full context (see ClipEncoder._encode_text_batch): a
 #: text goes to the shortest that holds it, and a pass holds texts of one length only.
 TEXT_PASS_LENGTHS = (8, 16, 32)

@@ -44,7 +44,8 @@ from ..config import Settings
 from ..errors import ConfigError, InputError
 from ..io import ImageInput, open_image
 from .families import get_model
-from .hub_folder import RANDOM_INIT_SEED, HubFolderModel
+from .hub_folder import HubFolderModel
+from .specs import RANDOM_INIT_SEED
 from .weights.table import DINO_FILES
 
 log = logging.getLogger(__name__)

@@ -28,13 +28,13 @@ from ..errors import ConfigError, InputError, WeightsUnavailableError
 from ..io import ImageInput, open_image
 from .families import FAMILIES, get_model
 from .lazy import LazyModel
+from .specs import RANDOM_INIT_SEED
 from .weights.guards import describe_load_error
 from .weights.resolve import mirrored_url, resolve_url_weights
 from .weights.table import FID_INCEPTION_URL
 
 NETWORK = "inception-v3-compat"
 FEATURES = "2048"  # the pool features FID uses
-RANDOM_INIT_SEED = 0
 
 
 def build_inception(path: Path | None) -> torch.nn.Module:

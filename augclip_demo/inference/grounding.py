@@ -36,7 +36,8 @@ from ..errors import ConfigError, InputError
 from ..io import ImageInput, LoadedImage, open_image
 from .device import device_description
 from .families import FAMILIES, get_model
-from .hub_folder import RANDOM_INIT_SEED, HubFolderModel, save_random_folder
+from .hub_folder import HubFolderModel, save_random_folder
+from .specs import RANDOM_INIT_SEED
 from .weights.table import GDINO_FILES
 
 log = logging.getLogger(__name__)

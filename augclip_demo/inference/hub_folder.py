@@ -17,14 +17,14 @@ from ..config import default_cache_dir
 from ..errors import ConfigError, WeightsUnavailableError
 from .families import FAMILIES, RANDOM_MARKER, is_path_spec
 from .lazy import LazyModel
+from .specs import RANDOM_INIT_SEED
 from .weights.fetch import require_hub_available
 from .weights.guards import describe_load_error, quiet_transformers
 from .weights.resolve import resolve_transformers_folder
 from .weights.table import TRANSFORMERS_WEIGHT_FILES
 
-__all__ = ["RANDOM_INIT_SEED", "RANDOM_MARKER", "HubFolderModel", "save_random_folder"]
+__all__ = ["RANDOM_MARKER", "HubFolderModel", "save_random_folder"]
 #: Seed of every ``random:`` region model, so two processes build identical random weights.
-RANDOM_INIT_SEED = 0
 
 
 def save_random_folder(folder: Path, model: Any, processor: Any, kind: str) -> Path:

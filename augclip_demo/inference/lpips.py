@@ -27,12 +27,12 @@ from ..config import Settings, default_cache_dir
 from ..errors import ConfigError, InputError, WeightsUnavailableError
 from .families import FAMILIES, get_model
 from .lazy import LazyModel
+from .specs import RANDOM_INIT_SEED
 from .weights.guards import describe_load_error
 from .weights.resolve import mirrored_url, resolve_url_weights
 from .weights.table import TORCHVISION_BACKBONE_URLS
 
 NETS = {"alex": "alexnet", "squeeze": "squeezenet1_1", "vgg": "vgg16"}
-RANDOM_INIT_SEED = 0
 _SLICE = re.compile(r"^(?:slice\d+|slices\.\d+)\.(\d+)\.(.+)$")
 
 

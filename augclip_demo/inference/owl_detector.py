@@ -40,8 +40,9 @@ from ..io import ImageInput, LoadedImage, open_image
 from .device import device_description
 from .families import get_model
 from .grounding import Detection, clean_detection_phrase
-from .hub_folder import RANDOM_INIT_SEED, HubFolderModel, save_random_folder
+from .hub_folder import HubFolderModel, save_random_folder
 from .lru import LRUCache
+from .specs import RANDOM_INIT_SEED
 from .weights.table import OWL_FILES
 
 __all__ = ["DEFAULT_FAST_DETECTOR_MODEL", "DEFAULT_OWL_BOX_THRESHOLD", "OwlDetector", "get_owl_detector"]

@@ -36,8 +36,9 @@ from ..errors import ConfigError, InputError
 from ..io import ImageInput, LoadedImage, open_image
 from .device import device_description
 from .families import get_model
-from .hub_folder import RANDOM_INIT_SEED, HubFolderModel, save_random_folder
+from .hub_folder import HubFolderModel, save_random_folder
 from .lru import LRUCache
+from .specs import RANDOM_INIT_SEED
 from .weights.table import SAM2_FILES
 
 __all__ = ["DEFAULT_FAST_SAM_MODEL", "Sam2Segmenter", "get_fast_segmenter"]

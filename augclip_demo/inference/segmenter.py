@@ -34,6 +34,7 @@ from ..io import ImageInput, LoadedImage, open_image
 from .device import device_description
 from .families import FAMILIES, get_model
 from .lazy import LazyModel
+from .specs import RANDOM_INIT_SEED
 from .weights.fetch import require_url_available
 from .weights.guards import describe_load_error
 from .weights.resolve import resolve_sam, sam_cache_path, sam_url
@@ -42,7 +43,6 @@ from .weights.table import SAM_CHECKPOINT_URLS  # noqa: F401 - re-exported: the 
 log = logging.getLogger(__name__)
 
 ARCHITECTURES = FAMILIES["sam"].names
-RANDOM_INIT_SEED = 0
 
 
 def build_tiny_sam() -> Any:

@@ -103,6 +103,8 @@ class ModelSpec:
 UNTRAINED = " (random weights, untrained)"
 #: Written into folders saved from random models: loading such a folder says the weights are untrained.
 RANDOM_MARKER = "augclip_random_weights.json"
+#: The seed every family draws its ``random:`` weights from, so one spec gives the same network in any process.
+RANDOM_INIT_SEED = 0
 
 
 def is_path_spec(spec: str) -> bool:
