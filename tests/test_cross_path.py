@@ -84,7 +84,10 @@ def environment(tmp_path_factory):
                "AUGCLIP_JUDGE_BASE_URL": server.url, "AUGCLIP_JUDGE_MODEL": "cross-path-judge",
                "AUGCLIP_MLLM_MAX_RETRIES": "0", "OPENAI_API_KEY": "local-test-server",
                "AUGCLIP_CACHE_DIR": str(tmp_path_factory.mktemp("cache")), "AUGCLIP_CLIP_MODEL": TINY,
-               "AUGCLIP_DEVICE": "cpu"}
+               "AUGCLIP_DEVICE": "cpu",
+               # room for every network the paths use (CLIP, region, feature and HATIE models): with the default
+               # of 4 each item unloaded and reloaded most of them, a full gc.collect per eviction
+               "AUGCLIP_MAX_LOADED_MODELS": "16"}
         for name in ("OPENAI_BASE_URL", "AUGCLIP_JUDGE_SAMPLES", "AUGCLIP_BPM_PRESET"):
             patch.delenv(name, raising=False)
         for name, value in env.items():

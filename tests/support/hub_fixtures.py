@@ -1,4 +1,7 @@
-"""Fixtures for weight tests (imported by tests/conftest.py): a local model hub with published layouts."""
+"""Fixtures for weight tests (imported by tests/conftest.py): a local model hub with published layouts.
+
+``published`` (which imports torch) is imported inside the fixtures: the conftest imports this module for
+every run, and a run of tests that never start the hub should not pay for torch at collection."""
 
 from __future__ import annotations
 
@@ -7,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import published
 from tests.support.hub_server import HubServer
 
 
 @pytest.fixture(scope="session")
 def hub(tmp_path_factory: pytest.TempPathFactory):
     """A running :class:`HubServer` with the hf-hub: CLIP repo and the SAM file (GroundingDINO: ``hub_gdino``)."""
+    from tests.support import published
+
     folder = tmp_path_factory.mktemp("published")
     with HubServer() as server:
         clip = published.write_hf_hub_clip(folder / "clip")
@@ -26,6 +30,8 @@ def hub(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="session")
 def hub_gdino(hub: HubServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.support import published
+
     folder = published.write_gdino(tmp_path_factory.mktemp("published-gdino"))
     hub.add_folder(published.GDINO_REPO, folder)
     return folder
@@ -59,6 +65,8 @@ def online(monkeypatch: pytest.MonkeyPatch, hub: HubServer, tmp_path: Path) -> P
 
 def subprocess_env(hub: HubServer, root: Path, **extra: str) -> dict[str, str]:
     """Environment for a CLI/app process that loads real (non-random) weights from ``hub``."""
+    from tests.support import published
+
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AUGCLIP_", "HF_"))}
     env.update({"HF_ENDPOINT": hub.url, "HF_HUB_OFFLINE": "0", "HF_HUB_CACHE": str(root / "hf-standard"),
                 "HF_HUB_DISABLE_TELEMETRY": "1", "AUGCLIP_CACHE_DIR": str(root / "cache"), "AUGCLIP_DEVICE": "cpu",
@@ -71,6 +79,8 @@ def subprocess_env(hub: HubServer, root: Path, **extra: str) -> dict[str, str]:
 def hub_features(hub: HubServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The tiny DINO / DINOv2 repositories and the SqueezeNet LPIPS backbone file on ``hub``
     (files under ``hub.url + '/files'``, the AUGCLIP_FILE_MIRROR of the tests)."""
+    from tests.support import published
+
     folder = tmp_path_factory.mktemp("published-features")
     dino = published.write_dino(folder / "dino", "tiny")
     dinov2 = published.write_dino(folder / "dinov2", "tiny-v2")

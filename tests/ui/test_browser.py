@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import io
-import json
 import shutil
-import urllib.parse
-import urllib.request
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -162,45 +157,6 @@ def test_a_bad_input_shows_a_message_not_a_traceback(browser, app_server):
     toast = page.get_by_text("Upload a source image first")
     toast.wait_for(timeout=60_000)
     assert "Traceback" not in page.content()
-
-
-def test_explanations_and_bpm_panel_render(browser, app_server, tmp_path):
-    page = open_page(browser, app_server["url"])
-    page.get_by_text("Advanced options").click()
-    page.locator("#aug-bpm-on input[type=checkbox]").check()
-    page.get_by_text("add a blue ball to the left of the red box").first.click()
-    wait_for_rows(page, 4)
-    page.get_by_role("tab", name="Relevancy maps").click()
-    for element in ("#aug-map-augclip img", "#aug-map-clip-t img", "#aug-map-clip-dir img"):
-        page.locator(element).wait_for(timeout=240_000)
-    shown = page.locator("#aug-map-augclip img").get_attribute("src")
-    page.locator("#aug-edit-pick").get_by_text("E4 excessively_modified").click()
-    page.wait_for_function(f"document.querySelector('#aug-map-augclip img').src != {shown!r}")
-    page.screenshot(path=str(tmp_path / "relevancy.png"), full_page=True)
-    page.get_by_role("tab", name="Hyperplane views").click()
-    page.locator("#aug-exact .js-plotly-plot .scatterlayer .points path").first.wait_for()  # interactive (Plotly)
-    page.locator("#aug-umap .js-plotly-plot .scatterlayer .points path").first.wait_for()
-    page.screenshot(path=str(tmp_path / "hyperplane.png"), full_page=True)
-    page.get_by_role("tab", name="Attribute rankings").click()
-    for element in ("#aug-rank-source img", "#aug-rank-target img", "#aug-alpha img"):
-        page.locator(element).wait_for()
-    page.get_by_role("tab", name="BPM").click()
-    page.wait_for_function("document.querySelectorAll('#aug-bpm-gallery img').length >= 12", timeout=240_000)
-    headers = page.locator("#aug-table [role=columnheader]").all_inner_texts()
-    assert any(h.strip() == "BPM" for h in headers), headers
-    assert page.locator("#aug-bpm-o2 textarea, #aug-bpm-o2 input").first.input_value() == "blue ball"
-    assert "UNTRAINED" in page.locator("#aug-bpm-info").inner_text().upper()
-    page.screenshot(path=str(tmp_path / "bpm.png"), full_page=True)
-    # figures.zip is written once, after the last stage: it holds the figures and the report with BPM.
-    link = page.locator("#aug-downloads a[href*='figures.zip']")
-    link.wait_for(timeout=240_000)
-    href = link.get_attribute("href")
-    archive = zipfile.ZipFile(io.BytesIO(urllib.request.urlopen(urllib.parse.urljoin(app_server["url"], href)).read()))
-    names = archive.namelist()
-    assert "figures/E1_relevancy_augclip.png" in names and "figures/hyperplane_exact.png" in names, names
-    report = json.loads(archive.read("report.json"))
-    assert all(edit["metrics"].get("bpm") is not None for edit in report["edits"])
-    print(f"\nscreenshots: {tmp_path}")
 
 
 def test_batch_tab_runs_the_shipped_examples(browser, app_server, tmp_path):

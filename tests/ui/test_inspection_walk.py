@@ -1,7 +1,8 @@
 """The researcher's inspection flow in a real browser, on a shipped example, with a screenshot of every view.
 
 Walks: example -> scores -> relevancy maps (two edits) -> interactive hyperplane views (hover, legend
-toggle, another edit's fit) -> attribute rankings -> BPM -> comparison grid -> its HTML download.
+toggle, another edit's fit) -> attribute rankings -> BPM -> comparison grid -> its HTML download ->
+figures.zip. (One walk for every view of this example: each walk runs the example with BPM again.)
 Checks what a reader needs: the edits' names are distinct everywhere, the texts of the plots that
 the page can measure (titles, axis titles, tick labels, legend entries) do not overlap, the hover
 names the point with its alpha and signed distance.
@@ -12,8 +13,13 @@ moves it): .ci/run leaves that folder on disk after the run, for CI to keep as a
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import re
+import urllib.parse
+import urllib.request
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -89,13 +95,14 @@ def test_the_whole_inspection_flow_reads_well(browser, app_server):
 
     # Relevancy maps of the best edit, then of another one; the picker's names are distinct and numbered
     page.get_by_role("tab", name="Relevancy maps").click()
-    page.locator("#aug-map-augclip img").wait_for(timeout=240_000)
+    for element in ("#aug-map-augclip img", "#aug-map-clip-t img", "#aug-map-clip-dir img"):
+        page.locator(element).wait_for(timeout=240_000)
     picks = [t.strip() for t in page.locator("#aug-edit-pick label").all_inner_texts() if t.strip()]
     assert len(picks) == 4 and len(set(picks)) == 4, picks
     assert [p.split()[0] for p in picks] == ["E1", "E2", "E3", "E4"], picks
     page.screenshot(path=str(shots / "02-relevancy-best.png"), full_page=True)
     shown = page.locator("#aug-map-augclip img").get_attribute("src")
-    page.locator("#aug-edit-pick").get_by_text(picks[3]).click()
+    page.locator("#aug-edit-pick").get_by_text("E4 excessively_modified").click()
     page.wait_for_function(f"document.querySelector('#aug-map-augclip img').src != {shown!r}")
     page.screenshot(path=str(shots / "03-relevancy-E4.png"), full_page=True)
 
@@ -141,6 +148,10 @@ def test_the_whole_inspection_flow_reads_well(browser, app_server):
     # BPM (random region models: labelled untrained)
     page.get_by_role("tab", name="BPM").click()
     page.wait_for_function("document.querySelectorAll('#aug-bpm-gallery img').length >= 12", timeout=240_000)
+    headers = page.locator("#aug-table [role=columnheader]").all_inner_texts()
+    assert any(h.strip() == "BPM" for h in headers), headers
+    assert page.locator("#aug-bpm-o2 textarea, #aug-bpm-o2 input").first.input_value() == "blue ball"
+    assert "UNTRAINED" in page.locator("#aug-bpm-info").inner_text().upper()
     page.screenshot(path=str(shots / "09-bpm.png"), full_page=True)
 
     # Comparison grid: every edit side by side, names distinct, BPM regions and maps in it
@@ -156,4 +167,14 @@ def test_the_whole_inspection_flow_reads_well(browser, app_server):
     html_text = Path(download.value.path()).read_text(encoding="utf-8")
     assert "<!DOCTYPE html>" in html_text and not re.search(r"https?://|<script", html_text)
     (shots / "comparison.html").write_text(html_text, encoding="utf-8")
+
+    # figures.zip is written once, after the last stage: it holds the figures and the report with BPM.
+    link = page.locator("#aug-downloads a[href*='figures.zip']")
+    link.wait_for(timeout=240_000)
+    href = link.get_attribute("href")
+    archive = zipfile.ZipFile(io.BytesIO(urllib.request.urlopen(urllib.parse.urljoin(app_server["url"], href)).read()))
+    names = archive.namelist()
+    assert "figures/E1_relevancy_augclip.png" in names and "figures/hyperplane_exact.png" in names, names
+    report = json.loads(archive.read("report.json"))
+    assert all(edit["metrics"].get("bpm") is not None for edit in report["edits"])
     print(f"\nscreenshots: {shots}")
