@@ -38,6 +38,8 @@ PRECISIONS = ("auto", "fp32", "fp16", "bf16")
 CPU_MATMULS = ("auto", "onednn", "blas")
 DEFAULT_MAX_EDITS = 8
 DEFAULT_APP_CONCURRENCY = 2
+#: MB the app's requests' heavy stages (explanations, figures, BPM) may hold at once (ui/guard.MemoryGate).
+DEFAULT_STAGE_MEMORY_MB = 1536
 DEFAULT_MAX_LOADED_MODELS = 4
 DEFAULT_MAX_MODEL_MEMORY_MB = 8192
 DEFAULT_JUDGE_CONCURRENCY = 4
@@ -301,6 +303,10 @@ SETTINGS: tuple[Setting, ...] = (
             default_words="none, uploads only"),
     Setting("concurrency", "AUGCLIP_CONCURRENCY", int, DEFAULT_APP_CONCURRENCY,
             "app requests run at once", LIMIT, _POSITIVE, _positive_int, "--concurrency (app)"),
+    Setting("stage_memory_mb", "AUGCLIP_STAGE_MEMORY_MB", int, DEFAULT_STAGE_MEMORY_MB,
+            "memory, in MB, that the app's requests may hold at once in their explanation, figure and BPM stages "
+            "(each reserves an estimate from its images' pixels; one that would pass the bound waits for the "
+            "others; one larger than the bound runs alone)", LIMIT, _POSITIVE, _positive_int),
     Setting("max_text_chars", "AUGCLIP_MAX_TEXT_CHARS", int, DEFAULT_MAX_TEXT_CHARS,
             "most characters in one text a web client sends (target, source text, instruction, caption, BPM "
             "fields, manifest texts)", LIMIT, _POSITIVE, _positive_int),
@@ -424,6 +430,7 @@ class Settings:
     allowed_models: tuple[str, ...] = _field("allowed_models")
     explore_files: tuple[str, ...] = _field("explore_files")  # RESULTS or RESULTS=MANIFEST entries
     concurrency: int = _field("concurrency")
+    stage_memory_mb: int = _field("stage_memory_mb")
     max_text_chars: int = _field("max_text_chars")
     max_attributes: int = _field("max_attributes")
     max_attribute_chars: int = _field("max_attribute_chars")

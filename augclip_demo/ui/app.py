@@ -28,6 +28,7 @@ from .evaluate_handlers import EvaluateContext, bind, page_settings
 from .evaluate_layout import EvaluateOffer, build_evaluate_tab, evaluate_offer
 from .examples import load_examples
 from .explore_tab import build_explore_tab
+from .guard import MEMORY_GATE
 from .inputs import bound_inputs
 from .status import check_region_models, model_status, status_html
 from .storage import WorkFolders
@@ -58,6 +59,7 @@ source; CLIPdir, CLIP-I, CLIP-T, L2 (and BPM, region-aware) are shown beside it.
 def build_app(settings: Settings | None = None) -> gr.Blocks:
     """The whole page: the status area, the Evaluate, Batch, Explore, Study and Help tabs, wired."""
     base = app_settings(settings or Settings.from_env(), cuda=_cuda_available())
+    MEMORY_GATE.budget = base.stage_memory_mb << 20  # one bound for the process's requests (docs/security.md)
     status, region_check = model_status(base), check_region_models(base)
     clip_choices = offered_models(base)
     offer = evaluate_offer(base, clip_choices=clip_choices, cuda=_cuda_available(), examples=load_examples())

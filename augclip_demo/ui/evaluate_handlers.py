@@ -35,7 +35,7 @@ from . import first_contact, views
 from . import session as logic
 from .evaluate_layout import EvaluateTab, provider_note
 from .examples import Example
-from .guard import scrub_paths, user_facing
+from .guard import heavy_stage, scrub_paths, user_facing
 from .status import ModelStatus, RegionModelsCheck, check_region_models, model_status, status_html
 from .storage import WorkFolders
 
@@ -215,6 +215,7 @@ def rescore_if_evaluated(ctx: EvaluateContext, src_box_value, tgt_box_value, cla
 
 
 @user_facing
+@heavy_stage
 def edit_figure_updates(ctx: EvaluateContext, state, pick, kinds: tuple[str, ...] = views.PER_EDIT_FIGURES,
                         compute: bool = True) -> Updates:
     """The selected edit's relevancy maps and ranking charts (``kinds`` of them), each drawn the
@@ -259,6 +260,7 @@ def explained_updates(ctx: EvaluateContext, state: logic.Session, *, archive: bo
 
 
 @user_facing
+@heavy_stage
 def explain(ctx: EvaluateContext, explain_enabled, state, progress=gr.Progress(), *, archive: bool = False) -> Updates:
     """The explanations of the session's scores, when switched on (``archive``: the /explain endpoint)."""
     if not explain_enabled or _stopped(state):
@@ -267,6 +269,7 @@ def explain(ctx: EvaluateContext, explain_enabled, state, progress=gr.Progress()
 
 
 @user_facing
+@heavy_stage
 def show_other_maps(ctx: EvaluateContext, state, pick) -> Updates:
     """Then the selected edit's CLIP-T and CLIPdir maps (the first result showed its AugCLIP map)."""
     outputs = ctx.tab.relevancy_outputs
@@ -281,6 +284,7 @@ def show_other_maps(ctx: EvaluateContext, state, pick) -> Updates:
 
 
 @user_facing
+@heavy_stage
 def explain_rest(ctx: EvaluateContext, state) -> Updates:
     """After the first result: the other edits' relevancy maps and the UMAP view (it waits for numba's
     start-up compile, if still running)."""
@@ -353,6 +357,7 @@ def parse_instruction(ctx: EvaluateContext, instruction_value, parser, clip_mode
 
 
 @user_facing
+@heavy_stage
 def bpm_stage(ctx: EvaluateContext, bpm_enabled, instruction_value, parser, clip_model, state, progress=gr.Progress(),
               *, archive: bool = False) -> Updates:
     """After Evaluate: parse and show the parse; run BPM on it unless it needs the user first."""
@@ -373,6 +378,7 @@ def bpm_stage(ctx: EvaluateContext, bpm_enabled, instruction_value, parser, clip
 
 
 @user_facing
+@heavy_stage
 def bpm_on_fields(ctx: EvaluateContext, instruction_value, parser, clip_model, o1, o2, size, position, reference,
                   state, progress=gr.Progress(), *, plain: bool) -> Updates:
     """BPM on the fields as the user left them (the parse, corrected; or typed by hand). ``plain``: the
@@ -408,6 +414,7 @@ def judge_stage(ctx: EvaluateContext, judge_enabled, instruction_value, clip_mod
 
 
 @user_facing
+@heavy_stage
 def complete_downloads(ctx: EvaluateContext, state) -> Any:
     """The chain's last step: figures.zip, written once with everything the stages made."""
     if _stopped(state) or state.output_dir is None:
@@ -420,6 +427,7 @@ def complete_downloads(ctx: EvaluateContext, state) -> Any:
 
 
 @user_facing
+@heavy_stage
 def show_comparison(ctx: EvaluateContext, state) -> tuple[Any, Any]:
     """Built when asked for (tab opened, button), so evaluating costs nothing more."""
     if state is None or state.report is None:

@@ -1,18 +1,23 @@
-"""One wrapper for every event handler: users see a message, never a traceback."""
+"""One wrapper for every event handler (users see a message, never a traceback), and the memory gate of the
+heavy stages (their requests share one bound)."""
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import functools
 import html
+import inspect
 import logging
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
+from ..config import DEFAULT_STAGE_MEMORY_MB
 from ..errors import AugclipError
 from ..inference.device import is_out_of_memory
 
@@ -139,3 +144,130 @@ class CancelWatch:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# ---------------------------------------------------------------------------- memory of the heavy stages
+
+#: Estimated bytes a heavy stage holds per pixel of its request's images at the working resolution (the
+#: relevancy maps placed on each image, the figures drawn over it, BPM's masks), and for the stage itself
+#: (the relevancy pass's graph, a figure's canvas). Measured with random:ViT-B-16 (docs/security.md).
+STAGE_BYTES_PER_PIXEL = 40
+STAGE_BASE_BYTES = 256 << 20
+
+
+def stage_bytes(report: Any) -> int:
+    """The memory one heavy stage of ``report``'s request is estimated to hold: by the pixels of its images
+    at the working resolution (source, edits, ground truth), as the session keeps them."""
+    arrays = getattr(report, "arrays", None)
+    images = [getattr(arrays, "source_image", None), *(getattr(arrays, "edit_images", None) or []),
+              getattr(arrays, "ground_truth_image", None)]
+    pixels = sum(image.width * image.height for image in images if image is not None)
+    return STAGE_BASE_BYTES + STAGE_BYTES_PER_PIXEL * pixels
+
+
+class MemoryGate:
+    """The memory that the requests' heavy stages hold at once, kept within :attr:`budget` bytes.
+
+    A stage reserves its estimate (:func:`stage_bytes`) before it runs and gives it back when it ends.
+    One that would pass the budget waits, in order of arrival, for the stages before it; one whose estimate
+    is larger than the whole budget runs when no other holds any (alone). So small requests still run side
+    by side while two of the largest take turns. Reentrant in a thread: a stage that calls another holds
+    only its own reservation.
+    """
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        self.held = 0  # bytes reserved now
+        self.peak = 0  # most bytes reserved at once
+        self.holders = 0
+        self._queue: collections.deque[object] = collections.deque()  # waiting stages, oldest first
+        self._changed = threading.Condition()
+        self._thread = threading.local()
+
+    @property
+    def waiting(self) -> int:
+        return len(self._queue)
+
+    @contextlib.contextmanager
+    def hold(self, cost: int, wait: Callable[[], threading.Event | None] | None = None) -> Iterator[None]:
+        """Reserve ``cost`` bytes for the block. ``wait`` is called once if the stage must wait; the event
+        it returns (the request was cancelled or its client left) stops the wait with :class:`RequestStopped`."""
+        if getattr(self._thread, "depth", 0):
+            self._thread.depth += 1
+            try:
+                yield
+            finally:
+                self._thread.depth -= 1
+            return
+        cost = min(max(int(cost), 0), self.budget)  # over the budget: the whole budget, so it runs alone
+        ticket, stop, told = object(), None, False
+        with self._changed:
+            self._queue.append(ticket)
+            try:
+                while self._queue[0] is not ticket or (self.holders and self.held + cost > self.budget):
+                    if not told and wait is not None:
+                        told, stop = True, wait()
+                    if stop is not None and stop.is_set():
+                        raise RequestStopped("the request was cancelled or its client left while it waited")
+                    self._changed.wait(0.25)
+            finally:
+                self._queue.remove(ticket)
+                self._changed.notify_all()  # the next in line may fit now
+            self.held += cost
+            self.holders += 1
+            self.peak = max(self.peak, self.held)
+        self._thread.depth = 1
+        try:
+            yield
+        finally:
+            self._thread.depth = 0
+            with self._changed:
+                self.held -= cost
+                self.holders -= 1
+                self._changed.notify_all()
+
+
+class RequestStopped(Exception):
+    """A request stopped waiting for memory: it was cancelled or its client left."""
+
+
+#: One gate for the server process: every session's stages draw on the same memory.
+MEMORY_GATE = MemoryGate(DEFAULT_STAGE_MEMORY_MB << 20)
+
+WAITING_TEXT = "waiting for another request's explanations or BPM to finish (the server's memory bound)"
+
+
+def heavy_stage(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """An Evaluate handler whose work grows with its request's images (relevancy maps, figures, BPM):
+    it runs inside :data:`MEMORY_GATE` (its budget set by :func:`.app.build_app`). While it waits, its
+    progress text says so, and it stops if its request is cancelled or its client leaves. The handler
+    takes ``state`` (the session, whose report holds the images)."""
+    signature = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        arguments = signature.bind_partial(*args, **kwargs).arguments
+        report = getattr(arguments.get("state"), "report", None)
+        if report is None:  # nothing to compute: the handler answers at once
+            return fn(*args, **kwargs)
+        watch: list[CancelWatch] = []
+
+        def waiting() -> threading.Event:
+            gr.Progress()(0.0, desc=WAITING_TEXT)
+            watch.append(CancelWatch())
+            return watch[0].event
+
+        try:
+            with MEMORY_GATE.hold(stage_bytes(report), waiting):
+                if watch:
+                    watch[0].close()
+                return fn(*args, **kwargs)
+        except RequestStopped:
+            log.info("%s: %s", fn.__name__, "stopped waiting for memory: its request was cancelled or its client left")
+            raise gr.Error("Stopped: the request was cancelled or its page closed while it waited.",
+                           print_exception=False) from None
+        finally:
+            for item in watch:
+                item.close()
+
+    return wrapper
