@@ -24,7 +24,8 @@ from . import evaluate_handlers as on
 from . import first_contact, views
 from . import session as logic
 from .batch_tab import build_batch_tab
-from .evaluate_handlers import EvaluateContext, bind, page_settings
+from .binding import bind
+from .evaluate_handlers import EvaluateContext, page_settings
 from .evaluate_layout import EvaluateOffer, build_evaluate_tab, evaluate_offer
 from .examples import load_examples
 from .explore_tab import build_explore_tab

@@ -15,8 +15,6 @@ figures.zip is written once, by the last step; the stand-alone API endpoints are
 
 from __future__ import annotations
 
-import functools
-import inspect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -66,22 +64,6 @@ def page_settings(base: Settings, clip_choices: list[str], clip_model: str | Non
     """The settings of a request: the page's, with the picked CLIP model (only an offered one), and every
     model random in the untrained demo."""
     return first_contact.demo_settings(base.replace(clip_model=logic.offered_clip_model(clip_model, clip_choices)))
-
-
-def bind(handler: Callable[..., Any], ctx: EvaluateContext, **options: Any) -> Callable[..., Any]:
-    """``handler`` with its context (and keyword ``options``) given: what an event calls.
-
-    Gradio finds the special parameters (gr.Request by its type hint, gr.Progress by its default) from the
-    function it is given; a bare functools.partial hides the hints, so this wrapper carries the handler's
-    own (and the partial's signature: the remaining parameters)."""
-    bound = functools.partial(handler, ctx, **options)
-
-    @functools.wraps(handler)
-    def event_handler(*args: Any, **kwargs: Any) -> Any:
-        return bound(*args, **kwargs)
-
-    event_handler.__signature__ = inspect.signature(bound)  # type: ignore[attr-defined]
-    return event_handler
 
 
 # ---------------------------------------------------------------------------- small shared pieces

@@ -17,7 +17,7 @@ import gradio as gr
 from ..config import Settings
 from ..explore.shelf import Shelf
 from . import explore_handlers as on
-from .evaluate_handlers import bind
+from .binding import bind
 from .explore_handlers import ExploreContext
 from .explore_judgments import StudyReader
 from .explore_layout import ExploreTab, build_explore_layout, explore_help

@@ -17,7 +17,7 @@ import gradio as gr
 from ..config import Settings
 from ..explore.shelf import Shelf
 from . import study_handlers as on
-from .evaluate_handlers import bind
+from .binding import bind
 from .storage import WorkFolders
 from .study_layout import SliceStudyForm, StudyTab, lay_out_slice_study_form, lay_out_study_tab
 from .study_operator import OPERATOR, Operator

@@ -22,6 +22,7 @@ from augclip_demo.report import edit_tag
 from augclip_demo.ui import build_app, views
 from augclip_demo.ui import evaluate_handlers as on
 from augclip_demo.ui import session as logic
+from augclip_demo.ui.binding import bind
 from augclip_demo.ui.examples import load_examples
 from augclip_demo.ui.status import check_region_models, model_status, status_html
 from tests.support import EXAMPLES, TINY
@@ -66,10 +67,10 @@ def is_png(path) -> bool:
 
 
 def test_bind_hands_gradio_the_remaining_parameters_and_their_special_hints(ctx):
-    bound = on.bind(on.save_attributes, ctx)
+    bound = bind(on.save_attributes, ctx)
     assert list(inspect.signature(bound).parameters) == ["src_box_value", "tgt_box_value", "state", "request"]
     assert gr.utils.get_type_hints(bound)["request"] is gr.Request  # how Gradio finds the request parameter
-    page = on.bind(on.evaluate, ctx, archive=False)
+    page = bind(on.evaluate, ctx, archive=False)
     parameters = inspect.signature(page).parameters
     assert "ctx" not in parameters and parameters["archive"].default is False
     assert isinstance(parameters["progress"].default, gr.Progress)

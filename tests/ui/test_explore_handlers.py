@@ -20,7 +20,7 @@ from augclip_demo.explore.items import PAGE_SIZE
 from augclip_demo.explore.shelf import RECORDED, Shelf
 from augclip_demo.explore.store import metric_label
 from augclip_demo.ui import explore_handlers as on
-from augclip_demo.ui.evaluate_handlers import bind
+from augclip_demo.ui.binding import bind
 from augclip_demo.ui.explore_layout import ExploreTab, build_explore_layout, explore_help
 from augclip_demo.ui.explore_state import MAX_SAVED_SLICES, active_slice, fresh_state
 from augclip_demo.ui.explore_tab import EvaluateHandoff

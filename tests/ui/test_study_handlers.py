@@ -20,7 +20,7 @@ from augclip_demo.explore import make_slice
 from augclip_demo.explore.shelf import Shelf
 from augclip_demo.study import store
 from augclip_demo.ui import study_handlers as on
-from augclip_demo.ui.evaluate_handlers import bind
+from augclip_demo.ui.binding import bind
 from augclip_demo.ui.storage import WorkFolders
 from augclip_demo.ui.study_operator import NOT_OPERATOR, Operator
 from tests.study.helpers import OPERATOR_TOKEN, answer_all, write_results, write_study_manifest

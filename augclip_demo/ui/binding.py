@@ -1,0 +1,28 @@
+"""What an event calls: a top-level handler with its tab's context given.
+
+Every tab's handlers are top-level functions ``handler(ctx, *component_values)`` so that they can be imported
+and tested by name; :func:`bind` turns one into the callable a Gradio event takes.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+
+def bind(handler: Callable[..., Any], ctx: object, **options: Any) -> Callable[..., Any]:
+    """``handler`` with its context (and keyword ``options``) given: what an event calls.
+
+    Gradio finds the special parameters (gr.Request by its type hint, gr.Progress by its default) from the
+    function it is given; a bare functools.partial hides the hints, so this wrapper carries the handler's
+    own (and the partial's signature: the remaining parameters)."""
+    bound = functools.partial(handler, ctx, **options)
+
+    @functools.wraps(handler)
+    def event_handler(*args: Any, **kwargs: Any) -> Any:
+        return bound(*args, **kwargs)
+
+    event_handler.__signature__ = inspect.signature(bound)  # type: ignore[attr-defined]
+    return event_handler
