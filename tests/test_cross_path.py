@@ -24,7 +24,7 @@ from augclip_demo.cli import main
 from augclip_demo.config import Settings
 from augclip_demo.hatie.criteria import NEEDS_A_SET
 from augclip_demo.pipeline import FEATURE_METRICS, AugCLIPOptions, FeatureNetworks
-from augclip_demo.ui import hatie_tab
+from augclip_demo.ui import hatie_handlers
 from augclip_demo.ui import session as app
 from tests.support import ROOT, TINY, draw_scene
 from tests.support.chat_server import ChatServer
@@ -132,7 +132,7 @@ def via_app_session(data: Path) -> Scores:
             feature_metrics=tuple(FEATURE_METRICS), networks=NETWORKS)
         report, message = app.run_bpm(settings, session, instruction=item["instruction"])
         assert message == ""
-        hatie_tab.run_hatie(settings, session, item["instruction"], None)
+        hatie_handlers.run_hatie(settings, session, item["instruction"], None)
         report = app.run_judge(settings, session, instruction=item["instruction"])
         out[item["id"]] = _report_scores(report)
     return out

@@ -23,6 +23,7 @@ from ..inference.needs import web_app_settings
 from . import evaluate_handlers as on
 from . import first_contact, views
 from . import session as logic
+from .batch_handlers import BatchContext, load_example_files, score_upload, show_needs
 from .batch_tab import build_batch_tab
 from .binding import bind
 from .evaluate_handlers import EvaluateContext, page_settings
@@ -30,6 +31,7 @@ from .evaluate_layout import EvaluateOffer, build_evaluate_tab, evaluate_offer
 from .examples import load_examples
 from .explore_tab import build_explore_tab
 from .guard import MEMORY_GATE
+from .hatie_handlers import HatieContext, show_hatie
 from .inputs import bound_inputs
 from .status import check_region_models, model_status, status_html
 from .storage import WorkFolders
@@ -77,10 +79,15 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         demo_btn = first_contact.build_demo_controls(visible=first_contact.DEMO_CLIP in clip_choices
                                                      and bool(offer.examples))
         with gr.Tabs() as main_tabs:
-            tab = build_evaluate_tab(base, offer, session_state=session_state, status_box=status_box,
-                                     settings_for=settings_for)
-            build_batch_tab(base, provider_choices=offer.provider_choices, default_provider=offer.default_provider,
-                            clip_choices=clip_choices, folders=folders, after_run=sweep)
+            tab = build_evaluate_tab(base, offer, session_state=session_state, status_box=status_box)
+            # Each tab wired right after its layout, as when it wired itself: the events keep their order
+            # (fn_index), but for HATIE's button, now after the Evaluate layout's example loader, not before it.
+            hatie = HatieContext(settings_for=settings_for, tab=tab.hatie)
+            wire_hatie_tab(hatie)
+            batch = BatchContext(settings=base, clip_choices=clip_choices, folders=folders, after_run=sweep,
+                                 tab=build_batch_tab(base, provider_choices=offer.provider_choices,
+                                                     default_provider=offer.default_provider, clip_choices=clip_choices))
+            wire_batch_tab(batch)
             explore = build_explore_tab(base, folders=folders)
             with gr.Tab("Study", id="study"):
                 build_study_tab(base, folders=folders)
@@ -100,6 +107,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
     demo.queue(default_concurrency_limit=base.concurrency, max_size=64)
     demo.work_folders = folders  # for tests and operators: where the session files live
     demo.evaluate_context = ctx  # for tests: the Evaluate handlers' context, as the events have it
+    demo.batch_context, demo.hatie_context = batch, hatie  # the same for the Batch and HATIE tabs
     return demo
 
 
@@ -185,6 +193,23 @@ def wire_evaluate_tab(ctx: EvaluateContext) -> None:
                                                                         page_outputs, api_name=False))
     tab.edits.change(bind(on.show_edits, ctx), tab.edits, tab.gallery, api_name=False)
     tab.provider.change(bind(on.describe_provider, ctx), tab.provider, tab.provider_info, api_name=False)
+
+
+def wire_hatie_tab(ctx: HatieContext) -> None:
+    """The HATIE tab's button, which is also the /hatie endpoint."""
+    ctx.tab.run_btn.click(bind(show_hatie, ctx), ctx.tab.run_inputs, ctx.tab.run_outputs, api_name="hatie")
+
+
+def wire_batch_tab(ctx: BatchContext) -> None:
+    """Every event of the Batch tab: the note beside Run, the shipped examples, and Run (the /batch endpoint)."""
+    tab = ctx.tab
+    # No triggers: on page load and on every change of the two inputs.
+    gr.on(None, bind(show_needs, ctx), [tab.clip_model, tab.metrics], tab.needs, api_name=False,
+          show_progress="hidden")
+    tab.example_btn.click(bind(load_example_files, ctx), None, [tab.manifest, tab.images], api_name=False)
+    # One batch at a time: a batch fills the CPU / GPU by itself.
+    tab.run_btn.click(bind(score_upload, ctx), tab.run_inputs, tab.run_outputs, api_name="batch",
+                      concurrency_limit=1, concurrency_id="batch")
 
 
 def wire_page(demo: gr.Blocks, ctx: EvaluateContext, offer: EvaluateOffer, *, timer: gr.Timer,

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +16,7 @@ from ..metrics.suite import METRICS
 from ..pipeline import FEATURE_METRICS
 from . import first_contact, views
 from .examples import Example
-from .hatie_tab import build_hatie_tab
+from .hatie_tab import HatieTab, build_hatie_tab
 from .inputs import image_path_input, number_input
 from .session import judge_ready as judge_configured
 
@@ -139,6 +138,7 @@ class EvaluateTab:
     bpm_reference: gr.Textbox
     bpm_parse_btn: gr.Button
     bpm_btn: gr.Button
+    hatie: HatieTab
     comparison_tab: gr.Tab
     comparison_btn: gr.Button
     comparison_file: gr.DownloadButton
@@ -226,8 +226,8 @@ class EvaluateTab:
         return [self.instruction, self.bpm_parser, self.clip_model, *self.parse_fields, self.session_state]
 
 
-def build_evaluate_tab(settings: Settings, offer: EvaluateOffer, *, session_state: gr.State, status_box: gr.HTML,
-                       settings_for: Callable[[str | None], Settings]) -> EvaluateTab:
+def build_evaluate_tab(settings: Settings, offer: EvaluateOffer, *, session_state: gr.State,
+                       status_box: gr.HTML) -> EvaluateTab:
     """Lay out the Evaluate tab (call inside the page's ``gr.Tabs``); nothing is wired here."""
     parts: dict[str, Any] = {"session_state": session_state, "status_box": status_box}
     with gr.Tab("Evaluate", id="evaluate"):
@@ -238,7 +238,7 @@ def build_evaluate_tab(settings: Settings, offer: EvaluateOffer, *, session_stat
         with gr.Tabs():
             parts.update(_explanations())
             parts.update(_bpm_tab())
-            build_hatie_tab(session_state, parts["instruction"], parts["clip_model"], settings_for)
+            parts["hatie"] = build_hatie_tab(session_state, parts["instruction"], parts["clip_model"])
             parts.update(_comparison_and_report())
         parts["downloads"] = gr.File(label="Downloads: report.json, report.csv, figures.zip", file_count="multiple",
                                      interactive=False, elem_id="aug-downloads")

@@ -1,0 +1,269 @@
+"""What the Batch tab's events do: one top-level function per handler.
+
+Each handler takes the tab's :class:`BatchContext` first, then the values of its event's input components,
+and returns the updates: a dict keyed by the tab's components. :func:`.app.build_app` binds the context
+(:func:`.evaluate_handlers.bind`) and connects the events. The work is
+:func:`augclip_demo.batch.upload.run_uploaded_batch` (safe extraction with size, file-count and
+uncompressed-size limits; the same runner and protocol code as the CLI); this module is the page around it.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import functools
+import hashlib
+import html
+import shutil
+import tempfile
+import threading
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from ..batch.upload import BatchUploadResult, run_uploaded_batch
+from ..batch.ziputil import ZipLimits
+from ..config import Settings
+from ..metrics.suite import METRICS
+from ..report import UNTRAINED_WARNING
+from . import first_contact
+from .batch_tab import MAX_SHOWN_ROWS, BatchTab
+from .examples import EXAMPLES_DIR
+from .guard import CancelWatch, scrub_paths, user_facing
+from .session import offered_clip_model
+from .status import model_status
+from .storage import WorkFolders
+from .views import empty_table
+
+Updates = dict[Any, Any]
+
+#: One batch per server: Gradio's concurrency limit frees its slot when a request is cancelled, while the
+#: cancelled run is still stopping in its thread; this lock holds until it has.
+BATCH_LOCK = threading.Lock()
+LOCK_WAIT_S = 15.0
+SHOWN_COLUMNS = ("id", "edit", "name", "role", "status")
+NO_PROTOCOL = ("No protocol figures for this manifest: they need human judgments (human.preferred or human.scores) "
+               "or gt / ep / em triplets (augclip-demo triplets adds them).")
+
+
+@dataclass
+class BatchContext:
+    """What every Batch handler needs besides its inputs: the page's settings and CLIP offer, where the runs'
+    folders go, what to do after a run, and the tab's components (the keys of the updates)."""
+
+    settings: Settings
+    clip_choices: list[str]
+    tab: BatchTab
+    folders: WorkFolders | None = None  # None: runs go to the system's temporary folder, unaccounted
+    after_run: Callable[[], None] | None = None  # e.g. keep the app's files within their bounds
+    #: a cancelled run's folder, by session, upload and choices: the same request resumes it
+    resumable: dict[tuple, Path] = field(default_factory=dict)
+
+
+def batch_settings(settings: Settings, clip_spec: str | None, clip_choices: list[str]) -> Settings:
+    """The settings a batch runs with: the page's, with the chosen (offered) CLIP model; in the untrained demo
+    every model random, as on the Evaluate tab."""
+    return first_contact.demo_settings(settings.replace(clip_model=offered_clip_model(clip_spec, clip_choices)))
+
+
+# ---------------------------------------------------------------------------- handlers
+
+
+@user_facing
+def score_upload(ctx: BatchContext, manifest_file, images_zip, metric_keys, provider_name, clip_spec, skip,
+                 request: gr.Request = None, progress=gr.Progress()) -> Updates:
+    """Run batch (and the ``/batch`` endpoint): score the uploaded manifest's items, one batch per server."""
+    if not manifest_file:
+        raise gr.Error("Upload a manifest first (.jsonl, one JSON object per line).")
+    if not images_zip:
+        raise gr.Error("Upload a zip with the images the manifest names.")
+    if not metric_keys:
+        raise gr.Error("Choose at least one metric.")
+    run_settings = batch_settings(ctx.settings, clip_spec, ctx.clip_choices)
+    metric_keys = list(dict.fromkeys(metric_keys))
+    limits = zip_limits(ctx)
+    session = getattr(request, "session_hash", None)
+    # The same upload with the same choices in the same session resumes a cancelled run's folder.
+    key = (session, upload_key(manifest_file, images_zip), tuple(metric_keys), provider_name,
+           run_settings.clip_model, bool(skip))
+    work_dir = resumable_folder(ctx, key, session)
+    if not BATCH_LOCK.acquire(timeout=LOCK_WAIT_S):
+        raise gr.Error("Another batch is still running (or stopping) on this server; one runs at a time. "
+                       "Try again in a minute.")
+    try:
+        with CancelWatch() as watch:
+            result = run_uploaded_batch(manifest_file, images_zip, work_dir=work_dir, settings=run_settings,
+                                        metrics=metric_keys, provider=provider_name, skip_invalid=bool(skip),
+                                        progress=lambda fraction, message: progress(fraction, desc=message),
+                                        cancel=watch.event, limits=limits)
+    finally:
+        BATCH_LOCK.release()
+    ctx.resumable.pop(key, None)  # finished: a new run of it starts afresh
+    if ctx.after_run is not None:
+        ctx.after_run()
+    return batch_updates(ctx.tab, result, metric_keys)
+
+
+def show_needs(ctx: BatchContext, clip_spec, chosen) -> Updates:
+    """The note beside Run: what the chosen CLIP model and metrics need and lack (hidden when nothing)."""
+    try:
+        text = first_contact.batch_note(batch_settings(ctx.settings, clip_spec, ctx.clip_choices), chosen,
+                                        model_status)
+    except Exception:  # noqa: BLE001 - a model the page does not offer: Run says so itself
+        text = ""
+    return {ctx.tab.needs: gr.update(value=text, visible=bool(text))}  # an empty note takes no room
+
+
+def load_example_files(ctx: BatchContext) -> Updates:
+    """Load the shipped examples: their manifest and a zip of their images, as the two uploads."""
+    manifest, images = example_batch_files()
+    return {ctx.tab.manifest: manifest, ctx.tab.images: images}
+
+
+# ---------------------------------------------------------------------------- the run's pieces
+
+
+def zip_limits(ctx: BatchContext) -> ZipLimits:
+    """The settings' limits on the image zip; the zip may expand only into the room left under the disk cap."""
+    limits = ZipLimits.from_settings(ctx.settings)
+    if ctx.folders is not None:
+        ctx.folders.check_room("The batch")
+        if ctx.folders.room() < limits.max_total_bytes:
+            limits = dataclasses.replace(limits, max_total_bytes=ctx.folders.room(),
+                                         total_limit="the room left under the app's disk cap, AUGCLIP_APP_DISK_MB")
+    return limits
+
+
+def resumable_folder(ctx: BatchContext, key: tuple, session: str | None) -> Path:
+    """The run's folder: a cancelled run's of the same ``key`` when it is still there, else a new one."""
+    work_dir = ctx.resumable.get(key)
+    if work_dir is None or not work_dir.is_dir():
+        work_dir = Path(tempfile.mkdtemp(prefix="augclip-batch-", dir=ctx.folders.root if ctx.folders else None))
+        ctx.resumable[key] = work_dir
+        if ctx.folders is not None:  # deleted with the session (and by age / total size)
+            ctx.folders.adopt(session, work_dir)
+    return work_dir
+
+
+def upload_key(*files: str) -> str:
+    """A digest of the uploaded files' bytes (which run a later upload of the same files resumes)."""
+    digest = hashlib.sha256()
+    for file in files:
+        with open(file, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def example_batch_files() -> tuple[str, str]:
+    """The shipped examples as an upload would bring them: their manifest and a zip of their folders."""
+    files = _example_batch_files()
+    if not all(Path(file).is_file() for file in files):  # swept away as an old temporary folder: make again
+        _example_batch_files.cache_clear()
+        files = _example_batch_files()
+    return files
+
+
+@functools.cache
+def _example_batch_files() -> tuple[str, str]:
+    folder = Path(tempfile.mkdtemp(prefix="augclip-batch-example-"))
+    manifest = folder / "examples.jsonl"
+    shutil.copyfile(EXAMPLES_DIR / "manifest.jsonl", manifest)
+    images = folder / "examples.zip"
+    with zipfile.ZipFile(images, "w", compression=zipfile.ZIP_STORED) as archive:  # PNGs are compressed already
+        for file in sorted(EXAMPLES_DIR.glob("*/*")):
+            archive.write(file, file.relative_to(EXAMPLES_DIR).as_posix())
+    return str(manifest), str(images)
+
+
+# ---------------------------------------------------------------------------- what the page shows of a run
+
+
+def batch_updates(tab: BatchTab, result: BatchUploadResult, metric_keys: list[str]) -> Updates:
+    """The summary, the protocol table, the first per-edit rows and the downloads of a finished run."""
+    headers, rows, total = per_edit_rows(result, metric_keys)
+    text = summary_markdown(result)
+    if total > len(rows):
+        text += f"\n\nShowing {len(rows)} of {total} per-edit rows."
+    protocol_table = ({"headers": result.protocol_headers, "data": result.protocol_rows}
+                      if result.protocol_rows else empty_table(NO_PROTOCOL))
+    return {tab.summary: text, tab.protocol: protocol_table, tab.scores: per_edit_table(headers, rows, metric_keys),
+            tab.files: public_copies(result)}
+
+
+def summary_markdown(result: BatchUploadResult) -> str:
+    """What ran and what failed, for people (the server's temporary paths are left out)."""
+    summary = result.summary
+    lines = []
+    if result.untrained:
+        lines.append(f'<div class="aug-untrained">{html.escape(UNTRAINED_WARNING)} ({html.escape(summary.model)})</div>\n')
+    lines.append(f"**{summary.n_ok} item(s) scored, {summary.n_failed} failed** (of {summary.n_items}) in "
+                 f"{summary.seconds:.1f} s ({summary.items_per_second:.2f} items/s) with `{summary.model}`.")
+    if summary.n_skipped:
+        lines.append(f"Resumed: {summary.n_skipped} item(s) scored by an earlier, cancelled run of this upload were kept.")
+    hidden = str(result.work_dir)
+    for item_id, error in summary.failures[:10]:
+        lines.append(f"- failed `{html.escape(str(item_id))}`: {html.escape(scrub_paths(error.replace(hidden, '…')))}")
+    if summary.n_failed > 10:
+        lines.append(f"- … {summary.n_failed - 10} more failure(s): see the results CSV (`error` column)")
+    if summary.invalid:
+        lines.append(f"\n**{len(summary.invalid)} invalid manifest line problem(s) skipped:**")
+        lines.extend(f"- {html.escape(scrub_paths(problem))}" for problem in summary.invalid[:20])
+        if len(summary.invalid) > 20:
+            lines.append(f"- … and {len(summary.invalid) - 20} more")
+    if not result.protocol_rows or len(result.protocol_headers) <= 1:
+        lines.append("\nNo protocol figures: the manifest has no human judgments (`human.preferred` or "
+                     "`human.scores`) and no gt / ep / em triplets. The per-edit scores are below and in the downloads.")
+    return "\n".join(lines)
+
+
+def per_edit_rows(result: BatchUploadResult, metrics: list[str]) -> tuple[list[str], list[list[Any]], int]:
+    """The first rows of the results CSV (identity columns, then the metrics), and the total row count."""
+    headers = [*SHOWN_COLUMNS, *(METRICS[k].label if k in METRICS else k for k in metrics), "error"]
+    rows, total = [], 0
+    with open(result.results_csv, newline="", encoding="utf-8") as handle:
+        for record in csv.DictReader(handle):
+            total += 1
+            if len(rows) < MAX_SHOWN_ROWS:
+                values = [_number(record.get(k, "")) for k in metrics]
+                rows.append([record.get(k, "") for k in SHOWN_COLUMNS] + values + [scrub_paths(record.get("error", ""))])
+    return headers, rows, total
+
+
+def _number(text: str) -> float:
+    """A metric cell of the results CSV as a number (NaN when empty: a failed item or an unavailable metric)."""
+    try:
+        return float(text)
+    except ValueError:
+        return float("nan")
+
+
+def per_edit_table(headers: list[str], rows: list[list[Any]], metrics: list[str]) -> Any:
+    """The per-edit rows with every score shown with four decimals (and sorted as numbers), blank when missing."""
+    import pandas as pd
+
+    frame = pd.DataFrame(rows, columns=headers)
+    labels = [METRICS[k].label if k in METRICS else k for k in metrics]
+    return frame.style.format("{:.4f}", subset=labels, na_rep="")
+
+
+def public_copies(result: BatchUploadResult) -> list[str]:
+    """The downloads as a web client gets them: copies of the results and protocol files with every
+    absolute path cut to its last component (the protocol names the server's results file, a run's
+    signature its model folders). The originals stay as written: a later run of the same upload resumes
+    from them."""
+    folder = result.work_dir / "downloads"
+    folder.mkdir(exist_ok=True)
+    copies = []
+    for original in map(Path, result.files()):
+        copy = folder / original.name
+        with open(original, encoding="utf-8") as src, open(copy, "w", encoding="utf-8", newline="") as dst:
+            for line in src:
+                dst.write(scrub_paths(line))
+        copies.append(str(copy))
+    return copies

@@ -1,0 +1,203 @@
+"""Each Batch-tab handler called as the page's events call it: the real app's context (built by build_app with
+the tiny random CLIP), two of the shipped examples uploaded as a manifest and a zip, and what the page would
+show checked against an independent computation (the batch runner and the protocol code run directly)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import zipfile
+from pathlib import Path
+
+import gradio as gr
+import pytest
+
+from augclip_demo.batch.protocol_tables import compute_protocols
+from augclip_demo.batch.runner import BatchOptions, run_batch
+from augclip_demo.config import Settings
+from augclip_demo.ui import batch_handlers as on
+from augclip_demo.ui import build_app
+from augclip_demo.ui.examples import EXAMPLES_DIR
+from augclip_demo.ui.first_contact import readiness
+from augclip_demo.ui.status import model_status
+from augclip_demo.ui.storage import WorkFolders
+from tests.support import EXAMPLES, TINY
+from tests.ui.test_app_batch import ITEMS, METRICS, example_manifest, example_zip
+from tests.ui.test_evaluate_handlers import NO_WEIGHTS
+
+
+@pytest.fixture(scope="module")
+def ctx() -> on.BatchContext:
+    """The context the page's Batch events are bound to."""
+    return build_app(Settings.from_env(clip_model=TINY, device="cpu")).batch_context
+
+
+@pytest.fixture()
+def upload(tmp_path) -> tuple[str, str]:
+    """Two of the shipped examples as a user uploads them: a manifest and a zip wrapping one folder."""
+    return str(example_manifest(tmp_path)), str(example_zip(tmp_path, wrap="upload"))
+
+
+def scored(ctx, manifest, images, metrics=METRICS, skip=False, clip=TINY) -> dict:
+    return on.score_upload(ctx, manifest, images, metrics, "manual", clip, skip)
+
+
+def message(info: pytest.ExceptionInfo) -> str:
+    return str(info.value.message)
+
+
+@pytest.mark.slow
+def test_score_upload_shows_the_runners_scores_and_protocols(ctx, upload, tmp_path, tiny_encoder):
+    swept = []
+    own = dataclasses.replace(ctx, after_run=lambda: swept.append(True), resumable={})
+    out = scored(own, *upload)
+    tab = ctx.tab
+    assert set(out) == set(tab.run_outputs)
+    assert "2 item(s) scored, 0 failed" in out[tab.summary] and "untrained" in out[tab.summary]
+    assert swept == [True] and own.resumable == {}  # the page's files were swept; nothing left to resume
+    # The same two items run here by the batch runner, from a folder of their own, and their protocols computed.
+    folder = tmp_path / "direct"
+    for item in ITEMS:
+        shutil.copytree(EXAMPLES / item, folder / item)
+    manifest = folder / "bench.jsonl"
+    shutil.copyfile(upload[0], manifest)
+    results = tmp_path / "direct-results.jsonl"
+    run_batch(manifest, results, options=BatchOptions(metrics=METRICS, provider="manual"), encoder=tiny_encoder)
+    direct = {(r["id"], e["name"]): e["metrics"] for r in map(json.loads, results.read_text().splitlines())
+              for e in r["edits"]}
+    frame = out[tab.scores].data  # a Styler: four decimals on the page, the numbers underneath
+    assert len(frame) == 8 == len(direct)
+    for row in frame.to_dict("records"):
+        expected = direct[(row["id"], row["name"])]
+        assert row["status"] == "ok" and row["error"] == ""
+        for key, label in (("augclip", "AugCLIP"), ("clip_i", "CLIP-I"), ("l2", "L2")):
+            assert row[label] == pytest.approx(expected[key], abs=1e-5)
+    headers, rows = compute_protocols([results]).wide_table()
+    assert out[tab.protocol]["headers"] == headers and any("AccBoth" in h for h in headers)
+    assert [row[0] for row in out[tab.protocol]["data"]] == [row[0] for row in rows] == ["AugCLIP", "CLIP-I", "L2"]
+    # The downloads: copies in which no server folder is named.
+    names = sorted(Path(f).name for f in out[tab.files])
+    assert names == ["bench-protocol.csv", "bench-protocol.json", "bench-results.csv", "bench-results.jsonl"]
+    work_dir = Path(out[tab.files][0]).parents[1]
+    assert work_dir.parent == ctx.folders.root  # under the page's work folders (the disk cap counts it)
+    for file in out[tab.files]:
+        assert str(work_dir) not in Path(file).read_text() and "/tmp/" not in Path(file).read_text()
+    assert len(json.loads(Path(next(f for f in out[tab.files] if f.endswith(".jsonl"))).read_text()
+                          .splitlines()[0])["edits"]) == 4
+
+
+@pytest.mark.slow
+def test_score_upload_skips_invalid_lines_when_asked_and_lists_them(ctx, tmp_path):
+    good = json.loads((EXAMPLES / "manifest.jsonl").read_text().splitlines()[0])
+    manifest = tmp_path / "broken.jsonl"
+    manifest.write_text("\n".join([json.dumps(good), "{not json", json.dumps({**good, "id": "no-target",
+                                                                              "target_text": ""})]) + "\n")
+    images = str(example_zip(tmp_path, items=(good["id"],)))
+    with pytest.raises(gr.Error) as refused:
+        scored(ctx, str(manifest), images)
+    assert "broken.jsonl: 2 problem(s)" in message(refused) and "line 2" in message(refused)
+    out = scored(ctx, str(manifest), images, metrics=["clip_i"], skip=True)
+    tab = ctx.tab
+    assert "1 item(s) scored" in out[tab.summary] and "2 invalid manifest line problem(s) skipped" in out[tab.summary]
+    assert set(out[tab.scores].data["id"]) == {good["id"]}
+    assert list(out[tab.scores].data.columns) == [*on.SHOWN_COLUMNS, "CLIP-I", "error"]
+
+
+def test_score_upload_refuses_missing_inputs_with_what_to_do(ctx, upload):
+    manifest, images = upload
+    for args, expected in (((None, images, METRICS), "Upload a manifest first"),
+                           ((manifest, None, METRICS), "Upload a zip with the images"),
+                           ((manifest, images, []), "Choose at least one metric")):
+        with pytest.raises(gr.Error) as refused:
+            scored(ctx, *args)
+        assert expected in message(refused)
+
+
+def test_score_upload_waits_for_a_running_batch_then_says_so(ctx, upload, monkeypatch):
+    monkeypatch.setattr(on, "LOCK_WAIT_S", 0.05)  # the page waits 15 s
+    assert on.BATCH_LOCK.acquire(timeout=1)
+    try:
+        with pytest.raises(gr.Error) as refused:
+            scored(ctx, *upload)
+    finally:
+        on.BATCH_LOCK.release()
+    assert "Another batch is still running" in message(refused)
+
+
+def test_score_upload_fits_the_zip_in_the_room_left_under_the_disk_cap(ctx, upload, tmp_path):
+    images = Path(upload[1])
+    with zipfile.ZipFile(images) as archive:
+        expanded = sum(info.file_size for info in archive.infolist())
+    folders = WorkFolders(tmp_path / "work", max_bytes=expanded // 2)
+    folders.root.mkdir()
+    tight = dataclasses.replace(ctx, folders=folders, resumable={})
+    limits = on.zip_limits(tight)
+    assert limits.max_total_bytes == folders.room() == expanded // 2
+    assert limits.max_zip_bytes == ctx.settings.upload_max_zip_mb << 20
+    with pytest.raises(gr.Error) as refused:
+        scored(tight, *upload)
+    assert "AUGCLIP_APP_DISK_MB" in message(refused) and "expands to" in message(refused)
+    full = dataclasses.replace(tight, folders=WorkFolders(tmp_path / "work", max_bytes=0))
+    with pytest.raises(gr.Error) as refused:
+        scored(full, *upload)
+    assert "The batch was refused: the server's space for uploads and results is full" in message(refused)
+
+
+def test_a_run_of_the_same_request_resumes_its_folder_until_it_is_gone(ctx, tmp_path):
+    folders = WorkFolders(tmp_path, max_bytes=1 << 20)
+    own = dataclasses.replace(ctx, folders=folders, resumable={})
+    key = ("session-a", "digest", ("augclip",), "manual", TINY, False)
+    first = on.resumable_folder(own, key, "session-a")
+    assert first.is_dir() and first.parent == tmp_path
+    assert on.resumable_folder(own, key, "session-a") == first
+    assert on.resumable_folder(own, ("session-b", *key[1:]), "session-b") != first
+    assert folders.release("session-a") == 1 and not first.exists()  # the session's end deletes it
+    again = on.resumable_folder(own, key, "session-a")
+    assert again != first and again.is_dir()
+
+
+def test_upload_key_is_the_digest_of_the_files_bytes(upload, tmp_path):
+    manifest, images = upload
+    copy = tmp_path / "copy.zip"
+    shutil.copyfile(images, copy)
+    assert on.upload_key(manifest, images) == on.upload_key(manifest, str(copy))
+    assert on.upload_key(manifest, images) != on.upload_key(images, manifest)
+    with open(copy, "ab") as handle:
+        handle.write(b"\0")
+    assert on.upload_key(manifest, images) != on.upload_key(manifest, str(copy))
+
+
+def test_show_needs_names_the_missing_weights_and_hides_when_nothing_lacks(ctx):
+    tab = ctx.tab
+    missing = on.batch_settings(ctx.settings, NO_WEIGHTS, ctx.clip_choices)
+    assert missing.clip_model == NO_WEIGHTS
+    readiness(missing, background=False)
+    model_status(missing, background=False)  # the check done, so the note says what it found
+    note = on.show_needs(ctx, NO_WEIGHTS, ["augclip"])[tab.needs]
+    assert note["visible"] is True and note["value"].count("aug-needs") == 1
+    assert f"augclip-demo download --clip {NO_WEIGHTS}" in note["value"] and "a batch cannot run" in note["value"]
+    # The untrained demo: every model random, BPM's and HATIE's too, so nothing lacks.
+    demo = on.batch_settings(ctx.settings, TINY, ctx.clip_choices)
+    readiness(demo, background=False)
+    model_status(demo, background=False)
+    assert on.show_needs(ctx, TINY, ["augclip", "bpm", "hatie"])[tab.needs] == gr.update(value="", visible=False)
+    # A model the page does not offer: no note (Run names the problem).
+    assert on.show_needs(ctx, "not/a-model", ["augclip"])[tab.needs] == gr.update(value="", visible=False)
+
+
+def test_load_example_files_brings_the_shipped_manifest_and_every_image(ctx):
+    tab = ctx.tab
+    out = on.load_example_files(ctx)
+    manifest, images = Path(out[tab.manifest]), Path(out[tab.images])
+    assert manifest.read_bytes() == (EXAMPLES_DIR / "manifest.jsonl").read_bytes()
+    shipped = {file.relative_to(EXAMPLES_DIR).as_posix(): file.read_bytes() for file in EXAMPLES_DIR.glob("*/*")}
+    with zipfile.ZipFile(images) as archive:
+        assert {name: archive.read(name) for name in archive.namelist()} == shipped
+    named = {edit["path"] for line in manifest.read_text().splitlines() for edit in json.loads(line)["edits"]}
+    assert named <= set(shipped)
+    assert on.load_example_files(ctx) == out  # made once
+    shutil.rmtree(manifest.parent)  # swept away as an old temporary folder: made again
+    again = on.load_example_files(ctx)
+    assert again != out and Path(again[tab.images]).is_file()
+    assert Path(again[tab.manifest]).read_bytes() == (EXAMPLES_DIR / "manifest.jsonl").read_bytes()
