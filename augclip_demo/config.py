@@ -22,36 +22,36 @@ from urllib.parse import urlsplit, urlunsplit
 from .errors import ConfigError
 
 DEFAULT_CLIP_MODEL = "ViT-B-16/openai"
-DEFAULT_MLLM_MODEL = "gpt-4o"
-DEFAULT_MLLM_TIMEOUT = 60.0
-DEFAULT_MLLM_MAX_RETRIES = 3
-DEFAULT_ATTRIBUTE_PROVIDER = "clip-vocab"
+_DEFAULT_MLLM_MODEL = "gpt-4o"
+_DEFAULT_MLLM_TIMEOUT = 60.0
+_DEFAULT_MLLM_MAX_RETRIES = 3
+_DEFAULT_ATTRIBUTE_PROVIDER = "clip-vocab"
 DEFAULT_GDINO_MODEL = "IDEA-Research/grounding-dino-tiny"
 DEFAULT_SAM_MODEL = "vit_b"
 DEFAULT_FAST_SAM_MODEL = "facebook/sam2.1-hiera-tiny"
 DEFAULT_FAST_DETECTOR_MODEL = "google/owlvit-base-patch32"
 #: OWL-ViT's score threshold for text queries (its model card's examples); BPM's fast preset default.
 DEFAULT_OWL_BOX_THRESHOLD = 0.1
-BPM_PRESETS = ("standard", "fast")
+_BPM_PRESETS = ("standard", "fast")
 PRECISIONS = ("auto", "fp32", "fp16", "bf16")
 #: Kernels for the CLIP towers' float32 matrix products on a CPU (augclip_demo/inference/cpu_matmul.py).
 CPU_MATMULS = ("auto", "onednn", "blas")
 DEFAULT_MAX_EDITS = 8
-DEFAULT_APP_CONCURRENCY = 2
+_DEFAULT_APP_CONCURRENCY = 2
 #: MB the app's requests' heavy stages (explanations, figures, BPM) may hold at once (ui/guard.MemoryGate).
 DEFAULT_STAGE_MEMORY_MB = 1536
 DEFAULT_MAX_LOADED_MODELS = 4
 DEFAULT_MAX_MODEL_MEMORY_MB = 8192
-DEFAULT_JUDGE_CONCURRENCY = 4
+_DEFAULT_JUDGE_CONCURRENCY = 4
 #: The shipped examples (assets/examples of the checkout this package is installed from, e.g. ``pip install -e .``).
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "assets" / "examples"
 #: Bounds on what a web client sends (docs/security.md, "Bounds on every input"); checked before any work.
-DEFAULT_MAX_TEXT_CHARS = 2000
+_DEFAULT_MAX_TEXT_CHARS = 2000
 DEFAULT_MAX_ATTRIBUTES = 64
 DEFAULT_MAX_ATTRIBUTE_CHARS = 200
-DEFAULT_MAX_C = 1e6
-DEFAULT_MAX_BATCH_EDITS = 16
-DEFAULT_MAX_BATCH_ITEMS = 10000
+_DEFAULT_MAX_C = 1e6
+_DEFAULT_MAX_BATCH_EDITS = 16
+_DEFAULT_MAX_BATCH_ITEMS = 10000
 
 #: Smallest accepted width and height of an input image, in pixels (io refuses smaller files).
 MIN_IMAGE_SIDE = 8
@@ -59,16 +59,16 @@ MIN_IMAGE_SIDE = 8
 DEFAULT_MAX_IMAGE_SIDE = 2048
 #: Pixels (width x height, summed over its images) one app request may bring, before reduction.
 DEFAULT_MAX_REQUEST_PIXELS = 1_500_000_000
-DEFAULT_HATIE_DINO = "facebook/dinov2-base"  # HATIE: DINOv2-base, token features mean-pooled
-DEFAULT_HATIE_LPIPS = "alex"
-DEFAULT_HATIE_CLIP = "ViT-B-32/openai"  # HATIE's CLIP for every CLIP measure (published code)
+_DEFAULT_HATIE_DINO = "facebook/dinov2-base"  # HATIE: DINOv2-base, token features mean-pooled
+_DEFAULT_HATIE_LPIPS = "alex"
+_DEFAULT_HATIE_CLIP = "ViT-B-32/openai"  # HATIE's CLIP for every CLIP measure (published code)
 
 #: Who sets a setting; docs/configuration.md has one section for each.
-USER, SERVICES, LIMIT = "user", "services", "limit"
+_USER, _SERVICES, LIMIT = "user", "services", "limit"
 AUDIENCES: dict[str, tuple[str, str]] = {
-    USER: ("Settings you set", "The handful most runs choose: which CLIP, where it runs, where files go, which "
+    _USER: ("Settings you set", "The handful most runs choose: which CLIP, where it runs, where files go, which "
                                "attribute provider and judge."),
-    SERVICES: ("Models, downloads and services", "Which networks BPM and HATIE load, where weights come from, and "
+    _SERVICES: ("Models, downloads and services", "Which networks BPM and HATIE load, where weights come from, and "
                                                  "how the OpenAI-compatible services are called."),
     LIMIT: ("Operator limits", "Bounds an operator of the web app (or a shared machine) sets on what one request, "
                                "upload or process may use; the defaults suit one user on one machine."),
@@ -94,7 +94,7 @@ def default_cache_dir() -> Path:
         return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "augclip-demo"
 
 
-def parse_model_list(text: str) -> tuple[str, ...]:
+def _parse_model_list(text: str) -> tuple[str, ...]:
     """``"a, b,,c"`` -> ``("a", "b", "c")``: the allow-list of CLIP model specs, in the given order."""
     return tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
 
@@ -155,7 +155,7 @@ class Setting:
         if self.kind is Path:
             return Path(raw).expanduser()
         if self.kind is tuple:
-            return parse_model_list(raw)
+            return _parse_model_list(raw)
         return raw
 
     def accepts(self, value: Any) -> bool:
@@ -179,98 +179,98 @@ _POSITIVE = "a positive integer"
 SETTINGS: tuple[Setting, ...] = (
     # -- what a user sets
     Setting("clip_model", "AUGCLIP_CLIP_MODEL", str, DEFAULT_CLIP_MODEL,
-            "CLIP backbone spec (the default is the paper's model; see docs/models.md)", USER,
+            "CLIP backbone spec (the default is the paper's model; see docs/models.md)", _USER,
             "a non-empty CLIP model spec", _not_blank, "--clip-model"),
     Setting("clip_checkpoint", "AUGCLIP_CLIP_CHECKPOINT", Path, None,
-            "local CLIP weights file used instead of downloading the spec's weights", USER,
+            "local CLIP weights file used instead of downloading the spec's weights", _USER,
             flags="--clip-checkpoint", default_words="none: the spec's published weights"),
     Setting("device", "AUGCLIP_DEVICE", str, "auto",
-            "where models run: auto (CUDA when present, else CPU), cpu, cuda, cuda:N or mps", USER,
+            "where models run: auto (CUDA when present, else CPU), cpu, cuda, cuda:N or mps", _USER,
             flags="--device"),
     Setting("precision", "AUGCLIP_PRECISION", str, "auto",
-            "auto (fp16 autocast on CUDA, fp32 elsewhere), fp32, fp16 or bf16", USER,
+            "auto (fp16 autocast on CUDA, fp32 elsewhere), fp32, fp16 or bf16", _USER,
             f"one of {', '.join(PRECISIONS)}", _one_of(PRECISIONS), "--precision"),
     Setting("cache_dir", "AUGCLIP_CACHE_DIR", Path, None,
-            "root of every cache and downloaded file", USER, flags="--cache-dir",
+            "root of every cache and downloaded file", _USER, flags="--cache-dir",
             default_words="the platform's user cache folder, e.g. ~/.cache/augclip-demo", factory=default_cache_dir),
-    Setting("attribute_provider", "AUGCLIP_ATTRIBUTE_PROVIDER", str, DEFAULT_ATTRIBUTE_PROVIDER,
-            "attribute provider used when no attributes are given", USER, flags="--provider"),
-    Setting("mllm_model", "AUGCLIP_MLLM_MODEL", str, DEFAULT_MLLM_MODEL,
-            "model name for the openai-compatible attribute provider", USER,
+    Setting("attribute_provider", "AUGCLIP_ATTRIBUTE_PROVIDER", str, _DEFAULT_ATTRIBUTE_PROVIDER,
+            "attribute provider used when no attributes are given", _USER, flags="--provider"),
+    Setting("mllm_model", "AUGCLIP_MLLM_MODEL", str, _DEFAULT_MLLM_MODEL,
+            "model name for the openai-compatible attribute provider", _USER,
             "a non-empty model name", _not_blank, "--mllm-model"),
     Setting("bpm_preset", "AUGCLIP_BPM_PRESET", str, "standard",
             "BPM region models: standard (GroundingDINO at 800 px + segment-anything SAM, the paper's) or fast "
             "(OWL-ViT B/32 at 768 px + SAM 2.1 Hiera-Tiny at 512 px; docs/bpm.md says what it gives up); unset, "
-            "the web app on a machine without CUDA uses fast and turns BPM on", USER,
-            f"one of {', '.join(BPM_PRESETS)}", _one_of(BPM_PRESETS)),
+            "the web app on a machine without CUDA uses fast and turns BPM on", _USER,
+            f"one of {', '.join(_BPM_PRESETS)}", _one_of(_BPM_PRESETS)),
     Setting("judge_model", "AUGCLIP_JUDGE_MODEL", str, None,
-            "chat model of the MLLM judge (docs/judge.md)", USER, flags="--judge-model",
+            "chat model of the MLLM judge (docs/judge.md)", _USER, flags="--judge-model",
             default_words="AUGCLIP_MLLM_MODEL"),
     Setting("judge_base_url", "AUGCLIP_JUDGE_BASE_URL", str, None,
-            "OpenAI-compatible API root of the judge; reports show it without user info or query", USER,
+            "OpenAI-compatible API root of the judge; reports show it without user info or query", _USER,
             flags="--judge-base-url", default_words="OPENAI_BASE_URL, else OpenAI"),
     # -- models, downloads and services
     Setting("cpu_matmul", "AUGCLIP_CPU_MATMUL", str, "auto",
             "kernels of the CLIP towers' float32 matrix products on a CPU: auto (torch's own, as blas), onednn "
             "(oneDNN on x86: 1.4x faster on one machine, no faster on another; benchmarks/matmul_bench.py says "
             "which holds for yours) or blas; both are full float32, embeddings differ at float rounding (~1e-6), "
-            "so vocabulary stores and batch runs record which one made them (docs/performance.md)", SERVICES,
+            "so vocabulary stores and batch runs record which one made them (docs/performance.md)", _SERVICES,
             f"one of {', '.join(CPU_MATMULS)}", _one_of(CPU_MATMULS), "--cpu-matmul"),
-    Setting("mllm_timeout", "AUGCLIP_MLLM_TIMEOUT", float, DEFAULT_MLLM_TIMEOUT,
-            "seconds to wait for one chat-completions answer", SERVICES,
+    Setting("mllm_timeout", "AUGCLIP_MLLM_TIMEOUT", float, _DEFAULT_MLLM_TIMEOUT,
+            "seconds to wait for one chat-completions answer", _SERVICES,
             "a positive number of seconds", lambda v: _is_number(v) and v > 0),
-    Setting("mllm_max_retries", "AUGCLIP_MLLM_MAX_RETRIES", int, DEFAULT_MLLM_MAX_RETRIES,
-            "retries with exponential backoff on HTTP 429 / 5xx, timeouts and connection errors", SERVICES,
+    Setting("mllm_max_retries", "AUGCLIP_MLLM_MAX_RETRIES", int, _DEFAULT_MLLM_MAX_RETRIES,
+            "retries with exponential backoff on HTTP 429 / 5xx, timeouts and connection errors", _SERVICES,
             "an integer of 0 or more", lambda v: _is_int(v) and v >= 0),
     Setting("gdino_model", "AUGCLIP_GDINO_MODEL", str, DEFAULT_GDINO_MODEL,
             "GroundingDINO of BPM's standard preset: hub id (IDEA-Research/grounding-dino-base too), a local "
-            "folder, or random:tiny / random:swint (untrained)", SERVICES, flags="--gdino-model"),
+            "folder, or random:tiny / random:swint (untrained)", _SERVICES, flags="--gdino-model"),
     Setting("sam_model", "AUGCLIP_SAM_MODEL", str, DEFAULT_SAM_MODEL,
             "SAM of BPM's standard preset: vit_b, vit_l or vit_h; random:vit_b / random:tiny for untrained "
-            "weights", SERVICES, flags="--sam-model"),
+            "weights", _SERVICES, flags="--sam-model"),
     Setting("sam_checkpoint", "AUGCLIP_SAM_CHECKPOINT", Path, None,
-            "local SAM checkpoint file for BPM", SERVICES, flags="--sam-checkpoint",
+            "local SAM checkpoint file for BPM", _SERVICES, flags="--sam-checkpoint",
             default_words="the official file, downloaded into AUGCLIP_CACHE_DIR/sam"),
     Setting("sam_url", "AUGCLIP_SAM_URL", str, None,
-            "where the SAM checkpoint is downloaded from (set it for a mirror)", SERVICES,
+            "where the SAM checkpoint is downloaded from (set it for a mirror)", _SERVICES,
             default_words="the official file for the architecture"),
     Setting("sam_sha256", "AUGCLIP_SAM_SHA256", str, None,
-            "expected SHA-256 of the SAM checkpoint; checked when set, a mismatch stops the run", SERVICES,
+            "expected SHA-256 of the SAM checkpoint; checked when set, a mismatch stops the run", _SERVICES,
             "64 hexadecimal digits", _sha256, default_words="not checked"),
     Setting("fast_sam_model", "AUGCLIP_FAST_SAM_MODEL", str, DEFAULT_FAST_SAM_MODEL,
             "SAM 2 of the fast BPM preset, run at 512 px: hub id, a local folder, or random:hiera-tiny / "
-            "random:test (untrained)", SERVICES),
+            "random:test (untrained)", _SERVICES),
     Setting("fast_detector_model", "AUGCLIP_FAST_DETECTOR_MODEL", str, DEFAULT_FAST_DETECTOR_MODEL,
             "OWL-ViT detector of the fast BPM preset: google/owlvit-base-patch32, google/owlvit-base-patch16, a "
             "local folder, or random:owlvit-b32 / random:test (untrained); a GroundingDINO name "
             "(IDEA-Research/grounding-dino-tiny, -base, random:swint, random:tiny) runs GroundingDINO at "
-            "512 / 853 px instead, for comparisons", SERVICES),
+            "512 / 853 px instead, for comparisons", _SERVICES),
     Setting("file_mirror", "AUGCLIP_FILE_MIRROR", str, None,
             "base URL of a mirror serving the LPIPS backbones (alexnet-owt-7be5be79.pth, ...) and the FID "
-            "Inception file (weights-inception-2015-12-05-6726825d.pth) under their published names", SERVICES,
+            "Inception file (weights-inception-2015-12-05-6726825d.pth) under their published names", _SERVICES,
             default_words="torchvision's and torch-fidelity's official URLs"),
-    Setting("hatie_dino", "AUGCLIP_HATIE_DINO", str, DEFAULT_HATIE_DINO,
+    Setting("hatie_dino", "AUGCLIP_HATIE_DINO", str, _DEFAULT_HATIE_DINO,
             "DINOv2 network of HATIE's measures: hub id or local folder (random:tiny-v2 / random:dinov2-base for "
-            "untrained weights)", SERVICES, flags="--hatie-dino"),
-    Setting("hatie_lpips", "AUGCLIP_HATIE_LPIPS", str, DEFAULT_HATIE_LPIPS,
-            "LPIPS backbone of HATIE's measures: alex (as HATIE), squeeze, vgg, or random:NET", SERVICES,
+            "untrained weights)", _SERVICES, flags="--hatie-dino"),
+    Setting("hatie_lpips", "AUGCLIP_HATIE_LPIPS", str, _DEFAULT_HATIE_LPIPS,
+            "LPIPS backbone of HATIE's measures: alex (as HATIE), squeeze, vgg, or random:NET", _SERVICES,
             flags="--hatie-lpips"),
-    Setting("hatie_clip", "AUGCLIP_HATIE_CLIP", str, DEFAULT_HATIE_CLIP,
+    Setting("hatie_clip", "AUGCLIP_HATIE_CLIP", str, _DEFAULT_HATIE_CLIP,
             "CLIP of HATIE's measures: a CLIP model spec (the default is the published code's; random:tiny for "
-            "untrained weights); --hatie-clip-from run uses the run's CLIP instead", SERVICES, flags="--hatie-clip"),
+            "untrained weights); --hatie-clip-from run uses the run's CLIP instead", _SERVICES, flags="--hatie-clip"),
     Setting("study_db", "AUGCLIP_STUDY_DB", Path, None,
-            "SQLite file of the rating studies (docs/study.md)", SERVICES, flags="study --db",
+            "SQLite file of the rating studies (docs/study.md)", _SERVICES, flags="study --db",
             default_words="studies.sqlite3 in the cache folder"),
     Setting("judge_samples", "AUGCLIP_JUDGE_SAMPLES", int, 1,
-            "answers per question and edit, to measure the judge's own spread", SERVICES,
+            "answers per question and edit, to measure the judge's own spread", _SERVICES,
             "from 1 to 16", _int_from(1, 16), "--judge-samples"),
     Setting("judge_temperature", "AUGCLIP_JUDGE_TEMPERATURE", float, None,
-            "judge sampling temperature", SERVICES, "from 0 to 2", lambda v: _is_number(v) and 0 <= v <= 2,
+            "judge sampling temperature", _SERVICES, "from 0 to 2", lambda v: _is_number(v) and 0 <= v <= 2,
             "--judge-temperature", default_words="0 for one sample, 1 for several"),
-    Setting("judge_concurrency", "AUGCLIP_JUDGE_CONCURRENCY", int, DEFAULT_JUDGE_CONCURRENCY,
-            "judge requests in flight at once", SERVICES, "from 1 to 64", _int_from(1, 64), "--judge-concurrency"),
+    Setting("judge_concurrency", "AUGCLIP_JUDGE_CONCURRENCY", int, _DEFAULT_JUDGE_CONCURRENCY,
+            "judge requests in flight at once", _SERVICES, "from 1 to 64", _int_from(1, 64), "--judge-concurrency"),
     Setting("judge_requests_per_minute", "AUGCLIP_JUDGE_RPM", float, 0.0,
-            "most judge requests started per minute (0: no limit beyond the concurrency)", SERVICES,
+            "most judge requests started per minute (0: no limit beyond the concurrency)", _SERVICES,
             "0 or more", lambda v: _is_number(v) and v >= 0, "--judge-rpm"),
     # -- operator limits
     Setting("max_image_pixels", "AUGCLIP_MAX_IMAGE_PIXELS", int, None,
@@ -301,25 +301,25 @@ SETTINGS: tuple[Setting, ...] = (
             "JSONL, .parquet or a folder of Parquet parts); web clients pick among them by name, never by path "
             "(docs/explore.md)", LIMIT, flags="--explore-files (app), augclip-demo explore",
             default_words="none, uploads only"),
-    Setting("concurrency", "AUGCLIP_CONCURRENCY", int, DEFAULT_APP_CONCURRENCY,
+    Setting("concurrency", "AUGCLIP_CONCURRENCY", int, _DEFAULT_APP_CONCURRENCY,
             "app requests run at once", LIMIT, _POSITIVE, _positive_int, "--concurrency (app)"),
     Setting("stage_memory_mb", "AUGCLIP_STAGE_MEMORY_MB", int, DEFAULT_STAGE_MEMORY_MB,
             "memory, in MB, that the app's requests may hold at once in their explanation, figure and BPM stages "
             "(each reserves an estimate from its images' pixels; one that would pass the bound waits for the "
             "others; one larger than the bound runs alone)", LIMIT, _POSITIVE, _positive_int),
-    Setting("max_text_chars", "AUGCLIP_MAX_TEXT_CHARS", int, DEFAULT_MAX_TEXT_CHARS,
+    Setting("max_text_chars", "AUGCLIP_MAX_TEXT_CHARS", int, _DEFAULT_MAX_TEXT_CHARS,
             "most characters in one text a web client sends (target, source text, instruction, caption, BPM "
             "fields, manifest texts)", LIMIT, _POSITIVE, _positive_int),
     Setting("max_attributes", "AUGCLIP_MAX_ATTRIBUTES", int, DEFAULT_MAX_ATTRIBUTES,
             "most attributes in one list, in the app and in a batch upload", LIMIT, _POSITIVE, _positive_int),
     Setting("max_attribute_chars", "AUGCLIP_MAX_ATTRIBUTE_CHARS", int, DEFAULT_MAX_ATTRIBUTE_CHARS,
             "most characters in one attribute", LIMIT, _POSITIVE, _positive_int),
-    Setting("max_c", "AUGCLIP_MAX_C", float, DEFAULT_MAX_C,
+    Setting("max_c", "AUGCLIP_MAX_C", float, _DEFAULT_MAX_C,
             "largest C (svm / logistic) a web client may set", LIMIT, "a finite number of at least 0.0001",
             lambda v: _is_number(v) and 1e-4 <= v < float("inf")),
-    Setting("max_batch_edits", "AUGCLIP_MAX_BATCH_EDITS", int, DEFAULT_MAX_BATCH_EDITS,
+    Setting("max_batch_edits", "AUGCLIP_MAX_BATCH_EDITS", int, _DEFAULT_MAX_BATCH_EDITS,
             "most edits in one item of an uploaded batch manifest", LIMIT, _POSITIVE, _positive_int),
-    Setting("max_batch_items", "AUGCLIP_MAX_BATCH_ITEMS", int, DEFAULT_MAX_BATCH_ITEMS,
+    Setting("max_batch_items", "AUGCLIP_MAX_BATCH_ITEMS", int, _DEFAULT_MAX_BATCH_ITEMS,
             "most items in an uploaded batch manifest", LIMIT, _POSITIVE, _positive_int),
     Setting("app_disk_mb", "AUGCLIP_APP_DISK_MB", int, 1024,
             "most bytes the app's session folders and Gradio's cache may hold, in MB", LIMIT, _POSITIVE,
@@ -337,7 +337,7 @@ SETTING: dict[str, Setting] = {s.field: s for s in SETTINGS}
 
 
 @dataclass(frozen=True)
-class OtherVariable:
+class _OtherVariable:
     """An environment variable that is not a setting (a secret, a standard one read by its own library, a test's)."""
 
     name: str
@@ -346,18 +346,18 @@ class OtherVariable:
 
 
 #: Read where they are used, never stored in :class:`Settings`; listed in docs/configuration.md.
-OTHER_VARIABLES: tuple[OtherVariable, ...] = (
-    OtherVariable("OPENAI_API_KEY", "the OpenAI SDK's standard key variable, read by the SDK only; never logged, "
+OTHER_VARIABLES: tuple[_OtherVariable, ...] = (
+    _OtherVariable("OPENAI_API_KEY", "the OpenAI SDK's standard key variable, read by the SDK only; never logged, "
                                     "cached or reported"),
-    OtherVariable("OPENAI_BASE_URL", "the OpenAI SDK's standard base URL: a local OpenAI-compatible server, e.g. "
+    _OtherVariable("OPENAI_BASE_URL", "the OpenAI SDK's standard base URL: a local OpenAI-compatible server, e.g. "
                                      "http://localhost:8000/v1 (vLLM) or http://localhost:11434/v1 (Ollama)"),
-    OtherVariable("AUGCLIP_STUDY_OPERATOR_TOKEN", "unlocks the app's Study tab (at least 16 characters); a secret, "
+    _OtherVariable("AUGCLIP_STUDY_OPERATOR_TOKEN", "unlocks the app's Study tab (at least 16 characters); a secret, "
                                                   "read when checked, never part of the settings; unset: studies are "
                                                   "run from the CLI only"),
-    OtherVariable("RAY_ADDRESS", "Ray's standard variable: the cluster batch --engine ray joins (auto: the running "
+    _OtherVariable("RAY_ADDRESS", "Ray's standard variable: the cluster batch --engine ray joins (auto: the running "
                                  "one); unset, the run starts a local Ray instance and stops it afterwards "
                                  "(docs/ray.md)", "--ray-address"),
-    OtherVariable("AUGCLIP_TEST_ARTIFACTS", "tests only: folder for the browser tests' screenshots and the "
+    _OtherVariable("AUGCLIP_TEST_ARTIFACTS", "tests only: folder for the browser tests' screenshots and the "
                                             "downloaded HTML report (default test-artifacts/ at the repository root; "
                                             ".ci/run leaves it on disk for CI to keep)"),
 )
@@ -486,7 +486,7 @@ class Settings:
         for key, value in changes.items():
             kind = SETTING[key].kind
             if kind is tuple and isinstance(value, str):
-                changes[key] = parse_model_list(value)
+                changes[key] = _parse_model_list(value)
             elif kind is Path and not isinstance(value, Path):
                 changes[key] = Path(str(value)).expanduser()
         return dataclasses.replace(self, **changes) if changes else self

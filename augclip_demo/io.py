@@ -135,7 +135,7 @@ def image_content_hash(image: Image.Image) -> str:
     return digest.hexdigest()
 
 
-def describe_input(source: object, name: str | None = None) -> str:
+def _describe_input(source: object, name: str | None = None) -> str:
     """A short human label for an input, used in messages and reports."""
     if name:
         return name
@@ -168,7 +168,7 @@ def open_image(
     """
     if isinstance(source, LoadedImage):
         return source
-    label = describe_input(source, name)
+    label = _describe_input(source, name)
     side = max_side if max_side is not None else DEFAULT_MAX_IMAGE_SIDE
     notes: list[str] = []
     if isinstance(source, np.ndarray):
@@ -186,7 +186,7 @@ def open_image(
         image = _open_with_pil(io.BytesIO(bytes(source)), label, max_pixels, side, budget)
     elif isinstance(source, (str, os.PathLike)):
         if "\x00" in os.fspath(source):
-            raise ImageLoadError(f"{describe_input(source, name)!r}: a file name cannot contain a NUL byte")
+            raise ImageLoadError(f"{_describe_input(source, name)!r}: a file name cannot contain a NUL byte")
         path = Path(source).expanduser()
         if not path.exists():
             raise ImageLoadError(f"{label}: file not found")
@@ -242,7 +242,7 @@ def _return_freed_memory() -> None:
 _MALLOC_TRIM = None
 
 
-def reduction_factor(size: tuple[int, int], max_side: int) -> int:
+def _reduction_factor(size: tuple[int, int], max_side: int) -> int:
     """The smallest integer factor that brings the longest side of ``size`` to ``max_side`` or below."""
     return max(1, -(-max(size) // max_side))
 
@@ -251,7 +251,7 @@ def _reduce_to(image: Image.Image, max_side: int, notes: list[str]) -> Image.Ima
     """Box-reduce ``image`` so its longest side is at most ``max_side``: by the smallest integer factor
     of its stored size, whatever the decoder did already (a drafted JPEG lands on the same size)."""
     stored = image.info.get("augclip_stored_size", image.size)
-    factor = reduction_factor(stored, max_side)
+    factor = _reduction_factor(stored, max_side)
     if factor == 1:
         return image
     target = (-(-stored[0] // factor), -(-stored[1] // factor))
@@ -305,7 +305,7 @@ def _open_with_pil(handle: io.IOBase, label: str, limit: int | None, max_side: i
             if getattr(image, "is_animated", False):
                 image.seek(0)
                 image.info["augclip_frames"] = getattr(image, "n_frames", 0)
-            factor = reduction_factor(image.size, max_side)
+            factor = _reduction_factor(image.size, max_side)
             image.info["augclip_stored_size"] = image.size
             if factor > 1 and image.format == "JPEG":
                 # DCT scaling decodes at 1/2, 1/4 or 1/8 size (never below the requested size).

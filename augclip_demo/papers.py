@@ -27,7 +27,7 @@ class Paper:
         return f'{", ".join(self.authors)}. "{self.title}". {self.venue}.'
 
 
-AUGCLIP = Paper("Preserve or Modify? Context-Aware Evaluation for Balancing Preservation and Modification in "
+_AUGCLIP = Paper("Preserve or Modify? Context-Aware Evaluation for Balancing Preservation and Modification in "
                 "Text-Guided Image Editing",
                 ("Yoonjeon Kim", "Soohyun Ryu", "Yeonsung Jung", "Hyunkoo Lee", "Joowon Kim", "June Yong Yang",
                  "Jaeryong Hwang", "Eunho Yang"), "CVPR 2025")
@@ -38,4 +38,4 @@ HATIE = Paper("Towards Scalable Human-aligned Benchmark for Text-guided Image Ed
 RELEVANCY = Paper("Generic Attention-model Explainability for Interpreting Bi-Modal and Encoder-Decoder Transformers",
                   ("Hila Chefer", "Shir Gur", "Lior Wolf"), "ICCV 2021")
 
-PAPERS: dict[str, Paper] = {"augclip": AUGCLIP, "bpm": BPM, "hatie": HATIE, "relevancy": RELEVANCY}
+PAPERS: dict[str, Paper] = {"augclip": _AUGCLIP, "bpm": BPM, "hatie": HATIE, "relevancy": RELEVANCY}

@@ -20,7 +20,7 @@ from ..io import MAX_JSON_DEPTH, json_depth
 #: imposing a small fixed number works best; 30 is the largest count it tested.
 DEFAULT_MAX_ATTRIBUTES = 30
 #: Items longer than this are not attributes (a paragraph that slipped through); they are dropped.
-MAX_ATTRIBUTE_CHARS = 200
+_MAX_ATTRIBUTE_CHARS = 200
 
 _FENCE = re.compile(r"```[A-Za-z0-9_+-]*\s*\n?(.*?)```", re.DOTALL)
 _BULLET = re.compile(r"^\s*(?:[-*\u2022\u2023\u25e6\u2013\u2014+]|\(?\d{1,3}[.):]|\(?[a-zA-Z][.)])\s+(.*\S)\s*$")
@@ -130,7 +130,7 @@ def normalize_key(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def clean_attribute(text: str) -> str:
+def _clean_attribute(text: str) -> str:
     """Strip whitespace, wrapping quotes, list debris and trailing punctuation from one item."""
     text = re.sub(r"\s+", " ", str(text).translate(_SMART_QUOTES)).strip()
     previous = None
@@ -148,9 +148,9 @@ def clean_attributes(items: Iterable[str], max_items: int | None = DEFAULT_MAX_A
     seen: set[str] = set()
     out: list[str] = []
     for item in items:
-        text = clean_attribute(item)
+        text = _clean_attribute(item)
         key = normalize_key(text)
-        if not _HAS_LETTER.search(key) or key in seen or len(text) > MAX_ATTRIBUTE_CHARS:
+        if not _HAS_LETTER.search(key) or key in seen or len(text) > _MAX_ATTRIBUTE_CHARS:
             continue
         seen.add(key)
         out.append(text)

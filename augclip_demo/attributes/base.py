@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import InputError
 from ..io import ImageInput, parse_json
 
-ATTRIBUTES_FORMAT_KEYS = ("source_attributes", "target_attributes")
+_ATTRIBUTES_FORMAT_KEYS = ("source_attributes", "target_attributes")
 
 # Fidelity labels: shown next to every attribute set (reports, CLI table, app). The paper extracts
 # attributes with an MLLM (Sec. 4.1); the offline CLIP-vocabulary ranking is a stand-in of lower
@@ -77,7 +77,7 @@ _PROVENANCE_TYPES: dict[str, tuple[type, ...]] = {
 _WHITESPACE = re.compile(r"\s+")
 
 
-def clean_attribute_list(items: Iterable[object], label: str) -> list[str]:
+def _clean_attribute_list(items: Iterable[object], label: str) -> list[str]:
     """Strip each entry, collapse inner whitespace and drop empty ones; reject non-strings."""
     cleaned: list[str] = []
     for i, item in enumerate(items):
@@ -100,8 +100,8 @@ class Attributes:
     def __post_init__(self) -> None:
         if isinstance(self.source, str) or isinstance(self.target, str):
             raise InputError("attributes must be lists of strings, not a single string")
-        self.source = clean_attribute_list(self.source, "source attributes")
-        self.target = clean_attribute_list(self.target, "target attributes")
+        self.source = _clean_attribute_list(self.source, "source attributes")
+        self.target = _clean_attribute_list(self.target, "target attributes")
         if isinstance(self.provenance, dict):
             self.provenance = Provenance.from_dict(self.provenance)
 
@@ -126,11 +126,11 @@ class Attributes:
     def from_dict(cls, data: dict[str, Any], *, origin: str = "attributes") -> Attributes:
         if not isinstance(data, dict):
             raise InputError(f"{origin}: expected a JSON object with source_attributes and target_attributes")
-        missing = [key for key in ATTRIBUTES_FORMAT_KEYS if key not in data]
+        missing = [key for key in _ATTRIBUTES_FORMAT_KEYS if key not in data]
         if missing:
             raise InputError(f"{origin}: missing key(s) {', '.join(missing)}; expected "
                              '{"source_attributes": [...], "target_attributes": [...]}')
-        for key in ATTRIBUTES_FORMAT_KEYS:
+        for key in _ATTRIBUTES_FORMAT_KEYS:
             if not isinstance(data[key], list):
                 raise InputError(f"{origin}: {key} must be a list of strings, got {type(data[key]).__name__}")
         provenance = data.get("provenance")

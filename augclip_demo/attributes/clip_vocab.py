@@ -43,12 +43,12 @@ log = logging.getLogger(__name__)
 #: Forward passes of the text tower per progress step while encoding the vocabulary: on CPU (8 texts
 #: a pass) a step is 32 phrases, a few seconds on 2 cores; on CUDA (256 a pass) 1,024 phrases.
 VOCAB_PASSES_PER_STEP = 4
-VOCAB_CACHE_FORMAT = 1
-DEFAULT_SOURCE_K = 10
-DEFAULT_TARGET_K = 10
+_VOCAB_CACHE_FORMAT = 1
+_DEFAULT_SOURCE_K = 10
+_DEFAULT_TARGET_K = 10
 #: Two phrases with text-embedding cosine above this say nearly the same thing for CLIP
 #: ("a red car" / "a car"); only the better-ranked one is kept.
-DEFAULT_MAX_SIMILARITY = 0.9
+_DEFAULT_MAX_SIMILARITY = 0.9
 
 _MEMO: dict[str, np.ndarray] = {}
 _MEMO_LOCK = threading.Lock()
@@ -193,12 +193,12 @@ def _encode(encoder: ClipEncoder, vocabulary: Vocabulary, progress: ProgressCall
     chunks = []
     for first in range(0, total, step):
         chunks.append(encoder.encode_texts(phrases[first:first + step]))
-        report(min(first + step, total) / total, encoding_message(min(first + step, total), total,
+        report(min(first + step, total) / total, _encoding_message(min(first + step, total), total,
                                                                   time.perf_counter() - start))
     return np.ascontiguousarray(np.concatenate(chunks, axis=0), dtype=np.float32)
 
 
-def encoding_message(done: int, total: int, seconds: float) -> str:
+def _encoding_message(done: int, total: int, seconds: float) -> str:
     """"clip-vocab: ... 96/3279 phrases, 9 s so far, about 5 min left" (the estimate from the rate so far)."""
     left = seconds / done * (total - done) if done else 0.0
     eta = "" if done >= total or not done else f", about {_duration(left)} left"
@@ -219,7 +219,7 @@ def _load(path: Path, key: str, n_phrases: int) -> np.ndarray | None:
         with np.load(path, allow_pickle=False) as data:
             meta = json.loads(str(data["meta"]))
             matrix = np.asarray(data["embeddings"], dtype=np.float32)
-        if meta.get("format") != VOCAB_CACHE_FORMAT or meta.get("key") != key:
+        if meta.get("format") != _VOCAB_CACHE_FORMAT or meta.get("key") != key:
             raise ValueError("it was written for another model or vocabulary")
         if matrix.ndim != 2 or matrix.shape[0] != n_phrases or not np.all(np.isfinite(matrix)):
             raise ValueError(f"unexpected embeddings of shape {matrix.shape}")
@@ -236,7 +236,7 @@ def _load(path: Path, key: str, n_phrases: int) -> np.ndarray | None:
 def _save(path: Path, key: str, matrix: np.ndarray) -> None:
     try:
         buffer = io.BytesIO()
-        np.savez(buffer, embeddings=matrix, meta=np.array(json.dumps({"format": VOCAB_CACHE_FORMAT, "key": key})))
+        np.savez(buffer, embeddings=matrix, meta=np.array(json.dumps({"format": _VOCAB_CACHE_FORMAT, "key": key})))
         write_atomic(path, buffer.getvalue())
     except OSError as exc:
         log.warning("could not write the clip-vocab embedding cache %s (%s)", path, exc)
@@ -302,8 +302,8 @@ class ClipVocabProvider(ExtractingProvider):
     fidelity = FIDELITY_CLIP_VOCAB
 
     def __init__(self, encoder: ClipEncoder | None = None, *, settings: Settings | None = None,
-                 source_k: int = DEFAULT_SOURCE_K, target_k: int = DEFAULT_TARGET_K,
-                 max_similarity: float = DEFAULT_MAX_SIMILARITY, include_source_text: bool = True,
+                 source_k: int = _DEFAULT_SOURCE_K, target_k: int = _DEFAULT_TARGET_K,
+                 max_similarity: float = _DEFAULT_MAX_SIMILARITY, include_source_text: bool = True,
                  vocabulary: Vocabulary | None = None, use_cache: bool = True, cache: AttributeCache | None = None,
                  progress: ProgressCallback | None = None):
         super().__init__(settings=settings, use_cache=use_cache, cache=cache, progress=progress)

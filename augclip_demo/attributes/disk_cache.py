@@ -28,7 +28,7 @@ from .base import Attributes
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-CACHE_FORMAT = 1
+_CACHE_FORMAT = 1
 
 
 def cache_key(parts: dict[str, Any]) -> str:
@@ -69,8 +69,8 @@ class KeyedJsonCache:
             return None
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:
-                raise ValueError(f"not a format-{CACHE_FORMAT} {self.what} cache entry")
+            if not isinstance(data, dict) or data.get("format") != _CACHE_FORMAT:
+                raise ValueError(f"not a format-{_CACHE_FORMAT} {self.what} cache entry")
             if data.get("key") != json.loads(json.dumps(parts, default=str)):
                 raise ValueError("its stored key does not match its name")
             value = parse(data, path)
@@ -85,7 +85,7 @@ class KeyedJsonCache:
     def _write(self, parts: dict[str, Any], fields: dict[str, Any]) -> Path | None:
         """Store ``fields`` under ``parts``; the file's path, or None when it could not be written (warned)."""
         path = self.path_for(parts)
-        entry = {"format": CACHE_FORMAT, "key": parts, **fields}
+        entry = {"format": _CACHE_FORMAT, "key": parts, **fields}
         try:
             write_atomic(path, json.dumps(entry, ensure_ascii=False, indent=1, default=str).encode("utf-8"))
         except OSError as exc:

@@ -55,7 +55,7 @@ SOURCE_EXAMPLE_ATTRIBUTES = [
     "A pavement is lit by low sun",
 ]
 
-PARSE_INSTRUCTIONS = (
+_PARSE_INSTRUCTIONS = (
     "Your task: split a picture caption into separate visual attributes. Each attribute is one short "
     'sentence that names a thing and one visible property of it, such as "A bicycle is blue". Keep '
     "every attribute short and about a single visual aspect."
@@ -68,7 +68,7 @@ PARSE_INPUT_LABEL = "CAPTION TO SPLIT"
 def caption_parse_prompt(caption: str) -> str:
     """Request 2 of App. C.2: a caption -> a Python list of its visual attributes."""
     return (
-        f"{PARSE_INSTRUCTIONS}\n\n"
+        f"{_PARSE_INSTRUCTIONS}\n\n"
         f"Worked example. Caption: {_quote(SOURCE_EXAMPLE_CAPTION)}\n"
         f"Attributes: {_pylist(SOURCE_EXAMPLE_ATTRIBUTES)}\n\n"
         "Now do the same for the caption below and reply with one Python list of strings and "
@@ -79,9 +79,9 @@ def caption_parse_prompt(caption: str) -> str:
 
 # ---------------------------------------------------------------- App. C.3: target attributes
 #: Worked example for target attributes (ours; same shape as the paper's): water made into juice.
-TARGET_EXAMPLE_SOURCE = "a glass of water"
-TARGET_EXAMPLE_CHANGE = "a glass of orange juice"
-TARGET_EXAMPLE_NAME = "Orange juice"
+_TARGET_EXAMPLE_SOURCE = "a glass of water"
+_TARGET_EXAMPLE_CHANGE = "a glass of orange juice"
+_TARGET_EXAMPLE_NAME = "Orange juice"
 TARGET_EXAMPLE_ATTRIBUTES = [
     "Orange juice is orange",
     "Orange juice is opaque",
@@ -89,14 +89,14 @@ TARGET_EXAMPLE_ATTRIBUTES = [
     "Orange juice has a thin layer of foam",
 ]
 
-TARGET_INSTRUCTIONS = (
+_TARGET_INSTRUCTIONS = (
     "Your task: list the visual attributes an edited picture must show. Each attribute is one short "
     "sentence about a single visible property. Do not repeat an attribute in other words: "
     '"A cup is small" and "A cup is little" say the same thing, so keep only one of them.'
 )
 
 
-def target_question(target_text: str, source_caption: str | None = None, source_text: str | None = None) -> str:
+def _target_question(target_text: str, source_caption: str | None = None, source_text: str | None = None) -> str:
     """The question about one edit, shaped like the worked example's question."""
     context = ""
     if source_caption:
@@ -109,22 +109,22 @@ def target_question(target_text: str, source_caption: str | None = None, source_
         "Which visual attributes must the edited picture have so that it matches the edit request? "
         "List only what the request calls for; leave out whatever the edit keeps as it was before. "
         'Write each one as "SUBJECT is ATTRIBUTE" or "SUBJECT has ATTRIBUTE", where SUBJECT is a '
-        f'short name for the edited subject (the worked example uses "{TARGET_EXAMPLE_NAME}").'
+        f'short name for the edited subject (the worked example uses "{_TARGET_EXAMPLE_NAME}").'
     )
 
 
 def target_prompt(target_text: str, source_caption: str | None = None, source_text: str | None = None) -> str:
     """App. C.3: the target text (with the source caption as context) -> a Python list of attributes."""
     example_question = (
-        f"Edit request: turn {TARGET_EXAMPLE_SOURCE} into {TARGET_EXAMPLE_CHANGE}. Which visual attributes "
-        f'must the edited picture have? Write each one as "{TARGET_EXAMPLE_NAME} is ATTRIBUTE" or '
-        f'"{TARGET_EXAMPLE_NAME} has ATTRIBUTE".'
+        f"Edit request: turn {_TARGET_EXAMPLE_SOURCE} into {_TARGET_EXAMPLE_CHANGE}. Which visual attributes "
+        f'must the edited picture have? Write each one as "{_TARGET_EXAMPLE_NAME} is ATTRIBUTE" or '
+        f'"{_TARGET_EXAMPLE_NAME} has ATTRIBUTE".'
     )
     return (
-        f"{TARGET_INSTRUCTIONS}\n\n"
+        f"{_TARGET_INSTRUCTIONS}\n\n"
         f"Worked example. {example_question}\n"
         f"Attributes: {_pylist(TARGET_EXAMPLE_ATTRIBUTES)}\n\n"
-        f"Now answer for this edit.\n{target_question(target_text, source_caption, source_text)}\n"
+        f"Now answer for this edit.\n{_target_question(target_text, source_caption, source_text)}\n"
         "Reply with one Python list of strings and nothing else."
     )
 

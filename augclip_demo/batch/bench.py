@@ -106,7 +106,7 @@ class SpeedResult:
         ])
 
 
-def bare_encode(manifest: Path, encoder: ClipEncoder, metrics: list[str], *, batch_size: int, workers: int,
+def _bare_encode(manifest: Path, encoder: ClipEncoder, metrics: list[str], *, batch_size: int, workers: int,
                 text_batch_size: int, max_pixels: int | None = None,
                 stages: dict[str, float] | None = None, decode_processes: cf.Executor | None = None) -> tuple[int, int]:
     """Encode every distinct image and needed text of a manifest; returns (images, texts) encoded.
@@ -219,7 +219,7 @@ def speed_benchmark(settings: Settings, *, n_items: int | None = None, n_edits: 
         for _ in range(max(1, repeats)):
             _clear(encoder)
             start, cpu, stages = time.perf_counter(), time.process_time(), {}
-            n_images, n_texts = bare_encode(manifest, encoder, metric_keys, batch_size=batch_size, workers=workers,
+            n_images, n_texts = _bare_encode(manifest, encoder, metric_keys, batch_size=batch_size, workers=workers,
                                             text_batch_size=text_batch_size, max_pixels=settings.max_image_pixels,
                                             stages=stages, decode_processes=processes)
             _sync(encoder)

@@ -64,7 +64,7 @@ def encoder_recipe(encoder: Any) -> tuple[tuple[str, ...], bytes] | None:
     recipe = encoder.preparation_recipe()
     if recipe is None:
         return None
-    return recipe_key(encoder.spec.raw, *recipe), recipe_bytes(*recipe)
+    return _recipe_key(encoder.spec.raw, *recipe), recipe_bytes(*recipe)
 
 
 def recipe_bytes(pil_steps: list[Any], preprocess: Any, tokenizer: Any | None) -> bytes:
@@ -72,7 +72,7 @@ def recipe_bytes(pil_steps: list[Any], preprocess: Any, tokenizer: Any | None) -
     return pickle.dumps({"pil_steps": pil_steps, "preprocess": preprocess, "tokenizer": tokenizer})
 
 
-def recipe_key(model: str, pil_steps: list[Any], preprocess: Any, tokenizer: Any | None) -> tuple[str, ...]:
+def _recipe_key(model: str, pil_steps: list[Any], preprocess: Any, tokenizer: Any | None) -> tuple[str, ...]:
     """What identifies a recipe across runs: the model, its transform and its tokenizer's kind (the
     tokenizer's bytes change as its word cache fills, its output does not)."""
     return model, repr(preprocess), type(tokenizer).__name__, str(getattr(tokenizer, "context_length", ""))
@@ -101,13 +101,13 @@ def prepare_item(requests: list[ImageRequest], texts: list[str], max_pixels: int
             out.failed_images[request.key] = str(exc)
             out.error = out.error or f"{request.label}: {exc}"
             continue
-        out.images[request.key] = (image.sha256, prepare_pixels(image.image))
+        out.images[request.key] = (image.sha256, _prepare_pixels(image.image))
     tokenizer = _RECIPE.get("tokenizer")
     if texts and tokenizer is not None and out.error is None:
         out.tokens = dict(zip(texts, tokenizer(texts).numpy()))
     return out
 
 
-def prepare_pixels(pil: Any) -> Any:
+def _prepare_pixels(pil: Any) -> Any:
     """The encoder's transform as :meth:`ClipEncoder.preprocess_image` runs it (:func:`prepared_pixels`)."""
     return prepared_pixels(pil, _RECIPE["pil_steps"], _RECIPE["preprocess"])

@@ -239,8 +239,8 @@ def load_magicbrush(root: str | Path, out: str | Path | None = None, *, method_d
 # ---------------------------------------------------------------------------------------------- CSV
 CSV_COLUMNS = ("id", "source", "edit", "target_text", "source_text", "instruction", "name", "role", "human_score",
                "preferred", "dataset", "attributes", "o1", "o2", "size_state", "position_state", "reference")
-PARSE_COLUMNS = ("o1", "o2", "size_state", "position_state", "reference")  # corrections of the parse (manifest "parse")
-TRUE_WORDS = {"1", "true", "yes", "y", "x"}
+_PARSE_COLUMNS = ("o1", "o2", "size_state", "position_state", "reference")  # corrections of the parse (manifest "parse")
+_TRUE_WORDS = {"1", "true", "yes", "y", "x"}
 
 
 def load_csv_pairs(csv_path: str | Path, out: str | Path | None = None, *, root: str | Path | None = None,
@@ -283,7 +283,7 @@ def load_csv_pairs(csv_path: str | Path, out: str | Path | None = None, *, root:
     for item_id, group in grouped.items():
         first = group[0][1]
         for field_name in ("source", "target_text", "source_text", "instruction", "dataset", "attributes",
-                           *PARSE_COLUMNS):
+                           *_PARSE_COLUMNS):
             values = {row.get(field_name, "") for _, row in group}
             if len(values) > 1:
                 problems.append(f"id {item_id!r}: rows {', '.join(str(n) for n, _ in group)} disagree on {field_name}")
@@ -299,7 +299,7 @@ def load_csv_pairs(csv_path: str | Path, out: str | Path | None = None, *, root:
                 scores.append(float(score) if score else None)
             except ValueError:
                 problems.append(f"row {number}: human_score {score!r} is not a number")
-            if row.get("preferred", "").lower() in TRUE_WORDS:
+            if row.get("preferred", "").lower() in _TRUE_WORDS:
                 preferred.append(position)
         for edit in edits:
             if edit["name"] is None:
@@ -309,7 +309,7 @@ def load_csv_pairs(csv_path: str | Path, out: str | Path | None = None, *, root:
         for field_name in ("source_text", "instruction"):
             if first.get(field_name):
                 item[field_name] = first[field_name]
-        corrections = {name: first[name] for name in PARSE_COLUMNS if first.get(name)}
+        corrections = {name: first[name] for name in _PARSE_COLUMNS if first.get(name)}
         if corrections:
             item["parse"] = corrections
         if first.get("dataset") or dataset:

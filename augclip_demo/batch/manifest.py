@@ -49,10 +49,10 @@ from ..instructions.edit_types import check_edit_type
 from ..io import MAX_JSON_DEPTH, json_depth
 
 ROLES: tuple[str, ...] = ("gt", "ep", "em", "candidate")
-ITEM_KEYS = ("id", "source", "target_text", "source_text", "instruction", "parse", "dataset", "edits", "human",
+_ITEM_KEYS = ("id", "source", "target_text", "source_text", "instruction", "parse", "dataset", "edits", "human",
              "attributes", "ground_truth", "edit_mask", "output_caption", "meta", "edit_type")
-EDIT_KEYS = ("path", "name", "role")
-HUMAN_KEYS = ("preferred", "scores")
+_EDIT_KEYS = ("path", "name", "role")
+_HUMAN_KEYS = ("preferred", "scores")
 
 
 @dataclass(frozen=True)
@@ -371,7 +371,7 @@ def _parse_edits(value: Any, checker: _PathChecker, problems: list[str]) -> list
         if not isinstance(entry, dict):
             problems.append(f"{where} must be an object with a path, got {type(entry).__name__}")
             continue
-        bad = _unknown_keys(entry, EDIT_KEYS, f"{where}: ")
+        bad = _unknown_keys(entry, _EDIT_KEYS, f"{where}: ")
         problems.extend(bad)
         role = entry.get("role", "candidate")
         if role not in ROLES:
@@ -409,7 +409,7 @@ def _parse_human(value: Any, n_edits: int, problems: list[str]) -> HumanJudgment
     if not isinstance(value, dict):
         problems.append(f"human must be an object with 'preferred' and/or 'scores', got {type(value).__name__}")
         return None
-    bad = _unknown_keys(value, HUMAN_KEYS, "human: ")
+    bad = _unknown_keys(value, _HUMAN_KEYS, "human: ")
     if bad:
         problems.extend(bad)
         return None
@@ -440,14 +440,14 @@ def _parse_human(value: Any, n_edits: int, problems: list[str]) -> HumanJudgment
     return HumanJudgment(preferred=preferred, scores=parsed_scores)
 
 
-def parse_item(data: Any, line: int, root: Path,
+def _parse_item(data: Any, line: int, root: Path,
                checker: _PathChecker | None = None) -> tuple[ManifestItem | None, list[str]]:
     """One manifest line as an item, or the list of problems found on it (all of them)."""
     problems: list[str] = []
     checker = checker or _PathChecker(root)
     if not isinstance(data, dict):
         return None, [f"expected a JSON object, got {type(data).__name__}"]
-    problems.extend(_unknown_keys(data, ITEM_KEYS, ""))
+    problems.extend(_unknown_keys(data, _ITEM_KEYS, ""))
     raw_id = data.get("id")
     if isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)) or not str(raw_id).strip():
         problems.append("id is missing (give every item a unique string id)")
@@ -557,7 +557,7 @@ def iter_manifest(path: str | Path, *, problems: list[str] | None = None,
                 found.append(f"not valid JSON ({exc.msg} at column {exc.colno})")
         item = None
         if data is not _UNREADABLE:  # a line reading `null` is parsed (and refused) like any other value
-            item, found = parse_item(data, number, root, checker)
+            item, found = _parse_item(data, number, root, checker)
         item_id = item.id if item else (str(data.get("id")) if isinstance(data, dict) and data.get("id") is not None
                                         else None)
         if item_id is not None and item_id in seen:

@@ -15,12 +15,12 @@ from ..pipeline import FEATURE_METRICS, AugCLIPOptions, FeatureNetworks
 from ..report import UNTRAINED_WARNING
 
 #: The bases a batch run computes: every metric of these bases can be chosen with ``--metrics``.
-BATCH_BASES: tuple[str, ...] = ("embeddings", "pixels", "regions", "judge")
+_BATCH_BASES: tuple[str, ...] = ("embeddings", "pixels", "regions", "judge")
 
 
 def batch_metric_keys() -> list[str]:
     """Every metric a batch run can compute, in table order (BPM included: the regions stage)."""
-    return [key for key in metric_keys() if METRICS[key].basis in BATCH_BASES]
+    return [key for key in metric_keys() if METRICS[key].basis in _BATCH_BASES]
 
 
 @dataclass
@@ -61,7 +61,7 @@ class BatchOptions:
         if unknown:
             raise InputError(f"unknown feature metric(s) {', '.join(unknown)}; choose from {', '.join(FEATURE_METRICS)}")
         self.feature_metrics = list(dict.fromkeys([*self.feature_metrics, *(n for n in named if n in FEATURE_METRICS)]))
-        self.metrics = parse_metric_keys(self.metrics, supplied_bases=BATCH_BASES)
+        self.metrics = parse_metric_keys(self.metrics, supplied_bases=_BATCH_BASES)
         self.metrics += [key for key in self.feature_metrics if key not in self.metrics]
         if self.judge is not None:
             if not isinstance(self.judge, JudgeOptions):

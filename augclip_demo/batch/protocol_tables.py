@@ -121,7 +121,7 @@ class ProtocolReport:
                 for figure_name, _ in _figures(mp):
                     present.setdefault(figure_name, None)
             columns.extend((name, figure_name) for figure_name in _ordered(present))
-        headers = ["metric"] + [f"{dataset} {FIGURE_LABELS.get(fig, fig)}" for dataset, fig in columns]
+        headers = ["metric"] + [f"{dataset} {_FIGURE_LABELS.get(fig, fig)}" for dataset, fig in columns]
         rows = []
         for key in self.metrics:
             row = [_label(key)]
@@ -139,7 +139,7 @@ class ProtocolReport:
             blocks.append(f"!! {UNTRAINED_WARNING.upper()} !!")
         blocks.append(f"model(s): {', '.join(self.models) or 'n/a'} | bootstrap {self.n_boot} resamples, seed {self.seed}, "
                       f"{int(self.level * 100)}% CI in brackets")
-        for figure_name, title in TABLES:
+        for figure_name, title in _TABLES:
             datasets = [name for name, ds in self.datasets.items()
                         if any(dict(_figures(mp)).get(figure_name) is not None for mp in ds.metrics.values())]
             if not datasets:
@@ -181,7 +181,7 @@ class ProtocolReport:
         return "\n\n".join(blocks)
 
 
-TABLES: list[tuple[str, str]] = [
+_TABLES: list[tuple[str, str]] = [
     ("s2afc", "Human alignment s2AFC (higher is better)"),
     ("acc_both", "Ground truth test AccBoth (higher is better)"),
     ("model_spearman", "Per-model rank agreement with humans, Spearman rho"),
@@ -191,7 +191,7 @@ TABLES: list[tuple[str, str]] = [
     ("kendall", "Correlation with human scores, Kendall tau"),
     ("pair_alignment", "Pairwise alignment with human scores (BPM)"),
 ]
-FIGURE_LABELS = {"s2afc": "s2AFC", "acc_both": "AccBoth", "win_gt": "GT wins", "win_ep": "EP wins",
+_FIGURE_LABELS = {"s2afc": "s2AFC", "acc_both": "AccBoth", "win_gt": "GT wins", "win_ep": "EP wins",
                  "win_em": "EM wins", "model_spearman": "model rho", "model_kendall": "model tau",
                  "pearson": "r", "spearman": "rho", "kendall": "tau", "pair_alignment": "pair align."}
 
@@ -212,12 +212,12 @@ def _figures(mp: MetricProtocols | None) -> list[tuple[str, Figure]]:
 
 
 def _ordered(present: dict[str, None]) -> list[str]:
-    order = list(FIGURE_LABELS)
+    order = list(_FIGURE_LABELS)
     return sorted(present, key=lambda k: order.index(k) if k in order else len(order))
 
 
 def _label(key: str) -> str:
-    if key == BPM_DATASET_KEY:
+    if key == _BPM_DATASET_KEY:
         return "BPM (dataset min-max)"
     return METRICS[key].label if key in METRICS else key
 
@@ -243,10 +243,10 @@ def _render(title: str, headers: list[str], rows: list[list[str]]) -> str:
 # ---------------------------------------------------------------------------------------------- reading
 #: BPM with S_modify min-max normalised over each dataset of the results (BPM paper, Alg. 2 line 2), derived
 #: from the components every batch record keeps; the per-pair ``bpm`` uses the fixed (x + 1) / 2 instead.
-BPM_DATASET_KEY = "bpm_dataset"
+_BPM_DATASET_KEY = "bpm_dataset"
 
 
-def add_dataset_bpm(items: list[ProtocolItem], components: dict[int, dict[str, Any]]) -> bool:
+def _add_dataset_bpm(items: list[ProtocolItem], components: dict[int, dict[str, Any]]) -> bool:
     """Give every edit with BPM components the dataset-normalised BPM as metric ``bpm_dataset``.
 
     ``components`` maps ``id(edit)`` to the edit's recorded BPM components. Returns whether any edit got
@@ -259,10 +259,10 @@ def add_dataset_bpm(items: list[ProtocolItem], components: dict[int, dict[str, A
     rescored = rescore_over_dataset(BPMComponents(**{k: v for k, v in parts.items() if k in fields})
                                     for _, parts in scored)
     for (edit, _), result in zip(scored, rescored):
-        edit.metrics[BPM_DATASET_KEY] = result.bpm
+        edit.metrics[_BPM_DATASET_KEY] = result.bpm
     for item in items:
         for edit in item.edits:
-            edit.metrics.setdefault(BPM_DATASET_KEY, None)
+            edit.metrics.setdefault(_BPM_DATASET_KEY, None)
     return True
 
 
@@ -311,8 +311,8 @@ def read_protocol_items(paths: list[str | Path]) -> tuple[dict[str, DatasetProto
             grouped.setdefault(name, []).append(ProtocolItem(
                 id=item_id, edits=edits, preferred=human.get("preferred"), scores=human.get("scores")))
     for name, components in bpm_components.items():
-        if add_dataset_bpm(grouped.get(name, []), components):
-            metric_keys.setdefault(BPM_DATASET_KEY, None)
+        if _add_dataset_bpm(grouped.get(name, []), components):
+            metric_keys.setdefault(_BPM_DATASET_KEY, None)
     return datasets, grouped, list(metric_keys), list(models), untrained
 
 
@@ -322,7 +322,7 @@ HATIE_IQ_NEEDS = ("HATIE Image Quality (FID of each model's sources vs its edits
                   "inception-v3-compat); without it the totals are the criterion part alone")
 
 
-def hatie_tables(paths: list[str | Path], manifests: list[str | Path] | None, *, fid: str = "inception-v3-compat",
+def _hatie_tables(paths: list[str | Path], manifests: list[str | Path] | None, *, fid: str = "inception-v3-compat",
                  weights: str = "published",
                  settings: Settings | None = None) -> tuple[dict[str, HatieTable], list[str]]:
     """HATIE's per-model table of each results file with HATIE values; Image Quality (the function
@@ -383,6 +383,6 @@ def compute_protocols(paths: list[str | Path] | str | Path, *, metrics: list[str
         for key in keys:
             higher = METRICS[key].higher_is_better if key in METRICS else True
             ds.metrics[key] = evaluate_metric(items, key, higher, n_boot=n_boot, seed=seed, level=level)
-    tables, notes = hatie_tables(list(paths), manifests, fid=hatie_fid, weights=hatie_weights, settings=settings)
+    tables, notes = _hatie_tables(list(paths), manifests, fid=hatie_fid, weights=hatie_weights, settings=settings)
     return ProtocolReport(datasets=datasets, metrics=keys, models=models, untrained=untrained, n_boot=n_boot,
                           seed=seed, level=level, sources=[str(p) for p in paths], hatie=tables, hatie_notes=notes)

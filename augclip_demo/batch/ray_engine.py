@@ -75,7 +75,7 @@ from .results import RunLock, apply_resume_state, export_csv, open_results_write
 
 log = logging.getLogger(__name__)
 
-RAY_EXTRA_HINT = "the ray engine needs Ray Data: pip install 'augclip-demo[ray]'"
+_RAY_EXTRA_HINT = "the ray engine needs Ray Data: pip install 'augclip-demo[ray]'"
 
 
 @dataclass
@@ -171,7 +171,7 @@ class _RateLimiter:
             time.sleep(delay)
 
 
-class AttributeStage:
+class _AttributeStage:
     """Ray Data callable class: attributes for items that have none (one provider per actor)."""
 
     def __init__(self, settings: Settings, provider: str, needs: set[str], per_actor_rate: float | None):
@@ -207,7 +207,7 @@ class AttributeStage:
         return _passthrough(batch, found_attributes=found, attribute_error=errors)
 
 
-class ModelStage:
+class _ModelStage:
     """Ray Data callable class: the pipeline's BPM, HATIE and judge stages of every item, one set of region
     models (and one judge client) per actor."""
 
@@ -372,7 +372,7 @@ def _import_ray() -> Any:
         import ray
         import ray.data  # noqa: F401
     except ImportError:
-        raise InputError(RAY_EXTRA_HINT) from None
+        raise InputError(_RAY_EXTRA_HINT) from None
     return ray
 
 
@@ -471,13 +471,13 @@ class RayExecution:
         if pools.attribute_actors:
             provider = config.options.provider or config.settings.attribute_provider
             rate = ropts.extractions_per_second / pools.attribute_actors if ropts.extractions_per_second else None
-            ds = ds.map_batches(AttributeStage, batch_size=per_batch, batch_format="numpy",
+            ds = ds.map_batches(_AttributeStage, batch_size=per_batch, batch_format="numpy",
                                 compute=ActorPoolStrategy(size=pools.attribute_actors),
                                 num_cpus=pools.attribute_cpus,
                                 fn_constructor_kwargs={"settings": config.settings, "provider": provider,
                                                        "needs": config.needs, "per_actor_rate": rate})
         if bpm:
-            ds = ds.map_batches(ModelStage, batch_size=per_batch, batch_format="numpy",
+            ds = ds.map_batches(_ModelStage, batch_size=per_batch, batch_format="numpy",
                                 compute=ActorPoolStrategy(size=pools.bpm_actors),
                                 num_cpus=pools.score_cpus, num_gpus=pools.score_gpus,
                                 fn_constructor_kwargs={"settings": config.settings, "options": options})
@@ -524,7 +524,7 @@ class RayExecution:
             cause = _our_error(exc)
             what = str(cause) if cause is not None else f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}"
             raise AugclipError(f"the Ray run stopped after {len(written)} of {len(pending)} item(s): {what}. The "
-                               f"written records are kept in {config.out}; rerun the same command to resume") \
+                               f"written records are kept in {config.out}; rerun the same command to resume")\
                 from exc
         finally:
             writer.close()

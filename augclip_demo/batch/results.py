@@ -37,7 +37,7 @@ from .results_parquet import (
     write_parquet_results,
 )
 
-RUN_KEYS_COMPARED = ("model", "precision", "matmul", "metrics", "options", "bpm", "judge", "features")
+_RUN_KEYS_COMPARED = ("model", "precision", "matmul", "metrics", "options", "bpm", "judge", "features")
 # "precision" / "matmul": the CLIP numerics (autocast dtype, CPU matrix kernels; a file from before they were
 # recorded reads None); "bpm": region models and options; "judge": the judge's model, prompt version,
 # temperature and samples; "features": the DINO / LPIPS networks
@@ -99,7 +99,7 @@ def iter_results(path: str | Path) -> Iterator[dict[str, Any]]:
 
 def _compare_run(path: Path, record: dict[str, Any], run: dict[str, Any]) -> None:
     old = record.get("run") or {}
-    for key in RUN_KEYS_COMPARED:
+    for key in _RUN_KEYS_COMPARED:
         if old.get(key) != run.get(key):
             then = "not recorded" if key not in old else repr(old.get(key))
             raise InputError(
@@ -274,10 +274,10 @@ def export_parquet(results_path: str | Path, folder: str | Path, rows_per_part: 
 
 
 # ---------------------------------------------------------------------------------------------- CSV
-CSV_FIXED = ["id", "dataset", "status", "edit", "name", "role", "path"]
+_CSV_FIXED = ["id", "dataset", "status", "edit", "name", "role", "path"]
 
 
-def results_metric_keys(path: str | Path) -> list[str]:
+def _results_metric_keys(path: str | Path) -> list[str]:
     keys: dict[str, None] = {}
     for record in iter_results(path):
         for key in (record.get("run") or {}).get("metrics", []):
@@ -290,11 +290,11 @@ def results_metric_keys(path: str | Path) -> list[str]:
 
 def export_csv(results_path: str | Path, csv_path: str | Path) -> Path:
     """One CSV row per edit (a failed item: one row with its error), streamed from the JSONL."""
-    keys = results_metric_keys(results_path)
+    keys = _results_metric_keys(results_path)
     csv_path = Path(csv_path)
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     with open(csv_path, "w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=CSV_FIXED + keys + ["error", "model", "untrained"])
+        writer = csv.DictWriter(handle, fieldnames=_CSV_FIXED + keys + ["error", "model", "untrained"])
         writer.writeheader()
         for record in iter_results(results_path):
             run = record.get("run") or {}

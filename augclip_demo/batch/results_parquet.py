@@ -30,10 +30,10 @@ from typing import Any
 
 from ..errors import InputError
 
-TEXT_COLUMNS = ("id", "dataset", "status", "error", "source", "target_text", "source_text", "instruction")
-JSON_COLUMNS = ("edits", "human", "attributes", "meta", "bpm_parse", "run")
+_TEXT_COLUMNS = ("id", "dataset", "status", "error", "source", "target_text", "source_text", "instruction")
+_JSON_COLUMNS = ("edits", "human", "attributes", "meta", "bpm_parse", "run")
 #: Every column of a results part file, in order (``extra``: other top-level fields; ``fields``: key order).
-COLUMNS = (*TEXT_COLUMNS, *JSON_COLUMNS, "extra", "fields")
+COLUMNS = (*_TEXT_COLUMNS, *_JSON_COLUMNS, "extra", "fields")
 PART_PREFIX = "part-"
 
 
@@ -48,13 +48,13 @@ def _pyarrow() -> Any:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
-        raise InputError("Parquet results need pyarrow: pip install 'augclip-demo[ray]' (or pip install pyarrow)") \
+        raise InputError("Parquet results need pyarrow: pip install 'augclip-demo[ray]' (or pip install pyarrow)")\
             from None
     return pa, pq
 
 
 def _schema(pa: Any) -> Any:
-    return pa.schema([(name, pa.string()) for name in (*TEXT_COLUMNS, *JSON_COLUMNS, "extra")]
+    return pa.schema([(name, pa.string()) for name in (*_TEXT_COLUMNS, *_JSON_COLUMNS, "extra")]
                      + [("fields", pa.list_(pa.string()))])
 
 
@@ -67,12 +67,12 @@ def record_to_row(record: dict[str, Any]) -> dict[str, Any]:
     row: dict[str, Any] = {name: None for name in COLUMNS}
     extra = {}
     for key, value in record.items():
-        if key in TEXT_COLUMNS:
+        if key in _TEXT_COLUMNS:
             if value is not None and not isinstance(value, str):
                 raise InputError(f"results record {record.get('id')!r}: field {key} must be text, got "
                                  f"{type(value).__name__}")
             row[key] = value
-        elif key in JSON_COLUMNS:
+        elif key in _JSON_COLUMNS:
             row[key] = _dumps(value)
         else:
             extra[key] = value
@@ -86,9 +86,9 @@ def row_to_record(row: dict[str, Any]) -> dict[str, Any]:
     extra = json.loads(row["extra"]) if row.get("extra") else {}
     record: dict[str, Any] = {}
     for key in row["fields"]:
-        if key in TEXT_COLUMNS:
+        if key in _TEXT_COLUMNS:
             record[key] = row[key]
-        elif key in JSON_COLUMNS:
+        elif key in _JSON_COLUMNS:
             record[key] = json.loads(row[key])
         else:
             record[key] = extra[key]

@@ -10,10 +10,10 @@ from PIL import Image, ImageDraw
 
 COLORS = ["red", "green", "blue", "yellow", "purple", "orange", "white", "black", "pink", "brown", "grey", "cyan"]
 SHAPES = ["ball", "box", "disc", "block", "ring", "tile"]
-PLACES = ["a lawn", "a beach", "a street", "a kitchen", "a forest", "a desk", "a snowfield", "a lake"]
+_PLACES = ["a lawn", "a beach", "a street", "a kitchen", "a forest", "a desk", "a snowfield", "a lake"]
 
 
-def draw_picture(rng: np.random.Generator, size: int, shapes: int = 3) -> Image.Image:
+def _draw_picture(rng: np.random.Generator, size: int, shapes: int = 3) -> Image.Image:
     """A random picture: a background colour and a few filled ellipses / rectangles."""
     background = tuple(int(c) for c in rng.integers(0, 256, size=3))
     image = Image.new("RGB", (size, size), background)
@@ -26,7 +26,7 @@ def draw_picture(rng: np.random.Generator, size: int, shapes: int = 3) -> Image.
     return image
 
 
-def edit_picture(rng: np.random.Generator, source: Image.Image, strength: float) -> Image.Image:
+def _edit_picture(rng: np.random.Generator, source: Image.Image, strength: float) -> Image.Image:
     """A drawn 'edit' of ``source``: a new shape, plus a global colour shift for stronger edits."""
     image = source.copy()
     size = image.size[0]
@@ -57,15 +57,15 @@ def write_synthetic_manifest(folder: str | Path, n_items: int = 200, *, n_edits:
     path = folder / "manifest.jsonl"
     with open(path, "w", encoding="utf-8", newline="\n") as handle:
         for index in range(n_items):
-            source = draw_picture(rng, image_size)
+            source = _draw_picture(rng, image_size)
             src_name = f"images/{index:05d}-source.{image_format}"
             source.save(folder / src_name)
             color, shape, place = (COLORS[rng.integers(len(COLORS))], SHAPES[rng.integers(len(SHAPES))],
-                                    PLACES[rng.integers(len(PLACES))])
+                                    _PLACES[rng.integers(len(_PLACES))])
             new_color = COLORS[(COLORS.index(color) + 1 + int(rng.integers(len(COLORS) - 1))) % len(COLORS)]
             edits = []
             for e in range(n_edits):
-                edit = edit_picture(rng, source, strength=(e + 1) / (n_edits + 1))
+                edit = _edit_picture(rng, source, strength=(e + 1) / (n_edits + 1))
                 name = f"images/{index:05d}-edit{e + 1}.{image_format}"
                 edit.save(folder / name)
                 edits.append({"path": name, "name": f"model-{e + 1}", "role": "candidate"})

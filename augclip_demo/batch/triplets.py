@@ -51,7 +51,7 @@ class TripletResult:
         return "\n".join(lines)
 
 
-def item_seed(seed: int, item_id: str) -> list[int]:
+def _item_seed(seed: int, item_id: str) -> list[int]:
     return [int(seed), int.from_bytes(hashlib.sha256(item_id.encode("utf-8")).digest()[:8], "little")]
 
 
@@ -60,7 +60,7 @@ def excessively_preserved(source: Image.Image, sigma: float = DEFAULT_SIGMA, see
     """The source plus Gaussian noise N(0, sigma^2) per pixel and channel on [0, 1], as 8-bit RGB."""
     if not (np.isfinite(sigma) and sigma >= 0):
         raise InputError(f"sigma must be a non-negative number, got {sigma}")
-    rng = np.random.default_rng(item_seed(seed, item_id))
+    rng = np.random.default_rng(_item_seed(seed, item_id))
     pixels = np.asarray(source.convert("RGB"), dtype=np.float64) / 255.0
     noisy = pixels + rng.normal(0.0, sigma, size=pixels.shape)
     return Image.fromarray(np.clip(np.rint(noisy * 255.0), 0, 255).astype(np.uint8), mode="RGB")

@@ -34,8 +34,8 @@ from .runner import BatchOptions, BatchSummary, run_batch
 from .ziputil import ZipLimits, safe_extract
 
 ProgressFn = Callable[[float, str], None]
-MAX_MANIFEST_BYTES = 256 * 1024 * 1024
-UPLOADED_MANIFEST = "_uploaded_manifest.jsonl"
+_MAX_MANIFEST_BYTES = 256 * 1024 * 1024
+_UPLOADED_MANIFEST = "_uploaded_manifest.jsonl"
 
 
 @dataclass
@@ -73,7 +73,7 @@ def _first_paths(manifest: Path, limit: int = 50) -> list[str]:
     return paths
 
 
-TEXT_FIELDS = ("id", "source", "target_text", "source_text", "instruction", "output_caption", "dataset",
+_TEXT_FIELDS = ("id", "source", "target_text", "source_text", "instruction", "output_caption", "dataset",
                "ground_truth", "edit_mask", "edit_type")
 
 
@@ -103,7 +103,7 @@ def check_manifest_bounds(manifest: Path, shown_name: str, settings: Settings, r
 
 
 def _check_item_bounds(data: dict, where: str, settings: Settings, root: Path | None) -> None:
-    for key in TEXT_FIELDS:
+    for key in _TEXT_FIELDS:
         value = data.get(key)
         if isinstance(value, str) and len(value) > settings.max_text_chars:
             raise InputError(f"{where}: {key} has {len(value)} characters; the limit is {settings.max_text_chars} "
@@ -150,7 +150,7 @@ def _attribute_file(root: Path, name: str, where: str, settings: Settings) -> di
     return data if isinstance(data, dict) else None
 
 
-def check_utf8(manifest: Path, shown_name: str) -> None:
+def _check_utf8(manifest: Path, shown_name: str) -> None:
     """Refuse a manifest that is not UTF-8, naming the uploaded file (not the server's copy of it)."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     offset = 0
@@ -202,11 +202,11 @@ def run_uploaded_batch(manifest_file: str | Path, images_zip: str | Path, *, wor
     manifest_file = Path(manifest_file)
     if not manifest_file.is_file():
         raise InputError("upload a manifest (.jsonl, one JSON object per line)")
-    if manifest_file.stat().st_size > MAX_MANIFEST_BYTES:
-        raise InputError(f"the manifest is over {MAX_MANIFEST_BYTES // (1024 * 1024)} MB")
+    if manifest_file.stat().st_size > _MAX_MANIFEST_BYTES:
+        raise InputError(f"the manifest is over {_MAX_MANIFEST_BYTES // (1024 * 1024)} MB")
     if not images_zip or not Path(images_zip).is_file():
         raise InputError("upload a zip of the images the manifest refers to")
-    check_utf8(manifest_file, manifest_file.name)
+    _check_utf8(manifest_file, manifest_file.name)
     check_manifest_bounds(manifest_file, manifest_file.name, settings)
     if metrics is not None and not isinstance(metrics, str):
         metrics = list(dict.fromkeys(metrics))  # checked against the metric table by BatchOptions
@@ -223,7 +223,7 @@ def run_uploaded_batch(manifest_file: str | Path, images_zip: str | Path, *, wor
         safe_extract(images_zip, extracted, limits or ZipLimits.from_settings(settings), cancel=cancel)
         root = _choose_root(extracted, manifest_file)
         check_manifest_bounds(manifest_file, manifest_file.name, settings, root)  # the zip's attribute files
-        manifest = root / UPLOADED_MANIFEST
+        manifest = root / _UPLOADED_MANIFEST
         shutil.copyfile(manifest_file, manifest)
         report(0.05, "checking the manifest")
 

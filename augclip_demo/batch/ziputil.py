@@ -25,8 +25,8 @@ from ..errors import BatchCancelled, UnsafeArchiveError
 
 MB = 1024 * 1024
 _CHUNK = 1024 * 1024
-MAX_DEPTH = 32  # folders above a file inside a zip
-MAX_PART_BYTES = 255  # one file or folder name (the common file-system limit)
+_MAX_DEPTH = 32  # folders above a file inside a zip
+_MAX_PART_BYTES = 255  # one file or folder name (the common file-system limit)
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def _is_skipped(name: str) -> bool:
     return bool(parts) and (parts[0] == "__MACOSX" or parts[-1] == ".DS_Store")
 
 
-def check_member_name(name: str) -> PurePosixPath:
+def _check_member_name(name: str) -> PurePosixPath:
     """The entry's relative path, or :class:`UnsafeArchiveError` for absolute / ``..`` names."""
     text = name.replace("\\", "/")
     if text.startswith("/") or re.match(r"^[A-Za-z]:", text):
@@ -68,12 +68,12 @@ def check_member_name(name: str) -> PurePosixPath:
         raise UnsafeArchiveError(f"the zip entry {name!r} has an empty name")
     if any(ord(char) < 32 for char in text):
         raise UnsafeArchiveError(f"the zip entry {name!r} has a control character in its name")
-    if len(path.parts) > MAX_DEPTH + 1:
+    if len(path.parts) > _MAX_DEPTH + 1:
         raise UnsafeArchiveError(f"the zip entry {name[:80]!r}... is nested {len(path.parts) - 1} folders deep; "
-                                 f"at most {MAX_DEPTH} are accepted")
-    if any(len(part.encode("utf-8", "surrogatepass")) > MAX_PART_BYTES for part in path.parts):
+                                 f"at most {_MAX_DEPTH} are accepted")
+    if any(len(part.encode("utf-8", "surrogatepass")) > _MAX_PART_BYTES for part in path.parts):
         raise UnsafeArchiveError(f"the zip entry {name[:80]!r}... has a file or folder name longer than "
-                                 f"{MAX_PART_BYTES} bytes")
+                                 f"{_MAX_PART_BYTES} bytes")
     return path
 
 
@@ -171,7 +171,7 @@ def safe_extract(zip_path: str | Path, dest: str | Path, limits: ZipLimits | Non
         folders: set[str] = set()
         planned: list[tuple[zipfile.ZipInfo, PurePosixPath]] = []
         for member in members:
-            relative = check_member_name(member.filename)
+            relative = _check_member_name(member.filename)
             mode = member.external_attr >> 16
             if stat.S_ISLNK(mode):
                 raise UnsafeArchiveError(f"the zip entry {member.filename!r} is a symbolic link; links are refused "

@@ -122,11 +122,11 @@ def box_area(box: np.ndarray) -> float:
     return float(max(box[2] - box[0], 0.0) * max(box[3] - box[1], 0.0))
 
 
-def box_center(box: np.ndarray) -> np.ndarray:
+def _box_center(box: np.ndarray) -> np.ndarray:
     return np.array([(box[0] + box[2]) / 2.0, (box[1] + box[3]) / 2.0])
 
 
-def box_intersection(a: np.ndarray, b: np.ndarray) -> float:
+def _box_intersection(a: np.ndarray, b: np.ndarray) -> float:
     width = min(a[2], b[2]) - max(a[0], b[0])
     height = min(a[3], b[3]) - max(a[1], b[1])
     return float(max(width, 0.0) * max(height, 0.0))
@@ -134,7 +134,7 @@ def box_intersection(a: np.ndarray, b: np.ndarray) -> float:
 
 def box_iou(a: np.ndarray, b: np.ndarray) -> float:
     """Intersection over union; 0 when both boxes are empty."""
-    inter = box_intersection(a, b)
+    inter = _box_intersection(a, b)
     union = box_area(a) + box_area(b) - inter
     return inter / union if union > 0 else 0.0
 
@@ -230,7 +230,7 @@ def f_position(anchor_box: np.ndarray | None, edit_box: np.ndarray | None, posit
         return RegionCheck(0, "o2 was not found in the edited image, so its position cannot be verified")
     anchor, edit = as_box(anchor_box, "anchor box"), as_box(edit_box, "edit box")
     iou = box_iou(anchor, edit)
-    dx, dy = (box_center(edit) - box_center(anchor)).tolist()
+    dx, dy = (_box_center(edit) - _box_center(anchor)).tolist()
     values = {"iou": iou, "dx": dx, "dy": dy}
     if position_state == "unchanged":
         ok = iou > th.unchanged_iou_min
@@ -255,7 +255,7 @@ def f_position(anchor_box: np.ndarray | None, edit_box: np.ndarray | None, posit
         area = box_area(edit)
         if area <= 0:
             return RegionCheck(0, "the edit box is empty", values)
-        fraction = box_intersection(edit, anchor) / area
+        fraction = _box_intersection(edit, anchor) / area
         values["inside_fraction"] = fraction
         ok = fraction >= th.inside_min_fraction
         return RegionCheck(int(ok), f"{fraction:.0%} of the edit box lies in the anchor box "
@@ -333,7 +333,7 @@ def s_modify(origin_crop: np.ndarray, edit_crop: np.ndarray, text_o1: np.ndarray
 
 
 #: How S_modify was brought to [0, 1]: ``pair`` = fixed (x + 1) / 2; ``dataset`` = min-max over a set (paper).
-MODIFY_NORMALIZATIONS = ("pair", "dataset")
+_MODIFY_NORMALIZATIONS = ("pair", "dataset")
 
 
 def normalize_modify(value: float) -> float:

@@ -34,7 +34,7 @@ from ..inference.segmenter import SamSegmenter, get_segmenter
 #: the fast preset's detector before OWL-ViT, still used when AUGCLIP_FAST_DETECTOR_MODEL names a GroundingDINO.
 FAST_DETECTOR_SIZE = (512, 853)
 #: The fast preset's SAM 2 input side in pixels (the checkpoints use 1024; 512 costs ~1/5 of the encoder's compute).
-FAST_SAM_SIZE = 512
+_FAST_SAM_SIZE = 512
 
 
 @dataclass
@@ -86,20 +86,20 @@ def get_bpm_models(settings: Settings | None = None, *, encoder: ClipEncoder | N
 def region_models(settings: Settings) -> tuple[GroundingDetector | OwlDetector, SamSegmenter | Sam2Segmenter]:
     """The detector and segmenter of ``settings.bpm_preset`` (shared instances, nothing loaded)."""
     if settings.bpm_preset == "fast":
-        return fast_detector(settings), get_fast_segmenter(settings, input_size=FAST_SAM_SIZE)
+        return _fast_detector(settings), get_fast_segmenter(settings, input_size=_FAST_SAM_SIZE)
     return get_detector(settings), get_segmenter(settings)
 
 
-def fast_detector(settings: Settings) -> GroundingDetector | OwlDetector:
+def _fast_detector(settings: Settings) -> GroundingDetector | OwlDetector:
     """The fast preset's detector by name: OWL-ViT (default), or GroundingDINO at :data:`FAST_DETECTOR_SIZE`
     when ``AUGCLIP_FAST_DETECTOR_MODEL`` names a GroundingDINO model (``IDEA-Research/grounding-dino-tiny``,
     ``-base``, ``random:swint``, ``random:tiny``): the earlier fast detector, for comparisons."""
-    if is_grounding_spec(settings.fast_detector_model):
+    if _is_grounding_spec(settings.fast_detector_model):
         return get_detector(settings.replace(gdino_model=settings.fast_detector_model), input_size=FAST_DETECTOR_SIZE)
     return get_owl_detector(settings)
 
 
-def is_grounding_spec(spec: str) -> bool:
+def _is_grounding_spec(spec: str) -> bool:
     spec = " ".join(str(spec).split())
     return spec in GDINO_HUB_MODELS or spec.lower() in GDINO_RANDOM_SPECS
 

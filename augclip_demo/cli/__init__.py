@@ -17,9 +17,9 @@ from .. import __version__
 from ..errors import AugclipError
 from .common import preflight
 
-COMMANDS: list[str] = ["score", "attributes", "explain", "bpm", "batch", "hatie", "protocol", "study", "manifest", "triplets",
+_COMMANDS: list[str] = ["score", "attributes", "explain", "bpm", "batch", "hatie", "protocol", "study", "manifest", "triplets",
                        "bench", "download", "doctor"]
-COMMANDS.insert(COMMANDS.index("protocol") + 1, "explore")  # results in the app's Explore tab (after protocol in help)
+_COMMANDS.insert(_COMMANDS.index("protocol") + 1, "explore")  # results in the app's Explore tab (after protocol in help)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,18 +30,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"augclip-demo {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
+    for name in _COMMANDS:
         importlib.import_module(f"{__name__}.{name.replace('-', '_')}").register(subparsers)
     return parser
 
 
 #: commands that start the web server: its process settings are applied before the command modules import torch
-SERVER_COMMANDS = ("explore",)
+_SERVER_COMMANDS = ("explore",)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = [word for word in (sys.argv[1:] if argv is None else argv) if not word.startswith("-")]
-    if words and words[0] in SERVER_COMMANDS:
+    if words and words[0] in _SERVER_COMMANDS:
         from ..config import prepare_server_process
 
         prepare_server_process()

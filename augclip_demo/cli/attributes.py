@@ -65,7 +65,7 @@ def provider_from_args(args: argparse.Namespace, settings: Settings, encoder: An
 def run(args: argparse.Namespace) -> int:
     settings = settings_from_args(args, attribute_provider=args.provider, mllm_model=args.mllm_model)
     if args.list_providers:
-        print(format_provider_status(settings))
+        print(_format_provider_status(settings))
         return 0
     missing = [flag for flag, value in (("--source", args.source), ("--target", args.target)) if not value]
     if missing:
@@ -79,13 +79,13 @@ def run(args: argparse.Namespace) -> int:
         attributes = provider.extract(args.source, args.target, args.source_text)
     if args.out:
         attributes.save(args.out)
-    print(attributes.to_json() if args.json else format_attributes(attributes))
+    print(attributes.to_json() if args.json else _format_attributes(attributes))
     if args.out and not args.json:
         print(f"saved to {Path(args.out)}")
     return 0
 
 
-def format_attributes(attributes: Attributes) -> str:
+def _format_attributes(attributes: Attributes) -> str:
     prov = attributes.provenance
     parts = [f"provider {prov.provider}"]
     if prov.model:
@@ -106,7 +106,7 @@ def format_attributes(attributes: Attributes) -> str:
     return "\n".join(lines)
 
 
-def format_provider_status(settings: Settings) -> str:
+def _format_provider_status(settings: Settings) -> str:
     rows = [(s.name, "yes" if s.available else "no", s.fidelity_label, s.reason) for s in provider_status(settings)]
     widths = [max(len(r[i]) for r in rows + [("provider", "available", "fidelity", "")]) for i in range(3)]
     header = ("provider", "available", "fidelity")

@@ -103,10 +103,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                "(--retry-failed asks again, earlier answers come from the cache).")
     add_hatie_args(parser)
     add_model_args(parser)
-    parser.set_defaults(func=run_command)
+    parser.set_defaults(func=_run_command)
 
 
-def run_command(args: argparse.Namespace) -> int:
+def _run_command(args: argparse.Namespace) -> int:
     settings = bpm_settings(args, attribute_provider=args.provider)
     wants_hatie = any(m.strip().startswith("hatie") for m in args.metrics.split(","))
     hatie = hatie_from_args(args, settings, want=wants_hatie)

@@ -9,12 +9,12 @@ from __future__ import annotations
 import argparse
 import importlib
 
-SUBCOMMANDS: list[str] = ["speed"]
+_SUBCOMMANDS: list[str] = ["speed"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("bench", help="benchmarks (" + ", ".join(SUBCOMMANDS) + ")",
+    parser = subparsers.add_parser("bench", help="benchmarks (" + ", ".join(_SUBCOMMANDS) + ")",
                                    description="Benchmarks of this tool.")
     sub = parser.add_subparsers(dest="bench_command", metavar="BENCHMARK", required=True)
-    for name in SUBCOMMANDS:
+    for name in _SUBCOMMANDS:
         importlib.import_module(f"{__package__}.bench_{name.replace('-', '_')}").register(sub)

@@ -86,7 +86,7 @@ def wants_bpm(args: argparse.Namespace) -> bool:
     return bool(args.instruction or args.o1 or args.o2)
 
 
-def corrections_from_args(args: argparse.Namespace) -> dict[str, str | None]:
+def _corrections_from_args(args: argparse.Namespace) -> dict[str, str | None]:
     """The parse fields given on the command line (None where a flag was not given)."""
     return {"o1": args.o1, "o2": args.o2, "size_state": args.size_state, "position_state": args.position_state,
             "reference": args.reference}
@@ -97,7 +97,7 @@ def parsed_from_args(args: argparse.Namespace, client: Any = None) -> ParsedInst
     applied; the corrections alone when there is no instruction or the parser refuses it."""
     if not args.instruction and not (args.o1 or args.o2):
         raise InputError("BPM needs --instruction TEXT, or --o1/--o2 for a description-style target")
-    return resolve_parse(args.instruction, corrections_from_args(args), args.parser, client=client)
+    return resolve_parse(args.instruction, _corrections_from_args(args), args.parser, client=client)
 
 
 def report_parse(parsed: ParsedInstruction) -> None:
@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     text = json.dumps(payload, indent=2, allow_nan=False, default=_json_default)
     if args.out:
         Path(args.out).write_text(text + "\n", encoding="utf-8")
-    print(text if args.json else format_bpm(results))
+    print(text if args.json else _format_bpm(results))
     return 0
 
 
@@ -141,7 +141,7 @@ def _json_default(value: Any) -> Any:
     return float(value) if hasattr(value, "__float__") else str(value)
 
 
-def format_bpm(results: list[BPMResult]) -> str:
+def _format_bpm(results: list[BPMResult]) -> str:
     """A fixed-width table: one row per edit with BPM and every component, then the parse and notes."""
     first = results[0]
     header = ["#", "edit", "BPM", "S_sem", "S_mod", "S_mod01", "S_pres", "S_reg", "S_size", "S_pos", "overall"]

@@ -53,11 +53,11 @@ def warn(message: str) -> None:
 
 # ---------------------------------------------------------------------------------------------- preflight
 #: Output flags that name a file, and those that name a folder (created when missing).
-OUTPUT_FILE_FLAGS = ("out", "csv")
-OUTPUT_DIR_COMMANDS = {"explain": ("out",)}
+_OUTPUT_FILE_FLAGS = ("out", "csv")
+_OUTPUT_DIR_COMMANDS = {"explain": ("out",)}
 
 
-def check_output_file(value: str, flag: str) -> None:
+def _check_output_file(value: str, flag: str) -> None:
     """Refuse an output file we could not write, before any work is done."""
     path = Path(value).expanduser()
     if "\x00" in value:
@@ -75,7 +75,7 @@ def check_output_file(value: str, flag: str) -> None:
         raise InputError(f"{flag} {value}: the folder {parent} is not writable")
 
 
-def check_output_dir(value: str, flag: str) -> None:
+def _check_output_dir(value: str, flag: str) -> None:
     """Refuse an output folder that cannot be created or written, before any work is done."""
     path = Path(value).expanduser()
     if "\x00" in value:
@@ -105,15 +105,15 @@ def preflight(args: argparse.Namespace) -> None:
     them runs: ``--alpha nan`` is refused even when BPM is skipped); at most ``max_edits`` edits.
     """
     command = getattr(args, "command", "")
-    for name in OUTPUT_FILE_FLAGS:
+    for name in _OUTPUT_FILE_FLAGS:
         value = getattr(args, name, None)
         if value:
             flag = f"--{name}"
-            if name in OUTPUT_DIR_COMMANDS.get(command, ()) or (command == "batch" and name == "out"
+            if name in _OUTPUT_DIR_COMMANDS.get(command, ()) or (command == "batch" and name == "out"
                                                                  and _parquet_results(value)):
-                check_output_dir(value, flag)
+                _check_output_dir(value, flag)
             else:
-                check_output_file(value, flag)
+                _check_output_file(value, flag)
     for name in ("alpha", "box_threshold"):
         value = getattr(args, name, None)
         if value is not None and not (math.isfinite(value) and 0.0 <= value <= 1.0):

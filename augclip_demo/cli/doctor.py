@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         where = fetched.files[0].parent if fetched.files else "-"
         note = f"; {fetched.note}" if fetched.note else ""
         print(f" {mark} {family:5s} {spec}: present, {human_size(size)} ({licence}{note}) in {where}")
-    print_features(settings, cuda=torch.cuda.is_available())
+    _print_features(settings, cuda=torch.cuda.is_available())
     if missing_configured:
         print(f"missing: {', '.join(missing_configured)}; the commands above fetch them on a machine with internet "
               "(or copy a filled AUGCLIP_CACHE_DIR).")
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_features(settings: Settings, *, cuda: bool) -> None:
+def _print_features(settings: Settings, *, cuda: bool) -> None:
     """Per feature: ready, or what it lacks and the one command that fetches it (the table in inference.needs)."""
     from ..inference.needs import FEATURES, missing_line, missing_on_disk, web_app_settings
 

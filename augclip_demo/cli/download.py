@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def wanted_models(settings: Settings, clip: list[str] | None, bpm: bool, everything: bool,
+def _wanted_models(settings: Settings, clip: list[str] | None, bpm: bool, everything: bool,
                   bpm_fast: bool = False, hatie: bool = False) -> list[tuple[str, str]]:
     """``(family, spec)`` pairs to fetch, in order, without duplicates (``bpm``: the configured preset's;
     the models of each feature come from :mod:`augclip_demo.inference.needs`)."""
@@ -48,8 +48,8 @@ def wanted_models(settings: Settings, clip: list[str] | None, bpm: bool, everyth
     from ..inference.weights.table import PRETRAINED
 
     wanted: list[tuple[str, str]] = [("clip", spec) for spec in (clip or [settings.clip_model])]
-    needs = (bpm_region_models(settings) if bpm or everything else []) + \
-        (bpm_region_models(settings, "fast") if bpm_fast else []) + \
+    needs = (bpm_region_models(settings) if bpm or everything else []) +\
+        (bpm_region_models(settings, "fast") if bpm_fast else []) +\
         (models_needed(settings, "hatie", with_clip=False) if hatie else [])
     wanted += [(need.family, need.spec) for need in needs]
     if everything:
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     hosts: dict[str, str | None] = {}
     fetched_ok: set[tuple[str, str]] = set()
     total = 0
-    for family, spec in wanted_models(settings, args.clip, args.bpm, args.all, args.bpm_fast, args.hatie):
+    for family, spec in _wanted_models(settings, args.clip, args.bpm, args.all, args.bpm_fast, args.hatie):
         try:
             fetched = fetch_model(family, spec, settings)
         except WeightsUnavailableError as exc:
@@ -98,10 +98,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {human_size(size):>10s}  {path}")
         print(f"  ok: {fetched.model}" + (f" ({fetched.note})" if fetched.note else ""))
     if args.vocab:
-        for _, spec in wanted_models(settings, args.clip, False, False):
+        for _, spec in _wanted_models(settings, args.clip, False, False):
             if ("clip", spec) not in fetched_ok:
                 continue
-            failure = build_vocabulary(settings, spec)
+            failure = _build_vocabulary(settings, spec)
             if failure:
                 failures.append(f"vocab {spec}")
     print(f"{human_size(total)} in the caches for these models; AUGCLIP_CACHE_DIR is {settings.cache_dir}")
@@ -121,7 +121,7 @@ def _short(text: str, limit: int) -> str:
     return line if len(line) <= limit else line[:limit - 1] + "\u2026"
 
 
-def build_vocabulary(settings: Settings, spec: str) -> str | None:
+def _build_vocabulary(settings: Settings, spec: str) -> str | None:
     """Build (or find) the clip-vocab embedding store of CLIP ``spec``; None, or the failure message."""
     from ..attributes.clip_vocab import build_vocabulary_store, vocabulary_cache_file
 

@@ -91,17 +91,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     table.add_argument("--hatie-fid", default="inception-v3-compat", metavar="SPEC", help="FID network")
     table.add_argument("--json", metavar="PATH", help="also write the table as JSON")
     add_model_args(table)
-    table.set_defaults(func=run_table)
+    table.set_defaults(func=_run_table)
     cal = sub.add_parser("calibrate", help="fit the criterion weights to the human judgments of a results file")
     cal.add_argument("results", metavar="RESULTS.jsonl")
     cal.add_argument("--name", required=True, help="save the weights under this name (use with --hatie-weights)")
     cal.add_argument("--step", type=float, default=0.01, help="grid step (default 0.01, as HATIE)")
     cal.add_argument("--folds", type=int, default=5, help="cross-validation folds over items (default 5)")
     cal.add_argument("--seed", type=int, default=0, help="fold shuffle seed (default 0)")
-    cal.set_defaults(func=run_calibrate)
+    cal.set_defaults(func=_run_calibrate)
 
 
-def run_table(args: argparse.Namespace) -> int:
+def _run_table(args: argparse.Namespace) -> int:
     from ..batch.manifest import load_manifest
     from ..batch.results import iter_results
     from ..hatie.tables import UNTRAINED_IQ, hatie_edits, hatie_table, image_quality_from_manifest
@@ -123,7 +123,7 @@ def run_table(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_calibrate(args: argparse.Namespace) -> int:
+def _run_calibrate(args: argparse.Namespace) -> int:
     from ..batch.results import iter_results
     from ..hatie.tables import check_weight_name, fit_from_results, hatie_edits, save_weights
 
@@ -154,7 +154,7 @@ def register_benchmark_manifest(sub: argparse._SubParsersAction) -> None:
                              "name); several models: several values")
     parser.add_argument("--out", required=True, metavar="PATH",
                         help="the manifest to write, in a folder holding the originals and the outputs")
-    parser.set_defaults(func=run_benchmark_manifest)
+    parser.set_defaults(func=_run_benchmark_manifest)
 
 
 def _output_spec(text: str) -> tuple[str, str, str]:
@@ -166,7 +166,7 @@ def _output_spec(text: str) -> tuple[str, str, str]:
     return name or prefix, folder, prefix
 
 
-def run_benchmark_manifest(args: argparse.Namespace) -> int:
+def _run_benchmark_manifest(args: argparse.Namespace) -> int:
     from ..batch.benchmarks.hatie_bench import write_hatie_manifest
 
     written = write_hatie_manifest(args.queries, args.originals, args.masks,

@@ -31,13 +31,13 @@ def add_judge_args(parser: argparse.ArgumentParser, *, how: str) -> None:
                             "either way")
 
 
-def wants_judge(args: argparse.Namespace) -> bool:
+def _wants_judge(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "judge", False) or getattr(args, "judge_model", None))
 
 
 def judge_options_from_args(args: argparse.Namespace, settings: Settings) -> JudgeOptions | None:
     """The judge's options (flags over ``AUGCLIP_JUDGE_*``), or None when the judge is not asked for."""
-    if not wants_judge(args):
+    if not _wants_judge(args):
         return None
     return JudgeOptions.from_settings(
         settings, model=args.judge_model, base_url=args.judge_base_url, samples=args.judge_samples,
@@ -45,7 +45,7 @@ def judge_options_from_args(args: argparse.Namespace, settings: Settings) -> Jud
         requests_per_minute=args.judge_rpm, structured=args.judge_structured)
 
 
-def with_judge_metrics(metrics: str, judge: JudgeOptions | None) -> str:
+def _with_judge_metrics(metrics: str, judge: JudgeOptions | None) -> str:
     """``--metrics`` plus the judge's rows when the judge is on (and they are not named already)."""
     if judge is None:
         return metrics

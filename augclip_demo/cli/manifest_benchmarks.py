@@ -14,14 +14,14 @@ from ..batch.benchmarks import (
 )
 from ..batch.benchmarks.hf_parquet import ROLES
 
-METHOD_HELP = "a method's output folder, DIR or NAME=DIR (repeat for several methods)"
+_METHOD_HELP = "a method's output folder, DIR or NAME=DIR (repeat for several methods)"
 
 
 def _common(parser: argparse.ArgumentParser, dataset: str, default_out: str = "ROOT/manifest.jsonl") -> None:
     parser.add_argument("--out", metavar="PATH", help=f"manifest path (default {default_out}); every image must be "
                         "inside its folder")
     parser.add_argument("--method-dir", dest="methods", action="append", default=[], metavar="[NAME=]DIR",
-                        help=METHOD_HELP)
+                        help=_METHOD_HELP)
     parser.add_argument("--dataset", default=dataset, help=f"dataset name in the results (default {dataset})")
 
 
@@ -34,7 +34,7 @@ def register_benchmarks(sub: argparse._SubParsersAction) -> None:
     pie.add_argument("--types", nargs="+", metavar="ID", help="editing type ids to keep (0-9; default all)")
     pie.add_argument("--no-mask-border", action="store_true",
                      help="write the annotated masks alone (PIE-Bench's evaluation marks the one-pixel border as edited)")
-    pie.set_defaults(func=run_pie_bench)
+    pie.set_defaults(func=_run_pie_bench)
 
     ev = sub.add_parser("editval", help="EditVal: object.json, COCO images, <method>/<type>/<image id>/<to>.png")
     ev.add_argument("root", metavar="ROOT", help="the folder holding object.json")
@@ -42,13 +42,13 @@ def register_benchmarks(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--coco-dir", metavar="DIR", help="the COCO images (default ROOT/images)")
     ev.add_argument("--split-types", action="store_true", help="dataset name per edit type (editval:color, ...), so "
                     "the protocol tables have one column per type")
-    ev.set_defaults(func=run_editval)
+    ev.set_defaults(func=_run_editval)
 
     db = sub.add_parser("dreambooth", help="DreamBooth: subject folders, prompts_and_classes.txt, model folders")
     db.add_argument("root", metavar="ROOT", help="DreamBooth's dataset folder")
     _common(db, "dreambooth")
     db.add_argument("--unique-token", default="", help="the subject's token in the prompts (default: left out)")
-    db.set_defaults(func=run_dreambooth)
+    db.set_defaults(func=_run_dreambooth)
 
     pq = sub.add_parser("parquet", help="Hugging Face Parquet shards (presets: " + ", ".join(PARQUET_PRESETS) + ")")
     pq.add_argument("paths", nargs="+", metavar="SHARD", help="Parquet files or folders of them")
@@ -61,7 +61,7 @@ def register_benchmarks(sub: argparse._SubParsersAction) -> None:
                                                                                     if role == "id" else ""))
     pq.add_argument("--root", metavar="DIR", help="folder that image paths in cells are relative to")
     pq.add_argument("--limit", type=int, metavar="N", help="read only the first N rows")
-    pq.set_defaults(func=run_parquet, dataset=None)
+    pq.set_defaults(func=_run_parquet, dataset=None)
 
     cel = sub.add_parser("celeba", help="CelebA-style attribute edits: faces/, attributes.txt, model folders")
     cel.add_argument("root", metavar="ROOT")
@@ -70,35 +70,35 @@ def register_benchmarks(sub: argparse._SubParsersAction) -> None:
     cel.add_argument("--attributes", default="attributes.txt", help="target texts, one per line, or a name,"
                      "target_text CSV (default attributes.txt)")
     cel.add_argument("--source-text", default="a photo of a face", help="the faces' description (for CLIPdir)")
-    cel.set_defaults(func=run_celeba)
+    cel.set_defaults(func=_run_celeba)
 
 
-def run_pie_bench(args: argparse.Namespace) -> int:
+def _run_pie_bench(args: argparse.Namespace) -> int:
     print(load_pie_bench(args.root, args.out, methods=args.methods, mapping=args.mapping, edit_types=args.types,
                          mask_border=not args.no_mask_border, dataset=args.dataset).format())
     return 0
 
 
-def run_editval(args: argparse.Namespace) -> int:
+def _run_editval(args: argparse.Namespace) -> int:
     print(load_editval(args.root, args.out, coco_dir=args.coco_dir, methods=args.methods,
                        split_types=args.split_types, dataset=args.dataset).format())
     return 0
 
 
-def run_dreambooth(args: argparse.Namespace) -> int:
+def _run_dreambooth(args: argparse.Namespace) -> int:
     print(load_dreambooth(args.root, args.out, methods=args.methods, unique_token=args.unique_token,
                           dataset=args.dataset).format())
     return 0
 
 
-def run_parquet(args: argparse.Namespace) -> int:
+def _run_parquet(args: argparse.Namespace) -> int:
     columns = {role: getattr(args, f"col_{role}") for role in ROLES}
     print(load_parquet(args.paths, args.out, preset=args.preset, columns=columns, methods=args.methods,
                        root=args.root, dataset=args.dataset, limit=args.limit).format())
     return 0
 
 
-def run_celeba(args: argparse.Namespace) -> int:
+def _run_celeba(args: argparse.Namespace) -> int:
     print(load_celeba(args.root, args.out, methods=args.methods, faces=args.faces, attributes=args.attributes,
                       source_text=args.source_text, dataset=args.dataset).format())
     return 0

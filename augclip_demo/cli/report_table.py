@@ -37,7 +37,7 @@ def format_report(report: Report, include_variants: bool = False) -> str:
     lines.append(report.verdict())
     reasons = sorted({reason for e in report.edits for k, reason in e.unavailable.items() if k in keys})
     lines.extend(f"n/a: {reason}" for reason in reasons)
-    notes = list(dict.fromkeys(report.notes + report.fit_notes())) + \
+    notes = list(dict.fromkeys(report.notes + report.fit_notes())) +\
         [f"{names[e.index].tag}: {n}" for e in report.edits for n in e.notes]
     lines.extend(f"note: {n}" for n in notes)
     return "\n".join(lines)
@@ -47,13 +47,13 @@ def edit_table(header: list[str], rows: list[list[str]], names: list[EditName]) 
     """The lines of a fixed-width table of edits (header, rule, one row per edit) and its files' legend."""
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     return ["  ".join(h.ljust(w) for h, w in zip(header, widths)), "  ".join("-" * w for w in widths),
-            *("  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows), *files_legend(names)]
+            *("  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows), *_files_legend(names)]
 
 
-def files_legend(names: list[EditName]) -> list[str]:
+def _files_legend(names: list[EditName]) -> list[str]:
     """``E1 = tedbench_out_1_ours.png``: the full file names behind the short ones (the JSON and CSV
     exports carry them too)."""
     if all(name.short == name.full for name in names):
         return []
-    return ["files: " + ", ".join(f"{name.tag} = {name.full}" for name in names)] if len(names) <= 2 else \
+    return ["files: " + ", ".join(f"{name.tag} = {name.full}" for name in names)] if len(names) <= 2 else\
         ["files:", *(f"  {name.tag} = {name.full}" for name in names)]

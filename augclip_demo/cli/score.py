@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_bpm_args(parser, required_note="BPM runs when one of --instruction or --o1/--o2 is given and the "
                                         "GroundingDINO + SAM weights are available")
     parser.add_argument("--no-bpm", action="store_true", help="do not compute BPM even when an instruction is given")
-    add_reference_args(parser)
+    _add_reference_args(parser)
     add_judge_args(parser, how="With --judge the report gains the judge's rows, judged against --instruction when "
                                "given, else --target.")
     parser.add_argument("--hatie", action="store_true",
@@ -67,7 +67,7 @@ def add_augclip_args(parser: argparse.ArgumentParser) -> None:
                        help="clamped: v = max(c, 0) w as Eq. 8 (default); plain: v = c w as App. B's code")
 
 
-def add_reference_args(parser: argparse.ArgumentParser) -> None:
+def _add_reference_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("reference and preservation metrics (docs/metrics.md)")
     group.add_argument("--ground-truth", metavar="IMAGE",
                        help="a ground-truth edited image (MagicBrush): adds L1 / L2 / CLIP-I to it (and DINO with "
@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
         warn(f"warning: {len(report.truncated_texts)} text(s) longer than CLIP's "
              f"{evaluator.encoder.context_length} tokens were cut to their start before scoring; "
              "shorten them (see the report's truncated_texts)")
-    bpm_untrained = add_bpm_if_possible(evaluator, report, args)
+    bpm_untrained = _add_bpm_if_possible(evaluator, report, args)
     judge_options = judge_options_from_args(args, settings)
     if judge_options is not None:
         evaluator.add_judge(report, options=judge_options, instruction=getattr(args, "instruction", None))
@@ -159,14 +159,14 @@ def run(args: argparse.Namespace) -> int:
         print(text)
         for edit in report.edits:
             if edit.judge is not None:
-                print(f"judge, edit {edit.index + 1}: " + judge_lines(edit.judge))
+                print(f"judge, edit {edit.index + 1}: " + _judge_lines(edit.judge))
     skipped = report.edits[0].unavailable.get("bpm") if report.edits else None
     if skipped and args.json:  # the table already shows it; with --json say it on stderr too
         warn(f"note: {skipped}")
     return 0
 
 
-def add_bpm_if_possible(evaluator: Evaluator, report: Report, args: argparse.Namespace) -> bool:
+def _add_bpm_if_possible(evaluator: Evaluator, report: Report, args: argparse.Namespace) -> bool:
     """Add BPM to ``report`` when asked for and possible; otherwise mark it skipped with the reason.
 
     Returns whether the BPM models were untrained.
@@ -195,7 +195,7 @@ def add_bpm_if_possible(evaluator: Evaluator, report: Report, args: argparse.Nam
     return models.untrained
 
 
-def judge_lines(judge: dict) -> str:
+def _judge_lines(judge: dict) -> str:
     """The judge's scores of one edit with their spread over samples and the first rationale of each."""
     parts = []
     for name in ("sc", "pq", "overall"):

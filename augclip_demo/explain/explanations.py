@@ -45,24 +45,24 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..report import Report
 
 #: The relevancy maps of an edit (EditExplanation fields): AugCLIP's, CLIP-T's and the CLIPdir pair.
-EDIT_MAPS = ("augclip", "clip_t", "clip_dir")
-EMBEDS_DIFFERENTLY = "the relevancy pass embeds this edit slightly differently from the report"
+_EDIT_MAPS = ("augclip", "clip_t", "clip_dir")
+_EMBEDS_DIFFERENTLY = "the relevancy pass embeds this edit slightly differently from the report"
 NO_SOURCE_TEXT = "no source text given: the CLIPdir map needs dT = E(T_trg) - E(T_src)"
-AUGCLIP_MAP_CAPTION = (
+_AUGCLIP_MAP_CAPTION = (
     "Relevancy (Chefer et al. 2021) of cs(E(I_edit), E(I_src)+v): regions of the edit that make it resemble the "
     "ideal edit AugCLIP estimates. New in this tool (the paper says no relevancy map exists for AugCLIP): the "
     "ideal point is a vector in CLIP space, so the gradient relevancy of an image-vector similarity applies. "
     "{layers}"
 )
-CLIP_T_MAP_CAPTION = ("Relevancy (Chefer et al. 2021) of cs(E(I_edit), E(T_trg)), the CLIP-T similarity: regions of "
+_CLIP_T_MAP_CAPTION = ("Relevancy (Chefer et al. 2021) of cs(E(I_edit), E(T_trg)), the CLIP-T similarity: regions of "
                       "the edit that make it match the target text. {layers}")
-CLIP_DIR_MAP_CAPTION = (
+_CLIP_DIR_MAP_CAPTION = (
     "App. D.5: R(dI; dT) = R(I_edit; dT) - R(I_src; dT), with R(I; dT) the relevancy of cs(E(I), dT) and "
     "dT = E(T_trg) - E(T_src). Red: regions that carry more of the text direction in the edit than in the source; "
     "blue: less. The paper shows CLIPdir often attends to regions the edit did not change. {layers} "
     "{mode}"
 )
-CLIP_DIR_MODE_TEXT = {
+_CLIP_DIR_MODE_TEXT = {
     "raw": "The two maps are subtracted as computed (App. D.5), then scaled by one factor to fit [-1, 1].",
     "normalized": "Each map was min-max normalised to [0, 1] before subtracting (an option; App. D.5 subtracts "
                   "the maps as computed).",
@@ -101,9 +101,9 @@ class ExplainOptions:
             self.relevancy_edits = tuple(int(i) for i in self.relevancy_edits)
         if self.relevancy_maps is not None:
             self.relevancy_maps = tuple(self.relevancy_maps)
-            unknown = sorted(set(self.relevancy_maps) - set(EDIT_MAPS))
+            unknown = sorted(set(self.relevancy_maps) - set(_EDIT_MAPS))
             if unknown:
-                raise InputError(f"relevancy_maps {unknown} unknown; choose from {', '.join(EDIT_MAPS)}")
+                raise InputError(f"relevancy_maps {unknown} unknown; choose from {', '.join(_EDIT_MAPS)}")
 
 
 @dataclass
@@ -306,7 +306,7 @@ def complete_relevancy(report: Report, encoder: ClipEncoder, result: ReportExpla
 
 def _missing_maps(report: Report, edit: EditExplanation) -> list[str]:
     """The maps of ``edit`` not computed yet (CLIPdir's only when the report has a source text)."""
-    return [name for name in EDIT_MAPS if getattr(edit, name) is None
+    return [name for name in _EDIT_MAPS if getattr(edit, name) is None
             and (name != "clip_dir" or report.arrays.source_text_embedding is not None)]
 
 
@@ -323,7 +323,7 @@ def _relevancy_blocker(report: Report, encoder: ClipEncoder | None) -> str | Non
 
 def _relevancy_image_count(report: Report, options: ExplainOptions) -> int:
     edits = len(report.edits) if options.relevancy_edits is None else len(set(options.relevancy_edits))
-    kinds = set(options.relevancy_maps or EDIT_MAPS) - (set() if report.source_text else {"clip_dir"})
+    kinds = set(options.relevancy_maps or _EDIT_MAPS) - (set() if report.source_text else {"clip_dir"})
     return len(kinds) * edits + (1 if "clip_dir" in kinds else 0)
 
 
@@ -338,7 +338,7 @@ def _add_relevancy(report: Report, encoder: ClipEncoder, edits: list[EditExplana
     unknown = sorted(wanted - set(range(len(arrays.edits))))
     if unknown:
         raise InputError(f"relevancy_edits {unknown} out of range: the report has {len(arrays.edits)} edit(s), 0-based")
-    kinds = set(options.relevancy_maps or EDIT_MAPS)
+    kinds = set(options.relevancy_maps or _EDIT_MAPS)
     direction = None
     if arrays.source_text_embedding is not None:
         direction = text_direction(arrays.source_text_embedding, arrays.target_text_embedding)
@@ -380,10 +380,10 @@ def _add_relevancy(report: Report, encoder: ClipEncoder, edits: list[EditExplana
         if direction is None:  # said at once, also when CLIPdir's maps are left for later
             edit.unavailable["clip_dir_relevancy"] = NO_SOURCE_TEXT
         rel = edit.augclip or edit.clip_t
-        if rel is not None and not any(note.startswith(EMBEDS_DIFFERENTLY) for note in edit.notes):
+        if rel is not None and not any(note.startswith(_EMBEDS_DIFFERENTLY) for note in edit.notes):
             agreement = float(np.dot(rel.embedding, arrays.edit_embeddings[edit.index]))
             if agreement < 0.999:  # fp16 autocast moves cosines by ~1e-3; more means another model or input
-                edit.notes.append(f"{EMBEDS_DIFFERENTLY} (cosine {agreement:.4f})")
+                edit.notes.append(f"{_EMBEDS_DIFFERENTLY} (cosine {agreement:.4f})")
 
 
 def _layers_text(rel: RelevancyMap) -> str:
@@ -442,18 +442,18 @@ def make_figure(report: Report, result: ReportExplanations, stem: str) -> Figure
     if key == "relevancy_augclip" and edit.augclip is not None:
         return relevancy_figure(
             image, edit.augclip, title=f"AugCLIP relevancy: {label} toward the ideal edit",
-            caption=AUGCLIP_MAP_CAPTION.format(layers=_layers_text(edit.augclip)), untrained=untrained,
+            caption=_AUGCLIP_MAP_CAPTION.format(layers=_layers_text(edit.augclip)), untrained=untrained,
             subtitle=f"cs(E(I_edit), E(I_src)+v) = {edit.augclip.score:+.3f}  (the AugCLIP score)")
     if key == "relevancy_clip_dir" and edit.clip_dir is not None:
         return clip_dir_figure(
             arrays.source.image, image, edit.clip_dir, title=f"CLIPdir relevancy: {label}",
-            caption=CLIP_DIR_MAP_CAPTION.format(layers=_layers_text(edit.clip_dir.edit),
-                                                mode=CLIP_DIR_MODE_TEXT[edit.clip_dir.difference_mode]),
+            caption=_CLIP_DIR_MAP_CAPTION.format(layers=_layers_text(edit.clip_dir.edit),
+                                                mode=_CLIP_DIR_MODE_TEXT[edit.clip_dir.difference_mode]),
             untrained=untrained)
     if key == "relevancy_clip_t" and edit.clip_t is not None:
         return relevancy_figure(
             image, edit.clip_t, title=f"CLIP-T relevancy: {label} toward the target text",
-            caption=CLIP_T_MAP_CAPTION.format(layers=_layers_text(edit.clip_t)), untrained=untrained,
+            caption=_CLIP_T_MAP_CAPTION.format(layers=_layers_text(edit.clip_t)), untrained=untrained,
             subtitle=f"cs(E(I_edit), E(T_trg)) = {edit.clip_t.score:+.3f}  (CLIP-T)")
     rankings = edit.rankings
     if rankings is not None and key in ("source_changes", "target_changes"):

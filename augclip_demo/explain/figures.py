@@ -33,18 +33,18 @@ if TYPE_CHECKING:  # pragma: no cover
     from .relevancy import ClipDirRelevancy, RelevancyMap
 
 UNTRAINED_BANNER = "UNTRAINED MODEL (random weights): not meaningful"
-DPI = 100
-DISPLAY_MAX_SIDE = 560  # images are shown at most this many pixels on a side...
-DISPLAY_MIN_SIDE = 320  # ...and small ones are enlarged to this, so the maps are smooth on screen
+_DPI = 100
+_DISPLAY_MAX_SIDE = 560  # images are shown at most this many pixels on a side...
+_DISPLAY_MIN_SIDE = 320  # ...and small ones are enlarged to this, so the maps are smooth on screen
 SOURCE_COLOR = "#1f77b4"
 TARGET_COLOR = "#ff7f0e"
 SOURCE_IMAGE_COLOR = "#08306b"
 IDEAL_COLOR = "#111111"
 EDIT_COLORS = ("#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
-POSITIVE_COLOR = "#e6550d"
-NEGATIVE_COLOR = "#3182bd"
-RELEVANCY_CMAP = "jet"  # Chefer et al.'s visualisation
-SIGNED_CMAP = "RdBu_r"  # diverging: red = more relevance in the edit, blue = more in the source
+_POSITIVE_COLOR = "#e6550d"
+_NEGATIVE_COLOR = "#3182bd"
+_RELEVANCY_CMAP = "jet"  # Chefer et al.'s visualisation
+_SIGNED_CMAP = "RdBu_r"  # diverging: red = more relevance in the edit, blue = more in the source
 
 
 def edit_color(index: int) -> str:
@@ -67,7 +67,7 @@ def _framed(width: float, body_height: float, title: str, caption: str | None, u
     caption_lines = textwrap.wrap(caption, chars) if caption else []
     banner_h = 0.36 if untrained else 0.0
     caption_h = 0.2 + 0.165 * len(caption_lines) if caption_lines else 0.0
-    fig = Figure(figsize=(width, body_height + banner_h + caption_h), dpi=DPI, layout="constrained")
+    fig = Figure(figsize=(width, body_height + banner_h + caption_h), dpi=_DPI, layout="constrained")
     fig.get_layout_engine().set(h_pad=0.02, w_pad=0.02, hspace=0.0, wspace=0.0)
     heights = [h for h in (banner_h, body_height, caption_h) if h > 0]
     subs = fig.subfigures(len(heights), 1, height_ratios=heights) if len(heights) > 1 else [fig.subfigures(1, 1)]
@@ -91,9 +91,9 @@ def _display_image(image: Image.Image) -> Image.Image:
     """The image at display resolution (the maps are computed at this resolution, on the same frame)."""
     width, height = image.size
     side = max(width, height)
-    if DISPLAY_MIN_SIDE <= side <= DISPLAY_MAX_SIDE:
+    if _DISPLAY_MIN_SIDE <= side <= _DISPLAY_MAX_SIDE:
         return image
-    scale = (DISPLAY_MAX_SIDE if side > DISPLAY_MAX_SIDE else DISPLAY_MIN_SIDE) / side
+    scale = (_DISPLAY_MAX_SIDE if side > _DISPLAY_MAX_SIDE else _DISPLAY_MIN_SIDE) / side
     method = Image.Resampling.LANCZOS if scale < 1 else Image.Resampling.BICUBIC
     return image.resize((max(1, round(width * scale)), max(1, round(height * scale))), method)
 
@@ -140,10 +140,10 @@ def relevancy_figure(image: Image.Image, rel: RelevancyMap, *, title: str, capti
     fig, body = _framed(6.6, 5.4, title, caption, untrained)
     ax = body.subplots()
     box = None if rel.view.covers_whole_image else rel.view.box
-    _overlay(ax, disp, rel.image_map(disp.size), cmap=RELEVANCY_CMAP, vmin=0, vmax=1, alpha=0.5,
+    _overlay(ax, disp, rel.image_map(disp.size), cmap=_RELEVANCY_CMAP, vmin=0, vmax=1, alpha=0.5,
              view_box=box, scale=scale)
     ax.set_title(subtitle or f"{rel.image_name}   cs = {rel.score:+.3f}", fontsize=10)
-    _colorbar(body, ax, RELEVANCY_CMAP, 0, 1, "relevance (normalised to [0, 1])", 0.88)
+    _colorbar(body, ax, _RELEVANCY_CMAP, 0, 1, "relevance (normalised to [0, 1])", 0.88)
     return fig
 
 
@@ -156,18 +156,18 @@ def clip_dir_figure(source_image: Image.Image, edit_image: Image.Image, rel: Cli
     src_scale, edit_scale = src_disp.size[0] / source_image.size[0], edit_disp.size[0] / edit_image.size[0]
     src_box = None if rel.source.view.covers_whole_image else rel.source.view.box
     edit_box = None if rel.edit.view.covers_whole_image else rel.edit.view.box
-    _overlay(axes[0], src_disp, rel.source.image_map(src_disp.size), cmap=RELEVANCY_CMAP, vmin=0, vmax=1,
+    _overlay(axes[0], src_disp, rel.source.image_map(src_disp.size), cmap=_RELEVANCY_CMAP, vmin=0, vmax=1,
              alpha=0.5, view_box=src_box, scale=src_scale)
     axes[0].set_title("R(I_src; dT): the source", fontsize=10)
-    _colorbar(body, axes[0], RELEVANCY_CMAP, 0, 1, "relevance [0, 1]", 0.8)
-    _overlay(axes[1], edit_disp, rel.edit.image_map(edit_disp.size), cmap=RELEVANCY_CMAP, vmin=0, vmax=1,
+    _colorbar(body, axes[0], _RELEVANCY_CMAP, 0, 1, "relevance [0, 1]", 0.8)
+    _overlay(axes[1], edit_disp, rel.edit.image_map(edit_disp.size), cmap=_RELEVANCY_CMAP, vmin=0, vmax=1,
              alpha=0.5, view_box=edit_box, scale=edit_scale)
     axes[1].set_title("R(I_edit; dT): the edit", fontsize=10)
-    _colorbar(body, axes[1], RELEVANCY_CMAP, 0, 1, "relevance [0, 1]", 0.8)
-    _overlay(axes[2], edit_disp, rel.image_difference(edit_disp.size), cmap=SIGNED_CMAP, vmin=-1, vmax=1,
+    _colorbar(body, axes[1], _RELEVANCY_CMAP, 0, 1, "relevance [0, 1]", 0.8)
+    _overlay(axes[2], edit_disp, rel.image_difference(edit_disp.size), cmap=_SIGNED_CMAP, vmin=-1, vmax=1,
              alpha=0.6, view_box=edit_box, scale=edit_scale)
     axes[2].set_title(f"R(I_edit; dT) - R(I_src; dT)   CLIPdir = {rel.clip_dir:+.3f}", fontsize=10)
-    _colorbar(body, axes[2], SIGNED_CMAP, -1, 1, "edit minus source (red: edit, blue: source)", 0.8)
+    _colorbar(body, axes[2], _SIGNED_CMAP, -1, 1, "edit minus source (red: edit, blue: source)", 0.8)
     return fig
 
 
@@ -542,7 +542,7 @@ def ranking_figure(chart: RankingChart) -> Figure:
     rows = len(chart.items) + (1 if chart.omitted else 0)
     fig, body = _framed(9.0, 1.1 + 0.42 * max(rows, 2), chart.title, chart.caption, chart.untrained)
     ax = body.subplots()
-    _bars(ax, chart, lambda item: POSITIVE_COLOR if item.value >= 0 else NEGATIVE_COLOR)
+    _bars(ax, chart, lambda item: _POSITIVE_COLOR if item.value >= 0 else _NEGATIVE_COLOR)
     ax.set_title(f"{chart.total} attributes, ranked by |delta|; orange: the ideal edit moves toward it, "
                  "blue: away", fontsize=9.5)
     if chart.items and all(abs(item.value) < 1e-12 for item in chart.items):
@@ -566,7 +566,7 @@ def alpha_figure(source: RankingChart, target: RankingChart) -> Figure:
     return fig
 
 
-def ranking_figures(rankings: EditRankings) -> dict[str, Figure]:
+def _ranking_figures(rankings: EditRankings) -> dict[str, Figure]:
     """The charts of one edit's attribute rankings: source and target changes, and alpha when known."""
     figs = {"source_changes": ranking_figure(rankings.source), "target_changes": ranking_figure(rankings.target)}
     if rankings.alpha_source is not None and rankings.alpha_target is not None:

@@ -16,14 +16,14 @@ from ..hatie import HatieResult
 from ..hatie.criteria import CRITERIA, CRITERION_LABELS, component_shares, criterion_shares
 from ..report import UNTRAINED_WARNING
 
-BAR_KEYS = (*CRITERIA, "image_quality")
-MASK_COLOURS = [(230, 60, 60), (40, 120, 230), (40, 170, 80), (230, 160, 30), (150, 60, 200)]
+_BAR_KEYS = (*CRITERIA, "image_quality")
+_MASK_COLOURS = [(230, 60, 60), (40, 120, 230), (40, 170, 80), (230, 160, 30), (150, 60, 200)]
 
 
 def criterion_bars(result: HatieResult) -> list[tuple[str, float | None, str]]:
     """(label, value or None, why) per criterion, Image Quality last."""
     rows = []
-    for key in BAR_KEYS:
+    for key in _BAR_KEYS:
         label = CRITERION_LABELS[key]
         if key == "image_quality":
             rows.append((label, None, "needs a set"))
@@ -104,7 +104,7 @@ def figure_image(fig: Any) -> Image.Image:
     return Image.open(buffer).convert("RGB")
 
 
-SHARE_COLOURS = ["#2b6cb0", "#c05621", "#2f855a", "#b7791f", "#6b46c1", "#c53030", "#319795", "#718096"]
+_SHARE_COLOURS = ["#2b6cb0", "#c05621", "#2f855a", "#b7791f", "#6b46c1", "#c53030", "#319795", "#718096"]
 
 
 def share_lines(result: HatieResult, top: int = 4) -> list[str]:
@@ -133,7 +133,7 @@ def share_figure(result: HatieResult, label: str | None = None) -> Any:
         left = 0.0
         for i, part in enumerate(sorted(component_shares(score), key=lambda s: -(s.share or 0.0))):
             width = max(0.0, part.share or 0.0)
-            ax.barh(row, width, left=left, color=SHARE_COLOURS[i % len(SHARE_COLOURS)], edgecolor="white")
+            ax.barh(row, width, left=left, color=_SHARE_COLOURS[i % len(_SHARE_COLOURS)], edgecolor="white")
             if width >= 0.2:  # room for a label; the table gives every part
                 name = part.name.removeprefix("appearance.")
                 ax.text(left + 0.01, row, f"{name} {100 * width:.0f}%", va="center", fontsize=7, color="white",
@@ -160,7 +160,7 @@ def mask_views(result: HatieResult, label: str | None = None) -> list[tuple[Imag
         m = np.asarray(mask, dtype=bool)
         if m.shape != pixels.shape[:2]:
             continue
-        colour = np.asarray(MASK_COLOURS[i % len(MASK_COLOURS)], dtype=np.float64)
+        colour = np.asarray(_MASK_COLOURS[i % len(_MASK_COLOURS)], dtype=np.float64)
         pixels[m] = 0.45 * pixels[m] + 0.55 * colour
         out.append((Image.fromarray(pixels.round().astype(np.uint8)), f"{label or result.edit_name}: {name}"))
     return out

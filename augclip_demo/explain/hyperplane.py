@@ -40,57 +40,57 @@ if TYPE_CHECKING:  # pragma: no cover
 
 KINDS = ("source_attribute", "target_attribute", "source_image", "edit", "ideal")
 
-EXACT_CAPTION = (
+_EXACT_CAPTION = (
     "Exact view (no approximation): x = g(x)/|w|, the signed distance to the AugCLIP hyperplane in the full "
     "CLIP space (> 0: target side); y = first principal component of these points after removing the w "
     "direction. The hyperplane is the line x = 0."
 )
 # What the ideal edit E(I_src) + v is, by the sign of c and the projection variant (Eq. 8 / App. B).
-IDEAL_ON_PLANE = (
+_IDEAL_ON_PLANE = (
     " The source image starts on the source side (c > 0), so the ideal edit E(I_src)+v (not renormalised) lies "
     "on the line, level with the source image, since v is parallel to w."
 )
-IDEAL_IS_SOURCE = (
+_IDEAL_IS_SOURCE = (
     " The source image already lies on the target side (c <= 0): no move is needed to reach it, so v = 0 and "
     "the ideal edit is the source image itself (Eq. 8)."
 )
-IDEAL_PLAIN_BACK = (
+_IDEAL_PLAIN_BACK = (
     " The source image already lies on the target side (c < 0); the unclamped projection of App. B (v = c w) "
     "moves it back onto the line, away from the target side."
 )
-EXACT_PER_EDIT = (
+_EXACT_PER_EDIT = (
     " Each edit has its own fit (the edited image is one of the target samples, App. B), so each panel uses "
     "that edit's hyperplane and ideal point; the other edits are placed in it for comparison (faded)."
 )
-EXACT_SHARED = " All edits share one fit (attributes only), so one hyperplane and one ideal point."
-EXACT_ONE_EDIT = " One edit, one fit: the source and the edited image are samples of it besides the attributes (App. B)."
+_EXACT_SHARED = " All edits share one fit (attributes only), so one hyperplane and one ideal point."
+_EXACT_ONE_EDIT = " One edit, one fit: the source and the edited image are samples of it besides the attributes (App. B)."
 
 
-def ideal_sentence(res: AugCLIPResult) -> str:
+def _ideal_sentence(res: AugCLIPResult) -> str:
     """Where the ideal edit of this fit is, in words that match its c and projection variant."""
     if res.c > 0:
-        return IDEAL_ON_PLANE
+        return _IDEAL_ON_PLANE
     if getattr(res, "projection", "clamped") == "plain" and res.c < 0:
-        return IDEAL_PLAIN_BACK
-    return IDEAL_IS_SOURCE
+        return _IDEAL_PLAIN_BACK
+    return _IDEAL_IS_SOURCE
 
 
 def exact_caption(shown: list[FitGroup], n_fits: int, include_images: bool) -> str:
     """The exact view's caption for the panels shown, matching the options of their fits."""
-    sentences = {ideal_sentence(group.result) for group in shown}
+    sentences = {_ideal_sentence(group.result) for group in shown}
     if len(sentences) == 1:
         ideal = sentences.pop()
     else:  # edits differ: say it per edit
-        ideal = "".join(f" Edit {', '.join(str(i + 1) for i in group.edits)}:{ideal_sentence(group.result)}"
+        ideal = "".join(f" Edit {', '.join(str(i + 1) for i in group.edits)}:{_ideal_sentence(group.result)}"
                         for group in shown)
     if n_fits > 1:
-        fits = EXACT_PER_EDIT
+        fits = _EXACT_PER_EDIT
     elif include_images:
-        fits = EXACT_ONE_EDIT
+        fits = _EXACT_ONE_EDIT
     else:
-        fits = EXACT_SHARED
-    return EXACT_CAPTION + ideal + fits
-UMAP_CAPTION = (
+        fits = _EXACT_SHARED
+    return _EXACT_CAPTION + ideal + fits
+_UMAP_CAPTION = (
     "UMAP view (illustrative): a non-linear 2-D embedding of the same points (cosine metric, random_state={seed}, "
     "n_neighbors={k}). Lines: a 2-D {classifier} refitted on the projected fit samples with the AugCLIP sample "
     "weights{lines}; they only approximate the real hyperplane. Use the exact view for distances."
@@ -383,8 +383,8 @@ def warm_up_umap(n_points: int = 8, dim: int = 16) -> float:
 
 #: The 2-D line is illustrative: libsvm at the metric's 1e-12 tolerance can cycle for tens of seconds on
 #: overlapping 2-D points (measured: 38 s per fit), so the view fits at this tolerance and iteration cap.
-LINE_2D_TOL = 1e-6
-LINE_2D_MAX_ITER = 100_000
+_LINE_2D_TOL = 1e-6
+_LINE_2D_MAX_ITER = 100_000
 
 
 def fit_line_2d(coords: np.ndarray, labels: np.ndarray, sample_weight: np.ndarray, *, classifier: str = "svm",
@@ -403,7 +403,7 @@ def fit_line_2d(coords: np.ndarray, labels: np.ndarray, sample_weight: np.ndarra
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r".*(max_iter|terminated early).*")
         w, b, _ = fit_hyperplane((points - centre) / scale, labels, sample_weight, classifier=classifier, C=C,
-                                 tol=LINE_2D_TOL, max_iter=LINE_2D_MAX_ITER)
+                                 tol=_LINE_2D_TOL, max_iter=_LINE_2D_MAX_ITER)
     w_view = w / scale
     b_view = float(b - float(np.dot(w, centre)) / scale)
     accuracy = float(np.mean(np.sign(points @ w_view + b_view) == labels))
@@ -436,7 +436,7 @@ def umap_view(report: Report, *, n_neighbors: int = 15, min_dist: float = 0.1, s
     classifier = {"svm": "linear SVM", "logistic": "logistic regression", "lda": "LDA (unweighted)"}.get(
         groups[0].result.classifier, groups[0].result.classifier)
     per_fit = " (one per fit, in the colour of its edit)" if len(groups) > 1 else ""
-    caption = UMAP_CAPTION.format(seed=seed, k=k, classifier=classifier, lines=per_fit)
+    caption = _UMAP_CAPTION.format(seed=seed, k=k, classifier=classifier, lines=per_fit)
     return UmapView(points=points, coords=coords, lines=lines, n_neighbors=k, min_dist=min_dist, seed=seed,
                     classifier=groups[0].result.classifier, caption=caption, seconds=seconds,
                     untrained=bool(report.untrained), notes=notes)

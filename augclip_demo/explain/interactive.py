@@ -20,7 +20,7 @@ from ..report import edit_tag, short_edit_names
 from .figures import EDIT_COLORS, IDEAL_COLOR, SOURCE_COLOR, SOURCE_IMAGE_COLOR, TARGET_COLOR, edit_color
 from .hyperplane import ExactPanel, ExactView, PointSet, UmapView, point_alpha
 
-UNTRAINED_PREFIX = "UNTRAINED (random weights), not meaningful: "
+_UNTRAINED_PREFIX = "UNTRAINED (random weights), not meaningful: "
 _SETS = (  # kind, legend name, marker symbol, size, colour
     ("source_attribute", "source attributes (S)", "circle", 9, SOURCE_COLOR),
     ("target_attribute", "target attributes (T)", "square", 9, TARGET_COLOR),
@@ -28,7 +28,7 @@ _SETS = (  # kind, legend name, marker symbol, size, colour
     ("ideal", "ideal edit E(I_src)+v", "x", 14, IDEAL_COLOR),
 )
 _RANK = {kind: 100 * (i + 1) for i, (kind, *_rest) in enumerate(_SETS)}  # legend order: sets, then edits
-HOVER = "<b>%{customdata[0]}</b>  %{customdata[1]}<br>%{customdata[2]}<br>%{customdata[3]}<extra></extra>"
+_HOVER = "<b>%{customdata[0]}</b>  %{customdata[1]}<br>%{customdata[2]}<br>%{customdata[3]}<extra></extra>"
 
 
 def _number(value: float, digits: int = 4) -> str:
@@ -57,7 +57,7 @@ def _traces(points: PointSet, xy: np.ndarray, alpha_text: list[str], distance_te
                     "type": "scatter", "mode": "markers", "name": name, "legendgroup": kind,
                     "legendrank": _RANK[kind], "x": [float(xy[i, 0]) for i in rows],
                     "y": [float(xy[i, 1]) for i in rows], "customdata": [custom[i] for i in rows],
-                    "hovertemplate": HOVER, "marker": {"symbol": symbol, "size": size, "color": color,
+                    "hovertemplate": _HOVER, "marker": {"symbol": symbol, "size": size, "color": color,
                                                        "line": {"width": 0.6, "color": "white"}},
                 })
 
@@ -71,7 +71,7 @@ def _traces(points: PointSet, xy: np.ndarray, alpha_text: list[str], distance_te
         traces.append({
             "type": "scatter", "mode": "markers", "name": f"{points.labels[i]} {names[edit]}",
             "legendgroup": f"edit{edit}", "legendrank": 1000 + edit, "x": [float(xy[i, 0])], "y": [float(xy[i, 1])],
-            "customdata": [custom[i]], "hovertemplate": HOVER,
+            "customdata": [custom[i]], "hovertemplate": _HOVER,
             "marker": {"symbol": "diamond", "size": 14, "color": edit_color(edit), "opacity": 0.4 if dim else 1.0,
                        "line": {"width": 1, "color": "black"}},
         })
@@ -81,7 +81,7 @@ def _traces(points: PointSet, xy: np.ndarray, alpha_text: list[str], distance_te
 
 def _layout(title: str, x_title: str, y_title: str, untrained: bool) -> dict[str, Any]:
     return {
-        "title": {"text": (UNTRAINED_PREFIX if untrained else "") + title, "font": {"size": 15},
+        "title": {"text": (_UNTRAINED_PREFIX if untrained else "") + title, "font": {"size": 15},
                   "x": 0.01, "xanchor": "left"},
         "xaxis": {"title": {"text": x_title}, "zeroline": False, "automargin": True},
         "yaxis": {"title": {"text": y_title}, "zeroline": False, "automargin": True},

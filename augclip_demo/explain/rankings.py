@@ -23,11 +23,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..report import EditResult, Report
 
-SOURCE_CAPTION = ("Eq. 11: change of cs(., s_i) from the source E(I_src) to the ideal edit E(I_src)+v, ranked by "
+_SOURCE_CAPTION = ("Eq. 11: change of cs(., s_i) from the source E(I_src) to the ideal edit E(I_src)+v, ranked by "
                   "magnitude (App. A.4, Fig. 9). Top: what the ideal edit should change; bottom: what it keeps.")
-TARGET_CAPTION = ("Eq. 12: change of cs(., t_i) from the source to the ideal edit, ranked by magnitude (Fig. 10). "
+_TARGET_CAPTION = ("Eq. 12: change of cs(., t_i) from the source to the ideal edit, ranked by magnitude (Fig. 10). "
                   "Top: what the edit needs most; bottom: peripheral target attributes.")
-ALPHA_CAPTION = ("Eq. 6: alpha = Importance (similarity to the rest of its own set) + Collision (minus the mean "
+_ALPHA_CAPTION = ("Eq. 6: alpha = Importance (similarity to the rest of its own set) + Collision (minus the mean "
                  "similarity to the other set). Samples with higher alpha weigh more in the hyperplane fit "
                  "(weights = max(alpha, 1e-3) rescaled to mean 1).")
 
@@ -112,9 +112,9 @@ def edit_rankings(report: Report, edit_index: int, *, top_k: int = 8, bottom_k: 
         edit_index=edit_index,
         edit_name=edit.name,
         source=RankingChart("source_changes", f"Source attributes under the ideal edit, {name}", xlabel,
-                            src_items, src_omitted, len(source), SOURCE_CAPTION, untrained),
+                            src_items, src_omitted, len(source), _SOURCE_CAPTION, untrained),
         target=RankingChart("target_changes", f"Target attributes under the ideal edit, {name}", xlabel,
-                            tgt_items, tgt_omitted, len(target), TARGET_CAPTION, untrained),
+                            tgt_items, tgt_omitted, len(target), _TARGET_CAPTION, untrained),
         alpha_source=None,
         alpha_target=None,
     )
@@ -134,7 +134,7 @@ def edit_rankings(report: Report, edit_index: int, *, top_k: int = 8, bottom_k: 
     a_items, a_omitted = top_bottom(src_alpha, top_k, bottom_k)
     b_items, b_omitted = top_bottom(tgt_alpha, top_k, bottom_k)
     charts.alpha_source = RankingChart("alpha_source", f"Source set, {name}", "alpha (Eq. 6)", a_items, a_omitted,
-                                       len(src_alpha), ALPHA_CAPTION, untrained)
+                                       len(src_alpha), _ALPHA_CAPTION, untrained)
     charts.alpha_target = RankingChart("alpha_target", f"Target set, {name}", "alpha (Eq. 6)", b_items, b_omitted,
-                                       len(tgt_alpha), ALPHA_CAPTION, untrained)
+                                       len(tgt_alpha), _ALPHA_CAPTION, untrained)
     return charts

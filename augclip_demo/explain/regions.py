@@ -21,10 +21,10 @@ from PIL import Image, ImageDraw, ImageFont
 from ..bpm import BPMResult
 from ..report import UNTRAINED_WARNING
 
-ORIGIN_COLOR = (220, 50, 47)  # M_origin / B_origin
-EDIT_COLOR = (38, 139, 210)  # M_edit / B_edit
-REFERENCE_COLOR = (133, 153, 0)  # the reference object / position anchor
-BANNER = "UNTRAINED (random weights): not meaningful"
+_ORIGIN_COLOR = (220, 50, 47)  # M_origin / B_origin
+_EDIT_COLOR = (38, 139, 210)  # M_edit / B_edit
+_REFERENCE_COLOR = (133, 153, 0)  # the reference object / position anchor
+_BANNER = "UNTRAINED (random weights): not meaningful"
 
 
 def _font(size: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
@@ -50,8 +50,8 @@ def _dashed_rectangle(draw: ImageDraw.ImageDraw, box: np.ndarray, color: tuple[i
             pos += 2 * dash
 
 
-def overlay_region(image: Image.Image, mask: np.ndarray | None = None, box: np.ndarray | None = None,
-                   color: tuple[int, int, int] = ORIGIN_COLOR, label: str | None = None, opacity: float = 0.45,
+def _overlay_region(image: Image.Image, mask: np.ndarray | None = None, box: np.ndarray | None = None,
+                   color: tuple[int, int, int] = _ORIGIN_COLOR, label: str | None = None, opacity: float = 0.45,
                    dashed: bool = False) -> Image.Image:
     """``image`` with ``mask`` tinted in ``colour``, ``box`` outlined (dashed if asked) and ``label`` at its corner."""
     base = image.convert("RGB")
@@ -96,7 +96,7 @@ def preserved_view(source: Image.Image, keep: np.ndarray, dim: float = 0.35) -> 
     return Image.fromarray(np.clip(np.rint(out), 0, 255).astype(np.uint8), "RGB")
 
 
-def with_banner(image: Image.Image, text: str = BANNER, color: tuple[int, int, int] = (180, 30, 30)) -> Image.Image:
+def _with_banner(image: Image.Image, text: str = _BANNER, color: tuple[int, int, int] = (180, 30, 30)) -> Image.Image:
     """``image`` with a strip on top carrying ``text`` (the untrained label)."""
     font = _font(max(10, round(image.size[0] / 28)))
     probe = ImageDraw.Draw(image)
@@ -119,17 +119,17 @@ def bpm_region_images(result: BPMResult) -> dict[str, np.ndarray]:
         origin_label += " (not found)"
     if not result.edit.found and parse.o2:
         edit_label += " (not found)"
-    source = overlay_region(result.source_image, result.origin.mask, result.origin.box, ORIGIN_COLOR, origin_label)
+    source = _overlay_region(result.source_image, result.origin.mask, result.origin.box, _ORIGIN_COLOR, origin_label)
     if result.reference is not None and result.reference.box is not None:
-        source = overlay_region(source, None, result.reference.box, REFERENCE_COLOR, f"reference: {parse.reference}",
+        source = _overlay_region(source, None, result.reference.box, _REFERENCE_COLOR, f"reference: {parse.reference}",
                                 dashed=True)
     elif result.anchor.provenance.startswith("the image frame"):
-        source = overlay_region(source, None, result.anchor.box, REFERENCE_COLOR, "anchor: image frame", dashed=True)
-    edit = overlay_region(result.edit_image, result.edit.mask, result.edit.box, EDIT_COLOR, edit_label)
+        source = _overlay_region(source, None, result.anchor.box, _REFERENCE_COLOR, "anchor: image frame", dashed=True)
+    edit = _overlay_region(result.edit_image, result.edit.mask, result.edit.box, _EDIT_COLOR, edit_label)
     preserved = preserved_view(result.source_image, result.preserved_mask)
     images = {"source": source, "edit": edit, "preserved": preserved}
     if result.untrained:
-        images = {name: with_banner(image) for name, image in images.items()}
+        images = {name: _with_banner(image) for name, image in images.items()}
     return {name: np.asarray(image, dtype=np.uint8) for name, image in images.items()}
 
 

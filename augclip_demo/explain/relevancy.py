@@ -42,14 +42,14 @@ from ..metrics.vectors import cosine
 from .geometry import ModelView, model_view, place_on_image, upsample_grid
 from .towers import Tower, instrumented, readout_row, tower_of
 
-OBJECTIVES: dict[str, str] = {
+_OBJECTIVES: dict[str, str] = {
     "clip_t": "CLIP-T: t = E(T_trg)",
     "clip_dir": "CLIPdir: t = dT = E(T_trg) - E(T_src)",
     "augclip": "AugCLIP: t = E(I_src) + v, the estimated ideal edit",
     "custom": "a caller-given target vector t",
 }
 #: Maps kept per encoder (CPU): about 4 kB each for ViT-B/16 (a 14 x 14 grid and the embedding).
-MAP_CACHE_SIZE = 2048
+_MAP_CACHE_SIZE = 2048
 #: ``raw`` (default): App. D.5's difference of the relevancy maps as computed; ``normalized``: each map
 #: min-max normalised to [0, 1] before subtracting (our earlier default).
 CLIP_DIR_DIFFERENCES = ("raw", "normalized")
@@ -264,8 +264,8 @@ def _check_objectives(objectives: Sequence[str] | None, count: int) -> list[str]
     if len(names) != count:
         raise InputError(f"{len(names)} objective names for {count} images")
     for name in names:
-        if name not in OBJECTIVES:
-            raise InputError(f"unknown relevancy objective {name!r}; choose one of {', '.join(OBJECTIVES)}")
+        if name not in _OBJECTIVES:
+            raise InputError(f"unknown relevancy objective {name!r}; choose one of {', '.join(_OBJECTIVES)}")
     return names
 
 
@@ -297,7 +297,7 @@ def _map_cache(encoder: ClipEncoder) -> LRUCache[tuple[np.ndarray, np.ndarray, f
         return None
     cache = getattr(encoder, "_relevancy_cache", None)
     if cache is None:
-        cache = encoder.__dict__.setdefault("_relevancy_cache", LRUCache(MAP_CACHE_SIZE))
+        cache = encoder.__dict__.setdefault("_relevancy_cache", LRUCache(_MAP_CACHE_SIZE))
     return cache
 
 

@@ -34,7 +34,7 @@ from ..errors import ExplanationUnavailableError
 
 _MISSING = object()
 #: timm attention classes whose explicit path is softmax -> attn_drop -> @ v (checked against timm 1.0).
-TIMM_ATTENTIONS = ("Attention", "AttentionRope", "EvaAttention")
+_TIMM_ATTENTIONS = ("Attention", "AttentionRope", "EvaAttention")
 
 
 @dataclass
@@ -130,11 +130,11 @@ def _timm_tower(visual: nn.Module, trunk: nn.Module, spec: str) -> Tower:
     attentions = []
     for i, block in enumerate(trunk.blocks):
         attn = getattr(block, "attn", None)
-        if type(attn).__name__ not in TIMM_ATTENTIONS or not hasattr(attn, "fused_attn") \
+        if type(attn).__name__ not in _TIMM_ATTENTIONS or not hasattr(attn, "fused_attn")\
                 or not isinstance(getattr(attn, "attn_drop", None), nn.Module):
             raise ExplanationUnavailableError(
                 f"{spec}: block {i} of the timm trunk uses {type(attn).__name__ if attn is not None else type(block).__name__}"
-                f", whose attention probabilities this tool cannot record (supported: {', '.join(TIMM_ATTENTIONS)})")
+                f", whose attention probabilities this tool cannot record (supported: {', '.join(_TIMM_ATTENTIONS)})")
         attentions.append(attn)
     prefix = int(getattr(trunk, "num_prefix_tokens", 0))
     pooler = getattr(trunk, "attn_pool", None)
@@ -225,7 +225,7 @@ def _record_attention(module: nn.Module, sink: Callable[[torch.Tensor], Any]) ->
         return _shadow_forward(module, functools.partial(_explicit_open_clip_attention, module, sink))
     if type(module).__name__ == "AttentionPoolLatent":
         return _shadow_forward(module, functools.partial(_explicit_attention_pool_latent, module, sink))
-    if type(module).__name__ in TIMM_ATTENTIONS:
+    if type(module).__name__ in _TIMM_ATTENTIONS:
         previous = module.fused_attn
         module.fused_attn = False  # timm's explicit path: softmax -> attn_drop -> @ v
         handle = module.attn_drop.register_forward_hook(lambda _module, _args, output: sink(output))

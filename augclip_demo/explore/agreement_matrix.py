@@ -31,12 +31,12 @@ from .slices import Slice
 from .store import ResultsStore, higher_is_better, masked_to_nan, metric_column
 
 #: figures of the metric-human table, in the protocol tables' order: (label, attribute of MetricProtocols)
-HUMAN_FIGURES = (("s2AFC", "s2afc"), ("AccBoth", "acc_both"), ("Pearson r", "pearson"), ("Spearman rho", "spearman"),
+_HUMAN_FIGURES = (("s2AFC", "s2afc"), ("AccBoth", "acc_both"), ("Pearson r", "pearson"), ("Spearman rho", "spearman"),
                  ("Kendall tau", "kendall"), ("model rank tau", "model_kendall"))
 #: bootstrap work bound for a web request: resamples x items (a larger slice gets fewer resamples, or none
 #: below :data:`MIN_BOOTSTRAP`, said so; ``augclip-demo protocol`` has no bound)
-MAX_BOOTSTRAP_WORK = 2_000_000
-MIN_BOOTSTRAP = 50
+_MAX_BOOTSTRAP_WORK = 2_000_000
+_MIN_BOOTSTRAP = 50
 #: the most items the page computes agreement for (a web request; Python API callers choose their own)
 PAGE_AGREEMENT_ITEMS = 20_000
 
@@ -61,12 +61,12 @@ class Agreement:
     def human_table(self) -> tuple[list[str], list[list[str]]]:
         from .store import metric_label
 
-        headers = ["metric"] + [label for label, _ in HUMAN_FIGURES]
+        headers = ["metric"] + [label for label, _ in _HUMAN_FIGURES]
         rows = []
         for key in self.metrics:
             mp = self.human[key]
             cells = []
-            for _, attribute in HUMAN_FIGURES:
+            for _, attribute in _HUMAN_FIGURES:
                 figure = getattr(mp, attribute)
                 if figure is None or figure.value is None:
                     cells.append("n/a")
@@ -131,9 +131,9 @@ def agreement(store: ResultsStore, active: Slice, *, n_boot: int = DEFAULT_BOOTS
                              "narrow the slice, or run `augclip-demo protocol` on the results file")
     items = protocol_items(store, active)
     notes = []
-    if n_boot > 0 and items and n_boot * len(items) > MAX_BOOTSTRAP_WORK:
-        reduced = MAX_BOOTSTRAP_WORK // len(items)
-        reduced = reduced if reduced >= MIN_BOOTSTRAP else 0
+    if n_boot > 0 and items and n_boot * len(items) > _MAX_BOOTSTRAP_WORK:
+        reduced = _MAX_BOOTSTRAP_WORK // len(items)
+        reduced = reduced if reduced >= _MIN_BOOTSTRAP else 0
         notes.append(f"{len(items)} items: " + (f"intervals from {reduced} bootstrap resamples instead of {n_boot}"
                      if reduced else "no intervals (too many items to resample within a page's time)")
                      + "; a smaller slice, or `augclip-demo protocol`, gives the full count")

@@ -22,7 +22,7 @@ from .slices import Slice
 from .store import ResultsStore, higher_is_better, masked_to_nan, metric_column
 
 HUMAN = "human"
-MAX_LISTED = 500
+_MAX_LISTED = 500
 
 
 @dataclass
@@ -44,7 +44,7 @@ def _judge_sql(key: str) -> str:
     return metric_column(key)
 
 
-def disagreements(store: ResultsStore, active: Slice, a: str, b: str, *, limit: int = MAX_LISTED) -> list[Disagreement]:
+def disagreements(store: ResultsStore, active: Slice, a: str, b: str, *, limit: int = _MAX_LISTED) -> list[Disagreement]:
     """The slice's items where ``a`` and ``b`` (metric keys or :data:`HUMAN`) pick different winners."""
     single_run(store, active)
     for key in (a, b):

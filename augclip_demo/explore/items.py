@@ -22,8 +22,8 @@ from .slices import Slice
 from .store import ResultsStore, metric_column
 
 PAGE_SIZE = 24
-MAX_PAGE = 100_000
-SORT_FIELDS = ("id", "model", "dataset", "role")
+_MAX_PAGE = 100_000
+_SORT_FIELDS = ("id", "model", "dataset", "role")
 
 
 @dataclass
@@ -53,10 +53,10 @@ def _order(store: ResultsStore, sort: str, descending: bool) -> str:
     direction = "DESC" if descending else "ASC"
     if sort in store.metrics:
         return f"{metric_column(sort)} {direction} NULLS LAST, item, edit"
-    if sort in SORT_FIELDS:
+    if sort in _SORT_FIELDS:
         return f"{sort} {direction}, item, edit"
     raise InputError(f"cannot sort by {sort!r}: choose a metric ({', '.join(store.metrics)}) or one of "
-                     f"{', '.join(SORT_FIELDS)}")
+                     f"{', '.join(_SORT_FIELDS)}")
 
 
 def grid_page(store: ResultsStore, active: Slice, *, sort: str = "id", descending: bool = False, page: int = 0,
@@ -68,7 +68,7 @@ def grid_page(store: ResultsStore, active: Slice, *, sort: str = "id", descendin
     if ranking is not None:
         source = f"{store.table} JOIN (SELECT unnest(?) AS ranked, generate_subscripts(?, 1) AS position) ON item = ranked"
         params = [list(map(int, ranking)), list(map(int, ranking)), *params]
-    page = max(0, min(int(page), MAX_PAGE))
+    page = max(0, min(int(page), _MAX_PAGE))
     page_size = max(1, min(int(page_size), 200))
     total = store.query(f"SELECT count(*) FROM {source} WHERE {where}", params)[0][0]
     pages = max(1, -(-total // page_size))

@@ -30,14 +30,14 @@ from .slices import Slice
 from .store import ResultsStore, higher_is_better, metric_column
 
 #: cells with more values than this get the normal interval instead of the bootstrap (see the module doc)
-BOOTSTRAP_MAX_N = 5000
+_BOOTSTRAP_MAX_N = 5000
 #: the most cells bootstrapped in one leaderboard (each is a query and 1000 resamples: a slice with hundreds
 #: of editing models would stall the page); above it every cell gets the normal interval, said in a note
 MAX_BOOTSTRAP_CELLS = 200
 #: the per-edit human value of the protocols' model ranking: the score, else the 2AFC win
-HUMAN_VALUE_SQL = ("CASE WHEN has_scores THEN human_score WHEN human_preferred IS NOT NULL THEN "
+_HUMAN_VALUE_SQL = ("CASE WHEN has_scores THEN human_score WHEN human_preferred IS NOT NULL THEN "
                    "CAST(edit = human_preferred AS DOUBLE) END")
-RANKED_ROLES_SQL = "role NOT IN ('ep', 'em')"
+_RANKED_ROLES_SQL = "role NOT IN ('ep', 'em')"
 
 
 @dataclass
@@ -75,7 +75,7 @@ class Leaderboard:
         rows = []
         for row in self.rows:
             human = "n/a" if row.human_mean is None else f"{row.human_mean:.4f} (#{row.human_rank:g})"
-            cells = [format_cell(row.cells[key]) for key in self.metrics]
+            cells = [_format_cell(row.cells[key]) for key in self.metrics]
             rows.append([str(row.run), row.model + (" [untrained]" if row.untrained else ""), str(row.n_edits),
                          human, *cells])
         for run in sorted({row.run for row in self.rows}):
@@ -86,7 +86,7 @@ class Leaderboard:
         return headers, rows
 
 
-def format_cell(cell: Cell) -> str:
+def _format_cell(cell: Cell) -> str:
     if cell.mean is None:
         return "n/a"
     text = f"{cell.mean:.4f}"
@@ -111,18 +111,18 @@ def leaderboard(store: ResultsStore, active: Slice, *, n_boot: int = DEFAULT_BOO
                 level: float = DEFAULT_LEVEL) -> Leaderboard:
     """The slice's leaderboard (one SQL aggregate; bootstrap values fetched only for small cells)."""
     where, params = active.where(store)
-    human = HUMAN_VALUE_SQL
-    aggregates = [f"avg({human}) FILTER (WHERE {RANKED_ROLES_SQL})"]
+    human = _HUMAN_VALUE_SQL
+    aggregates = [f"avg({human}) FILTER (WHERE {_RANKED_ROLES_SQL})"]
     for key in store.metrics:
         col = metric_column(key)
-        joint = f"{col} IS NOT NULL AND ({human}) IS NOT NULL AND {RANKED_ROLES_SQL}"
+        joint = f"{col} IS NOT NULL AND ({human}) IS NOT NULL AND {_RANKED_ROLES_SQL}"
         aggregates += [f"avg({col})", f"count({col})", f"stddev_samp({col})", f"avg({col}) FILTER (WHERE {joint})",
                        f"avg({human}) FILTER (WHERE {joint})"]
     sql = (f"SELECT run, model, bool_or(untrained), count(*), {', '.join(aggregates)} FROM {store.table} WHERE {where} "
            f"GROUP BY run, model ORDER BY run, model")
     fetched = store.query(sql, params)
     z = NormalDist().inv_cdf(0.5 + level / 2)
-    small = sum(1 for record in fetched for i in range(len(store.metrics)) if 0 < record[6 + 5 * i] <= BOOTSTRAP_MAX_N)
+    small = sum(1 for record in fetched for i in range(len(store.metrics)) if 0 < record[6 + 5 * i] <= _BOOTSTRAP_MAX_N)
     if small > MAX_BOOTSTRAP_CELLS:
         n_boot = 0
     rows, joint_means = [], []
@@ -132,7 +132,7 @@ def leaderboard(store: ResultsStore, active: Slice, *, n_boot: int = DEFAULT_BOO
         for i, key in enumerate(store.metrics):
             mean, n, sd, joint_metric, joint_human = rest[5 * i: 5 * i + 5]
             cell = Cell(mean, int(n))
-            if n and n <= BOOTSTRAP_MAX_N and n_boot > 0:
+            if n and n <= _BOOTSTRAP_MAX_N and n_boot > 0:
                 values = store.arrays(f"SELECT {metric_column(key)} v FROM {store.table} WHERE {where} AND run = ? AND "
                                       f"model = ? AND {metric_column(key)} IS NOT NULL ORDER BY item, edit",
                                       [*params, run, model])["v"]
@@ -158,7 +158,7 @@ def leaderboard(store: ResultsStore, active: Slice, *, n_boot: int = DEFAULT_BOO
         board.notes.append(f"{small} cells: all intervals are normal intervals (a bootstrap of more than "
                            f"{MAX_BOOTSTRAP_CELLS} cells would stall the page)")
     elif any(row.cells[k].ci_method == "normal" for row in rows for k in store.metrics):
-        board.notes.append(f"intervals marked N are normal intervals (more than {BOOTSTRAP_MAX_N} values); the "
+        board.notes.append(f"intervals marked N are normal intervals (more than {_BOOTSTRAP_MAX_N} values); the "
                            f"others are percentile bootstrap intervals ({n_boot} resamples, seed {seed})")
     return board
 

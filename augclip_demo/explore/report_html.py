@@ -15,7 +15,7 @@ from .leaderboard import Leaderboard
 from .slices import Slice
 from .store import ResultsStore, metric_label
 
-STYLE = """
+_STYLE = """
 body{font-family:system-ui,sans-serif;margin:24px;color:#1f2933}
 table{border-collapse:collapse;margin:8px 0 20px}td,th{border:1px solid #cbd2d9;padding:4px 8px;text-align:left;
 font-variant-numeric:tabular-nums}th{background:#f0f4f8}.warn{background:#fff3c4;padding:8px;border:1px solid #f0b429}
@@ -65,7 +65,7 @@ def report_html(store: ResultsStore, sections: Sequence[SliceReport], a: str, b:
     disagreements' metrics (or :data:`HUMAN`)."""
     active = sections[0].slice
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>AugCLIP Studio results: "
-             f"{html.escape(active.name)}</title><style>{STYLE}</style></head><body>",
+             f"{html.escape(active.name)}</title><style>{_STYLE}</style></head><body>",
              f"<h1>Results: {html.escape(active.name)}</h1>",
              f"<p class='note'>files: {html.escape(', '.join(f.results.name for f in store.files))}; "
              f"{store.n_records} records</p>"]

@@ -32,7 +32,7 @@ MAX_UPLOADED_STORES = 4
 #: reason, and the operator can list such a file instead)
 UPLOAD_MEMORY_MB = 256
 UPLOAD_THREADS = 1
-UPLOAD_SUFFIXES = (".jsonl", ".parquet")
+_UPLOAD_SUFFIXES = (".jsonl", ".parquet")
 RECORDED = "recorded (manifest / results)"  # the file's own human judgments
 
 
@@ -113,9 +113,9 @@ class Shelf:
 
     def add_upload(self, path: Path, max_mb: float) -> str:
         """Open an uploaded results file (size-checked); returns the token the session keeps."""
-        if path.suffix.lower() not in UPLOAD_SUFFIXES:
+        if path.suffix.lower() not in _UPLOAD_SUFFIXES:
             kind = path.suffix or "file without extension"
-            raise InputError(f"upload a batch results file ({' or '.join(UPLOAD_SUFFIXES)}), got a {kind}")
+            raise InputError(f"upload a batch results file ({' or '.join(_UPLOAD_SUFFIXES)}), got a {kind}")
         if not path.is_file():  # the server's space for uploads was full and it went on arrival, or it was swept
             raise InputError("the uploaded results file is no longer on the server (its space for uploads may be "
                              "full): upload it again later")

@@ -20,7 +20,7 @@ from .store import ResultsStore, metric_column
 
 #: the most characters of a slice name, values per field and ranges a slice may hold (a web client sends them)
 MAX_NAME = 80
-MAX_VALUES = 200
+_MAX_VALUES = 200
 
 
 @dataclass(frozen=True)
@@ -80,8 +80,8 @@ def _texts(values: Any, what: str) -> tuple[str, ...]:
         return ()
     if isinstance(values, str) or not isinstance(values, Sequence):
         raise InputError(f"slice {what}: expected a list of values")
-    if len(values) > MAX_VALUES:
-        raise InputError(f"slice {what}: at most {MAX_VALUES} values")
+    if len(values) > _MAX_VALUES:
+        raise InputError(f"slice {what}: at most {_MAX_VALUES} values")
     return tuple(str(v)[:MAX_NAME * 4] for v in values)
 
 
@@ -113,8 +113,8 @@ def make_slice(name: str = "all", *, datasets: Any = None, models: Any = None, r
             raise InputError(f"slice range {key}: low {low:g} is above high {high:g}")
         if low is not None or high is not None:
             checked[str(key)] = (low, high)
-    if len(checked) > MAX_VALUES:
-        raise InputError(f"a slice has at most {MAX_VALUES} ranges")
+    if len(checked) > _MAX_VALUES:
+        raise InputError(f"a slice has at most {_MAX_VALUES} ranges")
     try:
         run_numbers = tuple(int(v) for v in _texts(runs, "runs"))
     except ValueError:

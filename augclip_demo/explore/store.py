@@ -33,13 +33,13 @@ from ..errors import InputError
 from ..metrics.suite import METRICS
 
 #: run keys that make two runs' numbers different quantities (the resume check's keys, plus the version)
-RUN_KEYS_SHOWN = ("model", "version", "precision", "matmul", "metrics", "options", "bpm", "judge", "features")
+_RUN_KEYS_SHOWN = ("model", "version", "precision", "matmul", "metrics", "options", "bpm", "judge", "features")
 #: the columns a slice may filter on with a list of values (``run`` is the run number)
-CATEGORY_FIELDS = ("dataset", "model", "role", "edit_type", "status", "run")
+_CATEGORY_FIELDS = ("dataset", "model", "role", "edit_type", "status", "run")
 #: the most metric names a results file may hold (the suite has a few dozen; a file with thousands of names
 #: would make every view a query of thousands of columns: refused when opened, with the reason)
-MAX_METRICS = 128
-RECORD_COLUMNS = {"id": "VARCHAR", "dataset": "VARCHAR", "status": "VARCHAR", "error": "VARCHAR",
+_MAX_METRICS = 128
+_RECORD_COLUMNS = {"id": "VARCHAR", "dataset": "VARCHAR", "status": "VARCHAR", "error": "VARCHAR",
                   "source": "VARCHAR", "target_text": "VARCHAR", "source_text": "VARCHAR",
                   "instruction": "VARCHAR", "edits": "JSON", "human": "JSON", "attributes": "JSON", "meta": "JSON",
                   "run": "JSON"}
@@ -130,7 +130,7 @@ class ResultsStore:
             if found.human:
                 self.con.executemany(f"INSERT INTO {name}_h VALUES (?, ?)",
                                      [[item, json.dumps(human)] for item, human in found.human.items()])
-            _, item_columns, edit_columns = human_judgment_sql()
+            _, item_columns, edit_columns = _human_judgment_sql()
             self.con.execute(f"""
                 CREATE TABLE {name} AS
                 WITH j AS (SELECT id AS judged_id, human AS judgment FROM {name}_h),
@@ -158,8 +158,8 @@ class ResultsStore:
 
     def values(self, column: str) -> list[str]:
         """The distinct values of a category column, for the filter menus."""
-        if column not in CATEGORY_FIELDS:
-            raise InputError(f"no filter field {column!r}; fields: {', '.join(CATEGORY_FIELDS)}")
+        if column not in _CATEGORY_FIELDS:
+            raise InputError(f"no filter field {column!r}; fields: {', '.join(_CATEGORY_FIELDS)}")
         rows = self.query(f"SELECT DISTINCT CAST({column} AS VARCHAR) v FROM {self.table} WHERE v IS NOT NULL "
                           "ORDER BY v")
         return [row[0] for row in rows]
@@ -177,7 +177,7 @@ class ResultsStore:
         if len(self.runs) < 2:
             return []
         lines = []
-        for key in RUN_KEYS_SHOWN:
+        for key in _RUN_KEYS_SHOWN:
             seen = [run.signature.get(key) for run in self.runs]
             if any(value != seen[0] for value in seen[1:]):
                 shown = "; ".join(f"run {run.number}: {_short(value)}" for run, value in zip(self.runs, seen))
@@ -211,7 +211,7 @@ def _connect(memory_limit_mb: int, threads: int) -> Any:
     try:
         import duckdb
     except ImportError:
-        raise InputError("the Explore view needs DuckDB: pip install 'augclip-demo[app]' (or pip install duckdb)") \
+        raise InputError("the Explore view needs DuckDB: pip install 'augclip-demo[app]' (or pip install duckdb)")\
             from None
     threads = max(1, min(int(threads), os.cpu_count() or 1))
     return duckdb.connect(":memory:", config={"memory_limit": f"{int(memory_limit_mb)}MB", "threads": threads,
@@ -237,9 +237,9 @@ def _scan_sql(path: Path, *, strict: bool = False) -> tuple[str, list[Any]]:
             pattern = str(path)
         # Parquet results keep nested fields as JSON text (results_parquet.COLUMNS); `fields` and `extra`
         # only restore key order and stage fields, which no view needs.
-        casts = ", ".join(f"CAST({name} AS {kind}) AS {name}" for name, kind in RECORD_COLUMNS.items())
+        casts = ", ".join(f"CAST({name} AS {kind}) AS {name}" for name, kind in _RECORD_COLUMNS.items())
         return f"(SELECT {casts} FROM read_parquet(?, union_by_name = true))", [pattern]
-    columns = "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in RECORD_COLUMNS.items()) + "}"
+    columns = "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in _RECORD_COLUMNS.items()) + "}"
     errors = "false" if strict else "true"
     return (f"read_json(?, format = 'newline_delimited', columns = {columns}, ignore_errors = {errors}, "
             f"maximum_object_size = 67108864)"), [str(path)]
@@ -309,7 +309,7 @@ def _load_records(con: Any, number: int, opened: OpenedFile) -> int:
     except Exception as exc:  # DuckDB's own errors for a damaged or foreign file
         if type(exc).__name__ == "OutOfMemoryException":
             raise
-        raise InputError(f"results {path.name}: could not be read as batch results ({_duckdb_reason(exc)})") \
+        raise InputError(f"results {path.name}: could not be read as batch results ({_duckdb_reason(exc)})")\
             from None
     count = con.execute("SELECT count(*) FROM records").fetchone()[0] - before
     if count == 0:
@@ -334,7 +334,7 @@ def _load_manifest(con: Any, number: int, manifest: Path) -> None:
         raise InputError(f"manifest {manifest.name}: could not be read ({_duckdb_reason(exc)})") from None
 
 
-def human_judgment_sql() -> tuple[str, str, str]:
+def _human_judgment_sql() -> tuple[str, str, str]:
     """The one place the Explore views read human judgments (the manifest's ``human`` field: ``preferred``, the
     2AFC choice, and ``scores``, one per edit), as SQL: the item's judgment (the manifest given with the
     results, else the copy each record keeps), the item-level columns parsed from it once per record, and the
@@ -367,7 +367,7 @@ def open_results(files: Sequence[OpenedFile], *, memory_limit_mb: int = DEFAULT_
 
     con = _connect(memory_limit_mb, threads)
     con.execute("CREATE TABLE records (file_no INTEGER, "
-                + ", ".join(f"{name} {kind}" for name, kind in RECORD_COLUMNS.items()) + ")")
+                + ", ".join(f"{name} {kind}" for name, kind in _RECORD_COLUMNS.items()) + ")")
     con.execute("CREATE TABLE manifest (file_no INTEGER, id VARCHAR, edit_type VARCHAR, human JSON)")
     lap("connect")
     n_records = 0
@@ -428,9 +428,9 @@ def _metric_keys(con: Any) -> list[str]:
                        "GROUP BY file_no, CAST(run AS VARCHAR))").fetchall()
     for (key,) in rows:
         keys.setdefault(str(key), None)
-    if len(keys) > MAX_METRICS:
+    if len(keys) > _MAX_METRICS:
         raise InputError(f"the results name {len(keys)} metrics; the Explore view opens files with at most "
-                         f"{MAX_METRICS} (is this a batch results file?)")
+                         f"{_MAX_METRICS} (is this a batch results file?)")
     return list(keys)
 
 
@@ -452,7 +452,7 @@ def _edits_table(con: Any, parsed_sql: str, metrics: Sequence[str], metric_value
     """One row per edit. ``item`` is the record's ``rowid`` (file order, across the files in their order); the
     table is left unordered (every view orders what it reads: sorting 300,000 rows here cost a third of it)."""
     metric_sql = "".join(f", {value} AS {metric_column(key)}" for key, value in zip(metrics, metric_values))
-    judgment, item_columns, edit_columns = human_judgment_sql()
+    judgment, item_columns, edit_columns = _human_judgment_sql()
     con.execute(f"""
         CREATE OR REPLACE TABLE edits AS
         WITH r AS (SELECT r.rowid AS item, r.file_no, r.id, r.dataset, r.status, r.source, r.target_text,

@@ -20,7 +20,7 @@ import numpy as np
 
 from .criteria import CRITERIA
 
-CHUNK = 4096
+_CHUNK = 4096
 
 
 def simplex_grid(k: int, step: float, *, positive: bool = True) -> np.ndarray:
@@ -56,7 +56,7 @@ def totals(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
         return (w @ filled.T) / (w @ present.T.astype(np.float64))
 
 
-def pearson_rows(t: np.ndarray, y: np.ndarray) -> np.ndarray:
+def _pearson_rows(t: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Pearson's r of every row of ``t`` with ``y`` (NaN for a constant row)."""
     t = np.atleast_2d(t)
     tc = t - t.mean(axis=1, keepdims=True)
@@ -101,9 +101,9 @@ def fit_weights(values: np.ndarray, ratings: np.ndarray, *, step: float = 0.01,
         raise ValueError("every human rating is the same: there is nothing to correlate with")
     grid = simplex_grid(len(criteria), step)
     best_r, best_w = -np.inf, grid[0]
-    for start in range(0, len(grid), CHUNK):
-        block = grid[start:start + CHUNK]
-        r = pearson_rows(totals(x, block), y)
+    for start in range(0, len(grid), _CHUNK):
+        block = grid[start:start + _CHUNK]
+        r = _pearson_rows(totals(x, block), y)
         r = np.where(np.isfinite(r), r, -np.inf)
         i = int(np.argmax(r))
         if r[i] > best_r:
@@ -140,7 +140,7 @@ def calibrate(values: np.ndarray, ratings: np.ndarray, *, step: float = 0.01, fo
             continue
         t = totals(x[test], wf[None, :])[0]
         if test.sum() >= 3 and np.ptp(y[test]) > 0 and np.ptp(t) > 0:
-            entry["r"] = float(pearson_rows(t[None, :], y[test])[0])
+            entry["r"] = float(_pearson_rows(t[None, :], y[test])[0])
         entry["train_r"] = rf
         entry["weights"] = {c: float(v) for c, v in zip(criteria, wf)}
         fit.folds.append(entry)

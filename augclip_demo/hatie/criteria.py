@@ -60,52 +60,52 @@ NEEDS_A_SET = "needs a set: Image Quality is the FID between a set of sources an
 
 # ---------------------------------------------------------------------------------------------- weights
 #: Published weights (hatie-notes.md, "Weights"; the authors' aggregation utilities).
-APPEARANCE_WEIGHTS = {"clip": 0.23, "lpips": 0.01, "dino": 0.11, "l2": 0.65}
-BACKGROUND_WEIGHTS = {"clip": 0.22, "lpips": 0.17, "dino": 0.25, "l2": 0.36}
-BC_POWER = 6.0
+_APPEARANCE_WEIGHTS = {"clip": 0.23, "lpips": 0.01, "dino": 0.11, "l2": 0.65}
+_BACKGROUND_WEIGHTS = {"clip": 0.22, "lpips": 0.17, "dino": 0.25, "l2": 0.36}
+_BC_POWER = 6.0
 #: Style change (Background Consistency) and attribute change (Object Consistency's appearance): per measure,
 #: its weight over the three ways (edges, degradation, downscaled) and an outer weight for the measure.
-STYLE_WAY_WEIGHTS = {"clip": (0.48, 0.12, 0.40), "lpips": (0.01, 0.02, 0.97), "dino": (0.49, 0.01, 0.50),
+_STYLE_WAY_WEIGHTS = {"clip": (0.48, 0.12, 0.40), "lpips": (0.01, 0.02, 0.97), "dino": (0.49, 0.01, 0.50),
                      "l2": (0.03, 0.96, 0.01)}
-STYLE_MEASURE_WEIGHTS = {"clip": 0.01, "lpips": 0.49, "dino": 0.01, "l2": 0.49}
-ATTRIBUTE_WAY_WEIGHTS = {"clip": (0.08, 0.57, 0.35), "lpips": (0.01, 0.03, 0.96), "dino": (0.93, 0.05, 0.02),
+_STYLE_MEASURE_WEIGHTS = {"clip": 0.01, "lpips": 0.49, "dino": 0.01, "l2": 0.49}
+_ATTRIBUTE_WAY_WEIGHTS = {"clip": (0.08, 0.57, 0.35), "lpips": (0.01, 0.03, 0.96), "dino": (0.93, 0.05, 0.02),
                          "l2": (0.01, 0.01, 0.98)}
-ATTRIBUTE_MEASURE_WEIGHTS = {"clip": 0.84, "lpips": 0.01, "dino": 0.02, "l2": 0.13}
+_ATTRIBUTE_MEASURE_WEIGHTS = {"clip": 0.84, "lpips": 0.01, "dino": 0.02, "l2": 0.13}
 #: Degradation test: a measure scores (STEPS - k) / STEPS at the first halving k whose similarity exceeds the
 #: threshold; the downscaled copy is 1 / DOWNSCALE_LEVEL of the side, at least MIN_DOWNSCALED pixels.
-DEGRADATION_THRESHOLD = 0.9
-DEGRADATION_STEPS = 10
-DOWNSCALE_LEVEL = 20
-MIN_DOWNSCALED = 4
+_DEGRADATION_THRESHOLD = 0.9
+_DEGRADATION_STEPS = 10
+_DOWNSCALE_LEVEL = 20
+_MIN_DOWNSCALED = 4
 #: Object Consistency: (appearance, position, size) per edit type.
 OC_MIX = {"resize": (0.9, 0.1, 0.0), "background": (0.6, 0.12, 0.28), "replace": (0.0, 1.0, 0.0),
           "attribute": (0.70, 0.23, 0.07)}
 #: Object Fidelity: detection evidence (CLIP on the crop vs the name, detector confidence, VQA).
-OF_PRESENCE = {"replace": (0.01, 0.92, 0.07), "remove": (0.01, 0.92, 0.07), "add": (0.01, 0.92, 0.07),
+_OF_PRESENCE = {"replace": (0.01, 0.92, 0.07), "remove": (0.01, 0.92, 0.07), "add": (0.01, 0.92, 0.07),
                "attribute": (0.36, 0.57, 0.07)}
-ADD_MIX = {"presence": 0.03, "relation_clip": 0.71, "relation_vqa": 0.26}
-BF_CLIP = {"background": 0.87, "style": 0.58}
+_ADD_MIX = {"presence": 0.03, "relation_clip": 0.71, "relation_vqa": 0.26}
+_BF_CLIP = {"background": 0.87, "style": 0.58}
 #: Background Fidelity's squashing function: slope 0.05 outside [LOW, HIGH], a cubic from 0.027 to 0.983 inside.
-SQUASH_LOW, SQUASH_HIGH = 0.54, 0.66
-SQUASH_SLOPE = 0.05
-RESIZE_ENLARGE, RESIZE_SHRINK = 1.6, 0.6
-FID_SCALE = 25.0
+_SQUASH_LOW, _SQUASH_HIGH = 0.54, 0.66
+_SQUASH_SLOPE = 0.05
+_RESIZE_ENLARGE, _RESIZE_SHRINK = 1.6, 0.6
+_FID_SCALE = 25.0
 #: The dataset filter's smallest object in the published code (0.3 % of the image): it sets the largest
 #: position shift, sqrt(2) / sqrt(0.003), and the largest size growth, 1 / 0.003.
-CODE_AREA_FRACTION = 0.003
+_CODE_AREA_FRACTION = 0.003
 #: The smallest object the paper's dataset keeps: a box of 0.5 % of the image (App. A); the "paper" geometry.
-MIN_AREA_FRACTION = 0.005
+_MIN_AREA_FRACTION = 0.005
 
 #: Total weights (hatie-notes "Total"): OF, BF, OC, BC inside, and the share of IQ.
 PUBLISHED_TOTAL = {"object_fidelity": 0.2, "background_fidelity": 0.4, "object_consistency": 0.1,
                    "background_consistency": 0.3}
 #: The per-edit-type totals of the published code, which swap the two fidelity weights.
-SWAPPED_TOTAL = {"object_fidelity": 0.4, "background_fidelity": 0.2, "object_consistency": 0.1,
+_SWAPPED_TOTAL = {"object_fidelity": 0.4, "background_fidelity": 0.2, "object_consistency": 0.1,
                  "background_consistency": 0.3}
-IQ_SHARE = 0.2
-TOTAL_WEIGHT_SETS: dict[str, dict[str, float]] = {"published": PUBLISHED_TOTAL, "per-type-code": SWAPPED_TOTAL}
+_IQ_SHARE = 0.2
+TOTAL_WEIGHT_SETS: dict[str, dict[str, float]] = {"published": PUBLISHED_TOTAL, "per-type-code": _SWAPPED_TOTAL}
 #: The per-edit-type table's weights: the published code's (fidelity weights swapped) or the overall ones.
-PER_TYPE_WEIGHTS: dict[str, dict[str, float]] = {"code": SWAPPED_TOTAL, "overall": PUBLISHED_TOTAL}
+PER_TYPE_WEIGHTS: dict[str, dict[str, float]] = {"code": _SWAPPED_TOTAL, "overall": PUBLISHED_TOTAL}
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ class HatieOptions:
 
     vqa: bool = False
     bc_clip: bool = True
-    bc_power: float = BC_POWER
+    bc_power: float = _BC_POWER
     bf_squash: bool = True
     relation_prompt: str = "repeat"
     geometry: str = "code"
@@ -205,7 +205,7 @@ def mask_area(mask: np.ndarray | None) -> int:
     return 0 if mask is None else int(np.count_nonzero(mask))
 
 
-def centre_of_mass(mask: np.ndarray) -> tuple[float, float]:
+def _centre_of_mass(mask: np.ndarray) -> tuple[float, float]:
     """(row, column) of the mask's centre of mass; raises on an empty mask."""
     rows, cols = np.nonzero(np.asarray(mask, dtype=bool))
     if rows.size == 0:
@@ -218,9 +218,9 @@ def largest_shift(shape: tuple[int, int], geometry: str = "code") -> float:
     (about 25.8, whatever the image). Paper: the image diagonal over the side of the smallest object kept
     (0.5 % of the image, App. A): 20 for a square image."""
     if geometry == "code":
-        return math.sqrt(2.0) / math.sqrt(CODE_AREA_FRACTION)
+        return math.sqrt(2.0) / math.sqrt(_CODE_AREA_FRACTION)
     h, w = shape
-    return math.hypot(h, w) / math.sqrt(MIN_AREA_FRACTION * h * w)
+    return math.hypot(h, w) / math.sqrt(_MIN_AREA_FRACTION * h * w)
 
 
 def position_consistency(source_mask: np.ndarray, edit_mask: np.ndarray,
@@ -229,14 +229,14 @@ def position_consistency(source_mask: np.ndarray, edit_mask: np.ndarray,
     linearly from 1 (no shift) to 0 at :func:`largest_shift`. Code: the area of the edit's mask (the
     mask its position function is given first), not clamped (a shift past the largest goes below 0).
     Paper: the source mask's area, clamped at 0 (App. C.2)."""
-    (r0, c0), (r1, c1) = centre_of_mass(source_mask), centre_of_mass(edit_mask)
+    (r0, c0), (r1, c1) = _centre_of_mass(source_mask), _centre_of_mass(edit_mask)
     per = edit_mask if geometry == "code" else source_mask
     shift = math.hypot(r1 - r0, c1 - c0) / math.sqrt(mask_area(per))
     score = 1.0 - shift / largest_shift(np.shape(source_mask), geometry)
     return (score if geometry == "code" else max(0.0, score)), shift
 
 
-def size_ratio(source_area: float, edit_area: float) -> float:
+def _size_ratio(source_area: float, edit_area: float) -> float:
     """sqrt(edit area / source area): the relative change of the object's linear size."""
     if source_area <= 0:
         raise ValueError("the source object has no area")
@@ -248,21 +248,21 @@ def size_consistency(source_area: float, edit_area: float, image_area: float,
     """(score, ratio): 1 for an unchanged size; the ratio itself when the object shrank; when it grew,
     falling linearly to 0 at the largest ratio: 1 / 0.003 (code) or sqrt(image area / source area),
     the object filling the image (paper, App. C.2)."""
-    ratio = size_ratio(source_area, edit_area)
+    ratio = _size_ratio(source_area, edit_area)
     if ratio <= 1.0:
         return ratio, ratio
-    top = 1.0 / CODE_AREA_FRACTION if geometry == "code" else math.sqrt(image_area / source_area)
+    top = 1.0 / _CODE_AREA_FRACTION if geometry == "code" else math.sqrt(image_area / source_area)
     if top <= 1.0:
         return 0.0, ratio
     score = 1.0 - (ratio - 1.0) / (top - 1.0)
     return (score if geometry == "code" else max(0.0, score)), ratio
 
 
-def size_fidelity(source_area: float, edit_area: float, direction: str, *, enlarge: float = RESIZE_ENLARGE,
-                  shrink: float = RESIZE_SHRINK) -> tuple[float, float]:
+def size_fidelity(source_area: float, edit_area: float, direction: str, *, enlarge: float = _RESIZE_ENLARGE,
+                  shrink: float = _RESIZE_SHRINK) -> tuple[float, float]:
     """(score, ratio) of a resize: full marks past the threshold (1.6 larger, 0.6 smaller), zero for
     no change or a change the wrong way, linear between (App. C.2, Fig. II(a))."""
-    ratio = size_ratio(source_area, edit_area)
+    ratio = _size_ratio(source_area, edit_area)
     if direction == "larger":
         return min(1.0, max(0.0, (ratio - 1.0) / (enlarge - 1.0))), ratio
     if direction == "smaller":
@@ -270,7 +270,7 @@ def size_fidelity(source_area: float, edit_area: float, direction: str, *, enlar
     raise ValueError(f"a resize must be 'larger' or 'smaller', got {direction!r}")
 
 
-def squash(x: float, low: float = SQUASH_LOW, high: float = SQUASH_HIGH, slope: float = SQUASH_SLOPE) -> float:
+def squash(x: float, low: float = _SQUASH_LOW, high: float = _SQUASH_HIGH, slope: float = _SQUASH_SLOPE) -> float:
     """Background Fidelity's squashing function of the published code: ``slope * x`` below ``low``,
     ``0.983 + slope * (x - high)`` above ``high``, and between them the code's cubic, whose derivative is
     proportional to (x - low)(x - high): it rises from 0.027 at ``low`` to 0.983 at ``high``, flat at both ends."""
@@ -284,8 +284,8 @@ def squash(x: float, low: float = SQUASH_LOW, high: float = SQUASH_HIGH, slope: 
     return -3318.33833 * inner + (slope * low + 1.0 - slope * (1.0 - high)) / 2.0
 
 
-def degradation_score(similarities: Sequence[float], threshold: float = DEGRADATION_THRESHOLD,
-                      steps: int = DEGRADATION_STEPS) -> float:
+def degradation_score(similarities: Sequence[float], threshold: float = _DEGRADATION_THRESHOLD,
+                      steps: int = _DEGRADATION_STEPS) -> float:
     """The degradation test: ``(steps - k) / steps`` for the first halving ``k`` (0: the images as they
     are) whose similarity exceeds ``threshold``; 0 when none does."""
     for k, value in enumerate(similarities):
@@ -294,7 +294,7 @@ def degradation_score(similarities: Sequence[float], threshold: float = DEGRADAT
     return 0.0
 
 
-def degradation_sizes(side: int = 512, steps: int = DEGRADATION_STEPS) -> list[int]:
+def degradation_sizes(side: int = 512, steps: int = _DEGRADATION_STEPS) -> list[int]:
     """The sides of the degradation test's steps: 512, 256, ... while at least 2 px (nine steps from 512)."""
     sizes = []
     for k in range(steps):
@@ -305,12 +305,12 @@ def degradation_sizes(side: int = 512, steps: int = DEGRADATION_STEPS) -> list[i
     return sizes
 
 
-def downscaled_size(h: int, w: int, level: int = DOWNSCALE_LEVEL) -> tuple[int, int]:
+def downscaled_size(h: int, w: int, level: int = _DOWNSCALE_LEVEL) -> tuple[int, int]:
     """(height, width) of the downscaled grey copy: 1 / level of each side, at least 4 px."""
-    return max(MIN_DOWNSCALED, int(h / level)), max(MIN_DOWNSCALED, int(w / level))
+    return max(_MIN_DOWNSCALED, int(h / level)), max(_MIN_DOWNSCALED, int(w / level))
 
 
-def image_quality(fid: float, scale: float = FID_SCALE) -> float:
+def image_quality(fid: float, scale: float = _FID_SCALE) -> float:
     """Eq. 1: 1 - tanh(FID / 25)."""
     if not (math.isfinite(fid) and fid >= 0):
         raise ValueError(f"FID must be a finite number >= 0, got {fid!r}")
@@ -402,7 +402,7 @@ def weighted(parts: Sequence[tuple[str, float | None, float]], note: str = "") -
     return float(sum(c.value * c.weight for c in components)), components  # type: ignore[operator]
 
 
-def restated(parts: Sequence[Component], *, prefix: str = "", factor: float | None = 1.0,
+def _restated(parts: Sequence[Component], *, prefix: str = "", factor: float | None = 1.0,
              over: float = 1) -> list[Component]:
     """``parts`` restated inside an outer combination: ``prefix`` before each name, effective weights times
     ``factor`` (None: the parts are intermediate sums of other measures, with no effective weight of their
@@ -415,8 +415,8 @@ def nested(outer: Sequence[Component], name: str, inner: Sequence[Component]) ->
     """``outer`` with its component ``name`` marked as an intermediate sum, then ``inner`` (the combination that
     made it) renamed ``name.part``, with effective weights scaled by ``name``'s weight in ``outer``."""
     share = next((c.weight for c in outer if c.name == name), 0.0)
-    return ([restated([c], factor=None)[0] if c.name == name else c for c in outer]
-            + restated(inner, prefix=f"{name}.", factor=share))
+    return ([_restated([c], factor=None)[0] if c.name == name else c for c in outer]
+            + _restated(inner, prefix=f"{name}.", factor=share))
 
 
 @dataclass(frozen=True)
@@ -430,7 +430,7 @@ class ObjectEvidence:
 
 
 def _presence(kind: str, evidence: ObjectEvidence, options: HatieOptions) -> tuple[float, list[Component]]:
-    w_clip, w_det, w_vqa = OF_PRESENCE[kind]
+    w_clip, w_det, w_vqa = _OF_PRESENCE[kind]
     return weighted([("clip_object", evidence.clip, w_clip), ("detector_confidence", evidence.confidence, w_det),
                      ("vqa_object", evidence.vqa if options.vqa else None, w_vqa)])
 
@@ -469,9 +469,9 @@ def object_fidelity(edit_type: str, options: HatieOptions, *, target: ObjectEvid
         return CriterionScore(key, value, parts)
     if edit_type == "add":
         presence, parts = _presence("add", target, options)
-        value, outer = weighted([("presence", presence, ADD_MIX["presence"]),
-                                 ("relation_clip", relation_clip, ADD_MIX["relation_clip"]),
-                                 ("relation_vqa", relation_vqa if options.vqa else None, ADD_MIX["relation_vqa"])])
+        value, outer = weighted([("presence", presence, _ADD_MIX["presence"]),
+                                 ("relation_clip", relation_clip, _ADD_MIX["relation_clip"]),
+                                 ("relation_vqa", relation_vqa if options.vqa else None, _ADD_MIX["relation_vqa"])])
         return CriterionScore(key, value, nested(outer, "presence", parts))
     return CriterionScore(key, None, reason=f"Object Fidelity is not part of a {edit_type} edit")
 
@@ -481,9 +481,9 @@ def background_fidelity(edit_type: str, clip: float | None, vqa: float | None,
     """Background Fidelity of a background or style change: CLIP of the background (style: the whole
     image) vs the wanted background / style, with VQA, through :func:`squash` (published code)."""
     key = "background_fidelity"
-    if edit_type not in BF_CLIP:
+    if edit_type not in _BF_CLIP:
         return CriterionScore(key, None, reason=f"Background Fidelity is not part of a {edit_type} edit")
-    w = BF_CLIP[edit_type]
+    w = _BF_CLIP[edit_type]
     try:
         raw, parts = weighted([("clip_background", clip, w), ("vqa_background", vqa if options.vqa else None, 1 - w)])
     except ValueError:
@@ -499,11 +499,11 @@ def background_fidelity(edit_type: str, clip: float | None, vqa: float | None,
 def appearance(similarities: Similarities) -> tuple[float, list[Component]]:
     """The four-measure object appearance (CLIP / LPIPS / DINO / L2: 0.23 / 0.01 / 0.11 / 0.65)."""
     s = similarities
-    return weighted([("clip", s.clip, APPEARANCE_WEIGHTS["clip"]), ("lpips", s.lpips, APPEARANCE_WEIGHTS["lpips"]),
-                     ("dino", s.dino, APPEARANCE_WEIGHTS["dino"]), ("l2", s.l2, APPEARANCE_WEIGHTS["l2"])])
+    return weighted([("clip", s.clip, _APPEARANCE_WEIGHTS["clip"]), ("lpips", s.lpips, _APPEARANCE_WEIGHTS["lpips"]),
+                     ("dino", s.dino, _APPEARANCE_WEIGHTS["dino"]), ("l2", s.l2, _APPEARANCE_WEIGHTS["l2"])])
 
 
-def ways_score(by_way: Mapping[str, Similarities], measure_weights: Mapping[str, float],
+def _ways_score(by_way: Mapping[str, Similarities], measure_weights: Mapping[str, float],
                way_weights: Mapping[str, tuple[float, float, float]]) -> tuple[float, list[Component]]:
     """The style / attribute comparison: sum over measures m and ways v of outer[m] x inner[m][v] x the
     similarity of measure m in way v (the degradation way's values are already its test scores).
@@ -535,7 +535,7 @@ def object_consistency(edit_type: str, *, source_mask: np.ndarray | None, edit_m
     if w_app > 0:
         comparisons = dict(appearance_by_comparison or {})
         if edit_type == "attribute":
-            look, look_parts = ways_score(comparisons, ATTRIBUTE_MEASURE_WEIGHTS, ATTRIBUTE_WAY_WEIGHTS)
+            look, look_parts = _ways_score(comparisons, _ATTRIBUTE_MEASURE_WEIGHTS, _ATTRIBUTE_WAY_WEIGHTS)
         else:
             look, look_parts = appearance(comparisons.get("plain", Similarities()))
     value, parts = weighted([("appearance", look, w_app), ("position", position, w_pos), ("size", size, w_size)])
@@ -543,7 +543,7 @@ def object_consistency(edit_type: str, *, source_mask: np.ndarray | None, edit_m
              Component("size_ratio", ratio, 0.0, "sqrt(edit area / source area)")]
     if w_size == 0:
         extra.append(Component("size", size, 0.0, "not weighted for this edit type"))
-    return CriterionScore(key, value, restated(nested(parts, "appearance", look_parts) + extra, prefix=prefix))
+    return CriterionScore(key, value, _restated(nested(parts, "appearance", look_parts) + extra, prefix=prefix))
 
 
 def mean_object_consistency(scores: Sequence[CriterionScore]) -> CriterionScore:
@@ -552,7 +552,7 @@ def mean_object_consistency(scores: Sequence[CriterionScore]) -> CriterionScore:
     if not values:
         return CriterionScore("object_consistency", None, reason="no foreground object found in the source image")
     n = len(values)
-    components = restated([c for s in scores if s.value is not None for c in s.components], over=n)
+    components = _restated([c for s in scores if s.value is not None for c in s.components], over=n)
     return CriterionScore("object_consistency", float(np.mean(values)), components,
                           notes=[f"mean over {n} foreground object(s)"])
 
@@ -565,10 +565,10 @@ def background_consistency(edit_type: str, by_comparison: Mapping[str, Similarit
     if "background_consistency" not in TYPE_CRITERIA.get(edit_type, ()):
         return CriterionScore(key, None, reason=f"Background Consistency is not part of a {edit_type} edit")
     if edit_type == "style":
-        value, parts = ways_score(by_comparison, STYLE_MEASURE_WEIGHTS, STYLE_WAY_WEIGHTS)
+        value, parts = _ways_score(by_comparison, _STYLE_MEASURE_WEIGHTS, _STYLE_WAY_WEIGHTS)
         return CriterionScore(key, value, parts)
     s = by_comparison.get("plain", Similarities())
-    w = BACKGROUND_WEIGHTS
+    w = _BACKGROUND_WEIGHTS
     base, parts = weighted([("clip", s.clip if options.bc_clip else None, w["clip"]), ("lpips", s.lpips, w["lpips"]),
                             ("dino", s.dino, w["dino"]), ("l2", s.l2, w["l2"])])
     value = base ** options.bc_power
@@ -644,7 +644,7 @@ def per_type_error(se: Mapping[str, float | None], weights: Mapping[str, float])
 
 
 def total_error(se: Mapping[str, float | None], weights: Mapping[str, float], iq_se: float | None,
-                iq_share: float = IQ_SHARE) -> float | None:
+                iq_share: float = _IQ_SHARE) -> float | None:
     """The published model total's error: the criteria's bootstrap errors times their weights in the total,
     added in quadrature, plus Image Quality's error times its share, added as published (not squared)."""
     inner = _weighted_present(se, weights)
@@ -656,7 +656,7 @@ def total_error(se: Mapping[str, float | None], weights: Mapping[str, float], iq
 
 
 def set_total(means: Mapping[str, float | None], weights: Mapping[str, float], iq: float | None,
-              iq_share: float = IQ_SHARE) -> float | None:
+              iq_share: float = _IQ_SHARE) -> float | None:
     """A model's total (Eq. 5): (1 - iq_share) x the weighted criterion means + iq_share x IQ; without
     IQ (fewer than two edits) the criterion part alone."""
     inner = edit_total(means, weights)

@@ -35,13 +35,13 @@ from .vqa import VqaScorer, object_question, relation_question, scene_question
 #: HATIE keeps every detection, however unsure (App. D.2); GroundingDINO needs a threshold above 0.
 DEFAULT_BOX_THRESHOLD = 0.1
 #: A box under 5 px on either side counts as "object missing" (hatie-notes, "Pipeline").
-MIN_BOX_PX = 5
+_MIN_BOX_PX = 5
 #: The phrase our open-vocabulary detector is given for "every foreground object" when the item names
 #: none (HATIE's foreground is the annotated editable objects of its dataset).
-DEFAULT_FOREGROUND = ("object",)
+_DEFAULT_FOREGROUND = ("object",)
 #: Our parse's position words as relation phrases; the benchmark's own locations are used as the code
 #: writes them (left / right: "on the left side of"; front: "in front of"; others as given).
-RELATION_WORDS = {"up": "above", "down": "under", "left": "on the left side of", "right": "on the right side of",
+_RELATION_WORDS = {"up": "above", "down": "under", "left": "on the left side of", "right": "on the right side of",
                   "inside": "in", "near": "next to", "unchanged": "with", "front": "in front of"}
 
 
@@ -238,7 +238,7 @@ class _Measures:
 
 
 # ---------------------------------------------------------------------------------------------- texts
-def background_text(parsed: ParsedInstruction | None, target_text: str | None) -> str | None:
+def _background_text(parsed: ParsedInstruction | None, target_text: str | None) -> str | None:
     """The wanted background ("beach") from the parse's o2 ("beach background") or the target text."""
     phrase = parsed.o2 if parsed is not None and parsed.o2 else None
     if phrase:
@@ -247,7 +247,7 @@ def background_text(parsed: ParsedInstruction | None, target_text: str | None) -
     return target_text
 
 
-def style_text(instruction: str | None, target_text: str | None) -> str | None:
+def _style_text(instruction: str | None, target_text: str | None) -> str | None:
     """The wanted style: the target text when given, else the words after into / to / as / like / in."""
     if target_text and target_text.strip():
         return target_text.strip()
@@ -261,7 +261,7 @@ def relation_text(new: str, anchor: str | None, position: str, how: str) -> str:
     """"cup on the left side of table" for an added object; ``how="repeat"`` writes the added object where
     the anchor belongs, as the published code does ("cup on the left side of cup")."""
     other = new if how == "repeat" or not anchor else anchor
-    return f"{new} {RELATION_WORDS.get(position, position or 'with')} {other}"
+    return f"{new} {_RELATION_WORDS.get(position, position or 'with')} {other}"
 
 
 # ---------------------------------------------------------------------------------------------- scoring
@@ -274,7 +274,7 @@ def _found(det: Any) -> bool:
     if det is None or not det.found or det.box is None:
         return False
     x0, y0, x1, y1 = (float(v) for v in det.box)
-    return (x1 - x0) >= MIN_BOX_PX and (y1 - y0) >= MIN_BOX_PX
+    return (x1 - x0) >= _MIN_BOX_PX and (y1 - y0) >= _MIN_BOX_PX
 
 
 def hatie_score(source: ImageInput | LoadedImage, edited: ImageInput | LoadedImage, instruction: str | None = None,
@@ -389,7 +389,7 @@ def hatie_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInpu
         return unscored(f"not a HATIE edit type: {kind.reason}")
     t = kind.edit_type
     fg = list(foreground or (query.foreground if query is not None and query.foreground else None)
-              or (list(query.source_masks) if query is not None and t == "background" else None) or DEFAULT_FOREGROUND)
+              or (list(query.source_masks) if query is not None and t == "background" else None) or _DEFAULT_FOREGROUND)
     obj = _objects(t, parsed, query, fg)
     need = {"add": obj.o2, "remove": obj.o1, "replace": obj.o1 and obj.o2, "resize": obj.o1,
             "attribute": obj.o1 and obj.o2}
@@ -484,7 +484,7 @@ def _plan(t: str, src: np.ndarray, edit: np.ndarray, src_masks: list, edit_masks
           target_text: str | None, options: H.HatieOptions, m: _Measures) -> _Plan:
     plan = _Plan(t, options)
     if t == "style":
-        text = style_text(instruction, target_text)
+        text = _style_text(instruction, target_text)
         if text:
             plan.texts["style"] = text
             plan.bf = (m.check(edit, text), m.ask(edit, scene_question(text)))
@@ -492,7 +492,7 @@ def _plan(t: str, src: np.ndarray, edit: np.ndarray, src_masks: list, edit_masks
         return plan
     if t == "background":
         return _plan_background(plan, src, edit, src_masks, edit_masks, src_found, edit_found, obj,
-                                background_text(parsed, target_text), m)
+                                _background_text(parsed, target_text), m)
     if t == "add":
         return _plan_add(plan, src, edit, edit_masks, edit_found, obj, options, m)
     return _plan_object(plan, src, edit, src_masks, edit_masks, src_found, edit_found, obj, m)

@@ -13,14 +13,14 @@ from PIL import Image
 from .criteria import degradation_sizes, downscaled_size
 
 #: HATIE resizes every image to 512 x 512 before scoring (hatie-notes, "Pipeline").
-WORK_SIZE = 512
+_WORK_SIZE = 512
 #: LPIPS compares 64 x 64 bilinear resizes of its two images (published code).
 LPIPS_SIZE = 64
 #: Canny's two thresholds on the 0-255 grey image (published code).
-CANNY_LOW, CANNY_HIGH = 100, 400
+_CANNY_LOW, _CANNY_HIGH = 100, 400
 
 
-def as_array(image: Image.Image, size: int | None = WORK_SIZE) -> np.ndarray:
+def as_array(image: Image.Image, size: int | None = _WORK_SIZE) -> np.ndarray:
     """An RGB image as float64 (H, W, 3) in [0, 1], resized (bicubic) to size x size when given."""
     rgb = image.convert("RGB")
     if size is not None and rgb.size != (size, size):
@@ -28,7 +28,7 @@ def as_array(image: Image.Image, size: int | None = WORK_SIZE) -> np.ndarray:
     return np.asarray(rgb, dtype=np.float64) / 255.0
 
 
-def resize_mask(mask: np.ndarray, size: int = WORK_SIZE) -> np.ndarray:
+def resize_mask(mask: np.ndarray, size: int = _WORK_SIZE) -> np.ndarray:
     """A boolean mask resized (nearest) to size x size."""
     mask = np.asarray(mask, dtype=bool)
     if mask.shape == (size, size):
@@ -52,7 +52,7 @@ def mask_out(image: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     return out
 
 
-def keep_only(image: np.ndarray, mask: np.ndarray) -> np.ndarray:
+def _keep_only(image: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """The image with everything outside the mask set to 0: the object's segment."""
     return mask_out(image, ~np.asarray(mask, dtype=bool))
 
@@ -69,7 +69,7 @@ def object_crop(image: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """The object alone (everything outside its mask black), cut to the mask's bounding box and padded with
     black to a square, the crop centred (published code)."""
     x0, y0, x1, y1 = box_of(mask)
-    return square_pad(keep_only(image, mask)[y0:y1, x0:x1])
+    return square_pad(_keep_only(image, mask)[y0:y1, x0:x1])
 
 
 def box_of(mask: np.ndarray) -> tuple[int, int, int, int]:
@@ -119,7 +119,7 @@ def bilinear_resize(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     return top * (1 - fr) + bottom * fr
 
 
-def channel_mean_grey(image: np.ndarray) -> np.ndarray:
+def _channel_mean_grey(image: np.ndarray) -> np.ndarray:
     """The mean of the three channels, repeated on three channels: the grey of the degradation test and the
     downscaled copy (published code; pure red and pure blue have the same grey)."""
     grey = np.asarray(image, dtype=np.float64).mean(axis=2, keepdims=True)
@@ -133,14 +133,14 @@ def edge_map(image: np.ndarray) -> np.ndarray:
 
     pixels = np.clip(np.asarray(image, dtype=np.float64) * 255.0, 0, 255).astype(np.uint8)
     grey = cv2.cvtColor(np.ascontiguousarray(pixels), cv2.COLOR_RGB2GRAY)
-    edges = cv2.Canny(grey, CANNY_LOW, CANNY_HIGH).astype(np.float64) / 255.0
+    edges = cv2.Canny(grey, _CANNY_LOW, _CANNY_HIGH).astype(np.float64) / 255.0
     return np.repeat(edges[..., None], 3, axis=2)
 
 
-def degradation_steps(image: np.ndarray, side: int = WORK_SIZE) -> list[np.ndarray]:
+def degradation_steps(image: np.ndarray, side: int = _WORK_SIZE) -> list[np.ndarray]:
     """The degradation test's images: the channel-mean grey resized to side x side, then halved step by
     step (each step resizes the previous one, bilinear) while at least 2 px."""
-    current = channel_mean_grey(image)
+    current = _channel_mean_grey(image)
     out = []
     for size in degradation_sizes(side):
         current = bilinear_resize(current, (size, size))
@@ -151,7 +151,7 @@ def degradation_steps(image: np.ndarray, side: int = WORK_SIZE) -> list[np.ndarr
 def downscaled_grey(image: np.ndarray) -> np.ndarray:
     """The channel-mean grey downscaled 20 times (bilinear, at least 4 px a side)."""
     h, w = image.shape[:2]
-    return bilinear_resize(channel_mean_grey(image), downscaled_size(h, w))
+    return bilinear_resize(_channel_mean_grey(image), downscaled_size(h, w))
 
 
 def l2_similarity_code(first: np.ndarray, second: np.ndarray) -> float:

@@ -43,10 +43,10 @@ def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where((na > 0) & (nb > 0), out, 0.0)
 
 
-DEFAULT_DINO = "facebook/dinov2-base"  # HATIE: DINOv2-base, token features mean-pooled
-DEFAULT_LPIPS = "alex"
-DEFAULT_FID = "inception-v3-compat"
-DEFAULT_CLIP = "ViT-B-32/openai"  # HATIE's CLIP for every CLIP measure (published code)
+_DEFAULT_DINO = "facebook/dinov2-base"  # HATIE: DINOv2-base, token features mean-pooled
+_DEFAULT_LPIPS = "alex"
+_DEFAULT_FID = "inception-v3-compat"
+_DEFAULT_CLIP = "ViT-B-32/openai"  # HATIE's CLIP for every CLIP measure (published code)
 
 
 class HatieFeatures:
@@ -62,7 +62,7 @@ class HatieFeatures:
     """
 
     def __init__(self, settings: Any = None, *, dino: str | None = None, lpips: str | None = None,
-                 fid: str = DEFAULT_FID, clip: str | None = None):
+                 fid: str = _DEFAULT_FID, clip: str | None = None):
         from ..inference.dino import get_dino
         from ..inference.fid import get_fid_network
         from ..inference.lpips import get_lpips
@@ -71,9 +71,9 @@ class HatieFeatures:
             from ..config import Settings
 
             settings = Settings()
-        self.dino_network = get_dino(dino or getattr(settings, "hatie_dino", None) or DEFAULT_DINO, settings)
-        self.lpips_network = get_lpips(lpips or getattr(settings, "hatie_lpips", None) or DEFAULT_LPIPS, settings)
-        clip_spec = clip if clip is not None else (getattr(settings, "hatie_clip", None) or DEFAULT_CLIP)
+        self.dino_network = get_dino(dino or getattr(settings, "hatie_dino", None) or _DEFAULT_DINO, settings)
+        self.lpips_network = get_lpips(lpips or getattr(settings, "hatie_lpips", None) or _DEFAULT_LPIPS, settings)
+        clip_spec = clip if clip is not None else (getattr(settings, "hatie_clip", None) or _DEFAULT_CLIP)
         self.clip_spec = clip_spec or ""  # "" = not configured: the run's CLIP measures instead
         self._clip: Any = None
         self._fid_spec, self._settings = fid, settings

@@ -31,11 +31,11 @@ from . import criteria as H
 from .calibration import Fit, calibrate, correlations
 from .criteria import HATIE_KEYS
 
-CRITERION_KEYS = {criterion: key for key, criterion in HATIE_KEYS.items()}  # criterion -> metric key
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-BOOTSTRAP = 10_000  # resamples of the criteria's bootstrap errors (published code)
-BOOTSTRAP_BATCH = 1_000
-FID_RESAMPLES = 30  # resamples of the edited set for Image Quality's error (published code)
+_CRITERION_KEYS = {criterion: key for key, criterion in HATIE_KEYS.items()}  # criterion -> metric key
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_BOOTSTRAP = 10_000  # resamples of the criteria's bootstrap errors (published code)
+_BOOTSTRAP_BATCH = 1_000
+_FID_RESAMPLES = 30  # resamples of the edited set for Image Quality's error (published code)
 SEED = 0
 
 
@@ -88,19 +88,19 @@ def _ratings(human: Any, n: int) -> list[float | None]:
 
 
 # ---------------------------------------------------------------------------------------------- weight sets
-def weights_folder(settings: Settings | None = None) -> Path:
+def _weights_folder(settings: Settings | None = None) -> Path:
     return (settings or Settings()).cache_dir / "hatie" / "weights"
 
 
 def check_weight_name(name: str) -> str:
-    if not isinstance(name, str) or not NAME_RE.match(name) or name in H.TOTAL_WEIGHT_SETS:
+    if not isinstance(name, str) or not _NAME_RE.match(name) or name in H.TOTAL_WEIGHT_SETS:
         raise InputError(f"weight set name {name!r}: use letters, digits, '.', '_' or '-' (at most 64), not "
                          f"{' / '.join(H.TOTAL_WEIGHT_SETS)}")
     return name
 
 
 def save_weights(name: str, fit: Fit, source: str, settings: Settings | None = None) -> Path:
-    folder = weights_folder(settings)
+    folder = _weights_folder(settings)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{check_weight_name(name)}.json"
     path.write_text(json.dumps({"name": name, "fitted_on": source, **fit.to_dict()}, indent=2), encoding="utf-8")
@@ -109,7 +109,7 @@ def save_weights(name: str, fit: Fit, source: str, settings: Settings | None = N
 
 def calibrated_sets(settings: Settings | None = None) -> dict[str, dict[str, float]]:
     """Every saved weight set by name (unreadable files are skipped)."""
-    folder = weights_folder(settings)
+    folder = _weights_folder(settings)
     out: dict[str, dict[str, float]] = {}
     if not folder.is_dir():
         return out
@@ -218,12 +218,12 @@ class HatieTable:
         return "\n".join(lines + [f"note: {n}" for n in self.notes])
 
 
-def bootstrap_se(values: list[float], rng: np.random.Generator, resamples: int = BOOTSTRAP) -> float | None:
+def bootstrap_se(values: list[float], rng: np.random.Generator, resamples: int = _BOOTSTRAP) -> float | None:
     """The standard error of the mean by the bootstrap (``resamples`` resamples, drawn in batches)."""
     a = np.asarray(values, np.float64)
     if len(a) < 2:
         return None
-    return float(resampled_means(a, resamples, rng, BOOTSTRAP_BATCH).std(ddof=1))
+    return float(resampled_means(a, resamples, rng, _BOOTSTRAP_BATCH).std(ddof=1))
 
 
 def _mean_se(values: list[float], rng: np.random.Generator) -> tuple[float | None, float | None]:
@@ -232,7 +232,7 @@ def _mean_se(values: list[float], rng: np.random.Generator) -> tuple[float | Non
     return float(np.mean(values)), bootstrap_se(values, rng)
 
 
-IQ_MISSING = ("Image Quality not computed (give the manifest: FID of each model's sources vs its edits); the "
+_IQ_MISSING = ("Image Quality not computed (give the manifest: FID of each model's sources vs its edits); the "
               "totals are the criterion part alone")
 
 
@@ -255,7 +255,7 @@ def _type_rows(mine: list[HatieEdit], per_type: dict[str, float], rng: np.random
 
 
 def hatie_table(edits: list[HatieEdit], *, weights: str = "published", image_quality: dict[str, tuple[float, float]] | None = None,
-                settings: Settings | None = None, iq_missing: str = IQ_MISSING, per_type: str = "code",
+                settings: Settings | None = None, iq_missing: str = _IQ_MISSING, per_type: str = "code",
                 iq_errors: dict[str, float] | None = None) -> HatieTable:
     """The per-model table of a results file's edits (``image_quality``: model -> (FID, IQ) from :func:`model_fids`,
     ``iq_errors``: model -> IQ's error; ``iq_missing``: the note shown without them; ``per_type``: the weights
@@ -280,7 +280,7 @@ def hatie_table(edits: list[HatieEdit], *, weights: str = "published", image_qua
     rated = [e for e in edits if e.rating is not None]
     corr: dict[str, dict[str, Any]] = {}
     if rated:
-        columns = {CRITERION_KEYS[c]: [e.criteria[c] for e in rated] for c in H.CRITERIA}
+        columns = {_CRITERION_KEYS[c]: [e.criteria[c] for e in rated] for c in H.CRITERIA}
         columns["hatie"] = [H.edit_total(e.criteria, w) for e in rated]
         corr = correlations(columns, [e.rating for e in rated])  # type: ignore[arg-type]
     notes = []
@@ -323,7 +323,7 @@ def model_fids(edits: list[HatieEdit], manifest_items: Iterable[Any], features: 
         if errors is not None:
             rng = np.random.default_rng(SEED)
             resampled = [H.image_quality(H.fid_from_features(sources, edited[rng.integers(0, len(edited), len(edited))]))
-                         for _ in range(FID_RESAMPLES)]
+                         for _ in range(_FID_RESAMPLES)]
             errors[model] = float(np.std(resampled))
     return out
 

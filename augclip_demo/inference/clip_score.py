@@ -21,7 +21,7 @@ from ..config import Settings
 from .clip_encoder import get_encoder
 
 
-def masked_edit_part(edited: Image.Image, edit_mask: np.ndarray) -> Image.Image:
+def _masked_edit_part(edited: Image.Image, edit_mask: np.ndarray) -> Image.Image:
     """The edited image with every pixel outside ``edit_mask`` (True = edited part) set to black.
 
     A mask of another size than the edit is resized to it first (nearest neighbour, so it stays binary).
@@ -43,5 +43,5 @@ def pie_clip_embeddings(edits: Sequence[Image.Image], edit_mask: np.ndarray | No
     if "clip_score_whole" in wanted:
         rows["pie_clip_edit_embeddings"] = clip.encode_images(list(edits))
     if "clip_score_edited" in wanted and edit_mask is not None:
-        rows["pie_clip_masked_edit_embeddings"] = clip.encode_images([masked_edit_part(e, edit_mask) for e in edits])
+        rows["pie_clip_masked_edit_embeddings"] = clip.encode_images([_masked_edit_part(e, edit_mask) for e in edits])
     return rows, (clip.label if clip.untrained else None)

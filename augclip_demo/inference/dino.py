@@ -50,13 +50,13 @@ from .weights.table import DINO_FILES
 
 log = logging.getLogger(__name__)
 
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
+_IMAGENET_MEAN = (0.485, 0.456, 0.406)
+_IMAGENET_STD = (0.229, 0.224, 0.225)
 KNOWN_HUB_MODELS = ("facebook/dino-vits16", "facebook/dino-vitb8", "facebook/dinov2-base")
 #: The default network of each use (docs/metrics.md, docs/method-notes.md).
-MAGICBRUSH_DINO = "facebook/dino-vits16"
-STRUCTURE_DINO = "facebook/dino-vitb8"
-HATIE_DINO = "facebook/dinov2-base"
+_MAGICBRUSH_DINO = "facebook/dino-vits16"
+_STRUCTURE_DINO = "facebook/dino-vitb8"
+_HATIE_DINO = "facebook/dinov2-base"
 
 Pooling = Literal["cls", "mean", "all"]
 Preprocess = Literal["resize-crop", "resize", "none"]
@@ -79,7 +79,7 @@ def _dinov2_config(hidden: int, layers: int, heads: int, patch: int = 14, image:
 
 #: ``random:NAME`` -> the configuration it builds (the real architectures, or small ones for tests;
 #: the family table's random kinds name the same ones).
-RANDOM_ARCHITECTURES: dict[str, Any] = {
+_RANDOM_ARCHITECTURES: dict[str, Any] = {
     "dino-vits16": lambda: _vit_config(384, 12, 6, 16),
     "dino-vitb8": lambda: _vit_config(768, 12, 12, 8),
     "dinov2-base": lambda: _dinov2_config(768, 12, 12),
@@ -88,7 +88,7 @@ RANDOM_ARCHITECTURES: dict[str, Any] = {
 }
 
 
-def build_dino_model(config: Any) -> torch.nn.Module:
+def _build_dino_model(config: Any) -> torch.nn.Module:
     """The transformers model for a ViT (DINO) or DINOv2 configuration, without a pooling head."""
     from transformers import Dinov2Model, ViTModel
 
@@ -103,7 +103,7 @@ def save_random_dino(name: str, folder: Path, seed: int = RANDOM_INIT_SEED) -> P
     """A ``random:NAME`` network saved with ``save_pretrained`` (tests publish such folders)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = build_dino_model(RANDOM_ARCHITECTURES[name]())
+        model = _build_dino_model(_RANDOM_ARCHITECTURES[name]())
     model.save_pretrained(str(folder))
     return folder
 
@@ -135,7 +135,7 @@ class DinoFeatures(HubFolderModel):
     family_key = "dino"
     files = DINO_FILES
 
-    def __init__(self, model: str = MAGICBRUSH_DINO, *, device: str | torch.device | None = "auto",
+    def __init__(self, model: str = _MAGICBRUSH_DINO, *, device: str | torch.device | None = "auto",
                  cache_dir: str | Path | None = None, precision: str = "fp32"):
         super().__init__(model, device=device, precision=precision, cache_dir=cache_dir)
         self.random = self.spec.startswith("random:")
@@ -150,7 +150,7 @@ class DinoFeatures(HubFolderModel):
             name = self.spec.split(":", 1)[1]
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(RANDOM_INIT_SEED)
-                return build_dino_model(RANDOM_ARCHITECTURES[name]())
+                return _build_dino_model(_RANDOM_ARCHITECTURES[name]())
         folder = self.resolve()
         assert folder is not None
         return self._load_pretrained(folder, _DinoFromFolder)[0]
@@ -166,7 +166,7 @@ class DinoFeatures(HubFolderModel):
 
         transform = transforms.Compose([
             transforms.Resize(resize, interpolation=transforms.InterpolationMode.BICUBIC),
-            transforms.CenterCrop(crop), transforms.ToTensor(), transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
+            transforms.CenterCrop(crop), transforms.ToTensor(), transforms.Normalize(_IMAGENET_MEAN, _IMAGENET_STD)])
         return torch.stack([transform(open_image(image).image.convert("RGB")) for image in images])
 
     @staticmethod
@@ -182,7 +182,7 @@ class DinoFeatures(HubFolderModel):
                 raise InputError(f"DINO's resize preprocessing takes (H, W, 3) arrays, got {a.shape}")
             tensor = torch.from_numpy(np.ascontiguousarray(a.transpose(2, 0, 1)))
             tensor = tvf.resize(tensor, [size, size], interpolation=tvf.InterpolationMode.BILINEAR, antialias=True)
-            out.append(tvf.normalize(tensor, list(IMAGENET_MEAN), list(IMAGENET_STD)))
+            out.append(tvf.normalize(tensor, list(_IMAGENET_MEAN), list(_IMAGENET_STD)))
         return torch.stack(out)
 
     @staticmethod
@@ -195,7 +195,7 @@ class DinoFeatures(HubFolderModel):
         rgb = np.asarray(open_image(image).image.convert("RGB"), dtype=np.float32) * np.float32(pixel_scale / 255.0)
         tensor = torch.from_numpy(np.ascontiguousarray(rgb.transpose(2, 0, 1)))[None]
         tensor = tvf.resize(tensor, [size], max_size=max_size, antialias=True)
-        return tvf.normalize(tensor, list(IMAGENET_MEAN), list(IMAGENET_STD))
+        return tvf.normalize(tensor, list(_IMAGENET_MEAN), list(_IMAGENET_STD))
 
     # ------------------------------------------------------------------ read-outs
     def _hidden(self, pixels: torch.Tensor) -> torch.Tensor:

@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 # ---------------------------------------------------------------------- the two spec grammars
 
 
-def hub_spec(family: ModelFamily, spec: object) -> str:
+def _hub_spec(family: ModelFamily, spec: object) -> str:
     """The canonical ``hub``-grammar spec: trimmed, ``random:`` lower case and known, a Hub id checked as one."""
     raw = " ".join(check_spec_text(spec if spec is not None else "", f"{family.name} model spec").split())
     if not raw:
@@ -83,7 +83,7 @@ def hub_spec(family: ModelFamily, spec: object) -> str:
     return raw
 
 
-def named_spec(family: ModelFamily, spec: object) -> str:
+def _named_spec(family: ModelFamily, spec: object) -> str:
     """The canonical ``named``-grammar spec: lower case, ``NAME`` or ``random:NAME`` with NAME one of the family's."""
     raw = check_spec_text(spec if spec is not None else "", f"{family.name} model spec").lower()
     random = raw.startswith("random:")
@@ -99,7 +99,7 @@ def named_spec(family: ModelFamily, spec: object) -> str:
 # ---------------------------------------------------------------------- how to fix (the end of every weights error)
 
 
-def clip_how_to_fix(spec: Any, url: str | None = None) -> str:
+def _clip_how_to_fix(spec: Any, url: str | None = None) -> str:
     """For a CLIP spec (text, or parsed: a :class:`~augclip_demo.inference.specs.ModelSpec`)."""
     from .specs import parse_model_spec
     from .weights.resolve import clip_tag_source
@@ -132,7 +132,7 @@ def _hub_repo(spec: str, default: str) -> str:
     return spec if "/" in spec and not spec.startswith(("/", ".", "~")) else default
 
 
-def gdino_how_to_fix(spec: str, url: str | None = None) -> str:
+def _gdino_how_to_fix(spec: str, url: str | None = None) -> str:
     repo = _hub_repo(spec, DEFAULT_GDINO_MODEL)
     return (
         f"Fix: run `augclip-demo download --bpm` where there is internet (then copy AUGCLIP_CACHE_DIR here), or "
@@ -155,7 +155,7 @@ def _fast_preset_how_to_fix(family: str) -> Callable[[str, str | None], str]:
     return how
 
 
-def sam_how_to_fix(spec: str, url: str | None = None) -> str:
+def _sam_how_to_fix(spec: str, url: str | None = None) -> str:
     arch = spec.split(":", 1)[-1]
     url = url or SAM_CHECKPOINT_URLS["vit_b"]
     return (f"Fix: run `augclip-demo download --bpm` where there is internet (then copy AUGCLIP_CACHE_DIR here), or "
@@ -163,7 +163,7 @@ def sam_how_to_fix(spec: str, url: str | None = None) -> str:
             f"mirror) with --sam-model {arch}.")
 
 
-def dino_how_to_fix(spec: str, url: str | None = None) -> str:
+def _dino_how_to_fix(spec: str, url: str | None = None) -> str:
     repo = _hub_repo(spec, "facebook/dino-vits16")
     flag = "--hatie" if repo == "facebook/dinov2-base" else "--all"  # HATIE's network: its own command (needs.py)
     return (f"On a machine with internet, run `augclip-demo download {flag}` (or download the repository "
@@ -216,9 +216,9 @@ class ModelFamily:
         """The spec in its one spelling (:class:`ConfigError` for one the grammar refuses). CLIP: see
         :func:`~augclip_demo.inference.specs.parse_model_spec` (its canonical text is ``.raw``)."""
         if self.grammar == "hub":
-            return hub_spec(self, spec)
+            return _hub_spec(self, spec)
         if self.grammar == "named":
-            return named_spec(self, spec)
+            return _named_spec(self, spec)
         from .specs import parse_model_spec
 
         return parse_model_spec(str(spec)).raw
@@ -240,14 +240,14 @@ FAMILIES: dict[str, ModelFamily] = {f.key: f for f in (
     ModelFamily("clip", "CLIP", ".clip_encoder:ClipEncoder", "clip",
                 "open_clip weights: a tag's file from open_clip's pretrained table, an open_clip hub repository or "
                 "folder (open_clip_config.json + weights), or a state dict file",
-                DEFAULT_CLIP_MODEL, "clip_model", "--clip-model", "AUGCLIP_CLIP_MODEL", clip_how_to_fix),
+                DEFAULT_CLIP_MODEL, "clip_model", "--clip-model", "AUGCLIP_CLIP_MODEL", _clip_how_to_fix),
     ModelFamily("gdino", "GroundingDINO", ".grounding:GroundingDetector", "hub",
                 "a transformers folder: " + ", ".join(n[0] for n, _ in GDINO_FILES),
-                DEFAULT_GDINO_MODEL, "gdino_model", "--gdino-model", "AUGCLIP_GDINO_MODEL", gdino_how_to_fix,
+                DEFAULT_GDINO_MODEL, "gdino_model", "--gdino-model", "AUGCLIP_GDINO_MODEL", _gdino_how_to_fix,
                 random_kinds=("tiny", "swint")),
     ModelFamily("sam", "SAM", ".segmenter:SamSegmenter", "named",
                 "one segment-anything checkpoint file (" + ", ".join(SAM_CHECKPOINT_URLS.values()) + ")",
-                DEFAULT_SAM_MODEL, "sam_model", "--sam-model", "AUGCLIP_SAM_MODEL", sam_how_to_fix,
+                DEFAULT_SAM_MODEL, "sam_model", "--sam-model", "AUGCLIP_SAM_MODEL", _sam_how_to_fix,
                 label_prefix="SAM", names=("vit_b", "vit_l", "vit_h", "tiny"), untrained_names=("tiny",)),
     ModelFamily("sam2", "SAM 2.1", ".sam2_segmenter:Sam2Segmenter", "hub",
                 "a transformers folder: " + ", ".join(n[0] for n, _ in SAM2_FILES),
@@ -259,7 +259,7 @@ FAMILIES: dict[str, ModelFamily] = {f.key: f for f in (
                 _fast_preset_how_to_fix("owlvit"), label_prefix="OWL-ViT", random_kinds=("owlvit-b32", "test")),
     ModelFamily("dino", "DINO", ".dino:DinoFeatures", "hub",
                 "a transformers folder: " + ", ".join(n[0] for n, _ in DINO_FILES),
-                "facebook/dino-vits16", "hatie_dino", "--hatie-dino", "AUGCLIP_HATIE_DINO", dino_how_to_fix,
+                "facebook/dino-vits16", "hatie_dino", "--hatie-dino", "AUGCLIP_HATIE_DINO", _dino_how_to_fix,
                 label_prefix="DINO", random_kinds=("dino-vits16", "dino-vitb8", "dinov2-base", "tiny", "tiny-v2")),
     ModelFamily("lpips", "LPIPS", ".lpips:LpipsNetwork", "named",
                 "torchvision's ImageNet backbone file (" + ", ".join(TORCHVISION_BACKBONE_URLS.values())

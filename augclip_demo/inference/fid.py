@@ -33,7 +33,7 @@ from .weights.guards import describe_load_error
 from .weights.resolve import mirrored_url, resolve_url_weights
 from .weights.table import FID_INCEPTION_URL
 
-NETWORK = "inception-v3-compat"
+_NETWORK = "inception-v3-compat"
 FEATURES = "2048"  # the pool features FID uses
 
 
@@ -42,7 +42,7 @@ def build_inception(path: Path | None) -> torch.nn.Module:
     from torchmetrics.image.fid import NoTrainInceptionV3
 
     if path is not None:
-        return NoTrainInceptionV3(name=NETWORK, features_list=[FEATURES], feature_extractor_weights_path=str(path))
+        return NoTrainInceptionV3(name=_NETWORK, features_list=[FEATURES], feature_extractor_weights_path=str(path))
 
     class _Untrained(NoTrainInceptionV3):
         def load_state_dict(self, *args: Any, **kwargs: Any) -> Any:  # keep the fresh initialisation
@@ -53,7 +53,7 @@ def build_inception(path: Path | None) -> torch.nn.Module:
     empty.seek(0)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(RANDOM_INIT_SEED)
-        model = _Untrained(name=NETWORK, features_list=[FEATURES], feature_extractor_weights_path=empty)  # type: ignore[arg-type]
+        model = _Untrained(name=_NETWORK, features_list=[FEATURES], feature_extractor_weights_path=empty)  # type: ignore[arg-type]
         # PyTorch's default initialisation shrinks activations layer by layer (the pool features end near
         # 1e-8); He initialisation keeps them at a usable scale, so untrained features still vary.
         for module in model.modules():
@@ -62,7 +62,7 @@ def build_inception(path: Path | None) -> torch.nn.Module:
     return model
 
 
-def to_uint8_batch(images: Sequence[ImageInput]) -> torch.Tensor:
+def _to_uint8_batch(images: Sequence[ImageInput]) -> torch.Tensor:
     """RGB images of one size as an (n, 3, H, W) uint8 tensor (what torchmetrics' FID takes)."""
     arrays = [np.asarray(open_image(image).image.convert("RGB"), dtype=np.uint8) for image in images]
     if len({a.shape for a in arrays}) > 1:
@@ -76,7 +76,7 @@ class FidInception(LazyModel):
     family = "FID Inception"
     family_key = "fid"
 
-    def __init__(self, model: str = NETWORK, *, checkpoint: str | Path | None = None,
+    def __init__(self, model: str = _NETWORK, *, checkpoint: str | Path | None = None,
                  device: str | torch.device | None = "auto", cache_dir: str | Path | None = None,
                  mirror: str | None = None):
         self.spec = FAMILIES["fid"].canonical(model)
@@ -118,7 +118,7 @@ class FidInception(LazyModel):
         out = []
         with self.in_use(), self.inference_lock, torch.inference_mode():
             for image in images:  # one at a time: sizes may differ, and the network resizes each itself
-                out.append(self._model(to_uint8_batch([image]).to(self.device)).double().cpu())
+                out.append(self._model(_to_uint8_batch([image]).to(self.device)).double().cpu())
         return torch.cat(out).numpy() if out else np.zeros((0, int(FEATURES)))
 
 
@@ -134,7 +134,7 @@ def frechet_distance(network: FidInception, real: Sequence[ImageInput], generate
         metric = FrechetInceptionDistance(feature=network._model, normalize=False).to(network.device)
         for images, is_real in ((real, True), (generated, False)):
             for start in range(0, len(images), batch_size):
-                metric.update(to_uint8_batch(images[start:start + batch_size]).to(network.device), real=is_real)
+                metric.update(_to_uint8_batch(images[start:start + batch_size]).to(network.device), real=is_real)
         return float(metric.compute())
 
 

@@ -74,7 +74,7 @@ def clean_detection_phrase(phrase: str) -> str:
 
 
 # ---------------------------------------------------------------------- random models
-def write_wordpiece_vocab(folder: Path, size: int | None = None, words: Sequence[str] = ()) -> Path:
+def _write_wordpiece_vocab(folder: Path, size: int | None = None, words: Sequence[str] = ()) -> Path:
     """Write a BERT WordPiece ``vocab.txt`` whose special tokens sit at BERT's ids.
 
     Letters, digits and their ``##`` continuations are included, so every lower-case word
@@ -109,7 +109,7 @@ def write_wordpiece_vocab(folder: Path, size: int | None = None, words: Sequence
     return path
 
 
-def random_grounding_config(kind: str, vocab_size: int) -> Any:
+def _random_grounding_config(kind: str, vocab_size: int) -> Any:
     """``tiny``: a Swin of 4 one-block stages (width 16) and a 1-layer BERT (width 32); ``swint``:
     the default ``GroundingDinoConfig`` (Swin-T backbone, BERT-base text encoder, 900 queries,
     6+6 layers), i.e. the architecture of IDEA-Research/grounding-dino-tiny."""
@@ -136,14 +136,14 @@ def build_random_grounding(kind: str, vocab_dir: Path) -> tuple[torch.nn.Module,
     from transformers.models.grounding_dino import GroundingDinoImageProcessor
 
     size = 30522 if kind == "swint" else None
-    vocab_path = write_wordpiece_vocab(Path(vocab_dir), size=size)
+    vocab_path = _write_wordpiece_vocab(Path(vocab_dir), size=size)
     tokenizer = BertTokenizer.from_pretrained(str(vocab_path.parent))
     if kind == "tiny":
         image_processor = GroundingDinoImageProcessor(size={"shortest_edge": 128, "longest_edge": 192})
     else:
         image_processor = GroundingDinoImageProcessor()  # 800 / 1333, as the hub checkpoints
     processor = GroundingDinoProcessor(image_processor=image_processor, tokenizer=tokenizer)
-    config = random_grounding_config(kind, vocab_size=len(tokenizer))
+    config = _random_grounding_config(kind, vocab_size=len(tokenizer))
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(RANDOM_INIT_SEED)
         model = GroundingDinoForObjectDetection(config)

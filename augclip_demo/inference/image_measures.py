@@ -18,10 +18,10 @@ import numpy as np
 from PIL import Image
 
 #: The measures this module fills, by the suite's metric keys.
-UNEDITED_MEASURES = ("psnr_unedited", "mse_unedited", "ssim_unedited", "lpips_unedited")
+_UNEDITED_MEASURES = ("psnr_unedited", "mse_unedited", "ssim_unedited", "lpips_unedited")
 #: Output rows of one SSIM band (:func:`banded_ssim`): its working memory is about 0.5 MB per row and
 #: 1000 px of width, where the whole image at once took 2.3 GB at 1800 x 1800 px.
-SSIM_BAND_ROWS = 128
+_SSIM_BAND_ROWS = 128
 
 
 def _unit(image: Image.Image, size: tuple[int, int] | None = None) -> np.ndarray:
@@ -31,7 +31,7 @@ def _unit(image: Image.Image, size: tuple[int, int] | None = None) -> np.ndarray
     return np.asarray(rgb, dtype=np.float64) / 255.0
 
 
-def masked_pair(source: Image.Image, edited: Image.Image, edit_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _masked_pair(source: Image.Image, edited: Image.Image, edit_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Both images (the edit resized to the source, bicubic) as [0, 1] float arrays times ``1 - edit_mask``."""
     keep = ~np.asarray(edit_mask, dtype=bool)
     src = _unit(source)
@@ -53,8 +53,8 @@ def unedited_measures(source: Image.Image, edited: Image.Image, edit_mask: np.nd
     from torchmetrics.functional.regression import mean_squared_error
 
     if np.asarray(edit_mask, dtype=bool).all():
-        return dict.fromkeys(UNEDITED_MEASURES)
-    src, edit = masked_pair(source, edited, edit_mask)
+        return dict.fromkeys(_UNEDITED_MEASURES)
+    src, edit = _masked_pair(source, edited, edit_mask)
     a = torch.from_numpy(np.ascontiguousarray(src.transpose(2, 0, 1), dtype=np.float32))[None]
     b = torch.from_numpy(np.ascontiguousarray(edit.transpose(2, 0, 1), dtype=np.float32))[None]
     out: dict[str, float | None] = {
@@ -68,7 +68,7 @@ def unedited_measures(source: Image.Image, edited: Image.Image, edit_mask: np.nd
     return out
 
 
-def banded_ssim(preds: Any, target: Any, rows: int = SSIM_BAND_ROWS) -> float:
+def banded_ssim(preds: Any, target: Any, rows: int = _SSIM_BAND_ROWS) -> float:
     """torchmetrics' ``structural_similarity_index_measure(preds, target, data_range=1.0)`` of two
     ``(1, C, H, W)`` float tensors (Gaussian 11 x 11, sigma 1.5, reflected borders), computed ``rows``
     output rows at a time.

@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 #: generator (``random:`` models seed it), so two builds in parallel threads would interleave their
 #: draws and a random model would get different weights depending on timing. Loads are rare (the pool
 #: keeps models), so serialising them costs little.
-BUILD_LOCK = threading.RLock()
+_BUILD_LOCK = threading.RLock()
 
 
 class LazyModel:
@@ -142,7 +142,7 @@ class LazyModel:
             if self._model is not None:
                 return self
             start = time.perf_counter()
-            with BUILD_LOCK:
+            with _BUILD_LOCK:
                 model = self._build()
             model = model.to(self.device).eval()
             for param in model.parameters():

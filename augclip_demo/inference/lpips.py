@@ -32,11 +32,11 @@ from .weights.guards import describe_load_error
 from .weights.resolve import mirrored_url, resolve_url_weights
 from .weights.table import TORCHVISION_BACKBONE_URLS
 
-NETS = {"alex": "alexnet", "squeeze": "squeezenet1_1", "vgg": "vgg16"}
+_NETS = {"alex": "alexnet", "squeeze": "squeezenet1_1", "vgg": "vgg16"}
 _SLICE = re.compile(r"^(?:slice\d+|slices\.\d+)\.(\d+)\.(.+)$")
 
 
-def backbone_state(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def _backbone_state(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """torchvision's ``features.I.*`` tensors renamed to the LPIPS network's slices (``net.slice1.I.*``)."""
     mapped: dict[str, torch.Tensor] = {}
     missing: list[str] = []
@@ -96,11 +96,11 @@ class LpipsNetwork(LazyModel):
         assert path is not None
         try:
             state = torch.load(path, map_location="cpu", weights_only=True)
-            model.load_state_dict(backbone_state(model, state), strict=False)
+            model.load_state_dict(_backbone_state(model, state), strict=False)
         except Exception as exc:
             raise WeightsUnavailableError(f"LPIPS {self.net} backbone", f"the file {path}: "
                                           f"{describe_load_error(exc, path)}",
-                                          f"It must be torchvision's {NETS[self.net]} ImageNet state dict. "
+                                          f"It must be torchvision's {_NETS[self.net]} ImageNet state dict. "
                                           + self.how_to_fix()) from exc
         return model
 

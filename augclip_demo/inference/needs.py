@@ -106,7 +106,7 @@ def unreachable_cause(url: str, _seen: dict[str, str | None] | None = None) -> s
     return seen[host]
 
 
-def is_present(need: ModelNeed, settings: Settings) -> bool:
+def _is_present(need: ModelNeed, settings: Settings) -> bool:
     """Whether the weights are on disk (or need none: ``random:`` specs). Touches no network."""
     from .prefetch import fetch_model
     from .weights.fetch import local_only
@@ -119,12 +119,12 @@ def is_present(need: ModelNeed, settings: Settings) -> bool:
     return True
 
 
-def missing_models(settings: Settings, feature: str, *, hosts: dict[str, str | None] | None = None) -> list[MissingModel]:
+def _missing_models(settings: Settings, feature: str, *, hosts: dict[str, str | None] | None = None) -> list[MissingModel]:
     """The models of ``feature`` that are neither on disk nor downloadable now (loads nothing)."""
     hosts = {} if hosts is None else hosts
     missing = []
     for need in models_needed(settings, feature):
-        if is_present(need, settings):
+        if _is_present(need, settings):
             continue
         source = model_source(need)
         cause = unreachable_cause(source, hosts) if source else "no weights on disk and no known source"
@@ -141,7 +141,7 @@ def page_models(settings: Settings) -> list[tuple[str, str]]:
 def feature_readiness(settings: Settings, features: tuple[str, ...] = tuple(FEATURES)) -> dict[str, list[MissingModel]]:
     """``{feature: its missing models}`` for every feature (one reachability check per host in all)."""
     hosts: dict[str, str | None] = {}
-    return {feature: missing_models(settings, feature, hosts=hosts) for feature in features}
+    return {feature: _missing_models(settings, feature, hosts=hosts) for feature in features}
 
 
 def missing_line(settings: Settings, feature: str, missing: list[MissingModel]) -> str:
@@ -152,7 +152,7 @@ def missing_line(settings: Settings, feature: str, missing: list[MissingModel]) 
 
 def missing_on_disk(settings: Settings, feature: str) -> list[ModelNeed]:
     """The models of ``feature`` whose weights are not on disk (touches no network: ``doctor``)."""
-    return [need for need in models_needed(settings, feature) if not is_present(need, settings)]
+    return [need for need in models_needed(settings, feature) if not _is_present(need, settings)]
 
 
 def web_app_settings(settings: Settings, *, cuda: bool, environ: Mapping[str, str]) -> Settings:

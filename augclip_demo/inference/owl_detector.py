@@ -60,7 +60,7 @@ def _byte_symbols() -> list[str]:
     return [symbols[b] for b in range(256)]
 
 
-def write_clip_bpe_vocab(folder: Path) -> int:
+def _write_clip_bpe_vocab(folder: Path) -> int:
     """A CLIP BPE vocabulary without merges (every word tokenises into its bytes): vocab.json + merges.txt.
 
     Enough for random models: the real tokenizer files come with downloaded checkpoints. Returns its size."""
@@ -72,7 +72,7 @@ def write_clip_bpe_vocab(folder: Path) -> int:
     return len(tokens)
 
 
-def random_owlvit_config(kind: str, vocab_size: int) -> Any:
+def _random_owlvit_config(kind: str, vocab_size: int) -> Any:
     """``owlvit-b32``: transformers' default ``OwlViTConfig`` (ViT-B/32 at 768 px, the architecture of
     google/owlvit-base-patch32); ``test``: a 2-layer ViT of width 32 at 64 px (patch 16)."""
     from transformers import OwlViTConfig
@@ -93,9 +93,9 @@ def build_random_owlvit(kind: str, vocab_dir: Path) -> tuple[torch.nn.Module, An
     from transformers import CLIPTokenizer, OwlViTForObjectDetection, OwlViTImageProcessor, OwlViTProcessor
 
     vocab_dir = Path(vocab_dir)
-    size = write_clip_bpe_vocab(vocab_dir)
+    size = _write_clip_bpe_vocab(vocab_dir)
     tokenizer = CLIPTokenizer(vocab=str(vocab_dir / "vocab.json"), merges=str(vocab_dir / "merges.txt"))
-    config = random_owlvit_config(kind, size)
+    config = _random_owlvit_config(kind, size)
     side = int(config.vision_config.image_size)
     image_processor = OwlViTImageProcessor(size={"height": side, "width": side},
                                            crop_size={"height": side, "width": side})
@@ -106,7 +106,7 @@ def build_random_owlvit(kind: str, vocab_dir: Path) -> tuple[torch.nn.Module, An
     return model.eval(), processor
 
 
-def save_random_owlvit(folder: Path, kind: str = "test") -> Path:
+def _save_random_owlvit(folder: Path, kind: str = "test") -> Path:
     """Save a random OWL-ViT in the ``save_pretrained`` layout (+ marker file), loadable like a download."""
     folder = Path(folder)
     model, processor = build_random_owlvit(kind, folder)

@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 MB = 1024 * 1024
 #: Wrappers kept in the registry beyond the loaded ones (unloaded wrappers hold only their small
 #: embedding caches; the oldest unused ones are forgotten).
-REGISTRY_SLACK = 16
+_REGISTRY_SLACK = 16
 
 
 
@@ -112,7 +112,7 @@ class ModelPool:
         if max_bytes is not None and (not isinstance(max_bytes, int) or max_bytes < 1):
             raise ConfigError(f"the model memory limit must be a positive number of bytes, got {max_bytes!r}")
         with self._lock:
-            changed = (max_models is not None and max_models != self.max_models) or \
+            changed = (max_models is not None and max_models != self.max_models) or\
                       (max_bytes is not None and max_bytes != self.max_bytes)
             if max_models is not None:
                 self.max_models = max_models
@@ -138,7 +138,7 @@ class ModelPool:
             return model  # type: ignore[return-value]
 
     def _trim_registry(self) -> None:
-        excess = len(self._registry) - (self.max_models + REGISTRY_SLACK)
+        excess = len(self._registry) - (self.max_models + _REGISTRY_SLACK)
         if excess <= 0:
             return
         for key in list(self._registry):

@@ -44,7 +44,7 @@ from .weights.table import SAM2_FILES
 __all__ = ["DEFAULT_FAST_SAM_MODEL", "Sam2Segmenter", "get_fast_segmenter"]
 
 
-def random_sam2_config(kind: str) -> Any:
+def _random_sam2_config(kind: str) -> Any:
     """``hiera-tiny``: transformers' default ``Sam2Config`` (SAM 2.1 Hiera-Tiny, 1024 px); ``test``: a
     Hiera of 5 blocks (width 8 to 64) at 256 px with prompt encoder and mask decoder of width 32."""
     from transformers import Sam2Config
@@ -89,7 +89,7 @@ def sam2_config_at(config: Any, size: int) -> Any:
     return config
 
 
-def set_processor_size(processor: Any, size: int) -> None:
+def _set_processor_size(processor: Any, size: int) -> None:
     """Resize images and box prompts to ``size`` (the processor keeps its own copy for the boxes)."""
     processor.image_processor.size = {"height": int(size), "width": int(size)}
     processor.target_size = int(size)
@@ -100,7 +100,7 @@ def build_random_sam2(kind: str, input_size: int | None = None) -> tuple[torch.n
     from transformers import Sam2Model, Sam2Processor
     from transformers.models.sam2 import Sam2ImageProcessor
 
-    config = random_sam2_config(kind)
+    config = _random_sam2_config(kind)
     if input_size:
         sam2_config_at(config, input_size)
     size = int(config.prompt_encoder_config.image_size)
@@ -111,7 +111,7 @@ def build_random_sam2(kind: str, input_size: int | None = None) -> tuple[torch.n
     return model.eval(), processor
 
 
-def save_random_sam2(folder: Path, kind: str = "test") -> Path:
+def _save_random_sam2(folder: Path, kind: str = "test") -> Path:
     """Save a random SAM 2 in the ``save_pretrained`` layout (+ marker file), loadable like a download."""
     folder = Path(folder)
     model, processor = build_random_sam2(kind)
@@ -155,7 +155,7 @@ class Sam2Segmenter(HubFolderModel):
         def at_input_size(processor: Any) -> dict[str, Any]:
             if not self.input_size:
                 return {}
-            set_processor_size(processor, self.input_size)
+            _set_processor_size(processor, self.input_size)
             return {"config": sam2_config_at(Sam2Config.from_pretrained(str(folder)), self.input_size)}
 
         model, processor = self._load_pretrained(folder, Sam2Model, Sam2Processor, at_input_size)

@@ -42,7 +42,7 @@ from .weights.table import SAM_CHECKPOINT_URLS  # noqa: F401 - re-exported: the 
 
 log = logging.getLogger(__name__)
 
-ARCHITECTURES = FAMILIES["sam"].names
+_ARCHITECTURES = FAMILIES["sam"].names
 
 
 def build_tiny_sam() -> Any:
@@ -68,7 +68,7 @@ def build_tiny_sam() -> Any:
     return sam.eval()
 
 
-def build_sam_architecture(arch: str) -> Any:
+def _build_sam_architecture(arch: str) -> Any:
     """The SAM architecture with freshly initialised weights (no checkpoint)."""
     if arch == "tiny":
         return build_tiny_sam()
@@ -153,12 +153,12 @@ class SamSegmenter(LazyModel):
         if self.random:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(RANDOM_INIT_SEED)
-                model = build_sam_architecture(self.arch)
+                model = _build_sam_architecture(self.arch)
         else:
             path = resolve_sam(self.arch, self.checkpoint, self.url, self.cache_dir, self.how_to_fix(), sha256=self.sha256)
             try:
                 state = torch.load(path, map_location="cpu", weights_only=True)
-                model = build_sam_architecture(self.arch)
+                model = _build_sam_architecture(self.arch)
                 model.load_state_dict(state)
             except Exception as exc:  # unreadable file, wrong architecture, missing keys
                 raise WeightsUnavailableError(

@@ -182,7 +182,7 @@ def parse_model_spec(spec: str, checkpoint: str | os.PathLike | None = None) -> 
         name = raw[len("random:"):].strip()
         arch = TINY_ARCH if name == "tiny" else name
         _require_arch(arch, open_clip.list_models())
-        check_random_size(arch)
+        _check_random_size(arch)
         return ModelSpec(raw="random:tiny" if arch == TINY_ARCH else f"random:{arch}", kind="random", arch=arch)
 
     for schema in ("hf-hub", "local-dir"):
@@ -209,7 +209,7 @@ def parse_model_spec(spec: str, checkpoint: str | os.PathLike | None = None) -> 
                 f"{arch} has no pretrained tag {shown_spec(tag)}; available: {', '.join(tags) or 'none'} "
                 "(or give a local checkpoint with --clip-checkpoint)"
             )
-        tag = canonical_tag(arch, tag)
+        tag = _canonical_tag(arch, tag)
     canonical = f"{arch}/{tag}" if tag else arch
     if ckpt is not None:
         return ModelSpec(raw=canonical, kind="checkpoint", arch=arch, pretrained=tag or None, checkpoint=ckpt)
@@ -222,7 +222,7 @@ def parse_model_spec(spec: str, checkpoint: str | os.PathLike | None = None) -> 
     return ModelSpec(raw=canonical, kind="pretrained", arch=arch, pretrained=tag)
 
 
-def canonical_tag(arch: str, tag: str) -> str:
+def _canonical_tag(arch: str, tag: str) -> str:
     """open_clip's own key for ``tag`` (it matches tags lower-cased with ``-`` as ``_``)."""
     import open_clip
 
@@ -233,7 +233,7 @@ def canonical_tag(arch: str, tag: str) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def random_param_count(arch: str) -> int | None:
+def _random_param_count(arch: str) -> int | None:
     """Parameters of open_clip architecture ``arch``, counted on the meta device (allocates nothing);
     ``None`` when the architecture cannot be built there (e.g. a text tower that needs the network)."""
     import logging
@@ -254,9 +254,9 @@ def random_param_count(arch: str) -> int | None:
         logging.disable(previous)
 
 
-def check_random_size(arch: str) -> None:
+def _check_random_size(arch: str) -> None:
     """:class:`ConfigError` when ``random:arch`` has more than :data:`MAX_RANDOM_PARAMS` parameters."""
-    count = random_param_count(arch)
+    count = _random_param_count(arch)
     if count is not None and count > MAX_RANDOM_PARAMS:
         raise ConfigError(
             f"random:{arch} has {count / 1e6:,.0f} M parameters ({count * 4 / 2**30:.1f} GiB in fp32), more than the "

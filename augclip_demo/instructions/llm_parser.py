@@ -24,7 +24,7 @@ from ..errors import InstructionParseError
 from .parsed import POSITION_STATES, SIZE_STATES, ParsedInstruction, clean_phrase, is_pronoun
 
 SEED = 0
-MAX_TOKENS = 300
+_MAX_TOKENS = 300
 
 #: The answer's form (JSON Schema, draft 2020-12 vocabulary); :func:`read_answer` enforces it.
 ANSWER_SCHEMA: dict[str, Any] = {
@@ -99,7 +99,7 @@ def build_messages(instruction: str) -> list[dict[str, str]]:
     return messages
 
 
-class AnswerError(ValueError):
+class _AnswerError(ValueError):
     """The model's answer is not a JSON object of :data:`ANSWER_SCHEMA`'s form."""
 
 
@@ -113,13 +113,13 @@ def _json_object(answer: str) -> dict[str, Any]:
     except json.JSONDecodeError:
         start, end = text.find("{"), text.rfind("}")
         if start < 0 or end <= start:
-            raise AnswerError("the answer is not JSON") from None
+            raise _AnswerError("the answer is not JSON") from None
         try:
             data = json.loads(text[start:end + 1])
         except json.JSONDecodeError as exc:
-            raise AnswerError(f"the answer is not valid JSON ({exc.msg} at character {exc.pos})") from None
+            raise _AnswerError(f"the answer is not valid JSON ({exc.msg} at character {exc.pos})") from None
     if not isinstance(data, dict):
-        raise AnswerError(f"the answer is JSON {type(data).__name__}, not an object")
+        raise _AnswerError(f"the answer is JSON {type(data).__name__}, not an object")
     return data
 
 
@@ -156,7 +156,7 @@ def read_answer(answer: str, instruction: str) -> ParsedInstruction:
     data = _json_object(answer)
     problems = validate_answer(data)
     if problems:
-        raise AnswerError("the JSON does not fit the schema: " + "; ".join(problems))
+        raise _AnswerError("the JSON does not fit the schema: " + "; ".join(problems))
     if data.get("global_edit"):
         from .rules import HAND_FILL_HELP
 
@@ -166,9 +166,9 @@ def read_answer(answer: str, instruction: str) -> ParsedInstruction:
     for key in ("o1", "o2", "reference"):
         phrase = clean_phrase(data.get(key))
         if is_pronoun(phrase):
-            raise AnswerError(f"'{key}' is {phrase!r}, which names no object")
+            raise _AnswerError(f"'{key}' is {phrase!r}, which names no object")
     if clean_phrase(data.get("o1")) is None and clean_phrase(data.get("o2")) is None:
-        raise AnswerError("both o1 and o2 are null but global_edit is not true")
+        raise _AnswerError("both o1 and o2 are null but global_edit is not true")
     edit_type = "add" if clean_phrase(data["o1"]) is None else "remove" if clean_phrase(data["o2"]) is None else "llm"
     confidence = data.get("confidence") or "medium"
     notes = (str(data["note"]),) if data.get("note") else ()
@@ -214,11 +214,11 @@ class LLMInstructionParser:
         from ..errors import LLMError
 
         try:
-            answer = self.client.chat(build_messages(text), seed=SEED, temperature=0.0, max_tokens=MAX_TOKENS)
+            answer = self.client.chat(build_messages(text), seed=SEED, temperature=0.0, max_tokens=_MAX_TOKENS)
             parsed = read_answer(answer, text)
-        except (LLMError, AnswerError) as exc:
+        except (LLMError, _AnswerError) as exc:
             reason = (f"the answer of {self._where()} could not be used: {exc}; answer {_short(answer)}"
-                      if isinstance(exc, AnswerError) else f"{self._where()} failed: {exc}")
+                      if isinstance(exc, _AnswerError) else f"{self._where()} failed: {exc}")
             if not self.fallback:
                 if isinstance(exc, LLMError):
                     raise

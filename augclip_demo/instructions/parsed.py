@@ -27,9 +27,9 @@ PARSERS: tuple[str, ...] = ("rules", "llm")
 CONFIDENCE_LEVELS: tuple[str, ...] = ("high", "medium", "low", "given")
 
 #: Values a user may type for "no object" in a hand-filled parse.
-NONE_WORDS = frozenset({"", "none", "null", "nothing", "n/a", "-", "no object"})
+_NONE_WORDS = frozenset({"", "none", "null", "nothing", "n/a", "-", "no object"})
 #: Words that refer to something without naming it: no detector can find "it".
-PRONOUNS = frozenset({
+_PRONOUNS = frozenset({
     "it", "its", "them", "they", "this", "that", "these", "those", "him", "her", "he", "she", "one",
     "something", "anything", "everything", "stuff", "things", "thing", "object", "objects", "image",
     "me", "us", "you",
@@ -52,7 +52,7 @@ def clean_phrase(text: str | None) -> str | None:
         return None
     phrase = str(text).replace("\u2019", "'").replace("\u201c", '"').replace("\u201d", '"').lower()
     phrase = re.sub(r"\s+", " ", phrase).strip(_EDGE_PUNCTUATION)
-    if phrase in NONE_WORDS:
+    if phrase in _NONE_WORDS:
         return None
     phrase = _ARTICLES.sub("", phrase + " ").strip()
     phrase = _LEADING_DETERMINERS.sub("", phrase).strip(_EDGE_PUNCTUATION)
@@ -62,7 +62,7 @@ def clean_phrase(text: str | None) -> str | None:
 
 def is_pronoun(phrase: str | None) -> bool:
     """True for phrases like "it" or "them" that name no object."""
-    return phrase is not None and phrase in PRONOUNS
+    return phrase is not None and phrase in _PRONOUNS
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,7 @@ HAND_FILL_HELP = (
     "the fields under 'Parse' in the BPM tab; on the command line: --o1 --o2 --size-state --position-state "
     "--reference; in a batch manifest: a \"parse\" object on the item's line."
 )
-SUPPORTED_FORMS = (
+_SUPPORTED_FORMS = (
     "add X [on/under/left of/next to Y]; remove X; replace X with Y; turn X into Y; make X red / bigger / sit; "
     "move X left / to the top-right corner / next to Y / closer; give X a Y; change the background to Y"
 )
@@ -72,8 +72,8 @@ SUPPORTED_FORMS = (
 #: Words for the picture itself ("the picture needs a bird" adds a bird).
 _FRAME_WORDS = word_set("image picture photo photograph pic scene shot")
 #: Pronouns that may stand for an object ("make it red") rather than the whole picture.
-TRUE_PRONOUNS = word_set("it its them they this that these those him her he she one")
-TIME_WORDS = word_set(
+_TRUE_PRONOUNS = word_set("it its them they this that these those him her he she one")
+_TIME_WORDS = word_set(
     "night day daytime nighttime sunset sunrise dusk dawn winter summer autumn spring evening morning noon "
     "midnight twilight"
 )
@@ -161,7 +161,7 @@ def gerund(verb: str) -> str:
     return verb + "ing"
 
 
-def base_of_gerund(word: str) -> str | None:
+def _base_of_gerund(word: str) -> str | None:
     """making -> make, putting -> put, adding -> add; None when no known verb fits."""
     if not word.endswith("ing") or len(word) < 5:
         return None
@@ -175,7 +175,7 @@ def base_of_gerund(word: str) -> str | None:
     return next((c for c in candidates if c in known), None)
 
 
-def participle(verb: str) -> str:
+def _participle(verb: str) -> str:
     if verb in _IRREGULAR_PARTICIPLES:
         return _IRREGULAR_PARTICIPLES[verb]
     if verb.endswith("e"):
@@ -191,7 +191,7 @@ def _pose_verb(word: str) -> str | None:
     """The pose verb behind ``word`` (sit, sitting, sits), or None."""
     if word in POSE_VERBS:
         return word
-    base = base_of_gerund(word)
+    base = _base_of_gerund(word)
     if base in POSE_VERBS:
         return base
     if word.endswith("s") and word[:-1] in POSE_VERBS:
@@ -234,7 +234,7 @@ def _indirect(text: str) -> str:
         if m:
             rest = m.group(1)
             first, _, tail = rest.partition(" ")
-            base = base_of_gerund(first)
+            base = _base_of_gerund(first)
             text = f"{base} {tail}".strip() if base else rest
         m = _NICE.match(text)
         if m:
@@ -258,7 +258,7 @@ def _indirect(text: str) -> str:
                   r"(?=.*\binstead of\b)", "use ", text)
     text = re.sub(r"^make\s+(?:it\s+)?so(?:\s+that)?\s+", "", text)
     m = re.match(r"^(.+?)\s+(?:has|have|had|has got|have got)\s+(?!to\s|been\s)(.+)$", text)
-    if m and not _starts_with_verb(m.group(1)) and m.group(1) not in ("i", "we", "you", "it", "they") \
+    if m and not _starts_with_verb(m.group(1)) and m.group(1) not in ("i", "we", "you", "it", "they")\
             and not re.search(rf"\b(?:{_MODAL}|not|n't)$", m.group(1)):
         text = f"make {m.group(1)} have {m.group(2)}"
     text = re.sub(r"^there\s+(?:should|must|shall|may|can|could|would)\s*(?:not|n't)\s+be\s+(?:any\s+)?", "remove ",
@@ -378,7 +378,7 @@ class Change:
 
     def describe(self) -> str:
         if self.kind == "add":
-            where = f", {self.position}" + (f" of {self.reference}" if self.reference else "") \
+            where = f", {self.position}" + (f" of {self.reference}" if self.reference else "")\
                 if self.position != "unchanged" else ""
             return f"add {self.o2}{where}"
         if self.kind == "remove":
@@ -398,12 +398,12 @@ def _global_refusal(original: str, why: str) -> InstructionParseError:
     )
 
 
-class PronounRefusal(InstructionParseError):
+class _PronounRefusal(InstructionParseError):
     """The instruction points at its object with a pronoun ("make it red")."""
 
 
 def _pronoun_refusal(original: str, word: str) -> InstructionParseError:
-    return PronounRefusal(
+    return _PronounRefusal(
         f"{original!r} refers to {word!r}, which does not name an object (the parser does not see the image). Name "
         f"the object, e.g. 'make the cup red'. {HAND_FILL_HELP}"
     )
@@ -476,9 +476,9 @@ def _is_global_phrase(phrase: str | None) -> bool:
     words = phrase.replace("-", " ").split()
     if not words or len(words) > 3 or {"of", "on", "in", "with", "at", "near"} & set(words):
         return False
-    if not (words[-1] in GLOBAL_NOUNS or words[-1] in TIME_WORDS):
+    if not (words[-1] in GLOBAL_NOUNS or words[-1] in _TIME_WORDS):
         return False
-    return all(w in GLOBAL_NOUNS or w in TIME_WORDS or w in _GLOBAL_MODIFIERS or w in STYLE_WORDS for w in words[:-1])
+    return all(w in GLOBAL_NOUNS or w in _TIME_WORDS or w in _GLOBAL_MODIFIERS or w in STYLE_WORDS for w in words[:-1])
 
 
 _GLOBAL_MODIFIERS = word_set(
@@ -559,7 +559,7 @@ _FROM = re.compile(r"\s+from\s+(?:the\s+)?[^,;]+?(?=\s+(?:to|towards|toward|into
 
 
 @dataclass
-class Placement:
+class _Placement:
     """Where an instruction puts something: a position state, a reference, a size change by depth."""
 
     state: str | None = None
@@ -588,7 +588,7 @@ def _direction_state(word: str, notes: list[str]) -> tuple[str | None, str]:
     return "down", "high"
 
 
-def _placement(rest: str, ctx: _Ctx, *, depth: bool) -> tuple[str, Placement]:
+def _placement(rest: str, ctx: _Ctx, *, depth: bool) -> tuple[str, _Placement]:
     """Split ``rest`` ("the cup to the left of the plate") into the object text and where it goes."""
     rest = " " + rest.strip()
     rest = _FROM.sub("", rest)  # "from A to B": only the destination matters
@@ -598,17 +598,17 @@ def _placement(rest: str, ctx: _Ctx, *, depth: bool) -> tuple[str, Placement]:
     if depth:
         m = _DEPTH_NEAR.search(rest)
         if m and m.start() > 0:
-            return rest[: m.start()], Placement(size="larger", notes=[
+            return rest[: m.start()], _Placement(size="larger", notes=[
                 "closer to the camera has no BPM position state; an object nearer the viewer looks bigger, so "
                 "size larger is checked"], confidence="medium")
         m = _DEPTH_FAR.search(rest)
         if m and m.start() > 0:
-            return rest[: m.start()], Placement(size="smaller", notes=[
+            return rest[: m.start()], _Placement(size="smaller", notes=[
                 "further away has no BPM position state; an object further from the viewer looks smaller, so "
                 "size smaller is checked"], confidence="medium")
     m = _FAR_FROM.search(rest)
     if m:
-        return rest[: m.start()], Placement(state="unchanged", reference=None, notes=[
+        return rest[: m.start()], _Placement(state="unchanged", reference=None, notes=[
             "'away from' has no BPM position state (near is its opposite); position left unchanged: correct it "
             "if you know the direction"], confidence="low")
     frame = _FRAME_DIRECTION.search(rest)
@@ -618,9 +618,9 @@ def _placement(rest: str, ctx: _Ctx, *, depth: bool) -> tuple[str, Placement]:
         state, confidence = _direction_state(frame.group("dir"), notes)
         if state is None:
             notes.append("the middle of the picture has no BPM position state")
-        return rest[: frame.start()], Placement(state=state, notes=notes, confidence=confidence)
+        return rest[: frame.start()], _Placement(state=state, notes=notes, confidence=confidence)
     if match is None:
-        return rest, Placement()
+        return rest, _Placement()
     keyword, reference = match.group(1), match.group(2)
     state = _RELATIONS[keyword]
     part = re.match(r"^(?:the\s+)?(?:middle|center|centre|edge|side|far side|near side|corner)\s+of\s+(.+)$", reference)
@@ -630,7 +630,7 @@ def _placement(rest: str, ctx: _Ctx, *, depth: bool) -> tuple[str, Placement]:
     if keyword == "between":
         reference = re.split(r"\s+and\s+", reference)[0]
     if re.match(r"^(?:the\s+)?(?:corner|middle|center|centre)$", reference.strip()):
-        return rest[: match.start()], Placement(notes=[f"'{keyword} {reference}' names no side of the picture"],
+        return rest[: match.start()], _Placement(notes=[f"'{keyword} {reference}' names no side of the picture"],
                                                 confidence="low")
     head = reference.split(" of ")[0].split()
     if keyword in ("on", "onto", "on to", "upon", "up on") and head and head[-1] in FLAT_SURFACES:
@@ -640,7 +640,7 @@ def _placement(rest: str, ctx: _Ctx, *, depth: bool) -> tuple[str, Placement]:
     if _is_global_phrase(ref) and ref.split()[-1] in ("image", "picture", "photo", "frame", "scene", "photograph"):
         ref = None  # "in the picture": the frame itself, no reference object
         state = "unchanged" if keyword in ("in", "to", "into", "inside", "within") else state
-    return rest[: match.start()], Placement(state=state, reference=ref, notes=notes,
+    return rest[: match.start()], _Placement(state=state, reference=ref, notes=notes,
                                             confidence="medium" if keyword in _APPROXIMATED else "high")
 
 
@@ -670,7 +670,7 @@ def _global_verbs(text: str, ctx: _Ctx) -> Change | None:
                                                            "denoise", "filter", "stylize", "stylise"):
         if target and not _is_global_phrase(target) and verb in ("rotate", "flip", "mirror"):
             obj = _object(target, "object to turn", ctx)
-            return Change("pose", obj, f"{participle(verb)} {obj}", clause=text, base=obj, prefix=participle(verb))
+            return Change("pose", obj, f"{_participle(verb)} {obj}", clause=text, base=obj, prefix=_participle(verb))
         raise _global_refusal(ctx.original, f"'{verb}' {('the ' + target) if target else 'the picture'}")
     if verb not in VERB_ATTRIBUTES:
         raise _global_refusal(ctx.original, f"'{verb}'")
@@ -685,7 +685,7 @@ def _background(text: str, ctx: _Ctx) -> Change | None:
                  r"so it shows|so that it shows)\s+(.*)$", text)
     if m:
         value = m.group(1).strip()
-        if _is_adjectival(value) or not _ARTICLE.match(value + " ") and len(value.split()) == 1 and \
+        if _is_adjectival(value) or not _ARTICLE.match(value + " ") and len(value.split()) == 1 and\
                 value in STYLE_WORDS:
             return Change("attribute", "background", f"{value} background", clause=text)
         return Change("background", "background", _object(value, "new background", ctx), clause=text)
@@ -857,12 +857,12 @@ _WEAR = r"wear|wearing|wears|put on|hold|holding|holds|carry|carrying|carries|ha
 
 
 def _give_or_wear(text: str, ctx: _Ctx) -> Change | None:
-    m = re.match(r"^give\s+(.*?)\s+((?:a|an|some|one|two|three|four|five|\d+|more|longer|shorter|\w+er)\s+.*)$", text) \
-        or re.match(r"^give\s+((?:the|my|his|her|their|this|that|our|your)\s+\S+)\s+(\S+.*)$", text) \
+    m = re.match(r"^give\s+(.*?)\s+((?:a|an|some|one|two|three|four|five|\d+|more|longer|shorter|\w+er)\s+.*)$", text)\
+        or re.match(r"^give\s+((?:the|my|his|her|their|this|that|our|your)\s+\S+)\s+(\S+.*)$", text)\
         or re.match(r"^give\s+(\S+(?:'s?)?)\s+(\S+.*)$", text)
     if m:
         raw = m.group(1).strip()
-        if raw in TRUE_PRONOUNS or raw in ("him", "her", "them", "me", "us"):
+        if raw in _TRUE_PRONOUNS or raw in ("him", "her", "them", "me", "us"):
             if _styleish(m.group(2)):
                 raise _global_refusal(ctx.original, f"it gives the picture {m.group(2)!r}")
             raise _pronoun_refusal(ctx.original, raw)
@@ -905,7 +905,7 @@ def _give_or_wear(text: str, ctx: _Ctx) -> Change | None:
     if m:
         obj = _object(m.group(2), "object to change", ctx)
         thing = _object(m.group(3), "what it gets", ctx)
-        done = participle(m.group(1))
+        done = _participle(m.group(1))
         return Change("attribute", obj, f"{obj} {done} with {thing}", clause=text, base=obj,
                       suffix=f"{done} with {thing}")
     if re.match(r"^give\s", text):
@@ -916,7 +916,7 @@ def _give_or_wear(text: str, ctx: _Ctx) -> Change | None:
 
 def _styleish(text: str) -> bool:
     words = set(re.findall(r"[a-z]+", text))
-    return bool(words & (STYLE_WORDS | TIME_WORDS | {"look", "feel", "vibe", "style", "filter", "effect", "tone",
+    return bool(words & (STYLE_WORDS | _TIME_WORDS | {"look", "feel", "vibe", "style", "filter", "effect", "tone",
                                                      "aesthetic", "mood", "atmosphere"}))
 
 
@@ -987,7 +987,7 @@ _COLOR_WORD = "|".join(sorted(COLORS | MATERIALS, key=len, reverse=True))
 
 def _color_verbs(text: str, ctx: _Ctx) -> Change | None:
     m = re.match(r"^(?:change|switch|alter|make|set|turn)\s+(?:the\s+)?(?:colou?r|material|texture|pattern|shade|hue)"
-                 r"\s+of\s+(.*?)\s+(?:to|into|in|from\s+\S+(?:\s+\S+)?\s+to)\s+(.*)$", text) \
+                 r"\s+of\s+(.*?)\s+(?:to|into|in|from\s+\S+(?:\s+\S+)?\s+to)\s+(.*)$", text)\
         or re.match(r"^(?:change|switch|alter|make|set|turn)\s+(.*?)(?:'s|s')?\s+(?:colou?r|material|shade)\s+(?:to|into)"
                     r"\s+(.*)$", text)
     if m:
@@ -1095,10 +1095,10 @@ def _make_value(obj_text: str, value: str, ctx: _Ctx, text: str) -> Change:
     value = value.strip()
     obj_phrase = clean_phrase(obj_text)
     if obj_phrase is None or is_pronoun(obj_phrase) or _is_global_phrase(obj_phrase):
-        if obj_phrase and obj_phrase not in TRUE_PRONOUNS:
+        if obj_phrase and obj_phrase not in _TRUE_PRONOUNS:
             raise _global_refusal(ctx.original, f"it changes {obj_phrase!r}")
         if obj_phrase and (_styleish(value) or re.sub(r"^(?:look|seem|appear|feel)\s+(?:like\s+)?", "", value) in (
-                STYLE_WORDS | TIME_WORDS) or re.search(r"\b(?:painting|sketch|drawing|style|photo|movie|film|"
+                STYLE_WORDS | _TIME_WORDS) or re.search(r"\b(?:painting|sketch|drawing|style|photo|movie|film|"
                                                        r"cartoon|era|century|\d{4}s)\b", value)):
             raise _global_refusal(ctx.original, f"'{obj_phrase}' with no object is the whole picture")
         _object(obj_text, "object to change", ctx)
@@ -1117,7 +1117,7 @@ def _make_value(obj_text: str, value: str, ctx: _Ctx, text: str) -> Change:
     m = re.match(r"^(?:into|turned into|changed into|transformed into|converted into)\s+(.*)$", value)
     if m:
         return _change_into(f"turn {obj_text} into {m.group(1)}", ctx) or _make_value(obj_text, m.group(1), ctx, text)
-    m = re.match(rf"^{_DEGREE}({_SIZE_WORD})(?:\s+(?:than\s+.*|in size|sized|in scale|overall|again|now))?$", value) \
+    m = re.match(rf"^{_DEGREE}({_SIZE_WORD})(?:\s+(?:than\s+.*|in size|sized|in scale|overall|again|now))?$", value)\
         or re.match(r"^(?:twice|double|three times|triple|\d+\s*(?:x|times))\s+(?:as\s+)?(big|large|the size|its size|"
                     r"bigger|larger|tall|long)(?:\s+.*)?$", value)
     if m:
@@ -1191,7 +1191,7 @@ def _make_attribute(text: str, ctx: _Ctx) -> Change | None:
     m = re.match(r"^what if\s+(.*?)\s+(?:had|has|got)\s+(.*)$", text)
     if m:
         return _make_value(m.group(1), f"with {m.group(2)}", ctx, text)
-    m = re.match(r"^what if\s+(.*?)\s+(?:was|were|is|are|became|looked)\s+(.*)$", text) \
+    m = re.match(r"^what if\s+(.*?)\s+(?:was|were|is|are|became|looked)\s+(.*)$", text)\
         or re.match(r"^(?:let|have)\s+(.*?)\s+be\s+(.*)$", text)
     if m:
         return _make_value(m.group(1), m.group(2), ctx, text)
@@ -1207,7 +1207,7 @@ def _make_attribute(text: str, ctx: _Ctx) -> Change | None:
     movable = ("left", "right", "up", "down", "near", "inside")
     loose = loose or _is_global_phrase(clean_phrase(head)) or re.search(r"\b(?:like|look|looks|was|were|is|are)\b",
                                                                         head) is not None
-    if not loose and (place.size is not None or place.state in movable) and clean_phrase(head) \
+    if not loose and (place.size is not None or place.state in movable) and clean_phrase(head)\
             and not re.search(r"\b(?:a|an)\s", head) and not (ref_tail and ref_tail[0] in COLORS | MATERIALS | LARGER
                                                               | SMALLER):
         obj = _object(head, "object to move", ctx)
@@ -1267,10 +1267,10 @@ def _unknown_verb(text: str, ctx: _Ctx) -> Change | None:
     if not m or m.group(1) in ("is", "are", "was", "were", "do", "does", "did", "can", "could", "it"):
         return None
     verb = m.group(1)
-    if verb in TIME_WORDS or verb in STYLE_WORDS or verb in _CLAUSE_VERBS:
+    if verb in _TIME_WORDS or verb in STYLE_WORDS or verb in _CLAUSE_VERBS:
         return None
     obj = _object(m.group(2), "object to change", ctx, strip_descriptor=True)
-    done = participle(verb)
+    done = _participle(verb)
     return Change("attribute", obj, f"{done} {obj}", clause=text, base=obj, prefix=done, confidence="low", notes=[
         f"the verb {verb!r} is not one the rules know; taken as a change of {obj}'s look (o2 = {done} {obj}): check "
         "the fields"])
@@ -1352,7 +1352,7 @@ def _merge(first: Change, other: Change) -> bool:
         if first.position == "unchanged":
             first.position, first.reference = other.position, other.reference
         elif first.position != other.position:
-            keep = first.position if first.position in ("left", "right") or other.position not in ("left", "right") \
+            keep = first.position if first.position in ("left", "right") or other.position not in ("left", "right")\
                 else other.position
             dropped = other.position if keep == first.position else first.position
             if keep != first.position:
@@ -1394,9 +1394,9 @@ def parse_with_rules(instruction: str) -> ParsedInstruction:
                                     f"it, or: {HAND_FILL_HELP}")
     try:
         return _parse(original)
-    except PronounRefusal as exc:
+    except _PronounRefusal as exc:
         hint = _understood_without_object(original)
-        raise PronounRefusal(f"{exc}{hint}") from None
+        raise _PronounRefusal(f"{exc}{hint}") from None
 
 
 _PLACEHOLDER = "qqobject"
@@ -1440,7 +1440,7 @@ def _parse(original: str) -> ParsedInstruction:
         change = _try_clause(piece, ctx, changes[-1] if changes else None)
         if change is None:
             raise InstructionParseError(
-                f"the rule parser does not recognise {piece!r} in {original!r}. Forms it knows: {SUPPORTED_FORMS}. "
+                f"the rule parser does not recognise {piece!r} in {original!r}. Forms it knows: {_SUPPORTED_FORMS}. "
                 f"Rephrase it, use the LLM parser, or: {HAND_FILL_HELP}")
         changes.append(change)
     return _combine(changes, ctx)

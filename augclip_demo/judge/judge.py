@@ -59,7 +59,7 @@ STRUCTURED_MODES = ("auto", "json_schema", "off")
 #: Failures that belong to the answer itself (asking again gives the same treatment): the metric is
 #: unavailable. Any other LLMError kind is the endpoint's (down, unauthorised, rate limited).
 CONTENT_FAILURES = frozenset({"refused", "filtered", "bad_json", "no_answer"})
-NO_REQUEST = ("no instruction and no target text to judge the edit against (semantic consistency needs the edit "
+_NO_REQUEST = ("no instruction and no target text to judge the edit against (semantic consistency needs the edit "
               "request)")
 
 
@@ -324,7 +324,7 @@ class MLLMJudge:
         results = []
         for i in range(len(edits)):
             sc = (self._collect("sc", [outcomes[i, "sc", k] for k in range(len(seeds))]) if request is not None
-                  else QuestionScore("sc", reason=NO_REQUEST, kind="no_request"))
+                  else QuestionScore("sc", reason=_NO_REQUEST, kind="no_request"))
             pq = self._collect("pq", [outcomes[i, "pq", k] for k in range(len(seeds))])
             results.append(JudgeResult(sc, pq, _overall(sc, pq), settings))
         return results

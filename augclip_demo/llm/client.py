@@ -48,8 +48,8 @@ HOSTED_BASE_URL = "https://api.openai.com/v1"
 #: Sent as the bearer token to a custom base URL when ``OPENAI_API_KEY`` is not set (local servers
 #: such as vLLM without ``--api-key`` or Ollama accept any token; the SDK refuses to run without one).
 NO_KEY_PLACEHOLDER = "no-key-set"
-KEY_ENV = "OPENAI_API_KEY"
-BASE_URL_ENV = "OPENAI_BASE_URL"
+_KEY_ENV = "OPENAI_API_KEY"
+_BASE_URL_ENV = "OPENAI_BASE_URL"
 DEFAULT_IMAGE_MAX_SIDE = 1024
 
 
@@ -69,17 +69,17 @@ def endpoint_status(base_url: str | None = None, env: Mapping[str, str] | None =
     Never contacts the server: "configured" does not mean "reachable".
     """
     env = os.environ if env is None else env
-    key_set = bool((env.get(KEY_ENV) or "").strip())
-    url = (base_url or env.get(BASE_URL_ENV) or "").strip()
+    key_set = bool((env.get(_KEY_ENV) or "").strip())
+    url = (base_url or env.get(_BASE_URL_ENV) or "").strip()
     shown = display_url(url or HOSTED_BASE_URL)
     if url and key_set:
-        reason = f"{BASE_URL_ENV} / base URL {shown}, with {KEY_ENV} set"
+        reason = f"{_BASE_URL_ENV} / base URL {shown}, with {_KEY_ENV} set"
     elif url:
-        reason = f"base URL {shown} (no {KEY_ENV}: fine for most local servers)"
+        reason = f"base URL {shown} (no {_KEY_ENV}: fine for most local servers)"
     elif key_set:
-        reason = f"{KEY_ENV} is set (hosted API at {shown})"
+        reason = f"{_KEY_ENV} is set (hosted API at {shown})"
     else:
-        reason = (f"not configured: set {KEY_ENV} for the hosted OpenAI API, or {BASE_URL_ENV} for a local "
+        reason = (f"not configured: set {_KEY_ENV} for the hosted OpenAI API, or {_BASE_URL_ENV} for a local "
                   "OpenAI-compatible server (vLLM, Ollama, LM Studio, TGI)")
     return EndpointStatus(configured=bool(url or key_set), base_url=shown, key_set=key_set, reason=reason)
 
@@ -105,7 +105,7 @@ _KEY_PATTERNS = (
 def redact(text: str, env: Mapping[str, str] | None = None) -> str:
     """``text`` with the current ``OPENAI_API_KEY`` and anything key-shaped replaced by ``***``."""
     env = os.environ if env is None else env
-    key = (env.get(KEY_ENV) or "").strip()
+    key = (env.get(_KEY_ENV) or "").strip()
     if key:
         text = text.replace(key, "***")
     for pattern in _KEY_PATTERNS:
@@ -219,7 +219,7 @@ class OpenAICompatibleClient:
         if not status.configured:
             raise LLMError(f"the OpenAI-compatible provider is {status.reason}", kind="not_configured",
                            model=self.model)
-        explicit_url = (base_url or os.environ.get(BASE_URL_ENV) or "").strip() or None
+        explicit_url = (base_url or os.environ.get(_BASE_URL_ENV) or "").strip() or None
         self.base_url = status.base_url  # for messages and provenance: no user info or query
         self.key_set = status.key_set
 
@@ -331,14 +331,14 @@ class OpenAICompatibleClient:
             cause = exc.__cause__ or exc.__context__
             detail = f" ({type(cause).__name__}: {redact(str(cause))[:200]})" if cause else ""
             return LLMError(f"could not connect to {where} ({tries}){detail}; is the server running and is "
-                            f"{BASE_URL_ENV} right (it usually ends in /v1)?", kind="connection", **common)
+                            f"{_BASE_URL_ENV} right (it usually ends in /v1)?", kind="connection", **common)
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
             server = _server_message(exc)
             quoted = f": {server}" if server else ""
             if status == 401:
-                key_hint = (f"check {KEY_ENV}" if self.key_set else
-                            f"{KEY_ENV} is not set and this server requires a key")
+                key_hint = (f"check {_KEY_ENV}" if self.key_set else
+                            f"{_KEY_ENV} is not set and this server requires a key")
                 return LLMError(f"{where} refused the credentials (HTTP 401); {key_hint}", kind="auth",
                                 status=status, **common)
             if status == 403:

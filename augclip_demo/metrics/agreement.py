@@ -47,9 +47,9 @@ DEFAULT_BOOTSTRAP = 1000
 DEFAULT_SEED = 0
 DEFAULT_LEVEL = 0.95
 #: A bootstrap CI is refused when more than this share of resamples leave the statistic undefined.
-MAX_UNDEFINED_SHARE = 0.05
+_MAX_UNDEFINED_SHARE = 0.05
 #: ... or when fewer resamples than this are defined.
-MIN_DEFINED_RESAMPLES = 10
+_MIN_DEFINED_RESAMPLES = 10
 
 
 # ---------------------------------------------------------------------------------------------- data
@@ -246,10 +246,10 @@ def kendall(x: Sequence[float], y: Sequence[float]) -> float | None:
 # ---------------------------------------------------------------------------------------------- bootstrap
 def _percentile_ci(samples: list[float], level: float, resamples: int) -> Bootstrap:
     undefined = resamples - len(samples)
-    if len(samples) < MIN_DEFINED_RESAMPLES or undefined > MAX_UNDEFINED_SHARE * resamples:
+    if len(samples) < _MIN_DEFINED_RESAMPLES or undefined > _MAX_UNDEFINED_SHARE * resamples:
         note = (f"no interval: the statistic is undefined in {undefined} of {resamples} resamples "
-                f"(a CI needs at least {MIN_DEFINED_RESAMPLES} defined and at most "
-                f"{MAX_UNDEFINED_SHARE:.0%} undefined); more items would help")
+                f"(a CI needs at least {_MIN_DEFINED_RESAMPLES} defined and at most "
+                f"{_MAX_UNDEFINED_SHARE:.0%} undefined); more items would help")
         return Bootstrap(None, resamples, undefined, note)
     alpha = (1.0 - level) / 2.0
     low, high = np.quantile(np.asarray(samples), [alpha, 1.0 - alpha])
@@ -302,7 +302,7 @@ def mean_figure(values: Sequence[float], *, n_boot: int = DEFAULT_BOOTSTRAP, see
     return Figure.with_bootstrap(float(array.mean()), boot, n)
 
 
-def ratio_figure(numerators: Sequence[float], denominators: Sequence[float], *, n_boot: int = DEFAULT_BOOTSTRAP,
+def _ratio_figure(numerators: Sequence[float], denominators: Sequence[float], *, n_boot: int = DEFAULT_BOOTSTRAP,
                  seed: int = DEFAULT_SEED, level: float = DEFAULT_LEVEL) -> Figure:
     """sum(numerators) / sum(denominators) over items (e.g. pair alignment), with a bootstrap CI."""
     num, den = np.asarray(numerators, float), np.asarray(denominators, float)
@@ -398,7 +398,7 @@ def evaluate_metric(items: Sequence[ProtocolItem], key: str, higher_is_better: b
             point = _corr(kind, xs, ys)
             ci = bootstrap_ci(len(scored), stat, **boot) if point is not None else None
             setattr(out, kind, Figure.with_bootstrap(point, ci, len(xs)))
-        out.pair_alignment = ratio_figure(nums, dens, **boot)
+        out.pair_alignment = _ratio_figure(nums, dens, **boot)
     # per-model rank agreement
     _model_ranks(items, value, higher_is_better, out, boot)
     return out

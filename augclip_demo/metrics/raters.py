@@ -29,7 +29,7 @@ import numpy as np
 
 from .agreement import DEFAULT_BOOTSTRAP, DEFAULT_LEVEL, DEFAULT_SEED
 
-ALPHA_LEVELS: tuple[str, ...] = ("nominal", "ordinal", "interval")
+_ALPHA_LEVELS: tuple[str, ...] = ("nominal", "ordinal", "interval")
 DEFAULT_RIDGE = 0.01
 
 
@@ -41,8 +41,8 @@ def _pairable(units: Sequence[Sequence[Hashable]]) -> list[list[Hashable]]:
 def krippendorff_alpha(units: Sequence[Sequence[Hashable]], level: str = "nominal") -> float | None:
     """Krippendorff's alpha of ``units`` (each the values different raters gave one unit; missing
     values simply left out). ``level``: nominal, ordinal (numeric values) or interval (numeric)."""
-    if level not in ALPHA_LEVELS:
-        raise ValueError(f"level must be one of {', '.join(ALPHA_LEVELS)}, got {level!r}")
+    if level not in _ALPHA_LEVELS:
+        raise ValueError(f"level must be one of {', '.join(_ALPHA_LEVELS)}, got {level!r}")
     pairable = _pairable(units)
     if not pairable:
         return None

@@ -18,38 +18,38 @@ from PIL import Image
 
 from .pixel import to_unit_array
 
-SELF_SIMILARITY_EPS = 1e-8  # the clamp of the norms' product, as in the benchmark script
+_SELF_SIMILARITY_EPS = 1e-8  # the clamp of the norms' product, as in the benchmark script
 
 
-def gt_pixel_arrays(edited: Image.Image, ground_truth: Image.Image) -> tuple[np.ndarray, np.ndarray]:
+def _gt_pixel_arrays(edited: Image.Image, ground_truth: Image.Image) -> tuple[np.ndarray, np.ndarray]:
     """(edit, ground truth) as float64 [0, 1] arrays of the ground truth's size (the edit resized, bicubic)."""
     return to_unit_array(edited, size=ground_truth.size), to_unit_array(ground_truth)
 
 
 def l1_to_ground_truth(edited: Image.Image, ground_truth: Image.Image) -> float:
     """Mean absolute pixel difference in [0, 1] (MagicBrush's L1); lower is better."""
-    edit, truth = gt_pixel_arrays(edited, ground_truth)
+    edit, truth = _gt_pixel_arrays(edited, ground_truth)
     return float(np.abs(edit - truth).mean())
 
 
 def l2_to_ground_truth(edited: Image.Image, ground_truth: Image.Image) -> float:
     """Mean squared pixel difference in [0, 1] (MagicBrush's "L2", an MSE); lower is better."""
-    edit, truth = gt_pixel_arrays(edited, ground_truth)
+    edit, truth = _gt_pixel_arrays(edited, ground_truth)
     return float(((edit - truth) ** 2).mean())
 
 
-def key_self_similarity(keys: np.ndarray) -> np.ndarray:
+def _key_self_similarity(keys: np.ndarray) -> np.ndarray:
     """Cosine similarity between every pair of tokens' keys: (tokens, tokens), float64."""
     k = np.asarray(keys, dtype=np.float64)
     if k.ndim != 2:
         raise ValueError(f"keys must be a (tokens, dim) matrix, got shape {k.shape}")
     norms = np.linalg.norm(k, axis=1, keepdims=True)
-    return (k @ k.T) / np.maximum(norms @ norms.T, SELF_SIMILARITY_EPS)
+    return (k @ k.T) / np.maximum(norms @ norms.T, _SELF_SIMILARITY_EPS)
 
 
 def structure_distance(source_keys: np.ndarray, edited_keys: np.ndarray) -> float:
     """Mean squared difference of the two key self-similarity matrices; 0 = same structure, lower is better."""
-    a, b = key_self_similarity(source_keys), key_self_similarity(edited_keys)
+    a, b = _key_self_similarity(source_keys), _key_self_similarity(edited_keys)
     if a.shape != b.shape:
         raise ValueError(f"structure distance needs images with the same token grid: {a.shape[0]} and {b.shape[0]} "
                          "tokens (resize the edit to the source's size first)")

@@ -58,23 +58,23 @@ from .reference import l1_to_ground_truth, l2_to_ground_truth, structure_distanc
 from .vectors import cosine
 
 Basis = Literal["embeddings", "pixels", "regions", "judge"]
-BASES: tuple[str, ...] = ("embeddings", "pixels", "regions", "judge")
+_BASES: tuple[str, ...] = ("embeddings", "pixels", "regions", "judge")
 #: Bases whose values another layer supplies (their rows have no compute function), and how to get them.
-SUPPLIED_BASES: dict[str, str] = {
+_SUPPLIED_BASES: dict[str, str] = {
     "regions": "which needs region models: score them with `augclip-demo bpm`",
     "judge": "which needs an MLLM judge: add --judge (and --judge-model) to `augclip-demo score`",
 }
 NO_SOURCE_TEXT = "no source text given: CLIPdir needs one (Eq. 2) and is not computed from a made-up text"
-NO_INSTRUCTION = "no instruction given in the manifest"
+_NO_INSTRUCTION = "no instruction given in the manifest"
 UNDEFINED = "the metric is undefined for this edit (not a finite number)"
-NO_DINO = ("no ground-truth image given, or DINO not requested (it loads facebook/dino-vits16: ask for the dino_gt "
+_NO_DINO = ("no ground-truth image given, or DINO not requested (it loads facebook/dino-vits16: ask for the dino_gt "
            "metric)")
-NO_STRUCTURE = "not requested (it loads facebook/dino-vitb8: ask for the structure_distance metric)"
-NO_LPIPS = "not requested (it loads the LPIPS network: ask for the lpips_unedited metric)"
-NO_MASK = "no edit mask given (upload one, or run BPM: its regions then give the mask)"
-NO_UNEDITED = "the edit mask covers the whole image: nothing unedited to compare"
-NO_PIE_CLIP = "not requested (it loads CLIP ViT-L/14: ask for the clip_score_whole / clip_score_edited metrics)"
-NO_PIE_CLIP_MASK = ("no edit mask given, or not requested (it loads CLIP ViT-L/14: ask for the clip_score_edited "
+_NO_STRUCTURE = "not requested (it loads facebook/dino-vitb8: ask for the structure_distance metric)"
+_NO_LPIPS = "not requested (it loads the LPIPS network: ask for the lpips_unedited metric)"
+_NO_MASK = "no edit mask given (upload one, or run BPM: its regions then give the mask)"
+_NO_UNEDITED = "the edit mask covers the whole image: nothing unedited to compare"
+_NO_PIE_CLIP = "not requested (it loads CLIP ViT-L/14: ask for the clip_score_whole / clip_score_edited metrics)"
+_NO_PIE_CLIP_MASK = ("no edit mask given, or not requested (it loads CLIP ViT-L/14: ask for the clip_score_edited "
                     "metric)")
 
 
@@ -84,7 +84,7 @@ class MetricUnavailable(Exception):
 
 # ---------------------------------------------------------------------------------------------- inputs
 @dataclass(frozen=True)
-class Need:
+class _Need:
     """One kind of input a metric may need: the :class:`MetricInputs` fields that carry it."""
 
     fields: tuple[str, ...]
@@ -92,43 +92,43 @@ class Need:
     missing: str  # the reason shown for an edit whose item lacks it
 
 
-NEEDS: dict[str, Need] = {
-    "image_embeddings": Need(("source_embedding", "edit_embeddings"),
+NEEDS: dict[str, _Need] = {
+    "image_embeddings": _Need(("source_embedding", "edit_embeddings"),
                              "unit CLIP embeddings of the source image and of every edited image",
                              "no image embeddings"),
-    "target_text_embedding": Need(("target_text_embedding",), "unit CLIP embedding of the target text",
+    "target_text_embedding": _Need(("target_text_embedding",), "unit CLIP embedding of the target text",
                                   "no target text given"),
-    "source_text_embedding": Need(("source_text_embedding",), "unit CLIP embedding of the source text",
+    "source_text_embedding": _Need(("source_text_embedding",), "unit CLIP embedding of the source text",
                                   NO_SOURCE_TEXT),
-    "attribute_embeddings": Need(("source_attr_embeddings", "target_attr_embeddings"),
+    "attribute_embeddings": _Need(("source_attr_embeddings", "target_attr_embeddings"),
                                  "unit CLIP embeddings of the source (D_S) and target (D_T) attributes",
                                  "no attributes given"),
-    "pixels": Need(("source_image", "edit_images"), "the decoded source and edited images", "no decoded images"),
-    "instruction": Need(("instruction",), "the edit instruction as written", NO_INSTRUCTION),
-    "target_text": Need(("target_text",), "the target text as written (e.g. for a language-model judge)",
+    "pixels": _Need(("source_image", "edit_images"), "the decoded source and edited images", "no decoded images"),
+    "instruction": _Need(("instruction",), "the edit instruction as written", _NO_INSTRUCTION),
+    "target_text": _Need(("target_text",), "the target text as written (e.g. for a language-model judge)",
                         "no target text given"),
-    "mask": Need(("mask",), "a boolean (H, W) mask of the region the edit should change", "no edit mask given"),
-    "ground_truth_image": Need(("ground_truth_image",), "a reference edited image (ground truth)",
+    "mask": _Need(("mask",), "a boolean (H, W) mask of the region the edit should change", "no edit mask given"),
+    "ground_truth_image": _Need(("ground_truth_image",), "a reference edited image (ground truth)",
                                "no ground-truth image given"),
-    "ground_truth_embedding": Need(("ground_truth_embedding",), "unit CLIP embedding of the ground-truth image",
+    "ground_truth_embedding": _Need(("ground_truth_embedding",), "unit CLIP embedding of the ground-truth image",
                                    "no ground-truth image given"),
-    "output_caption_embedding": Need(("output_caption_embedding",), "unit CLIP embedding of the output caption "
+    "output_caption_embedding": _Need(("output_caption_embedding",), "unit CLIP embedding of the output caption "
                                      "(a description of the wanted result)", "no output caption given"),
-    "dino_embeddings": Need(("dino_edit_embeddings", "dino_ground_truth_embedding"),
+    "dino_embeddings": _Need(("dino_edit_embeddings", "dino_ground_truth_embedding"),
                             "unit DINO ViT-S/16 class-token features of every edit and of the ground truth",
-                            NO_DINO),
-    "structure_keys": Need(("structure_keys_source", "structure_keys_edits"),
-                           "last-block attention keys (DINO ViT-B/8) of the source and of every edit", NO_STRUCTURE),
-    "unedited_measures": Need(("unedited_measures",), "PSNR / MSE / SSIM / LPIPS outside the edit mask, measured "
-                              "per edit with torchmetrics (inference/image_measures.py)", NO_MASK),
-    "pie_clip_embeddings": Need(("pie_clip_edit_embeddings", "pie_clip_target_embedding"),
+                            _NO_DINO),
+    "structure_keys": _Need(("structure_keys_source", "structure_keys_edits"),
+                           "last-block attention keys (DINO ViT-B/8) of the source and of every edit", _NO_STRUCTURE),
+    "unedited_measures": _Need(("unedited_measures",), "PSNR / MSE / SSIM / LPIPS outside the edit mask, measured "
+                              "per edit with torchmetrics (inference/image_measures.py)", _NO_MASK),
+    "pie_clip_embeddings": _Need(("pie_clip_edit_embeddings", "pie_clip_target_embedding"),
                                 "unit CLIP ViT-L/14 embeddings of every edit and of the target text (PIE-Bench)",
-                                NO_PIE_CLIP),
-    "pie_clip_masked_embeddings": Need(("pie_clip_masked_edit_embeddings", "pie_clip_target_embedding"),
+                                _NO_PIE_CLIP),
+    "pie_clip_masked_embeddings": _Need(("pie_clip_masked_edit_embeddings", "pie_clip_target_embedding"),
                                        "unit CLIP ViT-L/14 embeddings of every edit with the pixels outside the edit "
-                                       "mask black, and of the target text (PIE-Bench)", NO_PIE_CLIP_MASK),
+                                       "mask black, and of the target text (PIE-Bench)", _NO_PIE_CLIP_MASK),
     # supplied by the judge stage (no MetricInputs field): listed so tables and docs can say what it needs
-    "llm": Need((), "an MLLM judge: an OpenAI-compatible chat model that reads images (--judge-model)",
+    "llm": _Need((), "an MLLM judge: an OpenAI-compatible chat model that reads images (--judge-model)",
                 "no judge model configured (set OPENAI_BASE_URL or OPENAI_API_KEY, and --judge-model)"),
 }
 
@@ -215,12 +215,12 @@ class Metric:
     summarize: Callable[[Any], dict[str, float]] | None = None  # detail -> the fields kept in batch results
 
     def __post_init__(self) -> None:
-        if self.basis not in BASES:
-            raise ValueError(f"metric {self.key!r}: basis must be one of {', '.join(BASES)}, got {self.basis!r}")
+        if self.basis not in _BASES:
+            raise ValueError(f"metric {self.key!r}: basis must be one of {', '.join(_BASES)}, got {self.basis!r}")
         unknown = sorted(set(self.needs) - set(NEEDS))
         if unknown:
             raise ValueError(f"metric {self.key!r}: unknown need(s) {', '.join(unknown)}; add them to NEEDS first")
-        if (self.compute is None) != (self.basis in SUPPLIED_BASES):
+        if (self.compute is None) != (self.basis in _SUPPLIED_BASES):
             raise ValueError(f"metric {self.key!r}: a {self.basis!r} metric "
                              + ("needs a compute function" if self.compute is None else "is supplied by its stage"))
 
@@ -309,10 +309,10 @@ def _unedited(key: str) -> MetricFn:
         assert inputs.unedited_measures is not None
         measures = inputs.unedited_measures[i]
         if all(value is None for value in measures.values()):
-            raise MetricUnavailable(NO_UNEDITED)
+            raise MetricUnavailable(_NO_UNEDITED)
         value = measures.get(key)
         if value is None:
-            raise MetricUnavailable(NO_LPIPS if key == "lpips_unedited" else NO_UNEDITED)
+            raise MetricUnavailable(_NO_LPIPS if key == "lpips_unedited" else _NO_UNEDITED)
         return value
     return compute
 
@@ -468,7 +468,7 @@ def parse_metric_keys(value: str | Iterable[str] | None, *, supplied_bases: Iter
     if supplied:
         basis = METRICS[supplied[0]].basis
         raise InputError(f"metric(s) {', '.join(supplied)} come from the {basis} stage, "
-                         f"{SUPPLIED_BASES.get(basis, 'which is not run here')}; here choose from "
+                         f"{_SUPPLIED_BASES.get(basis, 'which is not run here')}; here choose from "
                          + ", ".join(selectable))
     unknown = [name for name in names if name not in METRICS]
     if unknown:

@@ -45,8 +45,8 @@ from .features import FEATURE_METRICS, FeatureNetworks, feature_inputs
 ProgressCallback = Callable[[float, str], None]
 
 #: PSNR / MSE / SSIM / LPIPS outside the edit mask (given, or BPM's regions)
-UNEDITED_KEYS: tuple[str, ...] = ("psnr_unedited", "mse_unedited", "ssim_unedited", "lpips_unedited")
-BPM_MASK_NOTE = "PSNR / MSE / SSIM / LPIPS (unedited) are measured outside each edit's BPM regions (no mask was given)"
+_UNEDITED_KEYS: tuple[str, ...] = ("psnr_unedited", "mse_unedited", "ssim_unedited", "lpips_unedited")
+_BPM_MASK_NOTE = "PSNR / MSE / SSIM / LPIPS (unedited) are measured outside each edit's BPM regions (no mask was given)"
 NO_PARSE = ("no instruction and no parse in the manifest: BPM needs the item's \"instruction\" (e.g. 'make the cup "
             "red') or a \"parse\" object naming o1 / o2")
 
@@ -134,7 +134,7 @@ def merge_scores(base: ItemScores, other: ItemScores) -> None:
         base.details[i].update(other.details[i])
 
 
-def finite_scores(inputs: MetricInputs, keys: Sequence[str], *, strict: bool) -> ItemScores:
+def _finite_scores(inputs: MetricInputs, keys: Sequence[str], *, strict: bool) -> ItemScores:
     """:func:`~augclip_demo.metrics.suite.score_item` with one rule for values that are not finite numbers on every
     path (e.g. PSNR of pixels identical outside the mask): no value, the reason says so (a JSON report or record
     cannot hold one). ``strict``: a metric's ValueError reaches the caller (the Evaluator) instead of being the
@@ -147,7 +147,7 @@ def finite_scores(inputs: MetricInputs, keys: Sequence[str], *, strict: bool) ->
     return scores
 
 
-def unavailable_scores(n_edits: int, keys: Sequence[str], reason: str) -> ItemScores:
+def _unavailable_scores(n_edits: int, keys: Sequence[str], reason: str) -> ItemScores:
     """Every edit without ``keys``, with one reason."""
     scores = ItemScores.empty(n_edits)
     for i in range(n_edits):
@@ -198,22 +198,22 @@ class PixelStage(_KeyedStage):
 
     def run(self, item: ItemImages, progress: ProgressCallback | None = None) -> StageOutput:
         fields, notes = self.feature_fields(item)
-        scores = finite_scores(item.pixel_inputs(**fields), self.keys, strict=self.strict)
+        scores = _finite_scores(item.pixel_inputs(**fields), self.keys, strict=self.strict)
         return StageOutput(scores, fields=fields, notes=notes)
 
 
 # ---------------------------------------------------------------------------------------------- BPM
-def bpm_summary(result: Any) -> dict[str, Any]:
+def _bpm_summary(result: Any) -> dict[str, Any]:
     """The few numbers of one edit's BPM result a batch record keeps (no masks, boxes or images)."""
     return {**result.components.to_dict(), "found": dict(result.found)}
 
 
-def region_model_names(models: Any) -> str:
+def _region_model_names(models: Any) -> str:
     """``GroundingDINO / SAM / CLIP`` or ``OWL-ViT / SAM 2 / CLIP``: the families that computed BPM."""
     return " / ".join(getattr(m, "family", type(m).__name__) for m in (models.detector, models.segmenter, models.encoder))
 
 
-def bpm_notes(models: Any) -> list[str]:
+def _bpm_notes(models: Any) -> list[str]:
     """What a report says about BPM's models (the fast preset, random weights)."""
     notes = []
     if getattr(models, "preset", "standard") == "fast":
@@ -222,7 +222,7 @@ def bpm_notes(models: Any) -> list[str]:
     if models.untrained:
         parts = [f"{getattr(m, 'family', type(m).__name__)} random"
                  for m in (models.detector, models.segmenter, models.encoder) if m.untrained]
-        notes.append(f"BPM {UNTRAINED_WARNING} ({region_model_names(models)}: {'; '.join(parts)})")
+        notes.append(f"BPM {UNTRAINED_WARNING} ({_region_model_names(models)}: {'; '.join(parts)})")
     return notes
 
 
@@ -233,13 +233,13 @@ class BpmStage(_KeyedStage):
     name = "BPM"
 
     def __init__(self, models: Callable[[], Any], options: Any = None, *, parser: str = "rules", client: Any = None,
-                 unedited: Collection[str] = UNEDITED_KEYS, lpips: str | None = None, settings: Any = None,
+                 unedited: Collection[str] = _UNEDITED_KEYS, lpips: str | None = None, settings: Any = None,
                  strict: bool = False):
         self.models = models  # returns the loaded region models (raises with the reason they are missing)
         self.options = options
         self.parser = parser
         self.client = client
-        self.unedited = tuple(key for key in UNEDITED_KEYS if key in unedited)
+        self.unedited = tuple(key for key in _UNEDITED_KEYS if key in unedited)
         self.keys = ("bpm", *self.unedited)
         self.lpips = lpips  # the LPIPS network of lpips_unedited (None: not asked for)
         self.settings = settings
@@ -249,18 +249,18 @@ class BpmStage(_KeyedStage):
         from ..bpm import bpm_score_many
 
         if item.parsed is None and item.parse_reason is not None:
-            return StageOutput(unavailable_scores(len(item.edits), ("bpm",), item.parse_reason))
+            return StageOutput(_unavailable_scores(len(item.edits), ("bpm",), item.parse_reason))
         models = self.models()
         results = bpm_score_many(item.source, item.edits, item.instruction, item.parsed, models, options=self.options,
                                  parser=self.parser, client=self.client, names=item.names, progress=progress)
         scores = ItemScores.empty(len(item.edits))
         for i, result in enumerate(results):
             scores.values[i]["bpm"] = float(result.bpm)
-            scores.details[i]["bpm"] = bpm_summary(result)
+            scores.details[i]["bpm"] = _bpm_summary(result)
         out = StageOutput(scores, results=list(results))
         if item.edit_mask is None and self.unedited:
             self._unedited_outside_regions(item, results, out)
-        out.notes.extend(bpm_notes(models))
+        out.notes.extend(_bpm_notes(models))
         return out
 
     def _unedited_outside_regions(self, item: ItemImages, results: Sequence[Any], out: StageOutput) -> None:
@@ -273,13 +273,13 @@ class BpmStage(_KeyedStage):
         for edit, result in zip(item.edits, results):
             region = ~np.asarray(result.preserved_mask, dtype=bool)
             if region.shape != size or not region.any():  # nothing localised: no mask to measure outside
-                measures.append(dict.fromkeys(UNEDITED_KEYS))
+                measures.append(dict.fromkeys(_UNEDITED_KEYS))
                 continue
             measures.append(unedited_measures(item.source.image, edit.image, region, lpips))
         out.fields["unedited_measures"] = measures
-        merge_scores(out.scores, finite_scores(item.pixel_inputs(unedited_measures=measures), self.unedited,
+        merge_scores(out.scores, _finite_scores(item.pixel_inputs(unedited_measures=measures), self.unedited,
                                                strict=self.strict))
-        out.notes.append(BPM_MASK_NOTE)
+        out.notes.append(_BPM_MASK_NOTE)
         if lpips is not None and lpips.untrained:
             out.notes.append(f"LPIPS (unedited) {UNTRAINED_WARNING} ({lpips.label})")
 
@@ -301,7 +301,7 @@ def hatie_models(settings: Any, encoder: Any, features: Any = "auto", vqa: Any =
     return HatieModels(bpm.detector, bpm.segmenter, bpm.encoder, features, vqa)
 
 
-def hatie_scores(results: Sequence[Any], keys: Sequence[str]) -> ItemScores:
+def _hatie_scores(results: Sequence[Any], keys: Sequence[str]) -> ItemScores:
     """Each edit's HATIE values (each chosen key), reasons and the record's ``hatie`` summary."""
     scores = ItemScores.empty(len(results))
     for i, result in enumerate(results):
@@ -342,7 +342,7 @@ class HatieStage(_KeyedStage):
                                    edit_type=item.edit_type, target_text=item.target_text, options=self.options,
                                    calibrated=self.calibrated, names=item.names, query=item.hatie_query)
         notes = [f"HATIE {UNTRAINED_WARNING}"] if models.untrained_for(self.options) else []
-        return StageOutput(hatie_scores(results, self.keys), results=list(results), notes=notes)
+        return StageOutput(_hatie_scores(results, self.keys), results=list(results), notes=notes)
 
 
 # ---------------------------------------------------------------------------------------------- judge

@@ -22,7 +22,7 @@ DEGENERATE_FIT = "degenerate hyperplane fit"
 # every name at N characters leaves only the shared part. One rule, used by every view and export,
 # keeps what tells the edits apart instead; the number E1..En is the edit's position and never changes.
 
-SHORT_NAME_LIMIT = 24
+_SHORT_NAME_LIMIT = 24
 _SEPARATORS = "_-. /\\"
 _IMAGE_SUFFIX = re.compile(r"\.(png|jpe?g|webp|bmp|gif|tiff?)$", re.IGNORECASE)
 
@@ -50,7 +50,7 @@ def edit_tag(index: int) -> str:
     return f"E{index + 1}"
 
 
-def short_edit_names(names: list[str], limit: int = SHORT_NAME_LIMIT) -> list[str]:
+def short_edit_names(names: list[str], limit: int = _SHORT_NAME_LIMIT) -> list[str]:
     """Short names that keep what distinguishes the edits: drop the prefix and suffix all names share.
 
     The shared parts are cut at separators (``_ - . space /``) so whole words stay whole
@@ -71,7 +71,7 @@ def short_edit_names(names: list[str], limit: int = SHORT_NAME_LIMIT) -> list[st
     return _fit(stems, limit)
 
 
-def edit_names(names: list[str], limit: int = SHORT_NAME_LIMIT) -> list[EditName]:
+def edit_names(names: list[str], limit: int = _SHORT_NAME_LIMIT) -> list[EditName]:
     """:class:`EditName` for each name, numbered E1..En in the given order."""
     return [EditName(i + 1, short, full) for i, (short, full) in enumerate(zip(short_edit_names(names, limit), names))]
 

@@ -23,7 +23,7 @@ from ..metrics.suite import METRICS, best_index
 from . import UNTRAINED_WARNING, Report, edit_names
 
 THUMBNAIL_SIDE = 320  # longest side of every picture in the grid, in pixels
-VERDICT_KEYS = ("augclip", "clip_dir", "bpm")  # the judges named in the verdict line (Report.verdict's)
+_VERDICT_KEYS = ("augclip", "clip_dir", "bpm")  # the judges named in the verdict line (Report.verdict's)
 
 
 @dataclass
@@ -103,7 +103,7 @@ def _rank(values: list[float | None], key: str, i: int) -> int | None:
 
 def _verdict_line(report: Report, labels: list[str]) -> str:
     parts = []
-    for key in VERDICT_KEYS:
+    for key in _VERDICT_KEYS:
         values = report.metric_values(key)
         best = best_index(values, key)
         if key in METRICS and best is not None:
@@ -116,7 +116,7 @@ def _verdict_line(report: Report, labels: list[str]) -> str:
 def _edit_verdict(cells: list[MetricCell], count: int) -> str:
     if count < 2:
         return "the only edit"
-    judged = [c for c in cells if c.key in VERDICT_KEYS and c.rank is not None]
+    judged = [c for c in cells if c.key in _VERDICT_KEYS and c.rank is not None]
     best = [c.label for c in judged if c.rank == 1]
     if best:
         return "best under " + ", ".join(best)

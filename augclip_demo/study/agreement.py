@@ -42,7 +42,7 @@ from ..report import UNTRAINED_WARNING
 from .design import Unit
 from .store import StudyData
 
-LIVE_BOOTSTRAP = 200  # resamples in the live view (the CLI's --bootstrap sets more)
+_LIVE_BOOTSTRAP = 200  # resamples in the live view (the CLI's --bootstrap sets more)
 
 
 @dataclass
@@ -151,7 +151,7 @@ def consistency(data: StudyData, question: str) -> list[Consistency]:
     return [Consistency(rater, len(flags), sum(flags)) for rater, flags in repeats.items() if flags]
 
 
-def rater_rows(data: StudyData, question: str) -> list[RaterRow]:
+def _rater_rows(data: StudyData, question: str) -> list[RaterRow]:
     """Per rater: first answers, agreement with the others on the same units, median seconds per task."""
     answers = first_answers(data, question)
     seconds: dict[str, list[float]] = defaultdict(list)
@@ -179,7 +179,7 @@ def rater_rows(data: StudyData, question: str) -> list[RaterRow]:
     return rows
 
 
-def inter_rater(data: StudyData) -> list[InterRater]:
+def _inter_rater(data: StudyData) -> list[InterRater]:
     level = "nominal" if data.study.kind == "2afc" else "ordinal"
     out = []
     for question in data.study.questions:
@@ -225,7 +225,7 @@ def metric_values(data: StudyData, results: Sequence[str | Path]) -> tuple[dict[
     return kept, notes
 
 
-def verdict_items(data: StudyData, question: str, values: dict[str, ProtocolItem],
+def _verdict_items(data: StudyData, question: str, values: dict[str, ProtocolItem],
                   only_scored: bool = False) -> list[ProtocolItem]:
     """The protocol items the study's verdicts make: one per judged pair (2AFC) or per rated source
     (``only_scored``: only those of items with metric values)."""
@@ -263,7 +263,7 @@ def _edit(data: StudyData, scored: ProtocolItem | None, item_id: str, index: int
 
 # ---------------------------------------------------------------------------------------------- the report
 def study_agreement(data: StudyData, results: Sequence[str | Path] = (), *, question: str = "overall",
-                    metrics: Sequence[str] | None = None, n_boot: int = LIVE_BOOTSTRAP, seed: int = DEFAULT_SEED,
+                    metrics: Sequence[str] | None = None, n_boot: int = _LIVE_BOOTSTRAP, seed: int = DEFAULT_SEED,
                     level: float = DEFAULT_LEVEL) -> StudyAgreement:
     """Everything the operator sees: rater agreement, and with ``results`` each metric's agreement and ranking."""
     if question not in data.study.questions:
@@ -273,7 +273,7 @@ def study_agreement(data: StudyData, results: Sequence[str | Path] = (), *, ques
         data.study.name, data.study.kind, question, judgments=len(data.judgments),
         raters_answering=len({j.rater for j in data.judgments}), units=len(data.units),
         units_complete=sum(len(v) >= data.study.per_unit for v in answers.values()),
-        inter=inter_rater(data), consistency=consistency(data, question), raters=rater_rows(data, question))
+        inter=_inter_rater(data), consistency=consistency(data, question), raters=_rater_rows(data, question))
     boot = {"n_boot": n_boot, "seed": seed, "level": level}
     if data.study.kind == "2afc":
         report.ranking = fit_bradley_terry(_comparisons(data, answers), **boot)
@@ -283,7 +283,7 @@ def study_agreement(data: StudyData, results: Sequence[str | Path] = (), *, ques
     report.notes.extend(notes)
     if not values:
         return report
-    items = verdict_items(data, question, values, only_scored=True)
+    items = _verdict_items(data, question, values, only_scored=True)
     keys = list(metrics) if metrics else _metric_keys(items)
     for key in keys:
         higher = METRICS[key].higher_is_better if key in METRICS else True

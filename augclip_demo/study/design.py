@@ -19,7 +19,7 @@ from itertools import combinations
 from ..batch.manifest import ManifestItem
 
 #: a repeat is placed at least this many tasks after its original, when the list is long enough
-MIN_REPEAT_GAP = 3
+_MIN_REPEAT_GAP = 3
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def task_list(units: Sequence[int], *, pairs: bool, repeats: int, rng: random.Ra
         originals = sorted(rng.sample(range(len(order)), min(repeats, len(order))))
         for original in reversed(originals):  # insert from the back so earlier positions stay valid
             unit, swapped, _ = tasks[original]
-            earliest = min(original + MIN_REPEAT_GAP, len(tasks))
+            earliest = min(original + _MIN_REPEAT_GAP, len(tasks))
             place = rng.randint(earliest, len(tasks))
             tasks.insert(place, (unit, not swapped, original))
             # the originals after the insertion point moved by one; they are handled before (reversed order)

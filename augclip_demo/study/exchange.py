@@ -29,9 +29,9 @@ from .store import StudyData, StudyError, connect, get_study, now_utc
 CSV_COLUMNS = ["study", "question", "question_version", "rater", "item_id", "edit_a", "edit_b", "edit_a_name",
                "edit_b_name", "answer", "chosen", "is_repeat", "shown_left", "created_at", "elapsed_ms",
                "source_sha256", "edit_a_sha256", "edit_b_sha256", "origin"]
-MAX_IMPORT_BYTES = 50 * 1024 * 1024
-MAX_IMPORT_ROWS = 1_000_000
-MAX_PROBLEMS_SHOWN = 20
+_MAX_IMPORT_BYTES = 50 * 1024 * 1024
+_MAX_IMPORT_ROWS = 1_000_000
+_MAX_PROBLEMS_SHOWN = 20
 
 
 # ---------------------------------------------------------------------------------------------- manifest
@@ -126,14 +126,14 @@ def import_csv(db: str | Path, name: str, path: str | Path) -> int:
     path = Path(path)
     if not path.is_file():
         raise StudyError(f"CSV {path.name}: file not found")
-    if path.stat().st_size > MAX_IMPORT_BYTES:
-        raise StudyError(f"CSV {path.name}: larger than {MAX_IMPORT_BYTES // 2**20} MB; split it")
+    if path.stat().st_size > _MAX_IMPORT_BYTES:
+        raise StudyError(f"CSV {path.name}: larger than {_MAX_IMPORT_BYTES // 2**20} MB; split it")
     try:
         rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8-sig"))))
     except (UnicodeDecodeError, csv.Error) as exc:
         raise StudyError(f"CSV {path.name}: not readable as UTF-8 CSV ({exc})") from None
-    if len(rows) > MAX_IMPORT_ROWS:
-        raise StudyError(f"CSV {path.name}: more than {MAX_IMPORT_ROWS} rows; split it")
+    if len(rows) > _MAX_IMPORT_ROWS:
+        raise StudyError(f"CSV {path.name}: more than {_MAX_IMPORT_ROWS} rows; split it")
     with connect(db, write=True) as conn:
         study = get_study(conn, name)
         units = {(r[1], r[2], r[3]): r[0] for r in conn.execute(
@@ -179,8 +179,8 @@ def _import_key(parsed: dict[str, Any]) -> tuple[Any, ...]:
 def _refuse(path: Path, problems: list[str]) -> None:
     """Nothing is imported when any row has a problem: all of them are listed (up to MAX_PROBLEMS_SHOWN)."""
     if problems:
-        shown = "; ".join(problems[:MAX_PROBLEMS_SHOWN])
-        more = f" (and {len(problems) - MAX_PROBLEMS_SHOWN} more)" if len(problems) > MAX_PROBLEMS_SHOWN else ""
+        shown = "; ".join(problems[:_MAX_PROBLEMS_SHOWN])
+        more = f" (and {len(problems) - _MAX_PROBLEMS_SHOWN} more)" if len(problems) > _MAX_PROBLEMS_SHOWN else ""
         raise StudyError(f"CSV {path.name}: nothing imported; {shown}{more}")
 
 

@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-MAX_KEYS = 10_000
+_MAX_KEYS = 10_000
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class Rate:
 # A rater's page makes about five requests per judgment (the task, up to three pictures, the answer)
 # and a person needs a second or more per judgment; a class of raters may share one address (a NAT).
 RATER_TOKEN = Rate(burst=60, per_s=6.0)
-RATER_ADDRESS = Rate(burst=300, per_s=60.0)
+_RATER_ADDRESS = Rate(burst=300, per_s=60.0)
 # Requests whose token is unknown, per address: a typo or a stale link is retried a few times, never more.
 BAD_TOKEN_ADDRESS = Rate(burst=20, per_s=1.0)
 # Wrong operator tokens, per address. No server-wide bucket: it would let anyone lock the operator out of
@@ -47,7 +47,7 @@ OPERATOR_MISS_ADDRESS = Rate(burst=5, per_s=1 / 12)
 class Buckets:
     """Token buckets per key (thread-safe)."""
 
-    def __init__(self, rate: Rate, clock: Callable[[], float] = time.monotonic, max_keys: int = MAX_KEYS):
+    def __init__(self, rate: Rate, clock: Callable[[], float] = time.monotonic, max_keys: int = _MAX_KEYS):
         self.rate, self.clock, self.max_keys = rate, clock, max_keys
         self._lock = threading.Lock()
         self._state: OrderedDict[str, tuple[float, float]] = OrderedDict()  # key -> (tokens, at)
@@ -96,7 +96,7 @@ class Refusal:
     wait_s: float
 
 
-def too_many(wait_s: float, what: str) -> Refusal:
+def _too_many(wait_s: float, what: str) -> Refusal:
     return Refusal(f"too many {what}; wait {max(1, math.ceil(wait_s))} s and try again", wait_s)
 
 
@@ -105,7 +105,7 @@ class RaterLimits:
 
     def __init__(self, clock: Callable[[], float] = time.monotonic):
         self.by_token = Buckets(RATER_TOKEN, clock)
-        self.by_address = Buckets(RATER_ADDRESS, clock)
+        self.by_address = Buckets(_RATER_ADDRESS, clock)
         self.bad_tokens = Buckets(BAD_TOKEN_ADDRESS, clock)
 
     def admit(self, address: str, token: str) -> Refusal | None:
@@ -113,12 +113,12 @@ class RaterLimits:
         wait = self.bad_tokens.wait(address)
         if wait:
             self.bad_tokens.charge(address)  # still sending while told to wait: waits longer
-            return too_many(self.bad_tokens.wait(address), "requests with a link that is not valid from your address")
+            return _too_many(self.bad_tokens.wait(address), "requests with a link that is not valid from your address")
         wait = self.by_address.take(address)
         if wait:
-            return too_many(wait, "requests from your address")
+            return _too_many(wait, "requests from your address")
         wait = self.by_token.take(token)
-        return too_many(wait, "requests with your link") if wait else None
+        return _too_many(wait, "requests with your link") if wait else None
 
     def bad_token(self, address: str) -> None:
         """Count a request whose token is not a rater's (or that came without one)."""
@@ -135,7 +135,7 @@ class OperatorLimits:
     def blocked(self, address: str) -> Refusal | None:
         """The refusal while this address has used up its wrong tries, else None."""
         wait = self.by_address.wait(address)
-        return too_many(wait, "wrong operator tokens from your address") if wait else None
+        return _too_many(wait, "wrong operator tokens from your address") if wait else None
 
     def missed(self, address: str) -> None:
         self.by_address.take(address)

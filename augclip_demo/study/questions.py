@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 KINDS: tuple[str, ...] = ("2afc", "rating")
 QUESTION_IDS: tuple[str, ...] = ("overall", "text", "source")  # "overall" is always asked
-RATING_SCALE: tuple[int, ...] = (1, 2, 3, 4, 5)
-TWO_AFC_ANSWERS: tuple[str, ...] = ("a", "b", "tie")  # a = the edit with the lower index in the manifest
+_RATING_SCALE: tuple[int, ...] = (1, 2, 3, 4, 5)
+_TWO_AFC_ANSWERS: tuple[str, ...] = ("a", "b", "tie")  # a = the edit with the lower index in the manifest
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ QUESTION_SETS: dict[str, dict[str, Question]] = {
 CURRENT_VERSION: dict[str, str] = {"2afc": "2afc-v1", "rating": "rating-v1"}
 
 
-def questions_for(version: str, ids: tuple[str, ...] | list[str]) -> list[Question]:
+def _questions_for(version: str, ids: tuple[str, ...] | list[str]) -> list[Question]:
     """The questions ``ids`` of wording ``version`` (KeyError names a version or id that does not exist)."""
     wording = QUESTION_SETS[version]
     return [wording[qid] for qid in ids]
@@ -52,11 +52,11 @@ def questions_for(version: str, ids: tuple[str, ...] | list[str]) -> list[Questi
 def valid_answer(kind: str, answer: object) -> str | None:
     """The answer as stored ("a" / "b" / "tie", or "1".."5"), or ``None`` when it is not one of the choices."""
     if kind == "2afc":
-        return answer if isinstance(answer, str) and answer in TWO_AFC_ANSWERS else None
+        return answer if isinstance(answer, str) and answer in _TWO_AFC_ANSWERS else None
     if isinstance(answer, bool):
         return None
-    if isinstance(answer, int) and answer in RATING_SCALE:
+    if isinstance(answer, int) and answer in _RATING_SCALE:
         return str(answer)
-    if isinstance(answer, str) and answer.strip() in {str(v) for v in RATING_SCALE}:
+    if isinstance(answer, str) and answer.strip() in {str(v) for v in _RATING_SCALE}:
         return answer.strip()
     return None

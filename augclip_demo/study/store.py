@@ -34,15 +34,15 @@ from ..io import open_image
 from .design import Unit, choose_units, rater_rng, study_units, task_list
 from .questions import CURRENT_VERSION, KINDS, QUESTION_IDS, QUESTION_SETS, valid_answer
 
-BUSY_TIMEOUT_S = 30.0
+_BUSY_TIMEOUT_S = 30.0
 MAX_NAME = 64
-MAX_LABEL = 64
-MAX_TITLE = 200
+_MAX_LABEL = 64
+_MAX_TITLE = 200
 MAX_RATERS_PER_CALL = 500
 MAX_UNITS = 100_000
-MAX_ELAPSED_MS = 24 * 3600 * 1000
+_MAX_ELAPSED_MS = 24 * 3600 * 1000
 
-SCHEMA = """
+_SCHEMA = """
 CREATE TABLE IF NOT EXISTS studies (
   id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, title TEXT NOT NULL, kind TEXT NOT NULL,
   questions TEXT NOT NULL, question_version TEXT NOT NULL, manifest TEXT NOT NULL, seed INTEGER NOT NULL,
@@ -99,14 +99,14 @@ def connect(db: str | Path, write: bool = False) -> Iterator[sqlite3.Connection]
     ``BEGIN IMMEDIATE`` transaction (committed on success, rolled back on any error)."""
     path = Path(db).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    conn = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
     try:
         conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA foreign_keys=ON")
         if not conn.execute("SELECT 1 FROM sqlite_master WHERE name='judgments'").fetchone():
-            conn.executescript(SCHEMA)
+            conn.executescript(_SCHEMA)
         if write:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -204,7 +204,7 @@ def create_study(db: str | Path, name: str, manifest: str | Path, *, kind: str =
     repeats = repeats if kind == "2afc" else 0  # attention checks repeat pairs
     if not 1 <= per_unit <= 1000 or not 0 <= repeats <= per_rater:
         raise StudyError(f"per_unit must be from 1 to 1000 and repeats from 0 to per_rater ({per_rater})")
-    title = (title or name).strip()[:MAX_TITLE]
+    title = (title or name).strip()[:_MAX_TITLE]
     hashes = _hash_images(items)
     with connect(db, write=True) as conn:
         if conn.execute("SELECT 1 FROM studies WHERE name = ?", (name,)).fetchone():
@@ -278,7 +278,7 @@ def add_raters(db: str | Path, name: str, labels: Sequence[str] = (), count: int
         raise StudyError("give rater labels or a count of raters to add")
     if len(labels) + max(count, 0) > MAX_RATERS_PER_CALL:
         raise StudyError(f"at most {MAX_RATERS_PER_CALL} raters at a time")
-    wanted = [_check_name(label, "rater label", MAX_LABEL) for label in labels]
+    wanted = [_check_name(label, "rater label", _MAX_LABEL) for label in labels]
     out = []
     with connect(db, write=True) as conn:
         study = get_study(conn, name)
@@ -421,7 +421,7 @@ def submit_answer(db: str | Path, token: str, position: Any, answers: Any, elaps
     if not isinstance(answers, dict) or len(answers) > len(QUESTION_IDS):
         raise StudyError("'answers' must map each question of the study to an answer")
     if elapsed_ms is not None and (isinstance(elapsed_ms, bool) or not isinstance(elapsed_ms, int)
-                                   or not 0 <= elapsed_ms <= MAX_ELAPSED_MS):
+                                   or not 0 <= elapsed_ms <= _MAX_ELAPSED_MS):
         elapsed_ms = None  # the client's timer is advisory: a bad value is dropped, not stored
     with connect(db, write=True) as conn:
         rater, study = _rater(conn, token)
@@ -495,7 +495,7 @@ class Judgment:
     origin: str
 
 
-def read_judgments(conn: sqlite3.Connection, study: Study) -> list[Judgment]:
+def _read_judgments(conn: sqlite3.Connection, study: Study) -> list[Judgment]:
     rows = conn.execute(
         "SELECT r.label, u.item_id, u.edit_a, u.edit_b, j.question, j.question_version, j.answer, j.is_repeat, "
         "j.shown_left, j.created_at, j.elapsed_ms, j.source_sha256, j.edit_a_sha256, j.edit_b_sha256, j.origin "
@@ -534,11 +534,11 @@ def load_study(db: str | Path, name: str) -> StudyData:
         raters = {r[0]: r[1] for r in conn.execute(
             "SELECT r.label, COUNT(t.id) FROM raters r LEFT JOIN tasks t ON t.rater_id = r.id WHERE r.study_id = ? "
             "GROUP BY r.id ORDER BY r.number", (study.id,))}
-        return StudyData(study, lines, edits, units, read_judgments(conn, study), raters, sources)
+        return StudyData(study, lines, edits, units, _read_judgments(conn, study), raters, sources)
 
 
 # ---------------------------------------------------------------------------------------------- pictures
-MAX_SHOWN_SIDE = 1024  # pictures are sent at most this large (a phone needs no more; the page scales them)
+_MAX_SHOWN_SIDE = 1024  # pictures are sent at most this large (a phone needs no more; the page scales them)
 
 
 @functools.lru_cache(maxsize=64)
@@ -547,7 +547,7 @@ def _jpeg(path: str, expected: str, mtime_ns: int, size: int) -> bytes:
     if loaded.sha256 != expected:
         raise StudyError("this picture changed after the study was created; tell the study's organiser", 409)
     image = loaded.image.copy()
-    image.thumbnail((MAX_SHOWN_SIDE, MAX_SHOWN_SIDE))
+    image.thumbnail((_MAX_SHOWN_SIDE, _MAX_SHOWN_SIDE))
     buffer = io.BytesIO()
     image.save(buffer, format="JPEG", quality=92)
     return buffer.getvalue()

@@ -38,7 +38,7 @@ from .storage import WorkFolders
 from .study_routes import study_routes
 from .study_tab import build_study_tab
 
-CLIP_CHOICES = ["ViT-B-16/openai", "ViT-B-32/openai", "ViT-L-14/openai", "random:ViT-B-16", "random:tiny"]
+_CLIP_CHOICES = ["ViT-B-16/openai", "ViT-B-32/openai", "ViT-L-14/openai", "random:ViT-B-16", "random:tiny"]
 
 CSS = first_contact.CSS + """
 .aug-status {font-size: 0.95rem; padding: 4px 0;}
@@ -50,7 +50,7 @@ CSS = first_contact.CSS + """
 #aug-gallery .caption-label {max-width: 100%; white-space: normal; overflow-wrap: break-word; line-height: 1.15;}
 """
 
-HEADER = """
+_HEADER = """
 # AugCLIP Studio
 <div class="aug-steps">Judge text-guided image edits: <b>1.</b> upload a source image and type the target text,
 <b>2.</b> add 1-8 edited images, <b>3.</b> (optionally) check the attributes, then press <b>Evaluate</b>.
@@ -70,10 +70,10 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
     folders = WorkFolders(max_age_s=base.app_files_max_age_s, max_bytes=base.app_disk_mb << 20)
 
     with gr.Blocks(title="AugCLIP Studio", delete_cache=(600, base.app_files_max_age_s)) as demo:
-        sweep = partial(sweep_work_files, demo, folders)
+        sweep = partial(_sweep_work_files, demo, folders)
         session_state = gr.State(logic.Session(), time_to_live=base.app_files_max_age_s,
                                  delete_callback=lambda state: folders.release_folder(getattr(state, "output_dir", None)))
-        gr.Markdown(HEADER)
+        gr.Markdown(_HEADER)
         status_box = gr.HTML(status_html(status, region_check), elem_id="aug-status")
         timer = gr.Timer(1.0, active=status.state == "loading" or region_check.state == "checking")
         demo_btn = first_contact.build_demo_controls(visible=first_contact.DEMO_CLIP in clip_choices
@@ -83,11 +83,11 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             # Each tab wired right after its layout, as when it wired itself: the events keep their order
             # (fn_index), but for HATIE's button, now after the Evaluate layout's example loader, not before it.
             hatie = HatieContext(settings_for=settings_for, tab=tab.hatie)
-            wire_hatie_tab(hatie)
+            _wire_hatie_tab(hatie)
             batch = BatchContext(settings=base, clip_choices=clip_choices, folders=folders, after_run=sweep,
                                  tab=build_batch_tab(base, provider_choices=offer.provider_choices,
                                                      default_provider=offer.default_provider, clip_choices=clip_choices))
-            wire_batch_tab(batch)
+            _wire_batch_tab(batch)
             explore = build_explore_tab(base, folders=folders)
             with gr.Tab("Study", id="study"):
                 build_study_tab(base, folders=folders)
@@ -102,8 +102,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
                           classifier=tab.classifier, C=tab.C, weighting=tab.weighting,
                           include_images=tab.include_images, clip_model=tab.clip_model, bpm_on=tab.bpm_on,
                           bpm_parser=tab.bpm_parser, judge_on=tab.judge_on), clip_choices, main_tabs)
-        wire_evaluate_tab(ctx)
-        wire_page(demo, ctx, offer, timer=timer, demo_btn=demo_btn)
+        _wire_evaluate_tab(ctx)
+        _wire_page(demo, ctx, offer, timer=timer, demo_btn=demo_btn)
     demo.queue(default_concurrency_limit=base.concurrency, max_size=64)
     demo.work_folders = folders  # for tests and operators: where the session files live
     demo.evaluate_context = ctx  # for tests: the Evaluate handlers' context, as the events have it
@@ -111,14 +111,14 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
     return demo
 
 
-def sweep_work_files(demo: gr.Blocks, folders: WorkFolders) -> None:
+def _sweep_work_files(demo: gr.Blocks, folders: WorkFolders) -> None:
     """Keep the app's files within their age and size bounds (after each stage that writes files)."""
     cached = [file for file_set in demo.temp_file_sets for file in list(file_set)]
     keep = {Path(file) for block in demo.blocks.values() for file in getattr(block, "keep_in_cache", ())}
     folders.sweep(cache_files=cached, keep=keep)
 
 
-def chain_later_stages(ctx: EvaluateContext, event: Any, with_bpm: bool = True) -> None:
+def _chain_later_stages(ctx: EvaluateContext, event: Any, with_bpm: bool = True) -> None:
     """After new scores (``event``): the explanations, BPM and the judge (``with_bpm``), then the downloads."""
     tab = ctx.tab
     # The results changed: the old comparison goes at once (a branch of its own, so the first
@@ -147,18 +147,18 @@ def chain_later_stages(ctx: EvaluateContext, event: Any, with_bpm: bool = True) 
                 show_progress="hidden")
 
 
-def wire_evaluate_tab(ctx: EvaluateContext) -> None:
+def _wire_evaluate_tab(ctx: EvaluateContext) -> None:
     """Every event of the Evaluate tab, and its API endpoints (on hidden buttons where the page has none)."""
     tab = ctx.tab
     evaluate_stage, page_outputs = bind(on.evaluate, ctx, archive=False), [*tab.score_outputs, tab.status_box]
-    chain_later_stages(ctx, tab.evaluate_btn.click(evaluate_stage, tab.evaluate_inputs, page_outputs, api_name=False))
-    chain_later_stages(ctx, tab.rescore_btn.click(bind(on.rescore, ctx), tab.rescore_inputs, tab.score_outputs,
+    _chain_later_stages(ctx, tab.evaluate_btn.click(evaluate_stage, tab.evaluate_inputs, page_outputs, api_name=False))
+    _chain_later_stages(ctx, tab.rescore_btn.click(bind(on.rescore, ctx), tab.rescore_inputs, tab.score_outputs,
                                                   api_name=False), False)
     rescore_if_evaluated = bind(on.rescore_if_evaluated, ctx)
     for control in (tab.classifier, tab.weighting, tab.include_images):
-        chain_later_stages(ctx, control.change(rescore_if_evaluated, tab.rescore_inputs, tab.score_outputs,
+        _chain_later_stages(ctx, control.change(rescore_if_evaluated, tab.rescore_inputs, tab.score_outputs,
                                                api_name=False), False)
-    chain_later_stages(ctx, tab.C.submit(rescore_if_evaluated, tab.rescore_inputs, tab.score_outputs, api_name=False),
+    _chain_later_stages(ctx, tab.C.submit(rescore_if_evaluated, tab.rescore_inputs, tab.score_outputs, api_name=False),
                        False)
     # Stand-alone endpoints for API users (same session as their /evaluate call), on hidden buttons.
     tab.evaluate_api.click(bind(on.evaluate, ctx, archive=True), tab.evaluate_inputs, tab.score_outputs,
@@ -189,18 +189,18 @@ def wire_evaluate_tab(ctx: EvaluateContext) -> None:
                        api_name=False)
     if tab.example_block is not None:
         # Load the example into the inputs, then evaluate it with the page's current options.
-        chain_later_stages(ctx, tab.example_block.load_input_event.then(evaluate_stage, tab.evaluate_inputs,
+        _chain_later_stages(ctx, tab.example_block.load_input_event.then(evaluate_stage, tab.evaluate_inputs,
                                                                         page_outputs, api_name=False))
     tab.edits.change(bind(on.show_edits, ctx), tab.edits, tab.gallery, api_name=False)
     tab.provider.change(bind(on.describe_provider, ctx), tab.provider, tab.provider_info, api_name=False)
 
 
-def wire_hatie_tab(ctx: HatieContext) -> None:
+def _wire_hatie_tab(ctx: HatieContext) -> None:
     """The HATIE tab's button, which is also the /hatie endpoint."""
     ctx.tab.run_btn.click(bind(show_hatie, ctx), ctx.tab.run_inputs, ctx.tab.run_outputs, api_name="hatie")
 
 
-def wire_batch_tab(ctx: BatchContext) -> None:
+def _wire_batch_tab(ctx: BatchContext) -> None:
     """Every event of the Batch tab: the note beside Run, the shipped examples, and Run (the /batch endpoint)."""
     tab = ctx.tab
     # No triggers: on page load and on every change of the two inputs.
@@ -212,7 +212,7 @@ def wire_batch_tab(ctx: BatchContext) -> None:
                       concurrency_limit=1, concurrency_id="batch")
 
 
-def wire_page(demo: gr.Blocks, ctx: EvaluateContext, offer: EvaluateOffer, *, timer: gr.Timer,
+def _wire_page(demo: gr.Blocks, ctx: EvaluateContext, offer: EvaluateOffer, *, timer: gr.Timer,
               demo_btn: gr.Button) -> None:
     """The page's own events: the status area, the first-visit notes, the untrained demo, the session's end,
     and the input bounds and upload accounting of every event (so this comes last)."""
@@ -224,7 +224,7 @@ def wire_page(demo: gr.Blocks, ctx: EvaluateContext, offer: EvaluateOffer, *, ti
     if offer.examples:  # the untrained demo: every model random, then the first example, evaluated
         demo_event = demo_btn.click(bind(on.pick_demo_model, ctx), None, tab.clip_model, api_name=False).then(
             bind(on.load_first_example, ctx), None, tab.example_inputs, api_name=False)
-        chain_later_stages(ctx, demo_event.then(bind(on.evaluate, ctx, archive=False), tab.evaluate_inputs,
+        _chain_later_stages(ctx, demo_event.then(bind(on.evaluate, ctx, archive=False), tab.evaluate_inputs,
                                                 [*tab.score_outputs, tab.status_box], api_name=False))
     tab.clip_model.change(refresh_status, tab.clip_model, [tab.status_box, timer], api_name=False)
     demo.unload(bind(on.end_session, ctx))
@@ -242,7 +242,7 @@ def offered_models(settings: Settings) -> list[str]:
     (``--allowed-models`` / ``AUGCLIP_ALLOWED_MODELS``) when one is set, else plus the usual ones."""
     if settings.allowed_models:
         return list(dict.fromkeys([settings.clip_model, *settings.allowed_models]))
-    return sorted({settings.clip_model, *CLIP_CHOICES})
+    return sorted({settings.clip_model, *_CLIP_CHOICES})
 
 
 def _cuda_available() -> bool:

@@ -46,7 +46,7 @@ Updates = dict[Any, Any]
 BATCH_LOCK = threading.Lock()
 LOCK_WAIT_S = 15.0
 SHOWN_COLUMNS = ("id", "edit", "name", "role", "status")
-NO_PROTOCOL = ("No protocol figures for this manifest: they need human judgments (human.preferred or human.scores) "
+_NO_PROTOCOL = ("No protocol figures for this manifest: they need human judgments (human.preferred or human.scores) "
                "or gt / ep / em triplets (augclip-demo triplets adds them).")
 
 
@@ -105,7 +105,7 @@ def score_upload(ctx: BatchContext, manifest_file, images_zip, metric_keys, prov
     ctx.resumable.pop(key, None)  # finished: a new run of it starts afresh
     if ctx.after_run is not None:
         ctx.after_run()
-    return batch_updates(ctx.tab, result, metric_keys)
+    return _batch_updates(ctx.tab, result, metric_keys)
 
 
 def show_needs(ctx: BatchContext, clip_spec, chosen) -> Updates:
@@ -120,7 +120,7 @@ def show_needs(ctx: BatchContext, clip_spec, chosen) -> Updates:
 
 def load_example_files(ctx: BatchContext) -> Updates:
     """Load the shipped examples: their manifest and a zip of their images, as the two uploads."""
-    manifest, images = example_batch_files()
+    manifest, images = _example_batch_files()
     return {ctx.tab.manifest: manifest, ctx.tab.images: images}
 
 
@@ -160,17 +160,17 @@ def upload_key(*files: str) -> str:
     return digest.hexdigest()
 
 
-def example_batch_files() -> tuple[str, str]:
+def _example_batch_files() -> tuple[str, str]:
     """The shipped examples as an upload would bring them: their manifest and a zip of their folders."""
-    files = _example_batch_files()
+    files = _written_example_files()
     if not all(Path(file).is_file() for file in files):  # swept away as an old temporary folder: make again
-        _example_batch_files.cache_clear()
-        files = _example_batch_files()
+        _written_example_files.cache_clear()
+        files = _written_example_files()
     return files
 
 
 @functools.cache
-def _example_batch_files() -> tuple[str, str]:
+def _written_example_files() -> tuple[str, str]:
     folder = Path(tempfile.mkdtemp(prefix="augclip-batch-example-"))
     manifest = folder / "examples.jsonl"
     shutil.copyfile(EXAMPLES_DIR / "manifest.jsonl", manifest)
@@ -184,19 +184,19 @@ def _example_batch_files() -> tuple[str, str]:
 # ---------------------------------------------------------------------------- what the page shows of a run
 
 
-def batch_updates(tab: BatchTab, result: BatchUploadResult, metric_keys: list[str]) -> Updates:
+def _batch_updates(tab: BatchTab, result: BatchUploadResult, metric_keys: list[str]) -> Updates:
     """The summary, the protocol table, the first per-edit rows and the downloads of a finished run."""
-    headers, rows, total = per_edit_rows(result, metric_keys)
-    text = summary_markdown(result)
+    headers, rows, total = _per_edit_rows(result, metric_keys)
+    text = _summary_markdown(result)
     if total > len(rows):
         text += f"\n\nShowing {len(rows)} of {total} per-edit rows."
     protocol_table = ({"headers": result.protocol_headers, "data": result.protocol_rows}
-                      if result.protocol_rows else empty_table(NO_PROTOCOL))
-    return {tab.summary: text, tab.protocol: protocol_table, tab.scores: per_edit_table(headers, rows, metric_keys),
-            tab.files: public_copies(result)}
+                      if result.protocol_rows else empty_table(_NO_PROTOCOL))
+    return {tab.summary: text, tab.protocol: protocol_table, tab.scores: _per_edit_table(headers, rows, metric_keys),
+            tab.files: _public_copies(result)}
 
 
-def summary_markdown(result: BatchUploadResult) -> str:
+def _summary_markdown(result: BatchUploadResult) -> str:
     """What ran and what failed, for people (the server's temporary paths are left out)."""
     summary = result.summary
     lines = []
@@ -222,7 +222,7 @@ def summary_markdown(result: BatchUploadResult) -> str:
     return "\n".join(lines)
 
 
-def per_edit_rows(result: BatchUploadResult, metrics: list[str]) -> tuple[list[str], list[list[Any]], int]:
+def _per_edit_rows(result: BatchUploadResult, metrics: list[str]) -> tuple[list[str], list[list[Any]], int]:
     """The first rows of the results CSV (identity columns, then the metrics), and the total row count."""
     headers = [*SHOWN_COLUMNS, *(METRICS[k].label if k in METRICS else k for k in metrics), "error"]
     rows, total = [], 0
@@ -243,7 +243,7 @@ def _number(text: str) -> float:
         return float("nan")
 
 
-def per_edit_table(headers: list[str], rows: list[list[Any]], metrics: list[str]) -> Any:
+def _per_edit_table(headers: list[str], rows: list[list[Any]], metrics: list[str]) -> Any:
     """The per-edit rows with every score shown with four decimals (and sorted as numbers), blank when missing."""
     import pandas as pd
 
@@ -252,7 +252,7 @@ def per_edit_table(headers: list[str], rows: list[list[Any]], metrics: list[str]
     return frame.style.format("{:.4f}", subset=labels, na_rep="")
 
 
-def public_copies(result: BatchUploadResult) -> list[str]:
+def _public_copies(result: BatchUploadResult) -> list[str]:
     """The downloads as a web client gets them: copies of the results and protocol files with every
     absolute path cut to its last component (the protocol names the server's results file, a run's
     signature its model folders). The originals stay as written: a later run of the same upload resumes

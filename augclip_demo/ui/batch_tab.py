@@ -16,12 +16,12 @@ from ..metrics.suite import METRICS, metric_keys
 from .views import empty_table
 
 MAX_SHOWN_ROWS = 500  # per-edit rows shown on the page; the downloads hold all of them
-EMPTY_PROTOCOL = ("No protocol figures yet: choose a manifest and its image zip (or press Load the shipped examples), "
+_EMPTY_PROTOCOL = ("No protocol figures yet: choose a manifest and its image zip (or press Load the shipped examples), "
                   "then Run batch.")
 EMPTY_SCORES = "No per-edit scores yet: they appear here when a batch has run."
 
 
-def batch_help(settings: Settings) -> str:
+def _batch_help(settings: Settings) -> str:
     return f"""
 **Score a whole benchmark.** Upload a **manifest** (JSONL, one item per line: `id`, `source`, `target_text`,
 optional `source_text`, `edits` with `path` / `name` / `role` (gt, ep, em, candidate), optional `human`
@@ -78,7 +78,7 @@ def build_batch_tab(settings: Settings, *, provider_choices: list[tuple[str, str
                     clip_choices: list[str]) -> BatchTab:
     """Lay out the tab (call inside ``gr.Blocks`` / ``gr.Tabs``); nothing is wired here."""
     with gr.Tab("Batch", id="batch"):
-        gr.Markdown(batch_help(settings))
+        gr.Markdown(_batch_help(settings))
         with gr.Row(equal_height=False):
             manifest = gr.File(label="Manifest (.jsonl)", file_types=[".jsonl", ".json", ".txt"], height=120,
                                elem_id="aug-batch-manifest")
@@ -99,7 +99,7 @@ def build_batch_tab(settings: Settings, *, provider_choices: list[tuple[str, str
         # page notes: those follow the Evaluate tab's CLIP model, this one the tab's own).
         needs = gr.HTML("", elem_id="aug-batch-needs", padding=False, visible=False)
         summary = gr.Markdown(elem_id="aug-batch-summary")
-        protocol = gr.Dataframe(empty_table(EMPTY_PROTOCOL),
+        protocol = gr.Dataframe(empty_table(_EMPTY_PROTOCOL),
                                 label="Protocols (metric x figure; 95% bootstrap CI in brackets)", interactive=False,
                                 wrap=True, elem_id="aug-batch-protocol")
         scores = gr.Dataframe(empty_table(EMPTY_SCORES),

@@ -114,7 +114,7 @@ def _explained(state: logic.Session | None) -> bool:
 # ---------------------------------------------------------------------------- scores
 
 
-def scored_updates(ctx: EvaluateContext, report: Report, state: logic.Session, *, clear: bool,
+def _scored_updates(ctx: EvaluateContext, report: Report, state: logic.Session, *, clear: bool,
                    archive: bool) -> Updates:
     """The scores shown (``clear``: and every figure of an earlier evaluation taken away)."""
     tab = ctx.tab
@@ -132,7 +132,7 @@ def scored_updates(ctx: EvaluateContext, report: Report, state: logic.Session, *
     return out
 
 
-def halted_updates(ctx: EvaluateContext, settings: Settings, state: logic.Session) -> Updates:
+def _halted_updates(ctx: EvaluateContext, settings: Settings, state: logic.Session) -> Updates:
     """Nothing scored: the status area names what is missing (no error toast, no red outputs)."""
     current = model_status(settings)
     return {**unchanged(ctx.tab.score_outputs),
@@ -152,7 +152,7 @@ def evaluate(ctx: EvaluateContext, source, edits, target, source_text, instructi
     ctx.folders.check_room("The evaluation")
     state = logic.Session(**{**own_folder(ctx, state, request).__dict__, "halted": None})
     if page and model_status(settings).state == "error":
-        return halted_updates(ctx, settings, state)
+        return _halted_updates(ctx, settings, state)
     try:
         report, state = logic.evaluate(
             settings, state, source=source, edits=edits,
@@ -167,8 +167,8 @@ def evaluate(ctx: EvaluateContext, source, edits, target, source_text, instructi
     except WeightsUnavailableError:
         if not page or model_status(settings).state != "error":
             raise  # not the page's CLIP (a feature network): its own message names it and the fix
-        return halted_updates(ctx, settings, state)
-    out = scored_updates(ctx, report, state, clear=True, archive=archive)
+        return _halted_updates(ctx, settings, state)
+    out = _scored_updates(ctx, report, state, clear=True, archive=archive)
     if page:
         out[ctx.tab.status_box] = status_html(model_status(settings), check_region_models(settings))
     ctx.sweep()
@@ -182,7 +182,7 @@ def rescore(ctx: EvaluateContext, src_box_value, tgt_box_value, classifier, C, w
     report, state = logic.rescore(ctx.settings_for(clip_model), state or logic.Session(),
                                   augclip_options(classifier, C, weighting, include_images),
                                   src_box_value or "", tgt_box_value or "")
-    return scored_updates(ctx, report, state, clear=False, archive=archive)
+    return _scored_updates(ctx, report, state, clear=False, archive=archive)
 
 
 def rescore_if_evaluated(ctx: EvaluateContext, src_box_value, tgt_box_value, classifier, C, weighting,
@@ -198,7 +198,7 @@ def rescore_if_evaluated(ctx: EvaluateContext, src_box_value, tgt_box_value, cla
 
 @user_facing
 @heavy_stage
-def edit_figure_updates(ctx: EvaluateContext, state, pick, kinds: tuple[str, ...] = views.PER_EDIT_FIGURES,
+def _edit_figure_updates(ctx: EvaluateContext, state, pick, kinds: tuple[str, ...] = views.PER_EDIT_FIGURES,
                         compute: bool = True) -> Updates:
     """The selected edit's relevancy maps and ranking charts (``kinds`` of them), each drawn the
     first time it is shown; ``compute``: its maps not computed yet are computed first."""
@@ -215,7 +215,7 @@ def edit_figure_updates(ctx: EvaluateContext, state, pick, kinds: tuple[str, ...
     return out
 
 
-def explained_updates(ctx: EvaluateContext, state: logic.Session, *, archive: bool, progress=None) -> Updates:
+def _explained_updates(ctx: EvaluateContext, state: logic.Session, *, archive: bool, progress=None) -> Updates:
     """The page's stage (``archive=False``) shows the scores' explanations with the selected edit's
     AugCLIP relevancy map; its other maps (:func:`show_other_maps`), the UMAP view and the ranking
     charts follow. The API endpoint (``archive=True``) is one call: it makes everything and
@@ -232,7 +232,7 @@ def explained_updates(ctx: EvaluateContext, state: logic.Session, *, archive: bo
     pick = choices[logic.selected_edit(state.report)]
     out = {tab.edit_pick: gr.Radio(choices=choices, value=pick, visible=True),
            tab.umap_plot: views.umap_plot(state.explained),
-           **edit_figure_updates(ctx, state, pick, kinds, compute=False),
+           **_edit_figure_updates(ctx, state, pick, kinds, compute=False),
            tab.relevancy_info: views.RELEVANCY_HELP + (f"\n\n{views.emphasis(scrub_paths(message))}" if message else ""),
            tab.downloads: files, tab.session_state: state}
     if not archive:  # drawn by the next stage; an earlier result's charts must not stay meanwhile
@@ -247,7 +247,7 @@ def explain(ctx: EvaluateContext, explain_enabled, state, progress=gr.Progress()
     """The explanations of the session's scores, when switched on (``archive``: the /explain endpoint)."""
     if not explain_enabled or _stopped(state):
         return unchanged(ctx.tab.explain_outputs)
-    return explained_updates(ctx, state, archive=archive, progress=timed(progress))
+    return _explained_updates(ctx, state, archive=archive, progress=timed(progress))
 
 
 @user_facing
@@ -282,7 +282,7 @@ def show_rankings(ctx: EvaluateContext, state, pick) -> Updates:
     is picked or when figures.zip is written."""
     if not _explained(state):
         return unchanged(ctx.tab.ranking_outputs)
-    out = edit_figure_updates(ctx, state, pick, views.RANKING_FIGURES)
+    out = _edit_figure_updates(ctx, state, pick, views.RANKING_FIGURES)
     out.pop(ctx.tab.exact_plot)
     if state.shown not in (None, views.picked_index(pick)):  # another edit was picked meanwhile
         return unchanged(ctx.tab.ranking_outputs)
@@ -294,20 +294,20 @@ def pick_edit(ctx: EvaluateContext, state, pick) -> Updates:
     """A click on another edit: the page shows it from now on, whatever stage is still running."""
     if state is not None:
         state.shown = views.picked_index(pick)
-    return edit_figure_updates(ctx, state, pick)
+    return _edit_figure_updates(ctx, state, pick)
 
 
 # ---------------------------------------------------------------------------- BPM
 
 
-def parse_updates(ctx: EvaluateContext, outcome) -> Updates:
+def _parse_updates(ctx: EvaluateContext, outcome) -> Updates:
     """The parse in the BPM tab's fields and its summary above them."""
     values = logic.fields_of(outcome)
     return {**{component: values[name] for component, name in zip(ctx.tab.parse_fields, logic.BPM_FIELDS)},
             ctx.tab.bpm_parse_info: views.parse_markdown(outcome)}
 
 
-def bpm_updates(ctx: EvaluateContext, report: Report, state: logic.Session, message: str | None, *, archive: bool,
+def _bpm_updates(ctx: EvaluateContext, report: Report, state: logic.Session, message: str | None, *, archive: bool,
                 plain: bool | None = None) -> Updates:
     """BPM's result shown: its panels and components, or why it did not run."""
     tab = ctx.tab
@@ -335,7 +335,7 @@ def bpm_updates(ctx: EvaluateContext, report: Report, state: logic.Session, mess
 @user_facing
 def parse_instruction(ctx: EvaluateContext, instruction_value, parser, clip_model) -> Updates:
     """Parse the instruction and show it, editable, before BPM runs."""
-    return parse_updates(ctx, logic.parse_for_bpm(ctx.settings_for(clip_model), instruction_value or "", parser))
+    return _parse_updates(ctx, logic.parse_for_bpm(ctx.settings_for(clip_model), instruction_value or "", parser))
 
 
 @user_facing
@@ -347,16 +347,16 @@ def bpm_stage(ctx: EvaluateContext, bpm_enabled, instruction_value, parser, clip
         return unchanged(ctx.tab.bpm_outputs)
     settings = ctx.settings_for(clip_model)
     outcome = logic.parse_for_bpm(settings, instruction_value or "", parser)
-    shown = parse_updates(ctx, outcome)
+    shown = _parse_updates(ctx, outcome)
     if outcome.parsed is None or outcome.parsed.confidence == "low":
         why = "the instruction has no parse" if outcome.parsed is None else "the parse has low confidence"
         message = (f"BPM waits for you: {why}. Check or fill the fields under Parse, then press Run BPM "
                    "with these fields.")
         report = logic.Evaluator(settings=settings).skip_bpm(state.report, message)
-        return {**bpm_updates(ctx, report, state, message, archive=archive), **shown}
+        return {**_bpm_updates(ctx, report, state, message, archive=archive), **shown}
     report, message = logic.run_bpm(settings, state, instruction=instruction_value or "", parser=parser,
                                     fields=logic.fields_of(outcome), progress=timed(progress))
-    return {**bpm_updates(ctx, report, state, message, archive=archive), **shown}
+    return {**_bpm_updates(ctx, report, state, message, archive=archive), **shown}
 
 
 @user_facing
@@ -374,7 +374,7 @@ def bpm_on_fields(ctx: EvaluateContext, instruction_value, parser, clip_model, o
     fields = {"o1": o1, "o2": o2, "size_state": size, "position_state": position, "reference": reference}
     report, message = logic.run_bpm(ctx.settings_for(clip_model), state, instruction=instruction_value or "",
                                     parser=parser, fields=fields, progress=timed(progress))
-    return bpm_updates(ctx, report, state, message, archive=True, plain=plain)
+    return _bpm_updates(ctx, report, state, message, archive=True, plain=plain)
 
 
 # ---------------------------------------------------------------------------- judge, downloads, comparison

@@ -20,9 +20,9 @@ from .hatie_tab import HatieTab, build_hatie_tab
 from .inputs import image_path_input, number_input
 from .session import judge_ready as judge_configured
 
-IMAGE_BUTTONS = ["download", "fullscreen"]
+_IMAGE_BUTTONS = ["download", "fullscreen"]
 #: The inputs an example fills, in its row's order.
-EXAMPLE_FIELDS = ("source", "edits", "target", "source_text", "instruction", "provider", "src_box", "tgt_box")
+_EXAMPLE_FIELDS = ("source", "edits", "target", "source_text", "instruction", "provider", "src_box", "tgt_box")
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class EvaluateOffer:
 
     @property
     def provider_choices(self) -> list[tuple[str, str]]:
-        return [(provider_label(item), item.name) for item in self.providers.values()]
+        return [(_provider_label(item), item.name) for item in self.providers.values()]
 
 
 def evaluate_offer(settings: Settings, *, clip_choices: list[str], cuda: bool, examples: list[Example]) -> EvaluateOffer:
@@ -51,12 +51,12 @@ def evaluate_offer(settings: Settings, *, clip_choices: list[str], cuda: bool, e
     return EvaluateOffer(
         clip_choices=clip_choices, providers=providers,
         default_provider=settings.attribute_provider if settings.attribute_provider in providers else "manual",
-        bpm_on=cuda or settings.bpm_preset == "fast", bpm_label=bpm_label(settings, cuda),
+        bpm_on=cuda or settings.bpm_preset == "fast", bpm_label=_bpm_label(settings, cuda),
         parsers=["rules", "llm"] if llm_ready else ["rules"], judge_ready=judge_ready, judge_where=judge_where,
         examples=examples)
 
 
-def provider_label(item: ProviderStatus) -> str:
+def _provider_label(item: ProviderStatus) -> str:
     """Dropdown text: the name plus what the user should know before choosing it."""
     if not item.available:
         return f"{item.name} (not configured)"
@@ -71,7 +71,7 @@ def provider_note(providers: dict[str, ProviderStatus], name: str) -> str:
     return f"<small>{html.escape(item.reason)}</small>" if item else ""
 
 
-def bpm_label(settings: Settings, cuda: bool) -> str:
+def _bpm_label(settings: Settings, cuda: bool) -> str:
     if settings.bpm_preset == "fast":
         return "BPM (fast preset: OWL-ViT + SAM 2.1 at 512 px)"
     return "BPM (GroundingDINO + SAM)" + ("" if cuda else "; slow on CPU")
@@ -203,7 +203,7 @@ class EvaluateTab:
 
     @property
     def example_inputs(self) -> list[Any]:
-        return [getattr(self, name) for name in EXAMPLE_FIELDS]
+        return [getattr(self, name) for name in _EXAMPLE_FIELDS]
 
     @property
     def evaluate_inputs(self) -> list[Any]:
@@ -247,7 +247,7 @@ def build_evaluate_tab(settings: Settings, offer: EvaluateOffer, *, session_stat
             parts["example_block"] = gr.Examples(
                 examples=[ex.row for ex in offer.examples],
                 example_labels=[ex.label for ex in offer.examples],
-                inputs=[parts[name] for name in EXAMPLE_FIELDS],
+                inputs=[parts[name] for name in _EXAMPLE_FIELDS],
                 label="Start from an example (one click loads and runs it)",
                 examples_per_page=8,
             ) if offer.examples else None
@@ -346,7 +346,7 @@ def _results() -> dict[str, Any]:
 
 
 def _figure(label: str, elem_id: str) -> gr.Image:
-    return gr.Image(label=label, type="filepath", elem_id=elem_id, show_label=False, buttons=IMAGE_BUTTONS)
+    return gr.Image(label=label, type="filepath", elem_id=elem_id, show_label=False, buttons=_IMAGE_BUTTONS)
 
 
 def _explanations() -> dict[str, Any]:

@@ -65,7 +65,7 @@ class ExploreContext:
         return self.shelf.store(state["key"], state.get("judgments"))
 
 
-def discard_upload(path: Path) -> None:
+def _discard_upload(path: Path) -> None:
     """Delete an uploaded results file once it has been read, if it is in Gradio's upload folder (never a path
     outside it)."""
     from gradio.utils import get_upload_folder
@@ -88,7 +88,7 @@ def open_results_file(ctx: ExploreContext, label, upload, current):
         try:
             key = "upload:" + shelf.add_upload(Path(upload), ctx.settings.upload_max_zip_mb)
         finally:  # read into the store's memory, or refused: the copy on disk would only take room under the cap
-            discard_upload(Path(upload))
+            _discard_upload(Path(upload))
     elif label:
         key = "named:" + str(label)
     else:
@@ -173,7 +173,7 @@ def compare_picked(ctx: ExploreContext, current):
 
 
 # ---------------------------------------------------------------------------------------------- the views
-def grid_updates(current: dict[str, Any], store: ResultsStore, sort: str, descending: bool, page: Any) -> list[Any]:
+def _grid_updates(current: dict[str, Any], store: ResultsStore, sort: str, descending: bool, page: Any) -> list[Any]:
     """The active slice's page and, beside it, the compared slice's (same sort and page; the disagreement
     order is the active slice's A and B, so the compared slice is shown by id then): the caption, then the
     values of ExploreTab.grid_outputs."""
@@ -199,7 +199,7 @@ def views(ctx: ExploreContext, current, compare, sort, descending, page):
     other = compared_slice(current)
     board2 = (gr.update(value=board_frame(store, other)[0], visible=True, label=f"Compared slice: {other.name}")
               if other is not None else gr.update(visible=False))
-    caption, *grids = grid_updates(current, store, sort, descending, page)
+    caption, *grids = _grid_updates(current, store, sort, descending, page)
     beside = gr.update(visible=other is not None)  # the compared slice's agreement and disagreements
     return (current, f"**Slice** {html.escape(active.describe())} · {caption}", board, board2, board_notes,
             *grids, beside, beside)
@@ -211,7 +211,7 @@ def details(ctx: ExploreContext, current, a, b, sort, descending, page):
     grid again when it is sorted by disagreement."""
     current = session_state(current)
     store, active = ctx.store(current), active_slice(current)
-    found, found2 = found_frames(current, store, a, b)
+    found, found2 = _found_frames(current, store, a, b)
     pictures, rows = gr.skip(), gr.skip()
     if sort == DISAGREEMENT_SORT:
         pictures, rows, current["page_items"], _ = grid_views(store, active, sort, descending, page,
@@ -221,7 +221,7 @@ def details(ctx: ExploreContext, current, a, b, sort, descending, page):
     return (current, found, *agreement_frames(store, active), *second, pictures, rows, found2)
 
 
-def found_frames(current: dict[str, Any], store: ResultsStore, a: str | None, b: str | None) -> tuple[Any, Any]:
+def _found_frames(current: dict[str, Any], store: ResultsStore, a: str | None, b: str | None) -> tuple[Any, Any]:
     """The disagreements of ``a`` and ``b`` in the active slice and, beside them, in the compared one (none:
     left as shown, hidden); their items go to the state for the clicks."""
     found, current["found"] = found_frame(store, active_slice(current), a, b)
@@ -238,7 +238,7 @@ def found_frames(current: dict[str, Any], store: ResultsStore, a: str | None, b:
 def regrid(ctx: ExploreContext, current, sort, descending, page):
     """The grids again (another sort or page)."""
     current = session_state(current)
-    _, *grids = grid_updates(current, ctx.store(current), sort, descending, page)
+    _, *grids = _grid_updates(current, ctx.store(current), sort, descending, page)
     return current, *grids
 
 
@@ -246,7 +246,7 @@ def regrid(ctx: ExploreContext, current, sort, descending, page):
 def refound(ctx: ExploreContext, current, a, b):
     """The disagreements of both slices again (another A or B)."""
     current = session_state(current)
-    return current, *found_frames(current, ctx.store(current), a, b)
+    return current, *_found_frames(current, ctx.store(current), a, b)
 
 
 # ---------------------------------------------------------------------------------------------- an item
@@ -272,9 +272,9 @@ def cell_items(ctx: ExploreContext, current, evt: gr.SelectData):
     if not 0 <= row < len(store.metrics):
         raise InputError("click a cell of a metric's row")
     a = store.metrics[row]
-    b = store.metrics[column - 1] if evt.target is not None and getattr(evt.target, "elem_id", "") == \
+    b = store.metrics[column - 1] if evt.target is not None and getattr(evt.target, "elem_id", "") ==\
         "aug-explore-matrix" and 1 <= column <= len(store.metrics) else HUMAN
-    return current, a, b, *found_frames(current, store, a, b), gr.Tabs(selected="explore-disagreements")
+    return current, a, b, *_found_frames(current, store, a, b), gr.Tabs(selected="explore-disagreements")
 
 
 # ---------------------------------------------------------------------------------------------- out of the tab
@@ -292,7 +292,7 @@ def make_report(ctx: ExploreContext, current, a, b, request: gr.Request):
     return str(path)
 
 
-def evaluate_values(inputs: EvaluateInputs, clip_choices: list[str], parser_choices: list[str] | None = None) \
+def evaluate_values(inputs: EvaluateInputs, clip_choices: list[str], parser_choices: list[str] | None = None)\
         -> tuple[dict[str, Any], list[str]]:
     """The Evaluate inputs for a record's ``inputs``, by :data:`.explore_tab.EvaluateHandoff.FIELDS` name
     (``gr.skip()``: kept as the page has it), and the notes that say what the page cannot take over."""

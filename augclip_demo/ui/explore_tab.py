@@ -36,12 +36,12 @@ def build_explore_tab(settings: Settings, *, folders: WorkFolders | None = None,
     with gr.Tab("Explore", id="explore"):
         gr.Markdown(explore_help(settings))
         tab = build_explore_layout(shelf)
-        wire_explore_tab(tab, ctx)
+        _wire_explore_tab(tab, ctx)
         slice_study_control(settings, tab.state, shelf)  # ui/study_tab.py: operator only
     return EvaluateHandoff(tab.to_evaluate, tab.state, ctx)
 
 
-def wire_explore_tab(tab: ExploreTab, ctx: ExploreContext) -> None:
+def _wire_explore_tab(tab: ExploreTab, ctx: ExploreContext) -> None:
     """Every event of the tab (the button to Evaluate: :meth:`EvaluateHandoff.wire`)."""
     state, grid_inputs = tab.state, tab.grid_inputs
     private = {"api_visibility": "private"}  # the page's own events: not an API for other programs

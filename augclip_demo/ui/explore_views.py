@@ -145,7 +145,7 @@ def inspect_views(store: ResultsStore, item: int) -> tuple[str, list, Any, dict[
     return text, pictures, frame(headers, rows, "This item has no edits."), scrub_paths_in(record)
 
 
-def slice_report(store: ResultsStore, active: Slice, a: str | None, b: str | None) -> SliceReport:
+def _slice_report(store: ResultsStore, active: Slice, a: str | None, b: str | None) -> SliceReport:
     """What the report shows of a slice: its leaderboard, agreement (within the page's bound) and the
     disagreements of ``a`` and ``b``."""
     try:
@@ -163,7 +163,7 @@ def slice_report(store: ResultsStore, active: Slice, a: str | None, b: str | Non
 
 def report_page(store: ResultsStore, active: Slice, compared: Slice | None, a: str | None, b: str | None) -> str:
     """The shareable HTML report of ``active`` and, after it, of the ``compared`` slice when there is one."""
-    sections = [slice_report(store, active, a, b)]
+    sections = [_slice_report(store, active, a, b)]
     if compared is not None:
-        sections.append(slice_report(store, compared, a, b))
+        sections.append(_slice_report(store, compared, a, b))
     return report_html(store, sections, a or "", b or "")

@@ -25,16 +25,16 @@ from ..pipeline import FeatureNetworks
 
 DEMO_CLIP = "random:tiny"
 #: The demo's other models: tiny random networks of each family (nothing to download, seconds on a CPU).
-DEMO_MODELS: dict[str, str] = {"gdino_model": "random:tiny", "sam_model": "random:tiny",
+_DEMO_MODELS: dict[str, str] = {"gdino_model": "random:tiny", "sam_model": "random:tiny",
                                "fast_detector_model": "random:tiny", "fast_sam_model": "random:test",
                                "hatie_clip": "random:tiny", "hatie_dino": "random:tiny-v2",
                                "hatie_lpips": "random:alex"}
 #: The demo's reference / preservation networks (the Evaluate tab's optional network metrics).
-DEMO_NETWORKS = FeatureNetworks(dino="random:tiny", structure="random:tiny", lpips="random:squeeze",
+_DEMO_NETWORKS = FeatureNetworks(dino="random:tiny", structure="random:tiny", lpips="random:squeeze",
                                 pie_clip=DEMO_CLIP)
-DEMO_BUTTON = "Try the untrained demo (random weights: every score meaningless, the whole tool works)"
+_DEMO_BUTTON = "Try the untrained demo (random weights: every score meaningless, the whole tool works)"
 #: How long a note waits for the background check before it shows nothing (it is redrawn on the next change).
-CHECK_WAIT_S = 20.0
+_CHECK_WAIT_S = 20.0
 
 CSS = """
 .aug-needs {background: #fff7e0; border-left: 4px solid #e08a00; color: #4a3000; padding: 4px 10px; margin: 2px 0;
@@ -49,7 +49,7 @@ CSS = """
 def demo_settings(settings: Settings) -> Settings:
     """In the untrained demo (CLIP ``random:tiny``) every model is a random one too, so every feature runs."""
     if settings.clip_model.strip() == DEMO_CLIP:
-        return settings.replace(**DEMO_MODELS)
+        return settings.replace(**_DEMO_MODELS)
     return settings
 
 
@@ -59,7 +59,7 @@ def demo_offered(settings: Settings) -> bool:
     return not settings.allowed_models or DEMO_CLIP in (settings.clip_model.strip(), *settings.allowed_models)
 
 
-def demo_hint(settings: Settings, text: str = ", or press the untrained demo button at the top") -> str:
+def _demo_hint(settings: Settings, text: str = ", or press the untrained demo button at the top") -> str:
     """``text`` when the demo is offered (:func:`demo_offered`), else "": a message never names a button
     the page does not show."""
     return text if demo_offered(settings) else ""
@@ -68,7 +68,7 @@ def demo_hint(settings: Settings, text: str = ", or press the untrained demo but
 def demo_networks(settings: Settings) -> FeatureNetworks | None:
     """The demo's random feature networks when the demo is on (``settings`` from :func:`demo_settings`), else
     None: the benchmarks' own networks."""
-    return DEMO_NETWORKS if settings.clip_model.strip() == DEMO_CLIP else None
+    return _DEMO_NETWORKS if settings.clip_model.strip() == DEMO_CLIP else None
 
 
 @dataclass
@@ -122,10 +122,10 @@ def cannot_run(settings: Settings, feature: str, *, wait_s: float = 0.0) -> str 
     names = ", ".join(m.need.label for m in missing)
     return (f"{FEATURES[feature][0].upper() + FEATURES[feature][1:]} cannot run here: no weights for {names} "
             f"({missing[0].reason}). Fix: run `{download_command(settings, feature)}` where there is internet and "
-            f"restart{demo_hint(settings)}.")
+            f"restart{_demo_hint(settings)}.")
 
 
-def note_html(message: str | None) -> str:
+def _note_html(message: str | None) -> str:
     if not message:
         return ""
     parts = html.escape(message).split("`")
@@ -135,26 +135,26 @@ def note_html(message: str | None) -> str:
 
 def note(feature: str, where: str) -> gr.HTML:
     """An empty note to place beside a button of ``feature`` ("scores", "bpm", "hatie"); :func:`wire` fills it."""
-    return gr.HTML("", elem_id=f"{NOTE_PREFIX}{feature}-{where}", padding=False, visible=False)
+    return gr.HTML("", elem_id=f"{_NOTE_PREFIX}{feature}-{where}", padding=False, visible=False)
 
 
-NOTE_PREFIX = "aug-note-"
+_NOTE_PREFIX = "aug-note-"
 
 
-def draw_note(feature: str, settings: Settings, status_of: Callable[[Settings], Any], *,
+def _draw_note(feature: str, settings: Settings, status_of: Callable[[Settings], Any], *,
               what: str = "Evaluate, the examples and the attribute extraction cannot run") -> str:
     """The note of ``feature`` for ``settings``: empty when it can run (waits for the checks, bounded).
     ``what``: the scores note's words for what cannot run."""
     if feature == "scores":
         status = status_of(settings)
-        deadline = time.monotonic() + CHECK_WAIT_S
+        deadline = time.monotonic() + _CHECK_WAIT_S
         while status.state == "loading" and time.monotonic() < deadline:
             time.sleep(0.2)
-        return note_html(scores_message(settings, status, what=what))
-    return note_html(cannot_run(settings, feature, wait_s=CHECK_WAIT_S))
+        return _note_html(scores_message(settings, status, what=what))
+    return _note_html(cannot_run(settings, feature, wait_s=_CHECK_WAIT_S))
 
 
-def batch_features(metric_keys: list[str] | None) -> list[str]:
+def _batch_features(metric_keys: list[str] | None) -> list[str]:
     """The features (keys of :data:`FEATURES`) a batch with ``metric_keys`` runs: the scores always (CLIP
     embeds every item), BPM and HATIE when one of their metrics is chosen."""
     chosen = set(metric_keys or [])
@@ -165,15 +165,15 @@ def batch_features(metric_keys: list[str] | None) -> list[str]:
 def batch_note(settings: Settings, metric_keys: list[str] | None, status_of: Callable[[Settings], Any]) -> str:
     """The note beside the Batch tab's Run button: every chosen feature that cannot run with ``settings``
     (the batch's, from :func:`demo_settings`), one line each; empty when all can."""
-    return "".join(draw_note(feature, settings, status_of, what="a batch cannot run")
-                   for feature in batch_features(metric_keys))
+    return "".join(_draw_note(feature, settings, status_of, what="a batch cannot run")
+                   for feature in _batch_features(metric_keys))
 
 
 def wire(demo: gr.Blocks, clip_model: Any, settings_for: Callable[[str | None], Settings],
          status_of: Callable[[Settings], Any]) -> None:
     """Fill every note (and the demo banner) when the page loads and whenever the CLIP model changes."""
-    notes = [(block, block.elem_id[len(NOTE_PREFIX):].split("-")[0]) for block in list(demo.blocks.values())
-             if isinstance(block, gr.HTML) and str(getattr(block, "elem_id", "") or "").startswith(NOTE_PREFIX)]
+    notes = [(block, block.elem_id[len(_NOTE_PREFIX):].split("-")[0]) for block in list(demo.blocks.values())
+             if isinstance(block, gr.HTML) and str(getattr(block, "elem_id", "") or "").startswith(_NOTE_PREFIX)]
     banners = [block for block in demo.blocks.values() if getattr(block, "elem_id", None) == "aug-demo-banner"]
     buttons = [block for block in demo.blocks.values()
                if getattr(block, "elem_id", None) == "aug-demo" and getattr(block, "visible", False)]
@@ -188,8 +188,8 @@ def wire(demo: gr.Blocks, clip_model: Any, settings_for: Callable[[str | None], 
             settings = settings_for(clip)
         except Exception:  # noqa: BLE001 - a model the page does not offer: the status area says so
             return [shown("")] * len(notes + banners) + [gr.update(visible=not demo_on)] * len(buttons)
-        return ([shown(draw_note(feature, settings, status_of)) for _, feature in notes]
-                + [shown(demo_banner(clip))] * len(banners) + [gr.update(visible=not demo_on)] * len(buttons))
+        return ([shown(_draw_note(feature, settings, status_of)) for _, feature in notes]
+                + [shown(_demo_banner(clip))] * len(banners) + [gr.update(visible=not demo_on)] * len(buttons))
 
     for event in (demo.load, clip_model.change):
         event(draw, clip_model, outputs, api_name=False, show_progress="hidden")
@@ -201,10 +201,10 @@ def scores_message(settings: Settings, status: Any, *,
     if status.state != "error":
         return None
     return (f"No weights for the CLIP model {settings.clip_model} here: {what}. Fix: run "
-            f"`{download_command(settings, 'scores')}` where there is internet and restart{demo_hint(settings)}.")
+            f"`{download_command(settings, 'scores')}` where there is internet and restart{_demo_hint(settings)}.")
 
 
-def demo_banner(clip: str | None) -> str:
+def _demo_banner(clip: str | None) -> str:
     """Shown while the demo runs: what it is, and how to leave it."""
     if (clip or "").strip() != DEMO_CLIP:
         return ""
@@ -215,6 +215,6 @@ def demo_banner(clip: str | None) -> str:
 
 def build_demo_controls(*, visible: bool = True) -> gr.Button:
     """The demo button (under the status area) and its banner; the caller wires the button to run an example."""
-    button = gr.Button(DEMO_BUTTON, size="sm", variant="secondary", elem_id="aug-demo", visible=visible)
+    button = gr.Button(_DEMO_BUTTON, size="sm", variant="secondary", elem_id="aug-demo", visible=visible)
     gr.HTML("", elem_id="aug-demo-banner", padding=False, visible=False)
     return button

@@ -23,7 +23,7 @@ from ..inference.device import is_out_of_memory
 
 log = logging.getLogger(__name__)
 
-SESSION_FOLDER_PREFIX = "augclip-app-"  # storage.WorkFolders' page sessions
+_SESSION_FOLDER_PREFIX = "augclip-app-"  # storage.WorkFolders' page sessions
 
 
 def page_was_left(exc: BaseException) -> bool:
@@ -34,7 +34,7 @@ def page_was_left(exc: BaseException) -> bool:
         return False
     path = Path(str(filename))
     for folder in (path, *path.parents):
-        if folder.name.startswith(SESSION_FOLDER_PREFIX):
+        if folder.name.startswith(_SESSION_FOLDER_PREFIX):
             return not folder.exists()
     return False
 
@@ -50,7 +50,7 @@ def user_facing(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise
         except AugclipError as exc:
             # The message is the whole story: no traceback in the server console for an expected error.
-            raise gr.Error(as_html(scrub_paths(str(exc))), title="Cannot do that", print_exception=False) from None
+            raise gr.Error(_as_html(scrub_paths(str(exc))), title="Cannot do that", print_exception=False) from None
         except RecursionError:
             log.exception("recursion too deep in %s", fn.__name__)
             raise gr.Error("The input is nested too deeply to be read.") from None
@@ -92,7 +92,7 @@ def scrub_paths_in(value: Any, known: Sequence[str] = ()) -> Any:
     return value
 
 
-def as_html(message: str) -> str:
+def _as_html(message: str) -> str:
     """Gradio renders error messages as HTML: escape markup (file names may hold any text), keep line breaks."""
     return html.escape(message, quote=False).replace("\n", "<br>")
 

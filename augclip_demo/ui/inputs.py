@@ -73,7 +73,7 @@ def number_input(value: float | None, **kwargs: Any) -> gr.Number:
 
 
 #: Text boxes that hold one attribute per line (bounded per line and in count, not in total characters).
-ATTRIBUTE_BOXES = frozenset({"aug-src-attrs", "aug-tgt-attrs"})
+_ATTRIBUTE_BOXES = frozenset({"aug-src-attrs", "aug-tgt-attrs"})
 
 
 def bound_inputs(blocks: gr.Blocks, settings: Any) -> int:
@@ -105,7 +105,7 @@ def _name(component: Any) -> str:
 
 def _bound_text(component: gr.Textbox, settings: Any) -> None:
     original = component.preprocess
-    attributes = component.elem_id in ATTRIBUTE_BOXES
+    attributes = component.elem_id in _ATTRIBUTE_BOXES
 
     def preprocess(payload: Any) -> str | None:
         if payload is None:

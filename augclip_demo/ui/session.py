@@ -28,7 +28,7 @@ from ..pipeline import FEATURE_METRICS, AugCLIPOptions, Evaluator, FeatureNetwor
 from ..report import Report
 from .status import first_result_work
 
-MAX_EDITS = DEFAULT_MAX_EDITS  # the default; Settings.max_edits (AUGCLIP_MAX_EDITS) is what counts
+_MAX_EDITS = DEFAULT_MAX_EDITS  # the default; Settings.max_edits (AUGCLIP_MAX_EDITS) is what counts
 
 Progress = Callable[[float, str], None]
 
@@ -66,7 +66,7 @@ def lines(text: str | None) -> list[str]:
     return [line.strip() for line in (text or "").splitlines() if line.strip()]
 
 
-def check_upload(path: str | None, label: str, max_mb: float) -> str:
+def _check_upload(path: str | None, label: str, max_mb: float) -> str:
     if not path:
         raise InputError(f"{label}: no file uploaded")
     if not isinstance(path, str) or not os.path.isfile(path):
@@ -90,7 +90,7 @@ def offered_clip_model(spec: str | None, choices: list[str]) -> str | None:
     return spec or None
 
 
-def load_inputs(settings: Settings, source: str | None, edits: list[str] | None) -> tuple[LoadedImage, list[LoadedImage]]:
+def _load_inputs(settings: Settings, source: str | None, edits: list[str] | None) -> tuple[LoadedImage, list[LoadedImage]]:
     if not source:
         raise InputError("Upload a source image first (left column).")
     edits = [e for e in (edits or []) if e]
@@ -102,9 +102,9 @@ def load_inputs(settings: Settings, source: str | None, edits: list[str] | None)
     limit, pixels, side = settings.max_upload_mb, settings.max_image_pixels, settings.max_image_side
     budget = PixelBudget(settings.max_request_pixels)  # shared by this request's images
     budget.check_files([source, *edits])  # from the headers, before anything is decoded
-    src = open_image(check_upload(source, "source image", limit), name="source: " + Path(source).name, max_pixels=pixels,
+    src = open_image(_check_upload(source, "source image", limit), name="source: " + Path(source).name, max_pixels=pixels,
                      max_side=side, budget=budget)
-    loaded = [open_image(check_upload(path, f"edited image {i + 1}", limit), name=Path(path).name, max_pixels=pixels,
+    loaded = [open_image(_check_upload(path, f"edited image {i + 1}", limit), name=Path(path).name, max_pixels=pixels,
                          max_side=side, budget=budget)
               for i, path in enumerate(edits)]
     return src, loaded
@@ -124,7 +124,7 @@ def extract_attributes(evaluator: Evaluator, source: LoadedImage, target_text: s
                                         progress=progress)
 
 
-def attributes_from_boxes(source_text_box: str, target_text_box: str, session: Session) -> Attributes | None:
+def _attributes_from_boxes(source_text_box: str, target_text_box: str, session: Session) -> Attributes | None:
     """The lists in the two text boxes, with provenance saying whether the user edited them."""
     src, tgt = lines(source_text_box), lines(target_text_box)
     if not src and not tgt:
@@ -171,11 +171,11 @@ def evaluate(
     # Report the first missing input in the page's order: source image, target text, edited images.
     if source and not (target_text or "").strip():
         raise InputError("The target text is empty: type the instruction or the description of the edit.")
-    src, loaded = load_inputs(settings, source, edits)
+    src, loaded = _load_inputs(settings, source, edits)
     progress(0.02, "loading models")
     evaluator = Evaluator(settings=settings, options=options, networks=networks)
     key = attributes_key(src, target_text, source_text, provider, settings.clip_model)
-    boxes = attributes_from_boxes(source_attrs_box, target_attrs_box, session)
+    boxes = _attributes_from_boxes(source_attrs_box, target_attrs_box, session)
     stale = (boxes is not None and session.extracted is not None and session.attributes_key != key
              and (boxes.source, boxes.target) == (session.extracted.source, session.extracted.target))
     extracting = boxes is None or (stale and provider != "manual")
@@ -191,11 +191,11 @@ def evaluate(
 
     references: dict[str, Any] = {}
     if ground_truth:
-        check_upload(ground_truth, "ground-truth image", settings.max_upload_mb)
+        _check_upload(ground_truth, "ground-truth image", settings.max_upload_mb)
         references["ground_truth"] = open_image(ground_truth, name="ground truth", max_pixels=settings.max_image_pixels,
                                                   max_side=settings.max_image_side)
     if edit_mask:
-        check_upload(edit_mask, "edit mask", settings.max_upload_mb)
+        _check_upload(edit_mask, "edit mask", settings.max_upload_mb)
         references["edit_mask"] = open_image(edit_mask, name="edit mask", max_pixels=settings.max_image_pixels,
                                                max_side=settings.max_image_side)
     with first_result_work():
@@ -218,7 +218,7 @@ def rescore(settings: Settings, session: Session, options: AugCLIPOptions, sourc
         raise InputError("Nothing to re-score yet: press Evaluate first.")
     if session.clip_model != settings.clip_model:
         raise InputError("The CLIP model changed since the last evaluation: press Evaluate to encode with it.")
-    attributes = attributes_from_boxes(source_attrs_box, target_attrs_box, session)
+    attributes = _attributes_from_boxes(source_attrs_box, target_attrs_box, session)
     if attributes is None:
         raise InputError("Both attribute lists are empty: type at least one source and one target attribute.")
     report = Evaluator(settings=settings).rescore(session.report, options, attributes)
@@ -230,7 +230,7 @@ def extract(settings: Settings, session: Session, *, source: str | None, target_
     """Extract attributes for the current inputs and remember which inputs they belong to."""
     if not source:
         raise InputError("Upload a source image first: source attributes are read from it.")
-    loaded = open_image(check_upload(source, "source image", settings.max_upload_mb), max_pixels=settings.max_image_pixels,
+    loaded = open_image(_check_upload(source, "source image", settings.max_upload_mb), max_pixels=settings.max_image_pixels,
                         max_side=settings.max_image_side)
     attrs = extract_attributes(Evaluator(settings=settings), loaded, target_text, source_text, provider, progress)
     key = attributes_key(loaded, target_text or "", source_text or "", provider, settings.clip_model)
@@ -239,7 +239,7 @@ def extract(settings: Settings, session: Session, *, source: str | None, target_
 
 def save_attributes(session: Session, source_attrs_box: str, target_attrs_box: str) -> str:
     """Write the attribute boxes as attributes.json (the format every provider saves); returns the path."""
-    attrs = attributes_from_boxes(source_attrs_box, target_attrs_box, session)
+    attrs = _attributes_from_boxes(source_attrs_box, target_attrs_box, session)
     if attrs is None:
         raise InputError("Both attribute lists are empty: nothing to save.")
     folder = Path(session.output_dir or tempfile.mkdtemp(prefix="augclip-app-"))

@@ -38,9 +38,9 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-PREFIXES = ("augclip-app-", "augclip-batch-")
+_PREFIXES = ("augclip-app-", "augclip-batch-")
 MIN_AGE_S = 120.0
-SWEEP_INTERVAL_S = 30.0
+_SWEEP_INTERVAL_S = 30.0
 MB = 1 << 20
 
 
@@ -110,7 +110,7 @@ class WorkFolders:
         if not folder:
             return
         path = Path(folder)
-        if path.parent == self.root and path.name.startswith(PREFIXES):
+        if path.parent == self.root and path.name.startswith(_PREFIXES):
             with self._lock:
                 for folders in self._by_session.values():
                     if path in folders:
@@ -120,7 +120,7 @@ class WorkFolders:
     def ours(self) -> list[Path]:
         """Every ``augclip-app-*`` / ``augclip-batch-*`` folder under the root."""
         try:
-            return [p for p in self.root.iterdir() if p.name.startswith(PREFIXES) and p.is_dir() and not p.is_symlink()]
+            return [p for p in self.root.iterdir() if p.name.startswith(_PREFIXES) and p.is_dir() and not p.is_symlink()]
         except OSError:
             return []
 
@@ -216,7 +216,7 @@ class WorkFolders:
                 log.warning("upload of %d bytes refused: the app's files are at their cap", size)
         self._wake.set()  # the timer sweeps now (evicting old files makes room)
 
-    def watch_uploads(self, blocks: object, sweep: Callable[[], object], interval: float = SWEEP_INTERVAL_S) -> None:
+    def watch_uploads(self, blocks: object, sweep: Callable[[], object], interval: float = _SWEEP_INTERVAL_S) -> None:
         """Count ``blocks``' uploads on arrival and run ``sweep`` every ``interval`` seconds (and after an
         upload), in a daemon thread, for as long as the process lives."""
         counted = _CountedSet(self, getattr(blocks, "upload_file_set", ()))

@@ -73,7 +73,7 @@ def _message(exc: AugclipError) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- the work
-def operator_status(settings: Settings, name: str, results: str | None) -> str:
+def _operator_status(settings: Settings, name: str, results: str | None) -> str:
     """The tab's report (Markdown): progress, rater agreement and, with a results file, the metrics'."""
     data = store.load_study(settings.study_db_path, name.strip())
     report = study_agreement(data, [results] if results else [])
@@ -82,7 +82,7 @@ def operator_status(settings: Settings, name: str, results: str | None) -> str:
     return f"{head}\n\n{_tables_markdown(report_tables(report))}" + (f"\n\n**Notes**{notes}" if notes else "")
 
 
-def operator_add_raters(settings: Settings, name: str, count: float | None, base_url: str) -> str:
+def _operator_add_raters(settings: Settings, name: str, count: float | None, base_url: str) -> str:
     """Add ``count`` raters to the study; their links (shown once) as a Markdown list."""
     raters = store.add_raters(settings.study_db_path, name.strip(), count=int(count or 0))
     lines = ["Each link is shown once; send each rater their own.", ""]
@@ -90,7 +90,7 @@ def operator_add_raters(settings: Settings, name: str, count: float | None, base
     return "\n".join(lines)
 
 
-def operator_export(settings: Settings, name: str, folder: Path) -> list[str]:
+def _operator_export(settings: Settings, name: str, folder: Path) -> list[str]:
     """The judgments as CSV and as manifest lines, written into ``folder`` (a session's work folder)."""
     data = store.load_study(settings.study_db_path, name.strip())
     csv_path = folder / f"{data.study.name}-judgments.csv"
@@ -107,7 +107,7 @@ def show_agreement(ctx: StudyContext, token_value: str, study: str, results_file
     """Show agreement (and each 30 s while followed): the study's report, or why not."""
     try:
         ctx.operator.check(token_value, request)
-        return operator_status(ctx.settings, study, results_file)
+        return _operator_status(ctx.settings, study, results_file)
     except AugclipError as exc:
         return _message(exc)
 
@@ -122,7 +122,7 @@ def add_raters(ctx: StudyContext, token_value: str, study: str, n: float | None,
     base = str(getattr(request, "request", request).base_url) if request is not None else "/"
     try:
         ctx.operator.check(token_value, request)
-        return operator_add_raters(ctx.settings, study, n, base)
+        return _operator_add_raters(ctx.settings, study, n, base)
     except AugclipError as exc:
         return _message(exc)
 
@@ -144,7 +144,7 @@ def export_judgments(ctx: StudyContext, token_value: str, study: str,
         ctx.operator.check(token_value, request)
         ctx.folders.check_room("The export")
         folder = ctx.folders.new(getattr(request, "session_hash", None))
-        paths = operator_export(ctx.settings, study, folder)
+        paths = _operator_export(ctx.settings, study, folder)
     except AugclipError as exc:
         return [], _message(exc)
     return paths, EXPORTED

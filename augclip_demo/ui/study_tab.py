@@ -28,11 +28,11 @@ def build_study_tab(settings: Settings, *, folders: WorkFolders | None = None,
     """The Study tab's contents, wired (call inside ``gr.Tab``); exports go into ``folders`` (the app's work
     folders)."""
     tab = lay_out_study_tab()
-    wire_study_tab(on.StudyContext(settings=settings, folders=folders or WorkFolders(), operator=operator), tab)
+    _wire_study_tab(on.StudyContext(settings=settings, folders=folders or WorkFolders(), operator=operator), tab)
     return tab
 
 
-def wire_study_tab(ctx: on.StudyContext, tab: StudyTab) -> None:
+def _wire_study_tab(ctx: on.StudyContext, tab: StudyTab) -> None:
     """Every event of the Study tab (none in the API: the operator's actions are the page's alone)."""
     show = bind(on.show_agreement, ctx)
     tab.refresh.click(show, [tab.token, tab.name, tab.results], tab.out, api_visibility="private")
@@ -50,11 +50,11 @@ def slice_study_control(settings: Settings, state: gr.State, shelf: Shelf,
     name and the design; the study is made over the active slice's edits (``state``: the tab's state, holding
     the open file's key and the active slice; ``shelf``: the tab's :class:`~augclip_demo.explore.shelf.Shelf`)."""
     form = lay_out_slice_study_form()
-    wire_slice_study_form(on.SliceStudyContext(settings=settings, shelf=shelf, operator=operator), form, state)
+    _wire_slice_study_form(on.SliceStudyContext(settings=settings, shelf=shelf, operator=operator), form, state)
     return form
 
 
-def wire_slice_study_form(ctx: on.SliceStudyContext, form: SliceStudyForm, state: Any) -> None:
+def _wire_slice_study_form(ctx: on.SliceStudyContext, form: SliceStudyForm, state: Any) -> None:
     """The form's one event (not in the API either); ``state``: the Explore tab's, read for the open file and
     the active slice."""
     form.make.click(bind(on.make_study_from_slice, ctx), form.inputs(state), form.said, api_visibility="private")

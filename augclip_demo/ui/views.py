@@ -54,15 +54,15 @@ BPM_HELP = (
     "description-style target fill o1 / o2, and press *Run BPM with these fields*."
 )
 
-TABLE_METRICS = ["augclip", "clip_dir", "clip_i", "clip_t", "l2", "bpm", "judge_sc", "judge_pq", "judge_overall"]
-JUDGE_HELP = ("MLLM judge (0-10, higher is better): SC = semantic consistency (the request carried out, the rest "
+_TABLE_METRICS = ["augclip", "clip_dir", "clip_i", "clip_t", "l2", "bpm", "judge_sc", "judge_pq", "judge_overall"]
+_JUDGE_HELP = ("MLLM judge (0-10, higher is better): SC = semantic consistency (the request carried out, the rest "
               "kept), PQ = perceptual quality (natural look, no artifacts), overall = sqrt(SC x PQ). Hover a score "
               "for the judge's rationale; +/- is the standard deviation over the judge's samples.")
 # Column types of the score table (#, edit, then at most every metric): numbers sort as numbers, and
 # the edit's cell is HTML so that hovering it shows the full file name.
-SCORE_DATATYPES = ["str", "html"] + ["number"] * (len(TABLE_METRICS) + len(REFERENCE_METRICS))
+SCORE_DATATYPES = ["str", "html"] + ["number"] * (len(_TABLE_METRICS) + len(REFERENCE_METRICS))
 SCORE_LABEL = "Scores (one row per edit; best per column highlighted; click a header to sort, hover a name for its file)"
-BEST_STYLE = "background-color: #bfe8c3; font-weight: 700"
+_BEST_STYLE = "background-color: #bfe8c3; font-weight: 700"
 
 
 def column_label(key: str) -> str:
@@ -72,10 +72,10 @@ def column_label(key: str) -> str:
     return info.label + ("" if info.higher_is_better else " (lower is better)")
 
 
-def table_metrics(report: Report) -> list[str]:
+def _table_metrics(report: Report) -> list[str]:
     """The table's columns: the usual metrics, then each reference / preservation metric some edit has a
     value for (they switch on when their input is given: a ground truth, a caption, a mask, a network)."""
-    base = [k for k in TABLE_METRICS if any(k in e.metrics for e in report.edits)]
+    base = [k for k in _TABLE_METRICS if any(k in e.metrics for e in report.edits)]
     extra = [k for k in REFERENCE_METRICS if any(e.metrics.get(k) is not None for e in report.edits)]
     cut = base.index("bpm") if "bpm" in base else len(base)  # BPM stays the last column
     return base[:cut] + extra + base[cut:]
@@ -93,7 +93,7 @@ def empty_table(message: str) -> pd.DataFrame:
     return pd.DataFrame({"": [message]})
 
 
-def name_cell(full: str, label: str) -> str:
+def _name_cell(full: str, label: str) -> str:
     """The edit's label as an HTML cell whose hover (title) shows the full file name."""
     return f'<span title="{html.escape(full)}">{html.escape(label)}</span>'
 
@@ -101,13 +101,13 @@ def name_cell(full: str, label: str) -> str:
 def score_frame(report: Report, *, plain: bool = False) -> pd.DataFrame:
     """One row per edit (E1..En and the short name; the full name on hover); numbers as floats (NaN when
     unavailable). ``plain``: for API clients, the full file name as plain text, no HTML."""
-    keys = table_metrics(report)
+    keys = _table_metrics(report)
     names = report.edit_names()
     rows = []
     for edit in report.edits:
         name = names[edit.index]
         row: dict[str, Any] = {"#": name.tag,
-                               "edit": name.full if plain else name_cell(name.full, name.short or name.full)}
+                               "edit": name.full if plain else _name_cell(name.full, name.short or name.full)}
         for key in keys:
             value = edit.metrics.get(key)
             row[column_label(key)] = float("nan") if value is None else float(value)
@@ -119,20 +119,20 @@ def score_table(report: Report, *, plain: bool = False) -> Any:
     """The score table as a pandas Styler: 4 decimals, 'n/a' for unavailable, best per column highlighted.
     ``plain`` (the HTTP API): the values themselves, full file names, None where unavailable, no HTML."""
     frame = score_frame(report, plain=plain)
-    keys = [k for k in table_metrics(report) if column_label(k) in frame.columns]
+    keys = [k for k in _table_metrics(report) if column_label(k) in frame.columns]
     styles = pd.DataFrame("", index=frame.index, columns=frame.columns)
     if len(report.edits) > 1:
         for key in keys:
             best = report.best(key)
             if best is not None:
-                styles.loc[best, column_label(key)] = BEST_STYLE
+                styles.loc[best, column_label(key)] = _BEST_STYLE
     return frame.style.format(precision=4, na_rep="n/a").apply(lambda _: styles, axis=None)
 
 
 def verdict_text(report: Report) -> str:
     """The verdict and its notes as plain text lines, for API clients (the page renders :func:`verdict_markdown`)."""
     lines = [report.verdict()]
-    shown = set(table_metrics(report)) | set(TABLE_METRICS)
+    shown = set(_table_metrics(report)) | set(_TABLE_METRICS)
     lines += [f"n/a: {r}" for r in sorted({r for e in report.edits for k, r in e.unavailable.items() if k in shown})]
     prov = report.attributes.provenance
     lines.append(f"Attributes: {len(report.attributes.source)} source, {len(report.attributes.target)} target, from "
@@ -146,7 +146,7 @@ def verdict_markdown(report: Report) -> str:
     lines = [f"### {html.escape(report.verdict().replace(' [' + UNTRAINED_WARNING + ']', ''))}"]
     if report.untrained:
         lines.append(f"**&#9888; {UNTRAINED_WARNING}.**")
-    shown = set(table_metrics(report)) | set(TABLE_METRICS)
+    shown = set(_table_metrics(report)) | set(_TABLE_METRICS)
     reasons = sorted({r for e in report.edits for k, r in e.unavailable.items() if k in shown})
     lines.extend(emphasis(f"n/a: {r}") for r in reasons)
     prov = report.attributes.provenance
@@ -155,7 +155,7 @@ def verdict_markdown(report: Report) -> str:
         f"**{html.escape(prov.provider)}**{' (' + html.escape(prov.model) + ')' if prov.model else ''}"
         f" - {html.escape(prov.fidelity)}. Highlighted: the best edit under each metric."
     )
-    notes = list(dict.fromkeys(report.notes + report.fit_notes())) + \
+    notes = list(dict.fromkeys(report.notes + report.fit_notes())) +\
         [f"{edit_tag(e.index)}: {n}" for e in report.edits for n in e.notes]
     lines.extend(emphasis(f"note: {n}") for n in notes)
     lines.append(f"<small>{html.escape(timing_line(report))}</small>")
@@ -232,7 +232,7 @@ def write_downloads(report: Report, folder: Path, figures: dict[str, Any] | None
     return [str(json_path), str(csv_path), str(zip_path)]
 
 
-def plot_value(spec: dict[str, Any] | None) -> Any:
+def _plot_value(spec: dict[str, Any] | None) -> Any:
     """A Plotly figure specification as ``gr.Plot`` takes it (Gradio's own plotly.js draws it in the page)."""
     if spec is None:
         return None
@@ -247,7 +247,7 @@ def exact_plot(explained: Any, edit: int | None) -> Any:
 
     if explained is None or getattr(explained, "exact", None) is None:
         return None
-    return plot_value(exact_view_spec(explained.exact, edit))
+    return _plot_value(exact_view_spec(explained.exact, edit))
 
 
 def umap_plot(explained: Any) -> Any:
@@ -255,17 +255,17 @@ def umap_plot(explained: Any) -> Any:
 
     if explained is None or getattr(explained, "umap", None) is None:
         return None
-    return plot_value(umap_view_spec(explained.umap, explained.exact))
+    return _plot_value(umap_view_spec(explained.umap, explained.exact))
 
 
 def edit_items(files: list[str] | None) -> list[tuple[str, str]]:
     """Gallery items for the uploaded edits, captioned E1..En and the short name (the file list beside
     it shows the full names)."""
     files = files or []
-    return [(path, breakable(name.label)) for path, name in zip(files, edit_names([Path(p).name for p in files]))]
+    return [(path, _breakable(name.label)) for path, name in zip(files, edit_names([Path(p).name for p in files]))]
 
 
-def breakable(caption: str) -> str:
+def _breakable(caption: str) -> str:
     """A narrow caption may wrap after ``_`` / ``-`` / ``.`` (a zero-width space), not inside a word."""
     for mark in "_-.":
         caption = caption.replace(mark, mark + "\u200b")
@@ -402,7 +402,7 @@ def judge_html(report: Report) -> str:
     names = report.edit_names()
     for edit in rows:
         name = names[edit.index]
-        tds = [f"<td>{name.tag}</td><td>{name_cell(name.full, name.short or name.full)}</td>"]
+        tds = [f"<td>{name.tag}</td><td>{_name_cell(name.full, name.short or name.full)}</td>"]
         for name in ("sc", "pq", "overall"):
             score = edit.judge.get(name) or {}
             if score.get("mean") is None:
@@ -415,7 +415,7 @@ def judge_html(report: Report) -> str:
     settings = rows[0].judge.get("settings") or {}
     caption = (f"judge {settings.get('model')}, prompt {settings.get('prompt_version')}, temperature "
                f"{settings.get('temperature')}, {settings.get('samples')} sample(s)")
-    return (f'<div id="aug-judge-table"><small>{html.escape(JUDGE_HELP)}</small><table>'
+    return (f'<div id="aug-judge-table"><small>{html.escape(_JUDGE_HELP)}</small><table>'
             "<tr><th>#</th><th>edit</th><th>SC</th><th>PQ</th><th>overall</th></tr>" + "".join(cells)
             + f"</table><small>{html.escape(caption)}</small></div>")
 

@@ -35,24 +35,24 @@ from .common import (
     write_items,
 )
 
-DEFAULT_SOURCE_TEXT = "a photo of a face"
+_DEFAULT_SOURCE_TEXT = "a photo of a face"
 
 
 @dataclass(frozen=True)
-class AttributeTarget:
+class _AttributeTarget:
     """One attribute: the names its outputs may be filed under, and its target text."""
 
     keys: tuple[str, ...]
     text: str
 
 
-def read_attributes(path: Path) -> list[AttributeTarget]:
+def _read_attributes(path: Path) -> list[_AttributeTarget]:
     """Attribute targets from a ``.txt`` (one text per line) or ``.csv`` (``name,target_text``) file."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"attribute list {path}: cannot be read as UTF-8 text ({exc})") from None
-    targets: list[AttributeTarget] = []
+    targets: list[_AttributeTarget] = []
     if path.suffix.lower() == ".csv":
         rows = list(csv.DictReader(text.splitlines()))
         if not rows or not {"name", "target_text"} <= set(rows[0]):
@@ -61,10 +61,10 @@ def read_attributes(path: Path) -> list[AttributeTarget]:
             name, target = (row.get("name") or "").strip(), (row.get("target_text") or "").strip()
             if not name or not target:
                 raise InputError(f"attribute list {path}, row {number}: name and target_text must both be given")
-            targets.append(AttributeTarget((name, slug(target)), target))
+            targets.append(_AttributeTarget((name, slug(target)), target))
     else:
         lines = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-        targets = [AttributeTarget((slug(line), str(number)), line) for number, line in enumerate(lines, start=1)]
+        targets = [_AttributeTarget((slug(line), str(number)), line) for number, line in enumerate(lines, start=1)]
     if not targets:
         raise InputError(f"attribute list {path} is empty: give one target text per line")
     names = [t.keys[0] for t in targets]
@@ -82,7 +82,7 @@ def _first_repeat(names: list[str]) -> str:
     return ""
 
 
-def _output(folder: Path, face: Path, target: AttributeTarget) -> Path | None:
+def _output(folder: Path, face: Path, target: _AttributeTarget) -> Path | None:
     for key in target.keys:
         if key in (".", "..") or "/" in key or "\\" in key:
             continue
@@ -93,7 +93,7 @@ def _output(folder: Path, face: Path, target: AttributeTarget) -> Path | None:
 
 
 def load_celeba(root: str | Path, out: str | Path | None = None, *, methods: Sequence[str | Path] = (),
-                faces: str = "faces", attributes: str = "attributes.txt", source_text: str = DEFAULT_SOURCE_TEXT,
+                faces: str = "faces", attributes: str = "attributes.txt", source_text: str = _DEFAULT_SOURCE_TEXT,
                 dataset: str = "celeba") -> LoaderResult:
     """A manifest for attribute edits of faces: one item per (face, attribute), one edit per model with its output."""
     root = real_folder(root, "CelebA-style folder")
@@ -104,7 +104,7 @@ def load_celeba(root: str | Path, out: str | Path | None = None, *, methods: Seq
     list_path = inside(root, attributes, "attribute list")
     if not list_path.is_file():
         raise InputError(f"CelebA-style: {list_path} not found (one target text per line, or name,target_text CSV)")
-    targets = read_attributes(list_path)
+    targets = _read_attributes(list_path)
     folders = method_folders(methods, "CelebA-style model folder", out)
     if not folders:
         raise InputError("CelebA-style: give at least one model's output folder (--method-dir DIR or NAME=DIR), laid "
@@ -114,7 +114,7 @@ def load_celeba(root: str | Path, out: str | Path | None = None, *, methods: Seq
     return write_items(items, out, unmatched)
 
 
-def _items(faces: list[Path], targets: list[AttributeTarget], folders: list[tuple[str, Path]], out: Path,
+def _items(faces: list[Path], targets: list[_AttributeTarget], folders: list[tuple[str, Path]], out: Path,
            source_text: str, dataset: str, unmatched: Unmatched) -> Iterator[dict[str, Any]]:
     for face in faces:
         for target in targets:

@@ -36,13 +36,13 @@ from .common import (
     write_items,
 )
 
-LIVE_CLASSES: tuple[str, ...] = ("cat", "dog")
+_LIVE_CLASSES: tuple[str, ...] = ("cat", "dog")
 _PROMPT_LINE = re.compile(r"""^\s*(['"])(.*)\1\s*\.format\(""")
 _INDEXED = re.compile(r"^(\d+)(?:[_-].*)?$")
 _SAMPLE_SUFFIX = re.compile(r"[_-]\d+$")
 
 
-def parse_prompts_and_classes(text: str) -> tuple[dict[str, str], list[str], list[str]]:
+def _parse_prompts_and_classes(text: str) -> tuple[dict[str, str], list[str], list[str]]:
     """(subject -> class, object prompts, live-subject prompts) from ``prompts_and_classes.txt``."""
     classes: dict[str, str] = {}
     lists: dict[str, list[str]] = {"object": [], "live": []}
@@ -67,7 +67,7 @@ def parse_prompts_and_classes(text: str) -> tuple[dict[str, str], list[str], lis
     return classes, lists["object"], lists["live"]
 
 
-def fill_prompt(template: str, cls: str, unique_token: str = "") -> str:
+def _fill_prompt(template: str, cls: str, unique_token: str = "") -> str:
     """The prompt with the unique token (``{0}``) and the class (``{1}``) filled in, spaces collapsed."""
     return " ".join(template.replace("{0}", unique_token).replace("{1}", cls).split())
 
@@ -85,7 +85,7 @@ def _prompt_index(stem: str, texts: list[set[str]]) -> int | None:
 
 def load_dreambooth(root: str | Path, out: str | Path | None = None, *, methods: Sequence[str | Path] = (),
                     prompts_file: str = "prompts_and_classes.txt", unique_token: str = "",
-                    live_classes: Sequence[str] = LIVE_CLASSES, dataset: str = "dreambooth") -> LoaderResult:
+                    live_classes: Sequence[str] = _LIVE_CLASSES, dataset: str = "dreambooth") -> LoaderResult:
     """A manifest for DreamBooth generations: one item per (subject, prompt), one edit per generated image.
 
     ``root`` is the dataset folder (subject folders + ``prompts_and_classes.txt``); ``methods`` the
@@ -97,7 +97,7 @@ def load_dreambooth(root: str | Path, out: str | Path | None = None, *, methods:
     if not path.is_file():
         raise InputError(f"DreamBooth: {path} not found (the dataset's prompts_and_classes.txt)")
     try:
-        classes, object_prompts, live_prompts = parse_prompts_and_classes(path.read_text(encoding="utf-8"))
+        classes, object_prompts, live_prompts = _parse_prompts_and_classes(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
         raise InputError(f"DreamBooth: {path} is not UTF-8 text ({exc})") from None
     if not classes or not (object_prompts or live_prompts):
@@ -158,8 +158,8 @@ def _items(root: Path, classes: dict[str, str], prompts: dict[str, list[str]], l
         if not photos:
             unmatched.add("subjects without photos (not used)", subject)
             continue
-        filled = [fill_prompt(template, cls, unique_token) for template in prompts[subject]]
-        texts = [{normalize_text(text), normalize_text(fill_prompt(template, cls))}
+        filled = [_fill_prompt(template, cls, unique_token) for template in prompts[subject]]
+        texts = [{normalize_text(text), normalize_text(_fill_prompt(template, cls))}
                  for text, template in zip(filled, prompts[subject])]
         generated = {name: _generated(_subject_folder(folder, subject, name, unmatched), texts, name, subject,
                                       unmatched) for name, folder in folders}

@@ -35,7 +35,7 @@ from .common import (
     write_items,
 )
 
-EDITVAL_TYPES: tuple[str, ...] = ("action", "alter_parts", "background", "color", "object_addition",
+_EDITVAL_TYPES: tuple[str, ...] = ("action", "alter_parts", "background", "color", "object_addition",
                                   "object_replacement", "position_replacement", "positional_addition", "shape",
                                   "size", "style", "texture", "viewpoint")
 _RELATIONS = {"on top": "on top of", "below": "below", "to right": "to the right of", "to left": "to the left of",
@@ -158,7 +158,7 @@ def _items(data: dict[str, Any], coco: Path, folders: list[tuple[str, Path]], ou
            dataset: str, unmatched: Unmatched) -> Iterator[dict[str, Any]]:
     used: set[str] = set()
     for cls, image_id, edit_type, source_value, value in _edits_of(data, unmatched):
-        if edit_type not in EDITVAL_TYPES:
+        if edit_type not in _EDITVAL_TYPES:
             unmatched.add("edit types EditVal does not define (described generically)", edit_type)
         source = _coco_image(coco, image_id) if "/" not in image_id and "\\" not in image_id else None
         if source is None:

@@ -32,26 +32,26 @@ from ...hatie.hatie_score import HatieQuery
 from ..manifest import ManifestItem, relative_inside, resolve_inside, write_manifest
 
 #: The benchmark's query types -> our edit types.
-QUERY_TYPES = {"obj_add": "add", "obj_rep": "replace", "obj_remove": "remove", "obj_resize": "resize",
+_QUERY_TYPES = {"obj_add": "add", "obj_rep": "replace", "obj_remove": "remove", "obj_resize": "resize",
                "attr_chg": "attribute", "bg_chg": "background", "style_chg": "style"}
-OUTPUT_EXTENSIONS = (".png", ".jpg", ".jpeg", ".webp", ".bmp")
+_OUTPUT_EXTENSIONS = (".png", ".jpg", ".jpeg", ".webp", ".bmp")
 #: What a benchmark pickle may hold besides plain values: numpy arrays, their dtypes and scalars.
 _ALLOWED = {("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "_reconstruct"),
             ("numpy._core.multiarray", "_reconstruct"), ("numpy.core.multiarray", "scalar"),
             ("numpy._core.multiarray", "scalar"), ("builtins", "set"), ("builtins", "frozenset")}
 
 
-class RefusedPickle(pickle.UnpicklingError):
+class _RefusedPickle(pickle.UnpicklingError):
     """A pickle asked for something other than plain values and numpy arrays."""
 
 
-class RestrictedUnpickler(pickle.Unpickler):
+class _RestrictedUnpickler(pickle.Unpickler):
     """Unpickles plain values (dict, list, tuple, str, numbers, bool, None, sets) and numpy arrays only."""
 
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in _ALLOWED or (module == "numpy.dtypes" and name.endswith("DType")):
             return super().find_class(module, name)
-        raise RefusedPickle(f"refused to load {module}.{name}: a HATIE benchmark file holds only plain "
+        raise _RefusedPickle(f"refused to load {module}.{name}: a HATIE benchmark file holds only plain "
                                      "values and numpy arrays")
 
 
@@ -61,8 +61,8 @@ def load_benchmark_pickle(path: str | Path, what: str) -> Any:
     if not path.is_file():
         raise InputError(f"{what}: {path} is not a file")
     try:
-        return RestrictedUnpickler(io.BytesIO(path.read_bytes())).load()
-    except RefusedPickle as exc:
+        return _RestrictedUnpickler(io.BytesIO(path.read_bytes())).load()
+    except _RefusedPickle as exc:
         raise InputError(f"{what} {path}: {exc}") from None
     except Exception as exc:  # truncated or not a pickle at all
         raise InputError(f"{what} {path}: not a readable pickle ({type(exc).__name__}: {exc})") from None
@@ -105,7 +105,7 @@ def _masks_by_image(masks: Any, path: Path) -> dict[str, dict[Any, dict[str, Any
 def _find_output(folders: Sequence[tuple[str, Path, str]], qid: Any) -> list[tuple[str, Path]]:
     found = []
     for model, folder, prefix in folders:
-        for ext in OUTPUT_EXTENSIONS:
+        for ext in _OUTPUT_EXTENSIONS:
             candidate = folder / f"{prefix}_{qid}{ext}"
             if candidate.is_file():
                 found.append((model, candidate))
@@ -168,10 +168,10 @@ def write_hatie_manifest(queries_path: str | Path, originals: str | Path, masks_
         for index, query in enumerate(image_queries or []):
             if not isinstance(query, dict) or "type" not in query or "id" not in query:
                 raise InputError(f"query file {queries_path}: query {index} of image {image_id} lacks 'type' or 'id'")
-            kind = QUERY_TYPES.get(str(query["type"]))
+            kind = _QUERY_TYPES.get(str(query["type"]))
             if kind is None:
                 raise InputError(f"query file {queries_path}: unknown query type {query['type']!r} (query "
-                                 f"{query['id']}); known: {', '.join(QUERY_TYPES)}")
+                                 f"{query['id']}); known: {', '.join(_QUERY_TYPES)}")
             found = _find_output(folders, query["id"])
             for model in {m for m, _, _ in folders} - {m for m, _ in found}:
                 missing[model] += 1

@@ -25,14 +25,14 @@ from ..triplets import safe_filename
 from .common import Unmatched, collect_edits, find_image, inside, method_folders, write_items
 
 #: Roles a column can play: images (source, ground truth, an edited image, an edit mask) and texts.
-IMAGE_ROLES = ("source", "ground_truth", "edit", "mask")
-TEXT_ROLES = ("id", "instruction", "source_caption", "target_caption", "edit_type", "model")
-ROLES = IMAGE_ROLES + TEXT_ROLES
-BATCH_ROWS = 32  # rows per streamed batch: a batch holds this many rows' images at most
+_IMAGE_ROLES = ("source", "ground_truth", "edit", "mask")
+_TEXT_ROLES = ("id", "instruction", "source_caption", "target_caption", "edit_type", "model")
+ROLES = _IMAGE_ROLES + _TEXT_ROLES
+_BATCH_ROWS = 32  # rows per streamed batch: a batch holds this many rows' images at most
 
 
 @dataclass(frozen=True)
-class ColumnMap:
+class _ColumnMap:
     """Which column plays each role (``id`` may join several columns with ``-``); ``optional`` may be absent."""
 
     columns: Mapping[str, tuple[str, ...]]
@@ -40,20 +40,20 @@ class ColumnMap:
 
 
 #: Presets from the datasets' cards on the Hugging Face Hub.
-PARQUET_PRESETS: dict[str, ColumnMap] = {
+PARQUET_PRESETS: dict[str, _ColumnMap] = {
     # osunlp/MagicBrush: img_id, turn_index, source_img, mask_img, instruction, target_img. mask_img is not
     # mapped: it is an RGBA masked image (the region marked by its transparency) at its own resolution, not
     # a white = edit mask (the maintainers, OSU-NLP-Group/MagicBrush issue #10); MagicBrush's evaluation uses none
-    "magicbrush": ColumnMap({"id": ("img_id", "turn_index"), "source": ("source_img",),
+    "magicbrush": _ColumnMap({"id": ("img_id", "turn_index"), "source": ("source_img",),
                              "ground_truth": ("target_img",), "instruction": ("instruction",)}),
     # facebook/emu_edit_test_set: instruction, image, task, split, idx, hash, input_caption, output_caption;
     # facebook/emu_edit_test_set_generations adds edited_image and model
-    "emu-edit": ColumnMap({"id": ("idx",), "source": ("image",), "instruction": ("instruction",),
+    "emu-edit": _ColumnMap({"id": ("idx",), "source": ("image",), "instruction": ("instruction",),
                            "source_caption": ("input_caption",), "target_caption": ("output_caption",),
                            "edit_type": ("task",), "edit": ("edited_image",), "model": ("model",)},
                           optional=frozenset({"edit", "model"})),
     # UCSC-VLAA/HQ-Edit: input, input_image, edit, inverse_edit, output, output_image
-    "hq-edit": ColumnMap({"source": ("input_image",), "ground_truth": ("output_image",), "instruction": ("edit",),
+    "hq-edit": _ColumnMap({"source": ("input_image",), "ground_truth": ("output_image",), "instruction": ("edit",),
                           "source_caption": ("input",), "target_caption": ("output",)}),
 }
 
@@ -63,7 +63,7 @@ _MAGIC: tuple[tuple[bytes, int, str], ...] = (
 )
 
 
-def image_extension(data: bytes) -> str | None:
+def _image_extension(data: bytes) -> str | None:
     """The file extension for encoded image bytes (by their magic number), or None when unknown."""
     for magic, offset, ext in _MAGIC:
         if data[offset:offset + len(magic)] == magic and (ext != ".webp" or data[:4] == b"RIFF"):
@@ -71,11 +71,11 @@ def image_extension(data: bytes) -> str | None:
     return None
 
 
-def column_map(preset: str | None, overrides: Mapping[str, str | None]) -> ColumnMap:
+def _column_map(preset: str | None, overrides: Mapping[str, str | None]) -> _ColumnMap:
     """A preset's mapping (or none) with ``overrides`` (role -> column, ``id`` may be ``a,b``) applied."""
     if preset is not None and preset not in PARQUET_PRESETS:
         raise InputError(f"unknown Parquet preset {preset!r}; presets: {', '.join(PARQUET_PRESETS)}")
-    base = PARQUET_PRESETS[preset] if preset else ColumnMap({})
+    base = PARQUET_PRESETS[preset] if preset else _ColumnMap({})
     columns = dict(base.columns)
     optional = set(base.optional)
     for role, value in overrides.items():
@@ -88,7 +88,7 @@ def column_map(preset: str | None, overrides: Mapping[str, str | None]) -> Colum
         raise InputError("the column mapping names no source image column: give --source-column or a --preset")
     if "target_caption" not in columns and "instruction" not in columns:
         raise InputError("the column mapping names no text: give --instruction-column and/or --target-caption-column")
-    return ColumnMap(columns, frozenset(optional))
+    return _ColumnMap(columns, frozenset(optional))
 
 
 @dataclass
@@ -102,7 +102,7 @@ class _ImageWriter:
     def path_of(self, cell: Any, what: str) -> Path:
         data, path = _cell_parts(cell, what)
         if data is not None:
-            ext = image_extension(data)
+            ext = _image_extension(data)
             if ext is None:
                 raise InputError(f"{what}: the bytes are not an image format this tool reads (PNG, JPEG, GIF, WebP, "
                                  "BMP, TIFF)")
@@ -169,7 +169,7 @@ def load_parquet(paths: Sequence[str | Path], out: str | Path | None = None, *, 
     if limit is not None and limit < 1:
         raise InputError(f"--limit must be at least 1 (the number of rows to read), got {limit}")
     shards = _shards(paths)
-    mapping = column_map(preset, columns or {})
+    mapping = _column_map(preset, columns or {})
     out = Path(out).expanduser() if out else shards[0].parent / "manifest.jsonl"
     folders = method_folders(methods, "Parquet method folder", out)
     name = dataset or preset or "parquet"
@@ -187,12 +187,12 @@ def _parquet() -> Any:
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise InputError("reading Parquet datasets needs pyarrow: pip install pyarrow (or 'augclip-demo[ray]')") \
+        raise InputError("reading Parquet datasets needs pyarrow: pip install pyarrow (or 'augclip-demo[ray]')")\
             from None
     return pq
 
 
-def _present(shard: Path, mapping: ColumnMap) -> dict[str, tuple[str, ...]]:
+def _present(shard: Path, mapping: _ColumnMap) -> dict[str, tuple[str, ...]]:
     """The roles whose columns the shard has; an error for a required one it lacks."""
     pq = _parquet()
     try:
@@ -214,7 +214,7 @@ def _present(shard: Path, mapping: ColumnMap) -> dict[str, tuple[str, ...]]:
 
 def _check_text_columns(shard: Path, schema: Any, role: str, cols: tuple[str, ...]) -> None:
     """A text role's columns must hold text or numbers (an image column's bytes would become the text)."""
-    if role not in TEXT_ROLES:
+    if role not in _TEXT_ROLES:
         return
     import pyarrow as pa
 
@@ -225,7 +225,7 @@ def _check_text_columns(shard: Path, schema: Any, role: str, cols: tuple[str, ..
                              f"text column (--{role.replace('_', '-')}-column)")
 
 
-def _items(shards: list[Path], mapping: ColumnMap, folders: list[tuple[str, Path]], writer: _ImageWriter,
+def _items(shards: list[Path], mapping: _ColumnMap, folders: list[tuple[str, Path]], writer: _ImageWriter,
            out: Path, name: str, limit: int | None, unmatched: Unmatched) -> Iterator[dict[str, Any]]:
     pq = _parquet()
     used: set[str] = set()
@@ -248,7 +248,7 @@ def _items(shards: list[Path], mapping: ColumnMap, folders: list[tuple[str, Path
 
 def _rows(reader: Any, shard: Path, group: int, wanted: list[str]) -> Iterator[dict[str, Any]]:
     """The rows of one row group, a batch at a time; a damaged group is an error naming the shard."""
-    batches = reader.iter_batches(batch_size=BATCH_ROWS, columns=wanted, row_groups=[group])
+    batches = reader.iter_batches(batch_size=_BATCH_ROWS, columns=wanted, row_groups=[group])
     while True:
         try:
             batch = next(batches, None)
@@ -279,7 +279,7 @@ def _item(row: dict[str, Any], number: int, present: dict[str, tuple[str, ...]],
         unmatched.add("rows without a caption or instruction (not written)", label)
         return None
     images: dict[str, str] = {}
-    for role in IMAGE_ROLES:
+    for role in _IMAGE_ROLES:
         if role not in present:
             continue
         try:

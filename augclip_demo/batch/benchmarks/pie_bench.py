@@ -34,18 +34,18 @@ from ..manifest import relative_inside
 from ..triplets import safe_filename
 from .common import Unmatched, edit_entry, find_image, inside, method_folders, real_folder, write_items
 
-MASK_SIDE = 512
+_MASK_SIDE = 512
 #: PIE-Bench's ten editing types (README of the PnPInversion repository), by ``editing_type_id``.
-EDIT_TYPE_NAMES: dict[str, str] = {
+_EDIT_TYPE_NAMES: dict[str, str] = {
     "0": "random", "1": "change object", "2": "add object", "3": "delete object", "4": "change content",
     "5": "change pose", "6": "change color", "7": "change material", "8": "change background", "9": "change style",
 }
 #: The same types in HATIE's vocabulary (the manifest's ``edit_type``) where one fits; 0 (random) has none.
-HATIE_TYPES: dict[str, str] = {"1": "replace", "2": "add", "3": "remove", "4": "attribute", "5": "attribute",
+_HATIE_TYPES: dict[str, str] = {"1": "replace", "2": "add", "3": "remove", "4": "attribute", "5": "attribute",
                                "6": "attribute", "7": "attribute", "8": "background", "9": "style"}
 
 
-def decode_pie_mask(encoded: Sequence[int], side: int = MASK_SIDE, *, border: bool = True) -> np.ndarray:
+def decode_pie_mask(encoded: Sequence[int], side: int = _MASK_SIDE, *, border: bool = True) -> np.ndarray:
     """A PIE-Bench run-length mask as a boolean (side, side) array, True = the part to edit.
 
     ``encoded`` holds (start, length) pairs over the row-major flattened image; a run that passes the
@@ -59,7 +59,7 @@ def decode_pie_mask(encoded: Sequence[int], side: int = MASK_SIDE, *, border: bo
     total = side * side
     flat = np.zeros(total, dtype=bool)
     for start, length in zip(values[0::2], values[1::2]):
-        if isinstance(start, bool) or isinstance(length, bool) or not isinstance(start, int) \
+        if isinstance(start, bool) or isinstance(length, bool) or not isinstance(start, int)\
                 or not isinstance(length, int) or start < 0 or length < 0:
             raise InputError(f"the run-length mask has a run ({start!r}, {length!r}) that is not two non-negative "
                              "integers")
@@ -73,7 +73,7 @@ def decode_pie_mask(encoded: Sequence[int], side: int = MASK_SIDE, *, border: bo
     return mask
 
 
-def plain_prompt(prompt: str) -> str:
+def _plain_prompt(prompt: str) -> str:
     """A PIE-Bench prompt without the brackets that mark its changed words."""
     return " ".join(prompt.replace("[", "").replace("]", "").split())
 
@@ -97,7 +97,7 @@ def _square_output(path: Path, crops: Path, name: str, key: str) -> Path:
         target = crops / safe_filename(name) / f"{safe_filename(key)}.png"
         target.parent.mkdir(parents=True, exist_ok=True)
         staged = target.with_name(target.name + ".tmp")
-        image.convert("RGB").crop((width - MASK_SIDE, height - MASK_SIDE, width, height)).save(staged, format="PNG")
+        image.convert("RGB").crop((width - _MASK_SIDE, height - _MASK_SIDE, width, height)).save(staged, format="PNG")
     os.replace(staged, target)
     return target
 
@@ -127,7 +127,7 @@ def load_pie_bench(root: str | Path, out: str | Path | None = None, *, methods: 
         raise InputError("PIE-Bench: give at least one method's output folder (--method-dir DIR or NAME=DIR); "
                          "the benchmark has no edited images of its own")
     wanted = {str(t) for t in edit_types} if edit_types else None
-    unknown_types = sorted((wanted or set()) - set(EDIT_TYPE_NAMES))
+    unknown_types = sorted((wanted or set()) - set(_EDIT_TYPE_NAMES))
     if unknown_types:
         raise InputError(f"PIE-Bench: unknown editing type id(s) {', '.join(unknown_types)} (0-9)")
     masks = out.parent / f"{out.stem}_masks"
@@ -143,7 +143,7 @@ def _items(entries: dict[str, Any], root: Path, images: Path, folders: list[tupl
            masks: Path, crops: Path, wanted: set[str] | None, mask_border: bool, dataset: str,
            unmatched: Unmatched) -> Iterator[dict[str, Any]]:
     for key, entry in entries.items():
-        if not isinstance(entry, dict) or not isinstance(entry.get("image_path"), str) \
+        if not isinstance(entry, dict) or not isinstance(entry.get("image_path"), str)\
                 or not isinstance(entry.get("editing_prompt"), str):
             unmatched.add("entries without image_path / editing_prompt (not used)", str(key))
             continue
@@ -183,15 +183,15 @@ def _items(entries: dict[str, Any], root: Path, images: Path, folders: list[tupl
 def _item(key: str, entry: dict[str, Any], source: Path, type_id: str, out: Path, dataset: str) -> dict[str, Any]:
     item: dict[str, Any] = {"id": key, "dataset": dataset,
                             "source": relative_inside(source, out.parent, "source image"),
-                            "target_text": plain_prompt(entry["editing_prompt"]), "edits": []}
+                            "target_text": _plain_prompt(entry["editing_prompt"]), "edits": []}
     if isinstance(entry.get("original_prompt"), str) and entry["original_prompt"].strip():
-        item["source_text"] = plain_prompt(entry["original_prompt"])
+        item["source_text"] = _plain_prompt(entry["original_prompt"])
     if isinstance(entry.get("editing_instruction"), str) and entry["editing_instruction"].strip():
         item["instruction"] = entry["editing_instruction"].strip()
-    if type_id in HATIE_TYPES:
-        item["edit_type"] = HATIE_TYPES[type_id]
+    if type_id in _HATIE_TYPES:
+        item["edit_type"] = _HATIE_TYPES[type_id]
     item["meta"] = {"benchmark": "pie-bench", "editing_type_id": type_id,
-                    "editing_type": EDIT_TYPE_NAMES.get(type_id), "blended_word": entry.get("blended_word"),
+                    "editing_type": _EDIT_TYPE_NAMES.get(type_id), "blended_word": entry.get("blended_word"),
                     "editing_prompt": entry["editing_prompt"]}
     return item
 

@@ -11,7 +11,7 @@ from ...errors import WeightsUnavailableError
 from .fetch import _first_line, check_weight_file
 
 
-def summarize_state_dict_error(exc: BaseException, limit: int = 3) -> str:
+def _summarize_state_dict_error(exc: BaseException, limit: int = 3) -> str:
     """One line from PyTorch's long ``load_state_dict`` report: counts and the first few differences."""
     text = str(exc)
     parts = []
@@ -56,7 +56,7 @@ def describe_load_error(exc: BaseException, path: Path | None) -> str:
         return f"the file {problem}"
     text = str(exc)
     if "state_dict" in text and ("Missing key" in text or "Unexpected key" in text or "size mismatch" in text):
-        return "the file is for a different architecture: " + summarize_state_dict_error(exc)
+        return "the file is for a different architecture: " + _summarize_state_dict_error(exc)
     if "weights_only" in text or "Unpickling" in type(exc).__name__ or "pickle" in text.lower():
         return "the file is not a PyTorch state dict that can be loaded safely (not a checkpoint, or a full pickled object)"
     return f"{type(exc).__name__}: {_first_line(exc)}"

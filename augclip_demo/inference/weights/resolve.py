@@ -214,7 +214,7 @@ def mirrored_url(url: str, mirror: str | None) -> str:
     return mirror.rstrip("/") + "/" + Path(urlparse(url).path).name
 
 
-def torchvision_hash_prefix(name: str) -> str | None:
+def _torchvision_hash_prefix(name: str) -> str | None:
     """The SHA-256 prefix torchvision writes into its weight file names (``alexnet-owt-7be5be79.pth``)."""
     import re
 
@@ -241,7 +241,7 @@ def resolve_url_weights(model: str, url: str, checkpoint: Path | None, cache_dir
         torch_cached = Path(torch.hub.get_dir()) / "checkpoints" / name
         if torch_cached.is_file() and check_weight_file(torch_cached) is None:
             target = torch_cached
-    prefix = torchvision_hash_prefix(name) if check_name_hash else None
+    prefix = _torchvision_hash_prefix(name) if check_name_hash else None
     path = fetch_url(model, url, target, how, progress=progress)
     if prefix and not sha256_of(path).startswith(prefix):
         raise WeightsUnavailableError(model, f"the file {path}", f"Its SHA-256 does not start with {prefix}, as its "
