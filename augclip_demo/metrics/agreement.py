@@ -264,15 +264,27 @@ def bootstrap_ci(n_units: int, statistic: Callable[[np.ndarray], float | None], 
     too many of them (see the module docstring) give no interval and a note. ``None`` when no
     bootstrap was asked for (``n_boot <= 0``) or there are no units.
     """
+    return bootstrap_cis(n_units, lambda indices: (statistic(indices),), 1, n_boot=n_boot, seed=seed,
+                         level=level)[0]
+
+
+def bootstrap_cis(n_units: int, statistics: Callable[[np.ndarray], Sequence[float | None]], count: int, *,
+                  n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT_SEED,
+                  level: float = DEFAULT_LEVEL) -> list[Bootstrap | None]:
+    """:func:`bootstrap_ci` of ``count`` statistics that share their work, computed together on each resample.
+
+    Each interval is the one :func:`bootstrap_ci` gives for that statistic alone with the same seed (the same
+    resamples), at the cost of one pass."""
     if n_units == 0 or n_boot <= 0:
-        return None
+        return [None] * count
     rng = np.random.default_rng(seed)
-    samples = []
+    samples: list[list[float]] = [[] for _ in range(count)]
     for _ in range(n_boot):
-        value = statistic(rng.integers(0, n_units, size=n_units))
-        if value is not None and math.isfinite(value):
-            samples.append(value)
-    return _percentile_ci(samples, level, n_boot)
+        values = statistics(rng.integers(0, n_units, size=n_units))
+        for kept, value in zip(samples, values):
+            if value is not None and math.isfinite(value):
+                kept.append(value)
+    return [_percentile_ci(kept, level, n_boot) for kept in samples]
 
 
 def resampled_means(values: np.ndarray, resamples: int, rng: np.random.Generator, block: int) -> np.ndarray:
@@ -443,12 +455,10 @@ def _model_ranks(items: Sequence[ProtocolItem], value: Callable[[ProtocolEdit], 
     out.models = [ModelRow(name=name, n_edits=int(total[j]), metric_mean=float(sign * mean_m[j]),
                            human_mean=float(mean_h[j]), metric_rank=float(metric_ranks[j]),
                            human_rank=float(human_ranks[j])) for name, j in names.items()]
-    cis = {}
-    for position, label in ((0, "spearman"), (1, "kendall")):
-        def stat(idx: np.ndarray, position: int = position) -> float | None:
-            return agreement(np.bincount(idx, minlength=n_items).astype(float))[position]
+    def both(idx: np.ndarray) -> tuple[float | None, float | None]:
+        return agreement(np.bincount(idx, minlength=n_items).astype(float))[:2]
 
-        point = (rho, tau)[position]
-        cis[label] = bootstrap_ci(n_items, stat, **boot) if point is not None else None
+    spearman_ci, kendall_ci = bootstrap_cis(n_items, both, 2, **boot)
+    cis = {"spearman": spearman_ci if rho is not None else None, "kendall": kendall_ci if tau is not None else None}
     out.model_spearman = Figure.with_bootstrap(rho, cis["spearman"], n_models)
     out.model_kendall = Figure.with_bootstrap(tau, cis["kendall"], n_models)

@@ -277,3 +277,25 @@ def test_bpm_over_a_dataset_min_max_normalises_s_modify_across_its_items(tmp_pat
     assert values[:4] == pytest.approx(expected, abs=1e-12)
     assert values[4] is None  # no components recorded: no value, like bpm
     assert "BPM (dataset min-max)" in report.format()
+
+
+def test_model_rank_intervals_equal_a_bootstrap_of_item_resamples_by_hand():
+    from scipy import stats
+
+    rng = np.random.default_rng(7)
+    names = ["A", "B", "C", "D"]
+    metric, human = rng.random((12, 4)), rng.integers(1, 6, (12, 4)).astype(float)
+    items = [item(str(i), list(metric[i]), names=names, scores=list(human[i])) for i in range(12)]
+    res = evaluate_metric(items, "m", n_boot=300, seed=3)
+    # by hand: resample items with the seed's generator; a model's mean is over its edits in the resample
+    draws = np.random.default_rng(3)
+    rhos, taus = [], []
+    for _ in range(300):
+        picked = draws.integers(0, 12, size=12)
+        m, h = metric[picked].mean(axis=0), human[picked].mean(axis=0)
+        rhos.append(stats.spearmanr(m, h).statistic)
+        taus.append(stats.kendalltau(m, h).statistic)
+    for figure, samples in ((res.model_spearman, rhos), (res.model_kendall, taus)):
+        kept = np.asarray([s for s in samples if np.isfinite(s)])
+        low, high = np.quantile(kept, [0.025, 0.975])
+        assert figure.ci == pytest.approx((low, high), abs=1e-12)
