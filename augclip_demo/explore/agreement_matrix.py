@@ -121,14 +121,20 @@ def protocol_items(store: ResultsStore, active: Slice) -> list[ProtocolItem]:
 def agreement(store: ResultsStore, active: Slice, *, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT_SEED,
               level: float = DEFAULT_LEVEL, max_items: int | None = None) -> Agreement:
     """The slice's agreement figures; ``max_items`` refuses a larger slice with the reason (the page's bound:
-    the protocols walk the items in Python, about 4 s per 20,000 items on one core)."""
+    the protocols walk the items in Python, about 4 s per 20,000 items on one core). Computed once per slice
+    and bootstrap settings for a store (:meth:`ResultsStore.remember`): treat the result as read-only."""
     single_run(store, active)
+    where, params = active.where(store)
     if max_items is not None:
-        where, params = active.where(store)
         count = store.query(f"SELECT count(DISTINCT item) FROM {store.table} WHERE {where}", params)[0][0]
         if count > max_items:
             raise InputError(f"the slice has {count} items; the page computes agreement for at most {max_items}: "
                              "narrow the slice, or run `augclip-demo protocol` on the results file")
+    return store.remember(("agreement", store.table, where, tuple(params), n_boot, seed, level),
+                          lambda: _agreement(store, active, n_boot=n_boot, seed=seed, level=level))
+
+
+def _agreement(store: ResultsStore, active: Slice, *, n_boot: int, seed: int, level: float) -> Agreement:
     items = protocol_items(store, active)
     notes = []
     if n_boot > 0 and items and n_boot * len(items) > _MAX_BOOTSTRAP_WORK:

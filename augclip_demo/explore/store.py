@@ -21,16 +21,18 @@ import os
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from ..batch.results_parquet import PART_PREFIX, is_parquet_results, part_files
 from ..errors import InputError
 from ..metrics.suite import METRICS
+
+T = TypeVar("T")
 
 #: run keys that make two runs' numbers different quantities (the resume check's keys, plus the version)
 _RUN_KEYS_SHOWN = ("model", "version", "precision", "matmul", "metrics", "options", "bpm", "judge", "features")
@@ -107,8 +109,24 @@ class ResultsStore:
     table: str = "edits"  # the per-edit table the views read (another one: the same edits, a study's judgments)
     judgments: str = "recorded"  # whose human judgments: "recorded" (manifest / records) or a study's label
     _judged: dict[str, ResultsStore] = field(default_factory=dict)  # views with a study's judgments, by label
+    _remembered: dict[tuple[Any, ...], Any] = field(default_factory=dict)  # see remember()
 
     MAX_JUDGED_VIEWS = 4  # each is a copy of the edits table: the oldest is dropped beyond this
+    MAX_REMEMBERED = 16
+
+    def remember(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+        """``compute()``, once per ``key`` for this store: for figures that take seconds (a slice's bootstrap
+        intervals) and that the page asks for again on each change of an unrelated control. The opened
+        edits never change, so a kept result stays right; the oldest is forgotten beyond MAX_REMEMBERED."""
+        with self.lock:
+            if key in self._remembered:
+                return self._remembered[key]
+        value = compute()  # outside the lock: the computation queries the store
+        with self.lock:
+            self._remembered[key] = value
+            while len(self._remembered) > self.MAX_REMEMBERED:
+                self._remembered.pop(next(iter(self._remembered)))
+        return value
 
     def judged(self, label: str) -> ResultsStore | None:
         """The view made by :meth:`with_judgments` for ``label``, if it is still kept."""
@@ -141,7 +159,7 @@ class ResultsStore:
             while len(self._judged) >= self.MAX_JUDGED_VIEWS:
                 oldest = self._judged.pop(next(iter(self._judged)))
                 self.con.execute(f"DROP TABLE IF EXISTS {oldest.table}")
-            view = dataclasses.replace(self, table=name, judgments=found.label, _judged={})
+            view = dataclasses.replace(self, table=name, judgments=found.label, _judged={}, _remembered={})
             self._judged[found.key] = view
             return view
 

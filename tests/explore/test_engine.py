@@ -3,6 +3,7 @@ against ``protocol``'s own numbers."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 from pathlib import Path
@@ -110,6 +111,19 @@ def test_the_pages_bound_on_agreement_is_said(store):
     with pytest.raises(InputError, match="the slice has 12 items; the page computes agreement for at most 5"):
         agreement(store, TOY, n_boot=0, max_items=5)
     assert agreement(store, TOY, n_boot=0, max_items=12).n_items == 12
+
+
+def test_a_slices_agreement_is_computed_once_per_store_and_bootstrap_settings(store):
+    first = agreement(store, TOY, n_boot=40, seed=0)
+    assert agreement(store, dataclasses.replace(TOY, name="same edits"), n_boot=40, seed=0) is first
+    assert agreement(store, TOY, n_boot=40, seed=1) is not first  # other resamples: computed
+    other = agreement(store, Slice(datasets=("trip",)), n_boot=40, seed=0)
+    assert other is not first and other.n_items != first.n_items
+    for n in range(store.MAX_REMEMBERED + 1):  # the bound: the oldest is forgotten
+        agreement(store, TOY, n_boot=0, seed=100 + n)
+    assert len(store._remembered) == store.MAX_REMEMBERED
+    again = agreement(store, TOY, n_boot=40, seed=0)
+    assert again is not first and again.human["augclip"].model_kendall == first.human["augclip"].model_kendall
 
 
 def test_s2afc_and_metric_matrix_from_the_definitions(store):
