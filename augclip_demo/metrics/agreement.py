@@ -264,11 +264,11 @@ def bootstrap_ci(n_units: int, statistic: Callable[[np.ndarray], float | None], 
     too many of them (see the module docstring) give no interval and a note. ``None`` when no
     bootstrap was asked for (``n_boot <= 0``) or there are no units.
     """
-    return bootstrap_cis(n_units, lambda indices: (statistic(indices),), 1, n_boot=n_boot, seed=seed,
+    return _bootstrap_cis(n_units, lambda indices: (statistic(indices),), 1, n_boot=n_boot, seed=seed,
                          level=level)[0]
 
 
-def bootstrap_cis(n_units: int, statistics: Callable[[np.ndarray], Sequence[float | None]], count: int, *,
+def _bootstrap_cis(n_units: int, statistics: Callable[[np.ndarray], Sequence[float | None]], count: int, *,
                   n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT_SEED,
                   level: float = DEFAULT_LEVEL) -> list[Bootstrap | None]:
     """:func:`bootstrap_ci` of ``count`` statistics that share their work, computed together on each resample.
@@ -458,7 +458,7 @@ def _model_ranks(items: Sequence[ProtocolItem], value: Callable[[ProtocolEdit], 
     def both(idx: np.ndarray) -> tuple[float | None, float | None]:
         return agreement(np.bincount(idx, minlength=n_items).astype(float))[:2]
 
-    spearman_ci, kendall_ci = bootstrap_cis(n_items, both, 2, **boot)
+    spearman_ci, kendall_ci = _bootstrap_cis(n_items, both, 2, **boot)
     cis = {"spearman": spearman_ci if rho is not None else None, "kendall": kendall_ci if tau is not None else None}
     out.model_spearman = Figure.with_bootstrap(rho, cis["spearman"], n_models)
     out.model_kendall = Figure.with_bootstrap(tau, cis["kendall"], n_models)
