@@ -5,7 +5,7 @@ sizes, materials, textures, states, actions, poses, appearance, backgrounds, sea
 styles, lighting and viewpoint, each rendered as a short phrase ("a red car", "a dog is sitting").
 Short phrases on purpose: the paper finds short attributes (under five words) work best (Table 8).
 
-The list is deterministic; :data:`VOCABULARY_VERSION` and the digest of the phrases key the
+The list is deterministic; :data:`_VOCABULARY_VERSION` and the digest of the phrases key the
 on-disk embedding cache, so editing a template invalidates old embeddings automatically.
 """
 

@@ -5,7 +5,7 @@ more files than the file-count limit, a total uncompressed size over its limit (
 checked first, and the bytes actually written are counted too, so a zip that lies in its headers
 is still stopped), absolute paths (``/x``, ``C:\\x``), ``..`` components, symbolic links,
 encrypted entries, duplicate names, a name used both as a file and as a folder, names nested more
-than :data:`MAX_DEPTH` folders deep or longer than the file system allows, and control characters in
+than :data:`_MAX_DEPTH` folders deep or longer than the file system allows, and control characters in
 names. macOS metadata (``__MACOSX/``, ``.DS_Store``) is skipped. Messages name the zip entry, never the
 server's folders.
 """

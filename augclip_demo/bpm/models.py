@@ -3,7 +3,7 @@
 Two presets (``AUGCLIP_BPM_PRESET``): ``standard`` is the paper's pair, GroundingDINO at its
 checkpoint's input size (800 px shortest edge) and segment-anything's SAM; ``fast`` is OWL-ViT
 B/32 at its own 768 px (:mod:`augclip_demo.inference.owl_detector`, ``AUGCLIP_FAST_DETECTOR_MODEL``)
-and SAM 2.1 Hiera-Tiny through transformers at :data:`FAST_SAM_SIZE` px
+and SAM 2.1 Hiera-Tiny through transformers at :data:`_FAST_SAM_SIZE` px
 (:mod:`augclip_demo.inference.sam2_segmenter`, ``AUGCLIP_FAST_SAM_MODEL``). Both detect every
 phrase of an image in one pass and decode every box of an image from one image embedding; the fast
 models also keep the last few images' detections and embeddings by content hash, so the source of

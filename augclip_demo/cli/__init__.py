@@ -1,6 +1,6 @@
 """Command line: ``augclip-demo <command> ...`` (or ``python -m augclip_demo <command> ...``).
 
-Each subcommand lives in its own module exposing ``register(subparsers)``; :data:`COMMANDS` lists
+Each subcommand lives in its own module exposing ``register(subparsers)``; :data:`_COMMANDS` lists
 them in help order. Errors meant for the user (:class:`AugclipError`) exit with status 2 and one
 line on stderr; anything else is a bug and keeps its traceback.
 """

@@ -1,7 +1,7 @@
 """``bench``: benchmarks, one subcommand each.
 
 Each subcommand lives in a sibling module ``bench_<name>.py`` exposing ``register(subparsers)``
-(like the top-level commands); adding one is adding its name to :data:`SUBCOMMANDS`.
+(like the top-level commands); adding one is adding its name to :data:`_SUBCOMMANDS`.
 """
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ class ExplainOptions:
     umap_seed: int = 0
     batch_size: int | None = None  # (image, target) pairs per relevancy pass; set, it turns off the CPU map cache (relevancy_batch)
     relevancy_edits: tuple[int, ...] | None = None  # 0-based edits to compute maps for (None: all); e.g. the selected one
-    # which maps of those edits (None: all of EDIT_MAPS); e.g. ("augclip",) for a first result, the rest later
+    # which maps of those edits (None: all of _EDIT_MAPS); e.g. ("augclip",) for a first result, the rest later
     relevancy_maps: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:

@@ -393,7 +393,7 @@ def fit_line_2d(coords: np.ndarray, labels: np.ndarray, sample_weight: np.ndarra
 
     The points are centred and divided by their RMS radius before the fit (one scale for both axes,
     so angles and the line's direction are those of the rescaled picture), fitted with
-    :data:`LINE_2D_TOL` / :data:`LINE_2D_MAX_ITER`, and the line is mapped back:
+    :data:`_LINE_2D_TOL` / :data:`_LINE_2D_MAX_ITER`, and the line is mapped back:
     w.x' + b with x' = (x - m) / s is (w / s).x + (b - w.m / s).
     """
     points = np.asarray(coords, dtype=np.float64)

@@ -34,7 +34,7 @@ from .store import ResultsStore, higher_is_better, masked_to_nan, metric_column
 _HUMAN_FIGURES = (("s2AFC", "s2afc"), ("AccBoth", "acc_both"), ("Pearson r", "pearson"), ("Spearman rho", "spearman"),
                  ("Kendall tau", "kendall"), ("model rank tau", "model_kendall"))
 #: bootstrap work bound for a web request: resamples x items (a larger slice gets fewer resamples, or none
-#: below :data:`MIN_BOOTSTRAP`, said so; ``augclip-demo protocol`` has no bound)
+#: below :data:`_MIN_BOOTSTRAP`, said so; ``augclip-demo protocol`` has no bound)
 _MAX_BOOTSTRAP_WORK = 2_000_000
 _MIN_BOOTSTRAP = 50
 #: the most items the page computes agreement for (a web request; Python API callers choose their own)

@@ -5,7 +5,7 @@ beside the human rank and Kendall's tau between the models' metric means and hum
   the role there). Runs with other settings are never pooled: a model appears once per run.
 * **Mean and interval** per (run, model, metric) over the slice's edits with a value. The interval is the
   percentile bootstrap of :func:`augclip_demo.metrics.agreement.mean_figure` (the protocols' function,
-  1000 resamples, seed 0) up to :data:`BOOTSTRAP_MAX_N` values; above it the normal interval
+  1000 resamples, seed 0) up to :data:`_BOOTSTRAP_MAX_N` values; above it the normal interval
   ``mean +- z * sd / sqrt(n)``, which a bootstrap of a mean of that many values reproduces to within its own
   Monte-Carlo error, and which keeps a 100,000-item leaderboard interactive. Each cell says which.
 * **Rank** under each metric: 1 = best (lower-is-better metrics such as L2 count reversed), average ranks

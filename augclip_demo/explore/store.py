@@ -32,7 +32,7 @@ from ..batch.results_parquet import PART_PREFIX, is_parquet_results, part_files
 from ..errors import InputError
 from ..metrics.suite import METRICS
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 #: run keys that make two runs' numbers different quantities (the resume check's keys, plus the version)
 _RUN_KEYS_SHOWN = ("model", "version", "precision", "matmul", "metrics", "options", "bpm", "judge", "features")
@@ -114,7 +114,7 @@ class ResultsStore:
     MAX_JUDGED_VIEWS = 4  # each is a copy of the edits table: the oldest is dropped beyond this
     MAX_REMEMBERED = 16
 
-    def remember(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+    def remember(self, key: tuple[Any, ...], compute: Callable[[], _T]) -> _T:
         """``compute()``, once per ``key`` for this store: for figures that take seconds (a slice's bootstrap
         intervals) and that the page asks for again on each change of an unrelated control. The opened
         edits never change, so a kept result stays right; the oldest is forgotten beyond MAX_REMEMBERED."""
@@ -244,7 +244,7 @@ def duckdb_settings(store: ResultsStore) -> dict[str, str]:
 
 
 def _scan_sql(path: Path, *, strict: bool = False) -> tuple[str, list[Any]]:
-    """A DuckDB table function over a results file in place, giving :data:`RECORD_COLUMNS` (``strict``: a JSONL
+    """A DuckDB table function over a results file in place, giving :data:`_RECORD_COLUMNS` (``strict``: a JSONL
     line that is not a JSON object is an error instead of being skipped)."""
     if is_parquet_results(path):
         if path.is_dir():

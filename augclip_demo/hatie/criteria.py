@@ -72,7 +72,7 @@ _ATTRIBUTE_WAY_WEIGHTS = {"clip": (0.08, 0.57, 0.35), "lpips": (0.01, 0.03, 0.96
                          "l2": (0.01, 0.01, 0.98)}
 _ATTRIBUTE_MEASURE_WEIGHTS = {"clip": 0.84, "lpips": 0.01, "dino": 0.02, "l2": 0.13}
 #: Degradation test: a measure scores (STEPS - k) / STEPS at the first halving k whose similarity exceeds the
-#: threshold; the downscaled copy is 1 / DOWNSCALE_LEVEL of the side, at least MIN_DOWNSCALED pixels.
+#: threshold; the downscaled copy is 1 / _DOWNSCALE_LEVEL of the side, at least _MIN_DOWNSCALED pixels.
 _DEGRADATION_THRESHOLD = 0.9
 _DEGRADATION_STEPS = 10
 _DOWNSCALE_LEVEL = 20

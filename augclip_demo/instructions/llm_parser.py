@@ -151,7 +151,7 @@ def validate_answer(data: dict[str, Any]) -> list[str]:
 
 
 def read_answer(answer: str, instruction: str) -> ParsedInstruction:
-    """The parse in a model's answer; :class:`AnswerError` when it breaks the schema or names no
+    """The parse in a model's answer; :class:`_AnswerError` when it breaks the schema or names no
     usable object; :class:`InstructionParseError` when the model calls it a global edit."""
     data = _json_object(answer)
     problems = validate_answer(data)

@@ -25,7 +25,7 @@ such as L2 are negated first):
   leave a statistic undefined (a correlation whose resample has one distinct value, a model missing
   from every drawn item, no pair with a human preference). Such resamples are counted and reported
   with the figure (``boot_undefined`` of ``boot_resamples``), never silently dropped; when more than
-  :data:`MAX_UNDEFINED_SHARE` of them are undefined, or fewer than :data:`MIN_DEFINED_RESAMPLES` are
+  :data:`_MAX_UNDEFINED_SHARE` of them are undefined, or fewer than :data:`_MIN_DEFINED_RESAMPLES` are
   defined, no interval is given and ``ci_note`` says why: an interval over the defined resamples
   only would describe a different population (the resamples that happen to contain both classes).
 
@@ -458,7 +458,8 @@ def _model_ranks(items: Sequence[ProtocolItem], value: Callable[[ProtocolEdit], 
     def both(idx: np.ndarray) -> tuple[float | None, float | None]:
         return agreement(np.bincount(idx, minlength=n_items).astype(float))[:2]
 
-    spearman_ci, kendall_ci = _bootstrap_cis(n_items, both, 2, **boot)
+    spearman_ci, kendall_ci = (_bootstrap_cis(n_items, both, 2, **boot) if rho is not None or tau is not None
+                               else (None, None))
     cis = {"spearman": spearman_ci if rho is not None else None, "kendall": kendall_ci if tau is not None else None}
     out.model_spearman = Figure.with_bootstrap(rho, cis["spearman"], n_models)
     out.model_kendall = Figure.with_bootstrap(tau, cis["kendall"], n_models)

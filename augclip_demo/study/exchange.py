@@ -177,7 +177,7 @@ def _import_key(parsed: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def _refuse(path: Path, problems: list[str]) -> None:
-    """Nothing is imported when any row has a problem: all of them are listed (up to MAX_PROBLEMS_SHOWN)."""
+    """Nothing is imported when any row has a problem: all of them are listed (up to _MAX_PROBLEMS_SHOWN)."""
     if problems:
         shown = "; ".join(problems[:_MAX_PROBLEMS_SHOWN])
         more = f" (and {len(problems) - _MAX_PROBLEMS_SHOWN} more)" if len(problems) > _MAX_PROBLEMS_SHOWN else ""

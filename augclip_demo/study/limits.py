@@ -3,7 +3,7 @@
 A bucket holds up to ``burst`` requests and refills at ``per_s`` a second; a request takes one, and
 one that finds the bucket empty is refused with the seconds to wait. Buckets are kept per key (a
 rater's token, a client's address) in a bounded table: the least recently used key is dropped first,
-so a flood of new keys costs at most :data:`MAX_KEYS` entries (a dropped key starts again full, which
+so a flood of new keys costs at most :data:`_MAX_KEYS` entries (a dropped key starts again full, which
 only ever lets a client through sooner). The clock is passed in, so the arithmetic is tested without
 waiting.
 """

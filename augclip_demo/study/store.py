@@ -5,7 +5,7 @@ answer is written) and ``synchronous=FULL``: every commit is fsynced before the 
 acknowledged, so an acknowledged judgment survives a killed server *and* a power cut (``NORMAL``
 would only survive the former). The cost, one fsync per answer, is nothing next to a person's seconds
 per judgment. Each operation opens its own connection (cheap; no connection is shared between
-threads) and writes in ``BEGIN IMMEDIATE`` transactions, waiting up to ``BUSY_TIMEOUT_S`` for another
+threads) and writes in ``BEGIN IMMEDIATE`` transactions, waiting up to ``_BUSY_TIMEOUT_S`` for another
 writer.
 
 Tokens: a rater's token is ``secrets.token_urlsafe(24)`` (192 random bits), shown once when the rater
@@ -554,7 +554,7 @@ def _jpeg(path: str, expected: str, mtime_ns: int, size: int) -> bytes:
 
 
 def shown_picture(path: Path, expected_sha256: str) -> bytes:
-    """The picture as the rater page shows it (JPEG, longest side <= MAX_SHOWN_SIDE), checked against its hash."""
+    """The picture as the rater page shows it (JPEG, longest side <= _MAX_SHOWN_SIDE), checked against its hash."""
     try:
         info = path.stat()
         return _jpeg(str(path), expected_sha256, info.st_mtime_ns, info.st_size)

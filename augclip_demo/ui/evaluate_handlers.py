@@ -360,11 +360,11 @@ def bpm_stage(ctx: EvaluateContext, bpm_enabled, instruction_value, parser, clip
 
 
 @user_facing
-@heavy_stage
 def bpm_on_fields(ctx: EvaluateContext, instruction_value, parser, clip_model, o1, o2, size, position, reference,
                   state, progress=gr.Progress(), *, plain: bool) -> Updates:
     """BPM on the fields as the user left them (the parse, corrected; or typed by hand). ``plain``: the
-    /bpm_fields endpoint's plain values (the page's button renders HTML)."""
+    /bpm_fields endpoint's plain values (the page's button renders HTML). The refusals come at once, before
+    the memory gate (a user is not kept waiting behind another request to hear BPM cannot run)."""
     if why := first_contact.cannot_run(ctx.settings_for(clip_model), "bpm"):  # at once, not after a load
         return {**unchanged(ctx.tab.bpm_outputs), ctx.tab.bpm_info: views.BPM_HELP + "\n\n" + views.emphasis(why, "b")}
     if state is None or state.report is None:
@@ -372,6 +372,12 @@ def bpm_on_fields(ctx: EvaluateContext, instruction_value, parser, clip_model, o
     if not any((v or "").strip() not in ("", "None") for v in (o1, o2)) and not (instruction_value or "").strip():
         raise gr.Error("Fill o1 (the object in the source) and/or o2 (the object in the edit) first.")
     fields = {"o1": o1, "o2": o2, "size_state": size, "position_state": position, "reference": reference}
+    return _bpm_on_checked_fields(ctx, instruction_value, parser, clip_model, fields, state, progress, plain=plain)
+
+
+@heavy_stage
+def _bpm_on_checked_fields(ctx: EvaluateContext, instruction_value, parser, clip_model, fields, state, progress, *,
+                           plain: bool) -> Updates:
     report, message = logic.run_bpm(ctx.settings_for(clip_model), state, instruction=instruction_value or "",
                                     parser=parser, fields=fields, progress=timed(progress))
     return _bpm_updates(ctx, report, state, message, archive=True, plain=plain)

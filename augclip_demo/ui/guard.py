@@ -242,6 +242,9 @@ def heavy_stage(fn: Callable[..., Any]) -> Callable[..., Any]:
     it runs inside :data:`MEMORY_GATE` (its budget set by :func:`.app.build_app`). While it waits, its
     progress text says so, and it stops if its request is cancelled or its client leaves. The handler
     takes ``state`` (the session, whose report holds the images)."""
+    if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        # the reservation would be given back when the call returns, before the work runs
+        raise TypeError(f"heavy_stage takes a plain function; {fn.__name__} is a generator or coroutine")
     signature = inspect.signature(fn)
 
     @functools.wraps(fn)

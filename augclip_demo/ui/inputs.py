@@ -81,7 +81,7 @@ def bound_inputs(blocks: gr.Blocks, settings: Any) -> int:
     when a request arrives (before the handler runs) and refused with a message naming the field.
 
     Text: a string of at most ``settings.max_text_chars`` characters (a box may set its own
-    ``augclip_max_chars``); attribute lists (:data:`ATTRIBUTE_BOXES`): at most ``max_attributes``
+    ``augclip_max_chars``); attribute lists (:data:`_ATTRIBUTE_BOXES`): at most ``max_attributes``
     non-empty lines of at most ``max_attribute_chars`` each. Checkboxes: ``true`` or ``false`` only
     (the string ``"no"`` is not true). Checkbox groups keep Gradio's own check (a list of offered
     values; their choices may change per session, which a wrapper here would not see); the batch

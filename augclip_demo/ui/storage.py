@@ -19,7 +19,7 @@ Gradio's own age-based cleanup (``gr.Blocks(delete_cache=...)``) stays on beside
 
 :meth:`WorkFolders.watch_uploads` makes the cap hold between requests too: every upload is counted
 when it arrives (one arriving while the total is over the cap is deleted at once and its request
-refused), and the sweep also runs every :data:`SWEEP_INTERVAL_S` seconds. :meth:`WorkFolders.check_room`
+refused), and the sweep also runs every :data:`_SWEEP_INTERVAL_S` seconds. :meth:`WorkFolders.check_room`
 refuses a request, with a message, while the total is at the cap; :meth:`WorkFolders.room` is what a
 zip may still expand to.
 """

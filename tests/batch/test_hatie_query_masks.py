@@ -92,3 +92,22 @@ def test_hatie_query_reads_masks_inside_and_refuses_the_rest(tmp_path):
     item.meta["hatie"]["masks"] = ["masks/ball.png"]
     with pytest.raises(InputError, match="meta.hatie.masks must be an object"):
         hatie_query(item)
+
+
+def test_a_damaged_mask_or_a_bad_foreground_is_an_input_error_naming_the_field(tmp_path):
+    manifest = _manifest(tmp_path, {"ball": "masks/ball.png"})
+    (manifest.parent / "masks").mkdir()
+    good = Image.fromarray(np.zeros((48, 64), np.uint8))
+    good.save(manifest.parent / "masks" / "ball.png")
+    data = (manifest.parent / "masks" / "ball.png").read_bytes()
+    (manifest.parent / "masks" / "ball.png").write_bytes(data[:60])  # a PNG cut inside its image data
+    (item,) = load_manifest(manifest)
+    with pytest.raises(InputError, match=r"meta.hatie.masks\['ball'\] 'masks/ball.png' cannot be read as an image"):
+        hatie_query(item)
+    good.save(manifest.parent / "masks" / "ball.png")
+    for bad in ("ball", 3, ["ball", 3]):
+        item.meta["hatie"]["foreground"] = bad
+        with pytest.raises(InputError, match="meta.hatie.foreground must be a list of object names"):
+            hatie_query(item)
+    item.meta["hatie"]["foreground"] = ["ball"]
+    assert hatie_query(item).foreground == ("ball",)

@@ -11,7 +11,7 @@ the published code does: :func:`hatie_query` reads an item's ``meta.hatie`` back
 the manifest's own path check.
 
 Pickles can run code when loaded. They are read here only from files the operator names on the
-command line or in Python, through :class:`RestrictedUnpickler`, which admits plain Python values
+command line or in Python, through :class:`_RestrictedUnpickler`, which admits plain Python values
 and numpy arrays and refuses everything else; the web app never reads them.
 """
 
@@ -56,7 +56,7 @@ class _RestrictedUnpickler(pickle.Unpickler):
 
 
 def load_benchmark_pickle(path: str | Path, what: str) -> Any:
-    """A benchmark pickle read with :class:`RestrictedUnpickler`; a clear error for anything else."""
+    """A benchmark pickle read with :class:`_RestrictedUnpickler`; a clear error for anything else."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{what}: {path} is not a file")
@@ -227,9 +227,18 @@ def hatie_query(item: ManifestItem) -> HatieQuery | None:
         try:
             with Image.open(path) as image:
                 masks[str(name)] = np.asarray(image.convert("L")) > 127
-        except OSError as exc:
-            raise InputError(f"{what} {rel.strip()!r} cannot be read: {exc}") from None
+        except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:  # Pillow's kinds of bad file
+            raise InputError(f"{what} {rel.strip()!r} cannot be read as an image: {exc}") from None
     return HatieQuery(query_id=meta.get("query_id"), target=meta.get("target"), new=meta.get("new"),
                       anchor=meta.get("anchor"), location=meta.get("location"), after=meta.get("after"),
-                      subtype=meta.get("subtype"), foreground=tuple(meta.get("foreground") or ()),
+                      subtype=meta.get("subtype"), foreground=_foreground(meta.get("foreground")),
                       target_text=meta.get("target_text"), source_masks=masks)
+
+
+def _foreground(value: object) -> tuple[str, ...]:
+    """``meta.hatie.foreground``: a list of object names (absent: none)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+        raise InputError(f"meta.hatie.foreground must be a list of object names, got {value!r:.80}")
+    return tuple(value)
