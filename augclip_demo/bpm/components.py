@@ -332,10 +332,6 @@ def s_modify(origin_crop: np.ndarray, edit_crop: np.ndarray, text_o1: np.ndarray
     return cosine(edit - origin, t2 - t1)
 
 
-#: How S_modify was brought to [0, 1]: ``pair`` = fixed (x + 1) / 2; ``dataset`` = min-max over a set (paper).
-_MODIFY_NORMALIZATIONS = ("pair", "dataset")
-
-
 def normalize_modify(value: float) -> float:
     """The fixed map of a cosine in [-1, 1] to [0, 1], so one pair is scored without a dataset."""
     return (float(value) + 1.0) / 2.0
@@ -390,6 +386,7 @@ class BPMComponents:
     overall_raw: float
     alpha: float
     # "pair": S_modify mapped by the fixed (x + 1) / 2 (one pair); "dataset": min-max over a set (paper)
+    #: how S_modify was brought to [0, 1]: "pair" = fixed (x + 1) / 2; "dataset" = min-max over a set (paper)
     s_modify_normalization: str = "pair"
 
     def to_dict(self) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..config import ENVIRONMENT_VARIABLES, Settings
-from ..judge import JUDGE_METRICS, JudgeOptions
+from ..judge import JudgeOptions
 from ..judge.judge import STRUCTURED_MODES
 
 
@@ -45,9 +45,3 @@ def judge_options_from_args(args: argparse.Namespace, settings: Settings) -> Jud
         requests_per_minute=args.judge_rpm, structured=args.judge_structured)
 
 
-def _with_judge_metrics(metrics: str, judge: JudgeOptions | None) -> str:
-    """``--metrics`` plus the judge's rows when the judge is on (and they are not named already)."""
-    if judge is None:
-        return metrics
-    names = [name.strip() for name in metrics.split(",") if name.strip()]
-    return ",".join(names + [key for key in JUDGE_METRICS if key not in names])

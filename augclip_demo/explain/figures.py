@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
 
     from .hyperplane import ExactPanel, ExactView, PointSet, UmapView
-    from .rankings import EditRankings, RankingChart
+    from .rankings import RankingChart
     from .relevancy import ClipDirRelevancy, RelevancyMap
 
 UNTRAINED_BANNER = "UNTRAINED MODEL (random weights): not meaningful"
@@ -566,9 +566,3 @@ def alpha_figure(source: RankingChart, target: RankingChart) -> Figure:
     return fig
 
 
-def _ranking_figures(rankings: EditRankings) -> dict[str, Figure]:
-    """The charts of one edit's attribute rankings: source and target changes, and alpha when known."""
-    figs = {"source_changes": ranking_figure(rankings.source), "target_changes": ranking_figure(rankings.target)}
-    if rankings.alpha_source is not None and rankings.alpha_target is not None:
-        figs["alpha"] = alpha_figure(rankings.alpha_source, rankings.alpha_target)
-    return figs

@@ -123,7 +123,8 @@ class HatieFeatures:
             from ..inference.families import FAMILIES
 
             row = FAMILIES["clip"]
-            clip = {"model": row.canonical(self.clip_spec), "untrained": row.untrained(row.canonical(self.clip_spec))}
+            spec = row.canonical(self.clip_spec)
+            clip = {"model": spec, "untrained": row.untrained(spec)}
         return {"dino": self.dino_network.info(), "lpips": self.lpips_network.info(), "clip": clip,
                 "fid": self._fid_spec, "untrained": self.untrained}
 

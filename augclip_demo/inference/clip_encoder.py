@@ -20,13 +20,12 @@ from .cpu_matmul import cpu_matmul, resolve_cpu_matmul
 from .device import autocast, device_description, is_out_of_memory
 from .lazy import LazyModel
 from .lru import LRUCache
-from .specs import RANDOM_INIT_SEED, ModelSpec, parse_model_spec, register_model_configs
+from .specs import ModelSpec, parse_model_spec, register_model_configs, seeded_random
 from .weights.guards import compare_state_dicts, create_open_clip, describe_load_error
 from .weights.resolve import ClipFiles, resolve_clip
 
 log = logging.getLogger(__name__)
 
-#: Seed used to initialise ``random:`` models, so two processes build identical random weights.
 #: Token counts a text pass may read short of the full context (see ClipEncoder._encode_text_batch): a
 #: text goes to the shortest that holds it, and a pass holds texts of one length only.
 TEXT_PASS_LENGTHS = (8, 16, 32)
@@ -162,8 +161,7 @@ class ClipEncoder(LazyModel):
         model_label = f"CLIP {spec.raw}"
         try:
             if spec.kind == "random":
-                with torch.random.fork_rng(devices=[]):
-                    torch.manual_seed(RANDOM_INIT_SEED)
+                with seeded_random():
                     model, _, preprocess = open_clip.create_model_and_transforms(files.model_name, **kwargs)
             else:
                 pretrained = str(files.checkpoint) if files.checkpoint is not None else None

@@ -45,7 +45,7 @@ from ..errors import ConfigError, InputError
 from ..io import ImageInput, open_image
 from .families import get_model
 from .hub_folder import HubFolderModel
-from .specs import RANDOM_INIT_SEED
+from .specs import RANDOM_INIT_SEED, seeded_random
 from .weights.table import DINO_FILES
 
 log = logging.getLogger(__name__)
@@ -53,10 +53,8 @@ log = logging.getLogger(__name__)
 _IMAGENET_MEAN = (0.485, 0.456, 0.406)
 _IMAGENET_STD = (0.229, 0.224, 0.225)
 KNOWN_HUB_MODELS = ("facebook/dino-vits16", "facebook/dino-vitb8", "facebook/dinov2-base")
-#: The default network of each use (docs/metrics.md, docs/method-notes.md).
+#: The default network: MagicBrush's DINO similarity (docs/metrics.md); other uses name theirs.
 _MAGICBRUSH_DINO = "facebook/dino-vits16"
-_STRUCTURE_DINO = "facebook/dino-vitb8"
-_HATIE_DINO = "facebook/dinov2-base"
 
 Pooling = Literal["cls", "mean", "all"]
 Preprocess = Literal["resize-crop", "resize", "none"]
@@ -101,8 +99,7 @@ def _build_dino_model(config: Any) -> torch.nn.Module:
 
 def save_random_dino(name: str, folder: Path, seed: int = RANDOM_INIT_SEED) -> Path:
     """A ``random:NAME`` network saved with ``save_pretrained`` (tests publish such folders)."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with seeded_random(seed):
         model = _build_dino_model(_RANDOM_ARCHITECTURES[name]())
     model.save_pretrained(str(folder))
     return folder
@@ -148,8 +145,7 @@ class DinoFeatures(HubFolderModel):
     def _build(self) -> Any:
         if self.random:
             name = self.spec.split(":", 1)[1]
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(RANDOM_INIT_SEED)
+            with seeded_random():
                 return _build_dino_model(_RANDOM_ARCHITECTURES[name]())
         folder = self.resolve()
         assert folder is not None

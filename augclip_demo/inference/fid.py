@@ -28,7 +28,7 @@ from ..errors import ConfigError, InputError, WeightsUnavailableError
 from ..io import ImageInput, open_image
 from .families import FAMILIES, get_model
 from .lazy import LazyModel
-from .specs import RANDOM_INIT_SEED
+from .specs import seeded_random
 from .weights.guards import describe_load_error
 from .weights.resolve import mirrored_url, resolve_url_weights
 from .weights.table import FID_INCEPTION_URL
@@ -51,8 +51,7 @@ def build_inception(path: Path | None) -> torch.nn.Module:
     empty = io.BytesIO()
     torch.save({}, empty)
     empty.seek(0)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(RANDOM_INIT_SEED)
+    with seeded_random():
         model = _Untrained(name=_NETWORK, features_list=[FEATURES], feature_extractor_weights_path=empty)  # type: ignore[arg-type]
         # PyTorch's default initialisation shrinks activations layer by layer (the pool features end near
         # 1e-8); He initialisation keeps them at a usable scale, so untrained features still vary.

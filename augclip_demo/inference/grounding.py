@@ -37,7 +37,7 @@ from ..io import ImageInput, LoadedImage, open_image
 from .device import device_description
 from .families import FAMILIES, get_model
 from .hub_folder import HubFolderModel, save_random_folder
-from .specs import RANDOM_INIT_SEED
+from .specs import seeded_random
 from .weights.table import GDINO_FILES
 
 log = logging.getLogger(__name__)
@@ -144,8 +144,7 @@ def build_random_grounding(kind: str, vocab_dir: Path) -> tuple[torch.nn.Module,
         image_processor = GroundingDinoImageProcessor()  # 800 / 1333, as the hub checkpoints
     processor = GroundingDinoProcessor(image_processor=image_processor, tokenizer=tokenizer)
     config = _random_grounding_config(kind, vocab_size=len(tokenizer))
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(RANDOM_INIT_SEED)
+    with seeded_random():
         model = GroundingDinoForObjectDetection(config)
     return model, processor
 

@@ -24,7 +24,6 @@ from .weights.resolve import resolve_transformers_folder
 from .weights.table import TRANSFORMERS_WEIGHT_FILES
 
 __all__ = ["RANDOM_MARKER", "HubFolderModel", "save_random_folder"]
-#: Seed of every ``random:`` region model, so two processes build identical random weights.
 
 
 def save_random_folder(folder: Path, model: Any, processor: Any, kind: str) -> Path:

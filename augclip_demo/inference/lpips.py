@@ -27,7 +27,7 @@ from ..config import Settings, default_cache_dir
 from ..errors import ConfigError, InputError, WeightsUnavailableError
 from .families import FAMILIES, get_model
 from .lazy import LazyModel
-from .specs import RANDOM_INIT_SEED
+from .specs import seeded_random
 from .weights.guards import describe_load_error
 from .weights.resolve import mirrored_url, resolve_url_weights
 from .weights.table import TORCHVISION_BACKBONE_URLS
@@ -86,8 +86,7 @@ class LpipsNetwork(LazyModel):
     def _build(self) -> Any:
         from torchmetrics.functional.image.lpips import _NoTrainLpips
 
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(RANDOM_INIT_SEED)
+        with seeded_random():
             # pnet_rand: torchvision builds the backbone without downloading; its tensors come next.
             model = _NoTrainLpips(net=self.net, pretrained=not self.random, pnet_rand=True)
         if self.random:

@@ -40,9 +40,9 @@ from ..io import ImageInput, LoadedImage, open_image
 from .device import device_description
 from .families import get_model
 from .grounding import Detection, clean_detection_phrase
-from .hub_folder import HubFolderModel, save_random_folder
+from .hub_folder import HubFolderModel
 from .lru import LRUCache
-from .specs import RANDOM_INIT_SEED
+from .specs import seeded_random
 from .weights.table import OWL_FILES
 
 __all__ = ["DEFAULT_FAST_DETECTOR_MODEL", "DEFAULT_OWL_BOX_THRESHOLD", "OwlDetector", "get_owl_detector"]
@@ -100,17 +100,9 @@ def build_random_owlvit(kind: str, vocab_dir: Path) -> tuple[torch.nn.Module, An
     image_processor = OwlViTImageProcessor(size={"height": side, "width": side},
                                            crop_size={"height": side, "width": side})
     processor = OwlViTProcessor(image_processor=image_processor, tokenizer=tokenizer)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(RANDOM_INIT_SEED)
+    with seeded_random():
         model = OwlViTForObjectDetection(config)
     return model.eval(), processor
-
-
-def _save_random_owlvit(folder: Path, kind: str = "test") -> Path:
-    """Save a random OWL-ViT in the ``save_pretrained`` layout (+ marker file), loadable like a download."""
-    folder = Path(folder)
-    model, processor = build_random_owlvit(kind, folder)
-    return save_random_folder(folder, model, processor, kind)
 
 
 class OwlDetector(HubFolderModel):

@@ -36,9 +36,9 @@ from ..errors import ConfigError, InputError
 from ..io import ImageInput, LoadedImage, open_image
 from .device import device_description
 from .families import get_model
-from .hub_folder import HubFolderModel, save_random_folder
+from .hub_folder import HubFolderModel
 from .lru import LRUCache
-from .specs import RANDOM_INIT_SEED
+from .specs import seeded_random
 from .weights.table import SAM2_FILES
 
 __all__ = ["DEFAULT_FAST_SAM_MODEL", "Sam2Segmenter", "get_fast_segmenter"]
@@ -105,17 +105,9 @@ def build_random_sam2(kind: str, input_size: int | None = None) -> tuple[torch.n
         sam2_config_at(config, input_size)
     size = int(config.prompt_encoder_config.image_size)
     processor = Sam2Processor(image_processor=Sam2ImageProcessor(size={"height": size, "width": size}))
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(RANDOM_INIT_SEED)
+    with seeded_random():
         model = Sam2Model(config)
     return model.eval(), processor
-
-
-def _save_random_sam2(folder: Path, kind: str = "test") -> Path:
-    """Save a random SAM 2 in the ``save_pretrained`` layout (+ marker file), loadable like a download."""
-    folder = Path(folder)
-    model, processor = build_random_sam2(kind)
-    return save_random_folder(folder, model, processor, kind)
 
 
 class Sam2Segmenter(HubFolderModel):

@@ -34,15 +34,13 @@ from ..io import ImageInput, LoadedImage, open_image
 from .device import device_description
 from .families import FAMILIES, get_model
 from .lazy import LazyModel
-from .specs import RANDOM_INIT_SEED
+from .specs import seeded_random
 from .weights.fetch import require_url_available
 from .weights.guards import describe_load_error
 from .weights.resolve import resolve_sam, sam_cache_path, sam_url
 from .weights.table import SAM_CHECKPOINT_URLS  # noqa: F401 - re-exported: the official URLs, by architecture
 
 log = logging.getLogger(__name__)
-
-_ARCHITECTURES = FAMILIES["sam"].names
 
 
 def build_tiny_sam() -> Any:
@@ -151,8 +149,7 @@ class SamSegmenter(LazyModel):
         from segment_anything.utils.transforms import ResizeLongestSide
 
         if self.random:
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(RANDOM_INIT_SEED)
+            with seeded_random():
                 model = _build_sam_architecture(self.arch)
         else:
             path = resolve_sam(self.arch, self.checkpoint, self.url, self.cache_dir, self.how_to_fix(), sha256=self.sha256)

@@ -30,10 +30,12 @@ PyTorch's meta device (no memory) before anything is allocated.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -105,6 +107,17 @@ UNTRAINED = " (random weights, untrained)"
 RANDOM_MARKER = "augclip_random_weights.json"
 #: The seed every family draws its ``random:`` weights from, so one spec gives the same network in any process.
 RANDOM_INIT_SEED = 0
+
+
+@contextlib.contextmanager
+def seeded_random(seed: int = RANDOM_INIT_SEED) -> Iterator[None]:
+    """torch's CPU generator seeded with ``seed`` for the block, and given back as it was after: how every
+    family builds its ``random:`` network (the caller's own random state is left alone)."""
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
 
 
 def is_path_spec(spec: str) -> bool:

@@ -46,7 +46,6 @@ from .vectors import as_matrix, as_vector, cosine, normalize
 
 Classifier = Literal["svm", "logistic", "lda"]
 CLASSIFIERS: tuple[str, ...] = ("svm", "logistic", "lda")
-_WeightScaling = Literal["raw", "mean"]
 #: ``raw``: alpha as App. B passes it (floored); ``mean``: floored alpha rescaled to mean 1.
 WEIGHT_SCALINGS: tuple[str, ...] = ("raw", "mean")
 Projection = Literal["clamped", "plain"]

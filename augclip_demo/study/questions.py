@@ -43,12 +43,6 @@ QUESTION_SETS: dict[str, dict[str, Question]] = {
 CURRENT_VERSION: dict[str, str] = {"2afc": "2afc-v1", "rating": "rating-v1"}
 
 
-def _questions_for(version: str, ids: tuple[str, ...] | list[str]) -> list[Question]:
-    """The questions ``ids`` of wording ``version`` (KeyError names a version or id that does not exist)."""
-    wording = QUESTION_SETS[version]
-    return [wording[qid] for qid in ids]
-
-
 def valid_answer(kind: str, answer: object) -> str | None:
     """The answer as stored ("a" / "b" / "tie", or "1".."5"), or ``None`` when it is not one of the choices."""
     if kind == "2afc":
