@@ -76,8 +76,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         gr.Markdown(_HEADER)
         status_box = gr.HTML(status_html(status, region_check), elem_id="aug-status")
         timer = gr.Timer(1.0, active=status.state == "loading" or region_check.state == "checking")
-        demo_btn = first_contact.build_demo_controls(visible=first_contact.DEMO_CLIP in clip_choices
-                                                     and bool(offer.examples))
+        demo_btn = first_contact.build_demo_controls(visible=first_contact.demo_offered(base) and bool(offer.examples))
         with gr.Tabs() as main_tabs:
             tab = build_evaluate_tab(base, offer, session_state=session_state, status_box=status_box)
             # Each tab wired right after its layout, as when it wired itself: the events keep their order

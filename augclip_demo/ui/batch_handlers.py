@@ -2,7 +2,7 @@
 
 Each handler takes the tab's :class:`BatchContext` first, then the values of its event's input components,
 and returns the updates: a dict keyed by the tab's components. :func:`.app.build_app` binds the context
-(:func:`.evaluate_handlers.bind`) and connects the events. The work is
+(:func:`.binding.bind`) and connects the events. The work is
 :func:`augclip_demo.batch.upload.run_uploaded_batch` (safe extraction with size, file-count and
 uncompressed-size limits; the same runner and protocol code as the CLI); this module is the page around it.
 """
@@ -32,9 +32,9 @@ from ..metrics.suite import METRICS
 from ..report import UNTRAINED_WARNING
 from . import first_contact
 from .batch_tab import MAX_SHOWN_ROWS, BatchTab
+from .evaluate_handlers import page_settings
 from .examples import EXAMPLES_DIR
 from .guard import CancelWatch, scrub_paths, user_facing
-from .session import offered_clip_model
 from .status import model_status
 from .storage import WorkFolders
 from .views import empty_table
@@ -64,12 +64,6 @@ class BatchContext:
     resumable: dict[tuple, Path] = field(default_factory=dict)
 
 
-def batch_settings(settings: Settings, clip_spec: str | None, clip_choices: list[str]) -> Settings:
-    """The settings a batch runs with: the page's, with the chosen (offered) CLIP model; in the untrained demo
-    every model random, as on the Evaluate tab."""
-    return first_contact.demo_settings(settings.replace(clip_model=offered_clip_model(clip_spec, clip_choices)))
-
-
 # ---------------------------------------------------------------------------- handlers
 
 
@@ -83,7 +77,7 @@ def score_upload(ctx: BatchContext, manifest_file, images_zip, metric_keys, prov
         raise gr.Error("Upload a zip with the images the manifest names.")
     if not metric_keys:
         raise gr.Error("Choose at least one metric.")
-    run_settings = batch_settings(ctx.settings, clip_spec, ctx.clip_choices)
+    run_settings = page_settings(ctx.settings, ctx.clip_choices, clip_spec)
     metric_keys = list(dict.fromkeys(metric_keys))
     limits = zip_limits(ctx)
     session = getattr(request, "session_hash", None)
@@ -111,7 +105,7 @@ def score_upload(ctx: BatchContext, manifest_file, images_zip, metric_keys, prov
 def show_needs(ctx: BatchContext, clip_spec, chosen) -> Updates:
     """The note beside Run: what the chosen CLIP model and metrics need and lack (hidden when nothing)."""
     try:
-        text = first_contact.batch_note(batch_settings(ctx.settings, clip_spec, ctx.clip_choices), chosen,
+        text = first_contact.batch_note(page_settings(ctx.settings, ctx.clip_choices, clip_spec), chosen,
                                         model_status)
     except Exception:  # noqa: BLE001 - a model the page does not offer: Run says so itself
         text = ""

@@ -3,7 +3,7 @@
 Each handler takes the tab's :class:`ExploreContext` first, then the values of its event's input components
 (the session's state first: :mod:`.explore_state`), and returns its outputs in the order
 :mod:`.explore_tab` wires them (the lists are :class:`~.explore_layout.ExploreTab`'s properties).
-:func:`.evaluate_handlers.bind` gives an event the handler with its context.
+:func:`.binding.bind` gives an event the handler with its context.
 
 Opening a file (:func:`open_results_file`) or changing the slice (:func:`apply`, :func:`save`,
 :func:`pick_saved`, :func:`compare_picked`, :func:`pick_judgments`) is followed by the quick views

@@ -1,6 +1,6 @@
 """What the HATIE tab's button does: :func:`show_hatie`, a top-level function of a :class:`HatieContext`
 and the values of its event's inputs, returning the updates (a dict keyed by the tab's components).
-:func:`.app.build_app` binds the context (:func:`.evaluate_handlers.bind`) and connects the event; the
+:func:`.app.build_app` binds the context (:func:`.binding.bind`) and connects the event; the
 scoring itself is :meth:`augclip_demo.pipeline.Evaluator.add_hatie` on the session's report.
 """
 

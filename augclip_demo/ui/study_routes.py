@@ -23,12 +23,9 @@ The API routes take a :class:`RaterContext` first; :func:`study_routes` binds it
 
 from __future__ import annotations
 
-import functools
-import inspect
 import ipaddress
 import json
 import math
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +38,7 @@ from ..config import Settings
 from ..errors import AugclipError
 from ..study import store
 from ..study.limits import RaterLimits
+from .binding import bind
 from .guard import scrub_paths
 from .study_page import PAGE_CSS, PAGE_HTML, PAGE_JS
 
@@ -202,29 +200,17 @@ async def task_picture(ctx: RaterContext, request: Request, position: int, slot:
     return Response(data, media_type="image/jpeg", headers={**PAGE_HEADERS, "Cache-Control": "private, max-age=3600"})
 
 
-def _route_endpoint(route: Callable[..., Awaitable[Response]], ctx: RaterContext) -> Callable[..., Awaitable[Response]]:
-    """``route`` with its context given, as FastAPI takes an endpoint: a coroutine function (so it is awaited in
-    the event loop, where the limits are counted) whose signature is the route's without ``ctx``; FastAPI
-    resolves the hints from the route's own module (``__wrapped__``)."""
-    bound = functools.partial(route, ctx)
-
-    @functools.wraps(route)
-    async def endpoint(*args: Any, **kwargs: Any) -> Response:
-        return await bound(*args, **kwargs)
-
-    endpoint.__signature__ = inspect.signature(bound)  # type: ignore[attr-defined]
-    return endpoint
-
-
 def study_routes(settings: Settings, limits: RaterLimits | None = None) -> list[Any]:
-    """The rater page's routes, for ``FastAPI(routes=...)`` (see ``launch_kwargs``)."""
+    """The rater page's routes, for ``FastAPI(routes=...)`` (see ``launch_kwargs``). A route bound to its
+    context (:func:`.binding.bind`) stays a coroutine function, awaited in the event loop where the limits are
+    counted; FastAPI resolves its hints from the route's own module (``__wrapped__``)."""
     ctx = RaterContext(settings.study_db_path, limits or RaterLimits())
     router = APIRouter()
     for path, page in (("/study/rate", rate_page), ("/study/rate.js", rate_script), ("/study/rate.css", rate_style)):
         router.add_api_route(path, page, methods=["GET"], include_in_schema=False)
-    router.add_api_route("/study/api/task", _route_endpoint(next_task, ctx), methods=["GET"], include_in_schema=False)
-    router.add_api_route("/study/api/answer", _route_endpoint(post_answer, ctx), methods=["POST"],
+    router.add_api_route("/study/api/task", bind(next_task, ctx), methods=["GET"], include_in_schema=False)
+    router.add_api_route("/study/api/answer", bind(post_answer, ctx), methods=["POST"],
                          include_in_schema=False)
-    router.add_api_route("/study/api/image/{position}/{slot}", _route_endpoint(task_picture, ctx), methods=["GET"],
+    router.add_api_route("/study/api/image/{position}/{slot}", bind(task_picture, ctx), methods=["GET"],
                          include_in_schema=False)
     return list(router.routes)

@@ -188,12 +188,12 @@ def test_the_batch_tab_says_what_its_run_lacks_and_runs_the_demo_with_random_mod
     BPM's / HATIE's models when one of their metrics is chosen); the untrained demo's batch uses the same
     random models as the Evaluate tab."""
     from augclip_demo.inference.needs import FEATURES, models_needed
-    from augclip_demo.ui.batch_handlers import batch_settings
+    from augclip_demo.ui.evaluate_handlers import page_settings
     from augclip_demo.ui.first_contact import batch_note, cannot_run, demo_settings, readiness, scores_message
 
     settings = Settings.from_env({}, clip_model="ViT-B-16/openai", device="cpu", cache_dir=tmp_path)
     choices = ["ViT-B-16/openai", "random:tiny"]
-    trained = batch_settings(settings, "ViT-B-16/openai", choices)
+    trained = page_settings(settings, choices, "ViT-B-16/openai")
     assert trained == settings
     readiness(trained, background=False)
     status = model_status(trained, background=False)
@@ -205,7 +205,7 @@ def test_the_batch_tab_says_what_its_run_lacks_and_runs_the_demo_with_random_mod
     assert with_bpm.count("aug-needs") == 3, with_bpm
     for feature in ("bpm", "hatie"):
         assert cannot_run(trained, feature).split("`")[1] in with_bpm  # the same command as the page's notes
-    demo = batch_settings(settings, "random:tiny", choices)
+    demo = page_settings(settings, choices, "random:tiny")
     assert demo == demo_settings(settings.replace(clip_model="random:tiny"))  # the Evaluate tab's demo settings
     assert all(need.spec.startswith("random:") for feature in FEATURES for need in models_needed(demo, feature))
     readiness(demo, background=False)

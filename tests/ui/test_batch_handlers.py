@@ -18,6 +18,7 @@ from augclip_demo.batch.runner import BatchOptions, run_batch
 from augclip_demo.config import Settings
 from augclip_demo.ui import batch_handlers as on
 from augclip_demo.ui import build_app
+from augclip_demo.ui.evaluate_handlers import page_settings
 from augclip_demo.ui.examples import EXAMPLES_DIR
 from augclip_demo.ui.first_contact import readiness
 from augclip_demo.ui.status import model_status
@@ -170,7 +171,7 @@ def test_upload_key_is_the_digest_of_the_files_bytes(upload, tmp_path):
 
 def test_show_needs_names_the_missing_weights_and_hides_when_nothing_lacks(ctx):
     tab = ctx.tab
-    missing = on.batch_settings(ctx.settings, NO_WEIGHTS, ctx.clip_choices)
+    missing = page_settings(ctx.settings, ctx.clip_choices, NO_WEIGHTS)
     assert missing.clip_model == NO_WEIGHTS
     readiness(missing, background=False)
     model_status(missing, background=False)  # the check done, so the note says what it found
@@ -178,7 +179,7 @@ def test_show_needs_names_the_missing_weights_and_hides_when_nothing_lacks(ctx):
     assert note["visible"] is True and note["value"].count("aug-needs") == 1
     assert f"augclip-demo download --clip {NO_WEIGHTS}" in note["value"] and "a batch cannot run" in note["value"]
     # The untrained demo: every model random, BPM's and HATIE's too, so nothing lacks.
-    demo = on.batch_settings(ctx.settings, TINY, ctx.clip_choices)
+    demo = page_settings(ctx.settings, ctx.clip_choices, TINY)
     readiness(demo, background=False)
     model_status(demo, background=False)
     assert on.show_needs(ctx, TINY, ["augclip", "bpm", "hatie"])[tab.needs] == gr.update(value="", visible=False)
