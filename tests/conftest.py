@@ -5,13 +5,42 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
+# The tests run on every core (pytest-xdist, ``-n auto`` in pyproject.toml). Each worker's math libraries get
+# that worker's share of the cores, set before numpy or torch start their thread pools: without it every
+# worker's torch starts one thread per core and the workers fight over them (fast loop on 2 cores: 57 s ->
+# 52 s). Tests that start processes pass it on, so an app server under test stays within the share too.
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    _share = max(1, len(os.sched_getaffinity(0)) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+    for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_variable, str(_share))
+
+import numpy as np  # after the thread counts above
 import pytest
 from PIL import Image
 
 from tests.support import APP_UPLOAD_LIMIT_MB, APP_ZIP_LIMITS, ROOT, TINY, draw_scene, free_port
 from tests.support.app_process import spawn_app
 from tests.support.hub_fixtures import hub, hub_features, hub_gdino, online  # noqa: F401 - the local model hub fixtures
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker per core this process may use (xdist would count physical cores when psutil
+    is installed: one on a 2-vCPU machine), at most 8 (each worker starts its own app servers and browser)."""
+    return min(8, len(os.sched_getaffinity(0)))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist (``--dist loadgroup``): a slow module's tests stay together on one worker (they share
+    module fixtures such as a started server, and some read what the module's earlier tests recorded), and
+    the slow modules go first, so the many quick tests fill the workers' last minutes evenly."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return
+    for item in items:
+        if item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: each module keeps its order
+
 
 # Keep every test offline and out of the user's real cache.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

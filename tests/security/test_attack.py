@@ -42,6 +42,7 @@ FLOWER = EXAMPLES / "flower-pink"
 PAGE_S = 1.0
 CONTROL_S = 0.5
 STALL_SHARE = 0.05  # measured 1 to 2.5 % on the shared 2-core machine; a stalled event loop makes it most
+HELD_S = 2.5  # a rater's load this slow with the control answering: the server held it, whatever the share
 RSS_BOUND = 3 << 30
 DISK_MB = 48
 UPLOAD_MB = 8
@@ -232,9 +233,13 @@ def test_5_a_cancelled_batch_stops_and_resumes_and_one_batch_runs_at_a_time(app,
                          "edits": [{"path": name} for name in names[1:]]}) for n in range(items)]
     manifest = probes.write(tmp_path / "long.jsonl", "\n".join(lines) + "\n")
     images = images_zip(tmp_path, names)
-    for _ in range(3):  # started and cancelled after a few seconds, three times in a row
+    for _ in range(3):  # started and cancelled once it scores, three times in a row
+        done = sum(_results_lines(app).values())
         job = client.submit(*batch_args(manifest, images), api_name="/batch")
-        time.sleep(6)
+        deadline = time.monotonic() + 60
+        while sum(_results_lines(app).values()) <= done and time.monotonic() < deadline:
+            time.sleep(0.25)
+        assert sum(_results_lines(app).values()) > done, "the batch scored nothing in a minute"
         job.cancel()
     # "within a few seconds": on a loaded 2-core machine the last items in flight may take longer to finish, so
     # the results must stop growing within 20 s (then stay still for 5 s)
@@ -446,7 +451,10 @@ class RaterWatch:
         print(f"the other rater: {len(self.ticks)} task loads, slowest (rater, control) "
               f"{[(round(a, 2), round(c, 2)) for a, c in sorted(self.ticks, reverse=True)[:3]]}; stalled: {stalled}")
         assert self.statuses and set(self.statuses) == {200}, self.statuses
-        assert len(stalled) <= STALL_SHARE * len(self.ticks), stalled
+        # A family lasts a few seconds (7 loads or so), where the share allows none: one load may be slow, not
+        # held (an event loop held through the family makes that one load as long as the family, or several slow)
+        assert len(stalled) <= max(1, STALL_SHARE * len(self.ticks)), stalled
+        assert all(rater < HELD_S for rater, _ in stalled), stalled
 
 
 def test_12_study_answers_are_bounded_checked_and_once_only(app, client, watch, study):

@@ -137,7 +137,7 @@ def test_concurrent_raters_lose_no_acknowledged_judgment_when_the_server_is_kill
         time.sleep(0.05)
     assert sum(t.is_alive() for t in threads) >= 2, "the raters finished before the kill: no load to kill under"
     app.process.kill()  # SIGKILL while the raters are still sending
-    app.process.wait()
+    app.stop()  # (already dead: deletes its temporary folders)
     at_kill = len(acked)
     for thread in threads:
         thread.join(timeout=30)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Sequence
@@ -19,6 +21,7 @@ class AppProcess:
     url: str
     log: Path
     temp: Path | None = None  # the server's TMPDIR (its work folders) and GRADIO_TEMP_DIR (Gradio's cache) live here
+    own_temp: Path | None = None  # made for this server by spawn_app: deleted when it stops
 
     def memory(self) -> dict[str, int]:
         """Resident memory now (VmRSS) and at its peak since start (VmHWM), in bytes (Linux /proc)."""
@@ -36,12 +39,25 @@ class AppProcess:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        if self.own_temp is not None:
+            shutil.rmtree(self.own_temp, ignore_errors=True)
 
 
 def spawn_app(env: dict[str, str], log: Path, port: int, args: Sequence[str] = (), root: Path = ROOT,
               timeout: float = 240, temp: Path | None = None) -> AppProcess:
-    """Run ``python app.py ARGS`` from ``root`` with exactly ``env``, its output in ``log``, and wait until
-    ``http://127.0.0.1:PORT/`` answers (the log's tail is in the error when it never does)."""
+    """Run ``python app.py ARGS`` from ``root`` with ``env``, its output in ``log``, and wait until
+    ``http://127.0.0.1:PORT/`` answers (the log's tail is in the error when it never does).
+
+    Unless ``env`` names them, the server gets temporary folders of its own (``TMPDIR``, ``GRADIO_TEMP_DIR``;
+    deleted when it stops): Gradio names cached files by content and deletes its cached files when its
+    server stops, so two servers sharing one cache (tests running side by side, or one after the other)
+    would delete the example images the other still serves. They are outside the test's folders, whose
+    names a test may check the page for (Gradio's file addresses show its cache folder)."""
+    own = None
+    if "GRADIO_TEMP_DIR" not in env:
+        own = Path(tempfile.mkdtemp(prefix="augclip-test-server-"))
+        env = {**env, "TMPDIR": env.get("TMPDIR", str(own)), "GRADIO_TEMP_DIR": str(own / "gradio")}
+        temp = temp or Path(env["TMPDIR"])
     with open(log, "w") as handle:
         process = subprocess.Popen([sys.executable, "app.py", *args], cwd=root, env=env, stdout=handle,
                                    stderr=subprocess.STDOUT)
@@ -50,7 +66,7 @@ def spawn_app(env: dict[str, str], log: Path, port: int, args: Sequence[str] = (
     while True:
         try:
             urllib.request.urlopen(url, timeout=2)
-            return AppProcess(process, url, log, temp)
+            return AppProcess(process, url, log, temp, own)
         except OSError:
             if process.poll() is not None or time.monotonic() > deadline:
                 process.kill()

@@ -1,11 +1,20 @@
-"""Fixtures of the app tests: one headless Chromium per test module (Playwright driving Debian's Chromium)."""
+"""Fixtures of the app tests: one headless Chromium per test module (Playwright driving Debian's Chromium).
+
+When a test that drives the browser fails, every page still open is saved as a screenshot in
+``test-artifacts/failures/`` (``AUGCLIP_TEST_ARTIFACTS`` moves the root): what the page showed is what
+the failure needs explained.
+"""
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 from pathlib import Path
 
 import pytest
+
+from tests.support import ROOT
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -22,3 +31,23 @@ def browser():
         )
         yield instance
         instance.close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    browser = getattr(item, "funcargs", {}).get("browser")
+    if report.when == "call" and report.failed and browser is not None:
+        folder = Path(os.environ.get("AUGCLIP_TEST_ARTIFACTS") or ROOT / "test-artifacts") / "failures"
+        folder.mkdir(parents=True, exist_ok=True)
+        stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", item.name)
+        pages = [page for context in browser.contexts for page in context.pages]
+        for number, page in enumerate(pages):
+            path = folder / f"{stem}-{number}.png"
+            try:
+                page.screenshot(path=str(path), full_page=True, timeout=30_000)
+            except Exception as exc:  # the page may be gone with the failure; the report says so
+                report.sections.append(("screenshot", f"page {number}: no screenshot ({exc})"))
+            else:
+                report.sections.append(("screenshot", f"page {number}: {path}"))
+    return report
