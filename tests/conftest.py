@@ -10,7 +10,8 @@ from pathlib import Path
 # worker's torch starts one thread per core and the workers fight over them (fast loop on 2 cores: 57 s ->
 # 52 s). Tests that start processes pass it on, so an app server under test stays within the share too.
 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
-    _share = max(1, len(os.sched_getaffinity(0)) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+    _cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    _share = max(1, _cpus // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
     for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(_variable, str(_share))
 
@@ -23,10 +24,13 @@ from tests.support.app_process import spawn_app
 from tests.support.hub_fixtures import hub, hub_features, hub_gdino, online  # noqa: F401 - the local model hub fixtures
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """``-n auto``: one worker per core this process may use (xdist would count physical cores when psutil
-    is installed: one on a 2-vCPU machine), at most 8 (each worker starts its own app servers and browser)."""
-    return min(8, len(os.sched_getaffinity(0)))
+    is installed: one on a 2-vCPU machine), at most 8 (each worker starts its own app servers and browser).
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides when set (xdist reads it)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    return min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups

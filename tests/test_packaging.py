@@ -101,7 +101,7 @@ def test_requirements_txt_is_the_runtime_set_and_requirements_dev_the_rest():
 
 
 def test_the_runtime_set_holds_no_test_lint_or_cluster_tool():
-    tools = {"pytest", "playwright", "hypothesis", "ruff", "import-linter", "pre-commit", "ray", "pyarrow"}
+    tools = {"pytest", "pytest-xdist", "playwright", "hypothesis", "ruff", "import-linter", "pre-commit", "ray", "pyarrow"}
     assert not _pinned("requirements.txt") & tools
 
 

@@ -12,13 +12,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from augclip_demo.inference.weights.fetch import sha256_of
 from tests.support import ROOT, draw_scene, free_port, published
-from tests.support.app_process import spawn_app
+from tests.support.app_process import AppProcess, spawn_app
 from tests.support.hub_fixtures import subprocess_env
 
 pytestmark = pytest.mark.slow
@@ -119,13 +118,12 @@ def test_refused_weights_fail_the_cli_with_one_clear_line(world, hub, tmp_path):
     assert len(lines) == 1 and "open_clip_model.safetensors" in lines[0] and "HTTP 403" in lines[0], proc.stderr
 
 
-def _start_app(world, offline: bool) -> tuple[subprocess.Popen, str, Path]:
+def _start_app(world, offline: bool) -> AppProcess:
     port = free_port()
     log_path = world["root"] / f"app-{'offline' if offline else 'online'}.log"
     env = {**world["env"], "HF_HUB_OFFLINE": "1" if offline else "0", "GRADIO_SERVER_NAME": "127.0.0.1",
            "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False"}
-    app = spawn_app(env, log_path, port)
-    return app.process, app.url, log_path
+    return spawn_app(env, log_path, port)
 
 
 @pytest.mark.parametrize("offline", [False, True], ids=["online", "offline"])
@@ -136,9 +134,9 @@ def test_the_app_evaluates_with_hub_weights(world, hub, offline):
         cli(world, "score", "--source", str(world["images"]["source"]), "--edited", str(world["images"]["edit1"]),
             "--target", "a blue ball", "--attributes", str(world["attrs"]))
     before = hub.count()
-    proc, url, log_path = _start_app(world, offline)
+    app = _start_app(world, offline)
     try:
-        client = Client(url, verbose=False)
+        client = Client(app.url, verbose=False)
         im = world["images"]
         result = client.predict(handle_file(str(im["source"])), [handle_file(str(im["edit1"]))], "a blue ball",
                                 "a red ball", "make the ball blue", "manual", "a red ball\na white background",
@@ -148,10 +146,9 @@ def test_the_app_evaluates_with_hub_weights(world, hub, offline):
         assert report["untrained"] is False and report["model"]["spec"] == HF_CLIP
         assert "untrained" not in verdict.lower()
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        app.stop()
     if offline:
-        assert hub.count() == before, log_path.read_text()[-2000:]
+        assert hub.count() == before, app.log.read_text()[-2000:]
 
 
 def test_full_size_sam_from_the_url(hub, online, tmp_path):

@@ -42,15 +42,17 @@ def example_stage_bytes() -> int:
 
 
 @pytest.fixture(scope="module")
-def app():
+def app(tmp_path_factory):
     from augclip_demo.ui.app import build_app
 
     settings = Settings.from_env({}, clip_model=TINY, device="cpu", gdino_model="random:tiny", sam_model="random:tiny")
-    demo = build_app(settings)
-    port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    yield f"http://127.0.0.1:{port}/"
-    demo.close()
+    with pytest.MonkeyPatch.context() as patch:  # a cache of its own: the server deletes its cached files on close
+        patch.setenv("GRADIO_TEMP_DIR", str(tmp_path_factory.mktemp("gradio-cache")))
+        demo = build_app(settings)
+        port = free_port()
+        demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+        yield f"http://127.0.0.1:{port}/"
+        demo.close()
 
 
 def evaluated_client(url: str):

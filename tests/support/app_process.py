@@ -48,16 +48,18 @@ def spawn_app(env: dict[str, str], log: Path, port: int, args: Sequence[str] = (
     """Run ``python app.py ARGS`` from ``root`` with ``env``, its output in ``log``, and wait until
     ``http://127.0.0.1:PORT/`` answers (the log's tail is in the error when it never does).
 
-    Unless ``env`` names them, the server gets temporary folders of its own (``TMPDIR``, ``GRADIO_TEMP_DIR``;
-    deleted when it stops): Gradio names cached files by content and deletes its cached files when its
+    Unless ``env`` names ``TMPDIR``, the server gets a temporary folder of its own (deleted when it stops),
+    and Gradio's cache (``GRADIO_TEMP_DIR``) is inside the server's ``TMPDIR`` unless ``env`` names it: Gradio names cached files by content and deletes its cached files when its
     server stops, so two servers sharing one cache (tests running side by side, or one after the other)
     would delete the example images the other still serves. They are outside the test's folders, whose
     names a test may check the page for (Gradio's file addresses show its cache folder)."""
     own = None
-    if "GRADIO_TEMP_DIR" not in env:
+    if "TMPDIR" not in env:
         own = Path(tempfile.mkdtemp(prefix="augclip-test-server-"))
-        env = {**env, "TMPDIR": env.get("TMPDIR", str(own)), "GRADIO_TEMP_DIR": str(own / "gradio")}
-        temp = temp or Path(env["TMPDIR"])
+        env = {**env, "TMPDIR": str(own)}
+    if "GRADIO_TEMP_DIR" not in env:
+        env = {**env, "GRADIO_TEMP_DIR": str(Path(env["TMPDIR"]) / "gradio")}  # Gradio's own default, made explicit
+    temp = temp or Path(env["TMPDIR"])
     with open(log, "w") as handle:
         process = subprocess.Popen([sys.executable, "app.py", *args], cwd=root, env=env, stdout=handle,
                                    stderr=subprocess.STDOUT)
@@ -70,5 +72,7 @@ def spawn_app(env: dict[str, str], log: Path, port: int, args: Sequence[str] = (
         except OSError:
             if process.poll() is not None or time.monotonic() > deadline:
                 process.kill()
+                if own is not None:
+                    shutil.rmtree(own, ignore_errors=True)
                 raise RuntimeError(f"the app did not start; log:\n{log.read_text()[-3000:]}") from None
             time.sleep(0.2)  # a refused connection costs next to nothing: poll often

@@ -40,7 +40,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if report.when == "call" and report.failed and browser is not None:
         folder = Path(os.environ.get("AUGCLIP_TEST_ARTIFACTS") or ROOT / "test-artifacts") / "failures"
         folder.mkdir(parents=True, exist_ok=True)
-        stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", item.name)
+        stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", item.nodeid.split("@")[0].removeprefix("tests/"))
         pages = [page for context in browser.contexts for page in context.pages]
         for number, page in enumerate(pages):
             path = folder / f"{stem}-{number}.png"
