@@ -33,16 +33,22 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     return min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under xdist (``--dist loadgroup``): a slow module's tests stay together on one worker (they share
     module fixtures such as a started server, and some read what the module's earlier tests recorded), and
-    the slow modules go first, so the many quick tests fill the workers' last minutes evenly."""
+    the slow modules go first, so the many quick tests fill the workers' last minutes evenly.
+
+    loadgroup sends the tests whose id ends in the same ``@group`` to one worker. xdist 3.8 appends that
+    suffix for ``xdist_group`` marks by setting ``item._nodeid``, which pytest 9 no longer reads (a node's
+    id is ``item._id``), so marks are ignored there; the suffix is set here the way pytest 9 keeps ids.
+    """
     if "PYTEST_XDIST_WORKER" not in os.environ:
         return
+    from _pytest.nodeid import NodeId
+
     for item in items:
         if item.get_closest_marker("slow"):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+            item._id = NodeId.parse(f"{item.nodeid}@{item.nodeid.split('::')[0]}")
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: each module keeps its order
 
 
