@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from tests.support import usable_cpus  # (PIL and the standard library: no thread pools yet)
+
 # The tests run on every core (pytest-xdist, ``-n auto`` in pyproject.toml). Each worker's math libraries get
 # that worker's share of the cores, set before numpy or torch start their thread pools: without it every
 # worker's torch starts one thread per core and the workers fight over them (fast loop on 2 cores: 57 s ->
 # 52 s). Tests that start processes pass it on, so an app server under test stays within the share too.
 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
-    _cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    _share = max(1, _cpus // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+    _share = max(1, usable_cpus() // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
     for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(_variable, str(_share))
 
@@ -30,7 +31,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides when set (xdist reads it)."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None
-    return min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+    return min(8, usable_cpus())
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

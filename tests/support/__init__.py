@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 
@@ -29,3 +30,16 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def artifacts_folder(name: str) -> Path:
+    """``test-artifacts/NAME`` at the repository root (git-ignored; ``AUGCLIP_TEST_ARTIFACTS`` moves the root),
+    made: where browser tests leave their screenshots to look at."""
+    folder = Path(os.environ.get("AUGCLIP_TEST_ARTIFACTS") or ROOT / "test-artifacts") / name
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def usable_cpus() -> int:
+    """The cores this process may run on (its affinity mask on Linux, every core elsewhere)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

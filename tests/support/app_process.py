@@ -48,11 +48,12 @@ def spawn_app(env: dict[str, str], log: Path, port: int, args: Sequence[str] = (
     """Run ``python app.py ARGS`` from ``root`` with ``env``, its output in ``log``, and wait until
     ``http://127.0.0.1:PORT/`` answers (the log's tail is in the error when it never does).
 
-    Unless ``env`` names ``TMPDIR``, the server gets a temporary folder of its own (deleted when it stops),
-    and Gradio's cache (``GRADIO_TEMP_DIR``) is inside the server's ``TMPDIR`` unless ``env`` names it: Gradio names cached files by content and deletes its cached files when its
-    server stops, so two servers sharing one cache (tests running side by side, or one after the other)
-    would delete the example images the other still serves. They are outside the test's folders, whose
-    names a test may check the page for (Gradio's file addresses show its cache folder)."""
+    Unless ``env`` names ``TMPDIR``, the server gets a temporary folder of its own (deleted when it stops), and
+    Gradio's cache (``GRADIO_TEMP_DIR``) is inside the server's ``TMPDIR`` unless ``env`` names it. Gradio names
+    cached files by content and deletes its cached files when its server stops, so two servers sharing one
+    cache (tests running side by side, or one after the other) would delete the example images the other
+    still serves. The folder is outside the test's folders, whose names a test may check the page for
+    (Gradio's file addresses show its cache folder)."""
     own = None
     if "TMPDIR" not in env:
         own = Path(tempfile.mkdtemp(prefix="augclip-test-server-"))

@@ -7,14 +7,13 @@ the failure needs explained.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.support import ROOT
+from tests.support import artifacts_folder
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -38,8 +37,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     browser = getattr(item, "funcargs", {}).get("browser")
     if report.when == "call" and report.failed and browser is not None:
-        folder = Path(os.environ.get("AUGCLIP_TEST_ARTIFACTS") or ROOT / "test-artifacts") / "failures"
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = artifacts_folder("failures")
         stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", item.nodeid.split("@")[0].removeprefix("tests/"))
         pages = [page for context in browser.contexts for page in context.pages]
         for number, page in enumerate(pages):

@@ -5,7 +5,6 @@ Screenshots go to ``test-artifacts/study/`` (``AUGCLIP_TEST_ARTIFACTS`` moves th
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from tests.study.helpers import (
     write_results,
     write_study_manifest,
 )
-from tests.support import ROOT
+from tests.support import artifacts_folder
 from tests.ui.test_browser import pytestmark as browser_marks
 
 pytestmark = browser_marks  # browser, slow, skipped without Chromium
@@ -28,9 +27,7 @@ pytestmark = browser_marks  # browser, slow, skipped without Chromium
 
 @pytest.fixture(scope="module")
 def artifacts() -> Path:
-    folder = Path(os.environ.get("AUGCLIP_TEST_ARTIFACTS") or ROOT / "test-artifacts") / "study"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+    return artifacts_folder("study")
 
 
 @pytest.fixture(scope="module")

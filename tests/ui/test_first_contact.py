@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import ROOT, free_port
+from tests.support import ROOT, artifacts_folder, free_port
 from tests.support.app_process import spawn_app
 
 # browser and slow, skipped where Chromium is missing: the same marks as the main browser test
@@ -29,8 +29,7 @@ def bare_app(tmp_path_factory: pytest.TempPathFactory):
            "HF_HUB_OFFLINE": "1", "AUGCLIP_DEVICE": "cpu", "GRADIO_SERVER_NAME": "127.0.0.1",
            "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONPATH": str(ROOT)}
     app = spawn_app(env, folder / "app.log", port)
-    shots = ROOT / "test-artifacts" / "first-contact"  # git-ignored: the screenshots to look at
-    shots.mkdir(parents=True, exist_ok=True)
+    shots = artifacts_folder("first-contact")
     yield {"url": app.url, "log": folder / "app.log", "shots": shots}
     app.stop()
 

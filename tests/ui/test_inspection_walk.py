@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import urllib.parse
 import urllib.request
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import ROOT
+from tests.support import artifacts_folder
 from tests.ui.test_browser import CHROMIUM, open_page, read_table, wait_for_rows
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
@@ -45,9 +44,7 @@ PLOT_TEXTS_JS = """(selector) => {
 
 
 def artifacts_dir() -> Path:
-    folder = Path(os.environ.get("AUGCLIP_TEST_ARTIFACTS") or ROOT / "test-artifacts") / "browser"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+    return artifacts_folder("browser")
 
 
 def overlaps(boxes: list[dict], tolerance: float = 0.5) -> list[tuple[str, str]]:
