@@ -2,12 +2,16 @@
 
     python benchmarks/parser_bench.py                 # the labelled and held-out sets, 20 passes
     python benchmarks/parser_bench.py --repeats 100
+    python benchmarks/parser_bench.py --families      # the worst-case families of tests/security/test_parser_fuzz.py
 
 Every instruction of tests/data/instructions_labelled.jsonl and instructions_heldout.jsonl is
 parsed ``--repeats`` times in this one process (the parser is pure Python on one thread, so this
 is the single-core rate). Printed: instructions per second over all of them (wall clock and process
 CPU time), the rate per category (refusals included: they build a longer message), and the
-accuracy table of each set (objects + size, position, refused), from the same parses.
+accuracy table of each set (objects + size, position, refused), from the same parses. ``--families``
+prints instead, for each worst-case family of the fuzz test in its three forms (10 KB as written, cut to
+the word cap and stretched to 10 KB, cut to the word cap with short words), the fastest of five parses in
+the parsing thread's CPU time (what the test bounds at 50 ms) and in wall-clock time.
 """
 
 from __future__ import annotations
@@ -38,7 +42,10 @@ def _parse_once(text: str) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20, help="passes over all instructions (default 20)")
+    parser.add_argument("--families", action="store_true", help="time the fuzz test's worst-case families instead")
     args = parser.parse_args()
+    if args.families:
+        return _families()
     rows = [(name, row) for name, path in SETS.items() if path.exists() for row in load_labelled(path)]
     if not rows:
         print("no labelled instructions found under tests/data", file=sys.stderr)
@@ -69,6 +76,31 @@ def main() -> int:
             print(f"\n{name} set ({path.name}): objects + size {rates['objects_size']:.1%}, position "
                   f"{rates['position']:.1%}, refusals refused {rates['refused']:.1%}")
             print(result.table())
+    return 0
+
+
+def _families() -> int:
+    from tests.security.test_parser_fuzz import FAMILIES, MAX_INSTRUCTION_WORDS, family
+
+    def fastest(text: str, clock) -> float:
+        best = float("inf")
+        for _ in range(5):
+            start = clock()
+            _parse_once(text)
+            best = min(best, clock() - start)
+        return best
+
+    print(f"{'family':<34} {'form':<9} {'chars':>6} {'CPU ms':>7} {'wall ms':>8}")
+    slowest = (0.0, "")
+    for name, parts in FAMILIES.items():
+        raw = family(*parts)
+        forms = {"raw": raw, "stretched": family(*parts, max_words=MAX_INSTRUCTION_WORDS),
+                 "dense": " ".join(raw.split()[:MAX_INSTRUCTION_WORDS])}
+        for form, text in forms.items():
+            cpu, wall = fastest(text, time.thread_time), fastest(text, time.perf_counter)
+            slowest = max(slowest, (cpu, f"{name} ({form})"))
+            print(f"{name:<34} {form:<9} {len(text):>6} {cpu * 1e3:>7.1f} {wall * 1e3:>8.1f}")
+    print(f"\nslowest: {slowest[1]}, {slowest[0] * 1e3:.1f} ms of thread CPU (the test's bound: 50 ms)")
     return 0
 
 

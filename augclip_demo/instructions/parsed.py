@@ -51,12 +51,12 @@ def clean_phrase(text: str | None) -> str | None:
     if text is None:
         return None
     phrase = str(text).replace("\u2019", "'").replace("\u201c", '"').replace("\u201d", '"').lower()
-    phrase = re.sub(r"\s+", " ", phrase).strip(_EDGE_PUNCTUATION)
+    phrase = " ".join(phrase.split()).strip(_EDGE_PUNCTUATION)  # str.split: the same whitespace as regex's \s
     if phrase in _NONE_WORDS:
         return None
     phrase = _ARTICLES.sub("", phrase + " ").strip()
     phrase = _LEADING_DETERMINERS.sub("", phrase).strip(_EDGE_PUNCTUATION)
-    phrase = re.sub(r"\s+", " ", phrase)
+    phrase = " ".join(phrase.split())
     return phrase or None
 
 

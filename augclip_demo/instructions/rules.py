@@ -507,22 +507,40 @@ def _with_attribute(attribute: str, obj: str) -> str:
 _DIRECTION = (r"(?:top|upper|bottom|lower)[\s-]?(?:left|right)(?:[\s-]hand)?|(?:left|right)[\s-]?(?:top|upper|bottom|lower)|"
               r"left|right|top|bottom|up|down|upwards?|downwards?|leftwards?|rightwards?|upper (?:part|half)|"
               r"lower (?:part|half)|top half|bottom half|higher|lower|cent(?:er|re)|middle")
-_FRAME_DIRECTION = re.compile(
-    r"(?:^|\s+)(?:(?:a little|a little bit|a bit|slightly|further|farther|more|much|all the way|way|over|far)\s+)*"
+
+
+class _EndAnchored:
+    r"""``(^|\s+)(MODIFIER\s+)*TAIL$``, searched only where ``TAIL$`` occurs. On its own the full pattern rescans a
+    run of modifier words from each word of the run when the run is not followed by the tail ("much much ...
+    bigger"): quadratic in the run. The tail alone is found or ruled out in one pass, and the full pattern
+    cannot match without it, so the answer is the same."""
+
+    def __init__(self, modifiers: str, tail: str):
+        self.tail = re.compile(rf"(?:{tail})$")
+        self.full = re.compile(rf"(?:^|\s+)(?:(?:{modifiers})\s+)*(?:{tail})$")
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self.full.search(text) if self.tail.search(text) else None
+
+
+_FRAME_DIRECTION = _EndAnchored(
+    r"a little|a little bit|a bit|slightly|further|farther|more|much|all the way|way|over|far",
     r"(?:(?:to|towards|toward|on|at|in|into|onto|over to|up to|down to)\s+(?:the\s+)?(?:very\s+)?(?:far\s+)?)?"
     rf"(?P<dir>{_DIRECTION})"
     r"(?:[\s-]+(?:side|corner|edge|part|half|hand side|area|portion|section|end))?"
     r"(?:\s+(?:of|in)\s+(?:the\s+)?(?:image|picture|photo|frame|scene|canvas|shot|photograph|room))?"
-    r"(?:\s+(?:a little|a bit|slightly|instead))?$"
-)
-_DEPTH_NEAR = re.compile(
-    r"(?:^|\s+)(?:(?:much|a lot|a little|a bit|slightly|even|way)\s+)*(?:(?:closer|nearer)(?:\s+(?:to|towards)\s+"
-    r"(?:the\s+)?(?:camera|viewer|us|me|lens|front|foreground|photographer|observer|screen))?|forward|forwards|"
-    r"(?:to|into)\s+the\s+(?:front|foreground)|in the foreground)$")
-_DEPTH_FAR = re.compile(
-    r"(?:^|\s+)(?:(?:much|a lot|a little|a bit|slightly|even|way)\s+)*(?:(?:further|farther|more)\s+)?"
+    r"(?:\s+(?:a little|a bit|slightly|instead))?")
+_DEPTH_MODIFIERS = r"much|a lot|a little|a bit|slightly|even|way"
+_DEPTH_NEAR = _EndAnchored(
+    _DEPTH_MODIFIERS,
+    r"(?:closer|nearer)(?:\s+(?:to|towards)\s+(?:the\s+)?(?:camera|viewer|us|me|lens|front|foreground|photographer|"
+    r"observer|screen))?|forward|forwards|(?:to|into)\s+the\s+(?:front|foreground)|in the foreground")
+_DEPTH_FAR = _EndAnchored(
+    _DEPTH_MODIFIERS,
+    r"(?:(?:further|farther|more)\s+)?"
     r"(?:away(?:\s+from\s+(?:the\s+)?(?:camera|viewer|us|me|lens|photographer))?|back(?:wards)?|"
-    r"(?:in|into|to)\s+the\s+(?:distance|background|back)|(?:further|farther)(?:\s+back)?|more distant|distant)$")
+    r"(?:in|into|to)\s+the\s+(?:distance|background|back)|(?:further|farther)(?:\s+back)?|more distant|distant)")
+
 
 _RELATIONS: dict[str, str] = {
     **{f"{p}{side}{s}": side for side in ("left", "right")

@@ -88,3 +88,33 @@ def test_parse_round_trips_through_its_dict():
     assert again == parsed
     outcome = try_parse("move the chair to the right and remove the vase")
     assert outcome.to_dict()["parsed"]["other_changes"] == ["remove vase"] and not outcome.unparsed
+
+
+_PLACEMENT_WORDS = ["much", "a", "lot", "little", "bit", "slightly", "even", "way", "further", "farther", "more", "all", "the", "to", "towards", "toward", "on", "at", "in", "into", "onto", "over", "up", "down", "very", "far", "left", "right", "top", "upper", "bottom", "lower", "hand", "side", "corner", "edge", "part", "half", "area", "end", "of", "image", "picture", "room", "instead", "closer", "nearer", "camera", "viewer", "us", "front", "foreground", "forward", "forwards", "away", "from", "back", "backwards", "distance", "background", "distant", "middle", "center", "centre", "cat", "dog", "x", "-", "left-hand", "top-left", "upwards"]
+
+
+def test_end_anchored_placement_patterns_find_what_their_full_pattern_finds():
+    """The tail check before each position pattern only skips texts the full pattern cannot match: on texts built
+    from the patterns' own words, the gated search gives the same span and groups as the full pattern alone."""
+    import random
+
+    from augclip_demo.instructions import rules
+
+    patterns = (rules._FRAME_DIRECTION, rules._DEPTH_NEAR, rules._DEPTH_FAR)
+    rng = random.Random(7)
+    found = dict.fromkeys(patterns, 0)
+    for _ in range(20000):
+        joint = rng.choice(("  ", " ", "-"))
+        text = rng.choice(("", " ")) + joint.join(rng.choice(_PLACEMENT_WORDS) for _ in range(rng.randint(0, 8)))
+        for pattern in patterns:
+            gated, full = pattern.search(text), pattern.full.search(text)
+            assert (gated and (gated.span(), gated.groupdict())) == (full and (full.span(), full.groupdict())), text
+            found[pattern] += full is not None
+    assert min(found.values()) > 100, found  # each pattern matched often: the comparison saw both outcomes
+
+
+def test_clean_phrase_collapses_every_kind_of_whitespace():
+    from augclip_demo.instructions.parsed import clean_phrase
+
+    assert clean_phrase("\u00a0The\u2003red \t\ncup.\u00a0") == "red cup"
+    assert clean_phrase(" \u3000 ") is None

@@ -2,11 +2,11 @@
 
 Each family repeats a pattern that made one of the parser's regular expressions backtrack (a trailing
 run of suffix words, degree words before a value, clause joints, long single words, punctuation
-runs). Each is tried at 10 KB as written (over the parser's word cap: refused at once with its
+runs, a run of degree words before a placement's tail). Each is tried at 10 KB as written (over the parser's word cap: refused at once with its
 message) and cut to the word cap with its words stretched to fill 10 KB (read by every rule). The bound
 is the issue's: under 50 ms per parse, counted in the CPU time of the parsing thread, so the tests
-running beside it on the same cores do not count (the slowest case measured 8 ms on the 2-core
-development machine); ``benchmarks/parser_fuzz_bench.py`` prints the wall-clock figures.
+running beside it on the same cores do not count. ``python benchmarks/parser_bench.py --families`` prints
+every case's CPU and wall-clock figures (docs/security.md gives the slowest).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ FAMILIES = {
     "hyphen words": ("make the ", "a-", "cup red"),
     "quotes": ("make the '", "cup '", "red"),
     "bigger chains": ("make the dog ", "much ", "bigger than the cat"),
+    "bigger chains, depth word last": ("make the dog ", "much ", "bigger than the cat closer"),
     "slightly left": ("move the cup ", "slightly ", "left"),
     "what if": ("what if the cat ", "was ", "red"),
     "pronouns": ("make ", "it and ", "red"),
