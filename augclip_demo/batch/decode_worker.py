@@ -31,6 +31,7 @@ import numpy as np
 from ..config import DEFAULT_MAX_IMAGE_SIDE
 from ..errors import AugclipError
 from ..io import open_image, prepared_pixels
+from .worker_lifetime import end_with_parent
 
 _RECIPE: dict[str, Any] = {}  # this worker's transforms and tokenizer (set by start)
 
@@ -80,6 +81,7 @@ def _recipe_key(model: str, pil_steps: list[Any], preprocess: Any, tokenizer: An
 
 def start(recipe: bytes, barrier: Any) -> None:
     """Each worker's initializer: unpickle the recipe (imports torchvision), then wait for the others."""
+    end_with_parent()
     _RECIPE.update(pickle.loads(recipe))
     with contextlib.suppress(threading.BrokenBarrierError):  # a worker that never came: the others go on
         barrier.wait(timeout=300)

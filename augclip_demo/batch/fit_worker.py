@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..metrics.suite import ItemScores, MetricInputs, score_item
+from .worker_lifetime import end_with_parent
 
 
 def score_embeddings(inputs: MetricInputs, keys: Sequence[str]) -> ItemScores:
@@ -29,6 +30,7 @@ def start(barrier: Any) -> None:
     Once one worker has passed ``barrier`` (a ``multiprocessing.Barrier`` of the pool's size), every
     worker of the pool has started and imported, so a finished :func:`ready` task means all are ready.
     """
+    end_with_parent()
     import sklearn.svm  # noqa: F401  (imported once per worker, before the run needs it)
 
     with contextlib.suppress(threading.BrokenBarrierError):  # a worker that never came: the others go on
