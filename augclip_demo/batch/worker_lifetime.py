@@ -13,10 +13,10 @@ import threading
 import time
 
 #: How often a worker looks for its parent (seconds): the longest a worker outlives it.
-PARENT_CHECK_S = 1.0
+_PARENT_CHECK_S = 1.0
 
 
-def end_with_parent(interval: float = PARENT_CHECK_S) -> None:
+def end_with_parent(interval: float = _PARENT_CHECK_S) -> None:
     """Start a daemon thread in this worker that ends the process once its parent has exited (on POSIX an
     orphan's parent id changes to the reaper's). Called first in each pool's initializer."""
     parent = os.getppid()
