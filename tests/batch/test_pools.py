@@ -28,7 +28,7 @@ def test_a_fit_worker_imports_the_metrics_and_not_torch_or_the_model_wrappers():
     assert "augclip_demo.metrics.suite" in loaded  # the filter keeps ours, torch and open_clip
     assert not [m for m in loaded if m.startswith(("torch", "open_clip"))], loaded
     assert not [m for m in loaded if m.split(".")[1:2] in (["inference"], ["batch"]) and m not in (
-        "augclip_demo.batch", "augclip_demo.batch.fit_worker")], loaded
+        "augclip_demo.batch", "augclip_demo.batch.fit_worker", "augclip_demo.batch.worker_lifetime")], loaded
 
 
 @pytest.mark.slow  # starts decode worker processes
