@@ -236,9 +236,7 @@ class _Execution:
         blas = threadpool_limits(limits=1, user_api="blas")
         try:
             while True:
-                if runner.cancel is not None and runner.cancel.is_set():
-                    raise BatchCancelled(f"the batch was cancelled after {self.writer.next_ordinal} of "
-                                         f"{self.plan.pending} items; run it again to resume")
+                self._stop_if_cancelled()
                 while not exhausted and len(self.decoding) < sizes.max_inflight:
                     nxt = next(items, None)
                     if nxt is None:
@@ -276,6 +274,12 @@ class _Execution:
             self.pools.shutdown(interrupted=self.summary.interrupted)
             self.writer.writer.close()
             self.bar.close()
+
+    def _stop_if_cancelled(self) -> None:
+        """Raise :class:`BatchCancelled` once the caller has set the run's ``cancel`` event."""
+        if self.runner.cancel is not None and self.runner.cancel.is_set():
+            raise BatchCancelled(f"the batch was cancelled after {self.writer.next_ordinal} of "
+                                 f"{self.plan.pending} items; run it again to resume")
 
     def _track(self) -> None:
         """Peak sizes of everything held in memory (the runner's ``stats``; tests check they stay bounded)."""
@@ -451,6 +455,7 @@ class _Execution:
                 continue
             while len(self.scoring) >= self.sizes.max_pending_fits:
                 self._collect(block=True, one=True)
+                self._stop_if_cancelled()  # one pass can wait on the fits of thousands of decoded items
             del self.waiting[ordinal]
             inputs = embedding_inputs(state.item, state.attributes, [store.images[k] for k in state.image_keys],
                                       store.texts, runner.needs, asdict(runner.options.augclip))

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -373,3 +374,26 @@ def test_killed_run_resumes_without_duplicates_or_losses(tmp_path, capsys):
     assert all(r["status"] == "ok" for r in records(out))
     values = np.array([e["metrics"]["clip_i"] for r in records(out) for e in r["edits"]])
     assert np.all(np.isfinite(values))
+
+
+def test_a_cancelled_run_stops_within_the_fits_already_submitted(tmp_path, tiny_encoder, settings):
+    """Items that share their images decode at once and wait for fits in one long pass of the submit loop; a
+    cancel set during that pass stops the run there (it ran on through most of the manifest)."""
+    from augclip_demo.batch.pools import PoolSizes
+    from augclip_demo.errors import BatchCancelled
+
+    source, edit = draw(tmp_path, "s.png", "white"), draw(tmp_path, "e.png", "green")
+    items = [{"id": f"i{n}", "source": source, "target_text": "a red ball on grass", "attributes": ATTRS,
+              "edits": [{"path": edit}]} for n in range(1500)]
+    manifest = scene_manifest(tmp_path, items)
+    options = BatchOptions(metrics="augclip", fit_workers=1, workers=2, fit_executor="thread")
+    pending_fits = PoolSizes.choose(options, gpu=False).max_pending_fits
+    cancel = threading.Event()
+    with pytest.raises(BatchCancelled, match="run it again to resume"):
+        run_batch(manifest, tmp_path / "out.jsonl", options=options, settings=settings, encoder=tiny_encoder,
+                  progress=lambda fraction, message: cancel.set(), cancel=cancel)  # set with the first record
+    written = len(records(tmp_path / "out.jsonl"))
+    # what had been submitted to the fit pool when the cancel came may still finish, and nothing more
+    assert 1 <= written <= pending_fits + 1, (written, pending_fits)
+    summary = run_batch(manifest, tmp_path / "out.jsonl", options=options, settings=settings, encoder=tiny_encoder)
+    assert (summary.n_ok, summary.n_failed, summary.n_skipped) == (len(items) - written, 0, written)
