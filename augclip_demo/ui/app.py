@@ -23,7 +23,15 @@ from ..inference.needs import web_app_settings
 from . import evaluate_handlers as on
 from . import first_contact, views
 from . import session as logic
-from .batch_handlers import BatchContext, load_example_files, score_upload, show_needs
+from .batch_handlers import (
+    BatchContext,
+    hide_stop,
+    load_example_files,
+    score_upload,
+    show_needs,
+    show_stop,
+    stop_run,
+)
 from .batch_tab import build_batch_tab
 from .binding import bind
 from .evaluate_handlers import EvaluateContext, page_settings
@@ -200,15 +208,22 @@ def _wire_hatie_tab(ctx: HatieContext) -> None:
 
 
 def _wire_batch_tab(ctx: BatchContext) -> None:
-    """Every event of the Batch tab: the note beside Run, the shipped examples, and Run (the /batch endpoint)."""
+    """Every event of the Batch tab: the note beside Run, the shipped examples, Run (the /batch endpoint) and
+    Stop."""
     tab = ctx.tab
     # No triggers: on page load and on every change of the two inputs.
     gr.on(None, bind(show_needs, ctx), [tab.clip_model, tab.metrics], tab.needs, api_name=False,
           show_progress="hidden")
     tab.example_btn.click(bind(load_example_files, ctx), None, [tab.manifest, tab.images], api_name=False)
     # One batch at a time: a batch fills the CPU / GPU by itself.
-    tab.run_btn.click(bind(score_upload, ctx), tab.run_inputs, tab.run_outputs, api_name="batch",
-                      concurrency_limit=1, concurrency_id="batch")
+    # Stop shows first (a second listener on Run would wait for the run), and goes when the run ends.
+    run = tab.run_btn.click(bind(show_stop, ctx), None, tab.stop_btn, api_name=False, show_progress="hidden").then(
+        bind(score_upload, ctx), tab.run_inputs, tab.run_outputs, api_name="batch", concurrency_limit=1,
+        concurrency_id="batch")
+    run.then(bind(hide_stop, ctx), None, tab.stop_btn, api_name=False, show_progress="hidden")
+    # Stop cancels the run's event (the handler's CancelWatch stops the runner); a cancelled event runs no .then.
+    tab.stop_btn.click(bind(stop_run, ctx), None, [tab.summary, tab.stop_btn], cancels=[run], api_name=False,
+                       show_progress="hidden")
 
 
 def _wire_page(demo: gr.Blocks, ctx: EvaluateContext, offer: EvaluateOffer, *, timer: gr.Timer,

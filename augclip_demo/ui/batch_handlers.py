@@ -102,6 +102,25 @@ def score_upload(ctx: BatchContext, manifest_file, images_zip, metric_keys, prov
     return _batch_updates(ctx.tab, result, metric_keys)
 
 
+_STOPPED_TEXT = ("**Stopped.** The items scored so far are kept: run the same files with the same choices again on "
+                "this page to go on from where it stopped.")
+
+
+def show_stop(ctx: BatchContext) -> Updates:
+    """Run pressed: the Stop button shows while the run goes."""
+    return {ctx.tab.stop_btn: gr.update(visible=True)}
+
+
+def hide_stop(ctx: BatchContext) -> Updates:
+    """The run ended (scored or refused): Stop goes."""
+    return {ctx.tab.stop_btn: gr.update(visible=False)}
+
+
+def stop_run(ctx: BatchContext) -> Updates:
+    """Stop pressed: the page cancels the run (its worker stops within a second, keeping what is scored); say so."""
+    return {ctx.tab.summary: _STOPPED_TEXT, ctx.tab.stop_btn: gr.update(visible=False)}
+
+
 def show_needs(ctx: BatchContext, clip_spec, chosen) -> Updates:
     """The note beside Run: what the chosen CLIP model and metrics need and lack (hidden when nothing)."""
     try:

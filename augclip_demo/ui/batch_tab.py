@@ -57,6 +57,7 @@ class BatchTab:
     clip_model: gr.Dropdown
     skip_invalid: gr.Checkbox
     run_btn: gr.Button
+    stop_btn: gr.Button  # shown while a run is going
     example_btn: gr.Button
     # results
     needs: gr.HTML
@@ -93,6 +94,7 @@ def build_batch_tab(settings: Settings, *, provider_choices: list[tuple[str, str
                                                         "and nothing runs)")
         with gr.Row():
             run_btn = gr.Button("Run batch", variant="primary", elem_id="aug-batch-run", scale=3)
+            stop_btn = gr.Button("Stop", variant="stop", elem_id="aug-batch-stop", scale=1, visible=False)
             example_btn = gr.Button("Load the shipped examples (a manifest of 4 triplets and its zip)", scale=2,
                                     elem_id="aug-batch-example")
         # Beside Run: the models the chosen CLIP model and metrics need and lack (not one of first_contact's
@@ -108,5 +110,5 @@ def build_batch_tab(settings: Settings, *, provider_choices: list[tuple[str, str
         files = gr.File(label="Downloads: results (JSONL, CSV), protocols (JSON, CSV)", file_count="multiple",
                         interactive=False, elem_id="aug-batch-files")
     return BatchTab(manifest=manifest, images=images, metrics=metrics, provider=provider, clip_model=clip_model,
-                    skip_invalid=skip_invalid, run_btn=run_btn, example_btn=example_btn, needs=needs, summary=summary,
+                    skip_invalid=skip_invalid, run_btn=run_btn, stop_btn=stop_btn, example_btn=example_btn, needs=needs, summary=summary,
                     protocol=protocol, scores=scores, files=files)

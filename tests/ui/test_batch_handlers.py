@@ -202,3 +202,12 @@ def test_load_example_files_brings_the_shipped_manifest_and_every_image(ctx):
     again = on.load_example_files(ctx)
     assert again != out and Path(again[tab.images]).is_file()
     assert Path(again[tab.manifest]).read_bytes() == (EXAMPLES_DIR / "manifest.jsonl").read_bytes()
+
+
+def test_stop_shows_while_a_run_goes_and_says_what_is_kept(ctx):
+    tab = ctx.tab
+    assert on.show_stop(ctx) == {tab.stop_btn: gr.update(visible=True)}
+    assert on.hide_stop(ctx) == {tab.stop_btn: gr.update(visible=False)}
+    stopped = on.stop_run(ctx)
+    assert stopped[tab.stop_btn] == gr.update(visible=False)
+    assert "Stopped" in stopped[tab.summary] and "kept" in stopped[tab.summary] and "again" in stopped[tab.summary]

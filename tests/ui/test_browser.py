@@ -180,3 +180,48 @@ def test_batch_tab_runs_the_shipped_examples(browser, app_server, tmp_path):
         assert 0.0 <= value <= 1.0 and "[" in cells[1]
     page.wait_for_function("document.querySelector('#aug-batch-files').innerText.includes('examples-protocol')")
     page.screenshot(path=str(tmp_path / "batch-1366x768.png"), full_page=True)
+
+
+def test_batch_stop_keeps_what_is_scored_and_run_goes_on_from_there(browser, app_server, tmp_path):
+    """Batch tab: Stop shows while a run goes; it stops the run with a message, and Run on the same files
+    resumes (the summary counts the kept items, and kept + newly scored = the whole manifest)."""
+    import json
+    import re
+    import zipfile
+
+    items = 1200
+    attrs = {"source": ["orange dahlia"], "target": ["pink dahlia"]}
+    manifest = tmp_path / "long.jsonl"
+    manifest.write_text("".join(json.dumps({"id": f"i{n}", "source": "src.png", "target_text": "a pink dahlia",
+                                            "attributes": attrs, "edits": [{"path": "edit.png"}]}) + "\n"
+                                for n in range(items)))
+    with zipfile.ZipFile(tmp_path / "images.zip", "w") as archive:
+        archive.write(FLOWER / "source.png", "src.png")
+        archive.write(FLOWER / "well_edited.png", "edit.png")
+    page = open_page(browser, app_server["url"])
+    page.get_by_role("tab", name="Batch").click()
+    page.locator("#aug-batch-manifest input[type=file]").set_input_files(str(manifest))
+    page.locator("#aug-batch-zip input[type=file]").set_input_files(str(tmp_path / "images.zip"))
+    page.wait_for_function("document.querySelector('#aug-batch-zip').innerText.includes('images')")
+    stop = page.locator("#aug-batch-stop")
+    assert not stop.is_visible()  # nothing runs yet
+    page.locator("#aug-batch-run").click()
+    stop.wait_for(state="visible")
+    # the progress text once items are scored (not while the zip is unpacked)
+    page.wait_for_function("/\\d+\\/\\d+ items scored/.test(document.querySelector('#aug-batch-summary').innerText)",
+                           timeout=120_000)
+    page.screenshot(path=str(tmp_path / "batch-running.png"), full_page=True)
+    stop.click()
+    page.wait_for_function("document.querySelector('#aug-batch-summary').innerText.includes('Stopped')")
+    stop.wait_for(state="hidden")
+    page.screenshot(path=str(tmp_path / "batch-stopped.png"), full_page=True)
+    page.locator("#aug-batch-run").click()  # the same files and choices: goes on from where it stopped
+    page.wait_for_function("document.querySelector('#aug-batch-summary').innerText.includes('item(s) scored')",
+                           timeout=600_000)
+    summary = page.locator("#aug-batch-summary").inner_text()
+    kept = int(re.search(r"Resumed: (\d+) item", summary).group(1))
+    scored = int(re.search(r"(\d+) item\(s\) scored, 0 failed", summary).group(1))
+    assert 0 < kept < items and kept + scored == items, summary
+    stop.wait_for(state="hidden")
+    page.screenshot(path=str(tmp_path / "batch-resumed.png"), full_page=True)
+    print(f"\nscreenshots: {tmp_path}")
