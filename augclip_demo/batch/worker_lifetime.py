@@ -8,22 +8,21 @@ Each such worker holds its imports' memory (about 0.5 GB for a decode worker).
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import threading
-import time
-
-#: How often a worker looks for its parent (seconds): the longest a worker outlives it.
-_PARENT_CHECK_S = 1.0
 
 
-def end_with_parent(interval: float = _PARENT_CHECK_S) -> None:
-    """Start a daemon thread in this worker that ends the process once its parent has exited (on POSIX an
-    orphan's parent id changes to the reaper's). Called first in each pool's initializer."""
-    parent = os.getppid()
+def end_with_parent() -> None:
+    """Start a daemon thread in this worker that ends the process once its parent has exited. Called first in
+    each pool's initializer. It waits on multiprocessing's parent sentinel (a pipe the parent holds open, on
+    every platform), so a parent that died before the initializer ran is seen at once too."""
+    parent = multiprocessing.parent_process()
+    if parent is None:  # not a multiprocessing child (an initializer called in the main process)
+        return
 
     def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(interval)
+        parent.join()  # returns when the parent has gone
         os._exit(0)  # nothing to save: a worker's results go to a parent that is gone
 
     threading.Thread(target=watch, daemon=True, name="augclip-parent-watch").start()
