@@ -220,9 +220,12 @@ def _wire_batch_tab(ctx: BatchContext) -> None:
     run = tab.run_btn.click(bind(show_stop, ctx), None, tab.stop_btn, api_name=False, show_progress="hidden").then(
         bind(score_upload, ctx), tab.run_inputs, tab.run_outputs, api_name="batch", concurrency_limit=1,
         concurrency_id="batch")
-    run.then(bind(hide_stop, ctx), None, tab.stop_btn, api_name=False, show_progress="hidden")
-    # Stop cancels the run's event (the handler's CancelWatch stops the runner); a cancelled event runs no .then.
-    tab.stop_btn.click(bind(stop_run, ctx), None, [tab.summary, tab.stop_btn], cancels=[run], api_name=False,
+    # The page's .then follows a finished or cancelled run, not a refused one: hide on success and on failure
+    # (a cancel counts as a failure).
+    run.success(bind(hide_stop, ctx), None, tab.stop_btn, api_name=False, show_progress="hidden")
+    run.failure(bind(hide_stop, ctx), None, tab.stop_btn, api_name=False, show_progress="hidden")
+    # Stop cancels the run's event (the handler's CancelWatch stops the runner), queued or running.
+    tab.stop_btn.click(bind(stop_run, ctx), None, tab.stop_btn, cancels=[run], api_name=False,
                        show_progress="hidden")
 
 

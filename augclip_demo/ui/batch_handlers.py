@@ -102,23 +102,25 @@ def score_upload(ctx: BatchContext, manifest_file, images_zip, metric_keys, prov
     return _batch_updates(ctx.tab, result, metric_keys)
 
 
-_STOPPED_TEXT = ("**Stopped.** The items scored so far are kept: run the same files with the same choices again on "
-                "this page to go on from where it stopped.")
+_STOPPED_TEXT = ("Stopped. Anything already scored is kept: run the same files with the same choices again on this "
+                 "page to go on from there.")
 
 
 def show_stop(ctx: BatchContext) -> Updates:
-    """Run pressed: the Stop button shows while the run goes."""
+    """Run pressed: the Stop button shows while the run is queued or going."""
     return {ctx.tab.stop_btn: gr.update(visible=True)}
 
 
 def hide_stop(ctx: BatchContext) -> Updates:
-    """The run ended (scored or refused): Stop goes."""
+    """The run ended (scored, refused or cancelled): Stop goes."""
     return {ctx.tab.stop_btn: gr.update(visible=False)}
 
 
 def stop_run(ctx: BatchContext) -> Updates:
-    """Stop pressed: the page cancels the run (its worker stops within a second, keeping what is scored); say so."""
-    return {ctx.tab.summary: _STOPPED_TEXT, ctx.tab.stop_btn: gr.update(visible=False)}
+    """Stop pressed: the page cancels the run (its worker stops within a second, keeping what is scored). Said in a
+    notice, not in the summary: a run that ended just before the click keeps its summary."""
+    gr.Info(_STOPPED_TEXT)
+    return {ctx.tab.stop_btn: gr.update(visible=False)}
 
 
 def show_needs(ctx: BatchContext, clip_spec, chosen) -> Updates:

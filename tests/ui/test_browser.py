@@ -183,8 +183,8 @@ def test_batch_tab_runs_the_shipped_examples(browser, app_server, tmp_path):
 
 
 def test_batch_stop_keeps_what_is_scored_and_run_goes_on_from_there(browser, app_server, tmp_path):
-    """Batch tab: Stop shows while a run goes; it stops the run with a message, and Run on the same files
-    resumes (the summary counts the kept items, and kept + newly scored = the whole manifest)."""
+    """Batch tab: Stop shows while a run goes and goes after a refusal; it stops the run with a notice, and Run on
+    the same files resumes (the summary counts the kept items, and kept + newly scored = the whole manifest)."""
     import json
     import re
     import zipfile
@@ -200,6 +200,9 @@ def test_batch_stop_keeps_what_is_scored_and_run_goes_on_from_there(browser, app
         archive.write(FLOWER / "well_edited.png", "edit.png")
     page = open_page(browser, app_server["url"])
     page.get_by_role("tab", name="Batch").click()
+    page.locator("#aug-batch-run").click()  # nothing uploaded: refused, and Stop goes again
+    page.get_by_text("Upload a manifest first").first.wait_for()
+    page.locator("#aug-batch-stop").wait_for(state="hidden")
     page.locator("#aug-batch-manifest input[type=file]").set_input_files(str(manifest))
     page.locator("#aug-batch-zip input[type=file]").set_input_files(str(tmp_path / "images.zip"))
     page.wait_for_function("document.querySelector('#aug-batch-zip').innerText.includes('images')")
@@ -212,7 +215,7 @@ def test_batch_stop_keeps_what_is_scored_and_run_goes_on_from_there(browser, app
                            timeout=120_000)
     page.screenshot(path=str(tmp_path / "batch-running.png"), full_page=True)
     stop.click()
-    page.wait_for_function("document.querySelector('#aug-batch-summary').innerText.includes('Stopped')")
+    page.get_by_text("Stopped. Anything already scored is kept").first.wait_for()
     stop.wait_for(state="hidden")
     page.screenshot(path=str(tmp_path / "batch-stopped.png"), full_page=True)
     page.locator("#aug-batch-run").click()  # the same files and choices: goes on from where it stopped
