@@ -9,9 +9,9 @@ parsed ``--repeats`` times in this one process (the parser is pure Python on one
 is the single-core rate). Printed: instructions per second over all of them (wall clock and process
 CPU time), the rate per category (refusals included: they build a longer message), and the
 accuracy table of each set (objects + size, position, refused), from the same parses. ``--families``
-prints instead, for each worst-case family of the fuzz test in its three forms (10 KB as written, cut to
-the word cap and stretched to 10 KB, cut to the word cap with short words), the fastest of five parses in
-the parsing thread's CPU time (what the test bounds at 50 ms) and in wall-clock time.
+prints instead, for each worst-case family of the fuzz test in each of its forms (``forms`` there), the
+fastest of five parses in the parsing thread's CPU time (what the test bounds at 50 ms) and in wall-clock
+time.
 """
 
 from __future__ import annotations
@@ -80,26 +80,15 @@ def main() -> int:
 
 
 def _families() -> int:
-    from tests.security.test_parser_fuzz import FAMILIES, MAX_INSTRUCTION_WORDS, family
+    from tests.security.test_parser_fuzz import FAMILIES, fastest, forms
 
-    def fastest(text: str, clock) -> float:
-        best = float("inf")
-        for _ in range(5):
-            start = clock()
-            _parse_once(text)
-            best = min(best, clock() - start)
-        return best
-
-    print(f"{'family':<34} {'form':<9} {'chars':>6} {'CPU ms':>7} {'wall ms':>8}")
+    print(f"{'family':<34} {'form':<17} {'chars':>6} {'CPU ms':>7} {'wall ms':>8}")
     slowest = (0.0, "")
-    for name, parts in FAMILIES.items():
-        raw = family(*parts)
-        forms = {"raw": raw, "stretched": family(*parts, max_words=MAX_INSTRUCTION_WORDS),
-                 "dense": " ".join(raw.split()[:MAX_INSTRUCTION_WORDS])}
-        for form, text in forms.items():
+    for name in FAMILIES:
+        for form, text in forms(name).items():
             cpu, wall = fastest(text, time.thread_time), fastest(text, time.perf_counter)
             slowest = max(slowest, (cpu, f"{name} ({form})"))
-            print(f"{name:<34} {form:<9} {len(text):>6} {cpu * 1e3:>7.1f} {wall * 1e3:>8.1f}")
+            print(f"{name:<34} {form:<17} {len(text):>6} {cpu * 1e3:>7.1f} {wall * 1e3:>8.1f}")
     print(f"\nslowest: {slowest[1]}, {slowest[0] * 1e3:.1f} ms of thread CPU (the test's bound: 50 ms)")
     return 0
 
