@@ -38,7 +38,8 @@ def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Cosine of each row of ``a`` with the same row of ``b`` (float64); 0 where either row is zero.
 
     Both squared norms are summed as the dot product is, and divided under one square root, so two equal rows
-    give exactly 1 (numpy's norm sums in another order, which left 1 - 1e-16 for the same image)."""
+    give exactly 1 (numpy's norm sums in another order, which left 1 - 1e-16 for the same image). The product of
+    the squared norms stays finite for rows of float32 range, where every network's embedding comes from."""
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     aa, bb = np.einsum("ij,ij->i", a, a), np.einsum("ij,ij->i", b, b)
     with np.errstate(invalid="ignore", divide="ignore"):

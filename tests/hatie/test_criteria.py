@@ -255,3 +255,18 @@ def test_every_hatie_row_of_the_metric_table_names_one_criterion() -> None:
     assert set(H.HATIE_KEYS) == {row.key for row in HATIE_ROWS} == {key for key in METRICS if key.startswith("hatie")}
     assert sorted(H.HATIE_KEYS.values()) == sorted(["total", *H.CRITERIA, "image_quality"])
     assert set(H.CRITERION_LABELS) == set(H.CRITERIA) | {"image_quality"}
+
+
+def test_row_cosines_match_scipy_and_give_exactly_one_for_equal_rows():
+    from scipy.spatial.distance import cosine as cosine_distance
+
+    from augclip_demo.hatie.networks import row_cosines
+
+    rng = np.random.default_rng(11)
+    a, b = rng.normal(size=(50, 768)), rng.normal(size=(50, 768))
+    expected = [1.0 - cosine_distance(x, y) for x, y in zip(a, b, strict=True)]
+    assert np.allclose(row_cosines(a, b), expected, rtol=0, atol=1e-12)
+    # an image compared with itself, as HATIE's measures meet it: two equal rows of one batch, in other slices
+    pairs = np.repeat(a.astype(np.float32), 2, axis=0)
+    assert row_cosines(pairs[0::2], pairs[1::2]).tolist() == [1.0] * 50
+    assert row_cosines(a[:2], np.zeros((2, 768))).tolist() == [0.0, 0.0]

@@ -17,7 +17,7 @@ from PIL import Image
 from augclip_demo.hatie import HatieModels, hatie_score_many
 from augclip_demo.hatie import images as HI
 from augclip_demo.hatie.hatie_score import HatieQuery
-from augclip_demo.hatie.networks import HatieFeatures, row_cosines
+from augclip_demo.hatie.networks import HatieFeatures
 from augclip_demo.inference.grounding import Detection
 
 pytestmark = pytest.mark.slow
@@ -104,18 +104,6 @@ def test_red_to_blue_recolour_keeps_attribute_object_consistency_at_exactly_one(
     assert {parts[f"appearance.{m}.{w}"] for m in ("clip", "lpips", "dino", "l2")
             for w in ("edges", "degradation", "downscaled")} == {1.0}
     assert result.untrained  # the networks are random: the result says so
-
-
-def test_row_cosines_match_scipy_and_give_exactly_one_for_equal_rows():
-    from scipy.spatial.distance import cosine as cosine_distance
-
-    rng = np.random.default_rng(11)
-    a, b = rng.normal(size=(50, 768)), rng.normal(size=(50, 768))
-    expected = [1.0 - cosine_distance(x, y) for x, y in zip(a, b, strict=True)]
-    assert np.allclose(row_cosines(a, b), expected, rtol=0, atol=1e-12)
-    # an image compared with itself (a similarity of 1 kept where the published weights expect it)
-    assert row_cosines(a, a).tolist() == [1.0] * 50
-    assert row_cosines(a[:2], np.zeros((2, 768))).tolist() == [0.0, 0.0]
 
 
 def test_red_to_blue_recolour_keeps_style_background_consistency_at_exactly_one(models):
