@@ -57,7 +57,7 @@ class BatchTab:
     clip_model: gr.Dropdown
     skip_invalid: gr.Checkbox
     run_btn: gr.Button
-    stop_btn: gr.Button  # shown while a run is going
+    stop_btn: gr.Button  # shown while a run is queued or going
     example_btn: gr.Button
     # results
     needs: gr.HTML
@@ -110,5 +110,5 @@ def build_batch_tab(settings: Settings, *, provider_choices: list[tuple[str, str
         files = gr.File(label="Downloads: results (JSONL, CSV), protocols (JSON, CSV)", file_count="multiple",
                         interactive=False, elem_id="aug-batch-files")
     return BatchTab(manifest=manifest, images=images, metrics=metrics, provider=provider, clip_model=clip_model,
-                    skip_invalid=skip_invalid, run_btn=run_btn, stop_btn=stop_btn, example_btn=example_btn, needs=needs, summary=summary,
-                    protocol=protocol, scores=scores, files=files)
+                    skip_invalid=skip_invalid, run_btn=run_btn, stop_btn=stop_btn, example_btn=example_btn,
+                    needs=needs, summary=summary, protocol=protocol, scores=scores, files=files)
