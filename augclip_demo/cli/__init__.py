@@ -18,7 +18,7 @@ from ..errors import AugclipError
 from .common import preflight
 
 _COMMANDS: list[str] = ["score", "attributes", "explain", "bpm", "batch", "hatie", "protocol", "study", "manifest", "triplets",
-                       "bench", "download", "doctor"]
+                       "world", "bench", "download", "doctor"]
 _COMMANDS.insert(_COMMANDS.index("protocol") + 1, "explore")  # results in the app's Explore tab (after protocol in help)
 
 
