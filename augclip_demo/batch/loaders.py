@@ -36,10 +36,12 @@ class LoaderResult:
     manifest: Path
     n_items: int
     n_edits: int
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what could not be matched or was left out
+    notes: list[str] = field(default_factory=list)  # what was done, for information (e.g. where masks went)
 
     def format(self) -> str:
         lines = [f"wrote {self.manifest}: {self.n_items} item(s), {self.n_edits} edited image(s)"]
+        lines += [f"note: {n}" for n in self.notes]
         lines += [f"warning: {w}" for w in self.warnings[:20]]
         if len(self.warnings) > 20:
             lines.append(f"... and {len(self.warnings) - 20} more warning(s)")
@@ -72,7 +74,8 @@ def _read_json(path: Path, what: str) -> Any:
         raise InputError(f"{what}: {path} is not valid JSON ({exc})") from None
 
 
-def _finish(items: list[dict[str, Any]], out: Path, attributes_dir: Path | None, warnings: list[str]) -> LoaderResult:
+def _finish(items: list[dict[str, Any]], out: Path, attributes_dir: Path | None, warnings: list[str],
+            notes: list[str] | None = None) -> LoaderResult:
     if not items:
         raise InputError("no items found: " + ("; ".join(warnings[:5]) if warnings else "the layout is empty"))
     if attributes_dir is not None:
@@ -86,7 +89,8 @@ def _finish(items: list[dict[str, Any]], out: Path, attributes_dir: Path | None,
             warnings.append(f"{len(items) - found} item(s) have no {attributes_dir}/<id>.json; their attributes come "
                             "from the attribute provider at run time")
     write_manifest(items, out)
-    return LoaderResult(manifest=out, n_items=len(items), n_edits=sum(len(i["edits"]) for i in items), warnings=warnings)
+    return LoaderResult(manifest=out, n_items=len(items), n_edits=sum(len(i["edits"]) for i in items), warnings=warnings,
+                        notes=notes or [])
 
 
 # ---------------------------------------------------------------------------------------------- TEdBench
@@ -108,9 +112,15 @@ def load_tedbench(root: str | Path, out: str | Path | None = None, *, methods: l
     originals = root / "originals"
     if not originals.is_dir():
         raise InputError(f"TEdBench: {originals} not found (the folder of source images)")
+    notes: list[str] = []
     if methods is None:
-        methods = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name != "originals"
+        folders = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name != "originals"
                          and not p.name.startswith((".", "_")))
+        triplet_folders = [name for name in folders if _is_triplet_folder(root, name)]
+        methods = [name for name in folders if name not in triplet_folders]
+        if triplet_folders:
+            notes.append(f"not method folders: {', '.join(triplet_folders)} (the `triplets` command's ep / em "
+                         "images; --methods NAME ... includes a folder by name)")
     for method in methods:
         if not (root / method).is_dir():
             raise InputError(f"TEdBench: method folder {root / method} not found")
@@ -155,7 +165,17 @@ def load_tedbench(root: str | Path, out: str | Path | None = None, *, methods: l
         items.append({"id": _unique(f"{Path(img_name).stem}-{slug(target)}", used), "dataset": dataset,
                       "source": relative_inside(source, out.parent, "source image"), "target_text": target,
                       "edits": edits})
-    return _finish(items, out, Path(attributes_dir) if attributes_dir else None, warnings)
+    return _finish(items, out, Path(attributes_dir) if attributes_dir else None, warnings, notes)
+
+
+def _is_triplet_folder(root: Path, name: str) -> bool:
+    """Whether ``root/name`` is a folder the ``triplets`` command wrote: ``<stem>_ep`` or ``<stem>_em`` beside
+    its manifest ``<stem>.jsonl`` (or beside its ep / em partner folder)."""
+    for suffix, partner in (("_ep", "_em"), ("_em", "_ep")):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            stem = name[: -len(suffix)]
+            return (root / f"{stem}.jsonl").is_file() or (root / f"{stem}{partner}").is_dir()
+    return False
 
 
 # ---------------------------------------------------------------------------------------------- MagicBrush
@@ -172,7 +192,8 @@ def load_magicbrush(root: str | Path, out: str | Path | None = None, *, method_d
     """A manifest for MagicBrush: one item per editing turn; the annotated output is the ``gt`` edit.
 
     Turn k's source is that turn's ``input`` (the previous turn's ground-truth output for k > 1),
-    its instruction the turn's instruction. ``target_text`` is the output's global description
+    its instruction the turn's instruction; the annotated output is also the item's ``ground_truth``
+    (the reference metrics ``l1_gt``, ``l2_gt``, ``clip_i_gt``, ``dino_gt`` compare each edit to it). ``target_text`` is the output's global description
     when ``global_descriptions.json`` has one (a description suits CLIP's text side), else the
     instruction; ``source_text`` is the input's description when present. ``method_dir`` adds an
     editing method's independent (single-turn) outputs as ``candidate`` edits.
@@ -222,6 +243,7 @@ def load_magicbrush(root: str | Path, out: str | Path | None = None, *, method_d
                 "edits": [{"path": relative_inside(output, out.parent, "ground-truth image"), "name": "magicbrush",
                            "role": "gt"}],
             }
+            item["ground_truth"] = item["edits"][0]["path"]  # the reference metrics (l1_gt, ...) compare to it
             if captions.get(session["input"]):
                 item["source_text"] = str(captions[session["input"]]).strip()
             if method is not None:

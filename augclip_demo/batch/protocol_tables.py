@@ -77,12 +77,15 @@ class ProtocolReport:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, allow_nan=False)
 
     def long_rows(self) -> list[dict[str, Any]]:
-        """One row per (dataset, metric, figure): dataset, metric, figure, value, ci_low, ci_high, n."""
+        """One row per (dataset, metric, figure): dataset, metric, figure, value, ci_low, ci_high, n; each model's
+        mean is the figure ``mean:<model>``."""
         rows = []
         for name, ds in self.datasets.items():
             for key, mp in ds.metrics.items():
                 for figure_name, figure in _figures(mp):
                     rows.append({"dataset": name, "metric": key, "figure": figure_name, **figure.to_dict()})
+                for row in mp.model_means:
+                    rows.append({"dataset": name, "metric": key, "figure": f"mean:{row.name}", **row.figure.to_dict()})
         return rows
 
     def to_csv(self) -> str:
@@ -170,15 +173,32 @@ class ProtocolReport:
                     cells.append("n/a" if other is None else f"{other.metric_mean:.4f} (#{other.metric_rank:g})")
                 rows.append(cells)
             blocks.append(_render(f"Per-model means and ranks ({name})", headers, rows))
+        human_or_triplets = any(_figures(mp) for ds in self.datasets.values() for mp in ds.metrics.values())
+        for name, ds in self.datasets.items():
+            if not any(mp.models for mp in ds.metrics.values()):  # no human figures: the means alone
+                blocks.extend(_means_table(name, ds, self.metrics, with_ci))
         for name, ds in self.datasets.items():
             if ds.n_failed:
                 blocks.append(f"note: {ds.n_failed} failed item(s) in {name} are left out")
-        if len(blocks) <= 2:
-            blocks.append("no protocol applies: the results have no human choices/scores and no gt/ep/em triplets")
+        if not human_or_triplets:
+            blocks.append("note: the results have no human choices/scores and no gt/ep/em triplets: per-model means "
+                          "only (add `human` to the manifest for s2AFC and the rank agreement)")
         for path, table in self.hatie.items():  # HATIE's paper table: criteria means, Image Quality (FID), total
             blocks.append(f"results {Path(path).name}:\n{table.format()}")
         blocks.extend(f"note: {note}" for note in self.hatie_notes)
         return "\n\n".join(blocks)
+
+
+def _means_table(name: str, ds: DatasetProtocols, metrics: list[str], with_ci: bool) -> list[str]:
+    """The per-model means of a dataset (model rows, metric columns), or nothing when no metric has one."""
+    keys = [key for key in metrics if key in ds.metrics and ds.metrics[key].model_means]
+    if not keys:
+        return []
+    by_key = {key: {row.name: row.figure for row in ds.metrics[key].model_means} for key in keys}
+    models = list(dict.fromkeys(row.name for key in keys for row in ds.metrics[key].model_means))
+    rows = [[model] + [_cell(by_key[key].get(model), with_ci) + (f" n={by_key[key][model].n}" if model in by_key[key]
+                                                               else "") for key in keys] for model in models]
+    return [_render(f"Per-model means ({name})", ["model"] + [_label(key) for key in keys], rows)]
 
 
 _TABLES: list[tuple[str, str]] = [
@@ -341,15 +361,16 @@ def _hatie_tables(paths: list[str | Path], manifests: list[str | Path] | None, *
     tables: dict[str, HatieTable] = {}
     notes = [] if manifests else [HATIE_IQ_NEEDS]
     for path, edits in with_hatie:
-        iq, missing = None, HATIE_IQ_NEEDS
+        iq, missing, errors = None, HATIE_IQ_NEEDS, {}
         if manifests:
             manifest = manifests[0] if len(manifests) == 1 else manifests[paths.index(path)]
-            try:
-                iq, untrained = image_quality_from_manifest(edits, load_manifest(manifest), fid, settings)
+            try:  # with IQ's resampled error, so the total's error is `hatie table --manifest`'s
+                iq, untrained = image_quality_from_manifest(edits, load_manifest(manifest), fid, settings, errors)
             except WeightsUnavailableError as exc:
                 missing = f"HATIE Image Quality not computed: {str(exc).splitlines()[0]}"
                 untrained = False
-        table = hatie_table(edits, weights=weights, image_quality=iq, settings=settings, iq_missing=missing)
+        table = hatie_table(edits, weights=weights, image_quality=iq, settings=settings, iq_missing=missing,
+                            iq_errors=errors)
         if iq is not None and untrained:
             table.notes.append(UNTRAINED_IQ)
         tables[str(path)] = table
@@ -372,6 +393,9 @@ def compute_protocols(paths: list[str | Path] | str | Path, *, metrics: list[str
     if n_boot < 0:
         raise InputError(f"the number of bootstrap resamples must be >= 0, got {n_boot}")
     datasets, grouped, present, models, untrained = read_protocol_items(list(paths))
+    if not datasets:
+        raise InputError(f"no records in {', '.join(str(p) for p in paths)}: the results file(s) hold no item (a "
+                         "batch that failed before its first item writes none); rerun `batch`")
     keys = present
     if metrics:
         missing = [key for key in metrics if key not in present]

@@ -17,7 +17,12 @@ from ..batch.benchmarks.hf_parquet import ROLES
 _METHOD_HELP = "a method's output folder, DIR or NAME=DIR (repeat for several methods)"
 
 
-def _common(parser: argparse.ArgumentParser, dataset: str, default_out: str = "ROOT/manifest.jsonl") -> None:
+_DEFAULT_OUT = ("ROOT/manifest.jsonl when ROOT holds every --method-dir, else {name}.jsonl in the deepest folder "
+                "holding ROOT and them")
+
+
+def _common(parser: argparse.ArgumentParser, dataset: str, default_out: str | None = None) -> None:
+    default_out = default_out or _DEFAULT_OUT.format(name=dataset)
     parser.add_argument("--out", metavar="PATH", help=f"manifest path (default {default_out}); every image must be "
                         "inside its folder")
     parser.add_argument("--method-dir", dest="methods", action="append", default=[], metavar="[NAME=]DIR",

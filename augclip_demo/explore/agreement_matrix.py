@@ -27,7 +27,7 @@ from ..metrics.agreement import (
     evaluate_metric,
     spearman,
 )
-from .slices import Slice
+from .slices import Slice, slice_edits
 from .store import ResultsStore, higher_is_better, masked_to_nan, metric_column
 
 #: figures of the metric-human table, in the protocol tables' order: (label, attribute of MetricProtocols)
@@ -95,11 +95,12 @@ def single_run(store: ResultsStore, active: Slice) -> None:
 
 def protocol_items(store: ResultsStore, active: Slice) -> list[ProtocolItem]:
     """The slice's items as the protocols read them: edits in the file's order, the human choice remapped to
-    the edits in the slice (a choice of an edit outside it is no choice), per-edit scores aligned."""
-    where, params = active.where(store)
+    the edits in the slice (:func:`~augclip_demo.explore.slices.slice_edits`: a choice of an edit outside it is
+    no choice), per-edit scores aligned."""
+    edits, params = slice_edits(store, active)
     columns = ", ".join(metric_column(k) for k in store.metrics)
-    rows = store.query(f"SELECT item, id, model, role, edit, human_preferred, has_scores, human_score"
-                       f"{', ' + columns if columns else ''} FROM {store.table} WHERE {where} ORDER BY item, edit", params)
+    rows = store.query(f"SELECT item, id, model, role, edit, slice_preferred, has_scores, human_score"
+                       f"{', ' + columns if columns else ''} FROM {edits} ORDER BY item, edit", params)
     items: list[ProtocolItem] = []
     current: Any = None
     for row in rows:
@@ -109,12 +110,11 @@ def protocol_items(store: ResultsStore, active: Slice) -> list[ProtocolItem]:
                                           scores=[] if has_scores else None))
             items.append(current[1])
         entry = current[1]
-        if preferred is not None and preferred == edit:
+        if preferred == edit:  # slice_preferred: None unless the chosen edit is in the slice
             entry.preferred = len(entry.edits)
         entry.edits.append(ProtocolEdit(name=model, role=role, metrics=dict(zip(store.metrics, values))))
         if entry.scores is not None:
             entry.scores.append(score)
-    # an item whose chosen edit is outside the slice keeps preferred None (set only when the edit is seen)
     return items
 
 

@@ -1,7 +1,8 @@
 """Disagreements: items whose edits two rankings put different winners on top, strongest first.
 
-A ranking is a metric's (its values oriented so that higher is better) or the humans' (the 2AFC choice, else the
-highest human score). Over the slice's items with at least two edits that both can rank, an item
+A ranking is a metric's (its values oriented so that higher is better) or the humans' (the 2AFC choice when the
+chosen edit is in the slice, else the highest human score among the slice's edits: the reading of
+:func:`augclip_demo.explore.slices.slice_edits`). Over the slice's items with at least two edits that both can rank, an item
 disagrees when the edits one ranking puts on top and those the other puts on top have none in common (a tie
 at the top counts every tied edit as a winner, so a tie never makes a disagreement on its own).
 
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .agreement_matrix import single_run
-from .slices import Slice
+from .slices import Slice, slice_edits
 from .store import ResultsStore, higher_is_better, masked_to_nan, metric_column
 
 HUMAN = "human"
@@ -38,8 +39,8 @@ class Disagreement:
 
 
 def _judge_sql(key: str) -> str:
-    if key == HUMAN:
-        return ("CASE WHEN human_preferred IS NOT NULL THEN CAST(edit = human_preferred AS DOUBLE) "
+    if key == HUMAN:  # the choice within the slice (slices.slice_edits), else the scores
+        return ("CASE WHEN slice_preferred IS NOT NULL THEN CAST(edit = slice_preferred AS DOUBLE) "
                 "WHEN has_scores THEN human_score END")
     return metric_column(key)
 
@@ -52,9 +53,9 @@ def disagreements(store: ResultsStore, active: Slice, a: str, b: str, *, limit: 
             from ..errors import InputError
 
             raise InputError(f"no metric {key!r} in these results; present: {', '.join(store.metrics)}")
-    where, params = active.where(store)
+    edits, params = slice_edits(store, active)
     data = store.arrays(f"SELECT item, edit, id, dataset, model, {_judge_sql(a)} AS a, {_judge_sql(b)} AS b FROM "
-                        f"{store.table} WHERE {where} ORDER BY item, edit", params)
+                        f"{edits} ORDER BY item, edit", params)
     if len(data["item"]) == 0:
         return []
     items = np.asarray(data["item"])

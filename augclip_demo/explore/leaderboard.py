@@ -12,7 +12,8 @@ beside the human rank and Kendall's tau between the models' metric means and hum
   on ties, within the run.
 * **Human rank and tau** follow the protocols' per-model rank agreement (AugCLIP, Table 4 of the later
   version; :mod:`augclip_demo.metrics.agreement`): only ``gt`` / ``candidate`` edits with both a metric
-  value and a human value (the human score, else the 2AFC win 1 / 0) count; tau is Kendall's tau-b of the
+  value and a human value (the human score, else the 2AFC win 1 / 0, the choice read within the slice as
+  every view reads it: :func:`augclip_demo.explore.slices.slice_edits`) count; tau is Kendall's tau-b of the
   oriented metric means against the human means, computed by the protocols' :func:`kendall`, so it equals
   ``protocol``'s ``model tau`` on the same edits.
 """
@@ -26,7 +27,7 @@ from statistics import NormalDist
 import numpy as np
 
 from ..metrics.agreement import DEFAULT_BOOTSTRAP, DEFAULT_LEVEL, DEFAULT_SEED, kendall, mean_figure
-from .slices import Slice
+from .slices import Slice, slice_edits
 from .store import ResultsStore, higher_is_better, metric_column
 
 #: cells with more values than this get the normal interval instead of the bootstrap (see the module doc)
@@ -34,9 +35,10 @@ _BOOTSTRAP_MAX_N = 5000
 #: the most cells bootstrapped in one leaderboard (each is a query and 1000 resamples: a slice with hundreds
 #: of editing models would stall the page); above it every cell gets the normal interval, said in a note
 MAX_BOOTSTRAP_CELLS = 200
-#: the per-edit human value of the protocols' model ranking: the score, else the 2AFC win
-_HUMAN_VALUE_SQL = ("CASE WHEN has_scores THEN human_score WHEN human_preferred IS NOT NULL THEN "
-                   "CAST(edit = human_preferred AS DOUBLE) END")
+#: the per-edit human value of the protocols' model ranking: the score, else the 2AFC win, the choice read
+#: within the slice (:func:`augclip_demo.explore.slices.slice_edits`: a choice outside it is no choice)
+_HUMAN_VALUE_SQL = ("CASE WHEN has_scores THEN human_score WHEN slice_preferred IS NOT NULL THEN "
+                   "CAST(edit = slice_preferred AS DOUBLE) END")
 _RANKED_ROLES_SQL = "role NOT IN ('ep', 'em')"
 
 
@@ -111,6 +113,7 @@ def leaderboard(store: ResultsStore, active: Slice, *, n_boot: int = DEFAULT_BOO
                 level: float = DEFAULT_LEVEL) -> Leaderboard:
     """The slice's leaderboard (one SQL aggregate; bootstrap values fetched only for small cells)."""
     where, params = active.where(store)
+    edits, edit_params = slice_edits(store, active)
     human = _HUMAN_VALUE_SQL
     aggregates = [f"avg({human}) FILTER (WHERE {_RANKED_ROLES_SQL})"]
     for key in store.metrics:
@@ -118,9 +121,9 @@ def leaderboard(store: ResultsStore, active: Slice, *, n_boot: int = DEFAULT_BOO
         joint = f"{col} IS NOT NULL AND ({human}) IS NOT NULL AND {_RANKED_ROLES_SQL}"
         aggregates += [f"avg({col})", f"count({col})", f"stddev_samp({col})", f"avg({col}) FILTER (WHERE {joint})",
                        f"avg({human}) FILTER (WHERE {joint})"]
-    sql = (f"SELECT run, model, bool_or(untrained), count(*), {', '.join(aggregates)} FROM {store.table} WHERE {where} "
+    sql = (f"SELECT run, model, bool_or(untrained), count(*), {', '.join(aggregates)} FROM {edits} "
            f"GROUP BY run, model ORDER BY run, model")
-    fetched = store.query(sql, params)
+    fetched = store.query(sql, edit_params)
     z = NormalDist().inv_cdf(0.5 + level / 2)
     small = sum(1 for record in fetched for i in range(len(store.metrics)) if 0 < record[6 + 5 * i] <= _BOOTSTRAP_MAX_N)
     if small > MAX_BOOTSTRAP_CELLS:

@@ -5,6 +5,11 @@ role) are among the chosen values (nothing chosen: any) and whose metric values 
 ranges (an edit without a value for a ranged metric is left out). Failed items are never in a slice:
 they have no values. Views that reason per item (agreement, disagreements) see an item as the edits
 of it that are in the slice, so a slice of two models compares those two models on the same items.
+
+Every view reads a slice's human judgments the same way, through :func:`slice_edits`: an item's 2AFC
+choice counts only when the chosen edit is in the slice (``slice_preferred``); a choice of an edit outside
+it is no choice, so that item gives none of its edits a 2AFC value (neither a win nor a loss) in the
+leaderboard, the agreement tables or the disagreements. Per-edit scores are the edit's own and stay.
 """
 
 from __future__ import annotations
@@ -73,6 +78,16 @@ class Slice:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False)
+
+
+def slice_edits(store: ResultsStore, active: Slice) -> tuple[str, list[Any]]:
+    """The slice's edits as a table expression for ``FROM`` (with its parameters): every column of the store's
+    table plus ``slice_preferred``, the item's chosen edit when that edit is in the slice, else NULL (see the
+    module doc: the one reading of the human choice every view uses)."""
+    where, params = active.where(store)
+    chosen_inside = "bool_or(edit = human_preferred) OVER (PARTITION BY item)"
+    return (f"(SELECT *, CASE WHEN {chosen_inside} THEN human_preferred END AS slice_preferred "
+            f"FROM {store.table} WHERE {where})", params)
 
 
 def _texts(values: Any, what: str) -> tuple[str, ...]:

@@ -14,6 +14,8 @@ such as L2 are negated first):
   ``name``, roles ``gt`` / ``candidate``) the mean metric value and the mean human value (the mean
   score where scores exist, else the 2AFC win rate); Spearman's rho and Kendall's tau-b between the
   models' metric means and human means.
+* **Per-model means** (every dataset, human labels or not): per editing model (edit ``name``) the mean
+  metric value over its edits with a value, with the bootstrap interval of that mean (Explore's leaderboard).
 * **Correlation with human scores**: Pearson r, Spearman rho, Kendall tau-b between the metric and
   the per-edit human scores, pooled over all scored edits.
 * **Pair alignment** (BPM Sec. 4.1): over pairs of edits of the same item with different human
@@ -118,6 +120,14 @@ class ModelRow:
 
 
 @dataclass
+class ModelMean:
+    """One editing model's mean metric value over its edits (``figure.n``: how many edits had a value)."""
+
+    name: str
+    figure: Figure
+
+
+@dataclass
 class MetricProtocols:
     """Every protocol figure of one metric on one dataset (absent protocols stay ``None``)."""
 
@@ -127,6 +137,7 @@ class MetricProtocols:
     model_spearman: Figure | None = None
     model_kendall: Figure | None = None
     models: list[ModelRow] = field(default_factory=list)
+    model_means: list[ModelMean] = field(default_factory=list)  # every model, with or without human labels
     pearson: Figure | None = None
     spearman: Figure | None = None
     kendall: Figure | None = None
@@ -143,6 +154,8 @@ class MetricProtocols:
         if self.model_spearman is not None and self.model_kendall is not None:
             data["model_rank"] = {"spearman": self.model_spearman.to_dict(), "kendall": self.model_kendall.to_dict(),
                                   "models": [vars(row) for row in self.models]}
+        if self.model_means:
+            data["model_means"] = {row.name: row.figure.to_dict() for row in self.model_means}
         if self.pearson is not None and self.spearman is not None and self.kendall is not None:
             data["human_scores"] = {"pearson": self.pearson.to_dict(), "spearman": self.spearman.to_dict(),
                                     "kendall": self.kendall.to_dict()}
@@ -411,9 +424,26 @@ def evaluate_metric(items: Sequence[ProtocolItem], key: str, higher_is_better: b
             ci = bootstrap_ci(len(scored), stat, **boot) if point is not None else None
             setattr(out, kind, Figure.with_bootstrap(point, ci, len(xs)))
         out.pair_alignment = _ratio_figure(nums, dens, **boot)
-    # per-model rank agreement
+    # per-model rank agreement, and the per-model means that need no human label
     _model_ranks(items, value, higher_is_better, out, boot)
+    out.model_means = model_means(items, value, **boot)
     return out
+
+
+def model_means(items: Sequence[ProtocolItem], value: Callable[[ProtocolEdit], float | None], *,
+                n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT_SEED, level: float = DEFAULT_LEVEL
+                ) -> list[ModelMean]:
+    """Each editing model's (edit ``name``'s) mean of ``value`` over its edits with a value, in order of first
+    appearance, with :func:`mean_figure`'s interval over those values in file order: the figure Explore's
+    leaderboard gives the same edits."""
+    values: dict[str, list[float]] = {}
+    for item in items:
+        for edit in item.edits:
+            v = value(edit)
+            if v is not None:
+                values.setdefault(edit.name, []).append(float(v))
+    return [ModelMean(name, mean_figure(found, n_boot=n_boot, seed=seed, level=level))
+            for name, found in values.items()]
 
 
 def _model_ranks(items: Sequence[ProtocolItem], value: Callable[[ProtocolEdit], float | None],

@@ -5,7 +5,8 @@ random), so raters added one after another spread the judgments evenly and each 
 ``per_unit`` judgments once ``ceil(units * per_unit / per_rater)`` raters have joined. The order of
 the tasks and, for pairs, which edit is shown on the left, are drawn per rater from the study's seed
 and the rater's number (``random.Random``, reproducible). Attention checks repeat ``repeats`` of the
-rater's pairs later in the list with the sides swapped; only a rater's first answer on a unit counts
+rater's pairs at least :data:`_MIN_REPEAT_GAP` tasks later in the list with the sides swapped (so an
+original is drawn from the positions that leave room: a list of n pairs has at most n - 2 repeats); only a rater's first answer on a unit counts
 in the statistics and the exports, the repeat measures the rater's own consistency.
 """
 
@@ -18,7 +19,7 @@ from itertools import combinations
 
 from ..batch.manifest import ManifestItem
 
-#: a repeat is placed at least this many tasks after its original, when the list is long enough
+#: a repeat is placed at least this many tasks after its original (positions differ by at least this much)
 _MIN_REPEAT_GAP = 3
 
 
@@ -73,14 +74,16 @@ def task_list(units: Sequence[int], *, pairs: bool, repeats: int, rng: random.Ra
     order = list(units)
     rng.shuffle(order)
     tasks: list[tuple[int, bool, int | None]] = [(unit, pairs and rng.random() < 0.5, None) for unit in order]
-    if pairs and repeats > 0 and len(order) >= 2:
-        originals = sorted(rng.sample(range(len(order)), min(repeats, len(order))))
+    # an original at o can have its repeat at o + gap or later only if o + gap <= len(order) (the list's end)
+    room = max(0, len(order) - _MIN_REPEAT_GAP + 1)
+    if pairs and repeats > 0 and room > 0:
+        originals = sorted(rng.sample(range(room), min(repeats, room)))
         for original in reversed(originals):  # insert from the back so earlier positions stay valid
             unit, swapped, _ = tasks[original]
-            earliest = min(original + _MIN_REPEAT_GAP, len(tasks))
-            place = rng.randint(earliest, len(tasks))
+            place = rng.randint(original + _MIN_REPEAT_GAP, len(tasks))
             tasks.insert(place, (unit, not swapped, original))
-            # the originals after the insertion point moved by one; they are handled before (reversed order)
+            # a later insertion (an earlier original's repeat, at a place past that original) moves this
+            # original and its repeat together, or only the repeat: the gap never shrinks
     # positions: originals are referenced by the unit's first occurrence
     first_seen: dict[int, int] = {}
     out = []

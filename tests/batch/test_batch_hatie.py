@@ -209,11 +209,9 @@ def test_protocol_report_has_hatie_image_quality_and_totals(run, settings, tmp_p
     assert main(["hatie", "table", str(out), "--manifest", str(root / "manifest.jsonl"),
                  "--hatie-fid", "random:inception-v3-compat", "--json", str(table_path)]) == 0
     saved = json.loads(json_path.read_text())["hatie"]["tables"][str(out)]["models"]
-
-    def without_iq_error(models):  # `hatie table` also resamples the edits for IQ's error; the protocol does not
-        return [{k: v for k, v in m.items() if k not in ("image_quality_se", "total_se")} for m in models]
-
-    assert without_iq_error(saved) == without_iq_error(json.loads(table_path.read_text())["models"])
+    # the whole table, IQ's resampled error and the total's error with it included
+    assert saved == json.loads(table_path.read_text())["models"]
+    assert all(m["image_quality_se"] is not None and m["total_se"] is not None for m in saved)
     assert {m["model"]: m["image_quality"] for m in saved} == {r.model: r.iq for r in table.rows}
 
 

@@ -483,7 +483,7 @@ def test_every_loader_runs_from_the_cli(editval, dreambooth, tmp_path, capsys):
     assert "1 item(s), 1 edited image(s)" in capsys.readouterr().out
     # a method folder outside the manifest's folder is refused up front, with what to do
     assert main(["manifest", "editval", str(editval), "--coco-dir", str(editval / "coco"), "--method-dir",
-                 str(tmp_path / "pq")]) == 2
+                 str(tmp_path / "pq"), "--out", str(editval / "m.jsonl")]) == 2
     assert "outside the manifest's folder" in capsys.readouterr().err
 
 
@@ -566,3 +566,109 @@ def test_parquet_repeated_id_is_reported_and_not_given_the_first_rows_output(tmp
     assert "rows whose id repeats an earlier row's (renamed <id>-2 ...; method outputs not looked up): 1 " \
         "(row 2: 1 -> 1-2)" in report
     assert "rows with no edited image (not written): 1" in report
+
+
+# ---------------------------------------------------------------------------------------------- as documented
+def test_documented_one_line_commands_write_the_manifest_beside_dataset_and_outputs(pie_bench, tmp_path,
+                                                                                    monkeypatch, capsys):
+    """`manifest pie-bench data --method-dir output/ddim+p2p` (PIE-Bench's own output/ beside data/) and
+    `manifest dreambooth dataset --method-dir gen/model` work as docs/batch.md writes them, with no --out:
+    the manifest goes to the folder holding the dataset and the outputs, named after the benchmark."""
+    monkeypatch.chdir(pie_bench)
+    assert main(["manifest", "pie-bench", "data", "--method-dir", "output/ddim+p2p"]) == 0
+    printed = capsys.readouterr().out
+    assert f"wrote {pie_bench.resolve() / 'pie-bench.jsonl'}: 3 item(s), 3 edited image(s)" in printed
+    assert "note: masks written to" in printed and "warning: masks written" not in printed  # information only
+    first = next(i for i in load_manifest(pie_bench / "pie-bench.jsonl") if i.id == "000000000000")
+    assert first.source == "data/annotation_images/0_random_140/000000000000.jpg"
+    assert first.edits[0].path == "output/ddim+p2p/annotation_images/0_random_140/000000000000.jpg"
+
+    books = tmp_path / "db"
+    (books / "dataset").mkdir(parents=True)
+    (books / "dataset" / "prompts_and_classes.txt").write_text(PROMPTS_AND_CLASSES)
+    save(books / "dataset" / "backpack" / "00.jpg")
+    save(books / "gen" / "model" / "backpack" / "00.png")
+    monkeypatch.chdir(books)
+    assert main(["manifest", "dreambooth", "dataset", "--method-dir", "gen/model"]) == 0
+    assert f"wrote {books.resolve() / 'dreambooth.jsonl'}: 1 item(s), 1 edited image(s)" in capsys.readouterr().out
+    # inside ROOT the default stays ROOT/manifest.jsonl
+    (books / "dataset" / "gen").mkdir()
+    os.replace(books / "gen" / "model", books / "dataset" / "gen" / "model")
+    result = load_dreambooth(books / "dataset", methods=[books / "dataset" / "gen" / "model"])
+    assert result.manifest == (books / "dataset").resolve() / "manifest.jsonl"
+
+
+def test_dreambooth_outputs_named_with_the_unique_token_match_without_it(dreambooth):
+    """A model trained with a token saves `a sks backpack under the rain.png`: that names prompt 1 whether or not
+    --unique-token is given, and the target text carries the token only when it is."""
+    gen = dreambooth / "generated" / "model-a"
+    save(gen / "backpack" / "a sks backpack under the rain.png")
+    save(gen / "backpack" / "a_tiny_sks_backpack_1.png")
+    save(gen / "cat2" / "a sks cat on a red sofa.png")
+    plain = load_dreambooth(dreambooth, methods=[gen])
+    items = {item.id: item for item in load_manifest(plain.manifest)}
+    rain = items["backpack-01-a_backpack_under_the_rain"]
+    assert rain.target_text == "a backpack under the rain"
+    assert [e.path for e in rain.edits] == ["generated/model-a/backpack/a sks backpack under the rain.png"]
+    assert [e.path for e in items["backpack-02-a_tiny_backpack"].edits] == [
+        "generated/model-a/backpack/a_tiny_backpack.png", "generated/model-a/backpack/a_tiny_sks_backpack_1.png"]
+    assert [e.path for e in items["cat2-00-a_cat_on_a_red_sofa"].edits] == [
+        "generated/model-a/cat2/a sks cat on a red sofa.png"]
+    assert "backpack/notes.png" in "\n".join(plain.warnings)  # a name that fits no prompt still fits none
+    token = load_dreambooth(dreambooth, dreambooth / "token.jsonl", methods=[gen], unique_token="sks")
+    with_token = {item.id: item for item in load_manifest(token.manifest)}
+    assert with_token["backpack-01-a_sks_backpack_under_the_rain"].target_text == "a sks backpack under the rain"
+    assert [len(i.edits) for i in with_token.values()] == [len(i.edits) for i in items.values()]
+    other = load_dreambooth(dreambooth, dreambooth / "other.jsonl", methods=[gen], unique_token="zwx")
+    assert sum(len(i.edits) for i in load_manifest(other.manifest)) == sum(len(i.edits) for i in items.values()) - 3
+
+
+def test_editval_generation_code_names_are_found(editval):
+    """EditVal's generation code (SDE_edit/edit_loader.py) saves <type>/<id>/<id>_<type>_<to>_<strength>.png
+    beside <id>_unedited.png: each strength is an edit named <method>@<strength>; the unedited copy is not."""
+    sde = editval / "edit_bench_data" / "sde_edit"
+    for name in ("object_addition/100166/100166_object_addition_bag_0.3.png",
+                 "object_addition/100166/100166_object_addition_bag_0.5.png",
+                 "object_addition/100166/100166_object_addition_cup_0.3.png",
+                 "object_addition/100166/100166_unedited.png",
+                 "positional_addition/100166/100166_positional_addition_bag below_0.3.png",
+                 "positional_addition/100166/100166_unedited.png"):
+        save(sde / name, "purple")
+    result = load_editval(editval, coco_dir=editval / "coco", methods=[sde])
+    edits = {item.id: [(e.name, e.path) for e in item.edits] for item in load_manifest(result.manifest)}
+    where = "edit_bench_data/sde_edit/object_addition/100166/100166_object_addition"
+    assert edits == {
+        "100166-object_addition-bag": [("sde_edit@0.3", f"{where}_bag_0.3.png"), ("sde_edit@0.5", f"{where}_bag_0.5.png")],
+        "100166-object_addition-cup": [("sde_edit@0.3", f"{where}_cup_0.3.png")],
+        "100166-positional_addition-bag_below": [
+            ("sde_edit@0.3", "edit_bench_data/sde_edit/positional_addition/100166/"
+                             "100166_positional_addition_bag below_0.3.png")]}
+    assert "sde_edit: no output: 4" in "\n".join(result.warnings)  # of the 7 edits object.json asks for
+
+
+@pytest.mark.parametrize(("edit_type", "value", "target", "instruction"), [
+    ("object_addition", "books", "a photo of a bench and books", "add books"),
+    ("object_addition", "sunglasses", "a photo of a bench and sunglasses", "add sunglasses"),
+    ("object_addition", "wine glass", "a photo of a bench and a wine glass", "add a wine glass"),
+    ("positional_addition", "shoes on top", "a photo of shoes on top of a bench", "add shoes on top of the bench"),
+    ("positional_addition", "napkins to right", "a photo of napkins to the right of a bench",
+     "add napkins to the right of the bench"),
+    ("object_replacement", "orange", "a photo of an orange", "replace the bench with an orange"),
+])
+def test_editval_templates_put_no_article_before_a_plural(edit_type, value, target, instruction):
+    """Values from EditVal's object.json: plurals (books, sunglasses, shoes, napkins) take no "a"."""
+    from augclip_demo.batch.benchmarks.editval import describe_edit
+
+    assert describe_edit("bench", edit_type, "", value) == (target, instruction)
+
+
+def test_dreambooth_plural_class_takes_no_article(tmp_path):
+    """DreamBooth's class list has `pink_sunglasses,glasses`: its source text is `a photo of glasses`."""
+    root = tmp_path / "dataset"
+    (root).mkdir()
+    (root / "prompts_and_classes.txt").write_text(PROMPTS_AND_CLASSES.replace("backpack,backpack",
+                                                                              "pink_sunglasses,glasses"))
+    save(root / "pink_sunglasses" / "00.jpg")
+    save(root / "gen" / "pink_sunglasses" / "00.png")
+    (item,) = load_manifest(load_dreambooth(root, methods=[root / "gen"]).manifest)
+    assert item.source_text == "a photo of glasses"

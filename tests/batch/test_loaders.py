@@ -107,6 +107,30 @@ def test_magicbrush_layout(magicbrush):
         load_magicbrush(magicbrush / "images")
 
 
+def test_magicbrush_json_split_gives_the_reference_metrics(magicbrush, tiny_encoder):
+    """The annotated output is each turn's ground truth, so l1_gt / l2_gt are computed, and equal the mean
+    absolute / squared difference of the method's output and the annotated output (same size: no resize)."""
+    from augclip_demo.batch.results import iter_results
+    from augclip_demo.batch.runner import BatchOptions, run_batch
+    from augclip_demo.config import Settings
+
+    result = load_magicbrush(magicbrush, method_dir=magicbrush / "results" / "ip2p")
+    items = load_manifest(result.manifest)
+    assert [i.ground_truth for i in items] == ["images/139/139-output1.png", "images/139/139-output2.png",
+                                               "images/30/30-output1.png"]
+    out = magicbrush / "results.jsonl"
+    run_batch(result.manifest, out, options=BatchOptions(metrics="l1_gt,l2_gt"), encoder=tiny_encoder,
+              settings=Settings.from_env(clip_model="random:tiny", device="cpu"))
+    records = {r["id"]: r for r in iter_results(out)}
+    for item in items:
+        for spec, edit in zip(item.edits, records[item.id]["edits"]):
+            diff = (np.asarray(Image.open(spec.resolved).convert("RGB"), float)
+                    - np.asarray(Image.open(item.ground_truth_path).convert("RGB"), float)) / 255
+            assert edit["metrics"]["l1_gt"] == pytest.approx(np.abs(diff).mean(), abs=1e-9)
+            assert edit["metrics"]["l2_gt"] == pytest.approx((diff ** 2).mean(), abs=1e-9)
+    assert records["139-t2"]["edits"][1]["metrics"]["l1_gt"] > 0.1  # the purple output is far from the truth
+
+
 def test_csv_pairs(tmp_path):
     for name in ("s1.png", "s2.png", "a.png", "b.png", "c.png"):
         save(tmp_path / "pics" / name)
@@ -141,6 +165,27 @@ def test_loader_cli(tedbench, capsys):
     assert main(["manifest", "tedbench", str(tedbench), "--gt-method", "imagic"]) == 0
     out = capsys.readouterr().out
     assert "3 item(s), 4 edited image(s)" in out and "warning:" in out
+
+
+def test_tedbench_rerun_leaves_the_triplets_folders_out(tedbench, tmp_path_factory, capsys):
+    """`triplets` writes <stem>_ep/ (and <stem>_em/) beside the manifest; rerunning the loader on the same folder
+    takes them for no method, says so in a note, and warns about nothing more than the first run did."""
+    first = load_tedbench(tedbench, gt_method="imagic")
+    ids = [i.id for i in load_manifest(first.manifest)]
+    em_dir = tmp_path_factory.mktemp("generated")  # outside the dataset: copied into manifest-triplets_em/
+    for item_id in ids:
+        save(em_dir / f"{item_id}.png", "black")
+    build_triplets(first.manifest, em_dir=em_dir)
+    assert (tedbench / "manifest-triplets_ep").is_dir() and (tedbench / "manifest-triplets_em").is_dir()
+    again = load_tedbench(tedbench, gt_method="imagic")
+    assert again.warnings == first.warnings and again.n_edits == first.n_edits == 4
+    assert {e.name for i in load_manifest(again.manifest) for e in i.edits} == {"imagic", "sdedit"}
+    assert again.notes == ["not method folders: manifest-triplets_em, manifest-triplets_ep (the `triplets` "
+                           "command's ep / em images; --methods NAME ... includes a folder by name)"]
+    assert main(["manifest", "tedbench", str(tedbench), "--gt-method", "imagic"]) == 0
+    printed = capsys.readouterr().out
+    assert "note: not method folders" in printed and "warning: not method" not in printed
+    assert "manifest-triplets_ep/" not in printed  # no warning line per ep image
 
 
 # ---------------------------------------------------------------------------------------------- triplets

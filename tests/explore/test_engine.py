@@ -319,3 +319,70 @@ def test_a_leaderboard_of_hundreds_of_models_gives_normal_intervals_said_so(tmp_
     cell = row.cells["m0"]
     assert cell.ci_method == "normal" and cell.mean == pytest.approx(8.0)
     assert cell.ci == pytest.approx((8.0 - half, 8.0 + half))
+
+
+# ---------------------------------------------------------------------------------------------- one reading
+def _judged(item_id: str, models: list[str], augclip: dict[str, float], l2: dict[str, float],
+            human: dict) -> dict:
+    edits = [{"index": j, "path": f"edits/{m}/{item_id}.png", "name": m, "role": "candidate", "sha256": None,
+              "metrics": {"augclip": augclip[m], "l2": l2[m]}, "unavailable": {}} for j, m in enumerate(models)]
+    return {"id": item_id, "dataset": "five", "status": "ok", "source": f"src/{item_id}.png", "target_text": "a toy",
+            "source_text": None, "instruction": None, "edits": edits, "human": human, "attributes": None,
+            "meta": None, "run": RUN}
+
+
+FIVE_AUGCLIP = {"X": 0.2, "A": 0.9, "B": 0.5, "C": 0.1}
+FIVE_L2 = {"X": 0.7, "A": 0.1, "B": 0.4, "C": 0.6}
+#: issue 44's records: x0's chosen edit (X) is outside a slice of A, B, C
+FIVE = [("x0", ["X", "A"], 0), ("x1", ["A", "B"], 0), ("x2", ["B", "C"], 0), ("x3", ["B", "C"], 1),
+        ("x4", ["B", "C"], 0)]
+
+
+def test_leaderboard_and_agreement_read_a_slices_choices_alike(tmp_path):
+    """A choice of an edit outside the slice is no choice in every view: x0 gives A no 2AFC value, so the
+    human means are A 1.0, B 0.5, C 1/3 (from the definition below) and tau is 1.0 in both views."""
+    records = [_judged(i, models, FIVE_AUGCLIP, FIVE_L2, {"preferred": p}) for i, models, p in FIVE]
+    store = open_results([OpenedFile(write_jsonl(records, tmp_path / "five.jsonl"))])
+    inside = ("A", "B", "C")
+    human: dict[str, list[float]] = {}
+    for _, models, chosen in FIVE:
+        if models[chosen] in inside:  # the definition: the choice counts when the chosen edit is in the slice
+            for j, m in enumerate(models):
+                if m in inside:
+                    human.setdefault(m, []).append(1.0 if j == chosen else 0.0)
+    expected = {m: statistics.fmean(v) for m, v in human.items()}
+    assert expected == pytest.approx({"A": 1.0, "B": 0.5, "C": 1 / 3})
+    try:
+        only = make_slice("ABC", models=list(inside))
+        board = leaderboard(store, only, n_boot=0)
+        mine = agreement(store, only, n_boot=0)
+        assert {row.model: row.human_mean for row in board.rows} == pytest.approx(expected)
+        for key, higher in (("augclip", True), ("l2", False)):
+            means = {m: (FIVE_AUGCLIP if key == "augclip" else FIVE_L2)[m] for m in inside}
+            tau = stats.kendalltau([means[m] if higher else -means[m] for m in inside],
+                                   [expected[m] for m in inside]).statistic
+            assert tau == pytest.approx(1.0)
+            assert board.tau[(1, key)] == pytest.approx(tau, abs=1e-12)
+            assert mine.human[key].model_kendall.value == pytest.approx(tau, abs=1e-12)
+            assert {row.name: row.human_mean for row in mine.human[key].models} == pytest.approx(expected)
+            assert {row.model: row.human_rank for row in board.rows} == {
+                row.name: row.human_rank for row in mine.human[key].models}
+        assert mine.human["augclip"].s2afc.n == 4  # x0 has no choice in the slice
+    finally:
+        store.close()
+
+
+def test_disagreements_with_the_humans_remap_the_choice_to_the_slice(tmp_path):
+    """Issue 44's record: L2 X 0.5, A 0.1, B 0.3, people chose X and scored [5, 1, 4]. In a slice of A and B the
+    humans' winner is B (the choice is outside, so the highest score inside), L2's is A: a disagreement."""
+    record = _judged("d0", ["X", "A", "B"], {"X": 0.5, "A": 0.5, "B": 0.5}, {"X": 0.5, "A": 0.1, "B": 0.3},
+                     {"preferred": 0, "scores": [5, 1, 4]})
+    store = open_results([OpenedFile(write_jsonl([record], tmp_path / "one.jsonl"))])
+    try:
+        found = disagreements(store, make_slice("AB", models=["A", "B"]), "l2", HUMAN)
+        assert [(d.id, d.winner_a, d.winner_b) for d in found] == [("d0", "A [1]", "B [2]")]
+        # the whole item: people chose X, L2 prefers A: also a disagreement, with the recorded choice
+        whole = disagreements(store, Slice(), "l2", HUMAN)
+        assert [(d.winner_a, d.winner_b) for d in whole] == [("A [1]", "X [0]")]
+    finally:
+        store.close()

@@ -299,3 +299,58 @@ def test_model_rank_intervals_equal_a_bootstrap_of_item_resamples_by_hand():
         kept = np.asarray([s for s in samples if np.isfinite(s)])
         low, high = np.quantile(kept, [0.025, 0.975])
         assert figure.ci == pytest.approx((low, high), abs=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------- no human labels
+def test_protocol_without_human_labels_prints_per_model_means_equal_to_explores(tmp_path, capsys):
+    """A benchmark with no human labels (DreamBooth: several samples per prompt, two models) gets a per-model
+    table: each model's mean over its edits, its interval the one Explore's leaderboard gives the same edits."""
+    from augclip_demo.explore import OpenedFile, Slice, leaderboard, open_results
+
+    rng = np.random.default_rng(3)
+    records = []
+    for i in range(7):
+        names = ["dreambooth"] * 2 + ["textual-inversion"] * (1 + i % 3)
+        edits = [{"augclip": float(rng.normal(0.5 if n == "dreambooth" else 0.2, 0.1)), "clip_dir": None,
+                  "l2": float(rng.uniform(0, 1))} for n in names]
+        records.append(record(f"backpack-{i:02d}", edits, roles=["candidate"] * len(names), names=names,
+                              dataset="db"))
+    path = write_results(tmp_path / "db.jsonl", records)
+    report = compute_protocols(path, n_boot=200)
+    by_model: dict[str, list[float]] = {}
+    for r in records:
+        for e in r["edits"]:
+            by_model.setdefault(e["name"], []).append(e["metrics"]["augclip"])
+    means = {row.name: row.figure for row in report.datasets["db"].metrics["augclip"].model_means}
+    assert list(means) == ["dreambooth", "textual-inversion"]
+    for name, values in by_model.items():
+        assert means[name].value == pytest.approx(np.mean(values), abs=1e-12) and means[name].n == len(values)
+    assert report.datasets["db"].metrics["clip_dir"].model_means == []  # no value anywhere: no row, not 0
+    text = report.format()
+    assert "Per-model means (db)" in text and "no gt/ep/em triplets: per-model means only" in text
+    assert f"{means['dreambooth'].value:.3f} [{means['dreambooth'].ci[0]:.2f}, {means['dreambooth'].ci[1]:.2f}]" in text
+    store = open_results([OpenedFile(path)])
+    try:
+        board = leaderboard(store, Slice(datasets=("db",)), n_boot=200)
+        for row in board.rows:
+            cell = row.cells["augclip"]
+            assert (cell.mean, cell.n) == (pytest.approx(means[row.model].value, abs=1e-12), means[row.model].n)
+            assert cell.ci == pytest.approx(means[row.model].ci, abs=1e-12)
+    finally:
+        store.close()
+    saved = json.loads(report.to_json())["datasets"]["db"]["metrics"]["l2"]["model_means"]
+    assert saved["dreambooth"]["value"] == pytest.approx(np.mean([e["metrics"]["l2"] for r in records
+                                                                  for e in r["edits"] if e["name"] == "dreambooth"]))
+    assert any(row["figure"] == "mean:textual-inversion" for row in csv.DictReader(io.StringIO(report.to_csv())))
+    assert main(["protocol", str(path), "--bootstrap", "20"]) == 0
+    assert "Per-model means (db)" in capsys.readouterr().out
+
+
+def test_protocol_on_an_empty_results_file_says_no_records(tmp_path, capsys):
+    empty = tmp_path / "failed.jsonl"
+    empty.write_text("")
+    with pytest.raises(InputError, match="no records in .*failed.jsonl"):
+        compute_protocols(empty)
+    assert main(["protocol", str(empty)]) == 2
+    err = capsys.readouterr().err
+    assert "no records" in err and "no protocol applies" not in err

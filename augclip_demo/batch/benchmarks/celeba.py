@@ -30,6 +30,7 @@ from .common import (
     find_image,
     image_files,
     inside,
+    manifest_path,
     method_folders,
     real_folder,
     write_items,
@@ -97,7 +98,7 @@ def load_celeba(root: str | Path, out: str | Path | None = None, *, methods: Seq
                 dataset: str = "celeba") -> LoaderResult:
     """A manifest for attribute edits of faces: one item per (face, attribute), one edit per model with its output."""
     root = real_folder(root, "CelebA-style folder")
-    out = Path(out).expanduser() if out else root / "manifest.jsonl"
+    out = manifest_path(out, root, methods, "CelebA-style model folder", "celeba")
     face_dir = inside(root, faces, "faces folder")
     if not face_dir.is_dir():
         raise InputError(f"CelebA-style: {face_dir} is not a folder of face images")

@@ -93,6 +93,24 @@ def method_folders(paths: Iterable[str | Path] | None, what: str, out: Path | No
     return found
 
 
+def manifest_path(out: str | Path | None, root: Path, methods: Iterable[str | Path] | None, what: str, name: str,
+                  also: Iterable[Path] = ()) -> Path:
+    """Where the manifest goes: ``out`` when given; else ``root/manifest.jsonl`` when ``root`` (resolved) holds
+    every method folder (and the folders in ``also``), else ``<name>.jsonl`` in the deepest folder that holds
+    them all (``manifest pie-bench data --method-dir output/p2p`` writes ``./pie-bench.jsonl``: the manifest's
+    paths are relative to its folder, which must hold the dataset and every output)."""
+    if out:
+        return Path(out).expanduser()
+    folders = [path for _, path in method_folders(methods, what)] + list(also)
+    base = Path(os.path.commonpath([root, *folders]))
+    if base == root:
+        return root / "manifest.jsonl"
+    if base == Path(base.anchor):
+        raise InputError(f"{what}s and the dataset folder {root} have no common folder but the file system's root; "
+                         "give the manifest's path (--out) in a folder that holds them all")
+    return base / f"{name}.jsonl"
+
+
 def _is_within(path: Path, folder: Path) -> bool:
     root = Path(os.path.realpath(folder))
     return path == root or root in path.parents
@@ -138,6 +156,25 @@ def article(word: str) -> str:
     return "an" if word[:1].lower() in "aeiou" else "a"
 
 
+#: plurals that do not end in "s" (among the nouns the benchmarks' lists hold or could)
+_IRREGULAR_PLURALS = frozenset({"people", "children", "men", "women", "feet", "teeth", "mice", "geese"})
+
+
+def _is_plural(noun: str) -> bool:
+    """Whether a noun phrase names several things, by its last word: ``books``, ``sunglasses``, ``people``;
+    not ``glass``, ``bus``, ``cactus``, ``tennis``."""
+    words = noun.lower().split()
+    last = words[-1] if words else ""
+    if last in _IRREGULAR_PLURALS:
+        return True
+    return last.endswith("s") and not last.endswith(("ss", "us", "is"))
+
+
+def with_article(noun: str) -> str:
+    """``noun`` as the object of a sentence: ``a bag``, ``an apple``, but ``books`` (no article before a plural)."""
+    return noun if _is_plural(noun) else f"{article(noun)} {noun}"
+
+
 def write_items(items: Iterable[dict[str, Any]], out: Path, unmatched: Unmatched,
                 notes: list[str] | None = None) -> LoaderResult:
     """Write the manifest as the items come (then validated), and the report; an error when there is no item.
@@ -162,4 +199,4 @@ def write_items(items: Iterable[dict[str, Any]], out: Path, unmatched: Unmatched
             raise InputError("no items found: " + ("; ".join(unmatched.lines()[:5]) or "the layout is empty")) from None
         raise
     return LoaderResult(manifest=out, n_items=counter["items"], n_edits=counter["edits"],
-                        warnings=[*(notes or []), *unmatched.lines()])
+                        warnings=unmatched.lines(), notes=list(notes or []))

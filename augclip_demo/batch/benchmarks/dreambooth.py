@@ -11,9 +11,13 @@ The released layout (``dataset/`` of the google/dreambooth repository)::
 The live subjects are the cats and dogs (the dataset's README); the others take the object prompts.
 Generated images are one folder per model, ``<model>/<subject>/<file>``, where the file's name starts
 with the prompt's index in its list (``03.png``, ``03_1.png``, ``3-a.png``) or is the filled prompt
-itself (``a dog in the snow.png``, underscores or spaces; a ``_<n>`` sample suffix allowed).
+itself (``a dog in the snow.png`` or, with the unique token the model was trained with,
+``a sks dog in the snow.png``; underscores or spaces; a ``_<n>`` sample suffix allowed). Without
+``unique_token``, any one word in the token's place is taken as the token when the name then fits
+exactly one prompt; with it, only that token.
 One item per (subject, prompt): source = the subject's first photo, target = the prompt with the
-class filled in (``{0}``, the unique token, is left out unless ``unique_token`` is given).
+class filled in (``{0}``, the unique token, is left out unless ``unique_token`` is given: a token
+trained into the model means nothing to the CLIP that scores the edit).
 """
 
 from __future__ import annotations
@@ -27,12 +31,13 @@ from ...errors import InputError
 from ..loaders import LoaderResult, normalize_text, slug
 from .common import (
     Unmatched,
-    article,
     edit_entry,
     image_files,
     inside,
+    manifest_path,
     method_folders,
     real_folder,
+    with_article,
     write_items,
 )
 
@@ -72,15 +77,41 @@ def _fill_prompt(template: str, cls: str, unique_token: str = "") -> str:
     return " ".join(template.replace("{0}", unique_token).replace("{1}", cls).split())
 
 
-def _prompt_index(stem: str, texts: list[set[str]]) -> int | None:
-    """The prompt a generated file belongs to: by a leading index, else by its text (``texts[i]``: prompt
-    i's normalised spellings, with and without the unique token); None if neither."""
+#: stands for the unique token while a prompt is normalised (letters only, so normalize_text keeps it whole)
+_TOKEN_MARK = "qqtokenslotqq"
+
+
+def _prompt_words(template: str, cls: str) -> list[str]:
+    """The prompt's normalised words with the class filled in and :data:`_TOKEN_MARK` where the token goes."""
+    return normalize_text(template.replace("{0}", f" {_TOKEN_MARK} ").replace("{1}", cls)).split()
+
+
+def _spells(words: list[str], pattern: list[str], token: list[str] | None) -> bool:
+    """Whether a file name's words spell the prompt ``pattern``: without the token, or with ``token`` in its
+    place (``None``: any one word there, so ``a sks backpack`` is ``a {0} backpack``)."""
+    if words == [w for w in pattern if w != _TOKEN_MARK]:
+        return True
+    if token is None:
+        return (_TOKEN_MARK in pattern and len(words) == len(pattern)
+                and all(w == p for w, p in zip(words, pattern) if p != _TOKEN_MARK))
+    return bool(token) and words == [part for w in pattern for part in (token if w == _TOKEN_MARK else [w])]
+
+
+def _prompt_index(stem: str, patterns: list[list[str]], unique_token: str = "") -> int | None:
+    """The prompt a generated file belongs to: by a leading index, else by its text (``patterns[i]``: prompt
+    i's words from :func:`_prompt_words`), without the unique token, with ``unique_token``, or, when none is
+    given, with any one word in the token's place when that fits exactly one prompt; None if neither."""
     match = _INDEXED.match(stem)
     if match:
         index = int(match.group(1))
-        return index if index < len(texts) else None
-    text = normalize_text(_SAMPLE_SUFFIX.sub("", stem))
-    return next((index for index, spellings in enumerate(texts) if text in spellings), None)
+        return index if index < len(patterns) else None
+    words = normalize_text(_SAMPLE_SUFFIX.sub("", stem)).split()
+    token = normalize_text(unique_token).split()
+    exact = [i for i, pattern in enumerate(patterns) if _spells(words, pattern, token)]
+    if exact or token:
+        return exact[0] if exact else None
+    loose = [i for i, pattern in enumerate(patterns) if _spells(words, pattern, None)]
+    return loose[0] if len(loose) == 1 else None
 
 
 def load_dreambooth(root: str | Path, out: str | Path | None = None, *, methods: Sequence[str | Path] = (),
@@ -92,7 +123,7 @@ def load_dreambooth(root: str | Path, out: str | Path | None = None, *, methods:
     models' folders (``DIR`` or ``NAME=DIR``) with ``<subject>/<file>`` inside.
     """
     root = real_folder(root, "DreamBooth dataset folder")
-    out = Path(out).expanduser() if out else root / "manifest.jsonl"
+    out = manifest_path(out, root, methods, "DreamBooth model folder", "dreambooth")
     path = inside(root, prompts_file, "prompts and classes file")
     if not path.is_file():
         raise InputError(f"DreamBooth: {path} not found (the dataset's prompts_and_classes.txt)")
@@ -121,13 +152,13 @@ def load_dreambooth(root: str | Path, out: str | Path | None = None, *, methods:
     return write_items(items, out, unmatched)
 
 
-def _generated(folder: Path | None, texts: list[set[str]], name: str, subject: str,
+def _generated(folder: Path | None, patterns: list[list[str]], unique_token: str, name: str, subject: str,
                unmatched: Unmatched) -> dict[int, list[Path]]:
     by_prompt: dict[int, list[Path]] = {}
     if folder is None or not folder.is_dir():
         return by_prompt
     for file in image_files(folder):
-        index = _prompt_index(file.stem, texts)
+        index = _prompt_index(file.stem, patterns, unique_token)
         if index is None:
             unmatched.add(f"{name}: generated files that match no prompt (not used)", f"{subject}/{file.name}")
             continue
@@ -159,10 +190,9 @@ def _items(root: Path, classes: dict[str, str], prompts: dict[str, list[str]], l
             unmatched.add("subjects without photos (not used)", subject)
             continue
         filled = [_fill_prompt(template, cls, unique_token) for template in prompts[subject]]
-        texts = [{normalize_text(text), normalize_text(_fill_prompt(template, cls))}
-                 for text, template in zip(filled, prompts[subject])]
-        generated = {name: _generated(_subject_folder(folder, subject, name, unmatched), texts, name, subject,
-                                      unmatched) for name, folder in folders}
+        patterns = [_prompt_words(template, cls) for template in prompts[subject]]
+        generated = {name: _generated(_subject_folder(folder, subject, name, unmatched), patterns, unique_token,
+                                      name, subject, unmatched) for name, folder in folders}
         for index, target in enumerate(filled):
             edits = [edit for name, _ in folders for file in generated[name].get(index, [])
                      if (edit := edit_entry(file, out, name, unmatched)) is not None]
@@ -174,6 +204,6 @@ def _items(root: Path, classes: dict[str, str], prompts: dict[str, list[str]], l
                 continue
             yield {"id": f"{subject}-{index:02d}-{slug(target, 40)}", "dataset": dataset,
                    "source": relative_inside(photos[0], out.parent, "subject photo"), "target_text": target,
-                   "source_text": f"a photo of {article(cls)} {cls}", "edits": edits,
+                   "source_text": f"a photo of {with_article(cls)}", "edits": edits,
                    "meta": {"benchmark": "dreambooth", "subject": subject, "class": cls, "prompt_index": index,
                             "live": cls.lower() in live}}

@@ -5,10 +5,14 @@ The released layout (the ``editval_code`` repository)::
     object.json          {"<COCO class>": {"<COCO image id>": {"<edit type>": {"from": [...], "to": [...]}}}}
     <coco>/000000100166.jpg                       (MS-COCO train2017 names; <id>.jpg / img_<id>.png also found)
     <method>/<edit type>/<image id>/<to>.png      (the repository's recommended output layout)
+    <method>/<edit type>/<image id>/<image id>_<edit type>_<to>_<setting>.png   (what its generation code,
+                                                  e.g. SDE_edit/edit_loader.py, writes: one file per setting,
+                                                  beside <image id>_unedited.png)
 
 Edit types: action, alter_parts, background, color, object_addition, object_replacement,
 position_replacement, positional_addition, shape, size, style, texture, viewpoint. Each
-(image, edit type, target value) becomes one item; its target text and instruction are written here
+(image, edit type, target value) becomes one item (an output per setting of the generation code is an
+edit named ``<method>@<setting>``); its target text and instruction are written here
 from the class, the type and the value (our own templates, :func:`describe_edit`), and the EditVal
 type stays in ``meta.edit_type`` (``--split-types`` also names the dataset per type, so the
 protocol tables get one column per type).
@@ -25,13 +29,15 @@ from ..loaders import LoaderResult, _read_json, slug
 from ..manifest import relative_inside
 from .common import (
     Unmatched,
-    article,
-    collect_edits,
+    edit_entry,
     find_image,
     find_inside,
+    image_files,
     inside,
+    manifest_path,
     method_folders,
     real_folder,
+    with_article,
     write_items,
 )
 
@@ -65,17 +71,17 @@ def describe_edit(cls: str, edit_type: str, source_value: str, value: str) -> tu
     ``cls`` is the COCO class (underscores as spaces), ``source_value`` the ``from`` value ("" when
     none), ``value`` the ``to`` value.
     """
-    a_cls = f"{article(cls)} {cls}"
+    a_cls = with_article(cls)
     if edit_type == "object_addition":
-        return f"a photo of {a_cls} and {article(value)} {value}", f"add {article(value)} {value}"
+        return f"a photo of {a_cls} and {with_article(value)}", f"add {with_article(value)}"
     if edit_type == "positional_addition":
         thing, relation = _positional(value)
-        return (f"a photo of {article(thing)} {thing} {relation} {a_cls}",
-                f"add {article(thing)} {thing} {relation} the {cls}")
+        return (f"a photo of {with_article(thing)} {relation} {a_cls}",
+                f"add {with_article(thing)} {relation} the {cls}")
     if edit_type in ("size", "color", "texture", "shape"):
         verb = {"size": "make the {c} {v}", "color": "make the {c} {v}", "texture": "give the {c} a {v} texture",
                 "shape": "change the shape of the {c} to {v}"}[edit_type]
-        return f"a photo of {article(value)} {value} {cls}", verb.format(c=cls, v=value)
+        return f"a photo of {with_article(f'{value} {cls}')}", verb.format(c=cls, v=value)
     if edit_type == "alter_parts":
         part = value[4:] if value.lower().startswith("add ") else value
         return f"a photo of {a_cls} with {part}", f"{value} to the {cls}"
@@ -85,12 +91,12 @@ def describe_edit(cls: str, edit_type: str, source_value: str, value: str) -> tu
         return f"a picture of {a_cls} in the style of {value}", f"turn the picture into {value}"
     if edit_type == "object_replacement":
         replaced = source_value or cls
-        return f"a photo of {article(value)} {value}", f"replace the {replaced} with {article(value)} {value}"
+        return f"a photo of {with_article(value)}", f"replace the {replaced} with {with_article(value)}"
     if edit_type == "action":
         return f"a photo of {a_cls} {_gerund(value)}", f"make the {cls} {value}"
     if edit_type == "background":
-        return (f"a photo of {a_cls} with {article(value)} {value} in the background",
-                f"change the background to {article(value)} {value}")
+        return (f"a photo of {a_cls} with {with_article(value)} in the background",
+                f"change the background to {with_article(value)}")
     if edit_type == "position_replacement":
         where = "in the center" if value == "center" else f"on the {value}"
         return f"a photo of {a_cls} {where} of the picture", f"move the {cls} {where.replace('on the', 'to the')}"
@@ -115,11 +121,11 @@ def load_editval(root: str | Path, out: str | Path | None = None, *, coco_dir: s
     ``methods`` the output folders (``DIR`` or ``NAME=DIR``), each ``<edit type>/<image id>/<to>.png``.
     """
     root = real_folder(root, "EditVal folder")
-    out = Path(out).expanduser() if out else root / "manifest.jsonl"
     data = _read_json(inside(root, object_json, "object.json"), "EditVal object.json")
     if not isinstance(data, dict):
         raise InputError(f"EditVal {root / object_json}: expected an object of class -> image id -> edit type")
     coco = real_folder(coco_dir if coco_dir else root / "images", "EditVal COCO image folder")
+    out = manifest_path(out, root, methods, "EditVal method folder", "editval", also=[coco])
     folders = method_folders(methods, "EditVal method folder", out)
     if not folders:
         raise InputError("EditVal: give at least one method's output folder (--method-dir DIR or NAME=DIR), laid out "
@@ -174,14 +180,59 @@ def _items(data: dict[str, Any], coco: Path, folders: list[tuple[str, Path]], ou
         item: dict[str, Any] = {
             "id": item_id, "dataset": f"{dataset}:{edit_type}" if split_types else dataset,
             "source": relative_inside(source, out.parent, "COCO image"), "target_text": target,
-            "source_text": f"a photo of {article(name)} {name}", "instruction": instruction, "edits": [],
+            "source_text": f"a photo of {with_article(name)}", "instruction": instruction, "edits": [],
             "meta": {"benchmark": "editval", "edit_type": edit_type, "class": cls, "image_id": image_id,
                      "from": source_value, "to": value}}
-        where = f"{edit_type}/{image_id}/{value}"
-        item["edits"] = collect_edits(
-            folders, lambda method, folder: find_inside(folder, where, f"{method} output", unmatched),  # noqa: B023
-            f"{where}.png", out, unmatched)
+        siblings = data[cls][image_id][edit_type]["to"]
+        for method, folder in folders:
+            found = _outputs(method, folder, edit_type, image_id, value, siblings, unmatched)
+            if not found:
+                unmatched.add(f"{method}: no output", f"{edit_type}/{image_id}/{value}.png")
+            item["edits"] += [edit for name, path in found if (edit := edit_entry(path, out, name, unmatched))]
         if not item["edits"]:
             unmatched.add("edits with no output from any method (not written)", item_id)
             continue
         yield item
+
+
+def _outputs(method: str, folder: Path, edit_type: str, image_id: str, value: str, siblings: list[Any],
+             unmatched: Unmatched) -> list[tuple[str, Path]]:
+    """A method's outputs for one edit, as (edit name, file): the README's ``<type>/<id>/<to>.png``, else the
+    files EditVal's generation code writes into that folder, ``<id>_<type>_<to>_<setting>....png``, one edit
+    per setting, named ``<method>@<setting>`` (e.g. SDEdit's noise strength: ``sde_edit@0.5``)."""
+    found = find_inside(folder, f"{edit_type}/{image_id}/{value}", f"{method} output", unmatched)
+    if found is not None:
+        return [(method, found)]
+    try:
+        where = inside(folder, f"{edit_type}/{image_id}", f"{method} output")
+    except InputError as exc:
+        unmatched.add(f"{method} output: paths refused", str(exc))
+        return []
+    if not where.is_dir():
+        return []
+    others = [str(v).strip() for v in siblings if isinstance(v, str) and str(v).strip() != value]
+    outputs = []
+    for file in image_files(where):
+        setting = _generated_setting(file.stem, f"{image_id}_{edit_type}_", value, others)
+        if setting is not None:
+            outputs.append((f"{method}@{setting}" if setting else method, file))
+    return outputs
+
+
+def _generated_setting(stem: str, prefix: str, value: str, others: list[str]) -> str | None:
+    """The settings part of a generation-code file name for ``value`` ("" when none), or None when the file
+    belongs to another value (the longest value the name starts with wins: ``cup`` vs ``cup holder``)."""
+    if not stem.startswith(prefix):
+        return None
+    rest = stem[len(prefix):]
+
+    def match(candidate: str) -> str | None:
+        for spelling in dict.fromkeys((candidate, candidate.replace(" ", "_"))):
+            if rest == spelling or rest.startswith(spelling + "_"):
+                return rest[len(spelling):].strip("_")
+        return None
+
+    setting = match(value)
+    if setting is None or any(len(other) > len(value) and match(other) is not None for other in others):
+        return None
+    return setting

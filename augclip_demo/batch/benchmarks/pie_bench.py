@@ -32,7 +32,16 @@ from ...errors import InputError
 from ..loaders import LoaderResult, _read_json
 from ..manifest import relative_inside
 from ..triplets import safe_filename
-from .common import Unmatched, edit_entry, find_image, inside, method_folders, real_folder, write_items
+from .common import (
+    Unmatched,
+    edit_entry,
+    find_image,
+    inside,
+    manifest_path,
+    method_folders,
+    real_folder,
+    write_items,
+)
 
 _MASK_SIDE = 512
 #: PIE-Bench's ten editing types (README of the PnPInversion repository), by ``editing_type_id``.
@@ -115,7 +124,7 @@ def load_pie_bench(root: str | Path, out: str | Path | None = None, *, methods: 
     PIE-Bench's own id and name in ``meta``); ``edit_types`` keeps only those ids.
     """
     root = real_folder(root, "PIE-Bench data folder")
-    out = Path(out).expanduser() if out else root / "manifest.jsonl"
+    out = manifest_path(out, root, methods, "PIE-Bench method folder", "pie-bench")
     entries = _read_json(inside(root, mapping, "mapping file"), "PIE-Bench mapping file")
     if not isinstance(entries, dict):
         raise InputError(f"PIE-Bench mapping file {root / mapping}: expected an object of image id -> annotation")
