@@ -18,6 +18,7 @@ from ..bpm.components import BPMComponents, rescore_over_dataset
 from ..config import Settings
 from ..errors import InputError, WeightsUnavailableError
 from ..hatie.tables import UNTRAINED_IQ, HatieTable, hatie_edits, hatie_table, image_quality_from_manifest
+from ..inference.specs import shown_model
 from ..io import spreadsheet_row
 from ..metrics.agreement import (
     DEFAULT_BOOTSTRAP,
@@ -140,7 +141,7 @@ class ProtocolReport:
         blocks = []
         if self.untrained:
             blocks.append(f"!! {UNTRAINED_WARNING.upper()} !!")
-        blocks.append(f"model(s): {', '.join(self.models) or 'n/a'} | bootstrap {self.n_boot} resamples, seed {self.seed}, "
+        blocks.append(f"model(s): {', '.join(map(shown_model, self.models)) or 'n/a'} | bootstrap {self.n_boot} resamples, seed {self.seed}, "
                       f"{int(self.level * 100)}% CI in brackets")
         for figure_name, title in _TABLES:
             datasets = [name for name, ds in self.datasets.items()

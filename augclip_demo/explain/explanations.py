@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InputError
+from ..inference.specs import shipped_note
 from ..report import UNTRAINED_WARNING, edit_names, edit_tag
 from .hyperplane import ExactView, UmapView, exact_view, umap_view
 from .rankings import EditRankings, edit_rankings
@@ -169,8 +170,9 @@ class ReportExplanations:
             "unavailable": dict(self.unavailable),
             "timings": dict(self.timings),
         }
-        if self.untrained:
-            data = {"warning": UNTRAINED_WARNING, **data}
+        caveat = UNTRAINED_WARNING if self.untrained else shipped_note(str(self.model.get("spec", "")))
+        if caveat:
+            data = {"warning": caveat, **data}
         return _json_safe(data)
 
     def to_json(self, indent: int | None = 2) -> str:

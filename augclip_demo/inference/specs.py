@@ -12,6 +12,9 @@ Grammar (see the README's "Model specs"):
 ``local-dir:PATH``            an open_clip folder (``open_clip_config.json`` + weights)
 ``random:ARCH``               the real architecture with random weights (benchmarks only)
 ``random:tiny``               a tiny registered ViT (2 layers, width 64) for tests
+``shapes:tiny``               the toy CLIP this package ships, trained on the synthetic shapes world
+                              (``augclip_demo.world``; ``training/train_shapes_clip.py``): knows
+                              those scenes and nothing else
 ============================  ====================================================================
 
 Anything built with ``random:`` is *untrained*; every report computed with it says so.
@@ -52,6 +55,12 @@ MAX_RANDOM_PARAMS = 500_000_000
 _SHOWN_CHARS = 60
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
 _CONFIG_DIR = Path(__file__).with_name("model_configs")
+#: Models trained by this project and shipped inside the package: spec -> (folder under ``shipped/``, what the
+#: model is, said wherever its results are shown). They load through open_clip's ``local-dir:`` path.
+_SHIPPED_CLIP: dict[str, tuple[str, str]] = {
+    "shapes:tiny": ("shapes-tiny", "toy model trained on synthetic shapes; meaningful only for such scenes"),
+}
+_SHIPPED_DIR = Path(__file__).with_name("shipped")
 _registered = False
 
 SpecKind = Literal["pretrained", "checkpoint", "hf-hub", "local-dir", "random"]
@@ -96,9 +105,15 @@ class ModelSpec:
         return self.arch
 
     @property
+    def shipped_note(self) -> str | None:
+        """What a model shipped with the package is (:data:`_SHIPPED_CLIP`), else None."""
+        return shipped_note(self.raw)
+
+    @property
     def label(self) -> str:
         """Human-readable name used in reports and the UI."""
-        return model_label("", self.raw, self.untrained, f"weights: {self.checkpoint}" if self.checkpoint else "")
+        detail = self.shipped_note or (f"weights: {self.checkpoint}" if self.checkpoint else "")
+        return model_label("", self.raw, self.untrained, detail)
 
 
 #: What a label says of a model whose weights are random.
@@ -118,6 +133,18 @@ def seeded_random(seed: int = RANDOM_INIT_SEED) -> Iterator[None]:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         yield
+
+
+def shipped_note(spec: str) -> str | None:
+    """What the shipped model of canonical ``spec`` is (said wherever its results are shown), else None."""
+    entry = _SHIPPED_CLIP.get(spec)
+    return entry[1] if entry else None
+
+
+def shown_model(spec: str) -> str:
+    """``spec`` as a results table names it: with what it is when it is a shipped model."""
+    note = shipped_note(spec)
+    return f"{spec} ({note})" if note else spec
 
 
 def is_path_spec(spec: str) -> bool:
@@ -197,6 +224,13 @@ def parse_model_spec(spec: str, checkpoint: str | os.PathLike | None = None) -> 
         _require_arch(arch, open_clip.list_models())
         _check_random_size(arch)
         return ModelSpec(raw="random:tiny" if arch == TINY_ARCH else f"random:{arch}", kind="random", arch=arch)
+
+    shipped = " ".join(raw.lower().split())
+    if shipped in _SHIPPED_CLIP:
+        if ckpt is not None:
+            raise ConfigError(f"{shipped} is a model shipped with the package; a checkpoint file cannot be combined "
+                              "with it")
+        return ModelSpec(raw=shipped, kind="local-dir", source_id=str(_SHIPPED_DIR / _SHIPPED_CLIP[shipped][0]))
 
     for schema in ("hf-hub", "local-dir"):
         if raw.startswith(schema + ":"):

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..attributes.base import Attributes
+from ..inference.specs import shipped_note
 from ..io import spreadsheet_row
 from ..metrics.suite import METRICS, REFERENCE_METRICS, best_index
 
@@ -254,15 +255,22 @@ class Report:
             text = "one edit scored; " + text.replace(" prefers ", " scores ")
         if any(note.startswith(DEGENERATE_FIT) for note in self.fit_notes()):
             text += f" ({DEGENERATE_FIT}: AugCLIP = CLIP-I)"
-        return text + (f" [{UNTRAINED_WARNING}]" if self.untrained else "")
+        return text + (f" [{self.caveat}]" if self.caveat else "")
+
+    @property
+    def caveat(self) -> str | None:
+        """What every showing of these scores must say about the model: untrained, or a shipped toy model."""
+        if self.untrained:
+            return UNTRAINED_WARNING
+        return shipped_note(str(self.model.get("spec", "")))
 
     # -------------------------------------------------------------- serialisation
     def to_dict(self) -> dict[str, Any]:
         data = {k: v for k, v in asdict(self).items() if k not in ("arrays", "attributes")}
         data["attributes"] = self.attributes.to_dict()
         data["notes"] = list(dict.fromkeys([*self.notes, *self.fit_notes()]))
-        if self.untrained:
-            data["warning"] = UNTRAINED_WARNING
+        if self.caveat:
+            data["warning"] = self.caveat
         return _json_safe(data)
 
     def to_json(self, indent: int | None = 2) -> str:
