@@ -89,9 +89,9 @@ def evaluate(
     report = evaluator.evaluate(source, edited, target_text, source_text, attributes, ground_truth=ground_truth,
                                 output_caption=output_caption, edit_mask=edit_mask, feature_metrics=feature_metrics)
     if instruction is not None:
-        evaluator.add_bpm(report, instruction)
+        evaluator.add_bpm(report, instruction, options=BPMOptions(regions=bpm_regions), object_masks=object_masks)
     if hatie:
-        evaluator.add_hatie(report, instruction, edit_type=hatie_type)
+        evaluator.add_hatie(report, instruction, edit_type=hatie_type, object_masks=object_masks)
     if judge:
         evaluator.add_judge(report, options=judge if isinstance(judge, JudgeOptions) else None,
                             instruction=instruction)

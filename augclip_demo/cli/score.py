@@ -142,7 +142,8 @@ def run(args: argparse.Namespace) -> int:
     if judge_options is not None:
         evaluator.add_judge(report, options=judge_options, instruction=getattr(args, "instruction", None))
     if args.hatie:
-        evaluator.add_hatie(report, args.instruction, edit_type=args.hatie_type)
+        evaluator.add_hatie(report, args.instruction, edit_type=args.hatie_type,
+                            object_masks=object_masks_from_args(args, len(report.edits)))
     if args.out:
         Path(args.out).write_text(report.to_json() + "\n", encoding="utf-8")
     if args.csv:

@@ -465,14 +465,18 @@ class Evaluator:
         return output
 
     def add_hatie(self, report: Report, instruction: str | None = None, *, edit_type: str | None = None,
-                  models: Any = None, options: Any = None, target_text: str | None = None) -> Report:
+                  models: Any = None, options: Any = None, target_text: str | None = None,
+                  object_masks: Any = None) -> Report:
         """Add HATIE's per-edit criteria (metrics ``hatie``, ``hatie_of`` ... ``hatie_bc``; ``hatie_iq`` needs a
         set) with results in ``report.arrays.hatie``. ``models`` defaults to GroundingDINO + SAM with this
-        evaluator's CLIP and the shared DINOv2 / LPIPS networks (:func:`~.stages.hatie_models`)."""
+        evaluator's CLIP and the shared DINOv2 / LPIPS networks (:func:`~.stages.hatie_models`); ``object_masks``
+        (as :meth:`add_bpm` takes them) give the objects' regions in the images they cover instead of them."""
         arrays = _arrays_of(report)
         models = models or hatie_models(self.settings, self.encoder)
         stage = HatieStage(models.load, tuple(HATIE_KEYS), options=options)
-        item = arrays.item(target_text or report.target_text, instruction, edit_type=edit_type)
+        object_masks = load_object_masks(object_masks, arrays.source.image.size, len(arrays.edits))
+        item = arrays.item(target_text or report.target_text, instruction, edit_type=edit_type,
+                           object_masks=object_masks)
         arrays.hatie = self._run_stage(report, stage, item).results
         return report
 

@@ -361,7 +361,8 @@ class HatieStage(_KeyedStage):
         models = self.models()
         results = hatie_score_many(item.source, item.edits, item.instruction, models, parsed=item.parsed,
                                    edit_type=item.edit_type, target_text=item.target_text, options=self.options,
-                                   calibrated=self.calibrated, names=item.names, query=item.hatie_query)
+                                   calibrated=self.calibrated, names=item.names, query=item.hatie_query,
+                                   object_masks=item.object_masks)
         notes = [f"HATIE {UNTRAINED_WARNING}"] if models.untrained_for(self.options) else []
         return StageOutput(_hatie_scores(results, self.keys), results=list(results), notes=notes)
 
