@@ -21,7 +21,6 @@ from augclip_demo.pipeline import ItemImages, load_object_masks
 from augclip_demo.pipeline.stages import BpmStage
 from tests.support import draw_scene
 
-
 HALF_MASK = np.zeros((48, 48), dtype=bool)  # half the source's 96 x 96
 HALF_MASK[5:15, 3:13] = True
 
