@@ -52,6 +52,7 @@ _PUBLIC: dict[str, str] = {
     "BPMOptions": "augclip_demo.bpm",
     "BPMResult": "augclip_demo.bpm",
     "RegionThresholds": "augclip_demo.bpm",
+    "ObjectMasks": "augclip_demo.bpm",
     # the MLLM judge (an OpenAI-compatible chat model)
     "MLLMJudge": "augclip_demo.judge",
     "JudgeOptions": "augclip_demo.judge",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .attributes.base import AttributeProvider, Attributes
+from .bpm import BPMOptions, ObjectMasks
 from .io import ImageInput, LoadedImage
 from .judge import JudgeOptions
 from .pipeline import AugCLIPOptions, Evaluator, FeatureNetworks
@@ -40,6 +41,8 @@ def evaluate(
     hatie: bool = False,
     hatie_type: str | None = None,
     judge: bool | JudgeOptions = False,
+    bpm_regions: str = "detected",
+    object_masks: ObjectMasks | dict | None = None,
 ) -> Report:
     """Score edited images of ``source`` for ``target_text`` with every metric, in one call.
 
@@ -69,6 +72,11 @@ def evaluate(
             benchmarks' own).
         hatie: add HATIE's per-edit criteria (``hatie``, ``hatie_of`` ... ``hatie_bc``; Image Quality needs a set),
             from ``instruction``; ``hatie_type`` names HATIE's edit type (default: from the instruction).
+        bpm_regions: where BPM takes its regions: ``"detected"`` (GroundingDINO + SAM) or ``"masks"``
+            (``object_masks`` and / or ``edit_mask``; no detector or segmenter is loaded; docs/bpm.md).
+        object_masks: named objects' masks, :class:`~augclip_demo.bpm.ObjectMasks` or ``{"source": {name: mask},
+            "edits": [{name: mask} or None per edit]}`` (each mask a path, PIL image or array); HATIE takes the
+            regions of the images they cover from them whenever they are given (docs/hatie.md).
         judge: ``True`` or a :class:`~augclip_demo.judge.JudgeOptions` to add the MLLM judge's rows
             (``judge_sc``, ``judge_pq``, ``judge_overall``; an OpenAI-compatible endpoint, see docs/judge.md),
             judged against ``instruction`` when given, else ``target_text``.
@@ -81,9 +89,9 @@ def evaluate(
     report = evaluator.evaluate(source, edited, target_text, source_text, attributes, ground_truth=ground_truth,
                                 output_caption=output_caption, edit_mask=edit_mask, feature_metrics=feature_metrics)
     if instruction is not None:
-        evaluator.add_bpm(report, instruction)
+        evaluator.add_bpm(report, instruction, options=BPMOptions(regions=bpm_regions), object_masks=object_masks)
     if hatie:
-        evaluator.add_hatie(report, instruction, edit_type=hatie_type)
+        evaluator.add_hatie(report, instruction, edit_type=hatie_type, object_masks=object_masks)
     if judge:
         evaluator.add_judge(report, options=judge if isinstance(judge, JudgeOptions) else None,
                             instruction=instruction)

@@ -32,7 +32,7 @@ from ..judge.judge import judge_signature
 from ..llm import OpenAICompatibleClient
 from ..metrics.suite import METRICS, ItemScores, MetricInputs
 from ..metrics.vectors import unit_rows
-from ..pipeline import FEATURE_METRICS, Evaluator, FeatureNetworks, load_edit_mask
+from ..pipeline import FEATURE_METRICS, Evaluator, FeatureNetworks, load_edit_mask, load_object_masks
 from ..pipeline.stages import (
     NO_PARSE,
     BpmStage,
@@ -137,7 +137,7 @@ class RegionSource:
         """The shared detector and segmenter for ``settings`` with the run's CLIP encoder (nothing loaded)."""
         from ..bpm.models import get_bpm_models
 
-        return cls(get_bpm_models(settings, encoder=encoder), options, parser, **kwargs)
+        return cls(get_bpm_models(settings, encoder=encoder, regions=options.regions), options, parser, **kwargs)
 
     @property
     def bpm(self) -> bool:
@@ -155,6 +155,11 @@ class RegionSource:
         """What decides the BPM values besides the images (compared on resume, like the CLIP model)."""
         detector, segmenter = self.models.detector, self.models.segmenter
         options = self.options.to_dict()
+        if detector is None or segmenter is None:  # regions from given masks: no detector, segmenter or threshold
+            for key in ("box_threshold", "fast_box_threshold"):
+                options.pop(key, None)
+            return {"regions": "given masks", "parser": self.parser, "options": options, "untrained": self.untrained,
+                    **self._hatie_signature()}
         for key in ("box_threshold", "fast_box_threshold"):  # only the threshold this detector reads decides
             if key != getattr(detector, "threshold_option", "box_threshold"):
                 options.pop(key, None)
@@ -167,11 +172,14 @@ class RegionSource:
             out["segmenter_input"] = size
         if getattr(detector, "input_size", None) is not None:  # GroundingDINO below its checkpoint's size
             out["detector_input"] = list(detector.input_size)
-        if self.hatie_keys:
-            out["hatie"] = {"options": self.hatie.to_dict(), "weights": hatie_weights(self.hatie.total, self.calibrated),
-                            "features": self.features.info() if self.features is not None else None,
-                            "vqa": self.vqa.info() if self.vqa is not None else None}
-        return out
+        return {**out, **self._hatie_signature()}
+
+    def _hatie_signature(self) -> dict[str, Any]:
+        if not self.hatie_keys:
+            return {}
+        return {"hatie": {"options": self.hatie.to_dict(), "weights": hatie_weights(self.hatie.total, self.calibrated),
+                          "features": self.features.info() if self.features is not None else None,
+                          "vqa": self.vqa.info() if self.vqa is not None else None}}
 
 
 def hatie_weights(name: str, calibrated: dict[str, dict[str, float]]) -> dict[str, float]:
@@ -387,8 +395,14 @@ def decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, stage
             except AugclipError as exc:
                 out.error = str(exc)
                 return out
+        try:
+            objects = _object_masks(item, stages, source.image.size)
+        except AugclipError as exc:
+            out.error = f"object_masks: {exc}"
+            return out
         images = ItemImages(source, [loaded[image_key(edit.resolved)] for edit in item.edits], item.target_text,
-                            item.instruction or None, parsed, parse_reason, item.edit_type, truth, mask, query)
+                            item.instruction or None, parsed, parse_reason, item.edit_type, truth, mask, query,
+                            objects)
         out.error = _run_item_stages(stages, images, out)
         if out.error is not None:
             return out
@@ -398,6 +412,16 @@ def decode_item(item: ManifestItem, claim: set[str], encoder: ClipEncoder, stage
         except AugclipError as exc:
             out.error = str(exc)
     return out
+
+
+def _object_masks(item: ManifestItem, stages: Sequence[ItemStage], size: tuple[int, int]) -> Any:
+    """The item's ``object_masks`` read (each resized to the source's ``size``) when a stage uses them: HATIE, or
+    BPM with given-mask regions; else None."""
+    wanted = any(isinstance(stage, HatieStage) or (isinstance(stage, BpmStage) and stage.given_masks)
+                 for stage in stages)
+    if not wanted or item.object_mask_paths is None:
+        return None
+    return load_object_masks(item.object_mask_paths, size, len(item.edits))
 
 
 def _run_item_stages(stages: Sequence[ItemStage], item: ItemImages, out: DecodedItem) -> str | None:

@@ -16,12 +16,18 @@ Format (JSONL, UTF-8; blank lines are ignored)::
      "attributes": {"source": [...], "target": [...]} or "attrs/cat-hat.json",  # optional
      "ground_truth": "gt/cat-hat.png",                 # optional: a target image (MagicBrush): L1 / L2 / CLIP-I to it
      "edit_mask": "masks/cat-hat.png",                 # optional: white = edit region (PIE-Bench): PSNR / MSE / SSIM outside
+     "object_masks": {"source": {"cat": "masks/cat.png"},              # optional: named objects' masks, the
+                      "edits": [{"cat": "masks/imagic-cat.png"}, null]},  # source's and each edit's (or null)
      "output_caption": "a cat in a red hat",           # optional: a caption of the wanted result: CLIP-T to it
      "meta": {...}}                                    # optional, free-form, copied to the results
 
 Every path must stay inside the manifest's folder: absolute paths, ``..`` components and symlinks
 that resolve outside are refused. :func:`scan_manifest` checks every line and reports every
 problem at once (:class:`~augclip_demo.errors.ManifestError`); nothing is run on a bad manifest.
+
+``object_masks`` gives BPM (``--bpm-regions masks``) and HATIE their regions instead of a detector and a
+segmenter: ``source`` maps object names to mask images of the source, ``edits`` holds one such object (or
+null: not given) per edit, in the edits' order (docs/bpm.md, "Given masks").
 
 ``parse`` corrects BPM's parse of the instruction field by field, as the app's fields and the CLI's
 ``--o1/--o2/--size-state/--position-state/--reference`` do: any of ``o1``, ``o2``, ``size_state``,
@@ -50,7 +56,8 @@ from ..io import MAX_JSON_DEPTH, json_depth
 
 ROLES: tuple[str, ...] = ("gt", "ep", "em", "candidate")
 _ITEM_KEYS = ("id", "source", "target_text", "source_text", "instruction", "parse", "dataset", "edits", "human",
-             "attributes", "ground_truth", "edit_mask", "output_caption", "meta", "edit_type")
+             "attributes", "ground_truth", "edit_mask", "output_caption", "meta", "edit_type", "object_masks")
+_OBJECT_MASK_KEYS = ("source", "edits")
 _EDIT_KEYS = ("path", "name", "role")
 _HUMAN_KEYS = ("preferred", "scores")
 
@@ -103,6 +110,10 @@ class ManifestItem:
     edit_mask_path: Path | None = None
     output_caption: str | None = None
     edit_type: str | None = None  # HATIE's edit type when the manifest gives it
+    #: ``{"source": {name: path}, "edits": [{name: path} or None per edit]}`` as written (paths checked);
+    #: object_mask_paths: the same with each path resolved
+    object_masks: dict[str, Any] | None = None
+    object_mask_paths: dict[str, Any] | None = None
 
     @property
     def root(self) -> Path:
@@ -144,6 +155,8 @@ class ManifestItem:
             data["meta"] = self.meta
         if self.edit_type:
             data["edit_type"] = self.edit_type
+        if self.object_masks is not None:
+            data["object_masks"] = self.object_masks
         return data
 
 
@@ -486,6 +499,7 @@ def _parse_item(data: Any, line: int, root: Path,
         except InputError as exc:
             problems.append(str(exc))
     output_caption = _optional_text(data, "output_caption", problems)
+    object_masks = _parse_object_masks(data.get("object_masks"), n_edits, checker, problems)
     edit_type = None
     if data.get("edit_type") is not None:
         try:
@@ -505,8 +519,52 @@ def _parse_item(data: Any, line: int, root: Path,
         edit_mask=(reference_paths["edit_mask"] or (None, None))[0],
         edit_mask_path=(reference_paths["edit_mask"] or (None, None))[1],
         output_caption=output_caption,
+        object_masks=data.get("object_masks") if object_masks is not None else None, object_mask_paths=object_masks,
     )
     return item, []
+
+
+def _named_mask_paths(value: Any, where: str, checker: _PathChecker, problems: list[str]) -> dict[str, Path] | None:
+    """``{object name: mask path}`` of one image, each path checked (None after a problem)."""
+    if not isinstance(value, dict):
+        problems.append(f"{where} must be an object (object name -> mask path), got {type(value).__name__}")
+        return None
+    out = {}
+    for name, rel in value.items():
+        if not isinstance(rel, str) or not str(name).strip():
+            problems.append(f"{where}[{name!r}] must be a mask path (a string) under a non-empty object name")
+            continue
+        try:
+            out[str(name)] = checker.file(rel, f"{where}[{name!r}]")
+        except InputError as exc:
+            problems.append(str(exc))
+    return out
+
+
+def _parse_object_masks(value: Any, n_edits: int, checker: _PathChecker, problems: list[str]) -> dict[str, Any] | None:
+    """The item's ``object_masks``: ``source`` (object name -> path) and ``edits`` (one such object or null per
+    edit), every path checked; resolved paths, or None when absent or wrong (the problems say why)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        problems.append("object_masks must be an object {\"source\": {name: path}, \"edits\": [{name: path} or "
+                        f"null per edit]}}, got {type(value).__name__}")
+        return None
+    before = len(problems)
+    problems.extend(_unknown_keys(value, _OBJECT_MASK_KEYS, "object_masks: "))
+    source = _named_mask_paths(value.get("source") or {}, "object_masks.source", checker, problems)
+    edits = value.get("edits")
+    if edits is None:  # only the source's masks given
+        edits = [None] * n_edits
+    if not isinstance(edits, list) or len(edits) != n_edits:
+        problems.append(f"object_masks.edits must be a list with one entry per edit ({n_edits}; null where an "
+                        f"edit's masks are not given), got {edits!r:.80}")
+        edits = []
+    edit_paths = [None if entry is None else _named_mask_paths(entry, f"object_masks.edits[{i}]", checker, problems)
+                  for i, entry in enumerate(edits)]
+    if len(problems) > before:
+        return None
+    return {"source": source, "edits": edit_paths}
 
 
 # ---------------------------------------------------------------------------------------------- files

@@ -173,8 +173,10 @@ class BatchRunner:
                 summary.notes.append(f"{resume.dropped_failed} failed item(s) from the last run are retried")
             if self.regions is not None and self.regions.untrained:
                 bpm = run["bpm"]
-                summary.notes.append(f"BPM models (GroundingDINO {bpm['detector']}; SAM {bpm['segmenter']}; CLIP "
-                                     f"{run['model']}) include random weights: BPM values are untrained")
+                regions = (f"GroundingDINO {bpm['detector']}; SAM {bpm['segmenter']}; " if "detector" in bpm
+                           else "regions from given masks; ")
+                summary.notes.append(f"BPM models ({regions}CLIP {run['model']}) include random weights: BPM values "
+                                     "are untrained")
             if plan.pending:
                 self.encoder.load()
                 try:

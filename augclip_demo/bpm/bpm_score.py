@@ -38,13 +38,15 @@ from .components import (
     s_modify,
     s_preserve,
 )
-from .localize import Localization, Region, detected_region, localize
+from .localize import Localization, ObjectMasks, Region, detected_region, given_regions, localize
 
 if TYPE_CHECKING:
     from .models import BPMModels
 
 DEFAULT_BOX_THRESHOLD = 0.3
 STEPS = ("parse", "detect", "segment", "judge")  # timed steps (keys of BPMResult.timings)
+#: BPMOptions.regions: detected by the detector and the segmenter, or read from given masks
+REGION_SOURCES = ("detected", "masks")
 
 
 @dataclass(frozen=True)
@@ -59,8 +61,12 @@ class BPMOptions:
     box_threshold: float = DEFAULT_BOX_THRESHOLD
     thresholds: RegionThresholds = field(default_factory=RegionThresholds)
     fast_box_threshold: float = DEFAULT_OWL_BOX_THRESHOLD
+    #: where the regions come from: "detected" (the detector and the segmenter) or "masks" (given masks)
+    regions: str = "detected"
 
     def __post_init__(self) -> None:
+        if self.regions not in REGION_SOURCES:
+            raise InputError(f"regions must be one of {', '.join(REGION_SOURCES)}, got {self.regions!r}")
         if not (isinstance(self.alpha, (int, float)) and 0.0 <= self.alpha <= 1.0):
             raise InputError(f"alpha must be between 0 and 1, got {self.alpha!r}")
         for name in ("box_threshold", "fast_box_threshold"):
@@ -74,7 +80,9 @@ class BPMOptions:
 
     def to_dict(self) -> dict[str, Any]:
         return {"alpha": self.alpha, "box_threshold": self.box_threshold,
-                "fast_box_threshold": self.fast_box_threshold, "thresholds": self.thresholds.to_dict()}
+                "fast_box_threshold": self.fast_box_threshold, "thresholds": self.thresholds.to_dict(),
+                # named only when not the default, so that runs made before the choice existed resume
+                **({"regions": self.regions} if self.regions != "detected" else {})}
 
 
 @dataclass
@@ -133,11 +141,17 @@ class BPMResult:
     def s_position(self) -> int:
         return self.components.s_position
 
+    @property
+    def region_source(self) -> str:
+        """Where the regions came from: ``given masks`` or ``detected`` (each region's own provenance says more)."""
+        return "given masks" if self.options.regions == "masks" else "detected"
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready details (masks summarised by their areas; the arrays stay on this object)."""
         return {
             **self.components.to_dict(),
             "parse": self.parsed.to_dict(),
+            "region_source": self.region_source,
             "regions": {
                 "origin": self.origin.to_dict(),
                 "edit": self.edit.to_dict(),
@@ -176,7 +190,8 @@ def resolve_parse(instruction: str | None, parsed: ParsedInstruction | dict | No
 
 def bpm_score(source: ImageInput | LoadedImage, edited: ImageInput | LoadedImage, instruction: str | None = None,
               parsed: ParsedInstruction | dict | None = None, models: BPMModels | None = None, *,
-              options: BPMOptions | None = None, parser: str = "rules", client: Any = None) -> BPMResult:
+              options: BPMOptions | None = None, parser: str = "rules", client: Any = None,
+              object_masks: ObjectMasks | None = None, edit_mask: np.ndarray | None = None) -> BPMResult:
     """BPM of one edit (Alg. 1): all components, boxes, masks, the parse, found flags and timings.
 
     Args:
@@ -185,21 +200,26 @@ def bpm_score(source: ImageInput | LoadedImage, edited: ImageInput | LoadedImage
         parsed: a ready parse instead (hand-filled fields, description-style targets).
         models: :class:`~augclip_demo.bpm.models.BPMModels` (default: the shared ones for
             the environment's settings).
-        options: alpha, box threshold, region thresholds.
+        options: alpha, box threshold, region thresholds, where the regions come from (``regions``).
+        object_masks, edit_mask: the given masks when ``options.regions == "masks"`` (see :func:`bpm_score_many`).
     """
     return bpm_score_many(source, [edited], instruction, parsed, models, options=options, parser=parser,
-                          client=client)[0]
+                          client=client, object_masks=object_masks, edit_mask=edit_mask)[0]
 
 
 def bpm_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInput | LoadedImage],
                    instruction: str | None = None, parsed: ParsedInstruction | dict | None = None,
                    models: BPMModels | None = None, *, options: BPMOptions | None = None, parser: str = "rules",
                    client: Any = None, names: Sequence[str] | None = None,
-                   progress: Callable[[float, str], None] | None = None) -> list[BPMResult]:
+                   progress: Callable[[float, str], None] | None = None, object_masks: ObjectMasks | None = None,
+                   edit_mask: np.ndarray | None = None) -> list[BPMResult]:
     """BPM of several edits of one source: each model runs once over all images (batched).
 
     ``progress(fraction, message)`` hears of each step (parse, loading, detection, segmentation)
-    and of each edit as it is judged.
+    and of each edit as it is judged. With ``options.regions == "masks"`` the regions come from
+    ``object_masks`` (named objects' masks in the source and in each edit) and / or ``edit_mask`` (one
+    (H, W) region of the source, used as origin and edit region where no object masks are given) instead
+    of the detector and the segmenter, which are then not loaded (:func:`~.localize.given_regions`).
     """
     options = options or BPMOptions()
     say = progress or (lambda fraction, message: None)
@@ -211,25 +231,44 @@ def bpm_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInput 
     clock.stop("parse")
 
     src, loaded, edit_images, edit_notes = _open_edits(source, edits, names)
+    given = options.regions == "masks"
+    if not given and (object_masks is not None or edit_mask is not None):
+        raise InputError("masks were given but BPM's regions are set to 'detected': pass "
+                         "BPMOptions(regions='masks') to take the regions from them")
     if models is None:
         from .models import get_bpm_models
 
-        models = get_bpm_models()
-    say(0.05, f"BPM: loading {models.detector.family} and {models.segmenter.family}")
+        models = get_bpm_models(regions=options.regions)
+    elif given:
+        models = models.for_given_masks()  # the detector and the segmenter are neither loaded nor used
+    elif models.given_masks:
+        raise InputError("these BPM models have no detector or segmenter: pass BPMOptions(regions='masks') and "
+                         "the masks, or models with a detector and a segmenter")
     clock.start()
-    models.load()  # loading is not a per-pair cost: timed apart from the steps
-    clock.stop("model_load")
-    found = _find_objects(parse, src, edit_images, models, options, say, clock)
+    if given:
+        say(0.05, "BPM: regions from the given masks (no detector or segmenter)")
+        models.load()
+        clock.stop("model_load")
+        shape = (src.image.size[1], src.image.size[0])
+        origin, reference, edit_regions = given_regions(parse, object_masks, edit_mask, len(edit_images), shape)
+        o2_found: list[bool | None] = [r.found if parse.o2 else None for r in edit_regions]
+        for step in ("detect", "segment"):  # nothing detected or segmented: the steps took no time
+            timings[step] = timings[f"{step}_cpu"] = 0.0
+    else:
+        say(0.05, f"BPM: loading {models.detector.family} and {models.segmenter.family}")
+        models.load()  # loading is not a per-pair cost: timed apart from the steps
+        clock.stop("model_load")
+        found = _find_objects(parse, src, edit_images, models, options, say, clock)
+        origin = detected_region(parse.o1, found.o1, found.masks[0][0] if found.masks[0] else None)
+        reference = detected_region(parse.reference, found.reference, None) if parse.reference else None
+        edit_regions = [detected_region(parse.o2, found.o2[i], found.masks[i + 1][0] if found.masks[i + 1] else None)
+                        for i in range(len(edit_images))]
+        o2_found = [d.found if d is not None else None for d in found.o2]
 
     # judge: CLIP on every crop and the two texts (one batch each), then the numpy rules (components.py)
     say(0.75, "BPM: encoding the regions (CLIP)")
     clock.start()
-    origin = detected_region(parse.o1, found.o1, found.masks[0][0] if found.masks[0] else None)
-    reference = detected_region(parse.reference, found.reference, None) if parse.reference else None
-    places: list[Localization] = []
-    for i in range(len(edit_images)):
-        edit_region = detected_region(parse.o2, found.o2[i], found.masks[i + 1][0] if found.masks[i + 1] else None)
-        places.append(localize(parse, origin, edit_region, reference, src.image.size))
+    places = [localize(parse, origin, region, reference, src.image.size) for region in edit_regions]
     crops: list[Image.Image] = []
     for place, image in zip(places, edit_images):
         # padded to a square: CLIP's centre crop would otherwise cut off the ends of a long box
@@ -242,7 +281,7 @@ def bpm_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInput 
         say(0.85 + 0.15 * i / len(edit_images), f"BPM: judging edit E{i + 1} of {len(edit_images)}")
         modify = s_modify(crop_embeddings[2 * i], crop_embeddings[2 * i + 1], text_embeddings[0], text_embeddings[1])
         found_flags = {"o1": origin.found if parse.o1 else None,
-                       "o2": found.o2[i].found if found.o2[i] is not None else None,
+                       "o2": o2_found[i],
                        "reference": reference.found if reference is not None else None}
         results.append(_edit_result(parse, place, src, loaded[i], image, modify, found_flags,
                                     list(loaded[i].notes) + edit_notes[i] + place.notes, models, options))

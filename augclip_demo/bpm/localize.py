@@ -13,15 +13,20 @@ and the reference (source image). Rules, in order:
 
 The anchor of the position rule is the reference region when the instruction names one; else
 the image frame for an add with a direction ("add a tree on the left"); else the origin region.
+
+Given masks (:class:`ObjectMasks`, an item's edit mask) stand in for the detector and the segmenter:
+:func:`given_regions` turns them into the same :class:`Region` objects, and the rules above run on them unchanged.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
 from ..instructions import ParsedInstruction
 from .components import box_area, full_image_box
 
@@ -79,6 +84,97 @@ def detected_region(phrase: str | None, detection: Any | None, mask: np.ndarray 
         score = getattr(detection, "score", None)
         return Region(phrase, None, None, score, False, "not found")
     return Region(phrase, np.asarray(detection.box, dtype=np.float64), mask, float(detection.score), True, "detected")
+
+
+#: Provenance of a region read from a mask the caller gave (an object's mask, or the item's edit mask).
+GIVEN_MASK = "given mask"
+GIVEN_EDIT_MASK = "given mask (the item's edit mask)"
+
+
+@dataclass(frozen=True)
+class ObjectMasks:
+    """Masks of named objects, given instead of detecting and segmenting them.
+
+    ``source``: object name -> boolean (H, W) mask in the source image; ``edits``: one entry per edit (in
+    the edits' order), object name -> mask of that object in that edit (in the source's frame), or None
+    when that edit's objects are not given. A phrase of the parse (o1, o2, the reference) finds its mask
+    by its own name, else by its last word ("blue ball" -> "ball"), case and spaces aside
+    (:func:`named_mask`). An image whose masks are given holds only the objects named: a phrase with no
+    mask there is an object that is not in that image.
+    """
+
+    source: Mapping[str, np.ndarray] = field(default_factory=dict)
+    edits: Sequence[Mapping[str, np.ndarray] | None] = ()
+
+    def edit(self, index: int) -> Mapping[str, np.ndarray] | None:
+        """Edit ``index``'s masks, or None when they are not given."""
+        return self.edits[index] if index < len(self.edits) else None
+
+
+def _name_key(name: str) -> str:
+    return " ".join(str(name).lower().split())
+
+
+def named_mask(phrase: str | None, masks: Mapping[str, np.ndarray]) -> tuple[str, np.ndarray] | None:
+    """``(name, mask)`` of the mask named ``phrase``, else the one named by its last word (the head noun of
+    "blue ball"), or None."""
+    if not phrase:
+        return None
+    by_key = {_name_key(name): (name, mask) for name, mask in masks.items()}
+    key = _name_key(phrase)
+    return by_key.get(key) or (by_key.get(key.split()[-1]) if key else None)
+
+
+def _mask_region(phrase: str | None, mask: np.ndarray | None, provenance: str, shape: tuple[int, int]) -> Region:
+    """A region from a given mask: its box is the mask's bounding box (right and bottom exclusive, in pixels);
+    an empty or missing mask is an object that is not there."""
+    if phrase is None:
+        return Region(None, None, None, None, False, "not requested")
+    if mask is None:
+        return Region(phrase, None, None, None, False, f"not found ({provenance}s hold no {phrase!r})")
+    mask = np.asarray(mask)
+    if mask.shape != tuple(shape):
+        raise InputError(f"the {provenance} of {phrase!r} has shape {mask.shape}, expected the source image's "
+                         f"{tuple(shape)}")
+    mask = mask.astype(bool)
+    if not mask.any():
+        return Region(phrase, None, None, None, False, f"not found ({provenance} of {phrase!r} is empty)")
+    rows, cols = np.nonzero(mask)
+    box = np.array([cols.min(), rows.min(), cols.max() + 1, rows.max() + 1], dtype=np.float64)
+    return Region(phrase, box, mask, None, True, provenance)
+
+
+def _given(phrase: str | None, named: Mapping[str, np.ndarray] | None, edit_mask: np.ndarray | None,
+           shape: tuple[int, int]) -> Region:
+    """One phrase's region in one image: its named mask when that image's objects are given, else the item's
+    edit mask, else not found."""
+    if named is not None:
+        match = named_mask(phrase, named)
+        return _mask_region(phrase, match[1] if match else None, GIVEN_MASK, shape)
+    if edit_mask is not None or phrase is None:
+        return _mask_region(phrase, edit_mask, GIVEN_EDIT_MASK, shape)
+    return Region(phrase, None, None, None, False, "not found (no mask given for this image)")
+
+
+def given_regions(parsed: ParsedInstruction, objects: ObjectMasks | None, edit_mask: np.ndarray | None,
+                  n_edits: int, shape: tuple[int, int]) -> tuple[Region, Region | None, list[Region]]:
+    """(origin, reference, edit regions) from given masks instead of detections.
+
+    An image whose object masks are given takes o1 / o2 / the reference from them by name; an image without
+    them takes the item's ``edit_mask`` (PIE-Bench's or MagicBrush's single region: then the origin and the
+    edit region are that one region); with neither, the object is not found. The reference is looked up
+    among the source's object masks only (an edit mask marks the change, not the reference object)."""
+    if objects is None and edit_mask is None:
+        raise InputError("BPM's regions are set to given masks, but no mask was given: give the objects' masks "
+                         "or an edit mask, or let BPM detect the regions")
+    if objects is not None and len(objects.edits) > n_edits:
+        raise InputError(f"object masks are given for {len(objects.edits)} edits, but there are {n_edits}")
+    source = objects.source if objects is not None and objects.source else None
+    origin = _given(parsed.o1, source, edit_mask, shape)
+    reference = (_given(parsed.reference, source or {}, None, shape) if parsed.reference else None)
+    edits = [_given(parsed.o2, objects.edit(i) if objects is not None else None, edit_mask, shape)
+             for i in range(n_edits)]
+    return origin, reference, edits
 
 
 def localize(parsed: ParsedInstruction, origin: Region, edit: Region, reference: Region | None,

@@ -37,35 +37,56 @@ FAST_DETECTOR_SIZE = (512, 853)
 _FAST_SAM_SIZE = 512
 
 
+#: What :meth:`BPMModels.info` names as the regions' source when they come from given masks.
+_GIVEN_MASKS = "given masks"
+
+
 @dataclass
 class BPMModels:
-    """Detector, segmenter and CLIP encoder used together by :func:`augclip_demo.bpm.bpm_score`."""
+    """Detector, segmenter and CLIP encoder used together by :func:`augclip_demo.bpm.bpm_score`.
 
-    detector: GroundingDetector | OwlDetector
-    segmenter: SamSegmenter | Sam2Segmenter
+    Without a detector and a segmenter (:meth:`for_given_masks`) BPM takes its regions from given masks
+    and only the CLIP encoder is loaded."""
+
+    detector: GroundingDetector | OwlDetector | None
+    segmenter: SamSegmenter | Sam2Segmenter | None
     encoder: ClipEncoder
     preset: str = "standard"
 
     @property
+    def region_models(self) -> list[Any]:
+        """The detector and the segmenter (none for given masks)."""
+        return [m for m in (self.detector, self.segmenter) if m is not None]
+
+    @property
+    def given_masks(self) -> bool:
+        return self.detector is None and self.segmenter is None
+
+    def for_given_masks(self) -> BPMModels:
+        """These models without the detector and the segmenter: regions from given masks."""
+        return BPMModels(None, None, self.encoder, self.preset)
+
+    @property
     def untrained(self) -> bool:
-        """True when any of the three has random weights: BPM values are then not meaningful."""
-        return bool(self.detector.untrained or self.segmenter.untrained or self.encoder.untrained)
+        """True when any model BPM runs has random weights: BPM values are then not meaningful."""
+        return any(bool(m.untrained) for m in (*self.region_models, self.encoder))
 
     def load(self) -> BPMModels:
-        self.detector.load()
-        self.segmenter.load()
-        self.encoder.load()
+        for model in (*self.region_models, self.encoder):
+            model.load()
         return self
 
     def unload(self) -> None:
         """Release the two region models (the CLIP encoder is shared with the other metrics and stays)."""
-        self.detector.unload()
-        self.segmenter.unload()
+        for model in self.region_models:
+            model.unload()
 
     def info(self) -> dict[str, Any]:
+        regions = ({"regions": _GIVEN_MASKS} if self.given_masks else
+                   {"detector": self.detector.info() if self.detector is not None else None,
+                    "segmenter": self.segmenter.info() if self.segmenter is not None else None})
         return {
-            "detector": self.detector.info(),
-            "segmenter": self.segmenter.info(),
+            **regions,
             "clip": {"model": self.encoder.spec.raw, "label": self.encoder.spec.label,
                      "untrained": self.encoder.untrained},
             "untrained": self.untrained,
@@ -74,10 +95,13 @@ class BPMModels:
 
 
 def get_bpm_models(settings: Settings | None = None, *, encoder: ClipEncoder | None = None,
-                   **overrides: Any) -> BPMModels:
+                   regions: str = "detected", **overrides: Any) -> BPMModels:
     """Shared instances for ``settings`` (``gdino_model``, ``sam_model``, ``sam_checkpoint``,
-    ``clip_model``, ``device``, ``cache_dir``); ``encoder`` reuses an existing CLIP encoder."""
+    ``clip_model``, ``device``, ``cache_dir``); ``encoder`` reuses an existing CLIP encoder;
+    ``regions="masks"`` leaves the detector and the segmenter out (regions from given masks)."""
     settings = (settings or Settings()).replace(**overrides)
+    if regions == "masks":
+        return BPMModels(None, None, encoder or get_encoder(settings), preset=settings.bpm_preset)
     detector, segmenter = region_models(settings)
     return BPMModels(detector=detector, segmenter=segmenter, encoder=encoder or get_encoder(settings),
                      preset=settings.bpm_preset)

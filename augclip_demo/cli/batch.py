@@ -9,6 +9,7 @@ import sys
 from ..attributes.base import available_providers
 from ..batch.runner import ENGINES, BatchOptions, BatchRunner
 from ..bpm import BPMOptions
+from ..bpm.bpm_score import REGION_SOURCES
 from ..config import ENVIRONMENT_VARIABLES
 from ..instructions import PARSERS
 from ..metrics.suite import metric_keys
@@ -95,6 +96,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help=f"BPM weight of S_semantic (default {defaults_bpm.alpha}, the BPM paper's Table 9)")
     bpm.add_argument("--box-threshold", type=float, default=defaults_bpm.box_threshold,
                      help=f"GroundingDINO box score threshold (default {defaults_bpm.box_threshold})")
+    bpm.add_argument("--bpm-regions", choices=REGION_SOURCES, default="detected",
+                     help="where BPM's regions come from: detected (GroundingDINO + SAM, default) or masks (each "
+                          "item's \"object_masks\" and / or \"edit_mask\"; no detector or segmenter is loaded)")
     add_network_args(parser.add_argument_group(
         "feature networks (dino_gt needs an item's \"ground_truth\", lpips_unedited its \"edit_mask\"; "
         "each network loads once per run)"))
@@ -115,7 +119,7 @@ def _run_command(args: argparse.Namespace) -> int:
         text_batch_size=args.text_batch_size, workers=args.workers, fit_workers=args.fit_workers,
         fit_executor=args.fit_executor, decode_executor=args.decode_executor, overwrite=args.overwrite, retry_failed=args.retry_failed,
         skip_invalid=args.skip_invalid, parser=args.parser,
-        bpm=BPMOptions(alpha=args.bpm_alpha, box_threshold=args.box_threshold),
+        bpm=BPMOptions(alpha=args.bpm_alpha, box_threshold=args.box_threshold, regions=args.bpm_regions),
         judge=judge_options_from_args(args, settings), **hatie)
     ray_options = None
     if args.engine == "ray":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,12 @@ from ..bpm import (
     RegionThresholds,
     bpm_score_many,
 )
+from ..bpm.bpm_score import REGION_SOURCES
 from ..config import ENVIRONMENT_VARIABLES, Settings
 from ..errors import InputError
 from ..instructions import PARSERS, resolve_parse
+from ..io import open_image
+from ..pipeline import load_edit_mask, load_object_masks
 from ..report import UNTRAINED_WARNING, edit_names
 from .common import add_model_args, settings_from_args, warn
 from .report_table import edit_table
@@ -32,6 +36,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--source", required=True, metavar="IMAGE", help="source image")
     parser.add_argument("--edited", required=True, nargs="+", metavar="IMAGE", help="edited image(s)")
     add_bpm_args(parser, required_note="one of --instruction or --o1/--o2 is required")
+    parser.add_argument("--edit-mask", metavar="IMAGE",
+                        help="with --regions masks: white = the region the edit should change (PIE-Bench, MagicBrush), "
+                             "used as origin and edit region where no --object-mask covers an image")
     add_model_args(parser)
     out = parser.add_argument_group("output")
     out.add_argument("--parse-only", action="store_true",
@@ -61,6 +68,12 @@ def add_bpm_args(parser: argparse.ArgumentParser, required_note: str = "") -> No
     models.add_argument("--sam-model", metavar="NAME", help=ENVIRONMENT_VARIABLES["AUGCLIP_SAM_MODEL"])
     models.add_argument("--sam-checkpoint", metavar="PATH", help=ENVIRONMENT_VARIABLES["AUGCLIP_SAM_CHECKPOINT"])
     options = parser.add_argument_group("BPM options")
+    options.add_argument("--regions", choices=REGION_SOURCES, default="detected",
+                         help="where the regions come from: detected (GroundingDINO + SAM, default) or masks (the "
+                              "--object-mask / --edit-mask files; no detector or segmenter is loaded)")
+    options.add_argument("--object-mask", action="append", default=[], metavar="[N:]NAME=MASK",
+                         help="with --regions masks: the mask of object NAME in the source, or in edit N (1 = the "
+                              "first --edited image); repeat for each object and image")
     defaults = BPMOptions()
     options.add_argument("--alpha", type=float, default=defaults.alpha,
                          help=f"weight of S_semantic (default {defaults.alpha}, the paper's Table 9)")
@@ -79,7 +92,32 @@ def bpm_settings(args: argparse.Namespace, **extra: Any) -> Settings:
 
 def bpm_options(args: argparse.Namespace) -> BPMOptions:
     thresholds = RegionThresholds(**{name: getattr(args, name) for name in dataclasses.asdict(RegionThresholds())})
-    return BPMOptions(alpha=args.alpha, box_threshold=args.box_threshold, thresholds=thresholds)
+    return BPMOptions(alpha=args.alpha, box_threshold=args.box_threshold, thresholds=thresholds,
+                      regions=getattr(args, "regions", "detected"))
+
+
+def object_masks_from_args(args: argparse.Namespace, n_edits: int) -> dict[str, Any] | None:
+    """``--object-mask [N:]NAME=MASK`` flags as ``{"source": {name: path}, "edits": [{name: path} or None]}``."""
+    given = getattr(args, "object_mask", None) or []
+    if not given:
+        return None
+    if getattr(args, "regions", "detected") != "masks":
+        raise InputError("--object-mask needs --regions masks (BPM's regions then come from the masks)")
+    source: dict[str, str] = {}
+    edits: list[dict[str, str] | None] = [None] * n_edits
+    for flag in given:
+        where, sep, rest = flag.partition(":") if re.match(r"^\d+:", flag) else ("", "", flag)
+        name, equals, path = rest.partition("=")
+        if not equals or not name.strip() or not path.strip():
+            raise InputError(f"--object-mask {flag!r}: expected NAME=MASK or N:NAME=MASK (N = the edit's number)")
+        if not sep:
+            source[name.strip()] = path.strip()
+            continue
+        index = int(where)
+        if not 1 <= index <= n_edits:
+            raise InputError(f"--object-mask {flag!r}: edit {index} does not exist (edits are numbered 1 to {n_edits})")
+        edits[index - 1] = {**(edits[index - 1] or {}), name.strip(): path.strip()}
+    return {"source": source, "edits": edits}
 
 
 def wants_bpm(args: argparse.Namespace) -> bool:
@@ -124,8 +162,20 @@ def run(args: argparse.Namespace) -> int:
         return 0
     report_parse(parsed)
     options = bpm_options(args)
-    require_bpm_weights(settings)  # every missing region model at once, before anything loads
-    results = bpm_score_many(args.source, args.edited, parsed=parsed, models=get_bpm_models(settings), options=options)
+    masks: dict[str, Any] = {}
+    source: Any = args.source
+    if options.regions == "masks":
+        source = open_image(args.source)
+        masks = {"object_masks": load_object_masks(object_masks_from_args(args, len(args.edited)),
+                                                   source.image.size, len(args.edited)),
+                 "edit_mask": load_edit_mask(args.edit_mask, source.image.size) if args.edit_mask else None}
+    else:
+        object_masks_from_args(args, len(args.edited))  # refuses masks given without --regions masks
+        if args.edit_mask:
+            raise InputError("--edit-mask needs --regions masks (BPM's regions then come from the mask)")
+        require_bpm_weights(settings)  # every missing region model at once, before anything loads
+    models = get_bpm_models(settings, regions=options.regions)
+    results = bpm_score_many(source, args.edited, parsed=parsed, models=models, options=options, **masks)
     payload = {"source": results[0].source_name, "parse": parsed.to_dict(), "untrained": results[0].untrained,
                "edits": [{"name": r.edit_name, **r.to_dict()} for r in results]}
     if results[0].untrained:

@@ -17,6 +17,7 @@ from .bpm import (
     bpm_options,
     bpm_settings,
     llm_client,
+    object_masks_from_args,
     parsed_from_args,
     report_parse,
     wants_bpm,
@@ -141,7 +142,8 @@ def run(args: argparse.Namespace) -> int:
     if judge_options is not None:
         evaluator.add_judge(report, options=judge_options, instruction=getattr(args, "instruction", None))
     if args.hatie:
-        evaluator.add_hatie(report, args.instruction, edit_type=args.hatie_type)
+        evaluator.add_hatie(report, args.instruction, edit_type=args.hatie_type,
+                            object_masks=object_masks_from_args(args, len(report.edits)))
     if args.out:
         Path(args.out).write_text(report.to_json() + "\n", encoding="utf-8")
     if args.csv:
@@ -180,15 +182,18 @@ def _add_bpm_if_possible(evaluator: Evaluator, report: Report, args: argparse.Na
         evaluator.skip_bpm(report, "BPM skipped: it needs an editing instruction (--instruction TEXT) or the objects "
                                    "(--o1/--o2) for a description-style target")
         return False
-    available, reason = bpm_models_status(evaluator.settings)
-    if not available:
-        evaluator.skip_bpm(report, f"BPM skipped: the region models are not available: {reason}")
-        return False
+    options = bpm_options(args)
+    object_masks = object_masks_from_args(args, len(report.edits))
+    if options.regions == "detected":
+        available, reason = bpm_models_status(evaluator.settings)
+        if not available:
+            evaluator.skip_bpm(report, f"BPM skipped: the region models are not available: {reason}")
+            return False
     try:
         parsed = parsed_from_args(args, llm_client(args, evaluator.settings))
         report_parse(parsed)
-        models = get_bpm_models(evaluator.settings, encoder=evaluator.encoder)
-        evaluator.add_bpm(report, parsed=parsed, models=models, options=bpm_options(args))
+        models = get_bpm_models(evaluator.settings, encoder=evaluator.encoder, regions=options.regions)
+        evaluator.add_bpm(report, parsed=parsed, models=models, options=options, object_masks=object_masks)
     except (InstructionParseError, LLMError, WeightsUnavailableError) as exc:
         evaluator.skip_bpm(report, f"BPM skipped: {exc}")
         return False

@@ -194,7 +194,8 @@ def bpm_panel(result: BPMResult) -> BPMPanel:
     fields = {"o1": parse.o1 or "None", "o2": parse.o2 or "None", "size_state": parse.size_state,
               "position_state": parse.position_state, "reference": parse.reference or ""}
     caption = (f"BPM {result.bpm:.4f} ({parse.parser} parse: {parse.describe()}); red: M_origin / B_origin, blue: "
-               "M_edit / B_edit, green dashed: position anchor; hatched: excluded from S_preserve")
+               "M_edit / B_edit, green dashed: position anchor; hatched: excluded from S_preserve; regions: "
+               f"{result.region_source} (origin: {result.origin.provenance}; edit: {result.edit.provenance})")
     if result.untrained:
         caption = f"{UNTRAINED_WARNING}. " + caption
     return BPMPanel(source=images["source"], edit=images["edit"], preserved=images["preserved"],

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from ..bpm.localize import ObjectMasks, named_mask
 from ..errors import InputError
 from ..instructions import EditType, ParsedInstruction, classify_edit_type, try_parse
 from ..io import ImageInput, LoadedImage, open_image
@@ -85,8 +86,9 @@ class HatieModels:
         return any(bool(getattr(p, "untrained", False)) for p in parts)
 
     def load(self) -> HatieModels:
-        for part in (self.detector, self.segmenter, self.encoder):
-            part.load()
+        """Load CLIP and the feature networks; the detector and the segmenter load on their first use (with given
+        masks for every image they are never needed)."""
+        self.encoder.load()
         if self.features is not None and hasattr(self.features, "load"):
             self.features.load()
         return self
@@ -102,9 +104,13 @@ class HatieModels:
             return self.encoder, "HATIE's own CLIP (ViT-B/32) is not configured: the run's CLIP measured instead"
         return own, None
 
-    def untrained_for(self, options: H.HatieOptions | None) -> bool:
-        """Whether a model HATIE measures with under ``options`` has random weights (its CLIP: :meth:`clip_for`'s)."""
-        return self.untrained or bool(getattr(self.clip_for(options)[0], "untrained", False))
+    def untrained_for(self, options: H.HatieOptions | None, *, regions: bool = True) -> bool:
+        """Whether a model HATIE measures with under ``options`` has random weights (its CLIP: :meth:`clip_for`'s);
+        ``regions=False``: the detector and the segmenter did not run (every region came from given masks)."""
+        parts = ([self.detector, self.segmenter] if regions else []) + [self.encoder] + (
+            [self.features] if self.features else [])
+        return (any(bool(getattr(p, "untrained", False)) for p in parts)
+                or bool(getattr(self.clip_for(options)[0], "untrained", False)))
 
     def info(self) -> dict[str, Any]:
         return {"detector": self.detector.info(), "segmenter": self.segmenter.info(),
@@ -322,10 +328,26 @@ class _Given:
     found: bool = True
 
 
+def _given_found(masks: list[np.ndarray | None]) -> list[_Given | None]:
+    return [_Given(tuple(float(v) for v in HI.box_of(m))) if m is not None else None for m in masks]
+
+
+def _given_masks(phrases: list[str], named: Mapping[str, np.ndarray]) -> list[np.ndarray | None]:
+    """Each phrase's given mask (by name, else by its last word) in the 512 frame; None where none is given or it
+    is empty (the object is not in that image)."""
+    out = []
+    for phrase in phrases:
+        match = named_mask(phrase, named)
+        out.append(HI.resize_mask(match[1]) if match is not None and np.any(match[1]) else None)
+    return out
+
+
 def _detect(models: HatieModels, images: list[Image.Image], phrase_lists: list[list[str]], box_threshold: float,
-            given: Mapping[str, np.ndarray] | None) -> tuple[list[list[Any]], list[list[np.ndarray | None]]]:
-    """(detections, masks in the 512 frame) per image; the source's from ``given`` masks when there are any."""
-    lists = [[] if i == 0 and given else p for i, p in enumerate(phrase_lists)]
+            given: Sequence[Mapping[str, np.ndarray] | None]) -> tuple[list[list[Any]], list[list[np.ndarray | None]]]:
+    """(detections, masks in the 512 frame) per image; an image with ``given`` masks
+    (``given[i]``: object name -> mask; the source first) takes them instead of detection and segmentation."""
+    given = list(given) + [None] * (len(images) - len(given))
+    lists = [[] if given[i] is not None else p for i, p in enumerate(phrase_lists)]
     detections = (models.detector.detect(images, lists, box_threshold=box_threshold)
                   if any(lists) else [[] for _ in images])
     found = [[d if _found(d) else None for d in group] for group in detections]
@@ -335,10 +357,10 @@ def _detect(models: HatieModels, images: list[Image.Image], phrase_lists: list[l
     for group, got in zip(found, masks_flat):
         it = iter(got)
         masks.append([HI.resize_mask(next(it)) if d is not None else None for d in group])
-    if given:
-        src_masks = [HI.resize_mask(given[p]) if p in given and np.any(given[p]) else None for p in phrase_lists[0]]
-        masks[0] = src_masks
-        found[0] = [_Given(tuple(float(v) for v in HI.box_of(m))) if m is not None else None for m in src_masks]
+    for i, named in enumerate(given):
+        if named is not None:
+            masks[i] = _given_masks(phrase_lists[i], named)
+            found[i] = _given_found(masks[i])
     return found, masks
 
 
@@ -348,7 +370,8 @@ def hatie_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInpu
                      target_text: str | None = None, options: H.HatieOptions | None = None,
                      foreground: Sequence[str] | None = None, box_threshold: float = DEFAULT_BOX_THRESHOLD,
                      calibrated: Mapping[str, Mapping[str, float]] | None = None,
-                     names: Sequence[str] | None = None, query: HatieQuery | None = None) -> list[HatieResult]:
+                     names: Sequence[str] | None = None, query: HatieQuery | None = None,
+                     object_masks: ObjectMasks | None = None) -> list[HatieResult]:
     """HATIE's criteria for every edit of one source.
 
     Args:
@@ -359,6 +382,10 @@ def hatie_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInpu
         foreground: the phrases of the objects a background change must keep (default "object").
         options: the named choices of :class:`~augclip_demo.hatie.criteria.HatieOptions`.
         query: a query of HATIE's own benchmark: its objects, and the source's masks instead of detection.
+        object_masks: named objects' masks of the source and of each edit (:class:`~augclip_demo.bpm.ObjectMasks`,
+            in the source's frame): an image whose masks are given is neither detected nor segmented, each object
+            is found where its mask is (by name, else by the phrase's last word) with confidence 1, and absent
+            where it has none; the query's source masks come first.
     """
     if models is None:
         raise InputError("HATIE needs its models (detector, segmenter, CLIP, feature networks): pass HatieModels")
@@ -377,7 +404,14 @@ def hatie_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInpu
     loaded = [open_image(e, name=(names[i] if names else f"edit {i + 1}")) for i, e in enumerate(edits)]
     src_image, src = _frame(src_item)
     frames = [_frame(item) for item in loaded]
-    common = dict(untrained=models.untrained_for(options), models=models.info(), source_image=src_image)
+    source_given = (dict(query.source_masks) if query is not None and query.source_masks else None) or (
+        dict(object_masks.source) if object_masks is not None and object_masks.source else None)
+    given = [source_given] + [object_masks.edit(i) if object_masks is not None else None for i in range(len(loaded))]
+    regions_run = any(g is None for g in given)  # the detector and the segmenter run only for images without given masks
+    common = dict(untrained=models.untrained_for(options, regions=regions_run), models=models.info(),
+                  source_image=src_image)
+    if not regions_run:
+        notes.append("regions from the given masks (no detector or segmenter ran; a given object's confidence is 1)")
     if models.features is None:
         notes.append("no feature networks: DINOv2 and LPIPS are left out and their weights shared by the rest")
 
@@ -389,7 +423,7 @@ def hatie_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInpu
         return unscored(f"not a HATIE edit type: {kind.reason}")
     t = kind.edit_type
     fg = list(foreground or (query.foreground if query is not None and query.foreground else None)
-              or (list(query.source_masks) if query is not None and t == "background" else None) or _DEFAULT_FOREGROUND)
+              or (list(source_given) if source_given and t == "background" else None) or _DEFAULT_FOREGROUND)
     obj = _objects(t, parsed, query, fg)
     need = {"add": obj.o2, "remove": obj.o1, "replace": obj.o1 and obj.o2, "resize": obj.o1,
             "attribute": obj.o1 and obj.o2}
@@ -399,7 +433,6 @@ def hatie_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInpu
     if t == "resize" and obj.direction not in ("larger", "smaller"):
         return unscored("a resize needs a direction (larger / smaller) in the parse")
     images = [src_image] + [img for img, _ in frames]
-    given = dict(query.source_masks) if query is not None and query.source_masks else None
     found, masks = _detect(models, images, [obj.source] + [obj.edit for _ in frames], box_threshold, given)
     t_detect = time.perf_counter()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..attributes.base import Attributes
 from ..report import Report
 from .evaluator import TRUNCATION_NOTE, AugCLIPOptions, EvaluationArrays, Evaluator, ProgressCallback
-from .features import FEATURE_METRICS, FeatureNetworks, feature_inputs, load_edit_mask
+from .features import FEATURE_METRICS, FeatureNetworks, feature_inputs, load_edit_mask, load_object_masks
 from .stages import (
     BpmStage,
     HatieStage,
@@ -23,4 +23,5 @@ from .stages import (
 
 __all__ = ["AugCLIPOptions", "Attributes", "BpmStage", "EvaluationArrays", "Evaluator", "FeatureNetworks",
            "HatieStage", "ItemImages", "ItemStage", "JudgeStage", "FEATURE_METRICS", "PixelStage",
-           "ProgressCallback", "Report", "StageOutput", "TRUNCATION_NOTE", "feature_inputs", "load_edit_mask"]
+           "ProgressCallback", "Report", "StageOutput", "TRUNCATION_NOTE", "feature_inputs", "load_edit_mask",
+           "load_object_masks"]

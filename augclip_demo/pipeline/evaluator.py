@@ -31,7 +31,7 @@ from ..metrics.augclip import CLASSIFIERS, PROJECTIONS, WEIGHT_SCALINGS, AugCLIP
 from ..metrics.suite import ItemScores, MetricInputs, metric_keys, score_item
 from ..metrics.vectors import unit_rows
 from ..report import AttributeChange, AugCLIPDetails, EditResult, Report
-from .features import FEATURE_METRICS, FeatureNetworks, load_edit_mask
+from .features import FEATURE_METRICS, FeatureNetworks, load_edit_mask, load_object_masks
 from .stages import (
     BpmStage,
     HatieStage,
@@ -106,10 +106,11 @@ class EvaluationArrays(MetricInputs):
         self.ground_truth_image = self.ground_truth.image if self.ground_truth is not None else None
 
     def item(self, target_text: str | None = None, instruction: str | None = None, parsed: Any = None,
-             edit_type: str | None = None) -> ItemImages:
+             edit_type: str | None = None, object_masks: Any = None) -> ItemImages:
         """This evaluation as the stages read it (one item's loaded images and inputs)."""
         return ItemImages(source=self.source, edits=self.edits, target_text=target_text, instruction=instruction,
-                          parsed=parsed, edit_type=edit_type, ground_truth=self.ground_truth, edit_mask=self.mask)
+                          parsed=parsed, edit_type=edit_type, ground_truth=self.ground_truth, edit_mask=self.mask,
+                          object_masks=object_masks)
 
     def metric_inputs(self, options: AugCLIPOptions | None = None) -> MetricInputs:
         """What the metric suite reads for this evaluation (its :class:`MetricInputs` part)."""
@@ -410,19 +411,23 @@ class Evaluator:
 
     def add_bpm(self, report: Report, instruction: str | None = None, parsed: Any = None, *, models: Any = None,
                 options: Any = None, parser: str = "rules", client: Any = None,
-                progress: ProgressCallback | None = None) -> Report:
+                progress: ProgressCallback | None = None, object_masks: Any = None) -> Report:
         """Add BPM (metric ``bpm``, details in ``EditResult.bpm``, results in ``report.arrays.bpm``).
 
         ``instruction`` is parsed with ``parser`` (``rules`` / ``llm``), or ``parsed`` gives the parse
         (``ParsedInstruction`` or o1/o2 fields, e.g. for description-style targets). ``models``
         defaults to the shared GroundingDINO / SAM for these settings with this evaluator's CLIP. With
-        no edit mask given, PSNR / MSE / SSIM (and LPIPS when asked for) are measured outside each
-        edit's BPM regions (:class:`~.stages.BpmStage`).
+        ``options.regions == "masks"`` the regions come from ``object_masks`` (a :class:`~augclip_demo.bpm.ObjectMasks`
+        or :func:`~.features.load_object_masks`' input) and / or the evaluation's edit mask, and no detector or
+        segmenter is loaded. With no edit mask given, PSNR / MSE / SSIM (and LPIPS when asked for) are measured
+        outside each edit's BPM regions (:class:`~.stages.BpmStage`).
         """
         from ..bpm.models import get_bpm_models
 
         arrays = _arrays_of(report)
-        models = models or get_bpm_models(self.settings, encoder=self.encoder)
+        regions = getattr(options, "regions", "detected")
+        models = models or get_bpm_models(self.settings, encoder=self.encoder, regions=regions)
+        object_masks = load_object_masks(object_masks, arrays.source.image.size, len(arrays.edits))
         if parser == "llm" and client is None:  # the parser's chat model comes from this evaluator's settings
             from ..llm import OpenAICompatibleClient
 
@@ -430,7 +435,8 @@ class Evaluator:
         networks = arrays.networks or self.networks
         stage = BpmStage(lambda: models, options, parser=parser, client=client, settings=self.settings,
                          lpips=networks.lpips if "lpips_unedited" in arrays.feature_metrics else None, strict=True)
-        output = self._run_stage(report, stage, arrays.item(report.target_text, instruction, parsed), progress)
+        item = arrays.item(report.target_text, instruction, parsed, object_masks=object_masks)
+        output = self._run_stage(report, stage, item, progress)
         for edit, result in zip(report.edits, output.results):
             edit.bpm = result.to_dict()
         arrays.bpm = output.results
@@ -459,14 +465,18 @@ class Evaluator:
         return output
 
     def add_hatie(self, report: Report, instruction: str | None = None, *, edit_type: str | None = None,
-                  models: Any = None, options: Any = None, target_text: str | None = None) -> Report:
+                  models: Any = None, options: Any = None, target_text: str | None = None,
+                  object_masks: Any = None) -> Report:
         """Add HATIE's per-edit criteria (metrics ``hatie``, ``hatie_of`` ... ``hatie_bc``; ``hatie_iq`` needs a
         set) with results in ``report.arrays.hatie``. ``models`` defaults to GroundingDINO + SAM with this
-        evaluator's CLIP and the shared DINOv2 / LPIPS networks (:func:`~.stages.hatie_models`)."""
+        evaluator's CLIP and the shared DINOv2 / LPIPS networks (:func:`~.stages.hatie_models`); ``object_masks``
+        (as :meth:`add_bpm` takes them) give the objects' regions in the images they cover instead of them."""
         arrays = _arrays_of(report)
         models = models or hatie_models(self.settings, self.encoder)
         stage = HatieStage(models.load, tuple(HATIE_KEYS), options=options)
-        item = arrays.item(target_text or report.target_text, instruction, edit_type=edit_type)
+        object_masks = load_object_masks(object_masks, arrays.source.image.size, len(arrays.edits))
+        item = arrays.item(target_text or report.target_text, instruction, edit_type=edit_type,
+                           object_masks=object_masks)
         arrays.hatie = self._run_stage(report, stage, item).results
         return report
 

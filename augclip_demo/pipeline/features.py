@@ -42,23 +42,59 @@ class FeatureNetworks:
     pie_clip: str = "ViT-L-14/openai"  # clip_score_whole / clip_score_edited (PIE-Bench's CLIPScore backbone)
 
 
-def load_edit_mask(mask: Any, size: tuple[int, int]) -> np.ndarray:
-    """A boolean (H, W) edit mask of ``size`` (W, H) from a path / bytes / PIL image / array (True or >= 128 =
-    the region the edit should change); a mask of another size is resized to the source's (nearest)."""
+def _mask_array(mask: Any, size: tuple[int, int], what: str) -> np.ndarray:
+    """A boolean (H, W) mask of ``size`` (W, H) from a path / bytes / PIL image / array (True or >= 128 = marked);
+    a mask of another size is resized to ``size`` (nearest)."""
     from PIL import Image
 
     if isinstance(mask, np.ndarray) and mask.ndim == 2:
         array = mask.astype(bool) if mask.dtype == bool else np.asarray(mask, dtype=np.float64) >= (
             0.5 if mask.dtype.kind == "f" else 128)
     else:
-        loaded = mask if isinstance(mask, LoadedImage) else open_image(mask, name="edit mask")
+        loaded = mask if isinstance(mask, LoadedImage) else open_image(mask, name=what)
         array = np.asarray(loaded.image.convert("L")) >= 128
     if array.shape != (size[1], size[0]):
         array = np.asarray(Image.fromarray(array.astype(np.uint8) * 255).resize(size, Image.NEAREST)) >= 128
+    return array
+
+
+def load_edit_mask(mask: Any, size: tuple[int, int]) -> np.ndarray:
+    """A boolean (H, W) edit mask of ``size`` (W, H) from a path / bytes / PIL image / array (True or >= 128 =
+    the region the edit should change); a mask of another size is resized to the source's (nearest)."""
+    array = _mask_array(mask, size, "edit mask")
     if not array.any():
         raise InputError("the edit mask is empty (no pixel marked as edited): mark the region the edit should "
                          "change in white")
     return array
+
+
+def load_object_masks(masks: Any, size: tuple[int, int], n_edits: int) -> Any:
+    """Given object masks (:class:`~augclip_demo.bpm.ObjectMasks`, or a dict ``{"source": {name: mask},
+    "edits": [{name: mask} or None per edit]}``; each mask a path / bytes / PIL image / array) as boolean
+    masks of the source's ``size`` (W, H), each resized there (nearest) as BPM resizes an edit; None stays
+    None. An empty mask is kept: that object is not in that image."""
+    from ..bpm.localize import ObjectMasks
+
+    if masks is None:
+        return None
+    source = masks.source if isinstance(masks, ObjectMasks) else (masks or {}).get("source")
+    edits = masks.edits if isinstance(masks, ObjectMasks) else (masks or {}).get("edits")
+    if not isinstance(masks, (ObjectMasks, dict)) or not isinstance(source or {}, dict):
+        raise InputError("object masks must be an ObjectMasks or {'source': {name: mask}, 'edits': [{name: mask} "
+                         "or None per edit]}")
+    edits = list(edits or [])
+    if len(edits) > n_edits:
+        raise InputError(f"object masks are given for {len(edits)} edits, but there are {n_edits}")
+
+    def read(named: Any, where: str) -> dict[str, np.ndarray] | None:
+        if named is None:
+            return None
+        if not isinstance(named, dict):
+            raise InputError(f"{where} must map object names to masks, got {type(named).__name__}")
+        return {str(name): _mask_array(mask, size, f"{where} mask {name!r}") for name, mask in named.items()}
+
+    return ObjectMasks(read(source or {}, "the source's object masks") or {},
+                       [read(named, f"edit {i + 1}'s object masks") for i, named in enumerate(edits)])
 
 
 def feature_inputs(source: Any, edits: Sequence[Any], ground_truth: Any, edit_mask: np.ndarray | None,

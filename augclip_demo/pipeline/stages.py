@@ -71,6 +71,7 @@ class ItemImages:
     ground_truth: LoadedImage | None = None
     edit_mask: np.ndarray | None = None  # (H, W) of the source, True = the region the edit should change
     hatie_query: Any = None  # HATIE's own benchmark query (HatieQuery: its objects and source masks), when given
+    object_masks: Any = None  # named objects' masks in the source and each edit (bpm.ObjectMasks), when given
 
     @property
     def names(self) -> list[str]:
@@ -205,23 +206,34 @@ class PixelStage(_KeyedStage):
 # ---------------------------------------------------------------------------------------------- BPM
 def _bpm_summary(result: Any) -> dict[str, Any]:
     """The few numbers of one edit's BPM result a batch record keeps (no masks, boxes or images)."""
-    return {**result.components.to_dict(), "found": dict(result.found)}
+    return {**result.components.to_dict(), "found": dict(result.found), "region_source": result.region_source}
+
+
+_GIVEN_MASKS_NOTE = "BPM's regions come from the given masks (no detector or segmenter ran)"
+_NO_MASKS = ("BPM's regions are set to given masks, but the item gives none: add its \"object_masks\" or an "
+            "\"edit_mask\", or let BPM detect the regions")
+
+
+def _bpm_model_list(models: Any) -> list[Any]:
+    """The models that computed BPM: detector, segmenter (unless the regions were given) and CLIP."""
+    return [m for m in (models.detector, models.segmenter, models.encoder) if m is not None]
 
 
 def _region_model_names(models: Any) -> str:
     """``GroundingDINO / SAM / CLIP`` or ``OWL-ViT / SAM 2 / CLIP``: the families that computed BPM."""
-    return " / ".join(getattr(m, "family", type(m).__name__) for m in (models.detector, models.segmenter, models.encoder))
+    return " / ".join(getattr(m, "family", type(m).__name__) for m in _bpm_model_list(models))
 
 
 def _bpm_notes(models: Any) -> list[str]:
-    """What a report says about BPM's models (the fast preset, random weights)."""
+    """What a report says about BPM's models (given masks, the fast preset, random weights)."""
     notes = []
-    if getattr(models, "preset", "standard") == "fast":
+    if models.detector is None:
+        notes.append(_GIVEN_MASKS_NOTE)
+    elif getattr(models, "preset", "standard") == "fast":
         notes.append(f"BPM from the fast preset ({models.detector.label}; {models.segmenter.label}), not the paper's "
                      "GroundingDINO + SAM: AUGCLIP_BPM_PRESET=standard gives those (docs/bpm.md, presets)")
     if models.untrained:
-        parts = [f"{getattr(m, 'family', type(m).__name__)} random"
-                 for m in (models.detector, models.segmenter, models.encoder) if m.untrained]
+        parts = [f"{getattr(m, 'family', type(m).__name__)} random" for m in _bpm_model_list(models) if m.untrained]
         notes.append(f"BPM {UNTRAINED_WARNING} ({_region_model_names(models)}: {'; '.join(parts)})")
     return notes
 
@@ -245,14 +257,23 @@ class BpmStage(_KeyedStage):
         self.settings = settings
         self.strict = strict
 
+    @property
+    def given_masks(self) -> bool:
+        """Whether the regions come from the item's given masks (``BPMOptions.regions == "masks"``)."""
+        return self.options is not None and self.options.regions == "masks"
+
     def run(self, item: ItemImages, progress: ProgressCallback | None = None) -> StageOutput:
         from ..bpm import bpm_score_many
 
         if item.parsed is None and item.parse_reason is not None:
             return StageOutput(_unavailable_scores(len(item.edits), ("bpm",), item.parse_reason))
+        given = self.given_masks
+        if given and item.object_masks is None and item.edit_mask is None:
+            return StageOutput(_unavailable_scores(len(item.edits), ("bpm",), _NO_MASKS))
         models = self.models()
+        masks = {"object_masks": item.object_masks, "edit_mask": item.edit_mask} if given else {}
         results = bpm_score_many(item.source, item.edits, item.instruction, item.parsed, models, options=self.options,
-                                 parser=self.parser, client=self.client, names=item.names, progress=progress)
+                                 parser=self.parser, client=self.client, names=item.names, progress=progress, **masks)
         scores = ItemScores.empty(len(item.edits))
         for i, result in enumerate(results):
             scores.values[i]["bpm"] = float(result.bpm)
@@ -340,7 +361,8 @@ class HatieStage(_KeyedStage):
         models = self.models()
         results = hatie_score_many(item.source, item.edits, item.instruction, models, parsed=item.parsed,
                                    edit_type=item.edit_type, target_text=item.target_text, options=self.options,
-                                   calibrated=self.calibrated, names=item.names, query=item.hatie_query)
+                                   calibrated=self.calibrated, names=item.names, query=item.hatie_query,
+                                   object_masks=item.object_masks)
         notes = [f"HATIE {UNTRAINED_WARNING}"] if models.untrained_for(self.options) else []
         return StageOutput(_hatie_scores(results, self.keys), results=list(results), notes=notes)
 

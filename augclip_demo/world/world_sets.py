@@ -75,6 +75,8 @@ def _write_item(edit: WorldEdit, item_id: str, root: Path, order: list[str], see
         "edits": [{"path": f"{rel}/{role}.png", "name": role, "role": MANIFEST_ROLES[role]} for role in order],
         "human": {"preferred": order.index("correct"), "scores": [RATINGS[role] for role in order]},
         "attributes": {"source": scene_phrases(edit.source), "target": scene_phrases(edit.target)},
+        # every object's mask in the source and in each edit: BPM (--bpm-regions masks) and HATIE read them
+        "object_masks": {"source": dict(hatie["masks"]), "edits": [objects[role] for role in order]},
         "meta": {"world": {"kind": edit.kind, "seed": seed, "edited": edit.edited, "new_shape": edit.new_shape,
                            "roles": order, "changed_masks": [regions[role] for role in order],
                            "object_masks": [objects[role] for role in order]},
