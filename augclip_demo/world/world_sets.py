@@ -78,8 +78,7 @@ def _write_item(edit: WorldEdit, item_id: str, root: Path, order: list[str], see
         # every object's mask in the source and in each edit: BPM (--bpm-regions masks) and HATIE read them
         "object_masks": {"source": dict(hatie["masks"]), "edits": [objects[role] for role in order]},
         "meta": {"world": {"kind": edit.kind, "seed": seed, "edited": edit.edited, "new_shape": edit.new_shape,
-                           "roles": order, "changed_masks": [regions[role] for role in order],
-                           "object_masks": [objects[role] for role in order]},
+                           "roles": order, "changed_masks": [regions[role] for role in order]},
                  "hatie": hatie},
     }
     if HATIE_TYPES[edit.kind] is not None:
