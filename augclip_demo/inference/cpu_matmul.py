@@ -14,7 +14,10 @@ deterministic on its own, so every store or cache of embeddings records which on
 A row of a product depends on that row of the input alone in both kernels once the product has
 more than a few rows (the CPU passes here have 197 rows per image and at least 64 per text pass:
 8 texts of 8 or more tokens), which keeps a text's embedding independent of the other texts of its
-pass. Under CPU autocast (``AUGCLIP_PRECISION`` bf16 / fp16) torch's own kernels run, so the
+pass. oneDNN's float32 products also give the same bits at any thread count, where MKL's sgemm does not
+for some small ones (5, 7 or 9 rows: SAM's mask decoder has 7 tokens), so :func:`thread_independent_matmuls`
+runs the region models' passes through oneDNN on every CPU path: a Ray actor (one thread) then finds
+the same masks as a local run. Under CPU autocast (``AUGCLIP_PRECISION`` bf16 / fp16) torch's own kernels run, so the
 precision asked for is the one used.
 """
 
@@ -75,6 +78,14 @@ def cpu_matmul(kind: str) -> Iterator[None]:
         return
     with OneDnnMatmuls():
         yield
+
+
+def thread_independent_matmuls(device: torch.device) -> contextlib.AbstractContextManager[Any]:
+    """oneDNN's kernels for a pass on a CPU with oneDNN (their bits do not depend on the thread count);
+    nothing changes on a GPU or where this torch has no oneDNN."""
+    if device.type == "cpu" and onednn_available():
+        return OneDnnMatmuls()
+    return contextlib.nullcontext()
 
 
 class OneDnnMatmuls(TorchFunctionMode):

@@ -34,6 +34,7 @@ import torch
 from ..config import DEFAULT_GDINO_MODEL, Settings
 from ..errors import ConfigError, InputError
 from ..io import ImageInput, LoadedImage, open_image
+from .cpu_matmul import thread_independent_matmuls
 from .device import device_description
 from .families import FAMILIES, get_model
 from .hub_folder import HubFolderModel, save_random_folder
@@ -243,7 +244,8 @@ class GroundingDetector(HubFolderModel):
         inputs = processor(images=images, text=texts, padding=True, truncation=True,
                            max_length=int(model.config.max_text_len), return_tensors="pt")
         period = processor.tokenizer.convert_tokens_to_ids(".")
-        with self._infer_lock, torch.inference_mode(), self.autocast():
+        # oneDNN's products: the boxes are then the same at any thread count (the text side has few rows)
+        with self._infer_lock, torch.inference_mode(), self.autocast(), thread_independent_matmuls(self.device):
             outputs = model(**{k: v.to(self.device) for k, v in inputs.items()})
         probs = outputs.logits.float().sigmoid().cpu()  # (batch, queries, max_text_len); -inf -> 0
         boxes = outputs.pred_boxes.float().cpu()  # (batch, queries, 4): cx, cy, w, h relative to the image

@@ -7,11 +7,15 @@ whole-image measure on the results: PSNR (``data_range=1``), MSE, SSIM (``data_r
 runs over every pixel, the blacked-out ones included (they add zero error): a named choice, see
 docs/method-notes.md. An empty unedited region gives no value (PIE-Bench writes "nan").
 
-The results are plain floats per edit; :mod:`augclip_demo.metrics.suite` reads them like embeddings.
+The per-pixel values are torchmetrics' float32 ones; each mean over the image is summed in float64 by
+numpy (:func:`_fixed_order_mean`), where torch's float32 sum splits the pixels among its threads and
+so moved with the thread count (a Ray actor runs one). The results are plain floats per edit;
+:mod:`augclip_demo.metrics.suite` reads them like embeddings.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -42,6 +46,11 @@ def _masked_pair(source: Image.Image, edited: Image.Image, edit_mask: np.ndarray
     return src * factor, _unit(edited, size=source.size) * factor
 
 
+def _fixed_order_mean(values: Any) -> float:
+    """Mean of a CPU tensor's elements summed in float64 by numpy: one order whatever torch's thread count."""
+    return float(np.mean(values.detach().cpu().numpy(), dtype=np.float64))
+
+
 def unedited_measures(source: Image.Image, edited: Image.Image, edit_mask: np.ndarray,
                       lpips: Any | None = None) -> dict[str, float | None]:
     """PSNR, MSE, SSIM (torchmetrics) and, with an :class:`~.lpips.LpipsNetwork`, LPIPS outside ``edit_mask``.
@@ -49,17 +58,17 @@ def unedited_measures(source: Image.Image, edited: Image.Image, edit_mask: np.nd
     ``None`` for every measure when the mask covers the whole image (nothing unedited to compare).
     """
     import torch
-    from torchmetrics.functional.image import peak_signal_noise_ratio
-    from torchmetrics.functional.regression import mean_squared_error
 
     if np.asarray(edit_mask, dtype=bool).all():
         return dict.fromkeys(_UNEDITED_MEASURES)
     src, edit = _masked_pair(source, edited, edit_mask)
     a = torch.from_numpy(np.ascontiguousarray(src.transpose(2, 0, 1), dtype=np.float32))[None]
     b = torch.from_numpy(np.ascontiguousarray(edit.transpose(2, 0, 1), dtype=np.float32))[None]
+    diff = b - a  # torchmetrics' MSE and PSNR square this float32 difference; the mean is _fixed_order_mean's
+    mse = _fixed_order_mean(diff * diff)
     out: dict[str, float | None] = {
-        "psnr_unedited": float(peak_signal_noise_ratio(b, a, data_range=1.0)),
-        "mse_unedited": float(mean_squared_error(b, a)),
+        "psnr_unedited": 10.0 * math.log10(1.0 / mse) if mse > 0 else math.inf,  # data_range 1
+        "mse_unedited": mse,
         "ssim_unedited": banded_ssim(b, a),
         "lpips_unedited": None,
     }
@@ -75,8 +84,9 @@ def banded_ssim(preds: Any, target: Any, rows: int = _SSIM_BAND_ROWS) -> float:
 
     torchmetrics filters five padded copies of the whole image at once (2.3 GB at 1800 x 1800 px).
     Here each band takes the padded rows its outputs need and runs the same operations on them, so
-    every pixel of the SSIM map is the same value; the mean is then taken over the whole map, as
-    torchmetrics takes it. The result is torchmetrics' own, bit for bit (tests/inference compare them).
+    every pixel of the SSIM map is the same value (tests/security compare the maps bit for bit). The mean
+    over the whole map, as torchmetrics takes it, is summed in float64 (:func:`_fixed_order_mean`): the
+    same value at any thread count, within 1e-7 of torchmetrics' float32 mean.
     """
     import torch
     import torch.nn.functional as F
@@ -104,4 +114,4 @@ def banded_ssim(preds: Any, target: Any, rows: int = _SSIM_BAND_ROWS) -> float:
         upper = 2 * sigma_pred_target.to(dtype) + c2
         lower = (sigma_pred_sq + sigma_target_sq).to(dtype) + c2
         ssim[:, :, top:bottom] = ((2 * mu_pred_target + c1) * upper) / ((mu_pred_sq + mu_target_sq + c1) * lower)
-    return float(ssim.reshape(ssim.shape[0], -1).mean(-1).mean())
+    return _fixed_order_mean(ssim)

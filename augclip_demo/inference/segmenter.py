@@ -31,6 +31,7 @@ import torch
 from ..config import Settings, default_cache_dir
 from ..errors import ConfigError, InputError, WeightsUnavailableError
 from ..io import ImageInput, LoadedImage, open_image
+from .cpu_matmul import thread_independent_matmuls
 from .device import device_description
 from .families import FAMILIES, get_model
 from .lazy import LazyModel
@@ -195,7 +196,8 @@ class SamSegmenter(LazyModel):
             box = transform.apply_boxes(np.asarray(group, dtype=np.float64).reshape(-1, 4), array.shape[:2])
             batched.append({"image": image, "original_size": array.shape[:2],
                             "boxes": torch.as_tensor(box, dtype=torch.float, device=self.device)})
-        with self._infer_lock, torch.inference_mode():
+        # oneDNN's products: a box's mask is then the same at any thread count (MKL's 7-row products are not)
+        with self._infer_lock, torch.inference_mode(), thread_independent_matmuls(self.device):
             outputs = model(batched, multimask_output=False)
         return [[mask[0].cpu().numpy().astype(bool) for mask in out["masks"]] for out in outputs]
 
