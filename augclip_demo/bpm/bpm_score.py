@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from PIL import Image
 
+from ..choices import DEFAULT_BPM_ALPHA, DEFAULT_BPM_BOX_THRESHOLD
 from ..config import DEFAULT_OWL_BOX_THRESHOLD
 from ..errors import InputError
 from ..instructions import ParsedInstruction, parse_instruction
 from ..io import ImageInput, LoadedImage, open_image
 from .components import (
-    DEFAULT_ALPHA,
     BPMComponents,
     Preservation,
     RegionCheck,
@@ -43,7 +43,6 @@ from .localize import Localization, Region, detected_region, localize
 if TYPE_CHECKING:
     from .models import BPMModels
 
-DEFAULT_BOX_THRESHOLD = 0.3
 STEPS = ("parse", "detect", "segment", "judge")  # timed steps (keys of BPMResult.timings)
 
 
@@ -55,8 +54,8 @@ class BPMOptions:
     OWL-ViT's (fast preset; 0.1, OWL-ViT's own): the two models' scores are on different scales, so
     each detector reads its own field (its ``threshold_option``)."""
 
-    alpha: float = DEFAULT_ALPHA
-    box_threshold: float = DEFAULT_BOX_THRESHOLD
+    alpha: float = DEFAULT_BPM_ALPHA
+    box_threshold: float = DEFAULT_BPM_BOX_THRESHOLD
     thresholds: RegionThresholds = field(default_factory=RegionThresholds)
     fast_box_threshold: float = DEFAULT_OWL_BOX_THRESHOLD
 

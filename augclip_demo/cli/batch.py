@@ -6,12 +6,8 @@ import argparse
 import json
 import sys
 
-from ..attributes.base import available_providers
-from ..batch.runner import ENGINES, BatchOptions, BatchRunner
-from ..bpm import BPMOptions
+from ..choices import DEFAULT_BPM_ALPHA, DEFAULT_BPM_BOX_THRESHOLD, ENGINES, PARSERS, PROVIDER_NAMES
 from ..config import ENVIRONMENT_VARIABLES
-from ..instructions import PARSERS
-from ..metrics.suite import metric_keys
 from .bpm import bpm_settings
 from .common import add_model_args
 from .hatie import add_hatie_args, hatie_from_args
@@ -25,9 +21,32 @@ from .score import (
 )
 
 
+class _MetricNamesHelp(argparse.HelpFormatter):
+    """Writes the metric table's names into ``--metrics``' help when the help is printed: the table
+    (metrics/suite.py) loads numpy and Pillow, which building the parser for another command must not."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = super()._get_help_string(action)
+        if action.dest != "metrics" or text is None:
+            return text
+        from ..metrics.suite import metric_keys
+
+        return text.format(primary=",".join(metric_keys(computable=True, primary=True)),
+                           computable=", ".join(metric_keys(computable=True)))
+
+
+def _metrics_of(args: argparse.Namespace) -> str:
+    """``--metrics``, or the primary computable metrics when it is not given."""
+    if args.metrics is not None:
+        return str(args.metrics)
+    from ..metrics.suite import metric_keys
+
+    return ",".join(metric_keys(computable=True, primary=True))
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "batch", help="score a whole manifest (JSONL) into a results file; resumable",
+        "batch", formatter_class=_MetricNamesHelp, help="score a whole manifest (JSONL) into a results file; resumable",
         description="Score every item of a manifest. Results are appended item by item and flushed, so a crash or "
                     "Ctrl-C loses nothing: rerun the same command to resume (ids already in --out are skipped). "
                     "Exit status: 0 all items scored, 1 some items failed (recorded in the results), "
@@ -37,14 +56,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="results file (appended to, resumed); a name ending in .parquet (or a folder) holds "
                              "Parquet part files instead")
     parser.add_argument("--csv", metavar="RESULTS.csv", help="also write one CSV row per edit at the end")
-    defaults = metric_keys(computable=True, primary=True)
-    parser.add_argument("--metrics", metavar="LIST", default=",".join(defaults),
-                        help=f"comma-separated metrics (default {','.join(defaults)}; 'all' for every CLIP and pixel "
-                             f"metric: {', '.join(metric_keys(computable=True))}; add bpm by name, e.g. 'all,bpm': "
-                             f"it runs GroundingDINO + SAM on items with an instruction or a parse; --judge adds "
-                             f"judge_sc, judge_pq, judge_overall)")
+    parser.add_argument("--metrics", metavar="LIST",
+                        help="comma-separated metrics (default {primary}; 'all' for every CLIP and pixel "
+                             "metric: {computable}; add bpm by name, e.g. 'all,bpm': "
+                             "it runs GroundingDINO + SAM on items with an instruction or a parse; --judge adds "
+                             "judge_sc, judge_pq, judge_overall)")
     parser.add_argument("--provider", metavar="NAME",
-                        help=f"attribute provider for items without attributes ({', '.join(available_providers())}; "
+                        help=f"attribute provider for items without attributes ({', '.join(PROVIDER_NAMES)}; "
                              "default AUGCLIP_ATTRIBUTE_PROVIDER)")
     run = parser.add_argument_group("run")
     run.add_argument("--batch-size", type=int, metavar="N", help="images per forward pass (default 256 GPU / 64 CPU)")
@@ -90,11 +108,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bpm.add_argument("--gdino-model", metavar="ID|PATH", help=ENVIRONMENT_VARIABLES["AUGCLIP_GDINO_MODEL"])
     bpm.add_argument("--sam-model", metavar="NAME", help=ENVIRONMENT_VARIABLES["AUGCLIP_SAM_MODEL"])
     bpm.add_argument("--sam-checkpoint", metavar="PATH", help=ENVIRONMENT_VARIABLES["AUGCLIP_SAM_CHECKPOINT"])
-    defaults_bpm = BPMOptions()
-    bpm.add_argument("--bpm-alpha", type=float, default=defaults_bpm.alpha,
-                     help=f"BPM weight of S_semantic (default {defaults_bpm.alpha}, the BPM paper's Table 9)")
-    bpm.add_argument("--box-threshold", type=float, default=defaults_bpm.box_threshold,
-                     help=f"GroundingDINO box score threshold (default {defaults_bpm.box_threshold})")
+    bpm.add_argument("--bpm-alpha", type=float, default=DEFAULT_BPM_ALPHA,
+                     help=f"BPM weight of S_semantic (default {DEFAULT_BPM_ALPHA}, the BPM paper's Table 9)")
+    bpm.add_argument("--box-threshold", type=float, default=DEFAULT_BPM_BOX_THRESHOLD,
+                     help=f"GroundingDINO box score threshold (default {DEFAULT_BPM_BOX_THRESHOLD})")
     add_network_args(parser.add_argument_group(
         "feature networks (dino_gt needs an item's \"ground_truth\", lpips_unedited its \"edit_mask\"; "
         "each network loads once per run)"))
@@ -107,11 +124,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_command(args: argparse.Namespace) -> int:
+    from ..batch.runner import BatchOptions, BatchRunner
+    from ..bpm import BPMOptions
+
     settings = bpm_settings(args, attribute_provider=args.provider)
-    wants_hatie = any(m.strip().startswith("hatie") for m in args.metrics.split(","))
+    metrics = _metrics_of(args)
+    wants_hatie = any(m.strip().startswith("hatie") for m in metrics.split(","))
     hatie = hatie_from_args(args, settings, want=wants_hatie)
     options = BatchOptions(
-        metrics=args.metrics, feature_metrics=feature_metrics_from_args(args), networks=networks_from_args(args), augclip=options_from_args(args), provider=args.provider, batch_size=args.batch_size,
+        metrics=metrics, feature_metrics=feature_metrics_from_args(args), networks=networks_from_args(args), augclip=options_from_args(args), provider=args.provider, batch_size=args.batch_size,
         text_batch_size=args.text_batch_size, workers=args.workers, fit_workers=args.fit_workers,
         fit_executor=args.fit_executor, decode_executor=args.decode_executor, overwrite=args.overwrite, retry_failed=args.retry_failed,
         skip_invalid=args.skip_invalid, parser=args.parser,

@@ -6,21 +6,21 @@ import argparse
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..bpm import (
+from ..choices import (
+    DEFAULT_BPM_ALPHA,
+    DEFAULT_BPM_BOX_THRESHOLD,
+    PARSERS,
     POSITION_STATES,
     SIZE_STATES,
-    BPMOptions,
-    BPMResult,
-    ParsedInstruction,
     RegionThresholds,
-    bpm_score_many,
 )
+
+if TYPE_CHECKING:
+    from ..bpm import BPMOptions, BPMResult, ParsedInstruction
 from ..config import ENVIRONMENT_VARIABLES, Settings
 from ..errors import InputError
-from ..instructions import PARSERS, resolve_parse
-from ..report import UNTRAINED_WARNING, edit_names
 from .common import add_model_args, settings_from_args, warn
 from .report_table import edit_table
 
@@ -61,11 +61,10 @@ def add_bpm_args(parser: argparse.ArgumentParser, required_note: str = "") -> No
     models.add_argument("--sam-model", metavar="NAME", help=ENVIRONMENT_VARIABLES["AUGCLIP_SAM_MODEL"])
     models.add_argument("--sam-checkpoint", metavar="PATH", help=ENVIRONMENT_VARIABLES["AUGCLIP_SAM_CHECKPOINT"])
     options = parser.add_argument_group("BPM options")
-    defaults = BPMOptions()
-    options.add_argument("--alpha", type=float, default=defaults.alpha,
-                         help=f"weight of S_semantic (default {defaults.alpha}, the paper's Table 9)")
-    options.add_argument("--box-threshold", type=float, default=defaults.box_threshold,
-                         help=f"GroundingDINO box score threshold (default {defaults.box_threshold})")
+    options.add_argument("--alpha", type=float, default=DEFAULT_BPM_ALPHA,
+                         help=f"weight of S_semantic (default {DEFAULT_BPM_ALPHA}, the paper's Table 9)")
+    options.add_argument("--box-threshold", type=float, default=DEFAULT_BPM_BOX_THRESHOLD,
+                         help=f"GroundingDINO box score threshold (default {DEFAULT_BPM_BOX_THRESHOLD})")
     for name, value in dataclasses.asdict(RegionThresholds()).items():
         options.add_argument(f"--{name.replace('_', '-')}", dest=name, type=float, default=value,
                              help=f"region judge threshold (default {value:g}; see README 'BPM')")
@@ -78,6 +77,8 @@ def bpm_settings(args: argparse.Namespace, **extra: Any) -> Settings:
 
 
 def bpm_options(args: argparse.Namespace) -> BPMOptions:
+    from ..bpm import BPMOptions
+
     thresholds = RegionThresholds(**{name: getattr(args, name) for name in dataclasses.asdict(RegionThresholds())})
     return BPMOptions(alpha=args.alpha, box_threshold=args.box_threshold, thresholds=thresholds)
 
@@ -95,6 +96,8 @@ def _corrections_from_args(args: argparse.Namespace) -> dict[str, str | None]:
 def parsed_from_args(args: argparse.Namespace, client: Any = None) -> ParsedInstruction:
     """The parse of --instruction with the --o1/--o2/--size-state/--position-state/--reference corrections
     applied; the corrections alone when there is no instruction or the parser refuses it."""
+    from ..instructions import resolve_parse
+
     if not args.instruction and not (args.o1 or args.o2):
         raise InputError("BPM needs --instruction TEXT, or --o1/--o2 for a description-style target")
     return resolve_parse(args.instruction, _corrections_from_args(args), args.parser, client=client)
@@ -115,7 +118,9 @@ def llm_client(args: argparse.Namespace, settings: Settings) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..bpm import bpm_score_many
     from ..bpm.models import get_bpm_models, require_bpm_weights
+    from ..report import UNTRAINED_WARNING
 
     settings = bpm_settings(args)
     parsed = parsed_from_args(args, llm_client(args, settings))
@@ -143,6 +148,8 @@ def _json_default(value: Any) -> Any:
 
 def _format_bpm(results: list[BPMResult]) -> str:
     """A fixed-width table: one row per edit with BPM and every component, then the parse and notes."""
+    from ..report import UNTRAINED_WARNING, edit_names
+
     first = results[0]
     header = ["#", "edit", "BPM", "S_sem", "S_mod", "S_mod01", "S_pres", "S_reg", "S_size", "S_pos", "overall"]
     names = edit_names([r.edit_name for r in results])

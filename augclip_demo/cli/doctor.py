@@ -8,8 +8,6 @@ import platform
 
 from ..config import ENVIRONMENT_VARIABLES, Settings
 from ..errors import AugclipError
-from ..inference.needs import MissingModel
-from ..inference.prefetch import fetch_model
 from .common import settings_from_args
 from .download import human_size
 
@@ -34,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..bpm.models import preset_weights
     from ..inference.device import device_description, resolve_device
+    from ..inference.prefetch import fetch_model
     from ..inference.weights import fetch, table
 
     settings = settings_from_args(args, gdino_model=args.gdino_model, sam_model=args.sam_model)
@@ -82,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_features(settings: Settings, *, cuda: bool) -> None:
     """Per feature: ready, or what it lacks and the one command that fetches it (the table in inference.needs)."""
-    from ..inference.needs import FEATURES, missing_line, missing_on_disk, web_app_settings
+    from ..inference.needs import FEATURES, MissingModel, missing_line, missing_on_disk, web_app_settings
 
     page = web_app_settings(settings, cuda=cuda, environ=os.environ)
     print("features (the models each needs)")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..batch.protocol_tables import compute_protocols
-from ..metrics.agreement import DEFAULT_BOOTSTRAP, DEFAULT_LEVEL, DEFAULT_SEED
+from ..choices import DEFAULT_AGREEMENT_SEED as DEFAULT_SEED
+from ..choices import DEFAULT_BOOTSTRAP, DEFAULT_LEVEL
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,6 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..batch.protocol_tables import compute_protocols
+
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
     report = compute_protocols(args.results, metrics=metrics, n_boot=args.bootstrap, seed=args.seed, level=args.level,
                                manifests=args.manifest, hatie_fid=args.hatie_fid, hatie_weights=args.hatie_weights)
