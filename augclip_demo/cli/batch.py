@@ -51,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "Ctrl-C loses nothing: rerun the same command to resume (ids already in --out are skipped). "
                     "Exit status: 0 all items scored, 1 some items failed (recorded in the results), "
                     "2 bad input, 130 interrupted.")
-    parser.add_argument("manifest", metavar="MANIFEST", help="manifest file (.jsonl, see README 'Manifests')")
+    parser.add_argument("manifest", metavar="MANIFEST", help="manifest file (.jsonl, docs/batch.md#manifests)")
     parser.add_argument("--out", required=True, metavar="RESULTS.jsonl",
                         help="results file (appended to, resumed); a name ending in .parquet (or a folder) holds "
                              "Parquet part files instead")

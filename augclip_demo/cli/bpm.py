@@ -67,7 +67,7 @@ def add_bpm_args(parser: argparse.ArgumentParser, required_note: str = "") -> No
                          help=f"GroundingDINO box score threshold (default {DEFAULT_BPM_BOX_THRESHOLD})")
     for name, value in dataclasses.asdict(RegionThresholds()).items():
         options.add_argument(f"--{name.replace('_', '-')}", dest=name, type=float, default=value,
-                             help=f"region judge threshold (default {value:g}; see README 'BPM')")
+                             help=f"region judge threshold (default {value:g}; docs/bpm.md#region-thresholds)")
 
 
 def bpm_settings(args: argparse.Namespace, **extra: Any) -> Settings:

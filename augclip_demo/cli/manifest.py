@@ -10,7 +10,7 @@ from .manifest_benchmarks import register_benchmarks
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("manifest", help="check a manifest, or build one from TEdBench / MagicBrush / CSV",
-                                   description="Manifest tools (see README 'Manifests' and 'Loaders').")
+                                   description="Manifest tools (docs/batch.md#manifests and docs/batch.md#loaders).")
     sub = parser.add_subparsers(dest="manifest_command", metavar="ACTION", required=True)
 
     check = sub.add_parser("check", help="validate a manifest and list every problem")

@@ -13,7 +13,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "protocol", help="s2AFC, AccBoth, win shares, rank/score correlations from batch results",
         description="Compute, for every metric in the results, the protocols the human data and edit roles allow "
-                    "(see README 'Protocols'), with bootstrap confidence intervals. Prints tables (metric x dataset) "
+                    "(docs/batch.md#protocols), with bootstrap confidence intervals. Prints tables (metric x dataset) "
                     "and saves JSON and CSV (default: next to the first results file).")
     parser.add_argument("results", nargs="+", metavar="RESULTS.jsonl",
                         help="results of `batch`; items are grouped by their dataset (the manifest's dataset field, "

@@ -12,7 +12,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "triplets", help="build ground-truth-test triplets (gt / ep / em) from a manifest with gt edits",
         description="For each item with a gt edit: ep = the source plus Gaussian noise (sigma on the [0, 1] scale, "
                     "fixed seed), em = an image you supply (an em edit in the item, or --em-dir/<id>.png). The papers "
-                    "make em with a text-to-image model from the target text (see README 'Triplets').")
+                    "make em with a text-to-image model from the target text (docs/batch.md#triplets).")
     parser.add_argument("manifest", metavar="MANIFEST", help="manifest whose items have a gt edit")
     parser.add_argument("--out", metavar="PATH", help="triplet manifest (default MANIFEST-triplets.jsonl); ep images go "
                                                       "to <out stem>_ep/ next to it")
