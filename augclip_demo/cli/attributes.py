@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..choices import PROVIDER_NAMES
+from ..config import ENVIRONMENT_VARIABLES, Settings
+from ..errors import InputError
+from .common import add_model_args, settings_from_args, terminal_progress
 
 if TYPE_CHECKING:
     from ..attributes import Attributes
     from ..attributes.base import AttributeProvider
-from ..config import ENVIRONMENT_VARIABLES, Settings
-from ..errors import InputError
-from .common import add_model_args, settings_from_args, terminal_progress
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

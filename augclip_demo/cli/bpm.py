@@ -16,13 +16,13 @@ from ..choices import (
     SIZE_STATES,
     RegionThresholds,
 )
-
-if TYPE_CHECKING:
-    from ..bpm import BPMOptions, BPMResult, ParsedInstruction
 from ..config import ENVIRONMENT_VARIABLES, Settings
 from ..errors import InputError
 from .common import add_model_args, settings_from_args, warn
 from .report_table import edit_table
+
+if TYPE_CHECKING:
+    from ..bpm import BPMOptions, BPMResult, ParsedInstruction
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -7,11 +7,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..choices import CLASSIFIERS, EDIT_TYPES, FEATURE_METRICS, PROJECTIONS, WEIGHT_SCALINGS, FeatureNetworks
-
-if TYPE_CHECKING:
-    from ..attributes.base import AttributeProvider, Attributes
-    from ..pipeline import AugCLIPOptions, Evaluator
-    from ..report import Report
 from ..errors import InputError, InstructionParseError, LLMError, WeightsUnavailableError
 from .attributes import add_provider_args, provider_from_args
 from .bpm import (
@@ -26,6 +21,11 @@ from .bpm import (
 from .common import add_evaluation_inputs, add_model_args, terminal_progress, warn
 from .judge_options import add_judge_args, judge_options_from_args
 from .report_table import format_report
+
+if TYPE_CHECKING:
+    from ..attributes.base import AttributeProvider, Attributes
+    from ..pipeline import AugCLIPOptions, Evaluator
+    from ..report import Report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -11,10 +11,10 @@ from ..choices import DEFAULT_AGREEMENT_SEED as DEFAULT_SEED
 from ..choices import DEFAULT_BOOTSTRAP
 from ..config import Settings, setting_help
 from ..errors import InputError
+from ..study.questions import KINDS, QUESTION_IDS
 
 if TYPE_CHECKING:
     from ..study import store
-from ..study.questions import KINDS, QUESTION_IDS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
