@@ -12,6 +12,8 @@ Providers, chosen by name (Python API, CLI ``--provider``, the app):
 builds one from settings; :func:`get_provider` builds one by name with explicit arguments.
 """
 
+from typing import Any
+
 from .answers import clean_attributes, merge_samples, parse_attribute_list
 from .base import (
     FIDELITY_CLIP_VOCAB,
@@ -28,15 +30,32 @@ from .base import (
     register_provider,
 )
 from .catalog import PROVIDER_NAMES, ProviderStatus, build_provider, is_lower_fidelity, provider_status
-from .clip_vocab import ClipVocabProvider, vocabulary_embeddings
 from .disk_cache import AttributeCache
 from .extracting import ExtractingProvider
 from .openai_provider import OpenAIProvider
 from .prompts import PROMPT_VERSION
 from .vocabulary import Vocabulary, default_vocabulary, make_vocabulary
 
+
+def _clip_vocab_provider(**kwargs: Any) -> AttributeProvider:
+    """The ``clip-vocab`` provider; its module (torch, open_clip) loads when one is first built."""
+    from .clip_vocab import ClipVocabProvider
+
+    return ClipVocabProvider(**kwargs)
+
+
+def __getattr__(name: str) -> Any:
+    # ClipVocabProvider and vocabulary_embeddings need torch: imported on first use, so the package
+    # (and `augclip-demo --help`, which lists the providers) stays light
+    if name in ("ClipVocabProvider", "vocabulary_embeddings"):
+        from . import clip_vocab
+
+        return getattr(clip_vocab, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 register_provider("openai", OpenAIProvider)
-register_provider("clip-vocab", ClipVocabProvider)
+register_provider("clip-vocab", _clip_vocab_provider)
 
 __all__ = [
     "FIDELITY_CLIP_VOCAB",

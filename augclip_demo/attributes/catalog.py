@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..choices import PROVIDER_NAMES
 from ..config import Settings
 from ..llm.client import endpoint_status
 from .base import (
@@ -28,9 +29,6 @@ from .base import (
     get_provider,
     is_lower_fidelity,
 )
-
-#: Provider names in the order the UI and ``--help`` list them.
-PROVIDER_NAMES = ("manual", "openai", "clip-vocab")
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from ..choices import TARGET_RATIO
 from ..config import Settings
 from ..inference.clip_encoder import ClipEncoder
 from ..inference.device import device_description
@@ -40,8 +41,6 @@ from .plan import item_static_texts
 from .pools import PoolSizes, decode_pool, decodes_in_processes, wait_for_workers
 from .runner import BatchOptions, run_batch
 from .synthetic import write_synthetic_manifest
-
-TARGET_RATIO = 1.15
 
 
 @dataclass

@@ -47,6 +47,7 @@ from threadpoolctl import threadpool_limits
 
 from .. import __version__
 from ..attributes.base import Attributes
+from ..choices import ENGINES
 from ..config import Settings
 from ..errors import BatchCancelled, InputError, ManifestError
 from ..inference.clip_encoder import ClipEncoder, get_encoder
@@ -85,8 +86,6 @@ log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[float, str], None]
 
-#: Where a run executes: this process (threads, pools) or a Ray cluster (``pip install 'augclip-demo[ray]'``).
-ENGINES: tuple[str, ...] = ("local", "ray")
 
 
 class BatchRunner:

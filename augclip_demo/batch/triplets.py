@@ -28,13 +28,12 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from ..choices import DEFAULT_TRIPLET_SEED as DEFAULT_SEED
+from ..choices import DEFAULT_TRIPLET_SIGMA as DEFAULT_SIGMA
 from ..errors import InputError
 from ..io import open_image
 from .loaders import IMAGE_EXTENSIONS
 from .manifest import iter_manifest, relative_inside, validate_manifest, write_manifest
-
-DEFAULT_SIGMA = 0.02
-DEFAULT_SEED = 0
 
 
 @dataclass

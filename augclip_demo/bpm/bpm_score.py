@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from PIL import Image
 
+from ..choices import DEFAULT_BPM_ALPHA, DEFAULT_BPM_BOX_THRESHOLD, REGION_SOURCES
 from ..config import DEFAULT_OWL_BOX_THRESHOLD
 from ..errors import InputError
 from ..instructions import ParsedInstruction, parse_instruction
 from ..io import ImageInput, LoadedImage, open_image
 from .components import (
-    DEFAULT_ALPHA,
     BPMComponents,
     Preservation,
     RegionCheck,
@@ -43,10 +43,7 @@ from .localize import Localization, ObjectMasks, Region, detected_region, given_
 if TYPE_CHECKING:
     from .models import BPMModels
 
-DEFAULT_BOX_THRESHOLD = 0.3
 STEPS = ("parse", "detect", "segment", "judge")  # timed steps (keys of BPMResult.timings)
-#: BPMOptions.regions: detected by the detector and the segmenter, or read from given masks
-REGION_SOURCES = ("detected", "masks")
 
 
 @dataclass(frozen=True)
@@ -57,8 +54,8 @@ class BPMOptions:
     OWL-ViT's (fast preset; 0.1, OWL-ViT's own): the two models' scores are on different scales, so
     each detector reads its own field (its ``threshold_option``)."""
 
-    alpha: float = DEFAULT_ALPHA
-    box_threshold: float = DEFAULT_BOX_THRESHOLD
+    alpha: float = DEFAULT_BPM_ALPHA
+    box_threshold: float = DEFAULT_BPM_BOX_THRESHOLD
     thresholds: RegionThresholds = field(default_factory=RegionThresholds)
     fast_box_threshold: float = DEFAULT_OWL_BOX_THRESHOLD
     #: where the regions come from: "detected" (the detector and the segmenter) or "masks" (given masks)

@@ -44,53 +44,10 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from ..choices import DEFAULT_BPM_ALPHA, RegionThresholds
 from ..errors import InputError
 from ..metrics.pixel import l2_distance
 from ..metrics.vectors import cosine, normalize
-
-DEFAULT_ALPHA = 0.7  # Table 9: best human alignment
-
-
-@dataclass(frozen=True)
-class RegionThresholds:
-    """The Region-Aware Judge's saliency thresholds (the paper names them, gives no values; ours).
-
-    * ``size_change_ratio`` 1.2: "larger" needs the edited mask at least 20 % bigger than the
-      original, "smaller" at most 1/1.2 of it.
-    * ``size_unchanged_ratio`` 1.33: "unchanged" allows the area to move within [0.75, 1.33]x,
-      so a replaced object of similar size (a cat for a dog) keeps its size score.
-    * ``move_iou_max`` 0.5: a moved or placed object overlaps its anchor by IoU < 0.5.
-    * ``unchanged_iou_min`` 0.5: an object that stays put keeps IoU > 0.5 with its old box
-      (the usual detection match threshold).
-    * ``direction_ratio`` 1.0: the displacement is mostly along the asked axis (off-axis <= on-axis).
-    * ``inside_min_fraction`` 0.8: at least 80 % of the edited box lies within the anchor box.
-    * ``near_max_gap`` 0.5: the gap between the boxes is at most half their mean diagonal.
-    """
-
-    size_change_ratio: float = 1.2
-    size_unchanged_ratio: float = 1.33
-    move_iou_max: float = 0.5
-    unchanged_iou_min: float = 0.5
-    direction_ratio: float = 1.0
-    inside_min_fraction: float = 0.8
-    near_max_gap: float = 0.5
-
-    def __post_init__(self) -> None:
-        for name in ("size_change_ratio", "size_unchanged_ratio"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 1.0):
-                raise InputError(f"{name} must be a ratio >= 1, got {value!r}")
-        for name in ("move_iou_max", "unchanged_iou_min", "inside_min_fraction"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
-                raise InputError(f"{name} must be between 0 and 1, got {value!r}")
-        for name in ("direction_ratio", "near_max_gap"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0.0):
-                raise InputError(f"{name} must be a non-negative number, got {value!r}")
-
-    def to_dict(self) -> dict[str, float]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -394,7 +351,7 @@ class BPMComponents:
 
 
 def combine(s_modify_value: float, s_preserve_value: float, s_size: int, s_position: int,
-            alpha: float = DEFAULT_ALPHA) -> BPMComponents:
+            alpha: float = DEFAULT_BPM_ALPHA) -> BPMComponents:
     """S_semantic = norm(S_modify) + S_preserve; S_region = S_size + S_position;
     BPM = alpha S_semantic + (1 - alpha) S_region; overall_raw = S_modify + S_preserve + S_region
     (un-normalised, as the paper's figures print "S_overall")."""

@@ -1,8 +1,11 @@
 """Command line: ``augclip-demo <command> ...`` (or ``python -m augclip_demo <command> ...``).
 
 Each subcommand lives in its own module exposing ``register(subparsers)``; :data:`_COMMANDS` lists
-them in help order. Errors meant for the user (:class:`AugclipError`) exit with status 2 and one
-line on stderr; anything else is a bug and keeps its traceback.
+them in help order. Building the parser imports every module, so a module's top imports only what
+its arguments list (argparse, config.py, choices.py) and the model stack loads inside the function
+that runs the command: ``--help`` answers at once (tests/cli/test_help.py). Errors meant for the
+user (:class:`AugclipError`) exit with status 2 and one line on stderr; anything else is a bug and
+keeps its traceback.
 """
 
 from __future__ import annotations

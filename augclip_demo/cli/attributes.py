@@ -5,14 +5,16 @@ from __future__ import annotations
 import argparse
 import inspect
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..attributes import PROVIDER_NAMES, Attributes, build_provider, provider_status
-from ..attributes.base import AttributeProvider
+from ..choices import PROVIDER_NAMES
 from ..config import ENVIRONMENT_VARIABLES, Settings
 from ..errors import InputError
-from ..report import UNTRAINED_WARNING
 from .common import add_model_args, settings_from_args, terminal_progress
+
+if TYPE_CHECKING:
+    from ..attributes import Attributes
+    from ..attributes.base import AttributeProvider
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,6 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def add_provider_args(parser: argparse.ArgumentParser) -> None:
     """--provider / --mllm-model / --samples / --seed / --no-cache (shared with ``score``)."""
+
     group = parser.add_argument_group("attribute provider")
     group.add_argument("--provider", metavar="NAME",
                        help=f"{' | '.join(PROVIDER_NAMES)} (default AUGCLIP_ATTRIBUTE_PROVIDER or clip-vocab)")
@@ -48,6 +51,8 @@ def add_provider_args(parser: argparse.ArgumentParser) -> None:
 
 def provider_from_args(args: argparse.Namespace, settings: Settings, encoder: Any = None) -> AttributeProvider:
     """The provider the flags ask for (``--attributes`` with ``manual`` loads the file)."""
+    from ..attributes import build_provider
+
     name = settings.attribute_provider
     options: dict[str, Any] = {}
     if name == "openai":
@@ -86,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _format_attributes(attributes: Attributes) -> str:
+    from ..report import UNTRAINED_WARNING
+
     prov = attributes.provenance
     parts = [f"provider {prov.provider}"]
     if prov.model:
@@ -107,6 +114,8 @@ def _format_attributes(attributes: Attributes) -> str:
 
 
 def _format_provider_status(settings: Settings) -> str:
+    from ..attributes import provider_status
+
     rows = [(s.name, "yes" if s.available else "no", s.fidelity_label, s.reason) for s in provider_status(settings)]
     widths = [max(len(r[i]) for r in rows + [("provider", "available", "fidelity", "")]) for i in range(3)]
     header = ("provider", "available", "fidelity")

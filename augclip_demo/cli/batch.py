@@ -6,13 +6,15 @@ import argparse
 import json
 import sys
 
-from ..attributes.base import available_providers
-from ..batch.runner import ENGINES, BatchOptions, BatchRunner
-from ..bpm import BPMOptions
-from ..bpm.bpm_score import REGION_SOURCES
+from ..choices import (
+    DEFAULT_BPM_ALPHA,
+    DEFAULT_BPM_BOX_THRESHOLD,
+    ENGINES,
+    PARSERS,
+    PROVIDER_NAMES,
+    REGION_SOURCES,
+)
 from ..config import ENVIRONMENT_VARIABLES
-from ..instructions import PARSERS
-from ..metrics.suite import metric_keys
 from .bpm import bpm_settings
 from .common import add_model_args
 from .hatie import add_hatie_args, hatie_from_args
@@ -26,26 +28,48 @@ from .score import (
 )
 
 
+class _MetricNamesHelp(argparse.HelpFormatter):
+    """Writes the metric table's names into ``--metrics``' help when the help is printed: the table
+    (metrics/suite.py) loads numpy and Pillow, which building the parser for another command must not."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = super()._get_help_string(action)
+        if action.dest != "metrics" or text is None:
+            return text
+        from ..metrics.suite import metric_keys
+
+        return text.format(primary=",".join(metric_keys(computable=True, primary=True)),
+                           computable=", ".join(metric_keys(computable=True)))
+
+
+def _metrics_of(args: argparse.Namespace) -> str:
+    """``--metrics``, or the primary computable metrics when it is not given."""
+    if args.metrics is not None:
+        return str(args.metrics)
+    from ..metrics.suite import metric_keys
+
+    return ",".join(metric_keys(computable=True, primary=True))
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "batch", help="score a whole manifest (JSONL) into a results file; resumable",
+        "batch", formatter_class=_MetricNamesHelp, help="score a whole manifest (JSONL) into a results file; resumable",
         description="Score every item of a manifest. Results are appended item by item and flushed, so a crash or "
                     "Ctrl-C loses nothing: rerun the same command to resume (ids already in --out are skipped). "
                     "Exit status: 0 all items scored, 1 some items failed (recorded in the results), "
                     "2 bad input, 130 interrupted.")
-    parser.add_argument("manifest", metavar="MANIFEST", help="manifest file (.jsonl, see README 'Manifests')")
+    parser.add_argument("manifest", metavar="MANIFEST", help="manifest file (.jsonl, docs/batch.md#manifests)")
     parser.add_argument("--out", required=True, metavar="RESULTS.jsonl",
                         help="results file (appended to, resumed); a name ending in .parquet (or a folder) holds "
                              "Parquet part files instead")
     parser.add_argument("--csv", metavar="RESULTS.csv", help="also write one CSV row per edit at the end")
-    defaults = metric_keys(computable=True, primary=True)
-    parser.add_argument("--metrics", metavar="LIST", default=",".join(defaults),
-                        help=f"comma-separated metrics (default {','.join(defaults)}; 'all' for every CLIP and pixel "
-                             f"metric: {', '.join(metric_keys(computable=True))}; add bpm by name, e.g. 'all,bpm': "
-                             f"it runs GroundingDINO + SAM on items with an instruction or a parse; --judge adds "
-                             f"judge_sc, judge_pq, judge_overall)")
+    parser.add_argument("--metrics", metavar="LIST",
+                        help="comma-separated metrics (default {primary}; 'all' for every CLIP and pixel "
+                             "metric: {computable}; add bpm by name, e.g. 'all,bpm': "
+                             "it runs GroundingDINO + SAM on items with an instruction or a parse; --judge adds "
+                             "judge_sc, judge_pq, judge_overall)")
     parser.add_argument("--provider", metavar="NAME",
-                        help=f"attribute provider for items without attributes ({', '.join(available_providers())}; "
+                        help=f"attribute provider for items without attributes ({', '.join(PROVIDER_NAMES)}; "
                              "default AUGCLIP_ATTRIBUTE_PROVIDER)")
     run = parser.add_argument_group("run")
     run.add_argument("--batch-size", type=int, metavar="N", help="images per forward pass (default 256 GPU / 64 CPU)")
@@ -91,11 +115,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bpm.add_argument("--gdino-model", metavar="ID|PATH", help=ENVIRONMENT_VARIABLES["AUGCLIP_GDINO_MODEL"])
     bpm.add_argument("--sam-model", metavar="NAME", help=ENVIRONMENT_VARIABLES["AUGCLIP_SAM_MODEL"])
     bpm.add_argument("--sam-checkpoint", metavar="PATH", help=ENVIRONMENT_VARIABLES["AUGCLIP_SAM_CHECKPOINT"])
-    defaults_bpm = BPMOptions()
-    bpm.add_argument("--bpm-alpha", type=float, default=defaults_bpm.alpha,
-                     help=f"BPM weight of S_semantic (default {defaults_bpm.alpha}, the BPM paper's Table 9)")
-    bpm.add_argument("--box-threshold", type=float, default=defaults_bpm.box_threshold,
-                     help=f"GroundingDINO box score threshold (default {defaults_bpm.box_threshold})")
+    bpm.add_argument("--bpm-alpha", type=float, default=DEFAULT_BPM_ALPHA,
+                     help=f"BPM weight of S_semantic (default {DEFAULT_BPM_ALPHA}, the BPM paper's Table 9)")
+    bpm.add_argument("--box-threshold", type=float, default=DEFAULT_BPM_BOX_THRESHOLD,
+                     help=f"GroundingDINO box score threshold (default {DEFAULT_BPM_BOX_THRESHOLD})")
     bpm.add_argument("--bpm-regions", choices=REGION_SOURCES, default="detected",
                      help="where BPM's regions come from: detected (GroundingDINO + SAM, default) or masks (each "
                           "item's \"object_masks\" and / or \"edit_mask\"; no detector or segmenter is loaded)")
@@ -111,11 +134,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_command(args: argparse.Namespace) -> int:
+    from ..batch.runner import BatchOptions, BatchRunner
+    from ..bpm import BPMOptions
+
     settings = bpm_settings(args, attribute_provider=args.provider)
-    wants_hatie = any(m.strip().startswith("hatie") for m in args.metrics.split(","))
+    metrics = _metrics_of(args)
+    wants_hatie = any(m.strip().startswith("hatie") for m in metrics.split(","))
     hatie = hatie_from_args(args, settings, want=wants_hatie)
     options = BatchOptions(
-        metrics=args.metrics, feature_metrics=feature_metrics_from_args(args), networks=networks_from_args(args), augclip=options_from_args(args), provider=args.provider, batch_size=args.batch_size,
+        metrics=metrics, feature_metrics=feature_metrics_from_args(args), networks=networks_from_args(args), augclip=options_from_args(args), provider=args.provider, batch_size=args.batch_size,
         text_batch_size=args.text_batch_size, workers=args.workers, fit_workers=args.fit_workers,
         fit_executor=args.fit_executor, decode_executor=args.decode_executor, overwrite=args.overwrite, retry_failed=args.retry_failed,
         skip_invalid=args.skip_invalid, parser=args.parser,

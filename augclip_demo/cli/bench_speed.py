@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..batch.bench import TARGET_RATIO, speed_benchmark
+from ..choices import TARGET_RATIO
 from .common import add_model_args, settings_from_args
 
 
@@ -33,6 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..batch.bench import speed_benchmark
+
     settings = settings_from_args(args)
     if not args.clip_model:
         settings = settings.replace(clip_model="random:ViT-B-16", clip_checkpoint=None)

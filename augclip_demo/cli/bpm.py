@@ -7,26 +7,24 @@ import dataclasses
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..bpm import (
+from ..choices import (
+    DEFAULT_BPM_ALPHA,
+    DEFAULT_BPM_BOX_THRESHOLD,
+    PARSERS,
     POSITION_STATES,
+    REGION_SOURCES,
     SIZE_STATES,
-    BPMOptions,
-    BPMResult,
-    ParsedInstruction,
     RegionThresholds,
-    bpm_score_many,
 )
-from ..bpm.bpm_score import REGION_SOURCES
 from ..config import ENVIRONMENT_VARIABLES, Settings
 from ..errors import InputError
-from ..instructions import PARSERS, resolve_parse
-from ..io import open_image
-from ..pipeline import load_edit_mask, load_object_masks
-from ..report import UNTRAINED_WARNING, edit_names
 from .common import add_model_args, settings_from_args, warn
 from .report_table import edit_table
+
+if TYPE_CHECKING:
+    from ..bpm import BPMOptions, BPMResult, ParsedInstruction
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -74,14 +72,13 @@ def add_bpm_args(parser: argparse.ArgumentParser, required_note: str = "") -> No
     options.add_argument("--object-mask", action="append", default=[], metavar="[N:]NAME=MASK",
                          help="with --regions masks: the mask of object NAME in the source, or in edit N (1 = the "
                               "first --edited image); repeat for each object and image")
-    defaults = BPMOptions()
-    options.add_argument("--alpha", type=float, default=defaults.alpha,
-                         help=f"weight of S_semantic (default {defaults.alpha}, the paper's Table 9)")
-    options.add_argument("--box-threshold", type=float, default=defaults.box_threshold,
-                         help=f"GroundingDINO box score threshold (default {defaults.box_threshold})")
+    options.add_argument("--alpha", type=float, default=DEFAULT_BPM_ALPHA,
+                         help=f"weight of S_semantic (default {DEFAULT_BPM_ALPHA}, the paper's Table 9)")
+    options.add_argument("--box-threshold", type=float, default=DEFAULT_BPM_BOX_THRESHOLD,
+                         help=f"GroundingDINO box score threshold (default {DEFAULT_BPM_BOX_THRESHOLD})")
     for name, value in dataclasses.asdict(RegionThresholds()).items():
         options.add_argument(f"--{name.replace('_', '-')}", dest=name, type=float, default=value,
-                             help=f"region judge threshold (default {value:g}; see README 'BPM')")
+                             help=f"region judge threshold (default {value:g}; docs/bpm.md#region-thresholds)")
 
 
 def bpm_settings(args: argparse.Namespace, **extra: Any) -> Settings:
@@ -91,6 +88,8 @@ def bpm_settings(args: argparse.Namespace, **extra: Any) -> Settings:
 
 
 def bpm_options(args: argparse.Namespace) -> BPMOptions:
+    from ..bpm import BPMOptions
+
     thresholds = RegionThresholds(**{name: getattr(args, name) for name in dataclasses.asdict(RegionThresholds())})
     return BPMOptions(alpha=args.alpha, box_threshold=args.box_threshold, thresholds=thresholds,
                       regions=getattr(args, "regions", "detected"))
@@ -133,6 +132,8 @@ def _corrections_from_args(args: argparse.Namespace) -> dict[str, str | None]:
 def parsed_from_args(args: argparse.Namespace, client: Any = None) -> ParsedInstruction:
     """The parse of --instruction with the --o1/--o2/--size-state/--position-state/--reference corrections
     applied; the corrections alone when there is no instruction or the parser refuses it."""
+    from ..instructions import resolve_parse
+
     if not args.instruction and not (args.o1 or args.o2):
         raise InputError("BPM needs --instruction TEXT, or --o1/--o2 for a description-style target")
     return resolve_parse(args.instruction, _corrections_from_args(args), args.parser, client=client)
@@ -153,7 +154,11 @@ def llm_client(args: argparse.Namespace, settings: Settings) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..bpm import bpm_score_many
     from ..bpm.models import get_bpm_models, require_bpm_weights
+    from ..io import open_image
+    from ..pipeline import load_edit_mask, load_object_masks
+    from ..report import UNTRAINED_WARNING
 
     settings = bpm_settings(args)
     parsed = parsed_from_args(args, llm_client(args, settings))
@@ -193,6 +198,8 @@ def _json_default(value: Any) -> Any:
 
 def _format_bpm(results: list[BPMResult]) -> str:
     """A fixed-width table: one row per edit with BPM and every component, then the parse and notes."""
+    from ..report import UNTRAINED_WARNING, edit_names
+
     first = results[0]
     header = ["#", "edit", "BPM", "S_sem", "S_mod", "S_mod01", "S_pres", "S_reg", "S_size", "S_pos", "overall"]
     names = edit_names([r.edit_name for r in results])

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..bpm.components import RegionThresholds
+from ..choices import RegionThresholds
 from ..config import CPU_MATMULS, ENVIRONMENT_VARIABLES, PRECISIONS, Settings
 from ..errors import InputError
 

@@ -8,8 +8,6 @@ import platform
 
 from ..config import ENVIRONMENT_VARIABLES, Settings
 from ..errors import AugclipError
-from ..inference.needs import MissingModel
-from ..inference.prefetch import fetch_model
 from .common import settings_from_args
 from .download import human_size
 
@@ -34,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..bpm.models import preset_weights
     from ..inference.device import device_description, resolve_device
+    from ..inference.prefetch import fetch_model
     from ..inference.weights import fetch, table
 
     settings = settings_from_args(args, gdino_model=args.gdino_model, sam_model=args.sam_model)
@@ -71,18 +70,36 @@ def run(args: argparse.Namespace) -> int:
         where = fetched.files[0].parent if fetched.files else "-"
         note = f"; {fetched.note}" if fetched.note else ""
         print(f" {mark} {family:5s} {spec}: present, {human_size(size)} ({licence}{note}) in {where}")
+    _print_offline()
     _print_features(settings, cuda=torch.cuda.is_available())
     if missing_configured:
         print(f"missing: {', '.join(missing_configured)}; the commands above fetch them on a machine with internet "
-              "(or copy a filled AUGCLIP_CACHE_DIR).")
+              "(or copy a filled AUGCLIP_CACHE_DIR), or run offline with one of the models listed under "
+              "'offline CLIP models'.")
         return 1
     print("all configured models are present")
     return 0
 
 
+def _print_offline() -> None:
+    """The CLIP models that need no download (--clip-model SPEC), what their scores are worth, and whether a
+    shipped model's files are in this installation."""
+    from ..inference.families import offline_clip_models
+
+    print("offline CLIP models (no download: --clip-model SPEC)")
+    for model in offline_clip_models():
+        if model.folder is None:
+            state = "built in"
+        elif model.present:
+            state = f"present in {model.folder}"
+        else:
+            state = f"files not present (expected in {model.folder}; training/train_shapes_clip.py writes them)"
+        print(f"  {model.spec} ({state}): {model.what}")
+
+
 def _print_features(settings: Settings, *, cuda: bool) -> None:
     """Per feature: ready, or what it lacks and the one command that fetches it (the table in inference.needs)."""
-    from ..inference.needs import FEATURES, missing_line, missing_on_disk, web_app_settings
+    from ..inference.needs import FEATURES, MissingModel, missing_line, missing_on_disk, web_app_settings
 
     page = web_app_settings(settings, cuda=cuda, environ=os.environ)
     print("features (the models each needs)")

@@ -8,7 +8,6 @@ from urllib.parse import urlparse
 
 from ..config import ENVIRONMENT_VARIABLES, Settings
 from ..errors import AugclipError, WeightsUnavailableError
-from ..inference.prefetch import fetch_model
 from .common import settings_from_args
 
 
@@ -67,6 +66,7 @@ def human_size(n_bytes: float) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from ..inference.needs import ModelNeed, model_source, unreachable_cause
+    from ..inference.prefetch import fetch_model
 
     settings = settings_from_args(args, gdino_model=args.gdino_model, sam_model=args.sam_model)
     failures: list[str] = []

@@ -5,12 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..attributes.base import Attributes, available_providers
-from ..explain.explanations import ExplainOptions, explain_report
-from ..explain.grid_pictures import comparison_grid
-from ..explain.relevancy import CLIP_DIR_DIFFERENCES
-from ..pipeline import Evaluator
-from ..report import UNTRAINED_WARNING
+from ..choices import CLIP_DIR_DIFFERENCES, PROVIDER_NAMES
 from .common import add_evaluation_inputs, add_model_args, settings_from_args, terminal_progress
 from .score import add_augclip_args, options_from_args
 
@@ -26,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_evaluation_inputs(parser)
     parser.add_argument("--provider", metavar="NAME",
-                        help=f"attribute provider when no --attributes file is given ({', '.join(available_providers())}; "
+                        help=f"attribute provider when no --attributes file is given ({', '.join(PROVIDER_NAMES)}; "
                              "default AUGCLIP_ATTRIBUTE_PROVIDER)")
     parser.add_argument("--out", required=True, metavar="DIR", help="folder for the PNGs and JSON files (created)")
     add_augclip_args(parser)
@@ -49,6 +44,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..attributes.base import Attributes
+    from ..explain.explanations import ExplainOptions, explain_report
+    from ..explain.grid_pictures import comparison_grid
+    from ..pipeline import Evaluator
+    from ..report import UNTRAINED_WARNING
+
     settings = settings_from_args(args, attribute_provider=args.provider)
     options = ExplainOptions(relevancy=not args.no_relevancy, umap=not args.no_umap, start_layer=args.start_layer,
                              clip_dir_difference=args.clip_dir_difference, top_k=args.top_k,

@@ -14,7 +14,6 @@ from typing import Any
 
 from ..config import Settings, setting_help
 from ..errors import InputError
-from ..hatie.criteria import HatieOptions
 from .common import add_model_args
 
 
@@ -49,6 +48,7 @@ def add_hatie_args(parser: argparse.ArgumentParser) -> None:
 
 def hatie_from_args(args: argparse.Namespace, settings: Settings, *, want: bool) -> dict[str, Any]:
     """``BatchOptions`` fields for HATIE: options, feature networks and VQA scorer (only when ``want``)."""
+    from ..hatie.criteria import HatieOptions
     from ..hatie.tables import calibrated_sets, resolve_weights
 
     resolve_weights(args.hatie_weights, settings)  # a clear error for an unknown name, before any model loads

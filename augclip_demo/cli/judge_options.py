@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
+from ..choices import STRUCTURED_MODES
 from ..config import ENVIRONMENT_VARIABLES, Settings
-from ..judge import JudgeOptions
-from ..judge.judge import STRUCTURED_MODES
+
+if TYPE_CHECKING:
+    from ..judge import JudgeOptions
 
 
 def add_judge_args(parser: argparse.ArgumentParser, *, how: str) -> None:
@@ -37,6 +40,8 @@ def _wants_judge(args: argparse.Namespace) -> bool:
 
 def judge_options_from_args(args: argparse.Namespace, settings: Settings) -> JudgeOptions | None:
     """The judge's options (flags over ``AUGCLIP_JUDGE_*``), or None when the judge is not asked for."""
+    from ..judge import JudgeOptions
+
     if not _wants_judge(args):
         return None
     return JudgeOptions.from_settings(

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import argparse
 
-from ..batch.loaders import load_csv_pairs, load_magicbrush, load_tedbench
-from ..batch.manifest import validate_manifest
-from ..batch.synthetic import write_synthetic_manifest
 from .manifest_benchmarks import register_benchmarks
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("manifest", help="check a manifest, or build one from TEdBench / MagicBrush / CSV",
-                                   description="Manifest tools (see README 'Manifests' and 'Loaders').")
+                                   description="Manifest tools (docs/batch.md#manifests and docs/batch.md#loaders).")
     sub = parser.add_subparsers(dest="manifest_command", metavar="ACTION", required=True)
 
     check = sub.add_parser("check", help="validate a manifest and list every problem")
@@ -62,18 +59,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_check(args: argparse.Namespace) -> int:
+    from ..batch.manifest import validate_manifest
+
     scan = validate_manifest(args.manifest)
     print(f"{args.manifest}: {scan.items} valid item(s), no problems")
     return 0
 
 
 def _run_tedbench(args: argparse.Namespace) -> int:
+    from ..batch.loaders import load_tedbench
+
     print(load_tedbench(args.root, args.out, methods=args.methods, gt_method=args.gt_method, dataset=args.dataset,
                         attributes_dir=args.attributes_dir).format())
     return 0
 
 
 def _run_magicbrush(args: argparse.Namespace) -> int:
+    from ..batch.loaders import load_magicbrush
+
     print(load_magicbrush(args.root, args.out, method_dir=args.method_dir, method_name=args.method_name,
                           first_turn_only=args.first_turn_only, dataset=args.dataset,
                           attributes_dir=args.attributes_dir).format())
@@ -81,11 +84,15 @@ def _run_magicbrush(args: argparse.Namespace) -> int:
 
 
 def _run_csv(args: argparse.Namespace) -> int:
+    from ..batch.loaders import load_csv_pairs
+
     print(load_csv_pairs(args.csv, args.out, root=args.root, dataset=args.dataset).format())
     return 0
 
 
 def _run_synthetic(args: argparse.Namespace) -> int:
+    from ..batch.synthetic import write_synthetic_manifest
+
     path = write_synthetic_manifest(args.folder, args.items, n_edits=args.edits, n_attributes=args.attributes,
                                     image_size=args.image_size, seed=args.seed)
     print(f"wrote {path}: {args.items} drawn item(s) with {args.edits} edit(s) each (made-up human labels)")

@@ -4,15 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..batch.benchmarks import (
-    PARQUET_PRESETS,
-    load_celeba,
-    load_dreambooth,
-    load_editval,
-    load_parquet,
-    load_pie_bench,
-)
-from ..batch.benchmarks.hf_parquet import ROLES
+from ..choices import PARQUET_PRESETS, PARQUET_ROLES
 
 _METHOD_HELP = "a method's output folder, DIR or NAME=DIR (repeat for several methods)"
 
@@ -32,6 +24,7 @@ def _common(parser: argparse.ArgumentParser, dataset: str, default_out: str | No
 
 def register_benchmarks(sub: argparse._SubParsersAction) -> None:
     """Add the benchmark loaders to ``manifest``'s sub-commands."""
+
     pie = sub.add_parser("pie-bench", help="PIE-Bench: mapping_file.json, annotation_images/, method outputs")
     pie.add_argument("root", metavar="ROOT", help="PIE-Bench's data folder (mapping_file.json, annotation_images/)")
     _common(pie, "pie-bench")
@@ -59,7 +52,7 @@ def register_benchmarks(sub: argparse._SubParsersAction) -> None:
     pq.add_argument("paths", nargs="+", metavar="SHARD", help="Parquet files or folders of them")
     _common(pq, "the preset's name", "the first shard's folder/manifest.jsonl")
     pq.add_argument("--preset", choices=sorted(PARQUET_PRESETS), help="the dataset's column mapping")
-    for role in ROLES:
+    for role in PARQUET_ROLES:
         flag = role.replace("_", "-")
         pq.add_argument(f"--{flag}-column", dest=f"col_{role}", metavar="COLUMN",
                         help=f"the column holding the {role.replace('_', ' ')}" + (" (a,b joins several)"
@@ -79,31 +72,41 @@ def register_benchmarks(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_pie_bench(args: argparse.Namespace) -> int:
+    from ..batch.benchmarks import load_pie_bench
+
     print(load_pie_bench(args.root, args.out, methods=args.methods, mapping=args.mapping, edit_types=args.types,
                          mask_border=not args.no_mask_border, dataset=args.dataset).format())
     return 0
 
 
 def _run_editval(args: argparse.Namespace) -> int:
+    from ..batch.benchmarks import load_editval
+
     print(load_editval(args.root, args.out, coco_dir=args.coco_dir, methods=args.methods,
                        split_types=args.split_types, dataset=args.dataset).format())
     return 0
 
 
 def _run_dreambooth(args: argparse.Namespace) -> int:
+    from ..batch.benchmarks import load_dreambooth
+
     print(load_dreambooth(args.root, args.out, methods=args.methods, unique_token=args.unique_token,
                           dataset=args.dataset).format())
     return 0
 
 
 def _run_parquet(args: argparse.Namespace) -> int:
-    columns = {role: getattr(args, f"col_{role}") for role in ROLES}
+    from ..batch.benchmarks import load_parquet
+
+    columns = {role: getattr(args, f"col_{role}") for role in PARQUET_ROLES}
     print(load_parquet(args.paths, args.out, preset=args.preset, columns=columns, methods=args.methods,
                        root=args.root, dataset=args.dataset, limit=args.limit).format())
     return 0
 
 
 def _run_celeba(args: argparse.Namespace) -> int:
+    from ..batch.benchmarks import load_celeba
+
     print(load_celeba(args.root, args.out, methods=args.methods, faces=args.faces, attributes=args.attributes,
                       source_text=args.source_text, dataset=args.dataset).format())
     return 0

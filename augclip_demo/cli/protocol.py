@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..batch.protocol_tables import compute_protocols
-from ..metrics.agreement import DEFAULT_BOOTSTRAP, DEFAULT_LEVEL, DEFAULT_SEED
+from ..choices import DEFAULT_AGREEMENT_SEED as DEFAULT_SEED
+from ..choices import DEFAULT_BOOTSTRAP, DEFAULT_LEVEL
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "protocol", help="s2AFC, AccBoth, win shares, rank/score correlations from batch results",
         description="Compute, for every metric in the results, the protocols the human data and edit roles allow "
-                    "(see README 'Protocols'), with bootstrap confidence intervals. Prints tables (metric x dataset) "
+                    "(docs/batch.md#protocols), with bootstrap confidence intervals. Prints tables (metric x dataset) "
                     "and saves JSON and CSV (default: next to the first results file).")
     parser.add_argument("results", nargs="+", metavar="RESULTS.jsonl",
                         help="results of `batch`; items are grouped by their dataset (the manifest's dataset field, "
@@ -37,6 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..batch.protocol_tables import compute_protocols
+
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
     report = compute_protocols(args.results, metrics=metrics, n_boot=args.bootstrap, seed=args.seed, level=args.level,
                                manifests=args.manifest, hatie_fid=args.hatie_fid, hatie_weights=args.hatie_weights)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from ..metrics.suite import METRICS
-from ..report import UNTRAINED_WARNING, EditName, Report
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..report import EditName, Report
 
 
 def format_report(report: Report, include_variants: bool = False) -> str:
     """A fixed-width table, one row per edit, ``*`` marking the best edit under each metric."""
+    from ..metrics.suite import METRICS
+    from ..report import UNTRAINED_WARNING
+
     keys = report.metric_keys(include_variants=include_variants)
     best = {key: report.best(key) for key in keys}
     names = report.edit_names()

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..attributes.base import AttributeProvider, Attributes
+from ..choices import CLASSIFIERS, EDIT_TYPES, FEATURE_METRICS, PROJECTIONS, WEIGHT_SCALINGS, FeatureNetworks
 from ..errors import InputError, InstructionParseError, LLMError, WeightsUnavailableError
-from ..hatie.criteria import EDIT_TYPES
-from ..metrics.augclip import CLASSIFIERS, PROJECTIONS, WEIGHT_SCALINGS
-from ..pipeline import FEATURE_METRICS, AugCLIPOptions, Evaluator, FeatureNetworks
-from ..report import UNTRAINED_WARNING, Report
 from .attributes import add_provider_args, provider_from_args
 from .bpm import (
     add_bpm_args,
@@ -25,6 +22,11 @@ from .bpm import (
 from .common import add_evaluation_inputs, add_model_args, terminal_progress, warn
 from .judge_options import add_judge_args, judge_options_from_args
 from .report_table import format_report
+
+if TYPE_CHECKING:
+    from ..attributes.base import AttributeProvider, Attributes
+    from ..pipeline import AugCLIPOptions, Evaluator
+    from ..report import Report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -114,12 +116,18 @@ def networks_from_args(args: argparse.Namespace) -> FeatureNetworks:
 
 
 def options_from_args(args: argparse.Namespace) -> AugCLIPOptions:
+    from ..pipeline import AugCLIPOptions
+
     return AugCLIPOptions(classifier=args.classifier, C=args.C, weighting=not args.no_weighting,
                           include_images=not args.attributes_only, weight_scaling=args.weight_scaling,
                           projection=args.projection)
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..attributes.base import Attributes
+    from ..pipeline import Evaluator
+    from ..report import UNTRAINED_WARNING
+
     settings = bpm_settings(args, attribute_provider=args.provider, mllm_model=args.mllm_model)
     feature_metrics = feature_metrics_from_args(args)
     evaluator = Evaluator(settings=settings, options=options_from_args(args), networks=networks_from_args(args))

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..choices import DEFAULT_AGREEMENT_SEED as DEFAULT_SEED
+from ..choices import DEFAULT_BOOTSTRAP
 from ..config import Settings, setting_help
 from ..errors import InputError
-from ..metrics.agreement import DEFAULT_BOOTSTRAP, DEFAULT_SEED
-from ..study import store
-from ..study.agreement import study_agreement
-from ..study.exchange import export_csv, export_manifest, import_csv
 from ..study.questions import KINDS, QUESTION_IDS
-from ..study.report import format_report
-from ..study.slices import create_study_from_slice
+
+if TYPE_CHECKING:
+    from ..study import store
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -89,6 +88,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..study import store
+    from ..study.agreement import study_agreement
+    from ..study.exchange import export_csv, export_manifest, import_csv
+    from ..study.report import format_report
+
     db = Path(args.db).expanduser() if args.db else Settings.from_env().study_db_path
     action = args.study_command
     if action == "create":
@@ -141,6 +145,7 @@ def _create_from_slice(db: Path, args: argparse.Namespace, design: dict[str, Any
     """``create --results``: open the results with MANIFEST as Explore does, make the slice, design over it."""
     from ..explore import make_slice, open_results, slice_from_json
     from ..explore.store import OpenedFile
+    from ..study.slices import create_study_from_slice
 
     base = slice_from_json(Path(args.slice).read_text(encoding="utf-8")) if args.slice else make_slice("cli")
     ranges: dict[str, list[str]] = {key: [low, high] for key, (low, high) in base.ranges.items()}

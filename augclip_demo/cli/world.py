@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..choices import EDIT_KINDS
 from ..errors import InputError
 
 #: Largest set the command writes (about 25 KB an item on disk).
@@ -12,8 +13,6 @@ _MAX_WORLD_ITEMS = 100_000
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ..world.edits import EDIT_KINDS  # torch-free, light
-
     parser = subparsers.add_parser(
         "world", help="write a known-answer set of the synthetic shapes world (for shapes:tiny)",
         description="Draws items of the synthetic shapes world into OUT: per item a source scene, an instruction, "
@@ -32,7 +31,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..world.edits import EDIT_KINDS
     from ..world.world_sets import write_world
 
     if not 1 <= args.items <= _MAX_WORLD_ITEMS:

@@ -32,6 +32,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..choices import CLIP_DIR_DIFFERENCES
 from ..errors import ExplanationUnavailableError, InputError
 from ..inference.clip_encoder import ClipEncoder
 from ..inference.device import is_out_of_memory
@@ -50,9 +51,6 @@ _OBJECTIVES: dict[str, str] = {
 }
 #: Maps kept per encoder (CPU): about 4 kB each for ViT-B/16 (a 14 x 14 grid and the embedding).
 _MAP_CACHE_SIZE = 2048
-#: ``raw`` (default): App. D.5's difference of the relevancy maps as computed; ``normalized``: each map
-#: min-max normalised to [0, 1] before subtracting (our earlier default).
-CLIP_DIR_DIFFERENCES = ("raw", "normalized")
 
 
 # ---------------------------------------------------------------------------------------- results

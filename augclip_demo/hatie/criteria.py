@@ -27,8 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from ..choices import EDIT_TYPES
+
 # ---------------------------------------------------------------------------------------------- vocabulary
-EDIT_TYPES: tuple[str, ...] = ("add", "remove", "replace", "resize", "attribute", "background", "style")
 CRITERIA: tuple[str, ...] = ("object_fidelity", "background_fidelity", "object_consistency",
                              "background_consistency")
 CRITERION_LABELS: dict[str, str] = {

@@ -23,6 +23,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import (
@@ -99,6 +100,42 @@ def _named_spec(family: ModelFamily, spec: object) -> str:
 # ---------------------------------------------------------------------- how to fix (the end of every weights error)
 
 
+#: The CLIP spec that always runs offline, and what its scores are worth.
+_OFFLINE_RANDOM_CLIP = ("random:tiny", "untrained: every feature runs, the scores mean nothing")
+
+
+@dataclass(frozen=True)
+class OfflineClip:
+    """A CLIP that needs no download: ``random:tiny`` (built in code) or a model shipped in the package."""
+
+    spec: str
+    what: str
+    present: bool  # its files are in this installation (always, for random:tiny)
+    folder: Path | None = None  # where a shipped model's files are (None for random:tiny)
+
+
+def offline_clip_models() -> list[OfflineClip]:
+    """``random:tiny``, then every shipped model of the weights table (``package:`` source) and whether its
+    files (the open_clip config and a weight file) are here."""
+    from .specs import parse_model_spec, shipped_note
+    from .weights.table import PRETRAINED
+
+    models = [OfflineClip(*_OFFLINE_RANDOM_CLIP, present=True)]
+    for entry in PRETRAINED:
+        if entry.family == "clip" and entry.source.startswith("package:"):
+            folder = Path(str(parse_model_spec(entry.spec).source_id))
+            present = (folder / OPEN_CLIP_CONFIG).is_file() and any(
+                (folder / name).is_file() for name in OPEN_CLIP_WEIGHT_FILES)
+            models.append(OfflineClip(entry.spec, shipped_note(entry.spec) or entry.note, present, folder))
+    return models
+
+
+def _offline_clip_hint() -> str:
+    """One sentence naming the offline CLIP choices that can run here."""
+    choices = [f"{model.spec} ({model.what.split(';')[0]})" for model in offline_clip_models() if model.present]
+    return f"Offline: --clip-model {' or '.join(choices)}."
+
+
 def _clip_how_to_fix(spec: Any, url: str | None = None) -> str:
     """For a CLIP spec (text, or parsed: a :class:`~augclip_demo.inference.specs.ModelSpec`)."""
     from .specs import parse_model_spec
@@ -107,6 +144,9 @@ def _clip_how_to_fix(spec: Any, url: str | None = None) -> str:
     if isinstance(spec, str):
         spec = parse_model_spec(spec)
 
+    if spec.shipped_note:
+        return (f"{spec.raw}'s files are not in this installation (training/train_shapes_clip.py writes them "
+                f"into {spec.source_id}). {_offline_clip_hint()}")
     if spec.kind == "checkpoint":
         return (f"Check that the file is an open_clip state dict for {spec.arch} "
                 "(open_clip_model.safetensors or open_clip_pytorch_model.bin from the model's hub page).")
@@ -124,7 +164,7 @@ def _clip_how_to_fix(spec: Any, url: str | None = None) -> str:
     # Kept short (the app's status area and the CLI show it whole); docs/models.md has the long story.
     return (
         f"Fix: run `augclip-demo download --clip {spec.raw}` where there is internet (then copy AUGCLIP_CACHE_DIR "
-        f"here), or {fetch} and pass --clip-checkpoint PATH (AUGCLIP_CLIP_CHECKPOINT=PATH)."
+        f"here), or {fetch} and pass --clip-checkpoint PATH (AUGCLIP_CLIP_CHECKPOINT=PATH). {_offline_clip_hint()}"
     )
 
 

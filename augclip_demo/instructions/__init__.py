@@ -11,15 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..choices import PARSERS, POSITION_STATES, SIZE_STATES
 from ..errors import InstructionParseError
 from .edit_types import HATIE_EDIT_TYPES, EditType, check_edit_type, classify_edit_type
 from .llm_parser import LLMInstructionParser, fallback_notice
 from .parsed import (
     CONFIDENCE_LEVELS,
     CORRECTABLE_FIELDS,
-    PARSERS,
-    POSITION_STATES,
-    SIZE_STATES,
     ParsedInstruction,
     ParseOutcome,
     apply_corrections,

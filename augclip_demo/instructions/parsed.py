@@ -16,11 +16,9 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..choices import POSITION_STATES, SIZE_STATES
 from ..errors import InstructionParseError
 
-SIZE_STATES: tuple[str, ...] = ("larger", "smaller", "unchanged")
-POSITION_STATES: tuple[str, ...] = ("left", "right", "up", "down", "inside", "near", "unchanged")
-PARSERS: tuple[str, ...] = ("rules", "llm")
 #: How sure the parser is: ``high`` (a form it knows, every word placed), ``medium`` (it had to
 #: approximate: a compound edit, a corner, a state BPM cannot express exactly), ``low`` (a guess:
 #: check the fields), ``given`` (typed by hand). ``notes`` says why.

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..attributes.disk_cache import cache_key
+from ..choices import STRUCTURED_MODES
 from ..config import Settings
 from ..errors import InputError, LLMError
 from ..io import LoadedImage
@@ -55,7 +56,6 @@ JUDGE_METRICS: dict[str, str] = {"judge_sc": "sc", "judge_pq": "pq", "judge_over
 #: only informative about the judge's spread when they are sampled. One sample defaults to 0.
 SAMPLING_TEMPERATURE = 1.0
 MAX_SAMPLES = 16
-STRUCTURED_MODES = ("auto", "json_schema", "off")
 #: Failures that belong to the answer itself (asking again gives the same treatment): the metric is
 #: unavailable. Any other LLMError kind is the endpoint's (down, unauthorised, rate limited).
 CONTENT_FAILURES = frozenset({"refused", "filtered", "bad_json", "no_answer"})

@@ -44,10 +44,10 @@ from typing import Any
 
 import numpy as np
 
+from ..choices import DEFAULT_AGREEMENT_SEED as DEFAULT_SEED
+from ..choices import DEFAULT_BOOTSTRAP, DEFAULT_LEVEL
+
 TRIPLET_ROLES: tuple[str, ...] = ("gt", "ep", "em")
-DEFAULT_BOOTSTRAP = 1000
-DEFAULT_SEED = 0
-DEFAULT_LEVEL = 0.95
 #: A bootstrap CI is refused when more than this share of resamples leave the statistic undefined.
 _MAX_UNDEFINED_SHARE = 0.05
 #: ... or when fewer resamples than this are defined.

@@ -42,15 +42,11 @@ from typing import Literal
 
 import numpy as np
 
+from ..choices import CLASSIFIERS, PROJECTIONS, WEIGHT_SCALINGS
 from .vectors import as_matrix, as_vector, cosine, normalize
 
 Classifier = Literal["svm", "logistic", "lda"]
-CLASSIFIERS: tuple[str, ...] = ("svm", "logistic", "lda")
-#: ``raw``: alpha as App. B passes it (floored); ``mean``: floored alpha rescaled to mean 1.
-WEIGHT_SCALINGS: tuple[str, ...] = ("raw", "mean")
 Projection = Literal["clamped", "plain"]
-#: ``clamped``: v = max(c, 0) w (Eq. 8); ``plain``: v = c w (App. B lines 23-25).
-PROJECTIONS: tuple[str, ...] = ("clamped", "plain")
 #: Smallest sample weight handed to the solver: libsvm needs positive weights, alpha may be <= 0.
 WEIGHT_FLOOR = 1e-3
 #: Stopping tolerance of the svm / logistic solvers, tight enough that scores reproduce to 1e-9.

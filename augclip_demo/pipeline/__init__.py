@@ -8,9 +8,10 @@
 from __future__ import annotations
 
 from ..attributes.base import Attributes
+from ..choices import FEATURE_METRICS, FeatureNetworks
 from ..report import Report
 from .evaluator import TRUNCATION_NOTE, AugCLIPOptions, EvaluationArrays, Evaluator, ProgressCallback
-from .features import FEATURE_METRICS, FeatureNetworks, feature_inputs, load_edit_mask, load_object_masks
+from .features import feature_inputs, load_edit_mask, load_object_masks
 from .stages import (
     BpmStage,
     HatieStage,

@@ -22,6 +22,7 @@ import numpy as np
 from .. import __version__
 from ..attributes.base import AttributeProvider, Attributes
 from ..attributes.catalog import build_provider
+from ..choices import FEATURE_METRICS, FeatureNetworks
 from ..config import Settings
 from ..errors import InputError
 from ..hatie.criteria import HATIE_KEYS
@@ -31,7 +32,7 @@ from ..metrics.augclip import CLASSIFIERS, PROJECTIONS, WEIGHT_SCALINGS, AugCLIP
 from ..metrics.suite import ItemScores, MetricInputs, metric_keys, score_item
 from ..metrics.vectors import unit_rows
 from ..report import AttributeChange, AugCLIPDetails, EditResult, Report
-from .features import FEATURE_METRICS, FeatureNetworks, load_edit_mask, load_object_masks
+from .features import load_edit_mask, load_object_masks
 from .stages import (
     BpmStage,
     HatieStage,

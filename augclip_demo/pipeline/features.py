@@ -7,11 +7,11 @@ their own; :func:`feature_inputs` runs them on one item's images (the pixel stag
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..choices import FeatureNetworks
 from ..config import Settings
 from ..errors import InputError
 from ..io import LoadedImage, open_image
@@ -21,25 +21,6 @@ from ..report import UNTRAINED_WARNING
 _BICUBIC = 3  # PIL.Image.BICUBIC
 
 
-#: Metrics that load a feature network of their own: computed only when asked for (``feature_metrics``).
-FEATURE_METRICS: dict[str, str] = {
-    "dino_gt": "DINO (MagicBrush: facebook/dino-vits16)",
-    "structure_distance": "DINO (PIE-Bench: facebook/dino-vitb8)",
-    "lpips_unedited": "LPIPS (PIE-Bench: squeeze)",
-    "clip_score_whole": "CLIP (PIE-Bench: ViT-L-14/openai)",
-    "clip_score_edited": "CLIP (PIE-Bench: ViT-L-14/openai)",
-}
-
-
-@dataclass(frozen=True)
-class FeatureNetworks:
-    """Which network each feature metric loads (defaults: the benchmarks' own; ``random:`` ones for tests)."""
-
-    dino: str = "facebook/dino-vits16"  # dino_gt (MagicBrush)
-    structure: str = "facebook/dino-vitb8"  # structure_distance (PIE-Bench)
-    lpips: str = "squeeze"  # lpips_unedited (PIE-Bench)
-    structure_pixel_scale: float = 255.0  # PIE-Bench's script feeds 0-255 pixels to the key extractor
-    pie_clip: str = "ViT-L-14/openai"  # clip_score_whole / clip_score_edited (PIE-Bench's CLIPScore backbone)
 
 
 def _mask_array(mask: Any, size: tuple[int, int], what: str) -> np.ndarray:

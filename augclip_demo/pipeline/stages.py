@@ -35,12 +35,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..choices import FEATURE_METRICS, FeatureNetworks
 from ..errors import AugclipError, InputError
 from ..hatie.criteria import CRITERION_LABELS, HATIE_KEYS, NEEDS_A_SET, HatieOptions
 from ..io import LoadedImage
 from ..metrics.suite import METRICS, UNDEFINED, ItemScores, MetricInputs, needs_of, score_item
 from ..report import UNTRAINED_WARNING
-from .features import FEATURE_METRICS, FeatureNetworks, feature_inputs
+from .features import feature_inputs
 
 ProgressCallback = Callable[[float, str], None]
 

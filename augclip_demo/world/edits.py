@@ -26,11 +26,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..choices import EDIT_KINDS
 from .concepts import BACKGROUND_WORDS, BACKGROUNDS, POSITION_WORDS, POSITIONS, SHAPES, SIZES, article
 from .scenes import Scene, SceneObject, fits, place_object, random_scene, visible_colours
 
-#: The edit kinds, in the order a world set cycles through them.
-EDIT_KINDS: tuple[str, ...] = ("recolour", "resize", "move", "add", "remove", "replace", "background")
 #: HATIE's edit type of each kind (``None``: HATIE has no type for it).
 HATIE_TYPES: dict[str, str | None] = {"recolour": "attribute", "resize": "resize", "move": None, "add": "add",
                                       "remove": "remove", "replace": "replace", "background": "background"}

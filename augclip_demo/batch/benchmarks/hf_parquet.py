@@ -18,44 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...choices import PARQUET_IMAGE_ROLES, PARQUET_PRESETS, PARQUET_TEXT_ROLES, ParquetColumns
+from ...choices import PARQUET_ROLES as ROLES
 from ...errors import InputError
 from ..loaders import LoaderResult, _unique
 from ..manifest import relative_inside
 from ..triplets import safe_filename
 from .common import Unmatched, collect_edits, find_image, inside, method_folders, write_items
 
-#: Roles a column can play: images (source, ground truth, an edited image, an edit mask) and texts.
-_IMAGE_ROLES = ("source", "ground_truth", "edit", "mask")
-_TEXT_ROLES = ("id", "instruction", "source_caption", "target_caption", "edit_type", "model")
-ROLES = _IMAGE_ROLES + _TEXT_ROLES
 _BATCH_ROWS = 32  # rows per streamed batch: a batch holds this many rows' images at most
 
-
-@dataclass(frozen=True)
-class _ColumnMap:
-    """Which column plays each role (``id`` may join several columns with ``-``); ``optional`` may be absent."""
-
-    columns: Mapping[str, tuple[str, ...]]
-    optional: frozenset[str] = field(default_factory=frozenset)
-
-
-#: Presets from the datasets' cards on the Hugging Face Hub.
-PARQUET_PRESETS: dict[str, _ColumnMap] = {
-    # osunlp/MagicBrush: img_id, turn_index, source_img, mask_img, instruction, target_img. mask_img is not
-    # mapped: it is an RGBA masked image (the region marked by its transparency) at its own resolution, not
-    # a white = edit mask (the maintainers, OSU-NLP-Group/MagicBrush issue #10); MagicBrush's evaluation uses none
-    "magicbrush": _ColumnMap({"id": ("img_id", "turn_index"), "source": ("source_img",),
-                             "ground_truth": ("target_img",), "instruction": ("instruction",)}),
-    # facebook/emu_edit_test_set: instruction, image, task, split, idx, hash, input_caption, output_caption;
-    # facebook/emu_edit_test_set_generations adds edited_image and model
-    "emu-edit": _ColumnMap({"id": ("idx",), "source": ("image",), "instruction": ("instruction",),
-                           "source_caption": ("input_caption",), "target_caption": ("output_caption",),
-                           "edit_type": ("task",), "edit": ("edited_image",), "model": ("model",)},
-                          optional=frozenset({"edit", "model"})),
-    # UCSC-VLAA/HQ-Edit: input, input_image, edit, inverse_edit, output, output_image
-    "hq-edit": _ColumnMap({"source": ("input_image",), "ground_truth": ("output_image",), "instruction": ("edit",),
-                          "source_caption": ("input",), "target_caption": ("output",)}),
-}
 
 _MAGIC: tuple[tuple[bytes, int, str], ...] = (
     (b"\x89PNG\r\n\x1a\n", 0, ".png"), (b"\xff\xd8\xff", 0, ".jpg"), (b"GIF87a", 0, ".gif"), (b"GIF89a", 0, ".gif"),
@@ -71,11 +43,11 @@ def _image_extension(data: bytes) -> str | None:
     return None
 
 
-def _column_map(preset: str | None, overrides: Mapping[str, str | None]) -> _ColumnMap:
+def _column_map(preset: str | None, overrides: Mapping[str, str | None]) -> ParquetColumns:
     """A preset's mapping (or none) with ``overrides`` (role -> column, ``id`` may be ``a,b``) applied."""
     if preset is not None and preset not in PARQUET_PRESETS:
         raise InputError(f"unknown Parquet preset {preset!r}; presets: {', '.join(PARQUET_PRESETS)}")
-    base = PARQUET_PRESETS[preset] if preset else _ColumnMap({})
+    base = PARQUET_PRESETS[preset] if preset else ParquetColumns({})
     columns = dict(base.columns)
     optional = set(base.optional)
     for role, value in overrides.items():
@@ -88,7 +60,7 @@ def _column_map(preset: str | None, overrides: Mapping[str, str | None]) -> _Col
         raise InputError("the column mapping names no source image column: give --source-column or a --preset")
     if "target_caption" not in columns and "instruction" not in columns:
         raise InputError("the column mapping names no text: give --instruction-column and/or --target-caption-column")
-    return _ColumnMap(columns, frozenset(optional))
+    return ParquetColumns(columns, frozenset(optional))
 
 
 @dataclass
@@ -192,7 +164,7 @@ def _parquet() -> Any:
     return pq
 
 
-def _present(shard: Path, mapping: _ColumnMap) -> dict[str, tuple[str, ...]]:
+def _present(shard: Path, mapping: ParquetColumns) -> dict[str, tuple[str, ...]]:
     """The roles whose columns the shard has; an error for a required one it lacks."""
     pq = _parquet()
     try:
@@ -214,7 +186,7 @@ def _present(shard: Path, mapping: _ColumnMap) -> dict[str, tuple[str, ...]]:
 
 def _check_text_columns(shard: Path, schema: Any, role: str, cols: tuple[str, ...]) -> None:
     """A text role's columns must hold text or numbers (an image column's bytes would become the text)."""
-    if role not in _TEXT_ROLES:
+    if role not in PARQUET_TEXT_ROLES:
         return
     import pyarrow as pa
 
@@ -225,7 +197,7 @@ def _check_text_columns(shard: Path, schema: Any, role: str, cols: tuple[str, ..
                              f"text column (--{role.replace('_', '-')}-column)")
 
 
-def _items(shards: list[Path], mapping: _ColumnMap, folders: list[tuple[str, Path]], writer: _ImageWriter,
+def _items(shards: list[Path], mapping: ParquetColumns, folders: list[tuple[str, Path]], writer: _ImageWriter,
            out: Path, name: str, limit: int | None, unmatched: Unmatched) -> Iterator[dict[str, Any]]:
     pq = _parquet()
     used: set[str] = set()
@@ -279,7 +251,7 @@ def _item(row: dict[str, Any], number: int, present: dict[str, tuple[str, ...]],
         unmatched.add("rows without a caption or instruction (not written)", label)
         return None
     images: dict[str, str] = {}
-    for role in _IMAGE_ROLES:
+    for role in PARQUET_IMAGE_ROLES:
         if role not in present:
             continue
         try:

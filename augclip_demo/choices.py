@@ -1,0 +1,160 @@
+"""Named choices that the command line's ``--help`` lists and the code that uses them checks.
+
+Declared here, with the standard library alone, so that building the argument parser imports no
+model stack (torch, scikit-learn, numpy...); each module that acts on a choice imports it from here
+under its usual name (``augclip_demo.batch.runner.ENGINES`` is this ``ENGINES``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+
+from .errors import InputError
+
+#: Attribute provider names in the order the UI and ``--help`` list them.
+PROVIDER_NAMES: tuple[str, ...] = ("manual", "openai", "clip-vocab")
+
+#: Where a batch run executes: this process (threads, pools) or a Ray cluster (``pip install 'augclip-demo[ray]'``).
+ENGINES: tuple[str, ...] = ("local", "ray")
+
+#: Instruction parsers, and the states a parsed instruction can ask of an object.
+PARSERS: tuple[str, ...] = ("rules", "llm")
+SIZE_STATES: tuple[str, ...] = ("larger", "smaller", "unchanged")
+POSITION_STATES: tuple[str, ...] = ("left", "right", "up", "down", "inside", "near", "unchanged")
+
+#: AugCLIP's hyperplane classifiers, attribute weight scalings and projections (metrics/augclip.py).
+CLASSIFIERS: tuple[str, ...] = ("svm", "logistic", "lda")
+#: ``raw``: alpha as App. B passes it (floored); ``mean``: floored alpha rescaled to mean 1.
+WEIGHT_SCALINGS: tuple[str, ...] = ("raw", "mean")
+#: ``clamped``: v = max(c, 0) w (Eq. 8); ``plain``: v = c w (App. B lines 23-25).
+PROJECTIONS: tuple[str, ...] = ("clamped", "plain")
+
+#: ``raw`` (default): App. D.5's difference of the relevancy maps as computed; ``normalized``: each map
+#: min-max normalised to [0, 1] before subtracting (our earlier default).
+CLIP_DIR_DIFFERENCES: tuple[str, ...] = ("raw", "normalized")
+
+#: Metrics that load a feature network of their own: computed only when asked for (``feature_metrics``).
+FEATURE_METRICS: dict[str, str] = {
+    "dino_gt": "DINO (MagicBrush: facebook/dino-vits16)",
+    "structure_distance": "DINO (PIE-Bench: facebook/dino-vitb8)",
+    "lpips_unedited": "LPIPS (PIE-Bench: squeeze)",
+    "clip_score_whole": "CLIP (PIE-Bench: ViT-L-14/openai)",
+    "clip_score_edited": "CLIP (PIE-Bench: ViT-L-14/openai)",
+}
+
+
+@dataclass(frozen=True)
+class FeatureNetworks:
+    """Which network each feature metric loads (defaults: the benchmarks' own; ``random:`` ones for tests)."""
+
+    dino: str = "facebook/dino-vits16"  # dino_gt (MagicBrush)
+    structure: str = "facebook/dino-vitb8"  # structure_distance (PIE-Bench)
+    lpips: str = "squeeze"  # lpips_unedited (PIE-Bench)
+    structure_pixel_scale: float = 255.0  # PIE-Bench's script feeds 0-255 pixels to the key extractor
+    pie_clip: str = "ViT-L-14/openai"  # clip_score_whole / clip_score_edited (PIE-Bench's CLIPScore backbone)
+
+
+#: HATIE's edit types.
+EDIT_TYPES: tuple[str, ...] = ("add", "remove", "replace", "resize", "attribute", "background", "style")
+
+#: How the MLLM judge asks for structured answers.
+STRUCTURED_MODES: tuple[str, ...] = ("auto", "json_schema", "off")
+
+#: ``bench speed``: the largest ratio of AugCLIP's batch scoring time to bare CLIP encoding it accepts.
+TARGET_RATIO = 1.15
+
+#: BPM's weight of S_semantic (the BPM paper's Table 9: best human alignment).
+DEFAULT_BPM_ALPHA = 0.7
+#: GroundingDINO's box score threshold in BPM's standard preset (Grounded-SAM's 0.3).
+DEFAULT_BPM_BOX_THRESHOLD = 0.3
+#: Where BPM's regions come from: detected by the detector and the segmenter, or read from given masks.
+REGION_SOURCES: tuple[str, ...] = ("detected", "masks")
+
+
+@dataclass(frozen=True)
+class RegionThresholds:
+    """The Region-Aware Judge's saliency thresholds (the paper names them, gives no values; ours).
+
+    * ``size_change_ratio`` 1.2: "larger" needs the edited mask at least 20 % bigger than the
+      original, "smaller" at most 1/1.2 of it.
+    * ``size_unchanged_ratio`` 1.33: "unchanged" allows the area to move within [0.75, 1.33]x,
+      so a replaced object of similar size (a cat for a dog) keeps its size score.
+    * ``move_iou_max`` 0.5: a moved or placed object overlaps its anchor by IoU < 0.5.
+    * ``unchanged_iou_min`` 0.5: an object that stays put keeps IoU > 0.5 with its old box
+      (the usual detection match threshold).
+    * ``direction_ratio`` 1.0: the displacement is mostly along the asked axis (off-axis <= on-axis).
+    * ``inside_min_fraction`` 0.8: at least 80 % of the edited box lies within the anchor box.
+    * ``near_max_gap`` 0.5: the gap between the boxes is at most half their mean diagonal.
+    """
+
+    size_change_ratio: float = 1.2
+    size_unchanged_ratio: float = 1.33
+    move_iou_max: float = 0.5
+    unchanged_iou_min: float = 0.5
+    direction_ratio: float = 1.0
+    inside_min_fraction: float = 0.8
+    near_max_gap: float = 0.5
+
+    def __post_init__(self) -> None:
+        for name in ("size_change_ratio", "size_unchanged_ratio"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 1.0):
+                raise InputError(f"{name} must be a ratio >= 1, got {value!r}")
+        for name in ("move_iou_max", "unchanged_iou_min", "inside_min_fraction"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
+                raise InputError(f"{name} must be between 0 and 1, got {value!r}")
+        for name in ("direction_ratio", "near_max_gap"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0.0):
+                raise InputError(f"{name} must be a non-negative number, got {value!r}")
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+#: ``protocol`` / ``study agree``: bootstrap resamples, confidence level and seed of the agreement intervals.
+DEFAULT_BOOTSTRAP = 1000
+DEFAULT_LEVEL = 0.95
+DEFAULT_AGREEMENT_SEED = 0
+
+#: ``triplets``: noise level and seed of the generated triplets.
+DEFAULT_TRIPLET_SIGMA = 0.02
+DEFAULT_TRIPLET_SEED = 0
+
+#: The synthetic world's edit kinds, in the order a world set cycles through them.
+EDIT_KINDS: tuple[str, ...] = ("recolour", "resize", "move", "add", "remove", "replace", "background")
+
+#: ``manifest parquet``: roles a column can play: images (source, ground truth, an edited image, an edit mask) and texts.
+PARQUET_IMAGE_ROLES = ("source", "ground_truth", "edit", "mask")
+PARQUET_TEXT_ROLES = ("id", "instruction", "source_caption", "target_caption", "edit_type", "model")
+PARQUET_ROLES = PARQUET_IMAGE_ROLES + PARQUET_TEXT_ROLES
+
+
+@dataclass(frozen=True)
+class ParquetColumns:
+    """Which column plays each role (``id`` may join several columns with ``-``); ``optional`` may be absent."""
+
+    columns: Mapping[str, tuple[str, ...]]
+    optional: frozenset[str] = field(default_factory=frozenset)
+
+
+#: Presets from the datasets' cards on the Hugging Face Hub.
+PARQUET_PRESETS: dict[str, ParquetColumns] = {
+    # osunlp/MagicBrush: img_id, turn_index, source_img, mask_img, instruction, target_img. mask_img is not
+    # mapped: it is an RGBA masked image (the region marked by its transparency) at its own resolution, not
+    # a white = edit mask (the maintainers, OSU-NLP-Group/MagicBrush issue #10); MagicBrush's evaluation uses none
+    "magicbrush": ParquetColumns({"id": ("img_id", "turn_index"), "source": ("source_img",),
+                             "ground_truth": ("target_img",), "instruction": ("instruction",)}),
+    # facebook/emu_edit_test_set: instruction, image, task, split, idx, hash, input_caption, output_caption;
+    # facebook/emu_edit_test_set_generations adds edited_image and model
+    "emu-edit": ParquetColumns({"id": ("idx",), "source": ("image",), "instruction": ("instruction",),
+                           "source_caption": ("input_caption",), "target_caption": ("output_caption",),
+                           "edit_type": ("task",), "edit": ("edited_image",), "model": ("model",)},
+                          optional=frozenset({"edit", "model"})),
+    # UCSC-VLAA/HQ-Edit: input, input_image, edit, inverse_edit, output, output_image
+    "hq-edit": ParquetColumns({"source": ("input_image",), "ground_truth": ("output_image",), "instruction": ("edit",),
+                          "source_caption": ("input",), "target_caption": ("output",)}),
+}
