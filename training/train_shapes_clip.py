@@ -41,19 +41,20 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "augclip_demo" / "inference" / "shipped" / "shapes-tiny"
 MODEL_CFG = {
     "embed_dim": 64,
-    "vision_cfg": {"image_size": 64, "layers": 3, "width": 96, "head_width": 32, "patch_size": 8},
-    "text_cfg": {"context_length": 32, "vocab_size": 49408, "width": 64, "heads": 2, "layers": 2},
+    "vision_cfg": {"image_size": 64, "layers": 4, "width": 128, "head_width": 32, "patch_size": 16},
+    "text_cfg": {"context_length": 32, "vocab_size": 49408, "width": 64, "heads": 2, "layers": 3},
 }
 ARCH = "shapes-tiny-vit"
 
 
 def text_style(scene: Scene, rng: np.random.Generator) -> dict:
-    """How one training text of ``scene`` is written: a caption (objects in a random order, each one's size
-    and position sometimes left out, the background usually said) or one attribute phrase of it."""
+    """How one training text of ``scene`` is written: half the time one attribute phrase of it (an object's
+    phrase four times in five, else the background's), else a caption (objects in a random order, each
+    one's size and position sometimes left out, the background said half the time)."""
     n = len(scene.objects)
-    return {"phrase": rng.random() < 0.3, "pick": float(rng.random()), "order": rng.permutation(n).tolist(),
-            "size": (rng.random(n) < 0.7).tolist(), "position": (rng.random(n) < 0.7).tolist(),
-            "background": bool(rng.random() < 0.8)}
+    return {"phrase": rng.random() < 0.5, "background_phrase": rng.random() < 0.2, "pick": float(rng.random()),
+            "order": rng.permutation(n).tolist(), "size": (rng.random(n) < 0.7).tolist(),
+            "position": (rng.random(n) < 0.7).tolist(), "background": bool(rng.random() < 0.5)}
 
 
 def scene_text(scene: Scene, style: dict) -> str:
@@ -61,7 +62,9 @@ def scene_text(scene: Scene, style: dict) -> str:
     that differ exactly where the scenes do."""
     if style["phrase"]:
         phrases = scene_phrases(scene)
-        return phrases[int(style["pick"] * len(phrases))]
+        if style["background_phrase"]:
+            return phrases[-1]
+        return phrases[int(style["pick"] * (len(phrases) - 1))]
     parts = [object_words(scene.objects[i], size=style["size"][i], position=style["position"][i])
              for i in style["order"]]
     text = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
@@ -71,7 +74,7 @@ def scene_text(scene: Scene, style: dict) -> str:
 def changed_scene(scene: Scene, rng: np.random.Generator) -> Scene:
     """``scene`` with one concept of one object (or the background) changed: the text of a hard negative
     (a caption that is wrong in one word, as NegCLIP trains with). Never drawn, so nothing needs to fit."""
-    concept = CHANGED_CONCEPTS[int(rng.integers(len(CHANGED_CONCEPTS)))]
+    concept = CHANGED_CONCEPTS[int(rng.choice(len(CHANGED_CONCEPTS), p=_CHANGE_WEIGHTS))]
     if concept == "background":
         return replace(scene, background=_pick(rng, CONCEPTS["background"], scene.background))
     i = int(rng.integers(len(scene.objects)))
@@ -85,7 +88,9 @@ def changed_scene(scene: Scene, rng: np.random.Generator) -> Scene:
     return scene.with_object(i, position=_pick(rng, CONCEPTS["position"], *(o.position for o in scene.objects)))
 
 
+#: The concept a hard negative changes, drawn with these weights (the background is learned first and alone).
 CHANGED_CONCEPTS = ("colour", "shape", "size", "position", "background")
+_CHANGE_WEIGHTS = (0.24, 0.24, 0.2, 0.24, 0.08)
 
 
 def _pick(rng: np.random.Generator, choices: tuple[str, ...], *avoid: str | None) -> str:
@@ -141,16 +146,18 @@ def zero_shot(model, tokenizer, images: torch.Tensor, chosen: list[Scene]) -> di
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=2500)
+    parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--scenes", type=int, default=16000, help="training scenes (drawn once)")
     parser.add_argument("--held-out", type=int, default=600, help="scenes of the zero-shot check")
-    parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--negatives", type=int, default=3, help="hard negative texts per image and step")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--check-every", type=int, default=500, help="steps between zero-shot checks")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--init", type=Path, help="start from the weights of an earlier run's folder (a second phase "
+                        "with its own schedule); its training.json is kept in this run's record")
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
@@ -158,15 +165,22 @@ def main() -> None:
     open_clip.factory._MODEL_CONFIGS[ARCH] = MODEL_CFG  # a config of our own, no file needed to train
     model, _, preprocess = open_clip.create_model_and_transforms(ARCH)
     tokenizer = open_clip.get_tokenizer(ARCH)
+    earlier = None
+    if args.init is not None:
+        from safetensors.torch import load_file
+
+        model.load_state_dict({k: v.float() for k, v in load_file(str(args.init / "open_clip_model.safetensors")).items()})
+        earlier = json.loads((args.init / "training.json").read_text())
     train = scenes(args.seed, 1, args.scenes)
     held = scenes(args.seed, 2, args.held_out)
     images, held_images = pixels(preprocess, train), pixels(preprocess, held)
     print(f"drew {len(train)} training and {len(held)} held-out scenes in {time.perf_counter() - started:.0f} s",
           flush=True)
     rng = np.random.default_rng([args.seed, 3])
-    used_tokens: set[int] = set()
+    # the tokens an earlier phase used are the rows it kept (it zeroed the others)
+    used_tokens = {int(i) for i in torch.nonzero(model.token_embedding.weight.abs().sum(1)).flatten()} if earlier else set()
     optimiser = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.05)
-    warmup = max(1, args.steps // 20)
+    warmup = max(1, args.steps // 10)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (
         1 + math.cos(math.pi * min(1.0, s / args.steps))))
     for step in range(args.steps):
@@ -217,7 +231,7 @@ def main() -> None:
         "held_out": args.held_out, "lr": args.lr, "seed": args.seed, "negatives": args.negatives, "threads": args.threads,
         "torch": torch.__version__, "open_clip": open_clip.__version__,
         "seconds": round(time.perf_counter() - started), "held_out_zero_shot": accuracy,
-        "tokens_used": len(used_tokens)}, indent=2) + "\n")
+        "tokens_used": len(used_tokens), "started_from": earlier}, indent=2) + "\n")
     print(f"wrote {args.out} in {time.perf_counter() - started:.0f} s")
 
 

@@ -12,9 +12,9 @@ Grammar (see the README's "Model specs"):
 ``local-dir:PATH``            an open_clip folder (``open_clip_config.json`` + weights)
 ``random:ARCH``               the real architecture with random weights (benchmarks only)
 ``random:tiny``               a tiny registered ViT (2 layers, width 64) for tests
-``shapes:tiny``               the toy CLIP this package ships, trained on the synthetic shapes world
-                              (``augclip_demo.world``; ``training/train_shapes_clip.py``): knows
-                              those scenes and nothing else
+``shapes:tiny``               the toy CLIP trained on the synthetic shapes world
+                              (``augclip_demo.world``; ``training/train_shapes_clip.py``), read from
+                              ``inference/shipped/shapes-tiny/``: knows those scenes and nothing else
 ============================  ====================================================================
 
 Anything built with ``random:`` is *untrained*; every report computed with it says so.
@@ -55,8 +55,8 @@ MAX_RANDOM_PARAMS = 500_000_000
 _SHOWN_CHARS = 60
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
 _CONFIG_DIR = Path(__file__).with_name("model_configs")
-#: Models trained by this project and shipped inside the package: spec -> (folder under ``shipped/``, what the
-#: model is, said wherever its results are shown). They load through open_clip's ``local-dir:`` path.
+#: Models this project trains, read from the package's ``shipped/`` folder: spec -> (folder under ``shipped/``,
+#: what the model is, said wherever its results are shown). They load through open_clip's ``local-dir:`` path.
 _SHIPPED_CLIP: dict[str, tuple[str, str]] = {
     "shapes:tiny": ("shapes-tiny", "toy model trained on synthetic shapes; meaningful only for such scenes"),
 }

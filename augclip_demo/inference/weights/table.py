@@ -105,7 +105,7 @@ PRETRAINED: tuple[PretrainedWeights, ...] = (
                       note="HATIE's CLIP (every HATIE CLIP measure; AUGCLIP_HATIE_CLIP)"),
     PretrainedWeights("clip", "shapes:tiny", "package:augclip_demo/inference/shipped/shapes-tiny",
                       OPEN_CLIP_WEIGHT_FILES[:1] + (OPEN_CLIP_CONFIG,), 4.4, "MIT (this project)",
-                      note="toy model trained on the synthetic shapes world; ships with the package"),
+                      note="toy model trained on the synthetic shapes world (training/train_shapes_clip.py writes its files)"),
     PretrainedWeights("clip", "ViT-L-14/openai", "hf-hub:timm/vit_large_patch14_clip_224.openai",
                       OPEN_CLIP_WEIGHT_FILES[:1], 1632.0, "MIT (OpenAI CLIP)",
                       note="PIE-Bench's CLIP score (clip_score_whole / clip_score_edited)"),
