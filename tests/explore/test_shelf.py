@@ -170,7 +170,8 @@ def test_the_server_waits_passively_whichever_way_it_starts(files, how):
     if how == "app.py":
         start = "import runpy; sys.argv = ['app.py', '--help']; runpy.run_path('app.py', run_name='__main__')"
     else:
-        start = ("import augclip_demo.cli.explore as e; e.run = lambda args: 0\n"
+        # the command's run starts the app, which imports torch (the command's --help and parsing do not)
+        start = ("import augclip_demo.cli.explore as e; e.run = lambda args: __import__('torch') and 0\n"
                  f"from augclip_demo.cli import main; sys.exit(main(['explore', {str(files['results'])!r}]))")
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     env["PYTHONPATH"] = str(ROOT)
