@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InputError
-from ..inference.specs import shipped_note
-from ..report import UNTRAINED_WARNING, edit_names, edit_tag
+from ..report import edit_names, edit_tag, model_caveat
 from .hyperplane import ExactView, UmapView, exact_view, umap_view
 from .rankings import EditRankings, edit_rankings
 from .relevancy import (
@@ -170,7 +169,7 @@ class ReportExplanations:
             "unavailable": dict(self.unavailable),
             "timings": dict(self.timings),
         }
-        caveat = UNTRAINED_WARNING if self.untrained else shipped_note(str(self.model.get("spec", "")))
+        caveat = model_caveat(self.untrained, self.model)
         if caveat:
             data = {"warning": caveat, **data}
         return _json_safe(data)

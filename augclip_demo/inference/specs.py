@@ -143,8 +143,7 @@ def shipped_note(spec: str) -> str | None:
 
 def shown_model(spec: str) -> str:
     """``spec`` as a results table names it: with what it is when it is a shipped model."""
-    note = shipped_note(spec)
-    return f"{spec} ({note})" if note else spec
+    return model_label("", spec, False, shipped_note(spec) or "")
 
 
 def is_path_spec(spec: str) -> bool:

@@ -16,6 +16,12 @@ from ..io import spreadsheet_row
 from ..metrics.suite import METRICS, REFERENCE_METRICS, best_index
 
 UNTRAINED_WARNING = "untrained: computed with random weights, scores are not meaningful"
+
+
+def model_caveat(untrained: bool, model: dict[str, Any]) -> str | None:
+    """What every showing of a model's results must say about it: untrained, or what a shipped toy model is
+    (``model`` as reports record it, with its ``spec``); None for any other model."""
+    return UNTRAINED_WARNING if untrained else shipped_note(str(model.get("spec", "")))
 DEGENERATE_FIT = "degenerate hyperplane fit"
 
 # ---------------------------------------------------------------- edit names
@@ -259,10 +265,8 @@ class Report:
 
     @property
     def caveat(self) -> str | None:
-        """What every showing of these scores must say about the model: untrained, or a shipped toy model."""
-        if self.untrained:
-            return UNTRAINED_WARNING
-        return shipped_note(str(self.model.get("spec", "")))
+        """What every showing of these scores must say about the model (:func:`model_caveat`)."""
+        return model_caveat(self.untrained, self.model)
 
     # -------------------------------------------------------------- serialisation
     def to_dict(self) -> dict[str, Any]:
