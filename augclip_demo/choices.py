@@ -130,15 +130,34 @@ EDIT_KINDS: tuple[str, ...] = ("recolour", "resize", "move", "add", "remove", "r
 #: ``manifest parquet``: roles a column can play: images (source, ground truth, an edited image, an edit mask) and texts.
 PARQUET_IMAGE_ROLES = ("source", "ground_truth", "edit", "mask")
 PARQUET_TEXT_ROLES = ("id", "instruction", "source_caption", "target_caption", "edit_type", "model")
-PARQUET_ROLES = PARQUET_IMAGE_ROLES + PARQUET_TEXT_ROLES
+#: Roles of human-vote sets: ``candidates`` (several image columns, the edits people compared, in order),
+#: ``models`` (the editing model of each candidate, in the same order) and ``vote`` (people's verdict, read
+#: in one of :data:`VOTE_FORMATS`).
+PARQUET_GROUP_ROLES = ("candidates", "models", "vote", "comparison")
+PARQUET_ROLES = PARQUET_IMAGE_ROLES + PARQUET_TEXT_ROLES + PARQUET_GROUP_ROLES
+
+#: How a ``vote`` column is read. ``arena``: GenAI-Bench's labels ``leftvote`` / ``rightvote`` / ``tievote`` /
+#: ``bothbad_vote`` over two candidates. ``ranking``: EditReward-Bench's orderings of candidates named A, B, C, D
+#: (``A>B``, ``B>A``, ``A=B``, ``C>A>B``, ``A=B=Good`` / ``A=B=Bad``); with a ``comparison`` column (``AvsC``)
+#: the row's two candidates are the letters it names.
+VOTE_FORMATS = ("arena", "ranking")
+#: ``manifest parquet --rating``: which of ImagenHub's ratings becomes an edit's human score: ``overall``
+#: (sqrt(SC x PQ), ImagenHub's overall score), ``sc`` (semantic consistency) or ``pq`` (perceptual quality).
+RATING_PARTS = ("overall", "sc", "pq")
 
 
 @dataclass(frozen=True)
 class ParquetColumns:
-    """Which column plays each role (``id`` may join several columns with ``-``); ``optional`` may be absent."""
+    """Which column plays each role (``id`` may join several columns with ``-``); ``optional`` may be absent.
+
+    ``vote_format``: how the ``vote`` column reads (:data:`VOTE_FORMATS`). ``output_name``: the file stem a
+    ``--method-dir`` output of a row has, as a format string over the row's columns (default: the item id).
+    """
 
     columns: Mapping[str, tuple[str, ...]]
     optional: frozenset[str] = field(default_factory=frozenset)
+    vote_format: str | None = None
+    output_name: str | None = None
 
 
 #: Presets from the datasets' cards on the Hugging Face Hub.
@@ -157,4 +176,29 @@ PARQUET_PRESETS: dict[str, ParquetColumns] = {
     # UCSC-VLAA/HQ-Edit: input, input_image, edit, inverse_edit, output, output_image
     "hq-edit": ParquetColumns({"source": ("input_image",), "ground_truth": ("output_image",), "instruction": ("edit",),
                           "source_caption": ("input",), "target_caption": ("output",)}),
+    # TIGER-Lab/GenAI-Bench, config image_edition (splits test, test_v1): source_prompt, target_prompt,
+    # instruct_prompt, source_image, left_model, left_output_image, right_model, right_output_image, vote_type
+    # (leftvote / rightvote / tievote / bothbad_vote: GenAI-Bench's inference.py reads these four)
+    "genai-bench": ParquetColumns({"source": ("source_image",), "instruction": ("instruct_prompt",),
+                                   "source_caption": ("source_prompt",), "target_caption": ("target_prompt",),
+                                   "candidates": ("left_output_image", "right_output_image"),
+                                   "models": ("left_model", "right_model"), "vote": ("vote_type",)},
+                                  vote_format="arena"),
+    # TIGER-Lab/EditReward-Bench (folders 2pair, 3pair, 4pair; one row per compared pair): id, instruction,
+    # source_image, candidate_1, candidate_2, ranking (A>B, B>A, A=B; C>A in a 4pair AvsC row), comparison_type
+    # (AvsB, AvsC, ...; absent or empty: A and B), score_1, score_2, model_1, model_2 (EditReward's
+    # evaluate/inference_{2,3,4}pair_hf.py read these)
+    "editreward-bench": ParquetColumns({"id": ("id",), "source": ("source_image",), "instruction": ("instruction",),
+                                        "candidates": ("candidate_1", "candidate_2", "candidate_3", "candidate_4"),
+                                        "models": ("model_1", "model_2", "model_3", "model_4"),
+                                        "vote": ("ranking",), "comparison": ("comparison_type",)},
+                                       optional=frozenset({"models", "comparison"}), vote_format="ranking"),
+    # ImagenHub/Text_Guided_Image_Editing (splits dev, filtered, extra): img_id, turn_index, source_img, mask_img,
+    # instruction, source_global_caption, target_global_caption, target_local_caption, target_img. The edited
+    # images are ImagenMuseum's, sample_<img_id>_<turn_index>.jpg per model folder; the human ratings are
+    # ImagenHub's eval/human_ratings/Text-Guided_IE/*_rater<k>.tsv (read with --ratings)
+    "imagenhub-edit": ParquetColumns({"id": ("img_id", "turn_index"), "source": ("source_img",),
+                                      "instruction": ("instruction",), "source_caption": ("source_global_caption",),
+                                      "target_caption": ("target_global_caption",)},
+                                     output_name="sample_{img_id}_{turn_index}"),
 }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..choices import PARQUET_PRESETS, PARQUET_ROLES
+from ..choices import PARQUET_PRESETS, PARQUET_ROLES, RATING_PARTS, VOTE_FORMATS
 
 _METHOD_HELP = "a method's output folder, DIR or NAME=DIR (repeat for several methods)"
 
@@ -54,9 +54,17 @@ def register_benchmarks(sub: argparse._SubParsersAction) -> None:
     pq.add_argument("--preset", choices=sorted(PARQUET_PRESETS), help="the dataset's column mapping")
     for role in PARQUET_ROLES:
         flag = role.replace("_", "-")
+        several = " (a,b joins several)" if role == "id" else " (a,b,...: one per candidate)" if role in (
+            "candidates", "models") else ""
         pq.add_argument(f"--{flag}-column", dest=f"col_{role}", metavar="COLUMN",
-                        help=f"the column holding the {role.replace('_', ' ')}" + (" (a,b joins several)"
-                                                                                    if role == "id" else ""))
+                        help=f"the column holding the {role.replace('_', ' ')}{several}")
+    pq.add_argument("--vote-format", choices=VOTE_FORMATS, help="how the vote column reads: arena (GenAI-Bench's "
+                    "leftvote / rightvote / tievote / bothbad_vote) or ranking (A>B, A=B, C>A>B; EditReward-Bench)")
+    pq.add_argument("--ratings", action="append", default=[], metavar="RATER.tsv",
+                    help="a rater's file of ImagenHub's human ratings (repeat per rater): each --method-dir "
+                         "model's edits get the raters' mean score")
+    pq.add_argument("--rating", choices=RATING_PARTS, default="overall",
+                    help="which rating becomes the human score: overall (sqrt(SC x PQ), default), sc or pq")
     pq.add_argument("--root", metavar="DIR", help="folder that image paths in cells are relative to")
     pq.add_argument("--limit", type=int, metavar="N", help="read only the first N rows")
     pq.set_defaults(func=_run_parquet, dataset=None)
@@ -100,7 +108,8 @@ def _run_parquet(args: argparse.Namespace) -> int:
 
     columns = {role: getattr(args, f"col_{role}") for role in PARQUET_ROLES}
     print(load_parquet(args.paths, args.out, preset=args.preset, columns=columns, methods=args.methods,
-                       root=args.root, dataset=args.dataset, limit=args.limit).format())
+                       root=args.root, dataset=args.dataset, limit=args.limit, vote_format=args.vote_format,
+                       ratings=args.ratings, rating=args.rating).format())
     return 0
 
 

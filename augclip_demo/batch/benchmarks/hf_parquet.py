@@ -18,13 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...choices import PARQUET_IMAGE_ROLES, PARQUET_PRESETS, PARQUET_TEXT_ROLES, ParquetColumns
+from ...choices import PARQUET_IMAGE_ROLES, PARQUET_PRESETS, PARQUET_TEXT_ROLES, VOTE_FORMATS, ParquetColumns
 from ...choices import PARQUET_ROLES as ROLES
 from ...errors import InputError
 from ..loaders import LoaderResult, _unique
 from ..manifest import relative_inside
 from ..triplets import safe_filename
 from .common import Unmatched, collect_edits, find_image, inside, method_folders, write_items
+from .ratings import Ratings, read_ratings
+from .votes import Verdict, arena_verdict, comparison_letters, ranking_verdict
 
 _BATCH_ROWS = 32  # rows per streamed batch: a batch holds this many rows' images at most
 
@@ -43,11 +45,20 @@ def _image_extension(data: bytes) -> str | None:
     return None
 
 
-def _column_map(preset: str | None, overrides: Mapping[str, str | None]) -> ParquetColumns:
+#: group roles whose columns may be partly absent from a shard (EditReward-Bench's 2pair shards have two of the
+#: four candidate columns): the shard's present columns play the role, in the mapping's order
+_PARTIAL_ROLES = ("candidates", "models")
+_GROUP_TEXT_ROLES = ("models", "vote", "comparison")
+
+
+def _column_map(preset: str | None, overrides: Mapping[str, str | None],
+                vote_format: str | None = None) -> ParquetColumns:
     """A preset's mapping (or none) with ``overrides`` (role -> column, ``id`` may be ``a,b``) applied."""
     if preset is not None and preset not in PARQUET_PRESETS:
         raise InputError(f"unknown Parquet preset {preset!r}; presets: {', '.join(PARQUET_PRESETS)}")
     base = PARQUET_PRESETS[preset] if preset else ParquetColumns({})
+    if vote_format is not None and vote_format not in VOTE_FORMATS:
+        raise InputError(f"unknown vote format {vote_format!r}; formats: {', '.join(VOTE_FORMATS)}")
     columns = dict(base.columns)
     optional = set(base.optional)
     for role, value in overrides.items():
@@ -60,7 +71,12 @@ def _column_map(preset: str | None, overrides: Mapping[str, str | None]) -> Parq
         raise InputError("the column mapping names no source image column: give --source-column or a --preset")
     if "target_caption" not in columns and "instruction" not in columns:
         raise InputError("the column mapping names no text: give --instruction-column and/or --target-caption-column")
-    return ParquetColumns(columns, frozenset(optional))
+    votes = vote_format or base.vote_format
+    if "vote" in columns and votes is None:
+        raise InputError(f"a vote column needs --vote-format ({', '.join(VOTE_FORMATS)})")
+    if "vote" in columns and "candidates" not in columns:
+        raise InputError("a vote column needs the candidates it judges: give --candidates-column a,b")
+    return ParquetColumns(columns, frozenset(optional), votes, base.output_name)
 
 
 @dataclass
@@ -127,7 +143,8 @@ def _shards(paths: Sequence[str | Path]) -> list[Path]:
 def load_parquet(paths: Sequence[str | Path], out: str | Path | None = None, *, preset: str | None = None,
                  columns: Mapping[str, str | None] | None = None, methods: Sequence[str | Path] = (),
                  root: str | Path | None = None, dataset: str | None = None,
-                 limit: int | None = None) -> LoaderResult:
+                 limit: int | None = None, vote_format: str | None = None,
+                 ratings: Sequence[str | Path] = (), rating: str = "overall") -> LoaderResult:
     """A manifest from local Parquet shards (files or folders of them): one item per row.
 
     Roles: ``source`` (required), ``ground_truth`` (the dataset's target image: the item's
@@ -135,23 +152,64 @@ def load_parquet(paths: Sequence[str | Path], out: str | Path | None = None, *, 
     ``model`` column, else the preset), ``mask`` (white = the region to edit: the item's ``edit_mask``),
     ``instruction``, ``source_caption``, ``target_caption`` (the ``target_text``; the instruction when
     absent), ``edit_type`` (kept in ``meta``), ``id`` (default: the row number). ``methods`` add output
-    folders holding ``<id>.png``. Image paths in cells are looked up under ``root`` (default: the
-    first shard's folder) and must stay inside it.
+    folders holding ``<id>.png`` (or the preset's output name). Image paths in cells are looked up under
+    ``root`` (default: the first shard's folder) and must stay inside it.
+
+    Human-vote sets: ``candidates`` (the compared images), ``models`` (who made each) and ``vote`` (read as
+    ``vote_format``) give each row its candidates and the manifest's ``human`` (:mod:`.votes`). ``ratings``:
+    per-rater TSV files of ImagenHub's human ratings, matched to the rows by output name and to the
+    ``methods`` by model name (:mod:`.ratings`; ``rating``: ``overall``, ``sc`` or ``pq``).
     """
     if limit is not None and limit < 1:
         raise InputError(f"--limit must be at least 1 (the number of rows to read), got {limit}")
     shards = _shards(paths)
-    mapping = _column_map(preset, columns or {})
+    mapping = _column_map(preset, columns or {}, vote_format)
+    rated = read_ratings(ratings, rating) if ratings else None
+    if rated is not None and not methods:
+        raise InputError("--ratings score the edited images of --method-dir folders (one per rated model); give them")
     out = Path(out).expanduser() if out else shards[0].parent / "manifest.jsonl"
     folders = method_folders(methods, "Parquet method folder", out)
     name = dataset or preset or "parquet"
     writer = _ImageWriter(out.parent / f"{out.stem}_images", Path(os.path.realpath(root or shards[0].parent)))
-    if "edit" not in mapping.columns and "ground_truth" not in mapping.columns and not folders:
-        raise InputError("no edited image: map an edit or ground-truth column, or give --method-dir folders of "
-                         "outputs named <id>.png")
+    if "candidates" in mapping.columns and folders:
+        raise InputError("a vote set's edits are the candidate images of its rows (what people judged); "
+                         "--method-dir does not apply to it")
+    if not {"edit", "ground_truth", "candidates"} & set(mapping.columns) and not folders:
+        raise InputError("no edited image: map an edit, candidates or ground-truth column, or give --method-dir "
+                         "folders of outputs named <id>.png")
     unmatched = Unmatched()
-    items = _items(shards, mapping, folders, writer, out, name, limit, unmatched)
-    return write_items(items, out, unmatched, [f"images written once each under {writer.folder}"])
+    notes = [f"images written once each under {writer.folder}"]
+    context = _Context(mapping, folders, writer, out, name, unmatched, rated, notes)
+    items = _items(shards, context, limit)
+    return write_items(items, out, unmatched, notes)
+
+
+@dataclass
+class _Context:
+    """What every row of a load shares, and the tallies written as notes at the end."""
+
+    mapping: ParquetColumns
+    folders: list[tuple[str, Path]]
+    writer: _ImageWriter
+    out: Path
+    name: str
+    unmatched: Unmatched
+    ratings: Ratings | None
+    notes: list[str]
+    used: set[str] = field(default_factory=set)
+    votes: dict[str, int] = field(default_factory=dict)
+    rated_rows: set[str] = field(default_factory=set)
+
+    def finish(self) -> None:
+        if self.votes:
+            counts = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in sorted(self.votes.items()))
+            self.notes.append(f"human votes kept: {counts} (a tie or both-bad vote is an item whose candidates have "
+                              "equal human scores: 0.5 each for a tie, 0 each for both bad)")
+        if self.ratings is not None:
+            for stem in self.ratings.rows():
+                if stem not in self.rated_rows:
+                    self.unmatched.add("rated rows not in the shards", stem)
+            self.notes.append(f"human ratings: {self.ratings.describe()}")
 
 
 def _parquet() -> Any:
@@ -175,6 +233,13 @@ def _present(shard: Path, mapping: ParquetColumns) -> dict[str, tuple[str, ...]]
     present: dict[str, tuple[str, ...]] = {}
     for role, cols in mapping.columns.items():
         missing = [c for c in cols if c not in names]
+        if role in _PARTIAL_ROLES and len(missing) < len(cols):
+            present[role] = tuple(c for c in cols if c in names)
+            _check_text_columns(shard, schema, role, present[role])
+            if role == "candidates" and len(present[role]) < 2:
+                raise InputError(f"Parquet shard {shard}: only one candidate column ({present[role][0]}) of "
+                                 f"{', '.join(cols)}; a vote compares two or more")
+            continue
         if not missing:
             present[role] = cols
             _check_text_columns(shard, schema, role, cols)
@@ -186,7 +251,7 @@ def _present(shard: Path, mapping: ParquetColumns) -> dict[str, tuple[str, ...]]
 
 def _check_text_columns(shard: Path, schema: Any, role: str, cols: tuple[str, ...]) -> None:
     """A text role's columns must hold text or numbers (an image column's bytes would become the text)."""
-    if role not in PARQUET_TEXT_ROLES:
+    if role not in PARQUET_TEXT_ROLES and role not in _GROUP_TEXT_ROLES:
         return
     import pyarrow as pa
 
@@ -197,14 +262,20 @@ def _check_text_columns(shard: Path, schema: Any, role: str, cols: tuple[str, ..
                              f"text column (--{role.replace('_', '-')}-column)")
 
 
-def _items(shards: list[Path], mapping: ParquetColumns, folders: list[tuple[str, Path]], writer: _ImageWriter,
-           out: Path, name: str, limit: int | None, unmatched: Unmatched) -> Iterator[dict[str, Any]]:
+def _output_fields(mapping: ParquetColumns) -> list[str]:
+    import string
+
+    if mapping.output_name is None:
+        return []
+    return [field for _, field, _, _ in string.Formatter().parse(mapping.output_name) if field]
+
+
+def _items(shards: list[Path], context: _Context, limit: int | None) -> Iterator[dict[str, Any]]:
     pq = _parquet()
-    used: set[str] = set()
     number = 0
     for shard in shards:
-        present = _present(shard, mapping)
-        wanted = sorted({c for cols in present.values() for c in cols})
+        present = _present(shard, context.mapping)
+        wanted = sorted({c for cols in present.values() for c in cols} | set(_output_fields(context.mapping)))
         reader = pq.ParquetFile(shard)
         # one iter_batches per row group: a single one over the whole file keeps every row group it has read
         # allocated until it ends (pyarrow 26: the whole shard); one per group frees each group in turn
@@ -212,10 +283,12 @@ def _items(shards: list[Path], mapping: ParquetColumns, folders: list[tuple[str,
             for row in _rows(reader, shard, group, wanted):
                 number += 1
                 if limit is not None and number > limit:
+                    context.finish()
                     return
-                item = _item(row, number, present, folders, writer, out, name, used, unmatched)
+                item = _item(row, number, present, context)
                 if item is not None:
                     yield item
+    context.finish()
 
 
 def _rows(reader: Any, shard: Path, group: int, wanted: list[str]) -> Iterator[dict[str, Any]]:
@@ -242,8 +315,10 @@ def _text(row: dict[str, Any], present: dict[str, tuple[str, ...]], role: str) -
     return "-".join(str(v).strip() for v in values)
 
 
-def _item(row: dict[str, Any], number: int, present: dict[str, tuple[str, ...]], folders: list[tuple[str, Path]],
-          writer: _ImageWriter, out: Path, name: str, used: set[str], unmatched: Unmatched) -> dict[str, Any] | None:
+def _item(row: dict[str, Any], number: int, present: dict[str, tuple[str, ...]],
+          context: _Context) -> dict[str, Any] | None:
+    folders, writer, out, name = context.folders, context.writer, context.out, context.name
+    used, unmatched = context.used, context.unmatched
     raw_id = _text(row, present, "id") or f"row{number}"
     label = f"row {number} (id {raw_id})"
     target = _text(row, present, "target_caption") or _text(row, present, "instruction")
@@ -276,17 +351,99 @@ def _item(row: dict[str, Any], number: int, present: dict[str, tuple[str, ...]],
                               "role": "candidate"})
     if "mask" in images:
         item["edit_mask"] = images["mask"]
-    if item_id == raw_id:
-        _add_method_outputs(item, raw_id, folders, out, unmatched)
+    meta: dict[str, Any] = {}
+    if "candidates" in present and not _add_candidates(item, meta, row, present, context, label):
+        return None
+    stem = context.mapping.output_name.format(**row) if context.mapping.output_name else raw_id
+    if "candidates" in present:  # the row's own candidates are what people judged; no further outputs
+        pass
+    elif item_id == raw_id:
+        _add_method_outputs(item, stem, folders, out, unmatched)
     else:  # a method's <id>.png belongs to one of the rows sharing the id, and which one is unknown
         unmatched.add("rows whose id repeats an earlier row's (renamed <id>-2 ...; method outputs not looked up)",
                       f"row {number}: {raw_id} -> {item_id}")
     if not item["edits"]:
         unmatched.add("rows with no edited image (not written)", label)
         return None
+    if context.ratings is not None:
+        _add_ratings(item, meta, stem, context)
     edit_type = _text(row, present, "edit_type")
-    item["meta"] = {"benchmark": name, "row": number, **({"edit_type": edit_type} if edit_type else {})}
+    item["meta"] = {"benchmark": name, "row": number, **({"edit_type": edit_type} if edit_type else {}), **meta}
     return item
+
+
+def _add_candidates(item: dict[str, Any], meta: dict[str, Any], row: dict[str, Any],
+                    present: dict[str, tuple[str, ...]], context: _Context, label: str) -> bool:
+    """The row's compared images as candidate edits, and people's verdict on them; False: the row is not written."""
+    mapping, unmatched = context.mapping, context.unmatched
+    order = mapping.columns["candidates"]
+    model_columns = mapping.columns.get("models", ())
+    found: list[tuple[int, str]] = []  # (position in the mapping, image path relative to the manifest)
+    for column in present["candidates"]:
+        if row.get(column) is None:  # a shard with room for four candidates, of which this row fills fewer
+            continue
+        try:
+            path = context.writer.path_of(row[column], f"{label} {column}")
+            found.append((order.index(column), relative_inside(path, context.out.parent, "candidate image")))
+        except InputError as exc:
+            unmatched.add("candidate images unusable (row not written)", str(exc))
+            return False
+    if len(found) < 2:
+        unmatched.add("rows with fewer than two candidate images (not written)", label)
+        return False
+    try:
+        letters = (comparison_letters(_text(row, present, "comparison"), len(found)) if "comparison" in present
+                   else [chr(ord("A") + position) for position, _ in found])
+    except InputError as exc:
+        unmatched.add("rows whose comparison cannot be read (not written)", f"{label}: {exc}")
+        return False
+    for (position, path), letter in zip(found, letters):
+        column = model_columns[position] if position < len(model_columns) else None
+        model = _text(row, {"m": (column,)}, "m") if column and column in present.get("models", ()) else None
+        item["edits"].append({"path": path, "name": model or f"{context.name}-{letter}", "role": "candidate"})
+    if len({edit["name"] for edit in item["edits"]}) < len(item["edits"]):  # the same model twice: letters tell
+        for edit, letter in zip(item["edits"], letters):
+            edit["name"] = f"{edit['name']} ({letter})"
+    vote = _text(row, present, "vote")
+    if "vote" not in present:
+        return True
+    if vote is None:
+        unmatched.add("rows without a vote (written without a human judgment)", label)
+        return True
+    try:
+        verdict = _verdict(vote, mapping.vote_format, letters)
+    except InputError as exc:
+        unmatched.add("rows whose vote cannot be read (not written)", f"{label}: {exc}")
+        return False
+    item["human"] = verdict.human()
+    meta.update({"vote": vote, "vote_kind": verdict.kind, "candidates": letters})
+    context.votes[verdict.kind] = context.votes.get(verdict.kind, 0) + 1
+    return True
+
+
+def _verdict(vote: str, vote_format: str | None, letters: list[str]) -> Verdict:
+    if vote_format == "arena":
+        if len(letters) != 2:
+            raise InputError(f"an arena vote judges two candidates, the row has {len(letters)}")
+        return arena_verdict(vote)
+    return ranking_verdict(vote, letters)
+
+
+def _add_ratings(item: dict[str, Any], meta: dict[str, Any], stem: str, context: _Context) -> None:
+    """People's ratings of the row's edits (by model name) as ``human.scores``; the raters' parts in ``meta``."""
+    assert context.ratings is not None
+    scores, parts = [], {}
+    for edit in item["edits"]:
+        rated = context.ratings.lookup(stem, edit["name"])
+        scores.append(None if rated is None else rated.score)
+        if rated is not None:
+            parts[edit["name"]] = rated.to_dict()
+    if not parts:
+        context.unmatched.add("rows without human ratings (written without them)", stem)
+        return
+    context.rated_rows.add(stem)
+    item["human"] = {"scores": scores}
+    meta["ratings"] = parts
 
 
 def _add_method_outputs(item: dict[str, Any], raw_id: str, folders: list[tuple[str, Path]], out: Path,
