@@ -329,8 +329,11 @@ def read_protocol_items(paths: list[str | Path]) -> tuple[dict[str, DatasetProto
             for edit in edits:
                 for key in edit.metrics:
                     metric_keys.setdefault(key, None)
+            meta = record.get("meta")
+            vote = meta.get("vote_kind") if isinstance(meta, dict) else None
             grouped.setdefault(name, []).append(ProtocolItem(
-                id=item_id, edits=edits, preferred=human.get("preferred"), scores=human.get("scores")))
+                id=item_id, edits=edits, preferred=human.get("preferred"), scores=human.get("scores"),
+                vote=str(vote) if vote else None))
     for name, components in bpm_components.items():
         if _add_dataset_bpm(grouped.get(name, []), components):
             metric_keys.setdefault(_BPM_DATASET_KEY, None)

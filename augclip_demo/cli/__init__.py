@@ -23,6 +23,7 @@ from .common import preflight
 _COMMANDS: list[str] = ["score", "attributes", "explain", "bpm", "batch", "hatie", "protocol", "study", "manifest", "triplets",
                        "world", "bench", "download", "doctor"]
 _COMMANDS.insert(_COMMANDS.index("protocol") + 1, "explore")  # results in the app's Explore tab (after protocol in help)
+_COMMANDS.insert(_COMMANDS.index("protocol") + 1, "agreement")  # metrics against human sets (after protocol in help)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -70,6 +70,7 @@ class ProtocolItem:
     edits: list[ProtocolEdit]
     preferred: int | None = None
     scores: list[float | None] | None = None
+    vote: str | None = None  # the kind of a human-vote set's verdict (``meta.vote_kind``): win, tie, both_bad, ranking
 
 
 @dataclass
@@ -257,7 +258,7 @@ def kendall(x: Sequence[float], y: Sequence[float]) -> float | None:
 
 
 # ---------------------------------------------------------------------------------------------- bootstrap
-def _percentile_ci(samples: list[float], level: float, resamples: int) -> Bootstrap:
+def percentile_ci(samples: list[float], level: float, resamples: int) -> Bootstrap:
     undefined = resamples - len(samples)
     if len(samples) < _MIN_DEFINED_RESAMPLES or undefined > _MAX_UNDEFINED_SHARE * resamples:
         note = (f"no interval: the statistic is undefined in {undefined} of {resamples} resamples "
@@ -297,7 +298,7 @@ def _bootstrap_cis(n_units: int, statistics: Callable[[np.ndarray], Sequence[flo
         for kept, value in zip(samples, values):
             if value is not None and math.isfinite(value):
                 kept.append(value)
-    return [_percentile_ci(kept, level, n_boot) for kept in samples]
+    return [percentile_ci(kept, level, n_boot) for kept in samples]
 
 
 def resampled_means(values: np.ndarray, resamples: int, rng: np.random.Generator, block: int) -> np.ndarray:
@@ -323,7 +324,7 @@ def mean_figure(values: Sequence[float], *, n_boot: int = DEFAULT_BOOTSTRAP, see
     if n_boot > 0:
         block = max(1, min(n_boot, 2_000_000 // n))  # bound memory of the index matrix
         means = resampled_means(array, n_boot, np.random.default_rng(seed), block).tolist()
-        boot = _percentile_ci(means, level, n_boot)  # a mean of >= 1 value is always defined
+        boot = percentile_ci(means, level, n_boot)  # a mean of >= 1 value is always defined
     return Figure.with_bootstrap(float(array.mean()), boot, n)
 
 
