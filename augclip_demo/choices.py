@@ -133,8 +133,8 @@ PARQUET_TEXT_ROLES = ("id", "instruction", "source_caption", "target_caption", "
 #: Roles of human-vote sets: ``candidates`` (several image columns, the edits people compared, in order),
 #: ``models`` (the editing model of each candidate, in the same order) and ``vote`` (people's verdict, read
 #: in one of :data:`VOTE_FORMATS`).
-PARQUET_GROUP_ROLES = ("candidates", "models", "vote", "comparison")
-PARQUET_ROLES = PARQUET_IMAGE_ROLES + PARQUET_TEXT_ROLES + PARQUET_GROUP_ROLES
+_PARQUET_GROUP_ROLES = ("candidates", "models", "vote", "comparison")
+PARQUET_ROLES = PARQUET_IMAGE_ROLES + PARQUET_TEXT_ROLES + _PARQUET_GROUP_ROLES
 
 #: How a ``vote`` column is read. ``arena``: GenAI-Bench's labels ``leftvote`` / ``rightvote`` / ``tievote`` /
 #: ``bothbad_vote`` over two candidates. ``ranking``: EditReward-Bench's orderings of candidates named A, B, C, D

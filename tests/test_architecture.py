@@ -130,7 +130,8 @@ def test_no_function_in_the_package_is_over_100_lines():
 #: Module file names that several packages share because they mean the same thing there, with the paths
 #: that may hold them (a new module under one of these names, elsewhere, is a new meaning: name it for it).
 SAME_MEANING: dict[str, tuple[set[str], str]] = {
-    "agreement.py": ({"metrics", "study"}, "agreement of metrics with people: the math, and the same on a live study"),
+    "agreement.py": ({"metrics", "study", "cli"}, "agreement of metrics with people: the math, the same on a live "
+                     "study, and the command that reports it for human sets"),
     "answers.py": ({"attributes", "judge"}, "reading the chat model's answer to its package's prompts"),
     "prompts.py": ({"attributes", "judge"}, "what its package asks a chat model"),
     "bench.py": ({"cli", "batch"}, "the `bench` command and the speed benchmark it runs"),

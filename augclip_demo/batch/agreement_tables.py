@@ -23,8 +23,8 @@ from ..metrics.suite import METRICS
 from ..report import UNTRAINED_WARNING
 from .protocol_tables import read_protocol_items
 
-ACROSS = "all sets"
-FIGURE_LABELS: dict[str, str] = {"pairwise": "pairwise acc. (ties out)", "pairwise_ties": "pairwise acc. with ties",
+_ACROSS = "all sets"
+_FIGURE_LABELS: dict[str, str] = {"pairwise": "pairwise acc. (ties out)", "pairwise_ties": "pairwise acc. with ties",
                                  "s2afc": "s2AFC", "spearman": "Spearman rho", "kendall": "Kendall tau"}
 _PRIMARY = ("pairwise", "spearman", "s2afc")
 
@@ -75,14 +75,14 @@ class AgreementReport:
         lines += [f"Bootstrap {self.n_boot} resamples of items, seed {self.seed}, {self.level:.0%} intervals in "
                   f"brackets; tie tolerance of the pairwise accuracy with ties: {tolerance}.", ""]
         for name, result in self.sets.items():
-            lines += [f"## {name}" if name != ACROSS else f"## {ACROSS} (pooled)", "", self._counts(name), ""]
+            lines += [f"## {name}" if name != _ACROSS else f"## {_ACROSS} (pooled)", "", self._counts(name), ""]
             present = [f for f in FIGURES if any(f in m.figures for m in result.metrics.values())]
             if not present:
                 lines += ["no human judgments in this set: nothing to agree with", ""]
                 continue
             order = ranked(result.metrics, self.primary(name) or present[0])
             order += [key for key in result.metrics if key not in order]
-            lines.append("| metric | " + " | ".join(FIGURE_LABELS[f] for f in present) + " |")
+            lines.append("| metric | " + " | ".join(_FIGURE_LABELS[f] for f in present) + " |")
             lines.append("| --- |" + " --- |" * len(present))
             for key in order:
                 metric = result.metrics[key]
@@ -93,7 +93,7 @@ class AgreementReport:
             lines.append("")
             if result.test is not None:
                 lines += [_test_line(result), ""]
-        if len(self.sets) > 2 or (len(self.sets) == 2 and ACROSS not in self.sets):
+        if len(self.sets) > 2 or (len(self.sets) == 2 and _ACROSS not in self.sets):
             lines += self._across()
         return "\n".join(lines).rstrip() + "\n"
 
@@ -106,12 +106,12 @@ class AgreementReport:
                 + (f"; votes: {kinds}" if kinds else ""))
 
     def _across(self) -> list[str]:
-        names = [n for n in self.sets if n != ACROSS]
+        names = [n for n in self.sets if n != _ACROSS]
         lines = ["## Across sets", "", "Each set's own ranking figure (pairwise accuracy, else Spearman, else s2AFC)."
-                 + (f" `{ACROSS}` pools every item." if ACROSS in self.sets else ""), ""]
-        columns = [(n, self.primary(n)) for n in names + ([ACROSS] if ACROSS in self.sets else [])]
+                 + (f" `{_ACROSS}` pools every item." if _ACROSS in self.sets else ""), ""]
+        columns = [(n, self.primary(n)) for n in names + ([_ACROSS] if _ACROSS in self.sets else [])]
         columns = [(n, f) for n, f in columns if f is not None]
-        lines.append("| metric | " + " | ".join(f"{n}: {FIGURE_LABELS[f]}" for n, f in columns) + " |")
+        lines.append("| metric | " + " | ".join(f"{n}: {_FIGURE_LABELS[f]}" for n, f in columns) + " |")
         lines.append("| --- |" + " --- |" * len(columns))
         for key in self.metrics:
             cells = [_cell(self.sets[n].metrics[key].figures.get(f)) if key in self.sets[n].metrics else "n/a"
@@ -160,9 +160,9 @@ def _test_line(result: SetAgreement) -> str:
     test = result.test
     assert test is not None
     if test.ci is None:
-        return (f"{_label(test.first)} vs {_label(test.second)} ({FIGURE_LABELS[test.figure]}): difference "
+        return (f"{_label(test.first)} vs {_label(test.second)} ({_FIGURE_LABELS[test.figure]}): difference "
                 f"{test.difference:+.3f}, no paired bootstrap (no resamples)")
-    return (f"Best two by {FIGURE_LABELS[test.figure]}: {_label(test.first)} - {_label(test.second)} = "
+    return (f"Best two by {_FIGURE_LABELS[test.figure]}: {_label(test.first)} - {_label(test.second)} = "
             f"{test.difference:+.3f} [{test.ci[0]:+.3f}, {test.ci[1]:+.3f}], paired bootstrap p = {test.p_value:.3g} "
             f"({test.resamples} resamples)")
 
@@ -170,7 +170,7 @@ def _test_line(result: SetAgreement) -> str:
 def _markdown_table_html(report: AgreementReport, name: str) -> str:
     result = report.sets[name]
     present = [f for f in FIGURES if any(f in m.figures for m in result.metrics.values())]
-    rows = ["<table><tr><th>metric</th>" + "".join(f"<th>{html.escape(FIGURE_LABELS[f])}</th>" for f in present)
+    rows = ["<table><tr><th>metric</th>" + "".join(f"<th>{html.escape(_FIGURE_LABELS[f])}</th>" for f in present)
             + "</tr>"]
     for key, metric in result.metrics.items():
         rows.append(f"<tr><td>{html.escape(_label(key))}</td>"
@@ -191,7 +191,7 @@ def _bar_svg(result: SetAgreement, figure: str, level: float) -> str:
         return left + (value - low) / (1.0 - low) * width
 
     parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{left + width + 60}' height='{height}' role='img' "
-             f"aria-label='{html.escape(FIGURE_LABELS[figure])} per metric'>"]
+             f"aria-label='{html.escape(_FIGURE_LABELS[figure])} per metric'>"]
     for i, key in enumerate(order):
         fig = result.metrics[key].figures[figure]
         y = 10 + i * row
@@ -216,7 +216,7 @@ def _bar_svg(result: SetAgreement, figure: str, level: float) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- computing
-def judged_items(items: list[ProtocolItem], keys: list[str]) -> list[Judged]:
+def _judged_items(items: list[ProtocolItem], keys: list[str]) -> list[Judged]:
     """Protocol items as the statistics read them: every metric oriented so that higher is better."""
     out = []
     for item in items:
@@ -263,12 +263,12 @@ def compute_agreement(paths: list[str | Path], *, metrics: list[str] | None = No
     settings = {"n_boot": n_boot, "seed": seed, "level": level, "tolerance": tolerance}
     everything: list[Judged] = []
     for name, items in grouped.items():
-        judged = judged_items(items, keys)
+        judged = _judged_items(items, keys)
         everything += judged
         sets[name] = evaluate_set(judged, keys, **settings)
         votes[name] = dict(Counter(item.vote for item in items if item.vote))
     if len(sets) > 1:
-        sets[ACROSS] = evaluate_set(everything, keys, **settings)
-        votes[ACROSS] = {k: sum(v.get(k, 0) for v in votes.values()) for k in {k for v in votes.values() for k in v}}
+        sets[_ACROSS] = evaluate_set(everything, keys, **settings)
+        votes[_ACROSS] = {k: sum(v.get(k, 0) for v in votes.values()) for k in {k for v in votes.values() for k in v}}
     return AgreementReport(sets, votes, keys, n_boot, seed, level, tolerance, untrained, models,
                            [str(p) for p in paths])

@@ -124,7 +124,7 @@ def _pairs(items: Sequence[Judged], keys: Sequence[str]) -> _Pairs:
     return _Pairs(np.asarray(owner, int), np.asarray(human, float), {k: np.asarray(v, float) for k, v in diff.items()})
 
 
-def accuracy_without_ties(human: np.ndarray, diff: np.ndarray, weights: np.ndarray) -> float | None:
+def _accuracy_without_ties(human: np.ndarray, diff: np.ndarray, weights: np.ndarray) -> float | None:
     """Ours: pairs with a human preference and both values; a metric tie counts 0.5."""
     keep = (human != 0) & np.isfinite(diff)
     total = weights[keep].sum()
@@ -173,7 +173,7 @@ def _edits(items: Sequence[Judged], key: str) -> tuple[np.ndarray, np.ndarray, n
     return np.asarray(xs, float), np.asarray(ys, float), np.asarray(owner, int)
 
 
-def weighted_ranks(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+def _weighted_ranks(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Average ranks (1 = smallest) of ``values`` repeated ``weights`` times each, per original value."""
     unique, inverse = np.unique(values, return_inverse=True)
     per_value = np.bincount(inverse, weights=weights, minlength=len(unique))
@@ -199,7 +199,7 @@ def spearman_weighted(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> float | No
     x, y, w = x[keep], y[keep], w[keep]
     if len(x) == 0:
         return None
-    return _weighted_pearson(weighted_ranks(x, w), weighted_ranks(y, w), w)
+    return _weighted_pearson(_weighted_ranks(x, w), _weighted_ranks(y, w), w)
 
 
 class KendallForm:
@@ -260,7 +260,7 @@ class _Statistics:
         for key in self.keys:
             diff = self.pairs.diff[key]
             figures: dict[str, float | None] = {
-                "pairwise": accuracy_without_ties(self.pairs.human, diff, pair_w) if len(diff) else None}
+                "pairwise": _accuracy_without_ties(self.pairs.human, diff, pair_w) if len(diff) else None}
             ties, tolerance = (accuracy_with_ties(self.pairs.human, diff, pair_w, self.tolerance) if len(diff)
                                else (None, None))
             figures["pairwise_ties"], figures["tolerance"] = ties, tolerance

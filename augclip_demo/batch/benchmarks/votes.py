@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ...errors import InputError
 
 #: GenAI-Bench's four vote labels (its inference.py) and what each means here.
-ARENA_VOTES: dict[str, str] = {"leftvote": "left", "rightvote": "right", "tievote": "tie", "bothbad_vote": "both_bad"}
+_ARENA_VOTES: dict[str, str] = {"leftvote": "left", "rightvote": "right", "tievote": "tie", "bothbad_vote": "both_bad"}
 
 
 @dataclass(frozen=True)
@@ -44,9 +44,9 @@ class Verdict:
 
 def arena_verdict(label: str) -> Verdict:
     """GenAI-Bench's ``vote_type`` over (left, right)."""
-    kind = ARENA_VOTES.get(label.strip())
+    kind = _ARENA_VOTES.get(label.strip())
     if kind is None:
-        raise InputError(f"vote {label!r} is not one of GenAI-Bench's labels ({', '.join(ARENA_VOTES)})")
+        raise InputError(f"vote {label!r} is not one of GenAI-Bench's labels ({', '.join(_ARENA_VOTES)})")
     if kind == "left":
         return Verdict((1.0, 0.0), 0, "win")
     if kind == "right":
