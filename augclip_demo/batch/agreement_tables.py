@@ -172,7 +172,9 @@ def _markdown_table_html(report: AgreementReport, name: str) -> str:
     present = [f for f in FIGURES if any(f in m.figures for m in result.metrics.values())]
     rows = ["<table><tr><th>metric</th>" + "".join(f"<th>{html.escape(_FIGURE_LABELS[f])}</th>" for f in present)
             + "</tr>"]
-    for key, metric in result.metrics.items():
+    order = ranked(result.metrics, report.primary(name) or present[0]) if present else []
+    order += [key for key in result.metrics if key not in order]
+    for key, metric in ((key, result.metrics[key]) for key in order):
         rows.append(f"<tr><td>{html.escape(_label(key))}</td>"
                     + "".join(f"<td>{html.escape(_cell(metric.figures.get(f)))}</td>" for f in present) + "</tr>")
     return "".join(rows) + "</table>"
@@ -210,9 +212,9 @@ def _bar_svg(result: SetAgreement, figure: str, level: float) -> str:
     parts.append(f"<line x1='{x(low)}' x2='{x(1.0)}' y1='{axis}' y2='{axis}' stroke='#888'/>")
     for tick in (low, 0.5, 1.0) if low < 0 else (0.0, 0.5, 1.0):
         parts.append(f"<text x='{x(tick):.1f}' y='{height - 2}' font-size='10' text-anchor='middle'>{tick:g}</text>")
-    parts.append(f"<text x='{left + width / 2}' y='{10 + row * len(order) + 2}' font-size='0'>"
-                 f"{int(level * 100)}% intervals</text></svg>")
-    return "".join(parts)
+    parts.append("</svg>")
+    caption = f"bars: {_FIGURE_LABELS[figure]}, best first; whiskers: {level:.0%} bootstrap intervals"
+    return f"<figure>{''.join(parts)}<figcaption>{html.escape(caption)}</figcaption></figure>"
 
 
 # ---------------------------------------------------------------------------------------------- computing
