@@ -264,13 +264,15 @@ def compute_agreement(paths: list[str | Path], *, metrics: list[str] | None = No
     votes: dict[str, dict[str, int]] = {}
     settings = {"n_boot": n_boot, "seed": seed, "level": level, "tolerance": tolerance}
     everything: list[Judged] = []
-    for name, items in grouped.items():
+    strata: list[int] = []
+    for number, (name, items) in enumerate(grouped.items()):
         judged = _judged_items(items, keys)
         everything += judged
+        strata += [number] * len(judged)
         sets[name] = evaluate_set(judged, keys, **settings)
         votes[name] = dict(Counter(item.vote for item in items if item.vote))
     if len(sets) > 1:
-        sets[_ACROSS] = evaluate_set(everything, keys, **settings)
+        sets[_ACROSS] = evaluate_set(everything, keys, **settings, strata=strata)
         votes[_ACROSS] = {k: sum(v.get(k, 0) for v in votes.values()) for k in {k for v in votes.values() for k in v}}
     return AgreementReport(sets, votes, keys, n_boot, seed, level, tolerance, untrained, models,
                            [str(p) for p in paths])

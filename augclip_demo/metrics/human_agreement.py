@@ -19,7 +19,7 @@ Figures (method-notes.md, "Agreement with human sets"):
 * **Spearman's rho and Kendall's tau-b** between metric and human scores, pooled over the edits of items
   whose scores are ratings (not votes).
 * **Bootstrap**: percentile intervals over resamples of *items* (a resample repeats every pair and edit of
-  a drawn item), ``numpy.random.default_rng(seed)``; every metric is computed on the same resamples, so
+  a drawn item; pooled sets are resampled within each set), ``numpy.random.default_rng(seed)``; every metric is computed on the same resamples, so
   the difference between two metrics has a **paired bootstrap** distribution: its interval and a two-sided
   p-value ``min(1, 2 * min(P(d <= 0), P(d >= 0)))`` over the resamples.
 """
@@ -287,18 +287,33 @@ def _finite(value: float | None) -> bool:
     return value is not None and math.isfinite(value)
 
 
+def _resample(rng: np.random.Generator, groups: list[np.ndarray], n: int) -> np.ndarray:
+    """Item weights of one resample: each group (stratum) drawn with replacement to its own size, in order."""
+    weights = np.zeros(n)
+    for members in groups:
+        np.add.at(weights, members[rng.integers(0, len(members), size=len(members))], 1.0)
+    return weights
+
+
 def evaluate_set(items: Sequence[Judged], keys: Sequence[str], *, n_boot: int = 1000, seed: int = 0,
                  level: float = 0.95, tolerance: float | None = None,
-                 rank_by: Sequence[str] = ("pairwise", "spearman", "s2afc")) -> SetAgreement:
+                 rank_by: Sequence[str] = ("pairwise", "spearman", "s2afc"),
+                 strata: Sequence[int] | None = None) -> SetAgreement:
     """Every figure of every metric ``keys`` on one set, with bootstrap intervals over items, and the paired test
-    between the two best metrics under the first figure of ``rank_by`` that two metrics have."""
+    between the two best metrics under the first figure of ``rank_by`` that two metrics have.
+
+    ``strata`` (one label per item, e.g. the set of each item when several are pooled): each resample draws every
+    stratum's items within it, in order of first appearance, so each set keeps its size."""
     stats = _Statistics(items, keys, tolerance)
     point = stats.compute(np.ones(len(items)))
     rng = np.random.default_rng(seed)
+    labels = list(strata) if strata is not None else [0] * len(items)
+    if len(labels) != len(items):
+        raise ValueError(f"strata: {len(labels)} labels for {len(items)} items")
+    groups = [np.flatnonzero(np.asarray([label == wanted for label in labels])) for wanted in dict.fromkeys(labels)]
     samples: list[dict[str, dict[str, float | None]]] = []
     for _ in range(max(0, n_boot) if items else 0):
-        samples.append(stats.compute(np.bincount(rng.integers(0, len(items), size=len(items)),
-                                                 minlength=len(items)).astype(float)))
+        samples.append(stats.compute(_resample(rng, groups, len(items))))
     metrics: dict[str, MetricAgreement] = {}
     for key in keys:
         applies = stats.applies(key)

@@ -119,3 +119,15 @@ def test_bootstrap_interval_and_paired_test_redone_with_loops():
     deltas = np.asarray(samples[first]) - np.asarray(samples[second])
     assert test.ci == pytest.approx(tuple(np.quantile(deltas, [0.05, 0.95])))
     assert test.p_value == pytest.approx(min(1.0, 2 * min((deltas <= 0).mean(), (deltas >= 0).mean())))
+
+
+def test_pooled_sets_are_resampled_within_each_set():
+    rng = np.random.default_rng(2)
+    items = [Judged({"a": list(rng.normal(size=2))}, [1.0, 0.0], 0, votes=True) for _ in range(12)]
+    strata = [0] * 4 + [1] * 8
+    result = evaluate_set(items, ["a"], n_boot=100, seed=9, strata=strata)
+    draws, samples = np.random.default_rng(9), []
+    for _ in range(100):
+        chosen = [items[i] for i in draws.integers(0, 4, size=4)] + [items[4 + i] for i in draws.integers(0, 8, size=8)]
+        samples.append(_pairwise_reference(chosen, "a"))
+    assert result.metrics["a"].figures["pairwise"].ci == pytest.approx(tuple(np.quantile(samples, [0.025, 0.975])))
