@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import json
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,12 +22,13 @@ from ..metrics.agreement import Figure, ProtocolItem
 from ..metrics.human_agreement import FIGURES, Judged, SetAgreement, evaluate_set, ranked
 from ..metrics.suite import METRICS
 from ..report import UNTRAINED_WARNING
-from .protocol_tables import read_protocol_items
+from .protocol_tables import metric_label, read_protocol_items
 
 _ACROSS = "all sets"
-_FIGURE_LABELS: dict[str, str] = {"pairwise": "pairwise acc. (ties out)", "pairwise_ties": "pairwise acc. with ties",
+FIGURE_LABELS: dict[str, str] = {"pairwise": "pairwise acc. (ties out)", "pairwise_ties": "pairwise acc. with ties",
                                  "s2afc": "s2AFC", "spearman": "Spearman rho", "kendall": "Kendall tau"}
 _PRIMARY = ("pairwise", "spearman", "s2afc")
+NO_JUDGMENTS_IN_SET = "no human judgments in this set: nothing to agree with"
 
 
 @dataclass
@@ -71,31 +73,55 @@ class AgreementReport:
     # -------------------------------------------------------------- Markdown
     def markdown(self) -> str:
         lines = [f"> **{UNTRAINED_WARNING}**", ""] if self.untrained else []
-        tolerance = "calibrated per metric" if self.tolerance is None else f"{self.tolerance:g}"
-        lines += [f"Bootstrap {self.n_boot} resamples of items, seed {self.seed}, {self.level:.0%} intervals in "
-                  f"brackets; tie tolerance of the pairwise accuracy with ties: {tolerance}.", ""]
+        lines += [self.settings_line(), ""]
         for name, result in self.sets.items():
             lines += [f"## {name}" if name != _ACROSS else f"## {_ACROSS} (pooled)", "", self._counts(name), ""]
-            present = [f for f in FIGURES if any(f in m.figures for m in result.metrics.values())]
-            if not present:
-                lines += ["no human judgments in this set: nothing to agree with", ""]
+            headers, rows = self.table(name)
+            if not rows:
+                lines += [f"{NO_JUDGMENTS_IN_SET}", ""]
                 continue
-            order = ranked(result.metrics, self.primary(name) or present[0])
-            order += [key for key in result.metrics if key not in order]
-            lines.append("| metric | " + " | ".join(_FIGURE_LABELS[f] for f in present) + " |")
-            lines.append("| --- |" + " --- |" * len(present))
-            for key in order:
-                metric = result.metrics[key]
-                cells = [_cell(metric.figures.get(f)) + (f" (tol {metric.tolerance:.3g})" if f == "pairwise_ties"
-                                                         and metric.tolerance is not None and f in metric.figures
-                                                         else "") for f in present]
-                lines.append(f"| {_label(key)} | " + " | ".join(cells) + " |")
+            lines.append("| " + " | ".join(headers) + " |")
+            lines.append("|" + " --- |" * len(headers))
+            lines += ["| " + " | ".join(row) + " |" for row in rows]
             lines.append("")
             if result.test is not None:
                 lines += [_test_line(result), ""]
         if len(self.sets) > 2 or (len(self.sets) == 2 and _ACROSS not in self.sets):
             lines += self._across()
         return "\n".join(lines).rstrip() + "\n"
+
+    def settings_line(self) -> str:
+        """The bootstrap and tie settings the figures were computed with, in words."""
+        tolerance = "calibrated per metric" if self.tolerance is None else f"{self.tolerance:g}"
+        return (f"Bootstrap {self.n_boot} resamples of items, seed {self.seed}, {self.level:.0%} intervals in "
+                f"brackets; tie tolerance of the pairwise accuracy with ties: {tolerance}.")
+
+    def table(self, name: str) -> tuple[list[str], list[list[str]]]:
+        """Set ``name``'s table as every rendering shows it: the headers (metric, then each figure some metric
+        has) and one row per metric, best first under the set's ranking figure; no rows when the set has no
+        human judgments. A cell is ``value [low, high] n=N`` (n/a: the figure does not apply to the metric)."""
+        result = self.sets[name]
+        present = [f for f in FIGURES if any(f in m.figures for m in result.metrics.values())]
+        if not present:
+            return ["metric"], []
+        order = ranked(result.metrics, self.primary(name) or present[0])
+        order += [key for key in result.metrics if key not in order]
+        rows = []
+        for key in order:
+            metric = result.metrics[key]
+            rows.append([_label(key)] + [_cell(metric.figures.get(f)) + (
+                f" (tol {metric.tolerance:.3g})" if f == "pairwise_ties" and metric.tolerance is not None
+                and f in metric.figures else "") for f in present])
+        return ["metric", *(FIGURE_LABELS[f] for f in present)], rows
+
+    def counts(self, name: str) -> str:
+        """What set ``name``'s human data hold: items, pairs, human ties and the votes by kind."""
+        return self._counts(name)
+
+    def test_line(self, name: str) -> str | None:
+        """The paired test of the set's two best metrics, in words (None: fewer than two metrics to compare)."""
+        result = self.sets[name]
+        return _test_line(result) if result.test is not None else None
 
     def _counts(self, name: str) -> str:
         result = self.sets[name]
@@ -111,7 +137,7 @@ class AgreementReport:
                  + (f" `{_ACROSS}` pools every item." if _ACROSS in self.sets else ""), ""]
         columns = [(n, self.primary(n)) for n in names + ([_ACROSS] if _ACROSS in self.sets else [])]
         columns = [(n, f) for n, f in columns if f is not None]
-        lines.append("| metric | " + " | ".join(f"{n}: {_FIGURE_LABELS[f]}" for n, f in columns) + " |")
+        lines.append("| metric | " + " | ".join(f"{n}: {FIGURE_LABELS[f]}" for n, f in columns) + " |")
         lines.append("| --- |" + " --- |" * len(columns))
         for key in self.metrics:
             cells = [_cell(self.sets[n].metrics[key].figures.get(f)) if key in self.sets[n].metrics else "n/a"
@@ -137,12 +163,12 @@ class AgreementReport:
                  ".warn{color:#a00;font-weight:bold}")
         return ("<!doctype html><html><head><meta charset='utf-8'><title>Agreement with human judgments</title>"
                 f"<style>{style}</style></head><body><h1>Which metric agrees with people</h1>"
-                f"<p>{html.escape(self.markdown().splitlines()[0 if not self.untrained else 2])}</p>"
+                f"<p>{html.escape(self.settings_line())}</p>"
                 + "".join(body) + "</body></html>\n")
 
 
 def _label(key: str) -> str:
-    return METRICS[key].label if key in METRICS else key
+    return metric_label(key)
 
 
 def _cell(figure: Figure | None) -> str:
@@ -160,24 +186,20 @@ def _test_line(result: SetAgreement) -> str:
     test = result.test
     assert test is not None
     if test.ci is None:
-        return (f"{_label(test.first)} vs {_label(test.second)} ({_FIGURE_LABELS[test.figure]}): difference "
+        return (f"{_label(test.first)} vs {_label(test.second)} ({FIGURE_LABELS[test.figure]}): difference "
                 f"{test.difference:+.3f}, no paired bootstrap (no resamples)")
-    return (f"Best two by {_FIGURE_LABELS[test.figure]}: {_label(test.first)} - {_label(test.second)} = "
+    return (f"Best two by {FIGURE_LABELS[test.figure]}: {_label(test.first)} - {_label(test.second)} = "
             f"{test.difference:+.3f} [{test.ci[0]:+.3f}, {test.ci[1]:+.3f}], paired bootstrap p = {test.p_value:.3g} "
             f"({test.resamples} resamples)")
 
 
 def _markdown_table_html(report: AgreementReport, name: str) -> str:
-    result = report.sets[name]
-    present = [f for f in FIGURES if any(f in m.figures for m in result.metrics.values())]
-    rows = ["<table><tr><th>metric</th>" + "".join(f"<th>{html.escape(_FIGURE_LABELS[f])}</th>" for f in present)
-            + "</tr>"]
-    order = ranked(result.metrics, report.primary(name) or present[0]) if present else []
-    order += [key for key in result.metrics if key not in order]
-    for key, metric in ((key, result.metrics[key]) for key in order):
-        rows.append(f"<tr><td>{html.escape(_label(key))}</td>"
-                    + "".join(f"<td>{html.escape(_cell(metric.figures.get(f)))}</td>" for f in present) + "</tr>")
-    return "".join(rows) + "</table>"
+    headers, rows = report.table(name)
+    if not rows:
+        return f"<p>{html.escape(NO_JUDGMENTS_IN_SET)}</p>"
+    parts = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in headers) + "</tr>"]
+    parts += ["<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>" for row in rows]
+    return "".join(parts) + "</table>"
 
 
 def _bar_svg(result: SetAgreement, figure: str, level: float) -> str:
@@ -193,7 +215,7 @@ def _bar_svg(result: SetAgreement, figure: str, level: float) -> str:
         return left + (value - low) / (1.0 - low) * width
 
     parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{left + width + 60}' height='{height}' role='img' "
-             f"aria-label='{html.escape(_FIGURE_LABELS[figure])} per metric'>"]
+             f"aria-label='{html.escape(FIGURE_LABELS[figure])} per metric'>"]
     for i, key in enumerate(order):
         fig = result.metrics[key].figures[figure]
         y = 10 + i * row
@@ -213,7 +235,7 @@ def _bar_svg(result: SetAgreement, figure: str, level: float) -> str:
     for tick in (low, 0.5, 1.0) if low < 0 else (0.0, 0.5, 1.0):
         parts.append(f"<text x='{x(tick):.1f}' y='{height - 2}' font-size='10' text-anchor='middle'>{tick:g}</text>")
     parts.append("</svg>")
-    caption = f"bars: {_FIGURE_LABELS[figure]}, best first; whiskers: {level:.0%} bootstrap intervals"
+    caption = f"bars: {FIGURE_LABELS[figure]}, best first; whiskers: {level:.0%} bootstrap intervals"
     return f"<figure>{''.join(parts)}<figcaption>{html.escape(caption)}</figcaption></figure>"
 
 
@@ -242,12 +264,7 @@ def compute_agreement(paths: list[str | Path], *, metrics: list[str] | None = No
     """Agreement figures of every metric in the results (or ``metrics``) against each set's human judgments."""
     if not paths:
         raise InputError("give at least one results file")
-    if not 0 < level < 1:
-        raise InputError(f"the confidence level must be between 0 and 1, got {level}")
-    if n_boot < 0:
-        raise InputError(f"the number of bootstrap resamples must be >= 0, got {n_boot}")
-    if tolerance is not None and not tolerance >= 0:
-        raise InputError(f"the tie tolerance must be a number >= 0, got {tolerance}")
+    check_settings(n_boot, level, tolerance)
     datasets, grouped, present, models, untrained = read_protocol_items(list(paths))
     if not datasets:
         raise InputError(f"no records in {', '.join(str(p) for p in paths)}: the results file(s) hold no item")
@@ -257,9 +274,36 @@ def compute_agreement(paths: list[str | Path], *, metrics: list[str] | None = No
         if missing:
             raise InputError(f"metric(s) {', '.join(missing)} not in the results; present: {', '.join(present) or 'none'}")
         keys = list(metrics)
-    if not any(item.scores is not None or item.preferred is not None for items in grouped.values() for item in items):
+    if not has_judgments(grouped):
         raise InputError("the results hold no human judgments (no item has `human`): run `batch` on a manifest of a "
                          "human set (e.g. `manifest parquet --preset genai-bench`) or add `human` to the manifest")
+    return agreement_report(grouped, keys, n_boot=n_boot, seed=seed, level=level, tolerance=tolerance,
+                            untrained=untrained, models=models, sources=[str(p) for p in paths])
+
+
+def check_settings(n_boot: int, level: float, tolerance: float | None) -> None:
+    """Refuse bootstrap settings the statistics cannot use, with the reason."""
+    if not 0 < level < 1:
+        raise InputError(f"the confidence level must be between 0 and 1, got {level}")
+    if n_boot < 0:
+        raise InputError(f"the number of bootstrap resamples must be >= 0, got {n_boot}")
+    if tolerance is not None and not tolerance >= 0:
+        raise InputError(f"the tie tolerance must be a number >= 0, got {tolerance}")
+
+
+def has_judgments(grouped: Mapping[str, list[ProtocolItem]]) -> bool:
+    """Whether any item has a human judgment (scores or a choice)."""
+    return any(item.scores is not None or item.preferred is not None for items in grouped.values() for item in items)
+
+
+def agreement_report(grouped: Mapping[str, list[ProtocolItem]], keys: list[str], *,
+                     n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT_AGREEMENT_SEED,
+                     level: float = DEFAULT_LEVEL, tolerance: float | None = None, untrained: bool = False,
+                     models: list[str] | None = None, sources: list[str] | None = None) -> AgreementReport:
+    """The figures of ``keys`` on items grouped by set (in the sets' order; each set's items in file order): one
+    table per set and, with several sets, ``all sets`` pooled (resampled within each set). The one computation
+    behind ``augclip-demo agreement`` and the Explore tab's per-set table."""
+    check_settings(n_boot, level, tolerance)
     sets: dict[str, SetAgreement] = {}
     votes: dict[str, dict[str, int]] = {}
     settings = {"n_boot": n_boot, "seed": seed, "level": level, "tolerance": tolerance}
@@ -274,5 +318,5 @@ def compute_agreement(paths: list[str | Path], *, metrics: list[str] | None = No
     if len(sets) > 1:
         sets[_ACROSS] = evaluate_set(everything, keys, **settings, strata=strata)
         votes[_ACROSS] = {k: sum(v.get(k, 0) for v in votes.values()) for k in {k for v in votes.values() for k in v}}
-    return AgreementReport(sets, votes, keys, n_boot, seed, level, tolerance, untrained, models,
-                           [str(p) for p in paths])
+    return AgreementReport(sets, votes, list(keys), n_boot, seed, level, tolerance, untrained, list(models or []),
+                           list(sources or []))

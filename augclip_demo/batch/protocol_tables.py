@@ -128,7 +128,7 @@ class ProtocolReport:
         headers = ["metric"] + [f"{dataset} {_FIGURE_LABELS.get(fig, fig)}" for dataset, fig in columns]
         rows = []
         for key in self.metrics:
-            row = [_label(key)]
+            row = [metric_label(key)]
             for dataset, fig in columns:
                 mp = self.datasets[dataset].metrics.get(key)
                 figure = dict(_figures(mp)).get(fig) if mp else None
@@ -148,14 +148,14 @@ class ProtocolReport:
                         if any(dict(_figures(mp)).get(figure_name) is not None for mp in ds.metrics.values())]
             if not datasets:
                 continue
-            rows = [[_label(key)] + [_cell(dict(_figures(self.datasets[d].metrics[key])).get(figure_name)
+            rows = [[metric_label(key)] + [_cell(dict(_figures(self.datasets[d].metrics[key])).get(figure_name)
                                            if key in self.datasets[d].metrics else None, with_ci)
                                      for d in datasets] for key in self.metrics]
             blocks.append(_render(title, ["metric"] + datasets, rows))
         for name, ds in self.datasets.items():  # BPM Table 4 layout: shares of wins per role
             if not any(mp.wins for mp in ds.metrics.values()):
                 continue
-            rows = [[_label(key)] + [_cell(mp.wins[role], with_ci) for role in ("ep", "em", "gt")]
+            rows = [[metric_label(key)] + [_cell(mp.wins[role], with_ci) for role in ("ep", "em", "gt")]
                     for key, mp in ds.metrics.items() if mp.wins]
             blocks.append(_render(f"Ground truth test, share of wins ({name}; each row sums to 1)",
                                   ["metric", "EP", "EM", "GT"], rows))
@@ -165,7 +165,7 @@ class ProtocolReport:
                 continue
             by_name = {key: {row.name: row for row in rows} for key, rows in models.items()}
             first = next(iter(models.values()))
-            headers = ["model", "human"] + [_label(key) for key in models]
+            headers = ["model", "human"] + [metric_label(key) for key in models]
             rows = []
             for row in sorted(first, key=lambda r: r.human_rank):
                 cells = [row.name, f"{row.human_mean:.4f} (#{row.human_rank:g})"]
@@ -199,7 +199,7 @@ def _means_table(name: str, ds: DatasetProtocols, metrics: list[str], with_ci: b
     models = list(dict.fromkeys(row.name for key in keys for row in ds.metrics[key].model_means))
     rows = [[model] + [_cell(by_key[key].get(model), with_ci) + (f" n={by_key[key][model].n}" if model in by_key[key]
                                                                else "") for key in keys] for model in models]
-    return [_render(f"Per-model means ({name})", ["model"] + [_label(key) for key in keys], rows)]
+    return [_render(f"Per-model means ({name})", ["model"] + [metric_label(key) for key in keys], rows)]
 
 
 _TABLES: list[tuple[str, str]] = [
@@ -237,8 +237,9 @@ def _ordered(present: dict[str, None]) -> list[str]:
     return sorted(present, key=lambda k: order.index(k) if k in order else len(order))
 
 
-def _label(key: str) -> str:
-    if key == _BPM_DATASET_KEY:
+def metric_label(key: str) -> str:
+    """A metric's name in the tables (the derived dataset-normalised BPM included)."""
+    if key == BPM_DATASET_KEY:
         return "BPM (dataset min-max)"
     return METRICS[key].label if key in METRICS else key
 
@@ -264,10 +265,10 @@ def _render(title: str, headers: list[str], rows: list[list[str]]) -> str:
 # ---------------------------------------------------------------------------------------------- reading
 #: BPM with S_modify min-max normalised over each dataset of the results (BPM paper, Alg. 2 line 2), derived
 #: from the components every batch record keeps; the per-pair ``bpm`` uses the fixed (x + 1) / 2 instead.
-_BPM_DATASET_KEY = "bpm_dataset"
+BPM_DATASET_KEY = "bpm_dataset"
 
 
-def _add_dataset_bpm(items: list[ProtocolItem], components: dict[int, dict[str, Any]]) -> bool:
+def add_dataset_bpm(items: list[ProtocolItem], components: dict[int, dict[str, Any]]) -> bool:
     """Give every edit with BPM components the dataset-normalised BPM as metric ``bpm_dataset``.
 
     ``components`` maps ``id(edit)`` to the edit's recorded BPM components. Returns whether any edit got
@@ -280,10 +281,10 @@ def _add_dataset_bpm(items: list[ProtocolItem], components: dict[int, dict[str, 
     rescored = rescore_over_dataset(BPMComponents(**{k: v for k, v in parts.items() if k in fields})
                                     for _, parts in scored)
     for (edit, _), result in zip(scored, rescored):
-        edit.metrics[_BPM_DATASET_KEY] = result.bpm
+        edit.metrics[BPM_DATASET_KEY] = result.bpm
     for item in items:
         for edit in item.edits:
-            edit.metrics.setdefault(_BPM_DATASET_KEY, None)
+            edit.metrics.setdefault(BPM_DATASET_KEY, None)
     return True
 
 
@@ -335,8 +336,8 @@ def read_protocol_items(paths: list[str | Path]) -> tuple[dict[str, DatasetProto
                 id=item_id, edits=edits, preferred=human.get("preferred"), scores=human.get("scores"),
                 vote=str(vote) if vote else None))
     for name, components in bpm_components.items():
-        if _add_dataset_bpm(grouped.get(name, []), components):
-            metric_keys.setdefault(_BPM_DATASET_KEY, None)
+        if add_dataset_bpm(grouped.get(name, []), components):
+            metric_keys.setdefault(BPM_DATASET_KEY, None)
     return datasets, grouped, list(metric_keys), list(models), untrained
 
 

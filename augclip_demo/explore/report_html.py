@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..report import UNTRAINED_WARNING
-from .agreement_matrix import Agreement
+from .agreement_matrix import Agreement, SetsAgreement
 from .disagreements import HUMAN, Disagreement
 from .items import item_record, thumbnail_data_uri
 from .leaderboard import Leaderboard
@@ -57,6 +57,7 @@ class SliceReport:
     agreed: Agreement | None
     found: Sequence[Disagreement]
     left_out: str = ""
+    sets: SetsAgreement | None = None  # the per-set agreement with human votes (None: left out)
 
 
 def report_html(store: ResultsStore, sections: Sequence[SliceReport], a: str, b: str, *, top: int = 12) -> str:
@@ -96,6 +97,10 @@ def _slice_section(store: ResultsStore, section: SliceReport, a: str, b: str, to
         parts.append(f"<h3>Agreement with human judgments ({agreed.n_boot} bootstrap resamples, 95% intervals)</h3>"
                      + _table(*agreed.human_table()))
         parts.extend(f"<p class='note'>{html.escape(note)}</p>" for note in agreed.notes)
+        if section.sets is not None and section.sets.report is not None:
+            parts.append("<h3>Which metric agrees with the human votes, per set (as <code>augclip-demo "
+                         "agreement</code>)</h3>" + _table(*section.sets.table()))
+            parts.extend(f"<p class='note'>{html.escape(line)}</p>" for line in section.sets.lines())
     else:
         parts.append(f"<p class='note'>Agreement left out: {html.escape(section.left_out or 'not computed')}.</p>")
     names = " vs ".join("humans" if k == HUMAN else metric_label(k) for k in (a, b))

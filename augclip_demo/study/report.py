@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from ..batch.protocol_tables import _cell as figure_cell
-from ..batch.protocol_tables import _label as metric_label
-from ..batch.protocol_tables import _render
+from ..batch.protocol_tables import _render, metric_label
 from ..metrics.agreement import Figure
 from ..report import UNTRAINED_WARNING
 from .agreement import StudyAgreement

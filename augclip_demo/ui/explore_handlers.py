@@ -43,6 +43,7 @@ from .explore_views import (
     board_frame,
     found_frame,
     grid_views,
+    human_set_views,
     inspect_views,
     open_summary,
     report_page,
@@ -218,7 +219,9 @@ def details(ctx: ExploreContext, current, a, b, sort, descending, page):
                                                               current["found"])
     other = compared_slice(current)
     second = agreement_frames(store, other) if other is not None else (gr.skip(),) * 3
-    return (current, found, *agreement_frames(store, active), *second, pictures, rows, found2)
+    sets2 = human_set_views(store, other)[:2] if other is not None else (gr.skip(),) * 2
+    return (current, found, *agreement_frames(store, active), *second, pictures, rows, found2,
+            *human_set_views(store, active), *sets2)
 
 
 def _found_frames(current: dict[str, Any], store: ResultsStore, a: str | None, b: str | None) -> tuple[Any, Any]:

@@ -19,7 +19,8 @@ def explore_help(settings: Settings) -> str:
     return f"""
 **Explore a batch run.** Open a results file (JSONL, Parquet) written by `augclip-demo batch` or the Batch tab:
 the leaderboard ranks the editing models under every metric beside the humans, the agreement tables compare the
-metrics with each other and with the human judgments (the same functions as `augclip-demo protocol`), the
+metrics with each other and with the human judgments (the same functions as `augclip-demo protocol`, and per
+human set those of `augclip-demo agreement`), the
 disagreements list the items where two metrics, or a metric and the human raters, pick different winners, and the
 items grid pages through the edits.
 Every view follows the **slice** (filters, then Apply; Save keeps it by name). Uploads are at most
@@ -67,6 +68,12 @@ class ExploreTab:
     matrix2: gr.Dataframe
     human2: gr.Dataframe
     agree2_notes: gr.Markdown
+    # agreement with the human votes, per set (augclip-demo agreement's table)
+    sets: gr.Dataframe
+    sets_notes: gr.Markdown
+    sets_json: gr.JSON
+    sets2: gr.Dataframe
+    sets2_notes: gr.Markdown
     # disagreements
     ranking_a: gr.Dropdown  # a metric or the humans
     ranking_b: gr.Dropdown
@@ -132,7 +139,8 @@ class ExploreTab:
     @property
     def detail_outputs(self) -> list[Any]:
         return [self.state, self.found, self.matrix, self.human, self.agree_notes, self.matrix2, self.human2,
-                self.agree2_notes, self.grid, self.rows, self.found2]
+                self.agree2_notes, self.grid, self.rows, self.found2, self.sets, self.sets_notes, self.sets_json,
+                self.sets2, self.sets2_notes]
 
     @property
     def inspect_outputs(self) -> list[Any]:
@@ -220,6 +228,7 @@ def _agreement_tab() -> dict[str, Any]:
                                            "metric's winner is not the humans')", wrap=True, interactive=False,
                                            elem_id="aug-explore-human")
                 ui["agree_notes"] = gr.Markdown()
+                ui.update(_sets_section(""))
             with gr.Column(visible=False) as ui["agree2_column"]:
                 ui["matrix2"] = gr.Dataframe(empty_table("Pick a saved slice to compare."), label="Compared slice: "
                                              "metric-metric Spearman rho", interactive=False,
@@ -228,6 +237,23 @@ def _agreement_tab() -> dict[str, Any]:
                                             "agreement with the human judgments", wrap=True, interactive=False,
                                             elem_id="aug-explore-human2")
                 ui["agree2_notes"] = gr.Markdown()
+                ui.update(_sets_section("2"))
+    return ui
+
+
+def _sets_section(suffix: str) -> dict[str, Any]:
+    """The per-set table of ``augclip-demo agreement`` (``suffix`` "2": the compared slice's, without the JSON)."""
+    ui: dict[str, Any] = {}
+    whose = "Compared slice: " if suffix else ""
+    ui[f"sets{suffix}"] = gr.Dataframe(
+        empty_table("No human judgments yet."), label=f"{whose}Which metric agrees with the human votes, per set: "
+        "the `augclip-demo agreement` table (pairwise accuracy without and with human ties, s2AFC, Spearman / "
+        "Kendall for ratings; 95% bootstrap intervals)", wrap=True, interactive=False,
+        elem_id=f"aug-explore-sets{suffix}")
+    ui[f"sets{suffix}_notes"] = gr.Markdown(elem_id=f"aug-explore-sets{suffix}-notes")
+    if not suffix:
+        with gr.Accordion("Exact figures (as `augclip-demo agreement --json` writes them)", open=False):
+            ui["sets_json"] = gr.JSON(label="agreement.json", elem_id="aug-explore-sets-json")
     return ui
 
 

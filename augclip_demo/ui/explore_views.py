@@ -16,10 +16,11 @@ from ..explore import (
     agreement,
     disagreements,
     grid_page,
+    human_sets,
     item_record,
     leaderboard,
 )
-from ..explore.agreement_matrix import PAGE_AGREEMENT_ITEMS
+from ..explore.agreement_matrix import PAGE_AGREEMENT_ITEMS, PAGE_SETS_WORK, SetsAgreement
 from ..explore.report_html import SliceReport, report_html
 from ..explore.store import metric_label
 from ..report import UNTRAINED_WARNING
@@ -79,6 +80,25 @@ def agreement_frames(store: ResultsStore, active: Slice) -> tuple[Any, Any, str]
     return (frame(*agreed.matrix(), "No metric values in this slice."),
             frame(human_headers, human_rows if has_human else [], "No human judgments in this slice."),
             "\n\n".join(notes))
+
+
+def page_human_sets(store: ResultsStore, active: Slice) -> SetsAgreement:
+    """The slice's per-set agreement with the human votes and ratings (``augclip-demo agreement``'s table and
+    default settings) within the page's bounds; a slice the page cannot compute raises the reason."""
+    return human_sets(store, active, max_items=PAGE_AGREEMENT_ITEMS, max_work=PAGE_SETS_WORK)
+
+
+def human_set_views(store: ResultsStore, active: Slice) -> tuple[Any, str, Any]:
+    """The slice's per-set agreement table, its notes (settings, each set's human data and paired test), and its
+    exact figures as ``augclip-demo agreement --json`` writes them (None when there is nothing to show)."""
+    try:
+        found = page_human_sets(store, active)
+    except InputError as exc:  # several runs in the slice, or over the page's bound: said
+        return empty_table(str(exc)), "", None
+    headers, rows = found.table()
+    notes = "\n\n".join(html.escape(line) for line in found.lines())
+    exact = found.report.to_dict() if found.report is not None else None
+    return frame(headers, rows, "No human judgments in this slice."), notes, exact
 
 
 def found_frame(store: ResultsStore, active: Slice, a: str | None, b: str | None) -> tuple[Any, list[int]]:
@@ -158,7 +178,11 @@ def _slice_report(store: ResultsStore, active: Slice, a: str | None, b: str | No
         found = disagreements(store, active, a, b) if a and b and a != b else []
     except InputError:  # several runs in the slice: the report says so in the agreement section
         found = []
-    return SliceReport(active, leaderboard(store, active), agreed, found, left_out=reason)
+    try:
+        sets = page_human_sets(store, active)
+    except InputError:  # the same reasons as the agreement's, said there (or the bound on the sets' work)
+        sets = None
+    return SliceReport(active, leaderboard(store, active), agreed, found, left_out=reason, sets=sets)
 
 
 def report_page(store: ResultsStore, active: Slice, compared: Slice | None, a: str | None, b: str | None) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from augclip_demo.batch.agreement_tables import compute_agreement
 from tests.explore.constructed import constructed_records, write_jsonl, write_manifest_with_images
 from tests.support import ROOT, TINY, free_port
 from tests.support.app_process import spawn_app
@@ -83,6 +84,14 @@ def test_open_filter_sort_inspect_and_download_the_report(browser, explore_serve
     found = wait_for_table(page, "#aug-explore-found", lambda rows: any(row[0] == "toy-0" for row in rows))
     assert {"toy-0", "toy-1"} <= {row[0] for row in found} and "toy-2" not in {row[0] for row in found}
     page.screenshot(path=str(shots / "explore-1b-cell-items.png"), full_page=True)
+
+    # below the metric-human table, `augclip-demo agreement`'s table of the whole run, as the command computes it
+    page.get_by_role("tab", name="Agreement", exact=True).click()
+    sets = wait_for_table(page, "#aug-explore-sets", lambda rows: any(row[0] == "all sets" for row in rows))
+    report = compute_agreement([explore_server["results"]])
+    assert sets == [[name, *row] for name in ("toy", "all sets") for row in report.table(name)[1]]
+    assert "Best two by" in page.locator("#aug-explore-sets-notes").inner_text()
+    page.screenshot(path=str(shots / "explore-1c-human-sets.png"), full_page=True)
 
     # filter: the toy dataset, AugCLIP >= 0.5
     pick(page, "#aug-explore-datasets", "toy")

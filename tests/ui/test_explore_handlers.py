@@ -4,7 +4,9 @@ targets, and what the page would show checked against an independent computation
 
 from __future__ import annotations
 
+import html
 import inspect as signature_of
+import json
 import re
 import statistics
 from pathlib import Path
@@ -14,6 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from augclip_demo.cli import main
 from augclip_demo.config import Settings
 from augclip_demo.explore import HUMAN, item_record, make_slice
 from augclip_demo.explore.items import PAGE_SIZE
@@ -24,9 +27,10 @@ from augclip_demo.ui.binding import bind
 from augclip_demo.ui.explore_layout import ExploreTab, build_explore_layout, explore_help
 from augclip_demo.ui.explore_state import MAX_SAVED_SLICES, active_slice, fresh_state
 from augclip_demo.ui.explore_tab import EvaluateHandoff
-from augclip_demo.ui.explore_views import CHOOSE_RANKINGS, DISAGREEMENT_SORT
+from augclip_demo.ui.explore_views import CHOOSE_RANKINGS, DISAGREEMENT_SORT, human_set_views
 from augclip_demo.ui.storage import WorkFolders
 from tests.explore.constructed import RUN, constructed_records, write_jsonl, write_manifest_with_images
+from tests.explore.test_human_sets import assert_same
 
 LABEL = "results.jsonl"
 EVERY_FIELD = list(EvaluateHandoff.FIELDS)
@@ -194,8 +198,31 @@ def test_details_list_the_disagreements_and_the_agreement_of_the_slice(ctx, tab)
     assert float(column(matrix, metric_label("l2"))[0]) == pytest.approx(rho, abs=5e-4)
     assert out[5] == matrix  # the compared slice is the same slice here: the same table beside it
     assert out[8] == gr.skip() and out[9] == gr.skip()  # the grid stays unless sorted by disagreement
+    per_set = human_set_views(ctx.store(state), active_slice(state))  # the `agreement` command's table, per set
+    assert tuple(out[11:14]) == per_set and per_set[2]["sets"]["toy"]["n_items"] == 12
+    assert tuple(out[14:16]) == per_set[:2]  # beside it, the compared slice's (the same slice here)
     ranked = on.details(ctx, state, "augclip", "l2", DISAGREEMENT_SORT, False, 1)
     assert column(ranked[9], "id") == [i for i in column(found, "id") for _ in range(3)]
+
+
+def test_the_pages_per_set_table_and_exact_figures_are_the_agreement_commands(ctx, run, capsys):
+    """What the Agreement tab shows per human set (the table, and its exact figures) is `augclip-demo agreement
+    --json`'s for the same file: the page's settings are the command's defaults."""
+    assert main(["agreement", str(run["results"]), "--json"]) == 0
+    theirs = json.loads(capsys.readouterr().out)
+    state = applied(ctx, EVERYTHING)
+    shown, notes, exact = human_set_views(ctx.store(state), active_slice(state))
+    assert_same({k: v for k, v in exact.items() if k != "results"}, {k: v for k, v in theirs.items() if k != "results"})
+    assert exact["results"] == [LABEL]  # the file's name, never its folder
+    labels = {metric_label(key): key for key in theirs["metrics"]}
+    figures = {"pairwise acc. (ties out)": "pairwise", "s2AFC": "s2afc", "Spearman rho": "spearman"}
+    assert {row[0] for row in shown["data"]} == {"toy", "all sets"}  # trip has no human judgments: said in notes
+    for row in shown["data"]:
+        for header, name in figures.items():
+            figure = theirs["sets"][row[0]]["metrics"][labels[row[1]]][name]
+            cell = row[shown["headers"].index(header)]
+            assert cell.startswith(f"{figure['value']:.3f} [{figure['ci_low']:.2f}, {figure['ci_high']:.2f}]"), cell
+    assert "trip: 4 items" in notes and "no human judgments in this set" in notes and "Best two by" in notes
 
 
 def test_the_compared_slices_disagreements_are_shown_beside_and_open_on_a_click(ctx, tab):
@@ -274,6 +301,9 @@ def test_make_report_writes_the_active_slices_page(ctx, tab, run):
     assert path.name == "explore-toy---report.html" and run["work"] in path.parents
     page = path.read_text(encoding="utf-8")
     assert "<h1>Results: toy / report</h1>" in page
+    shown = human_set_views(ctx.store(state), active_slice(state))[0]  # the per-set table, as the page shows it
+    assert "per set (as <code>augclip-demo agreement</code>)" in page and all(
+        f"<td>{html.escape(cell)}</td>" in page for row in shown["data"] for cell in row)
     assert f"Top disagreements: AugCLIP vs L2 ({len(metric_disagreements(ok_records('toy')))} found)" in page
     assert page.count("<figure>") == 3 * len(metric_disagreements(ok_records("toy")))  # source and the two winners
 
