@@ -252,7 +252,7 @@ def _sets_section(suffix: str) -> dict[str, Any]:
         elem_id=f"aug-explore-sets{suffix}")
     ui[f"sets{suffix}_notes"] = gr.Markdown(elem_id=f"aug-explore-sets{suffix}-notes")
     if not suffix:
-        with gr.Accordion("Exact figures (as `augclip-demo agreement --json` writes them)", open=False):
+        with gr.Accordion("Exact figures (the JSON that augclip-demo agreement --json writes)", open=False):
             ui["sets_json"] = gr.JSON(label="agreement.json", elem_id="aug-explore-sets-json")
     return ui
 
