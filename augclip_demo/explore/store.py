@@ -41,6 +41,9 @@ _CATEGORY_FIELDS = ("dataset", "model", "role", "edit_type", "status", "run")
 #: the most metric names a results file may hold (the suite has a few dozen; a file with thousands of names
 #: would make every view a query of thousands of columns: refused when opened, with the reason)
 _MAX_METRICS = 128
+#: the most runs (distinct run signatures) a results file may hold: a batch run has one, a few files or resumed
+#: runs a handful; a file where every record has its own signature makes every view a view of thousands of runs
+MAX_RUNS = 256
 _RECORD_COLUMNS = {"id": "VARCHAR", "dataset": "VARCHAR", "status": "VARCHAR", "error": "VARCHAR",
                   "source": "VARCHAR", "target_text": "VARCHAR", "source_text": "VARCHAR",
                   "instruction": "VARCHAR", "edits": "JSON", "human": "JSON", "attributes": "JSON", "meta": "JSON",
@@ -94,6 +97,52 @@ class OpenedFile:
     unreadable_lines: int = 0
 
 
+class ViewStopped(InputError):
+    """A view's work stopped before its end because its client cancelled it (or the page went away)."""
+
+
+@dataclass
+class Stop:
+    """A view's stop signal: :meth:`set` from another thread (the client cancelled) makes the view's next
+    :meth:`check` raise :class:`ViewStopped` and interrupts its DuckDB query if one is running."""
+
+    event: threading.Event = field(default_factory=threading.Event)
+    running: Any = None  # the DuckDB connection running this view's query, set by ResultsStore while it runs
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def set(self) -> None:
+        with self.lock:
+            self.event.set()
+            if self.running is not None:
+                self.running.interrupt()
+
+    def check(self) -> None:
+        if self.event.is_set():
+            raise ViewStopped("the view was stopped: its request was cancelled")
+
+
+_stops = threading.local()
+
+
+def current_stop() -> Stop:
+    """The stop signal of the view this thread computes (a fresh one that is never set outside :func:`stopping`)."""
+    return getattr(_stops, "stop", None) or Stop()
+
+
+class stopping:  # noqa: N801 - used as ``with stopping(stop):``
+    """Within this block the thread's views check ``stop`` (:func:`current_stop`)."""
+
+    def __init__(self, stop: Stop):
+        self.stop = stop
+
+    def __enter__(self) -> Stop:
+        self.previous, _stops.stop = getattr(_stops, "stop", None), self.stop
+        return self.stop
+
+    def __exit__(self, *exc: object) -> None:
+        _stops.stop = self.previous
+
+
 @dataclass
 class ResultsStore:
     """The opened results: a DuckDB connection holding table ``edits``, the runs and the metric keys."""
@@ -104,6 +153,7 @@ class ResultsStore:
     metrics: list[str]
     n_records: int
     n_edits: int
+    memory_limit_mb: int = 0  # DuckDB's bound for this store (open_results sets it; the out-of-memory message)
     lock: threading.Lock = field(default_factory=threading.Lock)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per stage of opening
     table: str = "edits"  # the per-edit table the views read (another one: the same edits, a study's judgments)
@@ -166,13 +216,34 @@ class ResultsStore:
     # ------------------------------------------------------------------ queries
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Rows of ``sql`` (one connection shared by the app's threads: a cursor each, serialised)."""
-        with self.lock:
-            return self.con.execute(sql, list(params)).fetchall()
+        return self._run(sql, params, lambda result: result.fetchall())
 
     def arrays(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any]:
         """Columns of ``sql`` as numpy arrays."""
+        return self._run(sql, params, lambda result: result.fetchnumpy())
+
+    def _run(self, sql: str, params: Sequence[Any], fetch: Callable[[Any], _T]) -> _T:
+        """One query under the store's lock, stoppable by the thread's view (:func:`current_stop`); DuckDB's
+        out-of-memory and interrupt errors become messages that say what happened."""
+        stop = current_stop()
+        stop.check()
         with self.lock:
-            return self.con.execute(sql, list(params)).fetchnumpy()
+            with stop.lock:
+                stop.running = self.con
+            try:
+                return fetch(self.con.execute(sql, list(params)))
+            except Exception as exc:
+                kind = type(exc).__name__
+                if kind == "OutOfMemoryException":
+                    raise InputError(f"this view needs more than the {self.memory_limit_mb} MB of memory the server "
+                                     "gives one results file; choose a smaller slice (fewer runs, models or "
+                                     "metrics) or a smaller file") from None
+                if kind == "InterruptException" and stop.event.is_set():
+                    raise ViewStopped("the view was stopped: its request was cancelled") from None
+                raise
+            finally:
+                with stop.lock:
+                    stop.running = None
 
     def values(self, column: str) -> list[str]:
         """The distinct values of a category column, for the filter menus."""
@@ -412,13 +483,18 @@ def open_results(files: Sequence[OpenedFile], *, memory_limit_mb: int = DEFAULT_
                              "operator can list large files with AUGCLIP_EXPLORE_FILES)") from None
         raise
     return ResultsStore(con=con, files=list(files), runs=runs, metrics=metrics, n_records=n_records, n_edits=n_edits,
-                        timings=timings)
+                        memory_limit_mb=int(memory_limit_mb), timings=timings)
 
 
 def _number_runs(con: Any, files: Sequence[OpenedFile]) -> list[RunInfo]:
     """Give every distinct (file, run signature) a run number, in order of first appearance."""
     con.execute("CREATE TABLE runs AS SELECT file_no, CAST(run AS VARCHAR) AS signature, min(rowid) AS first, "
                 "count(*) AS n FROM records GROUP BY ALL ORDER BY file_no, first")
+    count = con.execute("SELECT count(*) FROM runs").fetchone()[0]
+    if count > MAX_RUNS:
+        names = ", ".join(f.results.name for f in files)
+        raise InputError(f"results {names}: {count} runs (records with different run settings); the Explore view "
+                         f"opens files with at most {MAX_RUNS} runs (is every record's `run` its own?)")
     rows = con.execute("SELECT file_no, signature, n FROM runs ORDER BY file_no, first").fetchall()
     runs = []
     for number, (file_no, signature, n) in enumerate(rows, start=1):
