@@ -467,10 +467,15 @@ def open_results(files: Sequence[OpenedFile], *, memory_limit_mb: int = DEFAULT_
             if opened.manifest is not None:
                 _load_manifest(con, number, opened.manifest)
                 lap("scan manifest")
-        runs = _number_runs(con, files)
-        metrics = _metric_keys(con)
-        lap("runs and metrics")
-        _build_edits(con, metrics)
+        try:
+            runs = _number_runs(con, files)
+            metrics = _metric_keys(con, files)
+            lap("runs and metrics")
+            _build_edits(con, metrics)
+        except Exception as exc:  # noqa: BLE001 - DuckDB's reading of the records' JSON: said with file and line
+            if type(exc).__name__ == "OutOfMemoryException" or isinstance(exc, InputError):
+                raise
+            raise InputError(_unreadable(files, exc)) from None
         n_edits = con.execute("SELECT count(*) FROM edits").fetchone()[0]
         con.execute("DROP TABLE manifest")
         lap("edits table")
@@ -510,11 +515,54 @@ def _number_runs(con: Any, files: Sequence[OpenedFile]) -> list[RunInfo]:
     return runs
 
 
-def _metric_keys(con: Any) -> list[str]:
-    """Every metric named by a run or present in an edit, in the runs' order first."""
+def _unreadable(files: Sequence[OpenedFile], exc: Exception) -> str:
+    """What to tell about records DuckDB scanned but could not take apart: the first line of the files that a
+    strict JSON reading refuses (duplicate keys, broken JSON) with its problem, else DuckDB's own reason."""
+    for opened in files:
+        found = _first_bad_line(opened.results)
+        if found is not None:
+            return f"results {opened.results.name}, line {found[0]}: {found[1]}"
+    names = ", ".join(f.results.name for f in files)
+    return f"results {names}: could not be read as batch results ({_duckdb_reason(exc)})"
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"the key {key!r} appears twice in one object")
+        seen[key] = value
+    return seen
+
+
+def _first_bad_line(path: Path) -> tuple[int, str] | None:
+    """(line number, problem) of the first non-blank line of a JSONL file that is not one JSON object with each
+    key once; None for a clean file or a Parquet one (read within the upload bound, after DuckDB failed)."""
+    if is_parquet_results(path):
+        return None
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                value = json.loads(raw, object_pairs_hook=_no_duplicate_keys)
+            except ValueError as exc:  # JSONDecodeError included, and the duplicate key
+                return number, str(exc).split(": line ")[0]
+            except RecursionError:
+                return number, "nested too deeply"
+            if not isinstance(value, dict):
+                return number, "not a JSON object"
+    return None
+
+
+def _metric_keys(con: Any, files: Sequence[OpenedFile] = ()) -> list[str]:
+    """Every metric named by a run or present in an edit, in the runs' order first. Names that differ only in
+    case are refused: DuckDB's columns and struct fields ignore case, so they would be one column."""
     keys: dict[str, None] = {}
     for (signature,) in con.execute("SELECT signature FROM runs ORDER BY number").fetchall():
-        for key in (json.loads(signature) or {}).get("metrics", []) if signature else []:
+        parsed = json.loads(signature) if signature else {}
+        named = parsed.get("metrics") if isinstance(parsed, dict) else None  # a foreign `run`: no names from it
+        for key in named if isinstance(named, list) else []:
             keys.setdefault(str(key), None)
     # the runner writes every metric of the run in every edit: one ok record per run shows the rest
     rows = con.execute("SELECT DISTINCT unnest(json_keys(json_extract(e, 'metrics'))) FROM (SELECT "
@@ -522,6 +570,15 @@ def _metric_keys(con: Any) -> list[str]:
                        "GROUP BY file_no, CAST(run AS VARCHAR))").fetchall()
     for (key,) in rows:
         keys.setdefault(str(key), None)
+    by_case: dict[str, list[str]] = {}
+    for key in keys:
+        by_case.setdefault(key.casefold(), []).append(key)
+    clashes = [names for names in by_case.values() if len(names) > 1]
+    if clashes:
+        where = ", ".join(f.results.name for f in files) or "the results"
+        shown = "; ".join(", ".join(names) for names in clashes[:5])
+        raise InputError(f"results {where}: metric names that differ only in case ({shown}); the Explore view "
+                         "cannot keep them apart: rename them so that each name differs in more than case")
     if len(keys) > _MAX_METRICS:
         raise InputError(f"the results name {len(keys)} metrics; the Explore view opens files with at most "
                          f"{_MAX_METRICS} (is this a batch results file?)")
