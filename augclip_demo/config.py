@@ -450,6 +450,7 @@ class Settings:
     max_edits: int = _field("max_edits")
     allowed_models: tuple[str, ...] = _field("allowed_models")
     explore_files: tuple[str, ...] = _field("explore_files")  # RESULTS or RESULTS=MANIFEST entries
+    forwarded_allow_ips: str = _field("forwarded_allow_ips")
     concurrency: int = _field("concurrency")
     stage_memory_mb: int = _field("stage_memory_mb")
     max_text_chars: int = _field("max_text_chars")
