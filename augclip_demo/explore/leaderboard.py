@@ -14,8 +14,11 @@ beside the human rank and Kendall's tau between the models' metric means and hum
   version; :mod:`augclip_demo.metrics.agreement`): only ``gt`` / ``candidate`` edits with both a metric
   value and a human value (the human score, else the 2AFC win 1 / 0, the choice read within the slice as
   every view reads it: :func:`augclip_demo.explore.slices.slice_edits`) count; tau is Kendall's tau-b of the
-  oriented metric means against the human means, computed by the protocols' :func:`kendall`, so it equals
-  ``protocol``'s ``model tau`` on the same edits.
+  oriented metric means against the human means, as the protocols' :func:`kendall` computes it (from the pair
+  counts of every run at once, :class:`_RunPairs`), so it equals ``protocol``'s ``model tau`` on the same edits.
+* **Cost**: ranks and taus of every run come from one sort and one table of pairs, so a leaderboard is linear in
+  its rows; a file holds at most ``store.MAX_RUNS`` runs and a leaderboard at most :data:`MAX_LEADERBOARD_CELLS`
+  cells (both refused by name), and its work stops when its client cancels (:func:`.store.current_stop`).
 """
 
 from __future__ import annotations
@@ -101,11 +104,6 @@ def _format_cell(cell: Cell) -> str:
     if cell.ci is not None:
         text += f" [{cell.ci[0]:.4f}, {cell.ci[1]:.4f}]" + ("" if cell.ci_method == "bootstrap" else " N")
     return text + (f" (#{cell.rank:g})" if cell.rank is not None else "")
-
-
-def _ranks(means: list[float | None], higher: bool) -> list[float | None]:
-    """Ranks of one group of means (1 = best, average ranks on ties, None where there is no mean)."""
-    return _group_ranks(np.zeros(len(means), dtype=np.int64), means, higher)
 
 
 def _group_ranks(groups: np.ndarray, means: Sequence[float | None], higher: bool) -> list[float | None]:
