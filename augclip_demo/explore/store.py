@@ -113,8 +113,17 @@ class Stop:
     def set(self) -> None:
         with self.lock:
             self.event.set()
-            if self.running is not None:
+            running = self.running is not None
+        if running:  # an interrupt that lands before DuckDB starts the query is lost: repeated until it ends
+            threading.Thread(target=self._interrupt_until_done, daemon=True).start()
+
+    def _interrupt_until_done(self) -> None:
+        while True:
+            with self.lock:  # cleared under this lock while the store's lock is still held: never another query
+                if self.running is None:
+                    return
                 self.running.interrupt()
+            time.sleep(0.05)
 
     def check(self) -> None:
         if self.event.is_set():
@@ -228,9 +237,12 @@ class ResultsStore:
         stop = current_stop()
         stop.check()
         with self.lock:
-            with stop.lock:
+            with stop.lock:  # set before the query starts, or interrupted by set() while it runs: never missed
                 stop.running = self.con
+                stopped = stop.event.is_set()
             try:
+                if stopped:
+                    raise ViewStopped("the view was stopped: its request was cancelled")
                 return fetch(self.con.execute(sql, list(params)))
             except Exception as exc:
                 kind = type(exc).__name__

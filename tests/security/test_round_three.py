@@ -9,6 +9,8 @@ these requests must be ignored. No assertion depends on how fast the machine is.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import sys
 import threading
@@ -113,6 +115,34 @@ def test_a_stopped_view_stops_before_and_during_its_query(tmp_path):
     worker.join(timeout=120)
     assert not worker.is_alive() and len(outcome) == 1, outcome
     assert len(board_module.leaderboard(store, make_slice()).rows) > 0  # the store answers the next view
+
+
+def test_a_cancelled_event_stops_its_worker_thread(tmp_path):
+    from augclip_demo.ui.stoppable import run_stoppable
+
+    store = open_results([OpenedFile(write_jsonl(constructed_records(), tmp_path / "r.jsonl"))])
+    outcome: list[Exception] = []
+
+    def work() -> None:  # a view whose query would run for hours
+        try:
+            store.query("SELECT count(*) FROM range(1000000000000) a")
+        except ViewStopped as exc:
+            outcome.append(exc)
+
+    async def cancel_when_running() -> None:
+        task = asyncio.ensure_future(run_stoppable(work))
+        while not store.lock.locked():  # the worker's query holds the store
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_when_running())
+    deadline = time.monotonic() + 120  # a bound on the wait, not a speed asserted
+    while not outcome and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(outcome) == 1 and "stopped" in str(outcome[0])
+    assert store.query("SELECT count(*) FROM edits")[0][0] == store.n_edits
 
 
 def test_a_view_that_needs_more_memory_than_the_store_has_is_said_as_such(tmp_path):
