@@ -52,6 +52,8 @@ DEFAULT_MAX_ATTRIBUTE_CHARS = 200
 _DEFAULT_MAX_C = 1e6
 _DEFAULT_MAX_BATCH_EDITS = 16
 _DEFAULT_MAX_BATCH_ITEMS = 10000
+#: uvicorn's own default for forwarded_allow_ips: a proxy on this machine
+_DEFAULT_FORWARDED_ALLOW_IPS = "127.0.0.1,::1"
 
 #: Smallest accepted width and height of an input image, in pixels (io refuses smaller files).
 MIN_IMAGE_SIDE = 8
@@ -121,6 +123,19 @@ def _one_of(choices: tuple[str, ...]) -> Callable[[object], bool]:
 
 def _not_blank(value: object) -> bool:
     return isinstance(value, str) and bool(value.strip())
+
+
+def _forwarded_list(value: object) -> bool:
+    """uvicorn's forwarded_allow_ips: ``*``, or addresses and networks, comma-separated (not blank)."""
+    import ipaddress
+
+    if not isinstance(value, str):
+        return False
+    parts = [part.strip() for part in value.split(",") if part.strip()]
+    try:
+        return bool(parts) and all(part == "*" or ipaddress.ip_network(part, strict=False) for part in parts)
+    except ValueError:
+        return False
 
 
 def _sha256(value: object) -> bool:
@@ -301,6 +316,12 @@ SETTINGS: tuple[Setting, ...] = (
             "JSONL, .parquet or a folder of Parquet parts); web clients pick among them by name, never by path "
             "(docs/explore.md)", LIMIT, flags="--explore-files (app), augclip-demo explore",
             default_words="none, uploads only"),
+    Setting("forwarded_allow_ips", "AUGCLIP_FORWARDED_ALLOW_IPS", str, _DEFAULT_FORWARDED_ALLOW_IPS,
+            "comma-separated addresses or networks (CIDR) of the reverse proxies whose X-Forwarded-For the app "
+            "believes, as uvicorn's forwarded_allow_ips reads them (* trusts every peer: only behind a proxy that "
+            "every request passes); a request from any other peer is counted against that peer's own address "
+            "(docs/security.md, \"Forwarded addresses\")", LIMIT, "addresses or networks, comma-separated",
+            _forwarded_list),
     Setting("concurrency", "AUGCLIP_CONCURRENCY", int, _DEFAULT_APP_CONCURRENCY,
             "app requests run at once", LIMIT, _POSITIVE, _positive_int, "--concurrency (app)"),
     Setting("stage_memory_mb", "AUGCLIP_STAGE_MEMORY_MB", int, DEFAULT_STAGE_MEMORY_MB,
@@ -429,6 +450,7 @@ class Settings:
     max_edits: int = _field("max_edits")
     allowed_models: tuple[str, ...] = _field("allowed_models")
     explore_files: tuple[str, ...] = _field("explore_files")  # RESULTS or RESULTS=MANIFEST entries
+    forwarded_allow_ips: str = _field("forwarded_allow_ips")
     concurrency: int = _field("concurrency")
     stage_memory_mb: int = _field("stage_memory_mb")
     max_text_chars: int = _field("max_text_chars")

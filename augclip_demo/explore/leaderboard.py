@@ -14,21 +14,26 @@ beside the human rank and Kendall's tau between the models' metric means and hum
   version; :mod:`augclip_demo.metrics.agreement`): only ``gt`` / ``candidate`` edits with both a metric
   value and a human value (the human score, else the 2AFC win 1 / 0, the choice read within the slice as
   every view reads it: :func:`augclip_demo.explore.slices.slice_edits`) count; tau is Kendall's tau-b of the
-  oriented metric means against the human means, computed by the protocols' :func:`kendall`, so it equals
-  ``protocol``'s ``model tau`` on the same edits.
+  oriented metric means against the human means, as the protocols' :func:`kendall` computes it (from the pair
+  counts of every run at once, :class:`_RunPairs`), so it equals ``protocol``'s ``model tau`` on the same edits.
+* **Cost**: ranks and taus of every run come from one sort and one table of pairs, so a leaderboard is linear in
+  its rows; a file holds at most ``store.MAX_RUNS`` runs and a leaderboard at most :data:`MAX_LEADERBOARD_CELLS`
+  cells (both refused by name), and its work stops when its client cancels (:func:`.store.current_stop`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
 
 import numpy as np
 
+from ..errors import InputError
 from ..metrics.agreement import DEFAULT_BOOTSTRAP, DEFAULT_LEVEL, DEFAULT_SEED, kendall, mean_figure
 from .slices import Slice, slice_edits
-from .store import ResultsStore, higher_is_better, metric_column
+from .store import ResultsStore, current_stop, higher_is_better, metric_column
 
 #: cells with more values than this get the normal interval instead of the bootstrap (see the module doc)
 _BOOTSTRAP_MAX_N = 5000
@@ -40,6 +45,10 @@ MAX_BOOTSTRAP_CELLS = 200
 _HUMAN_VALUE_SQL = ("CASE WHEN has_scores THEN human_score WHEN slice_preferred IS NOT NULL THEN "
                    "CAST(edit = slice_preferred AS DOUBLE) END")
 _RANKED_ROLES_SQL = "role NOT IN ('ep', 'em')"
+#: the most cells (rows of run and model times metrics) one leaderboard computes: a slice of thousands of editing
+#: models under a hundred metrics would hold a worker for minutes and send the page a table nobody reads;
+#: refused with the figures and what to narrow instead
+MAX_LEADERBOARD_CELLS = 50_000
 
 
 @dataclass
@@ -97,15 +106,25 @@ def _format_cell(cell: Cell) -> str:
     return text + (f" (#{cell.rank:g})" if cell.rank is not None else "")
 
 
-def _ranks(means: list[float | None], higher: bool) -> list[float | None]:
-    from scipy.stats import rankdata
-
-    present = [i for i, m in enumerate(means) if m is not None]
-    ranks: list[float | None] = [None] * len(means)
-    if present:
-        oriented = np.array([means[i] if higher else -means[i] for i in present], float)  # type: ignore[operator]
-        for i, rank in zip(present, rankdata(-oriented)):
-            ranks[i] = float(rank)
+def _group_ranks(groups: np.ndarray, means: Sequence[float | None], higher: bool) -> list[float | None]:
+    """Ranks within each group at once (one sort, no per-group loop): 1 = best, average ranks on ties,
+    None where there is no mean. Equals scipy's ``rankdata`` of the negated oriented means in each group."""
+    values = np.array([np.nan if m is None else (m if higher else -m) for m in means], float)
+    present = np.flatnonzero(~np.isnan(values))
+    ranks: list[float | None] = [None] * len(values)
+    if not len(present):
+        return ranks
+    order = present[np.lexsort((-values[present], groups[present]))]
+    g, v = groups[order], values[order]
+    new_group = np.r_[True, g[1:] != g[:-1]]
+    new_block = new_group | np.r_[True, v[1:] != v[:-1]]  # a block: equal means within a group
+    position = np.arange(len(order))
+    ordinal = position - np.maximum.accumulate(np.where(new_group, position, 0)) + 1
+    starts = np.flatnonzero(new_block)
+    ends = np.r_[starts[1:], len(order)] - 1
+    average = (ordinal[starts] + ordinal[ends]) / 2.0
+    for index, rank in zip(order, np.repeat(average, ends - starts + 1)):
+        ranks[index] = float(rank)
     return ranks
 
 
@@ -113,6 +132,13 @@ def leaderboard(store: ResultsStore, active: Slice, *, n_boot: int = DEFAULT_BOO
                 level: float = DEFAULT_LEVEL) -> Leaderboard:
     """The slice's leaderboard (one SQL aggregate; bootstrap values fetched only for small cells)."""
     where, params = active.where(store)
+    stop = current_stop()
+    (groups,), = store.query(f"SELECT count(DISTINCT (run, model)) FROM {store.table} WHERE {where}", params)
+    cells = groups * max(1, len(store.metrics))
+    if cells > MAX_LEADERBOARD_CELLS:
+        raise InputError(f"the leaderboard of slice {active.name!r} would have {groups} rows (run and model) x "
+                         f"{len(store.metrics)} metrics = {cells} cells; it computes at most {MAX_LEADERBOARD_CELLS}: "
+                         "choose fewer runs or models in the slice")
     edits, edit_params = slice_edits(store, active)
     human = _HUMAN_VALUE_SQL
     aggregates = [f"avg({human}) FILTER (WHERE {_RANKED_ROLES_SQL})"]
@@ -130,6 +156,7 @@ def leaderboard(store: ResultsStore, active: Slice, *, n_boot: int = DEFAULT_BOO
         n_boot = 0
     rows, joint_means = [], []
     for record in fetched:
+        stop.check()
         run, model, untrained, n_edits, human_mean, *rest = record
         cells, joint = {}, {}
         for i, key in enumerate(store.metrics):
@@ -149,14 +176,22 @@ def leaderboard(store: ResultsStore, active: Slice, *, n_boot: int = DEFAULT_BOO
         rows.append(LeaderRow(int(run), str(model), bool(untrained), int(n_edits), cells, human_mean))
         joint_means.append(joint)
     board = Leaderboard(list(store.metrics), rows)
-    for run in sorted({row.run for row in rows}):
-        members = [i for i, row in enumerate(rows) if row.run == run]
-        for key in store.metrics:
-            for i, rank in zip(members, _ranks([rows[i].cells[key].mean for i in members], higher_is_better(key))):
-                rows[i].cells[key].rank = rank
-            board.tau[(run, key)] = _model_tau([joint_means[i][key] for i in members], higher_is_better(key))
-        for i, rank in zip(members, _ranks([rows[i].human_mean for i in members], True)):
-            rows[i].human_rank = rank
+    runs = np.array([row.run for row in rows], dtype=np.int64)
+    members: dict[int, list[int]] = {}  # the rows of each run, found once (not a scan of every row per run)
+    for i, row in enumerate(rows):
+        members.setdefault(row.run, []).append(i)
+    pairs = _RunPairs.of(members)
+    for key in store.metrics:
+        stop.check()
+        higher = higher_is_better(key)
+        for row, rank in zip(rows, _group_ranks(runs, [row.cells[key].mean for row in rows], higher)):
+            row.cells[key].rank = rank
+        joint = [joint_means[i][key] for i in range(len(rows))]
+        board.tau.update({(run, key): tau for run, tau in pairs.taus(joint, higher).items()})
+        for run in pairs.large:
+            board.tau[(run, key)] = _model_tau([joint[i] for i in members[run]], higher)
+    for row, rank in zip(rows, _group_ranks(runs, [row.human_mean for row in rows], True)):
+        row.human_rank = rank
     if small > MAX_BOOTSTRAP_CELLS:
         board.notes.append(f"{small} cells: all intervals are normal intervals (a bootstrap of more than "
                            f"{MAX_BOOTSTRAP_CELLS} cells would stall the page)")
@@ -174,3 +209,60 @@ def _model_tau(pairs: list[tuple[float | None, float | None]], higher: bool) -> 
         return None
     metric = [m if higher else -m for m, _ in pairs]  # type: ignore[operator]
     return kendall(metric, [h for _, h in pairs])  # type: ignore[misc]
+
+
+#: runs with at most this many rows get Kendall's tau from all their pairs at once (:class:`_RunPairs`); larger
+#: runs (few, under the cells bound) one call of the protocols' function each
+_PAIRWISE_MAX_ROWS = 64
+
+
+@dataclass
+class _RunPairs:
+    """Every pair of rows within the same small run, once per leaderboard: each metric's Kendall tau-b of every
+    small run is then a few array operations over these pairs, not one library call per run and metric."""
+
+    first: np.ndarray
+    second: np.ndarray
+    run_index: np.ndarray  # the pair's run, as an index into ``runs``
+    runs: list[int]
+    large: list[int]  # runs with more than _PAIRWISE_MAX_ROWS rows
+
+    @classmethod
+    def of(cls, members: dict[int, list[int]]) -> _RunPairs:
+        first, second, index, runs, large = [], [], [], [], []
+        for run, rows in members.items():
+            if len(rows) > _PAIRWISE_MAX_ROWS:
+                large.append(run)
+                continue
+            i, j = np.triu_indices(len(rows), k=1)
+            chosen = np.asarray(rows, dtype=np.int64)
+            first.append(chosen[i])
+            second.append(chosen[j])
+            index.append(np.full(len(i), len(runs), dtype=np.int64))
+            runs.append(run)
+        empty = np.zeros(0, dtype=np.int64)
+        return cls(np.concatenate(first) if first else empty, np.concatenate(second) if second else empty,
+                   np.concatenate(index) if index else empty, runs, large)
+
+    def taus(self, joint: Sequence[tuple[float | None, float | None]], higher: bool) -> dict[int, float | None]:
+        """Kendall's tau-b of each small run's oriented metric means against its human means (the rows with
+        both), as :func:`_model_tau` gives it: scipy's tau-b from the pair counts, None below two rows or
+        when either side is constant."""
+        metric = np.array([np.nan if m is None or h is None else (m if higher else -m) for m, h in joint], float)
+        human = np.array([np.nan if m is None or h is None else h for m, h in joint], float)
+        dx = np.sign(metric[self.first] - metric[self.second])
+        dy = np.sign(human[self.first] - human[self.second])
+        valid = ~(np.isnan(dx) | np.isnan(dy))
+        size = len(self.runs)
+
+        def count(mask: np.ndarray) -> np.ndarray:
+            return np.bincount(self.run_index[valid & mask], minlength=size).astype(np.int64)
+
+        total = count(np.ones(len(valid), bool))
+        x_tie, y_tie = count(dx == 0), count(dy == 0)
+        both_tie, discordant = count((dx == 0) & (dy == 0)), count(dx * dy < 0)
+        con_minus_dis = total - x_tie - y_tie + both_tie - 2 * discordant
+        defined = (total > 0) & (x_tie < total) & (y_tie < total)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tau = np.clip(con_minus_dis / np.sqrt(total - x_tie) / np.sqrt(total - y_tie), -1.0, 1.0)
+        return {run: float(t) if ok else None for run, t, ok in zip(self.runs, tau.tolist(), defined.tolist())}

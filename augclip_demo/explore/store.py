@@ -41,6 +41,9 @@ _CATEGORY_FIELDS = ("dataset", "model", "role", "edit_type", "status", "run")
 #: the most metric names a results file may hold (the suite has a few dozen; a file with thousands of names
 #: would make every view a query of thousands of columns: refused when opened, with the reason)
 _MAX_METRICS = 128
+#: the most runs (distinct run signatures) a results file may hold: a batch run has one, a few files or resumed
+#: runs a handful; a file where every record has its own signature makes every view a view of thousands of runs
+MAX_RUNS = 256
 _RECORD_COLUMNS = {"id": "VARCHAR", "dataset": "VARCHAR", "status": "VARCHAR", "error": "VARCHAR",
                   "source": "VARCHAR", "target_text": "VARCHAR", "source_text": "VARCHAR",
                   "instruction": "VARCHAR", "edits": "JSON", "human": "JSON", "attributes": "JSON", "meta": "JSON",
@@ -94,6 +97,61 @@ class OpenedFile:
     unreadable_lines: int = 0
 
 
+class ViewStopped(InputError):
+    """A view's work stopped before its end because its client cancelled it (or the page went away)."""
+
+
+@dataclass
+class Stop:
+    """A view's stop signal: :meth:`set` from another thread (the client cancelled) makes the view's next
+    :meth:`check` raise :class:`ViewStopped` and interrupts its DuckDB query if one is running."""
+
+    event: threading.Event = field(default_factory=threading.Event)
+    running: Any = None  # the DuckDB connection running this view's query, set by ResultsStore while it runs
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def set(self) -> None:
+        with self.lock:
+            self.event.set()
+            running = self.running is not None
+        if running:  # an interrupt that lands before DuckDB starts the query is lost: repeated until it ends
+            threading.Thread(target=self._interrupt_until_done, daemon=True).start()
+
+    def _interrupt_until_done(self) -> None:
+        while True:
+            with self.lock:  # cleared under this lock while the store's lock is still held: never another query
+                if self.running is None:
+                    return
+                self.running.interrupt()
+            time.sleep(0.05)
+
+    def check(self) -> None:
+        if self.event.is_set():
+            raise ViewStopped("the view was stopped: its request was cancelled")
+
+
+_stops = threading.local()
+
+
+def current_stop() -> Stop:
+    """The stop signal of the view this thread computes (a fresh one that is never set outside :func:`stopping`)."""
+    return getattr(_stops, "stop", None) or Stop()
+
+
+class stopping:  # noqa: N801 - used as ``with stopping(stop):``
+    """Within this block the thread's views check ``stop`` (:func:`current_stop`)."""
+
+    def __init__(self, stop: Stop):
+        self.stop = stop
+
+    def __enter__(self) -> Stop:
+        self.previous, _stops.stop = getattr(_stops, "stop", None), self.stop
+        return self.stop
+
+    def __exit__(self, *exc: object) -> None:
+        _stops.stop = self.previous
+
+
 @dataclass
 class ResultsStore:
     """The opened results: a DuckDB connection holding table ``edits``, the runs and the metric keys."""
@@ -104,6 +162,7 @@ class ResultsStore:
     metrics: list[str]
     n_records: int
     n_edits: int
+    memory_limit_mb: int = 0  # DuckDB's bound for this store (open_results sets it; the out-of-memory message)
     lock: threading.Lock = field(default_factory=threading.Lock)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per stage of opening
     table: str = "edits"  # the per-edit table the views read (another one: the same edits, a study's judgments)
@@ -166,13 +225,37 @@ class ResultsStore:
     # ------------------------------------------------------------------ queries
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Rows of ``sql`` (one connection shared by the app's threads: a cursor each, serialised)."""
-        with self.lock:
-            return self.con.execute(sql, list(params)).fetchall()
+        return self._run(sql, params, lambda result: result.fetchall())
 
     def arrays(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any]:
         """Columns of ``sql`` as numpy arrays."""
+        return self._run(sql, params, lambda result: result.fetchnumpy())
+
+    def _run(self, sql: str, params: Sequence[Any], fetch: Callable[[Any], _T]) -> _T:
+        """One query under the store's lock, stoppable by the thread's view (:func:`current_stop`); DuckDB's
+        out-of-memory and interrupt errors become messages that say what happened."""
+        stop = current_stop()
+        stop.check()
         with self.lock:
-            return self.con.execute(sql, list(params)).fetchnumpy()
+            with stop.lock:  # set before the query starts, or interrupted by set() while it runs: never missed
+                stop.running = self.con
+                stopped = stop.event.is_set()
+            try:
+                if stopped:
+                    raise ViewStopped("the view was stopped: its request was cancelled")
+                return fetch(self.con.execute(sql, list(params)))
+            except Exception as exc:
+                kind = type(exc).__name__
+                if kind == "OutOfMemoryException":
+                    raise InputError(f"this view needs more than the {self.memory_limit_mb} MB of memory the server "
+                                     "gives one results file; choose a smaller slice (fewer runs, models or "
+                                     "metrics) or a smaller file") from None
+                if kind == "InterruptException" and stop.event.is_set():
+                    raise ViewStopped("the view was stopped: its request was cancelled") from None
+                raise
+            finally:
+                with stop.lock:
+                    stop.running = None
 
     def values(self, column: str) -> list[str]:
         """The distinct values of a category column, for the filter menus."""
@@ -396,10 +479,15 @@ def open_results(files: Sequence[OpenedFile], *, memory_limit_mb: int = DEFAULT_
             if opened.manifest is not None:
                 _load_manifest(con, number, opened.manifest)
                 lap("scan manifest")
-        runs = _number_runs(con, files)
-        metrics = _metric_keys(con)
-        lap("runs and metrics")
-        _build_edits(con, metrics)
+        try:
+            runs = _number_runs(con, files)
+            metrics = _metric_keys(con, files)
+            lap("runs and metrics")
+            _build_edits(con, metrics)
+        except Exception as exc:  # noqa: BLE001 - DuckDB's reading of the records' JSON: said with file and line
+            if type(exc).__name__ == "OutOfMemoryException" or isinstance(exc, InputError):
+                raise
+            raise InputError(_unreadable(files, exc)) from None
         n_edits = con.execute("SELECT count(*) FROM edits").fetchone()[0]
         con.execute("DROP TABLE manifest")
         lap("edits table")
@@ -412,13 +500,18 @@ def open_results(files: Sequence[OpenedFile], *, memory_limit_mb: int = DEFAULT_
                              "operator can list large files with AUGCLIP_EXPLORE_FILES)") from None
         raise
     return ResultsStore(con=con, files=list(files), runs=runs, metrics=metrics, n_records=n_records, n_edits=n_edits,
-                        timings=timings)
+                        memory_limit_mb=int(memory_limit_mb), timings=timings)
 
 
 def _number_runs(con: Any, files: Sequence[OpenedFile]) -> list[RunInfo]:
     """Give every distinct (file, run signature) a run number, in order of first appearance."""
     con.execute("CREATE TABLE runs AS SELECT file_no, CAST(run AS VARCHAR) AS signature, min(rowid) AS first, "
                 "count(*) AS n FROM records GROUP BY ALL ORDER BY file_no, first")
+    count = con.execute("SELECT count(*) FROM runs").fetchone()[0]
+    if count > MAX_RUNS:
+        names = ", ".join(f.results.name for f in files)
+        raise InputError(f"results {names}: {count} runs (records with different run settings); the Explore view "
+                         f"opens files with at most {MAX_RUNS} runs (is every record's `run` its own?)")
     rows = con.execute("SELECT file_no, signature, n FROM runs ORDER BY file_no, first").fetchall()
     runs = []
     for number, (file_no, signature, n) in enumerate(rows, start=1):
@@ -434,11 +527,54 @@ def _number_runs(con: Any, files: Sequence[OpenedFile]) -> list[RunInfo]:
     return runs
 
 
-def _metric_keys(con: Any) -> list[str]:
-    """Every metric named by a run or present in an edit, in the runs' order first."""
+def _unreadable(files: Sequence[OpenedFile], exc: Exception) -> str:
+    """What to tell about records DuckDB scanned but could not take apart: the first line of the files that a
+    strict JSON reading refuses (duplicate keys, broken JSON) with its problem, else DuckDB's own reason."""
+    for opened in files:
+        found = _first_bad_line(opened.results)
+        if found is not None:
+            return f"results {opened.results.name}, line {found[0]}: {found[1]}"
+    names = ", ".join(f.results.name for f in files)
+    return f"results {names}: could not be read as batch results ({_duckdb_reason(exc)})"
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"the key {key!r} appears twice in one object")
+        seen[key] = value
+    return seen
+
+
+def _first_bad_line(path: Path) -> tuple[int, str] | None:
+    """(line number, problem) of the first non-blank line of a JSONL file that is not one JSON object with each
+    key once; None for a clean file or a Parquet one (read within the upload bound, after DuckDB failed)."""
+    if is_parquet_results(path):
+        return None
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                value = json.loads(raw, object_pairs_hook=_no_duplicate_keys)
+            except ValueError as exc:  # JSONDecodeError included, and the duplicate key
+                return number, str(exc).split(": line ")[0]
+            except RecursionError:
+                return number, "nested too deeply"
+            if not isinstance(value, dict):
+                return number, "not a JSON object"
+    return None
+
+
+def _metric_keys(con: Any, files: Sequence[OpenedFile] = ()) -> list[str]:
+    """Every metric named by a run or present in an edit, in the runs' order first. Names that differ only in
+    case are refused: DuckDB's columns and struct fields ignore case, so they would be one column."""
     keys: dict[str, None] = {}
     for (signature,) in con.execute("SELECT signature FROM runs ORDER BY number").fetchall():
-        for key in (json.loads(signature) or {}).get("metrics", []) if signature else []:
+        parsed = json.loads(signature) if signature else {}
+        named = parsed.get("metrics") if isinstance(parsed, dict) else None  # a foreign `run`: no names from it
+        for key in named if isinstance(named, list) else []:
             keys.setdefault(str(key), None)
     # the runner writes every metric of the run in every edit: one ok record per run shows the rest
     rows = con.execute("SELECT DISTINCT unnest(json_keys(json_extract(e, 'metrics'))) FROM (SELECT "
@@ -446,6 +582,15 @@ def _metric_keys(con: Any) -> list[str]:
                        "GROUP BY file_no, CAST(run AS VARCHAR))").fetchall()
     for (key,) in rows:
         keys.setdefault(str(key), None)
+    by_case: dict[str, list[str]] = {}
+    for key in keys:
+        by_case.setdefault(key.casefold(), []).append(key)
+    clashes = [names for names in by_case.values() if len(names) > 1]
+    if clashes:
+        where = ", ".join(f.results.name for f in files) or "the results"
+        shown = "; ".join(", ".join(names) for names in clashes[:5])
+        raise InputError(f"results {where}: metric names that differ only in case ({shown}); the Explore view "
+                         "cannot keep them apart: rename them so that each name differs in more than case")
     if len(keys) > _MAX_METRICS:
         raise InputError(f"the results name {len(keys)} metrics; the Explore view opens files with at most "
                          f"{_MAX_METRICS} (is this a batch results file?)")

@@ -271,6 +271,9 @@ def _cuda_available() -> bool:
 def launch_kwargs(settings: Settings | None = None) -> dict[str, Any]:
     """Arguments for ``demo.launch``: GRADIO_SERVER_NAME / GRADIO_SERVER_PORT are read by Gradio itself."""
     settings = settings or Settings.from_env()
+    # uvicorn (under Gradio) believes X-Forwarded-For only from these peers; it reads its own variable when the
+    # server starts, so the app's one setting is handed over here (study_routes.client_address)
+    os.environ["FORWARDED_ALLOW_IPS"] = settings.forwarded_allow_ips
     return {
         "server_name": os.environ.get("GRADIO_SERVER_NAME") or None,
         # Gradio refuses bigger uploads itself (with a margin, so our own message names the file); the

@@ -49,6 +49,7 @@ from .explore_views import (
     report_page,
 )
 from .guard import scrub_paths_in, user_facing
+from .stoppable import run_stoppable
 from .storage import WorkFolders
 
 
@@ -188,6 +189,12 @@ def _grid_updates(current: dict[str, Any], store: ResultsStore, sort: str, desce
         store, other, "id" if sort == DISAGREEMENT_SORT else sort, descending, page)
     return [caption, pictures, rows, gr.update(visible=True), gr.update(value=pictures2, label=f"{other.name}: "
             f"{caption2}"), rows2]
+
+
+async def stoppable_views(ctx: ExploreContext, current, compare, sort, descending, page):
+    """:func:`views` as the page calls it: in a worker thread that stops when the client cancels the event
+    (:func:`.stoppable.run_stoppable`)."""
+    return await run_stoppable(views, ctx, current, compare, sort, descending, page)
 
 
 @user_facing

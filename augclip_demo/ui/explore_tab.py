@@ -47,7 +47,7 @@ def _wire_explore_tab(tab: ExploreTab, ctx: ExploreContext) -> None:
     private = {"api_visibility": "private"}  # the page's own events: not an API for other programs
 
     def then_views(event: Any) -> None:
-        event.success(bind(on.views, ctx), tab.view_inputs, tab.view_outputs, **private).success(
+        event.success(bind(on.stoppable_views, ctx), tab.view_inputs, tab.view_outputs, **private).success(
             bind(on.details, ctx), tab.detail_inputs, tab.detail_outputs, **private)
 
     then_views(tab.open.click(bind(on.open_results_file, ctx), [tab.file, tab.upload, state], tab.open_outputs,

@@ -49,8 +49,7 @@ def _request_address(request: Any) -> str:
     """The client's address of a Gradio request (``gr.Request``), as the rater routes count it."""
     inner = getattr(request, "request", request)
     client = getattr(inner, "client", None) or getattr(request, "client", None)
-    headers = getattr(inner, "headers", None) or getattr(request, "headers", None) or {}
-    return client_address(getattr(client, "host", None), headers.get("x-forwarded-for"))
+    return client_address(getattr(client, "host", None))
 
 
 #: the app's operator check (one per process: the tab and the Explore control share its counts)

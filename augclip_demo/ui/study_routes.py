@@ -23,7 +23,6 @@ The API routes take a :class:`RaterContext` first; :func:`study_routes` binds it
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import math
 from dataclasses import dataclass, field
@@ -67,20 +66,12 @@ def _error(message: str, status: int, retry_after: float | None = None) -> JSONR
     return JSONResponse({"error": scrub_paths(message)}, status_code=status, headers=headers)
 
 
-def client_address(peer: str | None, forwarded: str | None) -> str:
-    """The address a request's limits are counted against: the peer's, or, when the peer is a proxy on this
-    machine or a private network, the last ``X-Forwarded-For`` entry (the one the nearest proxy added: a
-    client can prepend entries, never append after its proxy's)."""
-    address = peer or "unknown"
-    try:
-        trusted = ipaddress.ip_address(address).is_private  # loopback and private ranges both count
-    except ValueError:
-        trusted = False
-    if trusted and forwarded:
-        last = forwarded.split(",")[-1].strip()
-        if last:
-            return last[:64]
-    return address
+def client_address(peer: str | None) -> str:
+    """The address a request's limits are counted against: the request's client as the server saw it. uvicorn
+    (:func:`.app.launch_kwargs` gives it ``AUGCLIP_FORWARDED_ALLOW_IPS``) replaces a peer's address with the
+    client its ``X-Forwarded-For`` names only when the peer is one of the operator's proxies; from any other
+    peer the header is not read, so a client cannot choose the address it is counted against."""
+    return (peer or "unknown")[:64]
 
 
 def bearer_token(request: Request) -> str:
@@ -120,7 +111,7 @@ async def _bounded_json(request: Request) -> Any:
 
 def _admitted(ctx: RaterContext, request: Request) -> tuple[str, str] | Response:
     """(address, token), or the refusal: no token (401), over a rate (429). Runs in the event loop."""
-    address = client_address(request.client.host if request.client else None, request.headers.get("x-forwarded-for"))
+    address = client_address(request.client.host if request.client else None)
     try:
         token = bearer_token(request)
     except store.StudyError as exc:

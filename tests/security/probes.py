@@ -78,3 +78,19 @@ def zip_of(path: Path, entries: dict[str, bytes], *, links: tuple[str, ...] = ()
 
 def deep_json(depth: int) -> str:
     return "[" * depth + "]" * depth
+
+
+def many_runs_results(path: Path, *, records: int = 3000, metrics: int = 120, per_edit: int = 40) -> Path:
+    """A results file of ``records`` records, each with its own run signature, and ``metrics`` metric names
+    between them (``per_edit`` in each of its two edits): the shape that made the leaderboard quadratic."""
+    names = [f"metric{k:03d}" for k in range(metrics)]
+    rng = np.random.default_rng(1)
+    with open(path, "w", encoding="utf-8") as handle:
+        for i in range(records):
+            keys = [names[(i + k) % metrics] for k in range(per_edit)]
+            edits = [{"name": f"model{j}", "role": "candidate", "path": f"e{i}-{j}.png",
+                      "metrics": {key: round(float(v), 6) for key, v in zip(keys, rng.random(per_edit))}}
+                     for j in range(2)]
+            handle.write(json.dumps({"id": f"r{i}", "status": "ok", "edits": edits, "human": {"preferred": i % 2},
+                                     "run": {"model": "random:tiny", "seed": i}}) + "\n")
+    return path
