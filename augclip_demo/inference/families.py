@@ -132,7 +132,8 @@ def offline_clip_models() -> list[OfflineClip]:
 
 def _offline_clip_hint() -> str:
     """One sentence naming the offline CLIP choices that can run here."""
-    choices = [f"{model.spec} ({model.what.split(';')[0]})" for model in offline_clip_models() if model.present]
+    choices = [f"{model.spec} ({model.what.replace(':', ';').split(';')[0]})" for model in offline_clip_models()
+               if model.present]
     return f"Offline: --clip-model {' or '.join(choices)}."
 
 

@@ -82,7 +82,7 @@ def agreement_frames(store: ResultsStore, active: Slice) -> tuple[Any, Any, str]
             "\n\n".join(notes))
 
 
-def page_human_sets(store: ResultsStore, active: Slice) -> SetsAgreement:
+def _page_human_sets(store: ResultsStore, active: Slice) -> SetsAgreement:
     """The slice's per-set agreement with the human votes and ratings (``augclip-demo agreement``'s table and
     default settings) within the page's bounds; a slice the page cannot compute raises the reason."""
     return human_sets(store, active, max_items=PAGE_AGREEMENT_ITEMS, max_work=PAGE_SETS_WORK)
@@ -92,7 +92,7 @@ def human_set_views(store: ResultsStore, active: Slice) -> tuple[Any, str, Any]:
     """The slice's per-set agreement table, its notes (settings, each set's human data and paired test), and its
     exact figures as ``augclip-demo agreement --json`` writes them (None when there is nothing to show)."""
     try:
-        found = page_human_sets(store, active)
+        found = _page_human_sets(store, active)
     except InputError as exc:  # several runs in the slice, or over the page's bound: said
         return empty_table(str(exc)), "", None
     headers, rows = found.table()
@@ -179,7 +179,7 @@ def _slice_report(store: ResultsStore, active: Slice, a: str | None, b: str | No
     except InputError:  # several runs in the slice: the report says so in the agreement section
         found = []
     try:
-        sets = page_human_sets(store, active)
+        sets = _page_human_sets(store, active)
     except InputError:  # the same reasons as the agreement's, said there (or the bound on the sets' work)
         sets = None
     return SliceReport(active, leaderboard(store, active), agreed, found, left_out=reason, sets=sets)
