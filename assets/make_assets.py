@@ -278,8 +278,49 @@ def write_example(example: dict) -> dict:
     return item
 
 
+#: The world examples (``augclip-demo world``'s items 0-2 of seed 0, one per kind: not chosen by any score).
+WORLD_KINDS = ("recolour", "move", "replace")
+WORLD_NAMES = {"correct": "correct", "partial": "partial", "over_edit": "over-edit", "unchanged": "unchanged",
+               "wrong": "wrong"}
+
+
+def world_examples() -> list[dict]:
+    """Three items of the synthetic world, each with its five constructed edits, object masks and true
+    attribute phrases, for the demo of the toy model ``shapes:tiny``."""
+    import shutil
+    import tempfile
+
+    from augclip_demo.world import write_world
+
+    items = []
+    with tempfile.TemporaryDirectory() as tmp:
+        manifest = write_world(tmp, items=len(WORLD_KINDS), seed=0, kinds=WORLD_KINDS)
+        for line in manifest.read_text().splitlines():
+            record = json.loads(line)
+            folder_name = f"world-{record['meta']['world']['kind']}"
+            folder = OUT / folder_name
+            if folder.exists():
+                shutil.rmtree(folder)
+            shutil.copytree(Path(tmp) / "images" / record["id"], folder)
+            record = json.loads(line.replace(f"images/{record['id']}/", f"{folder_name}/"))
+            record["id"] = folder_name
+            attributes = {
+                "source_attributes": record["attributes"]["source"],
+                "target_attributes": record["attributes"]["target"],
+                "provenance": {"provider": "manual", "fidelity": "the world's own attribute phrases, true by "
+                               "construction", "extra": {"note": "augclip-demo world, seed 0"}},
+            }
+            (folder / "attributes.json").write_text(json.dumps(attributes, indent=2) + "\n")
+            record["attributes"] = f"{folder_name}/attributes.json"
+            for edit in record["edits"]:
+                edit["name"] = WORLD_NAMES[edit["name"]]
+            (folder / "example.json").write_text(json.dumps(record, indent=2) + "\n")
+            items.append(record)
+    return items
+
+
 def main() -> None:
-    items = [write_example(make()) for make in (flower, pagoda, portrait, shapes)]
+    items = [write_example(make()) for make in (flower, pagoda, portrait, shapes)] + world_examples()
     with open(OUT / "manifest.jsonl", "w") as handle:
         for item in items:
             handle.write(json.dumps(item) + "\n")

@@ -46,7 +46,7 @@ from .storage import WorkFolders
 from .study_routes import study_routes
 from .study_tab import build_study_tab
 
-_CLIP_CHOICES = ["ViT-B-16/openai", "ViT-B-32/openai", "ViT-L-14/openai", "random:ViT-B-16", "random:tiny"]
+_CLIP_CHOICES = ["ViT-B-16/openai", "ViT-B-32/openai", "ViT-L-14/openai", "shapes:tiny", "random:ViT-B-16", "random:tiny"]
 
 CSS = first_contact.CSS + """
 .aug-status {font-size: 0.95rem; padding: 4px 0;}

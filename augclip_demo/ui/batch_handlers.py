@@ -191,7 +191,7 @@ def _written_example_files() -> tuple[str, str]:
     shutil.copyfile(EXAMPLES_DIR / "manifest.jsonl", manifest)
     images = folder / "examples.zip"
     with zipfile.ZipFile(images, "w", compression=zipfile.ZIP_STORED) as archive:  # PNGs are compressed already
-        for file in sorted(EXAMPLES_DIR.glob("*/*")):
+        for file in sorted(f for f in EXAMPLES_DIR.glob("*/**/*") if f.is_file()):  # the world examples' masks too
             archive.write(file, file.relative_to(EXAMPLES_DIR).as_posix())
     return str(manifest), str(images)
 

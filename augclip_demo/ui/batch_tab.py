@@ -95,7 +95,7 @@ def build_batch_tab(settings: Settings, *, provider_choices: list[tuple[str, str
         with gr.Row():
             run_btn = gr.Button("Run batch", variant="primary", elem_id="aug-batch-run", scale=3)
             stop_btn = gr.Button("Stop", variant="stop", elem_id="aug-batch-stop", scale=1, visible=False)
-            example_btn = gr.Button("Load the shipped examples (a manifest of 4 triplets and its zip)", scale=2,
+            example_btn = gr.Button("Load the shipped examples (a manifest of 7 items and its zip)", scale=2,
                                     elem_id="aug-batch-example")
         # Beside Run: the models the chosen CLIP model and metrics need and lack (not one of first_contact's
         # page notes: those follow the Evaluate tab's CLIP model, this one the tab's own).

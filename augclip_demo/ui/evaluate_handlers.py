@@ -480,13 +480,15 @@ def describe_provider(ctx: EvaluateContext, name: str) -> str:
 
 
 def pick_demo_model(ctx: EvaluateContext) -> str:
-    """The untrained demo's first step: its CLIP model (every other model follows it, :func:`page_settings`)."""
+    """The demo's first step: its CLIP model (every other model follows it, :func:`page_settings`)."""
     return first_contact.DEMO_CLIP
 
 
 def load_first_example(ctx: EvaluateContext) -> list[Any]:
-    """The untrained demo's second step: the first example into the inputs (then it is evaluated)."""
-    return ctx.examples[0].row
+    """The demo's second step: its world example (else the first example) into the inputs (then it is
+    evaluated)."""
+    chosen = next((e for e in ctx.examples if e.id == first_contact.DEMO_EXAMPLE), ctx.examples[0])
+    return chosen.row
 
 
 def refresh_status(ctx: EvaluateContext, clip_model: str | None) -> tuple[str, gr.Timer]:

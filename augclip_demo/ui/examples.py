@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+from PIL import Image
 
 from ..config import EXAMPLES_DIR
 
@@ -22,6 +27,8 @@ class Example:
     instruction: str
     source_attributes: list[str]
     target_attributes: list[str]
+    #: a world example's object masks (the manifest's ``object_masks``, as absolute paths), else None
+    object_masks: dict[str, Any] | None = None
 
     @property
     def row(self) -> list[Any]:
@@ -47,5 +54,45 @@ def load_examples(folder: Path = EXAMPLES_DIR) -> list[Example]:
             instruction=spec["instruction"],
             source_attributes=attrs["source_attributes"],
             target_attributes=attrs["target_attributes"],
+            object_masks=_absolute_masks(spec.get("object_masks"), folder),
         ))
     return examples
+
+
+def _absolute_masks(masks: dict[str, Any] | None, folder: Path) -> dict[str, Any] | None:
+    if masks is None:
+        return None
+    named = lambda paths: None if paths is None else {k: str(folder / v) for k, v in paths.items()}  # noqa: E731
+    return {"source": named(masks["source"]), "edits": [named(edit) for edit in masks["edits"]]}
+
+
+def _pixels_key(image: Image.Image) -> str:
+    return hashlib.sha256(np.asarray(image.convert("RGB")).tobytes()).hexdigest()
+
+
+@functools.cache
+def _masks_by_pixels(folder: Path) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Each shipped world example's images (by their pixels) -> (example id, the example's object masks)."""
+    found = {}
+    for example in load_examples(folder):
+        if example.object_masks is None:
+            continue
+        found[_pixels_key(Image.open(example.source))] = (example.id, example.object_masks)
+    return found
+
+
+def known_object_masks(source: Image.Image, edits: list[Image.Image],
+                       folder: Path = EXAMPLES_DIR) -> tuple[str, dict[str, Any]] | None:
+    """(example id, object masks for ``edits`` in their order) when ``source`` is a shipped world example's
+    source (same pixels) and every edit one of its edits, else None: a world example's regions are known,
+    so BPM on the page takes them from its masks instead of a detector."""
+    hit = _masks_by_pixels(folder).get(_pixels_key(source))
+    if hit is None:
+        return None
+    example_id, masks = hit
+    example = next(e for e in load_examples(folder) if e.id == example_id)
+    by_pixels = {_pixels_key(Image.open(path)): i for i, path in enumerate(example.edits)}
+    order = [by_pixels.get(_pixels_key(edit)) for edit in edits]
+    if any(i is None for i in order):
+        return None
+    return example_id, {"source": masks["source"], "edits": [masks["edits"][i] for i in order]}

@@ -1,11 +1,12 @@
-"""A first visit without weights: a note beside every button that cannot work, and the untrained demo.
+"""A first visit without weights: a note beside every button that cannot work, and the demo.
 
 Which models each feature needs comes from :mod:`augclip_demo.inference.needs` (the same table as
 ``doctor``, ``download`` and the CLI). The page checks them once per configuration in the background;
 a note beside Evaluate, the examples, BPM's and HATIE's buttons then says what is missing and the one
-command that fetches it, or the one click that shows the tool working anyway: the untrained demo,
-which switches every model to random weights (CLIP ``random:tiny`` and its tiny region and feature
-networks) and labels every result untrained.
+command that fetches it, or the one click that shows the tool working anyway: the demo, which switches
+CLIP to ``shapes:tiny`` (the toy model the package ships, trained on the synthetic shapes world) and the
+region and feature networks to random weights, and evaluates a shipped world example. Picking
+``random:tiny`` does the same with an untrained CLIP (for plumbing); each result says what its model is.
 """
 
 from __future__ import annotations
@@ -23,7 +24,13 @@ from ..config import Settings
 from ..inference.needs import FEATURES, MissingModel, download_command, feature_readiness
 from ..pipeline import FeatureNetworks
 
-DEMO_CLIP = "random:tiny"
+#: The demo's CLIP model: the shipped toy model (meaningful on the world examples only).
+DEMO_CLIP = "shapes:tiny"
+#: The untrained CLIP model: with it, as with the demo's, every other model is a random one.
+_UNTRAINED_CLIP = "random:tiny"
+_OFFLINE_CLIPS = (DEMO_CLIP, _UNTRAINED_CLIP)
+#: The example the demo evaluates first (a world example: the toy model knows its scenes).
+DEMO_EXAMPLE = "world-recolour"
 #: The demo's other models: tiny random networks of each family (nothing to download, seconds on a CPU).
 _DEMO_MODELS: dict[str, str] = {"gdino_model": "random:tiny", "sam_model": "random:tiny",
                                "fast_detector_model": "random:tiny", "fast_sam_model": "random:test",
@@ -32,7 +39,7 @@ _DEMO_MODELS: dict[str, str] = {"gdino_model": "random:tiny", "sam_model": "rand
 #: The demo's reference / preservation networks (the Evaluate tab's optional network metrics).
 _DEMO_NETWORKS = FeatureNetworks(dino="random:tiny", structure="random:tiny", lpips="random:squeeze",
                                 pie_clip=DEMO_CLIP)
-_DEMO_BUTTON = "Try the untrained demo (random weights: every score meaningless, the whole tool works)"
+_DEMO_BUTTON = "Try the demo (offline: a toy CLIP trained on synthetic shapes, on a shipped shapes example)"
 #: How long a note waits for the background check before it shows nothing (it is redrawn on the next change).
 _CHECK_WAIT_S = 20.0
 
@@ -47,28 +54,29 @@ CSS = """
 
 
 def demo_settings(settings: Settings) -> Settings:
-    """In the untrained demo (CLIP ``random:tiny``) every model is a random one too, so every feature runs."""
-    if settings.clip_model.strip() == DEMO_CLIP:
+    """With the demo's CLIP model or the untrained one, every other model is a random one, so every feature
+    runs offline."""
+    if settings.clip_model.strip() in _OFFLINE_CLIPS:
         return settings.replace(**_DEMO_MODELS)
     return settings
 
 
 def demo_offered(settings: Settings) -> bool:
-    """Whether this server offers the untrained demo: web clients may pick its CLIP model (no allow-list,
-    or one that names :data:`DEMO_CLIP`). The page shows the demo button, and every message names it, only then."""
+    """Whether this server offers the demo: web clients may pick its CLIP model (no allow-list, or one that
+    names :data:`DEMO_CLIP`). The page shows the demo button, and every message names it, only then."""
     return not settings.allowed_models or DEMO_CLIP in (settings.clip_model.strip(), *settings.allowed_models)
 
 
-def _demo_hint(settings: Settings, text: str = ", or press the untrained demo button at the top") -> str:
+def _demo_hint(settings: Settings, text: str = ", or press the demo button at the top") -> str:
     """``text`` when the demo is offered (:func:`demo_offered`), else "": a message never names a button
     the page does not show."""
     return text if demo_offered(settings) else ""
 
 
 def demo_networks(settings: Settings) -> FeatureNetworks | None:
-    """The demo's random feature networks when the demo is on (``settings`` from :func:`demo_settings`), else
-    None: the benchmarks' own networks."""
-    return _DEMO_NETWORKS if settings.clip_model.strip() == DEMO_CLIP else None
+    """The demo's random feature networks with the demo's or the untrained CLIP model (``settings`` from
+    :func:`demo_settings`), else None: the benchmarks' own networks."""
+    return _DEMO_NETWORKS if settings.clip_model.strip() in _OFFLINE_CLIPS else None
 
 
 @dataclass
@@ -183,7 +191,7 @@ def wire(demo: gr.Blocks, clip_model: Any, settings_for: Callable[[str | None], 
         return gr.update(value=text, visible=bool(text))  # an empty note takes no room
 
     def draw(clip: str | None) -> list[Any]:
-        demo_on = (clip or "").strip() == DEMO_CLIP
+        demo_on = (clip or "").strip() in _OFFLINE_CLIPS
         try:
             settings = settings_for(clip)
         except Exception:  # noqa: BLE001 - a model the page does not offer: the status area says so
@@ -205,12 +213,18 @@ def scores_message(settings: Settings, status: Any, *,
 
 
 def _demo_banner(clip: str | None) -> str:
-    """Shown while the demo runs: what it is, and how to leave it."""
-    if (clip or "").strip() != DEMO_CLIP:
-        return ""
-    return ('<div class="aug-demo-on" id="aug-demo-on">&#9888; UNTRAINED DEMO: every model has random weights, so '
-            "every score, region and figure shows how the tool works, not how good an edit is. Pick a trained CLIP "
-            "model (the CLIP model setting, under the inputs) to leave it.</div>")
+    """Shown while the demo's or the untrained CLIP model is on: what the models are, and how to leave."""
+    clip = (clip or "").strip()
+    leave = " Pick another CLIP model (the CLIP model setting, under the inputs) to leave it.</div>"
+    if clip == DEMO_CLIP:
+        return ('<div class="aug-demo-on" id="aug-demo-on">&#9888; TOY DEMO: CLIP is shapes:tiny, a toy model trained '
+                "on synthetic scenes of flat shapes, so its scores and maps mean something for such scenes (the world "
+                "examples) only; the detector, SAM and feature networks have random weights, so BPM's detected "
+                "regions and the network metrics show how the tool works, not how good an edit is." + leave)
+    if clip == _UNTRAINED_CLIP:
+        return ('<div class="aug-demo-on" id="aug-demo-on">&#9888; UNTRAINED: every model has random weights, so '
+                "every score, region and figure shows how the tool works, not how good an edit is." + leave)
+    return ""
 
 
 def build_demo_controls(*, visible: bool = True) -> gr.Button:

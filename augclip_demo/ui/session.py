@@ -26,6 +26,7 @@ from ..instructions import ParseOutcome
 from ..io import LoadedImage, PixelBudget, open_image
 from ..pipeline import FEATURE_METRICS, AugCLIPOptions, Evaluator, FeatureNetworks
 from ..report import Report
+from .examples import known_object_masks
 from .status import first_result_work
 
 _MAX_EDITS = DEFAULT_MAX_EDITS  # the default; Settings.max_edits (AUGCLIP_MAX_EDITS) is what counts
@@ -286,6 +287,7 @@ def run_bpm(settings: Settings, session: Session, *, instruction: str, parser: s
     perhaps corrected by the user) are applied to the instruction's parse field by field; when the
     instruction cannot be parsed (or there is none) they are the parse.
     """
+    from ..bpm import BPMOptions
     from ..bpm.models import bpm_models_status
     from ..errors import InstructionParseError, LLMError, WeightsUnavailableError
     from ..instructions import resolve_parse
@@ -305,13 +307,20 @@ def run_bpm(settings: Settings, session: Session, *, instruction: str, parser: s
         message = ("BPM needs an editing instruction (type one under the target text) or the objects o1 / o2 "
                    "(fill them in the BPM tab)")
         return evaluator.skip_bpm(report, message), message
+    known = known_object_masks(report.arrays.source.image, [e.image for e in report.arrays.edits]) \
+        if report.arrays is not None else None
     available, reason = bpm_models_status(settings)
-    if not available:
+    if known is None and not available:  # given masks need no detector and no segmenter
         message = f"BPM is unavailable: {reason}"
         return evaluator.skip_bpm(report, message), message
     try:
         parsed = resolve_parse(instruction or None, corrections, parser,
                                client=_parser_client(settings, parser, instruction))
+        if known is not None:  # a shipped world example: its regions are known exactly
+            evaluator.add_bpm(report, None, parsed, progress=progress, options=BPMOptions(regions="masks"),
+                              object_masks=known[1])
+            return report, (f"BPM's regions are the world example {known[0]}'s own object masks (known by "
+                            "construction), not detections.")
         evaluator.add_bpm(report, None, parsed, progress=progress)
     except (InstructionParseError, LLMError, WeightsUnavailableError) as exc:
         message = f"BPM not computed: {exc}"

@@ -18,6 +18,7 @@ from ..config import Settings
 from ..errors import AugclipError, WeightsUnavailableError
 from ..inference import ClipEncoder, get_encoder
 from ..inference.needs import missing_line
+from ..inference.specs import shipped_note
 from ..report import UNTRAINED_WARNING
 from .first_contact import ReadinessCheck, demo_offered, readiness
 from .guard import scrub_paths
@@ -145,7 +146,7 @@ def check_region_models(settings: Settings, *, background: bool = True) -> Regio
 def status_html(status: ModelStatus, region: RegionModelsCheck | None = None) -> str:
     """The status area as HTML: the CLIP model's state, then every missing model with what provides it.
 
-    The untrained demo is named only where the server offers it (:func:`.first_contact.demo_offered` of
+    The demo is named only where the server offers it (:func:`.first_contact.demo_offered` of
     ``region``'s settings; without ``region`` it is not named)."""
     spec = html.escape(status.spec)
     bpm_missing = region.missing if region is not None else []
@@ -160,11 +161,14 @@ def status_html(status: ModelStatus, region: RegionModelsCheck | None = None) ->
         return (
             f'<div class="aug-status aug-error" id="aug-status-error"><b>The CLIP model {spec} could not be loaded.</b> '
             f"Missing here:<ul>{''.join(items)}</ul>The app keeps running: "
-            + ("press <b>Try the untrained demo</b> below to see every feature work with random weights, " if demo else "")
+            + ("press <b>Try the demo</b> below to see every feature work offline (a toy CLIP trained on synthetic "
+               "shapes, random region and feature networks), " if demo else "")
             + "pick another CLIP model under <i>Advanced options</i>, or provide the files and restart."
             f"<details><summary>details</summary>{details}</details></div>"
         )
     line = f'<div class="aug-status">CLIP model <b>{spec}</b> on <b>{html.escape(status.device)}</b></div>'
+    if shipped_note(status.spec):
+        line += f'<div class="aug-untrained">&#9888; {html.escape(shipped_note(status.spec) or "")}.</div>'
     if status.untrained:
         line += (
             f'<div class="aug-untrained">&#9888; {html.escape(UNTRAINED_WARNING.upper())}. '
@@ -178,7 +182,7 @@ def _bpm_note(missing: list[str], demo: bool) -> str:
         return ""
     items = "".join(f"<li>{_code(html.escape(scrub_paths(line)))}</li>" for line in missing)
     return (f'<div class="aug-status aug-bpm-missing">The scores work; these need models first:<ul>{items}</ul>'
-            + ("Or press the untrained demo button to see them run with random weights." if demo else "") + "</div>")
+            + ("Or press the demo button to see them run offline with random weights." if demo else "") + "</div>")
 
 
 def _code(text: str) -> str:

@@ -178,7 +178,7 @@ def test_show_needs_names_the_missing_weights_and_hides_when_nothing_lacks(ctx):
     note = on.show_needs(ctx, NO_WEIGHTS, ["augclip"])[tab.needs]
     assert note["visible"] is True and note["value"].count("aug-needs") == 1
     assert f"augclip-demo download --clip {NO_WEIGHTS}" in note["value"] and "a batch cannot run" in note["value"]
-    # The untrained demo: every model random, BPM's and HATIE's too, so nothing lacks.
+    # The untrained CLIP: every model random, BPM's and HATIE's too, so nothing lacks.
     demo = page_settings(ctx.settings, ctx.clip_choices, TINY)
     readiness(demo, background=False)
     model_status(demo, background=False)
@@ -192,7 +192,8 @@ def test_load_example_files_brings_the_shipped_manifest_and_every_image(ctx):
     out = on.load_example_files(ctx)
     manifest, images = Path(out[tab.manifest]), Path(out[tab.images])
     assert manifest.read_bytes() == (EXAMPLES_DIR / "manifest.jsonl").read_bytes()
-    shipped = {file.relative_to(EXAMPLES_DIR).as_posix(): file.read_bytes() for file in EXAMPLES_DIR.glob("*/*")}
+    shipped = {file.relative_to(EXAMPLES_DIR).as_posix(): file.read_bytes() for file in EXAMPLES_DIR.rglob("*")
+               if file.is_file() and file.parent != EXAMPLES_DIR}
     with zipfile.ZipFile(images) as archive:
         assert {name: archive.read(name) for name in archive.namelist()} == shipped
     named = {edit["path"] for line in manifest.read_text().splitlines() for edit in json.loads(line)["edits"]}

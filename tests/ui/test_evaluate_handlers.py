@@ -363,13 +363,14 @@ def test_describe_provider_says_why_a_provider_is_or_is_not_available(ctx):
     assert on.describe_provider(ctx, "no-such-provider") == ""
 
 
-def test_pick_demo_model_picks_the_random_clip_the_page_offers(ctx):
-    assert on.pick_demo_model(ctx) == TINY and TINY in ctx.clip_choices
+def test_pick_demo_model_picks_the_toy_clip_the_page_offers(ctx):
+    assert on.pick_demo_model(ctx) == "shapes:tiny" and "shapes:tiny" in ctx.clip_choices
 
 
-def test_load_first_example_fills_the_inputs_with_the_first_shipped_example(ctx):
+def test_load_first_example_fills_the_inputs_with_the_demo_world_example(ctx):
     row = on.load_first_example(ctx)
-    first = load_examples()[0]
+    first = next(e for e in load_examples() if e.id == "world-recolour")
+    assert len(first.edits) == 5 and "the ring is blue" in first.source_attributes
     assert row[0] == first.source and row[1] == first.edits and row[2] == first.target_text
     assert row[5] == "manual" and row[6].splitlines() == first.source_attributes
     assert all(Path(path).is_file() for path in [row[0], *row[1]])

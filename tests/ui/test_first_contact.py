@@ -51,7 +51,7 @@ def test_every_button_that_cannot_work_says_why_beside_itself_then_the_demo_runs
     # Beside Evaluate and above the examples: CLIP has no weights, and the one command that fetches them.
     for where in ("aug-note-scores-evaluate", "aug-note-scores-examples"):
         text = _note(page, where, "augclip-demo download --clip ViT-B-16/openai")
-        assert "untrained demo" in text, text
+        assert "the demo button" in text, text
     # Clicking Evaluate anyway: the note stays beside it, the table stays empty, no toast, no stack trace.
     page.locator("#aug-evaluate").click()
     page.wait_for_timeout(1000)
@@ -78,17 +78,17 @@ def test_every_button_that_cannot_work_says_why_beside_itself_then_the_demo_runs
     status = page.locator("#aug-status").inner_text()
     assert "--bpm-fast" in status and "--hatie" in status, status
 
-    # One click: the untrained demo loads the first example and runs every stage with random weights.
+    # One click: the demo loads a world example and runs every stage: the toy CLIP, random region models.
     page.locator("#aug-demo").click()
     page.wait_for_function("document.querySelectorAll('#aug-table [role=gridcell]').length >= 14", timeout=300_000)
     page.reload()  # mid-stage (the explanations are drawing): the session's folder goes, no error is logged
     page.locator("#aug-demo").click()
     page.wait_for_function("document.querySelectorAll('#aug-table [role=gridcell]').length >= 14", timeout=300_000)
-    assert "UNTRAINED DEMO" in page.locator("#aug-demo-banner").inner_text()
+    assert "TOY DEMO" in page.locator("#aug-demo-banner").inner_text()
     assert not page.locator("#aug-demo").is_visible()  # the demo is on: its button goes
     page.wait_for_function("!(document.querySelector('#aug-note-scores-evaluate')?.innerText || '').trim()",
                            timeout=60_000)
-    assert "untrained" in page.locator("#aug-verdict").inner_text().lower()
+    assert "toy model trained on synthetic shapes" in page.locator("#aug-verdict").inner_text().lower()
     page.get_by_role("tab", name="BPM").click()
     page.wait_for_function("document.querySelectorAll('#aug-bpm-gallery img').length > 0", timeout=300_000)
     assert not _text(page, "aug-note-bpm-tab")
@@ -110,13 +110,14 @@ def test_eight_edits_fit_the_file_list_the_gallery_and_the_umap_legend(browser, 
 
     page = _open(browser, bare_app["url"])
     shots = bare_app["shots"]
-    page.locator("#aug-demo").click()  # random weights: no downloads needed
+    page.locator("#aug-demo").click()  # no downloads needed
     page.wait_for_function("document.querySelectorAll('#aug-table [role=gridcell]').length >= 14", timeout=300_000)
-    stems = ("well_edited", "partial_edit", "excessively_preserved", "excessively_modified")
-    for stem in stems:  # the example's 4 edits are in the list; 4 more make 8 (an upload adds to the list)
+    shown = ("over_edit", "unchanged", "wrong", "partial", "correct")  # the demo's world example, 5 edits
+    stems = ("well_edited", "partial_edit", "excessively_preserved")
+    for stem in stems:  # 3 more make 8 (an upload adds to the list)
         shutil.copy(EXAMPLES / "flower-pink" / f"{stem}.png", tmp_path / f"{stem}_copy.png")
     page.locator("#aug-edits input[type=file]").set_input_files([str(tmp_path / f"{s}_copy.png") for s in stems])
-    names = [f"{stem}.png" for stem in stems] + [f"{stem}_copy.png" for stem in stems]
+    names = [f"{stem}.png" for stem in shown] + [f"{stem}_copy.png" for stem in stems]
     page.wait_for_function("document.querySelectorAll('#aug-gallery img').length >= 8", timeout=60_000)
     files = page.locator("#aug-edits")
     box = files.bounding_box()

@@ -167,3 +167,33 @@ def test_an_edit_picked_before_the_rest_stage_gets_its_maps(scene_files, tmp_pat
     assert state.explained.edits[0].clip_t is None and state.explained.options.relevancy_maps == ("augclip",)
     assert set(logic.figure_files(state, ["E3_relevancy_augclip", "E3_relevancy_clip_dir"])) == \
         {"E3_relevancy_augclip", "E3_relevancy_clip_dir"}
+
+
+def test_bpm_on_a_shipped_world_example_takes_its_regions_from_the_examples_masks(tiny_encoder):
+    """A world example's objects are known: BPM on the page reads its masks (whatever order the edits come in),
+    with no detector; any other image is left to the detector."""
+    import numpy as np
+    from PIL import Image
+
+    from augclip_demo.attributes import Attributes
+    from augclip_demo.ui.examples import known_object_masks, load_examples
+
+    example = next(e for e in load_examples() if e.id == "world-recolour")
+    edits = example.edits[::-1]
+    settings = Settings.from_env(clip_model=TINY, device="cpu", gdino_model="no/such-detector")
+    report = Evaluator(TINY, device="cpu", encoder=tiny_encoder).evaluate(
+        example.source, edits, example.target_text, example.source_text,
+        Attributes(example.source_attributes, example.target_attributes))
+    report, message = logic.run_bpm(settings, logic.Session(report=report, clip_model=TINY),
+                                    instruction=example.instruction)
+    assert "world-recolour" in message and "object masks" in message
+    correct = [Path(p).stem for p in edits].index("correct")
+    region = report.edits[correct].bpm["regions"]["edit"]  # the recoloured ring, in the correct edit
+    assert region["provenance"] == "given mask" and region["found"]
+    mask = np.asarray(Image.open(Path(example.source).parent / "masks" / "correct" / "ring.png")) > 127
+    ys, xs = np.nonzero(mask)
+    assert region["box"] == [xs.min(), ys.min(), xs.max() + 1, ys.max() + 1]
+    other = next(e for e in load_examples() if e.object_masks is None)
+    assert known_object_masks(Image.open(other.source), [Image.open(p) for p in other.edits]) is None
+    # one edit that is not the example's: no known masks
+    assert known_object_masks(Image.open(example.source), [Image.open(other.source)]) is None
