@@ -316,12 +316,11 @@ def run_bpm(settings: Settings, session: Session, *, instruction: str, parser: s
     try:
         parsed = resolve_parse(instruction or None, corrections, parser,
                                client=_parser_client(settings, parser, instruction))
-        if known is not None:  # a shipped world example: its regions are known exactly
+        if known is not None:  # a shipped world example: its regions are known exactly (the report notes it)
             evaluator.add_bpm(report, None, parsed, progress=progress, options=BPMOptions(regions="masks"),
                               object_masks=known[1])
-            return report, (f"BPM's regions are the world example {known[0]}'s own object masks (known by "
-                            "construction), not detections.")
-        evaluator.add_bpm(report, None, parsed, progress=progress)
+        else:
+            evaluator.add_bpm(report, None, parsed, progress=progress)
     except (InstructionParseError, LLMError, WeightsUnavailableError) as exc:
         message = f"BPM not computed: {exc}"
         return evaluator.skip_bpm(report, message), message
