@@ -22,7 +22,7 @@ from ..metrics.agreement import Figure, ProtocolItem
 from ..metrics.human_agreement import FIGURES, Judged, SetAgreement, evaluate_set, ranked
 from ..metrics.suite import METRICS
 from ..report import UNTRAINED_WARNING
-from .protocol_tables import metric_label, read_protocol_items
+from .protocol_tables import metric_label, read_chosen_metrics
 
 _ACROSS = "all sets"
 FIGURE_LABELS: dict[str, str] = {"pairwise": "pairwise acc. (ties out)", "pairwise_ties": "pairwise acc. with ties",
@@ -265,15 +265,7 @@ def compute_agreement(paths: list[str | Path], *, metrics: list[str] | None = No
     if not paths:
         raise InputError("give at least one results file")
     check_settings(n_boot, level, tolerance)
-    datasets, grouped, present, models, untrained = read_protocol_items(list(paths))
-    if not datasets:
-        raise InputError(f"no records in {', '.join(str(p) for p in paths)}: the results file(s) hold no item")
-    keys = present
-    if metrics:
-        missing = [key for key in metrics if key not in present]
-        if missing:
-            raise InputError(f"metric(s) {', '.join(missing)} not in the results; present: {', '.join(present) or 'none'}")
-        keys = list(metrics)
+    _, grouped, keys, models, untrained = read_chosen_metrics(list(paths), metrics)
     if not has_judgments(grouped):
         raise InputError("the results hold no human judgments (no item has `human`): run `batch` on a manifest of a "
                          "human set (e.g. `manifest parquet --preset genai-bench`) or add `human` to the manifest")

@@ -382,6 +382,23 @@ def _hatie_tables(paths: list[str | Path], manifests: list[str | Path] | None, *
     return tables, notes
 
 
+def read_chosen_metrics(paths: list[str | Path], metrics: list[str] | None) -> tuple[
+        dict[str, DatasetProtocols], dict[str, list[ProtocolItem]], list[str], list[str], bool]:
+    """:func:`read_protocol_items` of ``paths`` with the metrics to compute (``metrics``, each checked to be in
+    the results, else every one present); refuses results without a record."""
+    datasets, grouped, present, models, untrained = read_protocol_items(list(paths))
+    if not datasets:
+        raise InputError(f"no records in {', '.join(str(p) for p in paths)}: the results file(s) hold no item (a "
+                         "batch that failed before its first item writes none); rerun `batch`")
+    keys = present
+    if metrics:
+        missing = [key for key in metrics if key not in present]
+        if missing:
+            raise InputError(f"metric(s) {', '.join(missing)} not in the results; present: {', '.join(present) or 'none'}")
+        keys = list(metrics)
+    return datasets, grouped, keys, models, untrained
+
+
 def compute_protocols(paths: list[str | Path] | str | Path, *, metrics: list[str] | None = None,
                       n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT_SEED,
                       level: float = DEFAULT_LEVEL, manifests: list[str | Path] | None = None,
@@ -397,16 +414,7 @@ def compute_protocols(paths: list[str | Path] | str | Path, *, metrics: list[str
         raise InputError(f"the confidence level must be between 0 and 1, got {level}")
     if n_boot < 0:
         raise InputError(f"the number of bootstrap resamples must be >= 0, got {n_boot}")
-    datasets, grouped, present, models, untrained = read_protocol_items(list(paths))
-    if not datasets:
-        raise InputError(f"no records in {', '.join(str(p) for p in paths)}: the results file(s) hold no item (a "
-                         "batch that failed before its first item writes none); rerun `batch`")
-    keys = present
-    if metrics:
-        missing = [key for key in metrics if key not in present]
-        if missing:
-            raise InputError(f"metric(s) {', '.join(missing)} not in the results; present: {', '.join(present) or 'none'}")
-        keys = list(metrics)
+    datasets, grouped, keys, models, untrained = read_chosen_metrics(list(paths), metrics)
     for name, ds in datasets.items():
         items = grouped.get(name, [])
         for key in keys:
