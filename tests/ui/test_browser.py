@@ -169,7 +169,8 @@ def test_batch_tab_runs_the_shipped_examples(browser, app_server, tmp_path):
     page.locator("#aug-batch-run").click()
     page.wait_for_function("document.querySelector('#aug-batch-summary').innerText.includes('item(s) scored')",
                            timeout=240_000)
-    assert "4 item(s) scored, 0 failed" in page.locator("#aug-batch-summary").inner_text()
+    shipped = len((EXAMPLES / "manifest.jsonl").read_text().splitlines())  # 4 pictures, 3 world scenes
+    assert shipped == 7 and f"{shipped} item(s) scored, 0 failed" in page.locator("#aug-batch-summary").inner_text()
     protocol = [row.locator("[role=gridcell]").all_inner_texts() for row in
                 page.locator("#aug-batch-protocol [role=row]").all()]
     protocol = [cells for cells in protocol if cells]
