@@ -125,6 +125,15 @@ class ManifestItem:
         extra = [self.ground_truth_path] if self.ground_truth_path is not None else []
         return [self.source_path] + [edit.resolved for edit in self.edits] + extra
 
+    def files(self) -> list[Path]:
+        """Every file the item reads: its images, then its attribute file, edit mask and object masks."""
+        masks = self.object_mask_paths or {}
+        named = [*(masks.get("source") or {}).values(), *(p for edit in masks.get("edits") or [] if edit
+                                                        for p in edit.values())]
+        extra = [self.root / self.attributes_file] if self.attributes_file else []
+        extra += [self.edit_mask_path] if self.edit_mask_path is not None else []
+        return list(dict.fromkeys([*self.image_paths(), *extra, *(Path(p) for p in named)]))
+
     def labelled_images(self) -> list[tuple[str, Path, str]]:
         """(label in error messages, resolved path, path as written) of each image, in :meth:`image_paths` order."""
         labelled = [("source", self.source_path, self.source)] + [

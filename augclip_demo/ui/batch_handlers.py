@@ -25,6 +25,7 @@ from typing import Any
 
 import gradio as gr
 
+from ..batch.manifest import load_manifest
 from ..batch.upload import BatchUploadResult, run_uploaded_batch
 from ..batch.ziputil import ZipLimits
 from ..config import Settings
@@ -191,7 +192,8 @@ def _written_example_files() -> tuple[str, str]:
     shutil.copyfile(EXAMPLES_DIR / "manifest.jsonl", manifest)
     images = folder / "examples.zip"
     with zipfile.ZipFile(images, "w", compression=zipfile.ZIP_STORED) as archive:  # PNGs are compressed already
-        for file in sorted(f for f in EXAMPLES_DIR.glob("*/**/*") if f.is_file()):  # the world examples' masks too
+        files = {f for item in load_manifest(EXAMPLES_DIR / "manifest.jsonl") for f in item.files()}  # read, no more
+        for file in sorted(files):
             archive.write(file, file.relative_to(EXAMPLES_DIR).as_posix())
     return str(manifest), str(images)
 

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "assets" / "examples"
 APP_UPLOAD_LIMIT_MB = 1
 # The app's batch zip limits in the tests (small, so the tests can cross each one cheaply).
-APP_ZIP_LIMITS = {"AUGCLIP_UPLOAD_MAX_ZIP_MB": "4", "AUGCLIP_UPLOAD_MAX_FILES": "60",
+APP_ZIP_LIMITS = {"AUGCLIP_UPLOAD_MAX_ZIP_MB": "4", "AUGCLIP_UPLOAD_MAX_FILES": "100",
                   "AUGCLIP_UPLOAD_MAX_UNZIPPED_MB": "16"}
 
 

@@ -192,8 +192,12 @@ def test_load_example_files_brings_the_shipped_manifest_and_every_image(ctx):
     out = on.load_example_files(ctx)
     manifest, images = Path(out[tab.manifest]), Path(out[tab.images])
     assert manifest.read_bytes() == (EXAMPLES_DIR / "manifest.jsonl").read_bytes()
-    shipped = {file.relative_to(EXAMPLES_DIR).as_posix(): file.read_bytes() for file in EXAMPLES_DIR.rglob("*")
-               if file.is_file() and file.parent != EXAMPLES_DIR}
+    read = {line: json.loads(line) for line in (EXAMPLES_DIR / "manifest.jsonl").read_text().splitlines()}
+    named = {r["source"] for r in read.values()} | {e["path"] for r in read.values() for e in r["edits"]}
+    named |= {r[k] for r in read.values() for k in ("attributes", "edit_mask") if isinstance(r.get(k), str)}
+    named |= {p for r in read.values() if r.get("object_masks") for part in
+              [r["object_masks"]["source"], *r["object_masks"]["edits"]] if part for p in part.values()}
+    shipped = {name: (EXAMPLES_DIR / name).read_bytes() for name in named}  # every file the manifest names
     with zipfile.ZipFile(images) as archive:
         assert {name: archive.read(name) for name in archive.namelist()} == shipped
     named = {edit["path"] for line in manifest.read_text().splitlines() for edit in json.loads(line)["edits"]}
