@@ -190,7 +190,7 @@ def test_batch_stop_keeps_what_is_scored_and_run_goes_on_from_there(browser, app
     import re
     import zipfile
 
-    items = 1200
+    items = 6000  # long enough that Stop lands while it runs on a loaded 2-core machine (1,200 ran out first)
     attrs = {"source": ["orange dahlia"], "target": ["pink dahlia"]}
     manifest = tmp_path / "long.jsonl"
     manifest.write_text("".join(json.dumps({"id": f"i{n}", "source": "src.png", "target_text": "a pink dahlia",
