@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from PIL import Image
 
 from ..config import EXAMPLES_DIR
+from ..io import image_content_hash
 
 
 @dataclass
@@ -66,33 +65,27 @@ def _absolute_masks(masks: dict[str, Any] | None, folder: Path) -> dict[str, Any
     return {"source": named(masks["source"]), "edits": [named(edit) for edit in masks["edits"]]}
 
 
-def _pixels_key(image: Image.Image) -> str:
-    return hashlib.sha256(np.asarray(image.convert("RGB")).tobytes()).hexdigest()
-
-
 @functools.cache
-def _masks_by_pixels(folder: Path) -> dict[str, tuple[str, dict[str, Any]]]:
-    """Each shipped world example's images (by their pixels) -> (example id, the example's object masks)."""
+def _world_masks_by_hash(folder: Path) -> dict[str, tuple[dict[str, Any], dict[str, int]]]:
+    """Each shipped world example's source (by its content hash, :func:`~augclip_demo.io.image_content_hash`)
+    -> (its object masks, each edit's content hash -> the edit's index)."""
     found = {}
     for example in load_examples(folder):
-        if example.object_masks is None:
-            continue
-        found[_pixels_key(Image.open(example.source))] = (example.id, example.object_masks)
+        if example.object_masks is not None:
+            edits = {image_content_hash(Image.open(path)): i for i, path in enumerate(example.edits)}
+            found[image_content_hash(Image.open(example.source))] = (example.object_masks, edits)
     return found
 
 
-def known_object_masks(source: Image.Image, edits: list[Image.Image],
-                       folder: Path = EXAMPLES_DIR) -> tuple[str, dict[str, Any]] | None:
-    """(example id, object masks for ``edits`` in their order) when ``source`` is a shipped world example's
-    source (same pixels) and every edit one of its edits, else None: a world example's regions are known,
-    so BPM on the page takes them from its masks instead of a detector."""
-    hit = _masks_by_pixels(folder).get(_pixels_key(source))
+def known_object_masks(source_hash: str, edit_hashes: list[str], folder: Path = EXAMPLES_DIR) -> dict[str, Any] | None:
+    """Object masks for the edits in their order when the source is a shipped world example's source (same
+    content hash) and every edit one of its edits, else None: a world example's regions are known, so BPM on
+    the page takes them from its masks instead of a detector."""
+    hit = _world_masks_by_hash(folder).get(source_hash)
     if hit is None:
         return None
-    example_id, masks = hit
-    example = next(e for e in load_examples(folder) if e.id == example_id)
-    by_pixels = {_pixels_key(Image.open(path)): i for i, path in enumerate(example.edits)}
-    order = [by_pixels.get(_pixels_key(edit)) for edit in edits]
+    masks, edits = hit
+    order = [edits.get(h) for h in edit_hashes]
     if any(i is None for i in order):
         return None
-    return example_id, {"source": masks["source"], "edits": [masks["edits"][i] for i in order]}
+    return {"source": masks["source"], "edits": [masks["edits"][i] for i in order]}

@@ -307,7 +307,7 @@ def run_bpm(settings: Settings, session: Session, *, instruction: str, parser: s
         message = ("BPM needs an editing instruction (type one under the target text) or the objects o1 / o2 "
                    "(fill them in the BPM tab)")
         return evaluator.skip_bpm(report, message), message
-    known = known_object_masks(report.arrays.source.image, [e.image for e in report.arrays.edits]) \
+    known = known_object_masks(report.arrays.source.sha256, [e.sha256 for e in report.arrays.edits]) \
         if report.arrays is not None else None
     available, reason = bpm_models_status(settings)
     if known is None and not available:  # given masks need no detector and no segmenter
@@ -318,7 +318,7 @@ def run_bpm(settings: Settings, session: Session, *, instruction: str, parser: s
                                client=_parser_client(settings, parser, instruction))
         if known is not None:  # a shipped world example: its regions are known exactly (the report notes it)
             evaluator.add_bpm(report, None, parsed, progress=progress, options=BPMOptions(regions="masks"),
-                              object_masks=known[1])
+                              object_masks=known)
         else:
             evaluator.add_bpm(report, None, parsed, progress=progress)
     except (InstructionParseError, LLMError, WeightsUnavailableError) as exc:
