@@ -126,6 +126,10 @@ DEFAULT_TRIPLET_SEED = 0
 
 #: The synthetic world's edit kinds, in the order a world set cycles through them.
 EDIT_KINDS: tuple[str, ...] = ("recolour", "resize", "move", "add", "remove", "replace", "background")
+#: What a world item's target attribute list holds: ``scene``, every phrase of the target scene; ``changed``,
+#: only what the edit brings (the phrases true of the target and not of the source; a removal, which brings
+#: none, lists the target scene's). The source list is always every phrase of the source scene.
+TARGET_ATTRIBUTE_STYLES: tuple[str, ...] = ("scene", "changed")
 
 #: ``manifest parquet``: roles a column can play: images (source, ground truth, an edited image, an edit mask) and texts.
 PARQUET_IMAGE_ROLES = ("source", "ground_truth", "edit", "mask")

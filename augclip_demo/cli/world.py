@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..choices import EDIT_KINDS
+from ..choices import EDIT_KINDS, TARGET_ATTRIBUTE_STYLES
 from ..errors import InputError
 
 #: Largest set the command writes (about 25 KB an item on disk).
@@ -27,6 +27,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help=f"edit kinds to draw (default all: {', '.join(EDIT_KINDS)})")
     parser.add_argument("--ground-truth", action="store_true",
                         help="give each item its correct edit as the ground-truth image (reference metrics)")
+    parser.add_argument("--target-attributes", choices=TARGET_ATTRIBUTE_STYLES, default=TARGET_ATTRIBUTE_STYLES[0],
+                        help="what each target attribute list holds: 'scene', every phrase of the target scene "
+                             "(default); 'changed', only what the edit brings (docs/world.md: how AugCLIP "
+                             "depends on it)")
     parser.set_defaults(func=_run)
 
 
@@ -41,7 +45,8 @@ def _run(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise InputError(f"{out} is a file; give a folder to write the set into")
     kinds = tuple(dict.fromkeys(args.kinds)) if args.kinds else EDIT_KINDS
-    manifest = write_world(out, args.items, seed=args.seed, kinds=kinds, ground_truth=args.ground_truth)
+    manifest = write_world(out, args.items, seed=args.seed, kinds=kinds, ground_truth=args.ground_truth,
+                           target_attributes=args.target_attributes)
     print(f"wrote {manifest}: {args.items} item(s) of the shapes world ({', '.join(kinds)}), five edits each with "
           "judgments fixed by construction; score it with --clip-model shapes:tiny")
     return 0

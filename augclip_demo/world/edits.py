@@ -47,7 +47,6 @@ class WorldEdit:
 
     ``edited`` is the shape the instruction is about (for ``add``, the new one; for ``replace``, the old
     one; ``None`` for a background change) and ``new_shape`` the shape that comes in (add, replace).
-    ``source_words`` / ``target_words`` are the attribute phrases the instruction takes away and brings.
     """
 
     kind: str

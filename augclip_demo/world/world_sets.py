@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from ..choices import TARGET_ATTRIBUTE_STYLES
 from .edits import EDIT_KINDS, HATIE_TYPES, MANIFEST_ROLES, RATINGS, WorldEdit, make_edit
 from .scenes import caption, draw_scene, scene_phrases
 
@@ -34,7 +35,19 @@ def _changed(a: Image.Image, b: Image.Image) -> np.ndarray:
     return np.any(np.asarray(a) != np.asarray(b), axis=-1)
 
 
-def _write_item(edit: WorldEdit, item_id: str, root: Path, order: list[str], seed: int) -> _WorldItem:
+def target_attributes(edit: WorldEdit, style: str = "scene") -> list[str]:
+    """``edit``'s target attribute list in ``style`` (choices.TARGET_ATTRIBUTE_STYLES)."""
+    if style not in TARGET_ATTRIBUTE_STYLES:
+        raise ValueError(f"unknown target attribute style {style!r}; choose one of {', '.join(TARGET_ATTRIBUTE_STYLES)}")
+    scene = scene_phrases(edit.target)
+    if style == "scene":
+        return scene
+    before = set(scene_phrases(edit.source))
+    return [p for p in scene if p not in before] or scene
+
+
+def _write_item(edit: WorldEdit, item_id: str, root: Path, order: list[str], seed: int,
+                style: str = "scene") -> _WorldItem:
     """Draw ``edit``'s source and results into ``root/images/item_id/`` and return its manifest record; the
     edits are listed in ``order`` (a permutation of the roles)."""
     folder = root / "images" / item_id
@@ -74,11 +87,12 @@ def _write_item(edit: WorldEdit, item_id: str, root: Path, order: list[str], see
         "ground_truth": f"{rel}/correct.png",
         "edits": [{"path": f"{rel}/{role}.png", "name": role, "role": MANIFEST_ROLES[role]} for role in order],
         "human": {"preferred": order.index("correct"), "scores": [RATINGS[role] for role in order]},
-        "attributes": {"source": scene_phrases(edit.source), "target": scene_phrases(edit.target)},
+        "attributes": {"source": scene_phrases(edit.source), "target": target_attributes(edit, style)},
         # every object's mask in the source and in each edit: BPM (--bpm-regions masks) and HATIE read them
         "object_masks": {"source": dict(hatie["masks"]), "edits": [objects[role] for role in order]},
         "meta": {"world": {"kind": edit.kind, "seed": seed, "edited": edit.edited, "new_shape": edit.new_shape,
-                           "roles": order, "changed_masks": [regions[role] for role in order]},
+                           "roles": order, "changed_masks": [regions[role] for role in order],
+                           "target_attributes": style},
                  "hatie": hatie},
     }
     if HATIE_TYPES[edit.kind] is not None:
@@ -87,17 +101,21 @@ def _write_item(edit: WorldEdit, item_id: str, root: Path, order: list[str], see
 
 
 def write_world(out: str | Path, items: int = 70, *, seed: int = 0, kinds: tuple[str, ...] = EDIT_KINDS,
-                ground_truth: bool = False) -> Path:
+                ground_truth: bool = False, target_attributes: str = "scene") -> Path:
     """Write ``items`` world items (the kinds in turn) under ``out`` and return the manifest's path.
 
     Each item gets its own random stream (``seed`` and its index), so item ``k`` is the same whatever
     ``items`` is. The edits are listed in a random order per item, so no metric can profit from a position.
     ``ground_truth`` also gives each item its correct edit as a ground-truth image (the reference
     metrics then compare every edit with it; it is the construction's answer, so off by default).
+    ``target_attributes`` says what each target attribute list holds (choices.TARGET_ATTRIBUTE_STYLES).
     """
     unknown = [k for k in kinds if k not in EDIT_KINDS]
     if unknown:
         raise ValueError(f"unknown edit kind(s) {', '.join(unknown)}; the world's kinds: {', '.join(EDIT_KINDS)}")
+    if target_attributes not in TARGET_ATTRIBUTE_STYLES:
+        raise ValueError(f"unknown target attribute style {target_attributes!r}; choose one of "
+                         f"{', '.join(TARGET_ATTRIBUTE_STYLES)}")
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
     manifest = root / "manifest.jsonl"
@@ -108,7 +126,7 @@ def write_world(out: str | Path, items: int = 70, *, seed: int = 0, kinds: tuple
             kind = kinds[index % len(kinds)]
             edit = make_edit(rng, kind)
             order = [roles[i] for i in rng.permutation(len(roles))]
-            written = _write_item(edit, f"{kind}-{index:04d}", root, order, seed)
+            written = _write_item(edit, f"{kind}-{index:04d}", root, order, seed, target_attributes)
             if not ground_truth:
                 del written.record["ground_truth"]
             handle.write(json.dumps(written.record) + "\n")

@@ -162,3 +162,19 @@ def test_an_object_with_half_a_colour_is_split_at_its_centre():
     right[:, :cols.mean().astype(int) + 2] = False
     assert np.abs(np.median(pixels[left], 0) - COLOURS["red"]).max() <= 1
     assert np.abs(np.median(pixels[right], 0) - COLOURS["blue"]).max() <= 1
+
+
+def test_a_changed_target_list_holds_only_what_the_edit_brings(tmp_path):
+    """`--target-attributes changed`: each target list is the phrases of the correct edit's scene that the
+    source lacks (a removal, which brings none, keeps the target scene's phrases)."""
+    assert main(["world", str(tmp_path / "w"), "--items", "7", "--target-attributes", "changed"]) == 0
+    scene_style = write_world(tmp_path / "s", 7)
+    for changed, whole in zip((tmp_path / "w" / "manifest.jsonl").read_text().splitlines(),
+                              scene_style.read_text().splitlines()):
+        changed, whole = json.loads(changed), json.loads(whole)
+        source, target = whole["attributes"]["source"], whole["attributes"]["target"]
+        assert changed["attributes"]["source"] == source
+        assert changed["meta"]["world"]["target_attributes"] == "changed"
+        brought = [p for p in target if p not in source]
+        assert changed["attributes"]["target"] == (brought or target), changed["meta"]["world"]["kind"]
+        assert (not brought) == (changed["meta"]["world"]["kind"] == "remove")
