@@ -165,3 +165,23 @@ def test_hatie_consistency_ranks_the_over_edit_below_the_correct_edit(world, set
                 assert any(note.startswith("regions from the given masks") for note in edit["hatie"]["notes"])
     # BC for add, remove, replace, resize and recolour (attribute); OC for the background changes
     assert checked == {"hatie_bc": 10, "hatie_oc": 2}
+
+
+def test_bpm_s_regions_are_the_objects_the_world_drew(bpm_runs, world):
+    """With given masks, BPM's origin region is the edited object's own mask in the source, and its edit region
+    that object's mask in the correct edit, pixel for pixel (read here from the mask files the world wrote)."""
+    _, direct = bpm_runs
+    checked = 0
+    for item_id, (item, results) in direct.items():
+        kind, edited = item.meta["world"]["kind"], item.meta["world"]["edited"]
+        if kind not in ("recolour", "resize", "move"):
+            continue  # the object is in both images only for these kinds
+        roles = item.meta["world"]["roles"]
+        correct = results["correct"]
+        assert np.array_equal(correct.origin.mask, _mask(world.parent / item.meta["hatie"]["masks"][edited])), item_id
+        edit_mask = world.parent / "images" / item_id / "masks" / "correct" / f"{edited}.png"
+        assert edit_mask.is_file() and roles.count("correct") == 1
+        assert np.array_equal(correct.edit.mask, _mask(edit_mask)), item_id
+        checked += 1
+    assert checked == 6
+

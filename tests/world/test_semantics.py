@@ -74,10 +74,12 @@ def test_held_out_zero_shot_accuracy_per_concept(encoder):
         hits["background"].append(closest([BACKGROUND_PHRASES[b] for b in CONCEPTS["background"]], image)
                                   == CONCEPTS["background"].index(scene.background))
     accuracy = {c: float(np.mean(h)) for c, h in hits.items()}
-    # The shipped weights: colour 0.82, shape 0.80, size 0.90, position 0.93, background 1.00 here (chance 0.11,
-    # 0.17, 0.33, 0.20, 0.20). The targets for colour and shape (0.9) are not reached yet: docs/world.md.
-    assert accuracy["colour"] >= 0.75 and accuracy["shape"] >= 0.75, accuracy
-    assert accuracy["size"] >= 0.85 and accuracy["position"] >= 0.85 and accuracy["background"] >= 0.95, accuracy
+    # The shipped weights: colour 0.817, shape 0.800, size 0.901, position 0.928, background 1.00 here (chance
+    # 0.11, 0.17, 0.33, 0.20, 0.20); each floor is that less about 0.02, so a change that costs the model what
+    # it knows fails here (a text template around every phrase costs 0.03-0.04). The targets for colour and
+    # shape (0.9) are not reached yet: docs/world.md.
+    assert accuracy["colour"] >= 0.80 and accuracy["shape"] >= 0.78, accuracy
+    assert accuracy["size"] >= 0.88 and accuracy["position"] >= 0.91 and accuracy["background"] >= 0.99, accuracy
 
 
 @pytest.fixture(scope="module")
@@ -178,23 +180,42 @@ def _hit(values: np.ndarray, mask: np.ndarray, grid: int) -> bool:
     return bool(np.min(np.hypot(ys - y, xs - x)) <= 0.5 * mask.shape[0] / grid)
 
 
-@pytest.mark.slow
-@_BELOW_TARGET
-def test_relevancy_maps_point_at_the_recoloured_object(encoder, world):
-    """Pointing game in Python (Evaluator + explain_report) for the AugCLIP and CLIP-T maps of each recolour
-    item's correct edit: the maximum falls on the recoloured object in at least 80% of the items."""
-    items = _recolour_items(world)
+@pytest.fixture(scope="module")
+def recolour_maps(world) -> list[tuple[np.ndarray, dict[str, object]]]:
+    """(the recoloured object's mask, map name -> relevancy) of each recolour item's correct edit, in Python
+    (Evaluator + explain_report), for the AugCLIP and CLIP-T maps."""
     evaluator = Evaluator(MODEL, "cpu")
-    hits: dict[str, list[bool]] = {"augclip": [], "clip_t": []}
-    for item in items:
+    out = []
+    for item in _recolour_items(world):
         report = _score_correct(evaluator, world, item)
         maps = explain_report(report, evaluator.encoder, ExplainOptions(umap=False, rankings=False, figures=False))
-        mask = _object_mask(world, item)
-        for name in hits:
-            relevancy = getattr(maps.edits[0], name)
-            hits[name].append(_hit(relevancy.image_map(), mask, relevancy.grid_size[0]))
-    rates = {name: float(np.mean(h)) for name, h in hits.items()}
-    assert len(items) == 10 and min(rates.values()) >= 0.8, rates
+        out.append((_object_mask(world, item), {name: getattr(maps.edits[0], name) for name in ("augclip", "clip_t")}))
+    assert len(out) == 10
+    return out
+
+
+@pytest.mark.slow
+@_BELOW_TARGET
+def test_relevancy_maps_point_at_the_recoloured_object(recolour_maps):
+    """Pointing game in Python for the AugCLIP and CLIP-T maps of each recolour item's correct edit: the
+    maximum falls on the recoloured object in at least 80% of the items."""
+    rates = {name: float(np.mean([_hit(maps[name].image_map(), mask, maps[name].grid_size[0])
+                                  for mask, maps in recolour_maps])) for name in ("augclip", "clip_t")}
+    assert min(rates.values()) >= 0.8, rates
+
+
+@pytest.mark.slow
+def test_relevancy_maps_weigh_more_on_the_recoloured_object_than_on_the_rest(recolour_maps):
+    """The weaker claim the shipped weights meet: each map's mean over the recoloured object exceeds its mean
+    over the whole image in at least 80% of the items, and by a factor of 2 on average (shipped weights: the
+    AugCLIP map in 90% of the items, 2.8 times; CLIP-T's in all, 2.7 times)."""
+    for name in ("augclip", "clip_t"):
+        ratios = []
+        for mask, maps in recolour_maps:
+            values = maps[name].image_map().astype(np.float64)
+            values = np.where(np.isnan(values), np.nanmin(values), values)
+            ratios.append(values[mask].mean() / values.mean() if values.mean() > 0 else 0.0)
+        assert np.mean(np.array(ratios) > 1) >= 0.8 and np.mean(ratios) >= 2, (name, ratios)
 
 
 def _world_vocabulary():
