@@ -19,7 +19,7 @@ from .concepts import BACKGROUND_PHRASES, CONCEPTS, POSITION_WORDS, article
 from .scenes import Scene
 
 #: Every fact the oracle has an axis for: (concept, shape, value); the background's shape is None.
-FACTS: tuple[tuple[str, str | None, str], ...] = tuple(
+_FACTS: tuple[tuple[str, str | None, str], ...] = tuple(
     [(c, s, v) for c in ("colour", "size", "position") for s in CONCEPTS["shape"] for v in CONCEPTS[c]]
     + [("background", None, b) for b in CONCEPTS["background"]])
 
@@ -45,7 +45,7 @@ class OracleEncoder:
     """Embeddings of world scenes and world phrases that are right by construction (module docstring)."""
 
     gap: float = 0.8
-    _axis: dict = field(default_factory=lambda: {fact: i for i, fact in enumerate(FACTS)}, repr=False)
+    _axis: dict = field(default_factory=lambda: {fact: i for i, fact in enumerate(_FACTS)}, repr=False)
     _phrases: dict = field(default_factory=_phrases_of_facts, repr=False)
 
     def __post_init__(self) -> None:
@@ -54,17 +54,17 @@ class OracleEncoder:
 
     @property
     def dim(self) -> int:
-        return len(FACTS) + 2  # the facts, then the image axis and the text axis
+        return len(_FACTS) + 2  # the facts, then the image axis and the text axis
 
     def _place(self, facts: np.ndarray, modality: int) -> np.ndarray:
         out = np.zeros(self.dim)
-        out[: len(FACTS)] = np.sqrt(1.0 - self.gap**2) * facts / np.linalg.norm(facts)
-        out[len(FACTS) + modality] = self.gap
+        out[: len(_FACTS)] = np.sqrt(1.0 - self.gap**2) * facts / np.linalg.norm(facts)
+        out[len(_FACTS) + modality] = self.gap
         return out
 
     def encode_scene(self, scene: Scene) -> np.ndarray:
         """The unit embedding of ``scene`` (what is true of it, weighted as drawn)."""
-        facts = np.zeros(len(FACTS))
+        facts = np.zeros(len(_FACTS))
         for obj in scene.objects:
             colours = ((obj.colour, 0.5), (obj.half_colour, 0.5)) if obj.half_colour else ((obj.colour, 1.0),)
             for colour, share in colours:
@@ -88,7 +88,7 @@ class OracleEncoder:
             if phrase not in self._phrases:
                 raise ValueError(f"{phrase!r} is not an attribute phrase of the world; the oracle knows only "
                                  "the world's own phrases (world.scene_phrases)")
-            facts = np.zeros(len(FACTS))
+            facts = np.zeros(len(_FACTS))
             facts[self._axis[self._phrases[phrase]]] = 1.0
             rows.append(self._place(facts, 1))
         return np.array(rows).reshape(len(rows), self.dim)
