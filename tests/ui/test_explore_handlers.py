@@ -4,6 +4,7 @@ targets, and what the page would show checked against an independent computation
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import inspect as signature_of
 import json
@@ -372,7 +373,18 @@ def texts(value) -> list[str]:
 def test_the_tab_names_metrics_and_human_raters_never_judges(ctx, tab):
     """A "judge" is the MLLM judge in this project: the Explore tab's A and B are metrics or the humans."""
     shown = [explore_help(ctx.settings)]
-    for component in vars(tab).values():
+    def components(group) -> list:
+        """The Gradio components of a layout group, and of the groups it holds (the study form)."""
+        found = []
+        for value in vars(group).values():
+            if hasattr(value, "get_config"):
+                found.append(value)
+            elif dataclasses.is_dataclass(value):
+                found += components(value)
+        return found
+
+    assert len(components(tab)) > len(vars(tab))  # the study form's own fields are read too
+    for component in components(tab):
         config = component.get_config()
         shown += texts({key: config.get(key) for key in ("label", "info", "value", "choices")})
     state = opened(ctx)
