@@ -14,9 +14,9 @@ process does what the app does from its start, timed from the moment the parent 
   store preload);
 * one Evaluate press sent at once, as a person clicking an example the moment the page shows: the
   example's source, its first two edits, target and source text, provider clip-vocab, empty attribute
-  lists (``ui.session.evaluate``: it waits for the CLIP load, extracts attributes, scores), then the
-  explanations exactly as the page's explanation stage makes them (``ui.session.explain``), then
-  what the page fetches after it (the UMAP view and the remaining figures, ``ui.session.explain_rest``).
+  lists (``ui.evaluate.session.evaluate``: it waits for the CLIP load, extracts attributes, scores), then the
+  explanations exactly as the page's explanation stage makes them (``ui.evaluate.session.explain``), then
+  what the page fetches after it (the UMAP view and the remaining figures, ``ui.evaluate.session.explain_rest``).
 
 The first full result is what the page shows when its explanation stage ends: the scores, the
 selected edit's AugCLIP relevancy map, the rankings and the exact hyperplane view. That edit's CLIP-T
@@ -58,8 +58,8 @@ def child() -> None:
     sys.path.insert(0, str(ROOT))
     import augclip_demo.ui.app as app_module
     from augclip_demo.config import Settings
-    from augclip_demo.ui import session as logic
     from augclip_demo.ui import status as status_module
+    from augclip_demo.ui.evaluate import session as logic
 
     mark("imports")
     umap_done: dict[str, float] = {}
@@ -171,7 +171,7 @@ def table(result: dict, title: str) -> None:
     for key in ("model_load", "attributes", "image_encoding", "text_encoding", "metrics"):
         if key in rt:
             row(f"    {key}", rt[key])
-    row("explanation stage (ui.session.explain)", m["first_full_result"] - m["scores"], m["first_full_result"])
+    row("explanation stage (ui.evaluate.session.explain)", m["first_full_result"] - m["scores"], m["first_full_result"])
     for key in ("relevancy", "rankings", "exact_view", "umap_view", "figures", "png"):
         if key in et:
             row(f"    {key}", et[key])

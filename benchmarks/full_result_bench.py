@@ -12,7 +12,7 @@ beside the warm medians, for 2 edits on 2 CPU cores: scores <= 1 s, and scores +
 relevancy maps + views <= 3 s (``scores+AugCLIP maps+views``: each edit's AugCLIP map); the complete
 set of 7 maps (AugCLIP, CLIP-T and CLIPdir of each edit and the source's CLIPdir map) is the
 ``relevancy`` row. The library path (explain_report with every matplotlib figure, then every PNG)
-is reported apart from the app's path (ui.session): its first result is the shown edit's AugCLIP
+is reported apart from the app's path (ui.evaluate.session): its first result is the shown edit's AugCLIP
 map, computed and drawn, with the rankings and the exact view; then come that edit's CLIP-T and
 CLIPdir maps, then the other edits' maps, the UMAP view and the ranking charts; the other figures
 are drawn only for figures.zip or when another edit is picked.
@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 STAGES = ("image_encoding", "text_encoding", "metrics", "scores", "relevancy", "views", "figures", "png_saving",
           "augclip_maps")
-# The app's path (ui.session): its explanation stage (the shown edit's AugCLIP map computed and drawn, every
+# The app's path (ui.evaluate.session): its explanation stage (the shown edit's AugCLIP map computed and drawn, every
 # edit's rankings, the exact view), the shown edit's CLIP-T and CLIPdir maps, what the page fetches next
 # (the other edits' maps, UMAP view, the shown edit's ranking charts), and the figures drawn only for
 # figures.zip or another edit.
@@ -103,9 +103,9 @@ def _empty_map_cache(encoder) -> None:
 
 
 def app_round(settings, report, folder: Path) -> dict[str, float]:
-    """The app's explanation stages for the same report (ui.session, as the page chains them)."""
-    from augclip_demo.ui import session as logic
-    from augclip_demo.ui.views import RANKING_FIGURES
+    """The app's explanation stages for the same report (ui.evaluate.session, as the page chains them)."""
+    from augclip_demo.ui.evaluate import session as logic
+    from augclip_demo.ui.evaluate.views import RANKING_FIGURES
 
     out: dict[str, float] = {}
     state = logic.Session(report=report, clip_model=settings.clip_model, output_dir=str(folder))
@@ -138,7 +138,7 @@ def run(args: argparse.Namespace, image_batch_size: int | None) -> list[dict[str
     raw = json.loads((example / "attributes.json").read_text())
     attributes = Attributes(raw["source_attributes"], raw["target_attributes"])
     settings = None
-    if image_batch_size is None:  # the app's own encoder (ui.session looks it up), so the app rows can run
+    if image_batch_size is None:  # the app's own encoder (ui.evaluate.session looks it up), so the app rows can run
         settings = Settings.from_env(clip_model=args.clip_model, device=args.device)
         encoder = get_encoder(settings)
     else:

@@ -127,6 +127,9 @@ def test_no_function_in_the_package_is_over_100_lines():
     assert not found, f"functions over {MAX_FUNCTION_LINES} lines: {found}"
 
 
+#: The app's rooms, one package per tab, each with the same parts (docs/app.md, *Adding a tab*).
+ROOMS = {"ui/evaluate", "ui/batch", "ui/hatie", "ui/explore", "ui/study"}
+
 #: Module file names that several packages share because they mean the same thing there, with the paths
 #: that may hold them (a new module under one of these names, elsewhere, is a new meaning: name it for it).
 SAME_MEANING: dict[str, tuple[set[str], str]] = {
@@ -137,7 +140,13 @@ SAME_MEANING: dict[str, tuple[set[str], str]] = {
     "bench.py": ({"cli", "batch"}, "the `bench` command and the speed benchmark it runs"),
     "manifest.py": ({"cli", "batch"}, "the `manifest` command and manifests"),
     "triplets.py": ({"cli", "batch"}, "the `triplets` command and ground-truth-test triplets"),
-    "common.py": ({"cli", "batch/benchmarks"}, "what the sibling modules of the package share"),
+    "common.py": ({"cli", "batch/benchmarks", "ui"}, "what the sibling modules of the package share"),
+    "layout.py": (ROOMS, "an app tab's components, laid out (docs/app.md, *Adding a tab*)"),
+    "handlers.py": (ROOMS, "an app tab's context and the functions its events call"),
+    "wiring.py": (ROOMS, "an app tab's events: its layout connected to its handlers"),
+    "views.py": ({"ui/evaluate", "ui/explore"}, "what an app tab shows: results in, page values out"),
+    "judgments.py": ({"explore", "ui/explore"}, "a rating study's judgments as Explore's human judgments: the "
+                     "conversion, and the app's reading of the study database"),
     "slices.py": ({"explore", "study"}, "an Explore slice: the filter, and a study made from one"),
     "store.py": ({"explore", "study"}, "the package's database (results through DuckDB, a study in SQLite)"),
 }

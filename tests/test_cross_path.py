@@ -29,8 +29,8 @@ from augclip_demo.cli import main
 from augclip_demo.config import Settings
 from augclip_demo.hatie.criteria import NEEDS_A_SET
 from augclip_demo.pipeline import FEATURE_METRICS, AugCLIPOptions, FeatureNetworks
-from augclip_demo.ui import hatie_handlers
-from augclip_demo.ui import session as app
+from augclip_demo.ui.evaluate import session as app
+from augclip_demo.ui.hatie import handlers as hatie_handlers
 from tests.support import ROOT, TINY, draw_scene
 from tests.support.chat_server import ChatServer
 from tests.support.judge_chat import judge_answer

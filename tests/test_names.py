@@ -65,7 +65,7 @@ def test_every_view_of_a_report_uses_the_same_labels(tiny_encoder):
     from augclip_demo.attributes import Attributes
     from augclip_demo.cli.report_table import format_report
     from augclip_demo.pipeline import Evaluator
-    from augclip_demo.ui import views
+    from augclip_demo.ui.evaluate import views
     from tests.support import draw_scene
 
     names = [f"tedbench_output_image_017_{m}.png" for m in ("ours", "base", "sdedit")]

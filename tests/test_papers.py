@@ -28,8 +28,9 @@ def test_short_and_full_forms():
 
 
 def test_the_page_cites_the_papers_it_names():
-    from augclip_demo.ui.hatie_tab import HELP
-    from augclip_demo.ui.views import BPM_HELP, RELEVANCY_HELP, help_markdown
+    from augclip_demo.ui.evaluate.views import BPM_HELP, RELEVANCY_HELP
+    from augclip_demo.ui.hatie.layout import HELP
+    from augclip_demo.ui.help import help_markdown
 
     assert f"Ryu et al., CVPR 2025: *{PAPERS['hatie'].title}*" in HELP
     assert "Li et al., ICML 2025" in BPM_HELP and "Chefer et al., ICCV 2021" in RELEVANCY_HELP

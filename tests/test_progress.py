@@ -10,7 +10,7 @@ from augclip_demo.attributes import Attributes
 from augclip_demo.cli.common import terminal_progress
 from augclip_demo.config import Settings
 from augclip_demo.pipeline import Evaluator
-from augclip_demo.ui.views import timing_line
+from augclip_demo.ui.evaluate.views import timing_line
 from tests.support import draw_scene
 
 SOURCE = draw_scene(shapes=[("ellipse", (20, 20, 70, 70), "red")])

@@ -1,6 +1,6 @@
 """Explore: batch results opened in place (DuckDB), sliced, ranked, compared with the humans, shared.
 
-No Gradio here: :mod:`augclip_demo.ui.explore_tab` is the page, ``augclip-demo explore`` starts it.
+No Gradio here: :mod:`augclip_demo.ui.explore.wiring` is the page, ``augclip-demo explore`` starts it.
 """
 
 from .agreement_matrix import (

@@ -1,7 +1,7 @@
 """Human judgments from a rating study (:mod:`augclip_demo.study`) in place of the recorded ones.
 
 The study package's own export (:func:`augclip_demo.study.exchange.export_lines`, the lines ``study export``
-writes) is what is read, never its tables; the reading is the app's (:class:`augclip_demo.ui.explore_judgments.
+writes) is what is read, never its tables; the reading is the app's (:class:`augclip_demo.ui.explore.judgments.
 StudyReader`: this package sits beside the study package, not above it), the conversion is here. A rating study gives each item's per-edit mean ratings (``scores``); a
 2AFC study gives majority verdicts on pairs of an item's edits, and an item's *choice* (``preferred``) is the
 edit the raters preferred to every other edit of the item it was paired with, covering all of them (with two

@@ -1,4 +1,4 @@
-"""HATIE (Ryu et al., CVPR 2025), everything but its views (cli/hatie.py, ui/hatie_tab.py, explain/hatie_panel.py).
+"""HATIE (Ryu et al., CVPR 2025), everything but its views (cli/hatie.py, ui/hatie/layout.py, explain/hatie_panel.py).
 
 * :mod:`.criteria` - the criteria as pure math over measured numbers (torch-free: an import-linter contract)
 * :mod:`.images` - model-free image preparation (masks, crops, the three ways); :mod:`.calibration` - fitted

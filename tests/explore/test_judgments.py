@@ -17,9 +17,9 @@ from augclip_demo.errors import InputError
 from augclip_demo.explore import HUMAN, Slice, agreement, leaderboard
 from augclip_demo.explore.shelf import RECORDED, Shelf
 from augclip_demo.study import store as study_store
-from augclip_demo.ui import explore_handlers as on
-from augclip_demo.ui.explore_handlers import ExploreContext
-from augclip_demo.ui.explore_judgments import StudyReader
+from augclip_demo.ui.explore import handlers as on
+from augclip_demo.ui.explore.handlers import ExploreContext
+from augclip_demo.ui.explore.judgments import StudyReader
 from augclip_demo.ui.storage import WorkFolders
 from tests.explore.constructed import MODELS, constructed_records, write_jsonl, write_manifest_with_images
 

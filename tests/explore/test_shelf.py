@@ -98,7 +98,7 @@ def test_a_damaged_parquet_upload_is_refused_without_the_servers_path(tmp_path, 
 def test_an_item_shown_to_a_client_names_no_server_folder(tmp_path):
     """The Inspect view's record keeps every number as stored; its texts lose the server's folders."""
     from augclip_demo.explore import OpenedFile, open_results
-    from augclip_demo.ui.explore_views import inspect_views
+    from augclip_demo.ui.explore.views import inspect_views
 
     records = constructed_records()
     records[0]["edits"][0]["error"] = "weights: /srv/private/cache/hub/model.bin could not be read"
@@ -183,7 +183,7 @@ def test_the_server_waits_passively_whichever_way_it_starts(files, how):
 def test_an_item_goes_to_evaluate_with_the_runs_bpm_and_judge_settings(tmp_path):
     """The Evaluate tab gets the run's recorded settings, BPM and judge included (not only CLIP and AugCLIP's
     options): BPM and the judge switched on as the run had them, BPM's parser as recorded, the rest said."""
-    from augclip_demo.ui.explore_handlers import evaluate_values
+    from augclip_demo.ui.explore.handlers import evaluate_values
 
     bpm = {"detector": "random:tiny", "segmenter": "random:tiny", "sam_checkpoint": None, "parser": "rules",
            "options": {"box_threshold": 0.3}, "untrained": True}

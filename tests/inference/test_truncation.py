@@ -8,7 +8,7 @@ import torch
 
 from augclip_demo.cli import main
 from augclip_demo.pipeline import Attributes, AugCLIPOptions, Evaluator
-from augclip_demo.ui.views import verdict_markdown
+from augclip_demo.ui.evaluate.views import verdict_markdown
 
 # "red" is one BPE token, so "red " * k is k tokens plus the start and end tokens.
 FITS = "red " * 75  # 77 tokens: exactly the context

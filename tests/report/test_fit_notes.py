@@ -35,7 +35,7 @@ def test_a_fit_that_answers_one_class_is_degenerate_and_augclip_then_equals_clip
     assert note.startswith(DEGENERATE_FIT) and "E1" in note and "0.60" in note
     assert f"({DEGENERATE_FIT}: AugCLIP = CLIP-I)" in report.verdict()
     assert note in report.to_dict()["notes"]
-    from augclip_demo.ui.views import verdict_markdown
+    from augclip_demo.ui.evaluate.views import verdict_markdown
 
     assert DEGENERATE_FIT in verdict_markdown(report)
 

@@ -548,7 +548,7 @@ def test_15_a_burst_of_wrong_operator_tokens_holds_no_worker(app, client, watch,
     config = httpx.get(f"{app.url}config", timeout=30).json()
     endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
     hidden = {"/show_agreement", "/close_study", "/add_raters", "/export_judgments", "/make_study_from_slice",
-              "/follow_answers"}  # the study handlers' names (ui/study_handlers.py)
+              "/follow_answers"}  # the study handlers' names (ui/study/handlers.py)
     assert "/evaluate" in endpoints and not hidden & set(endpoints), sorted(endpoints)
     other = RaterWatch(app, study["eve"], watch)
     start = time.perf_counter()

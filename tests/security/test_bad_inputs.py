@@ -31,7 +31,7 @@ from augclip_demo.inference import ClipEncoder
 from augclip_demo.io import PixelBudget, open_image
 from augclip_demo.llm import OpenAICompatibleClient
 from augclip_demo.pipeline import AugCLIPOptions
-from augclip_demo.ui import session as logic
+from augclip_demo.ui.evaluate import session as logic
 from tests.security import probes
 from tests.support import TINY
 from tests.support.chat_server import ChatServer, completion

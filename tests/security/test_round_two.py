@@ -163,7 +163,7 @@ def test_every_csv_we_write_neutralises_formulas(tmp_path, tiny_encoder):
                                 encoder=tiny_encoder, metrics=["augclip", "l2"], provider="manual", n_boot=50)
     written = {"results": result.results_csv.read_text(), "protocol": result.protocol_csv.read_text(),
                "results again": export_csv(result.results_jsonl, tmp_path / "again.csv").read_text()}
-    from augclip_demo.ui import session as logic
+    from augclip_demo.ui.evaluate import session as logic
 
     report, _ = logic.evaluate(Settings.from_env({}, clip_model=TINY, device="cpu"), logic.Session(),
                                source=str(folder / "src.png"), edits=[str(folder / "edit.png")],

@@ -7,8 +7,8 @@ import pytest
 from augclip_demo.study import limits
 from augclip_demo.study.limits import Buckets, OperatorLimits, Rate, RaterLimits
 from augclip_demo.study.store import StudyError
-from augclip_demo.ui.study_operator import NOT_OPERATOR, Operator
-from augclip_demo.ui.study_routes import client_address
+from augclip_demo.ui.study.operator import NOT_OPERATOR, Operator
+from augclip_demo.ui.study.routes import client_address
 
 
 class Clock:

@@ -79,7 +79,7 @@ def test_batch_scores_match_the_runner_and_the_protocol_table_is_filled(client, 
 
 def test_batch_tab_offers_bpm_and_scores_it_like_the_runner(client, tmp_path, tiny_encoder):
     from augclip_demo.config import Settings
-    from augclip_demo.ui.batch_tab import metric_choices
+    from augclip_demo.ui.batch.layout import metric_choices
 
     assert ("BPM", "bpm") in metric_choices()
     manifest = example_manifest(tmp_path)

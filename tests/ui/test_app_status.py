@@ -190,7 +190,7 @@ def test_the_batch_tab_says_what_its_run_lacks_and_runs_the_demo_with_random_mod
     BPM's / HATIE's models when one of their metrics is chosen); the untrained demo's batch uses the same
     random models as the Evaluate tab."""
     from augclip_demo.inference.needs import FEATURES, models_needed
-    from augclip_demo.ui.evaluate_handlers import page_settings
+    from augclip_demo.ui.common import page_settings
     from augclip_demo.ui.first_contact import batch_note, cannot_run, demo_settings, readiness, scores_message
 
     settings = Settings.from_env({}, clip_model="ViT-B-16/openai", device="cpu", cache_dir=tmp_path)

@@ -16,9 +16,9 @@ import pytest
 from augclip_demo.batch.protocol_tables import compute_protocols
 from augclip_demo.batch.runner import BatchOptions, run_batch
 from augclip_demo.config import Settings
-from augclip_demo.ui import batch_handlers as on
 from augclip_demo.ui import build_app
-from augclip_demo.ui.evaluate_handlers import page_settings
+from augclip_demo.ui.batch import handlers as on
+from augclip_demo.ui.common import page_settings
 from augclip_demo.ui.examples import EXAMPLES_DIR
 from augclip_demo.ui.first_contact import readiness
 from augclip_demo.ui.status import model_status

@@ -7,8 +7,8 @@ import pytest
 from gradio_client import Client
 
 from augclip_demo.config import Settings
-from augclip_demo.ui import session as logic
-from augclip_demo.ui import views
+from augclip_demo.ui.evaluate import session as logic
+from augclip_demo.ui.evaluate import views
 from tests.support import TINY
 from tests.ui.test_app import EDITS, evaluate_args, table_rows
 

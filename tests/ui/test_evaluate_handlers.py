@@ -19,10 +19,11 @@ from augclip_demo.attributes import Attributes
 from augclip_demo.config import Settings
 from augclip_demo.pipeline import AugCLIPOptions, Evaluator
 from augclip_demo.report import edit_tag
-from augclip_demo.ui import build_app, views
-from augclip_demo.ui import evaluate_handlers as on
-from augclip_demo.ui import session as logic
+from augclip_demo.ui import build_app
 from augclip_demo.ui.binding import bind
+from augclip_demo.ui.evaluate import handlers as on
+from augclip_demo.ui.evaluate import session as logic
+from augclip_demo.ui.evaluate import views
 from augclip_demo.ui.examples import load_examples
 from augclip_demo.ui.status import check_region_models, model_status, status_html
 from tests.support import EXAMPLES, TINY

@@ -22,18 +22,17 @@ from augclip_demo.explore import HUMAN, item_record, make_slice
 from augclip_demo.explore.items import PAGE_SIZE
 from augclip_demo.explore.shelf import RECORDED, Shelf
 from augclip_demo.explore.store import metric_label
-from augclip_demo.ui import explore_handlers as on
 from augclip_demo.ui.binding import bind
-from augclip_demo.ui.explore_layout import ExploreTab, build_explore_layout, explore_help
-from augclip_demo.ui.explore_state import MAX_SAVED_SLICES, active_slice, fresh_state
-from augclip_demo.ui.explore_tab import EvaluateHandoff
-from augclip_demo.ui.explore_views import CHOOSE_RANKINGS, DISAGREEMENT_SORT, human_set_views
+from augclip_demo.ui.explore import handlers as on
+from augclip_demo.ui.explore.layout import ExploreTab, build, explore_help
+from augclip_demo.ui.explore.state import MAX_SAVED_SLICES, active_slice, fresh_state
+from augclip_demo.ui.explore.views import CHOOSE_RANKINGS, DISAGREEMENT_SORT, human_set_views
 from augclip_demo.ui.storage import WorkFolders
 from tests.explore.constructed import RUN, constructed_records, write_jsonl, write_manifest_with_images
 from tests.explore.test_human_sets import assert_same
 
 LABEL = "results.jsonl"
-EVERY_FIELD = list(EvaluateHandoff.FIELDS)
+EVERY_FIELD = list(on.EVALUATE_FIELDS)
 A_HIGH = [["toy"], ["A"], [], [], [], "augclip", 1.0, None, "A high"]  # the slice controls' values
 TOY = [["toy"], [], [], [], [], "(none)", None, None, "toy"]
 EVERYTHING = [[], [], [], [], [], "(none)", None, None, "all"]
@@ -58,8 +57,8 @@ def ctx(run) -> on.ExploreContext:
 @pytest.fixture(scope="module")
 def tab(ctx) -> ExploreTab:
     """The tab's components (for the number of outputs each event has, and the tables a click names)."""
-    with gr.Blocks():
-        return build_explore_layout(ctx.shelf)
+    with gr.Blocks(), gr.Tabs():
+        return build(ctx.settings, ctx.shelf)
 
 
 def ok_records(dataset: str | None = None) -> list[dict]:
@@ -373,7 +372,8 @@ def texts(value) -> list[str]:
 def test_the_tab_names_metrics_and_human_raters_never_judges(ctx, tab):
     """A "judge" is the MLLM judge in this project: the Explore tab's A and B are metrics or the humans."""
     shown = [explore_help(ctx.settings)]
-    for component in vars(tab).values():
+    form = tab.study_form  # the Study room's form at the tab's foot: its components are on the tab too
+    for component in [value for value in vars(tab).values() if value is not form] + list(vars(form).values()):
         config = component.get_config()
         shown += texts({key: config.get(key) for key in ("label", "info", "value", "choices")})
     state = opened(ctx)

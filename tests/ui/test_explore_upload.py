@@ -10,7 +10,7 @@ import pytest
 
 from augclip_demo.config import Settings
 from augclip_demo.explore.shelf import Shelf
-from augclip_demo.ui.explore_handlers import ExploreContext, open_results_file
+from augclip_demo.ui.explore.handlers import ExploreContext, open_results_file
 from augclip_demo.ui.storage import WorkFolders
 from tests.explore.constructed import constructed_records, write_jsonl
 

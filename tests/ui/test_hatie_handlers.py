@@ -11,8 +11,8 @@ from augclip_demo.attributes import Attributes
 from augclip_demo.config import Settings
 from augclip_demo.pipeline import Evaluator
 from augclip_demo.ui import build_app
-from augclip_demo.ui import hatie_handlers as on
-from augclip_demo.ui.hatie_tab import AUTO, HELP
+from augclip_demo.ui.hatie import handlers as on
+from augclip_demo.ui.hatie.layout import AUTO, HELP
 from tests.support import TINY
 from tests.ui.test_evaluate_handlers import EDITS, FLOWER, SRC_ATTRS, TGT_ATTRS, evaluated
 

@@ -12,8 +12,8 @@ from augclip_demo.attributes import Attributes
 from augclip_demo.config import Settings
 from augclip_demo.errors import InputError
 from augclip_demo.pipeline import Evaluator
-from augclip_demo.ui import session as logic
-from augclip_demo.ui import views
+from augclip_demo.ui.evaluate import session as logic
+from augclip_demo.ui.evaluate import views
 from tests.support import TINY
 from tests.support.chat_server import ChatServer
 from tests.support.judge_chat import judge_answer
@@ -56,7 +56,7 @@ def test_not_configured_is_said_before_anything_runs():
 
 
 def test_the_batch_tab_offers_the_judge_only_when_the_operator_configured_one():
-    from augclip_demo.ui.batch_tab import metric_choices
+    from augclip_demo.ui.batch.layout import metric_choices
 
     judge_keys = {"judge_sc", "judge_pq", "judge_overall"}
     assert not judge_keys & {key for _, key in metric_choices(Settings.from_env())}

@@ -12,7 +12,7 @@ import torch
 from augclip_demo.attributes import Attributes
 from augclip_demo.inference import ClipEncoder
 from augclip_demo.pipeline import Evaluator
-from augclip_demo.ui import views
+from augclip_demo.ui.evaluate import views
 
 
 @pytest.mark.slow

@@ -9,7 +9,8 @@ import pytest
 from augclip_demo.config import Settings
 from augclip_demo.errors import InputError
 from augclip_demo.pipeline import AugCLIPOptions, Evaluator
-from augclip_demo.ui import session as logic
+from augclip_demo.ui.common import offered_clip_model
+from augclip_demo.ui.evaluate import session as logic
 from tests.support import TINY
 
 ATTRS = ("a red ball\ngreen grass", "a blue ball")
@@ -61,16 +62,16 @@ def test_evaluate_decodes_each_upload_once(scene_files, monkeypatch):
 def test_only_offered_clip_models_are_loaded():
     """A spec from a web client must be one the page offers: no folders on the server, no arbitrary Hub models."""
     offered = ["ViT-B-16/openai", TINY]
-    assert logic.offered_clip_model(f"  {TINY} ", offered) == TINY
-    assert logic.offered_clip_model("", offered) is None  # the server's default
+    assert offered_clip_model(f"  {TINY} ", offered) == TINY
+    assert offered_clip_model("", offered) is None  # the server's default
     for spec in ["local-dir:/etc", "hf-hub:someone/model", "ViT-L-14/openai"]:
         with pytest.raises(InputError, match="not offered by this server"):
-            logic.offered_clip_model(spec, offered)
+            offered_clip_model(spec, offered)
 
 
 def test_reference_inputs_switch_their_columns_on(scene_files, tmp_path):
     """A ground truth and an output caption given in the app add their columns to the score table."""
-    from augclip_demo.ui import views
+    from augclip_demo.ui.evaluate import views
 
     settings = Settings.from_env(clip_model=TINY, device="cpu")
     report, _ = logic.evaluate(settings, logic.Session(), source=str(scene_files["source"]),

@@ -19,10 +19,10 @@ from augclip_demo.config import Settings
 from augclip_demo.explore import make_slice
 from augclip_demo.explore.shelf import Shelf
 from augclip_demo.study import store
-from augclip_demo.ui import study_handlers as on
 from augclip_demo.ui.binding import bind
 from augclip_demo.ui.storage import WorkFolders
-from augclip_demo.ui.study_operator import NOT_OPERATOR, Operator
+from augclip_demo.ui.study import handlers as on
+from augclip_demo.ui.study.operator import NOT_OPERATOR, Operator
 from tests.study.helpers import OPERATOR_TOKEN, answer_all, write_results, write_study_manifest
 
 N_ITEMS = 3  # three edits each: three pairs per item

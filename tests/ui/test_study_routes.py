@@ -17,8 +17,8 @@ from starlette.requests import Request
 from augclip_demo.config import Settings
 from augclip_demo.study import limits, store
 from augclip_demo.study.limits import RaterLimits
-from augclip_demo.ui import study_routes as routes
-from augclip_demo.ui.study_page import PAGE_CSS, PAGE_HTML, PAGE_JS
+from augclip_demo.ui.study import routes as routes
+from augclip_demo.ui.study.page import PAGE_CSS, PAGE_HTML, PAGE_JS
 from tests.study.helpers import write_study_manifest
 
 

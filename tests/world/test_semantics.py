@@ -317,7 +317,7 @@ def test_the_page_s_maps_point_at_the_recoloured_object(world):
     """The same pointing game through the page's own session functions (Evaluate, then the explanation stage
     and the shown edit's other maps, as the Evaluate tab calls them)."""
     from augclip_demo.pipeline import AugCLIPOptions
-    from augclip_demo.ui import session as page
+    from augclip_demo.ui.evaluate import session as page
 
     settings = Settings.from_env().replace(clip_model=MODEL, device="cpu")
     hits: dict[str, list[bool]] = {"augclip": [], "clip_t": []}

@@ -1,8 +1,8 @@
 """What the Batch tab's events do: one top-level function per handler.
 
 Each handler takes the tab's :class:`BatchContext` first, then the values of its event's input components,
-and returns the updates: a dict keyed by the tab's components. :func:`.app.build_app` binds the context
-(:func:`.binding.bind`) and connects the events. The work is
+and returns the updates: a dict keyed by the tab's components. :func:`.wiring.wire` binds the context
+(:func:`..binding.bind`) and connects the events. The work is
 :func:`augclip_demo.batch.upload.run_uploaded_batch` (safe extraction with size, file-count and
 uncompressed-size limits; the same runner and protocol code as the CLI); this module is the page around it.
 """
@@ -25,20 +25,19 @@ from typing import Any
 
 import gradio as gr
 
-from ..batch.manifest import load_manifest
-from ..batch.upload import BatchUploadResult, run_uploaded_batch
-from ..batch.ziputil import ZipLimits
-from ..config import Settings
-from ..metrics.suite import METRICS
-from ..report import UNTRAINED_WARNING
-from . import first_contact
-from .batch_tab import MAX_SHOWN_ROWS, BatchTab
-from .evaluate_handlers import page_settings
-from .examples import EXAMPLES_DIR
-from .guard import CancelWatch, scrub_paths, user_facing
-from .status import model_status
-from .storage import WorkFolders
-from .views import empty_table
+from ...batch.manifest import load_manifest
+from ...batch.upload import BatchUploadResult, run_uploaded_batch
+from ...batch.ziputil import ZipLimits
+from ...config import Settings
+from ...metrics.suite import METRICS
+from ...report import UNTRAINED_WARNING
+from .. import first_contact
+from ..common import empty_table, page_settings
+from ..examples import EXAMPLES_DIR
+from ..guard import CancelWatch, scrub_paths, user_facing
+from ..status import model_status
+from ..storage import WorkFolders
+from .layout import MAX_SHOWN_ROWS, BatchTab
 
 Updates = dict[Any, Any]
 

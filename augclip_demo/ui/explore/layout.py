@@ -1,5 +1,5 @@
-"""The Explore tab's components: :func:`build_explore_layout` lays them out and returns them as an
-:class:`ExploreTab`; what they do is in :mod:`.explore_handlers`, and :mod:`.explore_tab` connects the two."""
+"""The Explore tab's components: :func:`build` lays them out and returns them as an :class:`ExploreTab`; what
+they do is in :mod:`.handlers`, and :mod:`.wiring` connects the two."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ from typing import Any
 
 import gradio as gr
 
-from ..config import Settings
-from ..explore.shelf import RECORDED, Shelf
-from .explore_state import CATEGORY_CONTROLS, NO_RANGE, fresh_state
-from .explore_views import CHOOSE_RANKINGS
-from .views import empty_table
+from ...config import Settings
+from ...explore.shelf import RECORDED, Shelf
+from ..common import empty_table
+from ..study.layout import SliceStudyForm
+from ..study.layout import build_slice_form as build_study_form
+from .state import CATEGORY_CONTROLS, NO_RANGE, fresh_state
+from .views import CHOOSE_RANKINGS
 
 
 def explore_help(settings: Settings) -> str:
@@ -33,7 +35,7 @@ From a shell: `augclip-demo explore RESULTS.jsonl --manifest MANIFEST.jsonl`.
 class ExploreTab:
     """The tab's components, by what they show or do (``*2``: the compared slice's, beside the active one's)."""
 
-    state: gr.State  # the session's Explore state (explore_state.py)
+    state: gr.State  # the session's Explore state (state.py)
     # the file and the source of human judgments
     file: gr.Dropdown
     upload: gr.File
@@ -99,6 +101,8 @@ class ExploreTab:
     # share
     report_btn: gr.Button
     report: gr.File
+    # the Study room's "Make a study from this slice", at the tab's foot
+    study_form: SliceStudyForm
 
     @property
     def category(self) -> list[Any]:
@@ -106,7 +110,7 @@ class ExploreTab:
 
     @property
     def slice_controls(self) -> list[Any]:
-        """What makes a slice, in the order the slice handlers take (and :func:`.explore_state.controls_of`
+        """What makes a slice, in the order the slice handlers take (and :func:`.state.controls_of`
         gives) them."""
         return [*self.category, self.range_metric, self.low, self.high, self.name]
 
@@ -151,19 +155,23 @@ class ExploreTab:
         return [self.state, self.ranking_a, self.ranking_b, self.found, self.found2, self.tabs]
 
 
-def build_explore_layout(shelf: Shelf) -> ExploreTab:
-    """Lay out the tab's components (call inside the Explore ``gr.Tab``); nothing is wired here."""
-    ui: dict[str, Any] = {"state": gr.State(fresh_state())}
-    ui.update(_file_row(shelf))
-    ui["info"] = gr.Markdown(elem_id="aug-explore-info")
-    ui.update(_slice_controls())
-    with gr.Tabs() as ui["tabs"]:
-        ui.update(_leaderboard_tab())
-        ui.update(_agreement_tab())
-        ui.update(_disagreements_tab())
-        ui.update(_items_tab())
-        ui.update(_inspect_tab())
-        ui.update(_share_tab())
+def build(settings: Settings, shelf: Shelf) -> ExploreTab:
+    """Lay out the Explore tab (call inside the page's ``gr.Tabs``), the files ``shelf`` offers in its list, and
+    at its foot the Study room's "Make a study from this slice" form; nothing is wired here."""
+    with gr.Tab("Explore", id="explore"):
+        gr.Markdown(explore_help(settings))
+        ui: dict[str, Any] = {"state": gr.State(fresh_state())}
+        ui.update(_file_row(shelf))
+        ui["info"] = gr.Markdown(elem_id="aug-explore-info")
+        ui.update(_slice_controls())
+        with gr.Tabs() as ui["tabs"]:
+            ui.update(_leaderboard_tab())
+            ui.update(_agreement_tab())
+            ui.update(_disagreements_tab())
+            ui.update(_items_tab())
+            ui.update(_inspect_tab())
+            ui.update(_share_tab())
+        ui["study_form"] = build_study_form(ui["state"])  # operator only
     return ExploreTab(**ui)
 
 

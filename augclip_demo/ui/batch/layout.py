@@ -1,6 +1,6 @@
-"""The Batch tab's components: :func:`build_batch_tab` lays them out and returns them as a :class:`BatchTab`;
-what they do is in :mod:`.batch_handlers` (a manifest plus a zip of its images in; per-edit scores, the
-protocol table and downloads out), and :mod:`.app` connects the two (the ``/batch`` API endpoint included).
+"""The Batch tab's components: :func:`build` lays them out and returns them as a :class:`BatchTab`;
+what they do is in :mod:`.handlers` (a manifest plus a zip of its images in; per-edit scores, the
+protocol table and downloads out), and :mod:`.wiring` connects the two (the ``/batch`` API endpoint included).
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from typing import Any
 
 import gradio as gr
 
-from ..batch.options import batch_metric_keys
-from ..config import Settings
-from ..metrics.suite import METRICS, metric_keys
-from .views import empty_table
+from ...batch.options import batch_metric_keys
+from ...config import Settings
+from ...metrics.suite import METRICS, metric_keys
+from ..common import empty_table
 
 MAX_SHOWN_ROWS = 500  # per-edit rows shown on the page; the downloads hold all of them
 _EMPTY_PROTOCOL = ("No protocol figures yet: choose a manifest and its image zip (or press Load the shipped examples), "
@@ -38,7 +38,7 @@ Items with `human.preferred` give s2AFC, triplets with gt / ep / em roles give A
 def metric_choices(settings: Settings | None = None) -> list[tuple[str, str]]:
     """Every metric a batch run computes (BPM included: it runs on items with an instruction or a parse); the
     MLLM judge's rows only when ``settings`` name a configured judge endpoint (the operator's, never the client's)."""
-    from ..llm.client import endpoint_status
+    from ...llm.client import endpoint_status
 
     judge = settings is not None and endpoint_status(settings.judge_base_url).configured
     return [(METRICS[key].label if key in METRICS else key, key) for key in batch_metric_keys()
@@ -75,8 +75,8 @@ class BatchTab:
         return [self.summary, self.protocol, self.scores, self.files]
 
 
-def build_batch_tab(settings: Settings, *, provider_choices: list[tuple[str, str]], default_provider: str,
-                    clip_choices: list[str]) -> BatchTab:
+def build(settings: Settings, *, provider_choices: list[tuple[str, str]], default_provider: str,
+          clip_choices: list[str]) -> BatchTab:
     """Lay out the tab (call inside ``gr.Blocks`` / ``gr.Tabs``); nothing is wired here."""
     with gr.Tab("Batch", id="batch"):
         gr.Markdown(_batch_help(settings))

@@ -1,7 +1,7 @@
-"""The HATIE tab's components (a tab of the Evaluate tab's results): :func:`build_hatie_tab` lays them out and
-returns them as a :class:`HatieTab`; what its one button does is in :mod:`.hatie_handlers` (after Evaluate,
+"""The HATIE tab's components (a tab of the Evaluate tab's results): :func:`build` lays them out and
+returns them as a :class:`HatieTab`; what its one button does is in :mod:`.handlers` (after Evaluate,
 HATIE's criteria for every edit as bars, their components on demand, and the masks the criteria used), and
-:mod:`.app` connects the two.
+:mod:`.wiring` connects the two.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 
 import gradio as gr
 
-from ..hatie.criteria import EDIT_TYPES
-from ..papers import HATIE
-from . import first_contact
+from ...hatie.criteria import EDIT_TYPES
+from ...papers import HATIE
+from .. import first_contact
 
 AUTO = "auto (from the instruction)"
 HELP = (f"**HATIE** ({HATIE.short}: *{HATIE.title}*) scores an edit on Object / Background Fidelity and Consistency; which of them "
@@ -50,7 +50,7 @@ class HatieTab:
         return [self.info, self.plots, self.shares, self.components, self.masks, self.session_state]
 
 
-def build_hatie_tab(session_state: Any, instruction: Any, clip_model: Any) -> HatieTab:
+def build(session_state: Any, instruction: Any, clip_model: Any) -> HatieTab:
     """Lay out the HATIE tab (inside the page's Tabs); nothing is wired here."""
     with gr.Tab("HATIE", id="hatie"):
         info = gr.Markdown(HELP, elem_id="aug-hatie-info")

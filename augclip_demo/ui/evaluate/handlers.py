@@ -2,7 +2,7 @@
 
 Each handler takes the tab's :class:`EvaluateContext` first, then the values of its event's input
 components, and returns the updates: a dict keyed by the tab's components (Gradio updates only those).
-:func:`.app.build_app` binds the context (:func:`bind`) and connects the events. The work itself is in
+:func:`.wiring.wire` binds the context (:func:`bind`) and connects the events. The work itself is in
 :mod:`.session`, the rendering in :mod:`.views`.
 
 Pressing Evaluate runs stages, each updating the page when it finishes: the scores (:func:`evaluate`),
@@ -23,19 +23,21 @@ from typing import Any
 
 import gradio as gr
 
-from ..attributes.base import Attributes
-from ..attributes.catalog import ProviderStatus
-from ..config import Settings
-from ..errors import InputError, WeightsUnavailableError
-from ..pipeline import AugCLIPOptions
-from ..report import Report, edit_tag
-from . import first_contact, views
+from ...attributes.base import Attributes
+from ...attributes.catalog import ProviderStatus
+from ...config import Settings
+from ...errors import InputError, WeightsUnavailableError
+from ...pipeline import AugCLIPOptions
+from ...report import Report, edit_tag
+from .. import first_contact
+from ..common import empty_table, page_settings
+from ..examples import Example
+from ..guard import heavy_stage, scrub_paths, user_facing
+from ..status import ModelStatus, RegionModelsCheck, check_region_models, model_status, status_html
+from ..storage import WorkFolders
 from . import session as logic
-from .evaluate_layout import EvaluateTab, provider_note
-from .examples import Example
-from .guard import heavy_stage, scrub_paths, user_facing
-from .status import ModelStatus, RegionModelsCheck, check_region_models, model_status, status_html
-from .storage import WorkFolders
+from . import views
+from .layout import EvaluateTab, provider_note
 
 Updates = dict[Any, Any]
 
@@ -58,12 +60,6 @@ class EvaluateContext:
 
     def settings_for(self, clip_model: str | None) -> Settings:
         return page_settings(self.settings, self.clip_choices, clip_model)
-
-
-def page_settings(base: Settings, clip_choices: list[str], clip_model: str | None) -> Settings:
-    """The settings of a request: the page's, with the picked CLIP model (only an offered one), and every
-    model random in the untrained demo."""
-    return first_contact.demo_settings(base.replace(clip_model=logic.offered_clip_model(clip_model, clip_choices)))
 
 
 # ---------------------------------------------------------------------------- small shared pieces
@@ -127,7 +123,7 @@ def _scored_updates(ctx: EvaluateContext, report: Report, state: logic.Session, 
     if clear:  # figures of an earlier evaluation must not stay beside new numbers
         out.update({component: None for component in (tab.exact_plot, tab.umap_plot, *tab.figure_outputs,
                                                       tab.bpm_gallery)})
-        out[tab.bpm_table] = views.empty_table(views.EMPTY_BPM)
+        out[tab.bpm_table] = empty_table(views.EMPTY_BPM)
         out[tab.edit_pick] = gr.Radio(choices=views.edit_choices(report), value=None, visible=False)
     return out
 
@@ -321,7 +317,7 @@ def _bpm_updates(ctx: EvaluateContext, report: Report, state: logic.Session, mes
         out.update({tab.bpm_info: views.BPM_HELP + "\n\n" + views.emphasis(scrub_paths(message), "b"),
                     tab.bpm_gallery: None,
                     # the reason it did not run, not the generic "tick BPM ..." (both may be done)
-                    tab.bpm_table: views.empty_table(f"BPM has not run: {scrub_paths(message)}" if message
+                    tab.bpm_table: empty_table(f"BPM has not run: {scrub_paths(message)}" if message
                                                      else views.EMPTY_BPM)})
         return out
     panels = views.bpm_panels(results, report)

@@ -18,16 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..attributes.base import Attributes, Provenance
-from ..config import DEFAULT_MAX_EDITS, Settings
-from ..errors import InputError
-from ..inference.specs import shown_spec
-from ..instructions import ParseOutcome
-from ..io import LoadedImage, PixelBudget, open_image
-from ..pipeline import FEATURE_METRICS, AugCLIPOptions, Evaluator, FeatureNetworks
-from ..report import Report
-from .examples import known_object_masks
-from .status import first_result_work
+from ...attributes.base import Attributes, Provenance
+from ...config import DEFAULT_MAX_EDITS, Settings
+from ...errors import InputError
+from ...instructions import ParseOutcome
+from ...io import LoadedImage, PixelBudget, open_image
+from ...pipeline import FEATURE_METRICS, AugCLIPOptions, Evaluator, FeatureNetworks
+from ...report import Report
+from ..examples import known_object_masks
+from ..status import first_result_work
 
 _MAX_EDITS = DEFAULT_MAX_EDITS  # the default; Settings.max_edits (AUGCLIP_MAX_EDITS) is what counts
 
@@ -76,19 +75,6 @@ def _check_upload(path: str | None, label: str, max_mb: float) -> str:
     if size > max_mb * 1024 * 1024:
         raise InputError(f"{label} ({Path(path).name}) is {size / 2**20:.1f} MB; the limit is {max_mb:g} MB per image")
     return path
-
-
-def offered_clip_model(spec: str | None, choices: list[str]) -> str | None:
-    """``spec`` when the page offers it (``None`` for empty: the server's default), else a clear error.
-
-    Gradio already refuses a value outside a dropdown's choices; this repeats the check where the
-    model is chosen, so no code path lets a client load a model the server did not offer.
-    """
-    spec = (spec or "").strip()
-    if spec and spec not in choices:
-        raise InputError(f"CLIP model {shown_spec(spec)} is not offered by this server; choose one of "
-                         f"{', '.join(choices)}")
-    return spec or None
 
 
 def _load_inputs(settings: Settings, source: str | None, edits: list[str] | None) -> tuple[LoadedImage, list[LoadedImage]]:
@@ -253,7 +239,7 @@ BPM_FIELDS = ("o1", "o2", "size_state", "position_state", "reference")
 def _parser_client(settings: Settings, parser: str, instruction: str) -> object | None:
     if parser != "llm" or not instruction:
         return None
-    from ..llm import OpenAICompatibleClient
+    from ...llm import OpenAICompatibleClient
 
     return OpenAICompatibleClient(settings)
 
@@ -261,7 +247,7 @@ def _parser_client(settings: Settings, parser: str, instruction: str) -> object 
 def parse_for_bpm(settings: Settings, instruction: str, parser: str = "rules") -> ParseOutcome:
     """The parse the BPM tab shows for the user to check and correct before BPM runs (never raises
     for an instruction it cannot parse: the outcome carries the reason and how to fill the fields)."""
-    from ..instructions import try_parse
+    from ...instructions import try_parse
 
     instruction = (instruction or "").strip()
     if not instruction:
@@ -287,10 +273,10 @@ def run_bpm(settings: Settings, session: Session, *, instruction: str, parser: s
     perhaps corrected by the user) are applied to the instruction's parse field by field; when the
     instruction cannot be parsed (or there is none) they are the parse.
     """
-    from ..bpm import BPMOptions
-    from ..bpm.models import bpm_models_status
-    from ..errors import InstructionParseError, LLMError, WeightsUnavailableError
-    from ..instructions import resolve_parse
+    from ...bpm import BPMOptions
+    from ...bpm.models import bpm_models_status
+    from ...errors import InstructionParseError, LLMError, WeightsUnavailableError
+    from ...instructions import resolve_parse
 
     if session.report is None:
         raise InputError("Nothing to run BPM on yet: press Evaluate first.")
@@ -338,9 +324,9 @@ def explain(settings: Settings, session: Session, progress: Progress | None = No
     then gets its maps from :func:`edit_maps`; every other figure is drawn by :func:`figure_files`
     when shown or downloaded.
     """
-    from ..explain import explain_report
-    from ..explain.explanations import figure_stems
-    from ..inference import get_encoder
+    from ...explain import explain_report
+    from ...explain.explanations import figure_stems
+    from ...inference import get_encoder
 
     if session.report is None:
         raise InputError("Nothing to explain yet: press Evaluate first.")
@@ -365,7 +351,7 @@ def explain(settings: Settings, session: Session, progress: Progress | None = No
 
 def shown_maps(settings: Settings, session: Session, edit: int | None = None) -> dict[str, str]:
     """The shown edit's other relevancy maps (CLIP-T, CLIPdir) after the first result, drawn: stem -> PNG path."""
-    from ..explain.explanations import figure_stems
+    from ...explain.explanations import figure_stems
 
     if session.report is None or session.explained is None:
         return {}
@@ -382,7 +368,7 @@ def selected_edit(report: Report) -> int:
 def explain_rest(settings: Settings, session: Session, *, figures: bool = True) -> Session:
     """What follows the first result: every relevancy map not computed yet, the UMAP view and
     (``figures``) every figure not drawn yet."""
-    from ..explain import umap_view
+    from ...explain import umap_view
 
     explained = session.explained
     if session.report is None or explained is None:
@@ -405,8 +391,8 @@ def explain_rest(settings: Settings, session: Session, *, figures: bool = True) 
 
 def edit_maps(settings: Settings, session: Session, edit: int | None = None) -> None:
     """Compute the relevancy maps the first result left for later: ``edit``'s (0-based) or every edit's."""
-    from ..explain import complete_relevancy
-    from ..inference import get_encoder
+    from ...explain import complete_relevancy
+    from ...inference import get_encoder
 
     if session.report is None or session.explained is None:
         return
@@ -424,8 +410,8 @@ def edit_maps(settings: Settings, session: Session, edit: int | None = None) -> 
 def figure_files(session: Session, stems: Sequence[str] | None = None) -> dict[str, str]:
     """PNG paths of the session's figures ``stems`` (default: every one there is data for), each drawn
     and saved the first time it is asked for; ``session.figures`` keeps them (stem -> path)."""
-    from ..explain.explanations import figure_stems, make_figure
-    from ..explain.figures import save_figure
+    from ...explain.explanations import figure_stems, make_figure
+    from ...explain.figures import save_figure
 
     explained = session.explained
     if session.report is None or explained is None:
@@ -448,8 +434,8 @@ def figure_files(session: Session, stems: Sequence[str] | None = None) -> dict[s
 
 def comparison(session: Session) -> tuple[str, str]:
     """The comparison grid of the session's report: (HTML fragment for the page, path of the HTML file)."""
-    from ..explain.grid_pictures import comparison_grid
-    from ..report.comparison import grid_html
+    from ...explain.grid_pictures import comparison_grid
+    from ...report.comparison import grid_html
 
     if session.report is None:
         raise InputError("Nothing to compare yet: press Evaluate first.")
@@ -462,7 +448,7 @@ def comparison(session: Session) -> tuple[str, str]:
 
 def judge_ready(settings: Settings) -> tuple[bool, str]:
     """Whether the operator configured an endpoint for the MLLM judge, and a line saying which (no secrets)."""
-    from ..llm.client import endpoint_status
+    from ...llm.client import endpoint_status
 
     status = endpoint_status(settings.judge_base_url)
     model = settings.judge_model or settings.mllm_model

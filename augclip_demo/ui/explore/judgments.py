@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import InputError
-from ..explore.judgments import StudyJudgments, judgments_from_export
+from ...errors import InputError
+from ...explore.judgments import StudyJudgments, judgments_from_export
 
 
 class StudyReader:
@@ -18,7 +18,7 @@ class StudyReader:
         self.db = db
 
     def _offered(self) -> dict[str, tuple[str, str]]:
-        from ..study.store import list_studies
+        from ...study.store import list_studies
 
         if not Path(self.db).is_file():
             return {}
@@ -29,8 +29,8 @@ class StudyReader:
         return list(self._offered())
 
     def read(self, label: str) -> StudyJudgments:
-        from ..study.exchange import export_lines
-        from ..study.store import load_study
+        from ...study.exchange import export_lines
+        from ...study.store import load_study
 
         offered = self._offered()
         if label not in offered:

@@ -1,6 +1,6 @@
 """What the Explore tab shows of a store and a slice: the summary of an opened file, the leaderboard, agreement
 and disagreement tables, the items grid, an item, the HTML report. Values in, page values out (the queries and
-statistics are :mod:`augclip_demo.explore`'s); the handlers (:mod:`.explore_handlers`) put them on the page."""
+statistics are :mod:`augclip_demo.explore`'s); the handlers (:mod:`.handlers`) put them on the page."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import html
 import json
 from typing import Any
 
-from ..errors import InputError
-from ..explore import (
+from ...errors import InputError
+from ...explore import (
     HUMAN,
     ResultsStore,
     Slice,
@@ -20,12 +20,12 @@ from ..explore import (
     item_record,
     leaderboard,
 )
-from ..explore.agreement_matrix import PAGE_AGREEMENT_ITEMS, PAGE_SETS_WORK, SetsAgreement
-from ..explore.report_html import SliceReport, report_html
-from ..explore.store import metric_label
-from ..report import UNTRAINED_WARNING
-from .guard import scrub_paths_in
-from .views import empty_table
+from ...explore.agreement_matrix import PAGE_AGREEMENT_ITEMS, PAGE_SETS_WORK, SetsAgreement
+from ...explore.report_html import SliceReport, report_html
+from ...explore.store import metric_label
+from ...report import UNTRAINED_WARNING
+from ..common import empty_table
+from ..guard import scrub_paths_in
 
 DISAGREEMENT_SORT = "disagreement"  # the grid in the Disagreements tab's order (its A and B, strongest first)
 CHOOSE_RANKINGS = "Choose A and B: two metrics, or a metric and the humans."
@@ -120,7 +120,7 @@ def grid_views(store: ResultsStore, active: Slice, sort: str, descending: bool, 
                ranking: list[int] | None = None) -> tuple[Any, Any, list, str]:
     """A page of the slice's edits: thumbnails with captions, the rows, the rows' items and a caption
     (``sort`` :data:`DISAGREEMENT_SORT`: in ``ranking``'s order)."""
-    from ..explore.items import image_path, thumbnail
+    from ...explore.items import image_path, thumbnail
 
     number = int(page or 1) - 1
     by_strength = sort == DISAGREEMENT_SORT
@@ -143,7 +143,7 @@ def grid_views(store: ResultsStore, active: Slice, sort: str, descending: bool, 
 
 def inspect_views(store: ResultsStore, item: int) -> tuple[str, list, Any, dict[str, Any]]:
     """One item: its description, its pictures, its scores as recorded, its record (texts without server paths)."""
-    from ..explore.items import thumbnail
+    from ...explore.items import thumbnail
 
     view = item_record(store, item)
     record = view.record

@@ -1,9 +1,9 @@
 """What the Explore tab's events do: one top-level function per handler.
 
 Each handler takes the tab's :class:`ExploreContext` first, then the values of its event's input components
-(the session's state first: :mod:`.explore_state`), and returns its outputs in the order
-:mod:`.explore_tab` wires them (the lists are :class:`~.explore_layout.ExploreTab`'s properties).
-:func:`.binding.bind` gives an event the handler with its context.
+(the session's state first: :mod:`.state`), and returns its outputs in the order
+:mod:`.wiring` wires them (the lists are :class:`~.layout.ExploreTab`'s properties).
+:func:`..binding.bind` gives an event the handler with its context.
 
 Opening a file (:func:`open_results_file`) or changing the slice (:func:`apply`, :func:`save`,
 :func:`pick_saved`, :func:`compare_picked`, :func:`pick_judgments`) is followed by the quick views
@@ -20,13 +20,18 @@ from typing import Any
 
 import gradio as gr
 
-from ..config import Settings
-from ..errors import InputError
-from ..explore import HUMAN, ResultsStore, item_record
-from ..explore.items import EvaluateInputs, evaluate_inputs
-from ..explore.shelf import RECORDED, Shelf
-from ..explore.store import metric_label
-from .explore_state import (
+from ...config import Settings
+from ...errors import InputError
+from ...explore import HUMAN, ResultsStore, item_record
+from ...explore.items import EvaluateInputs, evaluate_inputs
+from ...explore.shelf import RECORDED, Shelf
+from ...explore.store import metric_label
+from ..guard import scrub_paths_in, user_facing
+from ..stoppable import run_stoppable
+from ..storage import WorkFolders
+from .judgments import StudyReader
+from .layout import ExploreTab
+from .state import (
     CATEGORY_CONTROLS,
     MAX_SAVED_SLICES,
     NO_RANGE,
@@ -37,7 +42,7 @@ from .explore_state import (
     session_state,
     slice_from_controls,
 )
-from .explore_views import (
+from .views import (
     DISAGREEMENT_SORT,
     agreement_frames,
     board_frame,
@@ -48,9 +53,6 @@ from .explore_views import (
     open_summary,
     report_page,
 )
-from .guard import scrub_paths_in, user_facing
-from .stoppable import run_stoppable
-from .storage import WorkFolders
 
 
 @dataclass
@@ -61,10 +63,19 @@ class ExploreContext:
     settings: Settings
     shelf: Shelf
     folders: WorkFolders
+    tab: ExploreTab | None = None  # the tab's components (None where a handler runs without the page)
 
     def store(self, state: dict[str, Any]) -> ResultsStore:
         """The session's open file with its chosen human judgments."""
         return self.shelf.store(state["key"], state.get("judgments"))
+
+
+def operator_shelf(settings: Settings) -> Shelf:
+    """The operator's results files (``AUGCLIP_EXPLORE_FILES``) with the studies' judgments, the first one opened
+    at once (while the server starts)."""
+    shelf = Shelf(settings.explore_files, judgments=StudyReader(settings.study_db_path))
+    shelf.warm()
+    return shelf
 
 
 def _discard_upload(path: Path) -> None:
@@ -302,9 +313,14 @@ def make_report(ctx: ExploreContext, current, a, b, request: gr.Request):
     return str(path)
 
 
+#: the Evaluate inputs an inspected item fills, in this order (:func:`.wiring.wire_to_evaluate`)
+EVALUATE_FIELDS = ("source", "edits", "target", "source_text", "instruction", "src_box", "tgt_box", "classifier", "C",
+                   "weighting", "include_images", "clip_model", "bpm_on", "bpm_parser", "judge_on")
+
+
 def evaluate_values(inputs: EvaluateInputs, clip_choices: list[str], parser_choices: list[str] | None = None)\
         -> tuple[dict[str, Any], list[str]]:
-    """The Evaluate inputs for a record's ``inputs``, by :data:`.explore_tab.EvaluateHandoff.FIELDS` name
+    """The Evaluate inputs for a record's ``inputs``, by :data:`EVALUATE_FIELDS` name
     (``gr.skip()``: kept as the page has it), and the notes that say what the page cannot take over."""
     notes = []
     model = inputs.model if inputs.model in clip_choices else gr.skip()

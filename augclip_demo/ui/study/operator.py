@@ -11,10 +11,10 @@ import hmac
 import threading
 from typing import Any
 
-from ..config import study_operator_token
-from ..study import store
-from ..study.limits import OperatorLimits
-from .study_routes import client_address
+from ...config import study_operator_token
+from ...study import store
+from ...study.limits import OperatorLimits
+from .routes import client_address
 
 NOT_OPERATOR = "The operator token is not right (or AUGCLIP_STUDY_OPERATOR_TOKEN is not set)."
 

@@ -1,4 +1,4 @@
-"""The rater page: static HTML, CSS and script (no framework), served by :mod:`augclip_demo.ui.study_routes`.
+"""The rater page: static HTML, CSS and script (no framework), served by :mod:`augclip_demo.ui.study.routes`.
 
 The rater's token travels in the link's fragment (``/study/rate#t=TOKEN``): browsers never send a
 fragment to the server, so it stays out of access logs and Referer headers; the script sends it in

@@ -13,7 +13,7 @@ from typing import Any
 
 import gradio as gr
 
-from ..explore import Slice, make_slice, slice_from_json
+from ...explore import Slice, make_slice, slice_from_json
 
 #: the slice's category filters: (ExploreTab field, Slice / store column, label)
 CATEGORY_CONTROLS = (("datasets", "dataset", "Dataset"), ("models", "model", "Editing model"),

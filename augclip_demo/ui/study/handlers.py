@@ -3,8 +3,8 @@ function per handler.
 
 Each handler takes its context first (:class:`StudyContext`, :class:`SliceStudyContext`), then the values of
 its event's input components, and returns what the page shows: Markdown for the report area, and the export's
-files. Every action first checks the operator token (:mod:`.study_operator`); a refusal or a store error is
-shown as its message, with server folders cut. :mod:`.study_tab` binds the context and connects the events.
+files. Every action first checks the operator token (:mod:`.operator`); a refusal or a store error is
+shown as its message, with server folders cut. :mod:`.wiring` binds the context and connects the events.
 """
 
 from __future__ import annotations
@@ -16,18 +16,19 @@ from typing import Any
 
 import gradio as gr
 
-from ..config import Settings
-from ..errors import AugclipError
-from ..explore import slice_from_json
-from ..explore.shelf import Shelf
-from ..study import store
-from ..study.agreement import study_agreement
-from ..study.exchange import export_csv, export_lines
-from ..study.report import format_report, report_tables
-from ..study.slices import create_study_from_slice
-from .guard import scrub_paths
-from .storage import WorkFolders
-from .study_operator import Operator
+from ...config import Settings
+from ...errors import AugclipError
+from ...explore import slice_from_json
+from ...explore.shelf import Shelf
+from ...study import store
+from ...study.agreement import study_agreement
+from ...study.exchange import export_csv, export_lines
+from ...study.report import format_report, report_tables
+from ...study.slices import create_study_from_slice
+from ..guard import scrub_paths
+from ..storage import WorkFolders
+from .layout import SliceStudyForm, StudyTab
+from .operator import Operator
 
 EXPORTED = "Exported: the judgments (CSV) and the manifest lines (paths relative to the study's manifest folder)."
 
@@ -39,6 +40,7 @@ class StudyContext:
     settings: Settings  # the study database: settings.study_db_path
     folders: WorkFolders  # exports go into the session's work folder (the disk cap and the sweeps cover them)
     operator: Operator
+    tab: StudyTab | None = None  # the tab's components (None where a handler runs without the page)
 
 
 @dataclass
@@ -48,6 +50,7 @@ class SliceStudyContext:
     settings: Settings
     shelf: Shelf
     operator: Operator
+    tab: SliceStudyForm | None = None  # the form's components (None where a handler runs without the page)
 
 
 # ---------------------------------------------------------------------------------------------- rendering

@@ -11,9 +11,10 @@ from typing import Any
 
 import pandas as pd
 
-from ..metrics.suite import METRICS, REFERENCE_METRICS
-from ..papers import BPM, PAPERS, RELEVANCY
-from ..report import UNTRAINED_WARNING, Report, edit_names, edit_tag
+from ...metrics.suite import METRICS, REFERENCE_METRICS
+from ...papers import BPM, RELEVANCY
+from ...report import UNTRAINED_WARNING, Report, edit_names, edit_tag
+from ..common import empty_table
 
 RELEVANCY_HELP = (
     f"Pick an edit above. Where each metric looks (the gradient relevancy of {RELEVANCY.short} on CLIP's vision "
@@ -81,16 +82,11 @@ def _table_metrics(report: Report) -> list[str]:
     return base[:cut] + extra + base[cut:]
 
 
-# What the empty tables say (a table without rows would show Gradio's placeholder headers "1 2 3").
+# What the empty tables say (:func:`..common.empty_table`).
 EMPTY_SCORES = ("No scores yet: add a source image, the target text and the edited images, then press Evaluate "
                 "(or click an example above).")
 EMPTY_BPM = ("BPM has not run: tick BPM under Advanced options, type an editing instruction, then press Evaluate "
              "(or fill o1 / o2 below and press Run BPM with these fields).")
-
-
-def empty_table(message: str) -> pd.DataFrame:
-    """A one-cell table that says what to do to fill it."""
-    return pd.DataFrame({"": [message]})
 
 
 def _name_cell(full: str, label: str) -> str:
@@ -191,7 +187,7 @@ def public_report(report: Report) -> dict[str, Any]:
     data = report.to_dict()
     # Known server paths first, whole (a folder name with spaces defeats the pattern in scrub_paths).
     known = [str(data.get("model", {}).get("checkpoint") or "")]
-    from .guard import scrub_paths_in
+    from ..guard import scrub_paths_in
 
     return scrub_paths_in(data, [path for path in known if path.startswith("/")])
 
@@ -208,7 +204,7 @@ def write_downloads(report: Report, folder: Path, figures: dict[str, Any] | None
     folder.mkdir(parents=True, exist_ok=True)
     json_path = folder / "report.json"
     csv_path = folder / "report.csv"
-    from .guard import scrub_paths, scrub_paths_in
+    from ..guard import scrub_paths, scrub_paths_in
 
     json_path.write_text(json.dumps(public_report(report), indent=2, ensure_ascii=False, allow_nan=False) + "\n",
                          encoding="utf-8")
@@ -243,7 +239,7 @@ def _plot_value(spec: dict[str, Any] | None) -> Any:
 
 def exact_plot(explained: Any, edit: int | None) -> Any:
     """The interactive exact view of the picked edit's fit (None before the explanations)."""
-    from ..explain.interactive import exact_view_spec
+    from ...explain.interactive import exact_view_spec
 
     if explained is None or getattr(explained, "exact", None) is None:
         return None
@@ -251,7 +247,7 @@ def exact_plot(explained: Any, edit: int | None) -> Any:
 
 
 def umap_plot(explained: Any) -> Any:
-    from ..explain.interactive import umap_view_spec
+    from ...explain.interactive import umap_view_spec
 
     if explained is None or getattr(explained, "umap", None) is None:
         return None
@@ -293,7 +289,7 @@ def picked_index(pick: str | None) -> int | None:
 
 
 def bpm_panels(results: list[Any], report: Report) -> list[tuple[str, Any]]:
-    from ..explain.regions import bpm_panel
+    from ...explain.regions import bpm_panel
 
     return [(name.label, bpm_panel(result)) for name, result in zip(report.edit_names(), results)]
 
@@ -358,39 +354,6 @@ def bpm_caption(panels: list[tuple[str, Any]]) -> str:
     notes = sorted({note for _, p in panels for note in p.notes})
     lines.extend(emphasis(f"note: {note}") for note in notes)
     return "\n\n".join(lines)
-
-
-def help_markdown() -> str:
-    return _HELP + "\n### Papers\n" + "".join(f"* {paper.full}\n" for paper in PAPERS.values())
-
-
-_HELP = """
-### What the scores mean
-* **AugCLIP**: cosine similarity between the edit and the estimated *ideal* edit, the smallest change of
-  the source that a weighted SVM puts on the target side of the source/target attribute hyperplane
-  (higher is better). It rewards edits that change what the text asks and keep the rest.
-* **CLIPdir**: cosine between the image change and the text change (needs a source text).
-* **CLIP-I**: similarity of edit and source (preservation only). **CLIP-T**: similarity of edit and
-  target text (modification only). **L2**: pixel RMSE to the source (lower is better).
-* **BPM**: region-aware (GroundingDINO + SAM) score of an instruction edit, in [0, 2].
-
-### Attributes
-Short visual attributes work best (the AugCLIP paper, Table 8). `clip-vocab` ranks a built-in vocabulary with
-CLIP (offline, lower fidelity than an MLLM); `openai` asks any OpenAI-compatible vision model
-(configure `OPENAI_API_KEY` / `OPENAI_BASE_URL` / `AUGCLIP_MLLM_MODEL` on the server); `manual`
-uses the lists you type. Evaluate scores the lists as shown; empty lists are extracted with the
-chosen provider. Edit the lists and press *Re-score* to see the effect without re-encoding images.
-
-### Batch
-The *Batch* tab scores a whole benchmark from a manifest (JSONL) and a zip of its images, and computes
-the papers' protocols where the manifest has what they need: AccBoth for gt / ep / em triplets, s2AFC
-for two-edit items with a human preference, correlations for per-edit human scores.
-
-### API
-Every button is also an API endpoint (`/evaluate`, `/rescore`, `/explain`, `/bpm`, `/bpm_parse`, `/bpm_fields`,
-`/extract_attributes`, `/batch`): see *Use via API* at the bottom of the page, or docs/app.md in the repository for a
-`gradio_client` example.
-"""
 
 
 def judge_html(report: Report) -> str:

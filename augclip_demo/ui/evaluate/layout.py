@@ -1,5 +1,5 @@
-"""The Evaluate tab's components: :func:`build_evaluate_tab` lays them out and returns them as an
-:class:`EvaluateTab`; what they do is in :mod:`.evaluate_handlers`, and :mod:`.app` connects the two."""
+"""The Evaluate tab's components: :func:`build` lays them out and returns them as an :class:`EvaluateTab`;
+what they do is in :mod:`.handlers`, and :mod:`.wiring` connects the two."""
 
 from __future__ import annotations
 
@@ -9,15 +9,18 @@ from typing import Any
 
 import gradio as gr
 
-from ..attributes.catalog import ProviderStatus, provider_status
-from ..bpm import POSITION_STATES, SIZE_STATES
-from ..config import Settings
-from ..metrics.suite import METRICS
-from ..pipeline import FEATURE_METRICS
-from . import first_contact, views
-from .examples import Example
-from .hatie_tab import HatieTab, build_hatie_tab
-from .inputs import image_path_input, number_input
+from ...attributes.catalog import ProviderStatus, provider_status
+from ...bpm import POSITION_STATES, SIZE_STATES
+from ...config import Settings
+from ...metrics.suite import METRICS
+from ...pipeline import FEATURE_METRICS
+from .. import first_contact
+from ..common import empty_table
+from ..examples import Example
+from ..hatie.layout import HatieTab
+from ..hatie.layout import build as build_hatie
+from ..inputs import image_path_input, number_input
+from . import views
 from .session import judge_ready as judge_configured
 
 _IMAGE_BUTTONS = ["download", "fullscreen"]
@@ -226,8 +229,8 @@ class EvaluateTab:
         return [self.instruction, self.bpm_parser, self.clip_model, *self.parse_fields, self.session_state]
 
 
-def build_evaluate_tab(settings: Settings, offer: EvaluateOffer, *, session_state: gr.State,
-                       status_box: gr.HTML) -> EvaluateTab:
+def build(settings: Settings, offer: EvaluateOffer, *, session_state: gr.State,
+          status_box: gr.HTML) -> EvaluateTab:
     """Lay out the Evaluate tab (call inside the page's ``gr.Tabs``); nothing is wired here."""
     parts: dict[str, Any] = {"session_state": session_state, "status_box": status_box}
     with gr.Tab("Evaluate", id="evaluate"):
@@ -238,7 +241,7 @@ def build_evaluate_tab(settings: Settings, offer: EvaluateOffer, *, session_stat
         with gr.Tabs():
             parts.update(_explanations())
             parts.update(_bpm_tab())
-            parts["hatie"] = build_hatie_tab(session_state, parts["instruction"], parts["clip_model"])
+            parts["hatie"] = build_hatie(session_state, parts["instruction"], parts["clip_model"])
             parts.update(_comparison_and_report())
         parts["downloads"] = gr.File(label="Downloads: report.json, report.csv, figures.zip", file_count="multiple",
                                      interactive=False, elem_id="aug-downloads")
@@ -338,7 +341,7 @@ def _options(settings: Settings, offer: EvaluateOffer) -> dict[str, Any]:
 def _results() -> dict[str, Any]:
     return {
         "verdict": gr.Markdown(elem_id="aug-verdict"),
-        "table": gr.Dataframe(views.empty_table(views.EMPTY_SCORES), label=views.SCORE_LABEL,
+        "table": gr.Dataframe(empty_table(views.EMPTY_SCORES), label=views.SCORE_LABEL,
                               datatype=views.SCORE_DATATYPES, interactive=False, elem_id="aug-table", wrap=True),
         "judge_info": gr.HTML(elem_id="aug-judge"),
         "edit_pick": gr.Radio([], label="Explanations for edit", elem_id="aug-edit-pick", visible=False),
@@ -382,7 +385,7 @@ def _bpm_tab() -> dict[str, Any]:
         parts["bpm_gallery"] = gr.Gallery(label="Per edit: source with M_origin / B_origin, edit with M_edit / "
                                                 "B_edit, preserved region", columns=3, height=420,
                                           object_fit="contain", elem_id="aug-bpm-gallery")
-        parts["bpm_table"] = gr.Dataframe(views.empty_table(views.EMPTY_BPM), label="BPM components",
+        parts["bpm_table"] = gr.Dataframe(empty_table(views.EMPTY_BPM), label="BPM components",
                                           interactive=False, wrap=True, elem_id="aug-bpm-table")
         parts["bpm_parse_info"] = gr.Markdown("**Parse**: press *Parse the instruction* (Evaluate does it "
                                               "when BPM is on) to see o1 / o2 and the states before BPM runs; "

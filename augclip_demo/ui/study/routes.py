@@ -3,7 +3,7 @@
 Every API route needs the rater's token in ``Authorization: Bearer``; answers are bounded to
 ``MAX_ANSWER_BYTES``:
 
-* ``GET /study/rate`` (+ ``rate.js``, ``rate.css``): the page (:mod:`.study_page`); the link is
+* ``GET /study/rate`` (+ ``rate.js``, ``rate.css``): the page (:mod:`.page`); the link is
   ``/study/rate#t=TOKEN``.
 * ``GET /study/api/task`` (:func:`next_task`): the study's wording, the rater's progress and next task
   (resumes by itself).
@@ -33,13 +33,13 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 
-from ..config import Settings
-from ..errors import AugclipError
-from ..study import store
-from ..study.limits import RaterLimits
-from .binding import bind
-from .guard import scrub_paths
-from .study_page import PAGE_CSS, PAGE_HTML, PAGE_JS
+from ...config import Settings
+from ...errors import AugclipError
+from ...study import store
+from ...study.limits import RaterLimits
+from ..binding import bind
+from ..guard import scrub_paths
+from .page import PAGE_CSS, PAGE_HTML, PAGE_JS
 
 MAX_ANSWER_BYTES = 4096
 MAX_TOKEN_CHARS = 100
@@ -193,7 +193,7 @@ async def task_picture(ctx: RaterContext, request: Request, position: int, slot:
 
 def study_routes(settings: Settings, limits: RaterLimits | None = None) -> list[Any]:
     """The rater page's routes, for ``FastAPI(routes=...)`` (see ``launch_kwargs``). A route bound to its
-    context (:func:`.binding.bind`) stays a coroutine function, awaited in the event loop where the limits are
+    context (:func:`..binding.bind`) stays a coroutine function, awaited in the event loop where the limits are
     counted; FastAPI resolves its hints from the route's own module (``__wrapped__``)."""
     ctx = RaterContext(settings.study_db_path, limits or RaterLimits())
     router = APIRouter()

@@ -1,6 +1,6 @@
 """What the HATIE tab's button does: :func:`show_hatie`, a top-level function of a :class:`HatieContext`
 and the values of its event's inputs, returning the updates (a dict keyed by the tab's components).
-:func:`.app.build_app` binds the context (:func:`.binding.bind`) and connects the event; the
+:func:`.wiring.wire` binds the context (:func:`..binding.bind`) and connects the event; the
 scoring itself is :meth:`augclip_demo.pipeline.Evaluator.add_hatie` on the session's report.
 """
 
@@ -14,12 +14,12 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from ..config import Settings
-from ..errors import InputError
-from ..hatie.criteria import HatieOptions
-from . import first_contact
-from .guard import scrub_paths, user_facing
-from .hatie_tab import AUTO, HELP, HatieTab
+from ...config import Settings
+from ...errors import InputError
+from ...hatie.criteria import HatieOptions
+from .. import first_contact
+from ..guard import scrub_paths, user_facing
+from .layout import AUTO, HELP, HatieTab
 
 Updates = dict[Any, Any]
 
@@ -27,7 +27,7 @@ Updates = dict[Any, Any]
 @dataclass
 class HatieContext:
     """What the HATIE handler needs besides its inputs: the settings of a request's CLIP model (the page's
-    :func:`.evaluate_handlers.page_settings`) and the tab's components (the keys of the updates)."""
+    :func:`..common.page_settings`) and the tab's components (the keys of the updates)."""
 
     settings_for: Callable[[str | None], Settings]
     tab: HatieTab
@@ -35,7 +35,7 @@ class HatieContext:
 
 def run_hatie(settings: Settings, session: Any, instruction: str, edit_type: str | None) -> list[Any]:
     """HATIE for the session's report (the page's Evaluate result); returns the per-edit results."""
-    from ..pipeline import Evaluator
+    from ...pipeline import Evaluator
 
     if session is None or session.report is None:
         raise InputError("Nothing to score yet: press Evaluate first.")
@@ -55,7 +55,7 @@ def run_hatie(settings: Settings, session: Any, instruction: str, edit_type: str
 def show_hatie(ctx: HatieContext, instruction_value, edit_type, clip, state, progress=gr.Progress()) -> Updates:
     """Run HATIE (and the ``/hatie`` endpoint): every edit's criteria as bars and shares, their components as a
     table, the masks they used, and the edit type each was scored as."""
-    from ..explain.hatie_panel import component_rows, figure_image, hatie_figure, mask_views, share_figure
+    from ...explain.hatie_panel import component_rows, figure_image, hatie_figure, mask_views, share_figure
 
     progress(0.05, desc="HATIE: detecting, segmenting, measuring")
     results = run_hatie(ctx.settings_for(clip), state, instruction_value, edit_type)

@@ -1,0 +1,36 @@
+"""What every room of the page shares: the settings a request runs with, and the one-cell table that stands
+where a table has no rows yet."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..config import Settings
+from ..errors import InputError
+from ..inference.specs import shown_spec
+from . import first_contact
+
+
+def offered_clip_model(spec: str | None, choices: list[str]) -> str | None:
+    """``spec`` when the page offers it (``None`` for empty: the server's default), else a clear error.
+
+    Gradio already refuses a value outside a dropdown's choices; this repeats the check where the
+    model is chosen, so no code path lets a client load a model the server did not offer.
+    """
+    spec = (spec or "").strip()
+    if spec and spec not in choices:
+        raise InputError(f"CLIP model {shown_spec(spec)} is not offered by this server; choose one of "
+                         f"{', '.join(choices)}")
+    return spec or None
+
+
+def page_settings(base: Settings, clip_choices: list[str], clip_model: str | None) -> Settings:
+    """The settings of a request: the page's, with the picked CLIP model (only an offered one), and every
+    model random in the untrained demo."""
+    return first_contact.demo_settings(base.replace(clip_model=offered_clip_model(clip_model, clip_choices)))
+
+
+def empty_table(message: str) -> pd.DataFrame:
+    """A one-cell table that says what to do to fill it (a table without rows would show Gradio's placeholder
+    headers "1 2 3")."""
+    return pd.DataFrame({"": [message]})
