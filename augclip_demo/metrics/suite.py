@@ -26,7 +26,9 @@ checking and normalising their inputs for callers who pass raw embeddings.
 
 Adding a metric is one row: give it a key, label, direction, description, its needs and a
 ``compute(inputs, i)`` that returns the value for edit ``i`` (a float, or :class:`Scored` to keep a
-richer result). A need the vocabulary lacks is one :data:`NEEDS` entry plus the
+richer result). Its flags say where it shows: ``primary`` (every table, the Help tab, batch runs by
+default) or ``reference`` (tables, where an edit has a value for it: :meth:`Metric.shown`). A need the
+vocabulary lacks is one :data:`NEEDS` entry plus the
 :class:`MetricInputs` field(s) that carry it. A metric that cannot score one edit raises
 :class:`MetricUnavailable` with the reason; an item lacking a need gets the need's ``missing``
 reason without the function being called.
@@ -212,6 +214,9 @@ class Metric:
     basis: Basis
     compute: MetricFn | None = None  # None: supplied by another layer (basis ``regions`` or ``judge``)
     primary: bool = False  # shown in tables and computed by batch runs by default
+    #: a reference-based or preservation metric: most evaluations lack its input (a ground truth, a caption, a
+    #: mask, a network), so tables show it only where an edit has a value for it (:meth:`shown`)
+    reference: bool = False
     summarize: Callable[[Any], dict[str, float]] | None = None  # detail -> the fields kept in batch results
 
     def __post_init__(self) -> None:
@@ -220,9 +225,17 @@ class Metric:
         unknown = sorted(set(self.needs) - set(NEEDS))
         if unknown:
             raise ValueError(f"metric {self.key!r}: unknown need(s) {', '.join(unknown)}; add them to NEEDS first")
+        if self.primary and self.reference:
+            raise ValueError(f"metric {self.key!r}: a row is primary (always shown) or reference (shown where it has "
+                             "a value), not both")
         if (self.compute is None) != (self.basis in _SUPPLIED_BASES):
             raise ValueError(f"metric {self.key!r}: a {self.basis!r} metric "
                              + ("needs a compute function" if self.compute is None else "is supplied by its stage"))
+
+    def shown(self, valued: bool) -> bool:
+        """Whether a report's tables (the CLI's, the app's, the CSV) show this metric: a primary one always, a
+        reference one where some edit has a value for it (``valued``)."""
+        return self.primary or (self.reference and valued)
 
     @property
     def computable(self) -> bool:
@@ -372,37 +385,37 @@ METRIC_TABLE: tuple[Metric, ...] = (
            _IMAGES, "embeddings", _clip_i, primary=True),
     Metric("clip_t", "CLIP-T", True, "cosine between edit and target text (modification)",
            _IMAGES | {"target_text_embedding"}, "embeddings", _clip_t, primary=True),
-    Metric("l2", "L2", False, "pixel RMSE in [0,1] to the source (lower is better)",
+    Metric("l2", "L2", False, "pixel RMSE in [0,1] to the source",
            frozenset({"pixels"}), "pixels", _l2, primary=True),
     *(_augmented_row(replace, weighted) for replace, weighted in AUGMENTED_VARIANTS),
     # reference-based (MagicBrush's evaluation: a ground-truth image per edit, an output caption)
     Metric("l1_gt", "L1 (GT)", False, "mean absolute pixel difference in [0,1] to the ground-truth image (MagicBrush)",
-           frozenset({"pixels", "ground_truth_image"}), "pixels", _l1_gt),
+           frozenset({"pixels", "ground_truth_image"}), "pixels", _l1_gt, reference=True),
     Metric("l2_gt", "L2 (GT)", False, "mean squared pixel difference in [0,1] to the ground-truth image "
-           "(MagicBrush's L2, an MSE)", frozenset({"pixels", "ground_truth_image"}), "pixels", _l2_gt),
+           "(MagicBrush's L2, an MSE)", frozenset({"pixels", "ground_truth_image"}), "pixels", _l2_gt, reference=True),
     Metric("clip_i_gt", "CLIP-I (GT)", True, "cosine between the CLIP embeddings of edit and ground truth (MagicBrush)",
-           _IMAGES | {"ground_truth_embedding"}, "embeddings", _clip_i_gt),
+           _IMAGES | {"ground_truth_embedding"}, "embeddings", _clip_i_gt, reference=True),
     Metric("dino_gt", "DINO (GT)", True, "cosine between DINO ViT-S/16 class tokens of edit and ground truth "
-           "(MagicBrush)", frozenset({"dino_embeddings"}), "embeddings", _dino_gt),
+           "(MagicBrush)", frozenset({"dino_embeddings"}), "embeddings", _dino_gt, reference=True),
     Metric("clip_t_caption", "CLIP-T (caption)", True, "cosine between the edit and the output caption (MagicBrush's "
-           "CLIP-T)", _IMAGES | {"output_caption_embedding"}, "embeddings", _clip_t_caption),
+           "CLIP-T)", _IMAGES | {"output_caption_embedding"}, "embeddings", _clip_t_caption, reference=True),
     # preservation (PIE-Bench: outside the edit mask; structure distance on the whole image)
     Metric("structure_distance", "Structure dist.", False, "MSE between DINO ViT-B/8 key self-similarities of source "
-           "and edit (PIE-Bench)", frozenset({"structure_keys"}), "pixels", _structure),
+           "and edit (PIE-Bench)", frozenset({"structure_keys"}), "pixels", _structure, reference=True),
     Metric("psnr_unedited", "PSNR (unedited)", True, "PSNR in dB between source and edit outside the edit mask "
-           "(PIE-Bench)", frozenset({"unedited_measures"}), "pixels", _unedited("psnr_unedited")),
+           "(PIE-Bench)", frozenset({"unedited_measures"}), "pixels", _unedited("psnr_unedited"), reference=True),
     Metric("lpips_unedited", "LPIPS (unedited)", False, "LPIPS (SqueezeNet) between source and edit outside the edit "
-           "mask (PIE-Bench)", frozenset({"unedited_measures"}), "pixels", _unedited("lpips_unedited")),
+           "mask (PIE-Bench)", frozenset({"unedited_measures"}), "pixels", _unedited("lpips_unedited"), reference=True),
     Metric("mse_unedited", "MSE (unedited)", False, "mean squared pixel difference in [0,1] outside the edit mask "
-           "(PIE-Bench)", frozenset({"unedited_measures"}), "pixels", _unedited("mse_unedited")),
+           "(PIE-Bench)", frozenset({"unedited_measures"}), "pixels", _unedited("mse_unedited"), reference=True),
     Metric("ssim_unedited", "SSIM (unedited)", True, "SSIM between source and edit outside the edit mask (PIE-Bench)",
-           frozenset({"unedited_measures"}), "pixels", _unedited("ssim_unedited")),
+           frozenset({"unedited_measures"}), "pixels", _unedited("ssim_unedited"), reference=True),
     Metric("clip_score_whole", "CLIP score (whole)", True, "PIE-Bench's CLIP similarity of the whole edit to the "
            "target prompt: 100 x max(cosine, 0), CLIP ViT-L/14", frozenset({"pie_clip_embeddings"}), "pixels",
-           _pie_clip("pie_clip_edit_embeddings")),
+           _pie_clip("pie_clip_edit_embeddings"), reference=True),
     Metric("clip_score_edited", "CLIP score (edited)", True, "PIE-Bench's CLIP similarity of the edited part (pixels "
            "outside the edit mask black) to the target prompt: 100 x max(cosine, 0), CLIP ViT-L/14",
-           frozenset({"pie_clip_masked_embeddings"}), "pixels", _pie_clip("pie_clip_masked_edit_embeddings")),
+           frozenset({"pie_clip_masked_embeddings"}), "pixels", _pie_clip("pie_clip_masked_edit_embeddings"), reference=True),
     Metric("bpm", "BPM", True,
            "BPM paper, Alg. 1: 0.7 S_semantic + 0.3 S_region from GroundingDINO + SAM regions; needs an instruction "
            "(or o1/o2) and the region models", frozenset({"pixels", "instruction"}), "regions", primary=True),
@@ -421,11 +434,6 @@ METRIC_TABLE: tuple[Metric, ...] = (
 
 METRICS: dict[str, Metric] = {metric.key: metric for metric in METRIC_TABLE}
 
-#: The reference-based and preservation metrics (docs/metrics.md): not primary, since most evaluations
-#: lack their inputs, but shown in tables wherever an edit has a value for them.
-REFERENCE_METRICS: tuple[str, ...] = ("l1_gt", "l2_gt", "clip_i_gt", "dino_gt", "clip_t_caption",
-                                      "structure_distance", "psnr_unedited", "lpips_unedited", "mse_unedited",
-                                      "ssim_unedited", "clip_score_whole", "clip_score_edited")
 
 
 def register_metric(metric: Metric) -> None:
@@ -433,12 +441,21 @@ def register_metric(metric: Metric) -> None:
     METRICS[metric.key] = metric
 
 
-def metric_keys(*, basis: str | None = None, computable: bool | None = None, primary: bool | None = None) -> list[str]:
-    """Keys in table order, filtered by basis / computable here / primary."""
+def metric_keys(*, basis: str | None = None, computable: bool | None = None, primary: bool | None = None,
+                reference: bool | None = None) -> list[str]:
+    """Keys in table order, filtered by basis / computable here / primary / reference."""
     return [key for key, metric in METRICS.items()
             if (basis is None or metric.basis == basis)
             and (computable is None or metric.computable == computable)
-            and (primary is None or metric.primary == primary)]
+            and (primary is None or metric.primary == primary)
+            and (reference is None or metric.reference == reference)]
+
+
+def shown_metric_keys(present: Iterable[str], valued: Iterable[str]) -> list[str]:
+    """The metrics a report's tables show, in table order (:meth:`Metric.shown`): of the keys ``present`` in
+    some edit's results, each primary one, and each reference one among ``valued`` (some edit has a value)."""
+    present, valued = set(present), set(valued)
+    return [key for key, metric in METRICS.items() if key in present and metric.shown(key in valued)]
 
 
 def needs_of(keys: Iterable[str]) -> set[str]:

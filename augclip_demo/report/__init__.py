@@ -13,7 +13,7 @@ from typing import Any
 from ..attributes.base import Attributes
 from ..inference.specs import shipped_note
 from ..io import spreadsheet_row
-from ..metrics.suite import METRICS, REFERENCE_METRICS, best_index
+from ..metrics.suite import METRICS, best_index, shown_metric_keys
 
 UNTRAINED_WARNING = "untrained: computed with random weights, scores are not meaningful"
 
@@ -204,10 +204,11 @@ class Report:
         return [edit.metrics.get(key) for edit in self.edits]
 
     def metric_keys(self, include_variants: bool = False) -> list[str]:
+        """The metrics the report's tables show (:func:`~augclip_demo.metrics.suite.shown_metric_keys`; with
+        ``include_variants``, every row present), in table order, then any key no row declares."""
         present = {key for edit in self.edits for key in edit.metrics}
         valued = {key for edit in self.edits for key, value in edit.metrics.items() if value is not None}
-        keys = [key for key in METRICS if key in present and (include_variants or METRICS[key].primary
-                                                              or (key in REFERENCE_METRICS and key in valued))]
+        keys = [key for key in METRICS if key in present] if include_variants else shown_metric_keys(present, valued)
         return keys + sorted(present - set(METRICS))
 
     def best(self, key: str) -> int | None:

@@ -2,23 +2,31 @@
 
 from __future__ import annotations
 
+from ..metrics.suite import METRICS, metric_keys
 from ..papers import PAPERS
 
 
 def help_markdown() -> str:
-    return _HELP + "\n### Papers\n" + "".join(f"* {paper.full}\n" for paper in PAPERS.values())
+    return (_scores_markdown() + _HELP + "\n### Papers\n"
+            + "".join(f"* {paper.full}\n" for paper in PAPERS.values()))
+
+
+def _scores_markdown() -> str:
+    """What the scores mean: each primary metric's row (its label, direction and description), then the
+    reference metrics' labels (they show where their input is given)."""
+    def line(key: str) -> str:
+        metric = METRICS[key]
+        return f"* **{metric.label}** ({'higher' if metric.higher_is_better else 'lower'} is better): {metric.description}\n"
+
+    references = ", ".join(METRICS[key].label for key in metric_keys(reference=True))
+    return ("\n### What the scores mean\n" + "".join(line(key) for key in metric_keys(primary=True))
+            + f"\nAugCLIP's ideal edit is the smallest change of the source that a weighted SVM puts on the target side "
+            f"of the source / target attribute hyperplane: the score rewards edits that change what the text asks and "
+            f"keep the rest. The table also shows {references} wherever an edit has a value for them (their inputs: a "
+            f"ground-truth image, an output caption, an edit mask or a network; docs/metrics.md).\n")
 
 
 _HELP = """
-### What the scores mean
-* **AugCLIP**: cosine similarity between the edit and the estimated *ideal* edit, the smallest change of
-  the source that a weighted SVM puts on the target side of the source/target attribute hyperplane
-  (higher is better). It rewards edits that change what the text asks and keep the rest.
-* **CLIPdir**: cosine between the image change and the text change (needs a source text).
-* **CLIP-I**: similarity of edit and source (preservation only). **CLIP-T**: similarity of edit and
-  target text (modification only). **L2**: pixel RMSE to the source (lower is better).
-* **BPM**: region-aware (GroundingDINO + SAM) score of an instruction edit, in [0, 2].
-
 ### Attributes
 Short visual attributes work best (the AugCLIP paper, Table 8). `clip-vocab` ranks a built-in vocabulary with
 CLIP (offline, lower fidelity than an MLLM); `openai` asks any OpenAI-compatible vision model

@@ -11,7 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-from ...metrics.suite import METRICS, REFERENCE_METRICS
+from ...judge.judge import JUDGE_METRICS
+from ...metrics.suite import METRICS, metric_keys
 from ...papers import BPM, RELEVANCY
 from ...report import UNTRAINED_WARNING, Report, edit_names, edit_tag
 from ..common import empty_table
@@ -55,13 +56,9 @@ BPM_HELP = (
     "description-style target fill o1 / o2, and press *Run BPM with these fields*."
 )
 
-_TABLE_METRICS = ["augclip", "clip_dir", "clip_i", "clip_t", "l2", "bpm", "judge_sc", "judge_pq", "judge_overall"]
-_JUDGE_HELP = ("MLLM judge (0-10, higher is better): SC = semantic consistency (the request carried out, the rest "
-              "kept), PQ = perceptual quality (natural look, no artifacts), overall = sqrt(SC x PQ). Hover a score "
-              "for the judge's rationale; +/- is the standard deviation over the judge's samples.")
-# Column types of the score table (#, edit, then at most every metric): numbers sort as numbers, and
-# the edit's cell is HTML so that hovering it shows the full file name.
-SCORE_DATATYPES = ["str", "html"] + ["number"] * (len(_TABLE_METRICS) + len(REFERENCE_METRICS))
+# Column types of the score table (#, edit, then at most every primary and reference metric): numbers sort as
+# numbers, and the edit's cell is HTML so that hovering it shows the full file name.
+SCORE_DATATYPES = ["str", "html"] + ["number"] * (len(metric_keys(primary=True)) + len(metric_keys(reference=True)))
 SCORE_LABEL = "Scores (one row per edit; best per column highlighted; click a header to sort, hover a name for its file)"
 _BEST_STYLE = "background-color: #bfe8c3; font-weight: 700"
 
@@ -74,12 +71,16 @@ def column_label(key: str) -> str:
 
 
 def _table_metrics(report: Report) -> list[str]:
-    """The table's columns: the usual metrics, then each reference / preservation metric some edit has a
-    value for (they switch on when their input is given: a ground truth, a caption, a mask, a network)."""
-    base = [k for k in _TABLE_METRICS if any(k in e.metrics for e in report.edits)]
-    extra = [k for k in REFERENCE_METRICS if any(e.metrics.get(k) is not None for e in report.edits)]
-    cut = base.index("bpm") if "bpm" in base else len(base)  # BPM stays the last column
-    return base[:cut] + extra + base[cut:]
+    """The table's columns: the report's shown metrics (:meth:`Report.metric_keys`: the primary ones, and each
+    reference one some edit has a value for), in the metric table's order."""
+    return [key for key in report.metric_keys() if key in METRICS]
+
+
+def _judge_help() -> str:
+    """What the judge table's columns are, from their metric rows."""
+    rows = "; ".join(f"{METRICS[key].label}: {METRICS[key].description}" for key in metric_keys(basis="judge"))
+    return (f"{rows}. Hover a score for the judge's rationale; +/- is the standard deviation over the judge's "
+            "samples.")
 
 
 # What the empty tables say (:func:`..common.empty_table`).
@@ -128,7 +129,7 @@ def score_table(report: Report, *, plain: bool = False) -> Any:
 def verdict_text(report: Report) -> str:
     """The verdict and its notes as plain text lines, for API clients (the page renders :func:`verdict_markdown`)."""
     lines = [report.verdict()]
-    shown = set(_table_metrics(report)) | set(_TABLE_METRICS)
+    shown = set(_table_metrics(report)) | set(metric_keys(primary=True))
     lines += [f"n/a: {r}" for r in sorted({r for e in report.edits for k, r in e.unavailable.items() if k in shown})]
     prov = report.attributes.provenance
     lines.append(f"Attributes: {len(report.attributes.source)} source, {len(report.attributes.target)} target, from "
@@ -142,7 +143,7 @@ def verdict_markdown(report: Report) -> str:
     lines = [f"### {html.escape(report.verdict().replace(' [' + UNTRAINED_WARNING + ']', ''))}"]
     if report.untrained:
         lines.append(f"**&#9888; {UNTRAINED_WARNING}.**")
-    shown = set(_table_metrics(report)) | set(_TABLE_METRICS)
+    shown = set(_table_metrics(report)) | set(metric_keys(primary=True))
     reasons = sorted({r for e in report.edits for k, r in e.unavailable.items() if k in shown})
     lines.extend(emphasis(f"n/a: {r}") for r in reasons)
     prov = report.attributes.provenance
@@ -361,24 +362,25 @@ def judge_html(report: Report) -> str:
     rows = [edit for edit in report.edits if edit.judge]
     if not rows:
         return ""
-    cells = []
+    cells, keys = [], metric_keys(basis="judge")  # the judge's rows of the metric table, one column each
     names = report.edit_names()
     for edit in rows:
         name = names[edit.index]
         tds = [f"<td>{name.tag}</td><td>{_name_cell(name.full, name.short or name.full)}</td>"]
-        for name in ("sc", "pq", "overall"):
-            score = edit.judge.get(name) or {}
+        for key in keys:
+            score = edit.judge.get(JUDGE_METRICS[key]) or {}
             if score.get("mean") is None:
                 tds.append(f'<td title="{html.escape(score.get("reason") or "no value", quote=True)}">n/a</td>')
                 continue
             spread = f" &plusmn; {score['std']:.2f}" if score.get("std") is not None else ""
-            why = " | ".join(score.get("rationales") or []) or "overall = sqrt(SC x PQ) per sample"
+            why = " | ".join(score.get("rationales") or []) or METRICS[key].description  # overall: none of its own
             tds.append(f'<td title="{html.escape(why, quote=True)}">{score["mean"]:.2f}{spread}</td>')
         cells.append("<tr>" + "".join(tds) + "</tr>")
     settings = rows[0].judge.get("settings") or {}
     caption = (f"judge {settings.get('model')}, prompt {settings.get('prompt_version')}, temperature "
                f"{settings.get('temperature')}, {settings.get('samples')} sample(s)")
-    return (f'<div id="aug-judge-table"><small>{html.escape(_JUDGE_HELP)}</small><table>'
-            "<tr><th>#</th><th>edit</th><th>SC</th><th>PQ</th><th>overall</th></tr>" + "".join(cells)
+    return (f'<div id="aug-judge-table"><small>{html.escape(_judge_help())}</small><table>'
+            "<tr><th>#</th><th>edit</th>" + "".join(f"<th>{html.escape(METRICS[key].label)}</th>" for key in keys)
+            + "</tr>" + "".join(cells)
             + f"</table><small>{html.escape(caption)}</small></div>")
 
