@@ -1,9 +1,10 @@
 """The README: short, Space metadata intact, links resolve, and its quick-start commands run as written.
 
-Quick-start blocks are the fenced blocks right after a ``<!-- quick-start: NAME -->`` line. They run
-with ``AUGCLIP_CLIP_MODEL=random:tiny`` (the README says so; no weights are needed), from a scratch
-folder that links to the repository's ``assets/`` (so their output files stay out of the checkout),
-with ``.venv/bin/python`` standing for the interpreter running the tests.
+Quick-start blocks are the fenced blocks right after a ``<!-- quick-start: NAME -->`` line. The command
+line, Python and batch ones run exactly as written and offline (no model setting inherited, the Hub
+offline, empty weight caches: they name the shipped ``shapes:tiny``), from a scratch folder that links to
+the repository's ``assets/`` (so their output files stay out of the checkout), with ``.venv/bin/python``
+standing for the interpreter running the tests.
 """
 
 from __future__ import annotations
@@ -35,9 +36,13 @@ def commands(block: str) -> list[list[str]]:
     return [shlex.split(line) for line in block.replace("\\\n", " ").splitlines() if line.strip()]
 
 
-def environment() -> dict[str, str]:
-    inherited = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AUGCLIP_CLIP"))}
-    return {**inherited, "AUGCLIP_CLIP_MODEL": TINY, "AUGCLIP_DEVICE": "cpu", "PYTHONPATH": str(ROOT),
+def environment(caches: Path) -> dict[str, str]:
+    """A machine with no weights and no internet: the Hub offline, every weight cache an empty folder under
+    ``caches``, and no model setting or API key inherited (the shipped models are all a quick start has)."""
+    inherited = {k: v for k, v in os.environ.items()
+                 if not k.startswith(("OPENAI_", "AUGCLIP_", "HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TORCH_HOME"))}
+    return {**inherited, "HF_HUB_OFFLINE": "1", "HF_HOME": str(caches / "hf"), "AUGCLIP_CACHE_DIR": str(caches / "augclip"),
+            "TORCH_HOME": str(caches / "torch"), "AUGCLIP_DEVICE": "cpu", "PYTHONPATH": str(ROOT),
             "GRADIO_ANALYTICS_ENABLED": "False"}
 
 
@@ -50,12 +55,13 @@ def scratch(tmp_path: Path) -> Path:
 
 
 def run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    """``.venv/bin/python ...`` or ``.venv/bin/augclip-demo ...`` (the console script the set-up installs)."""
+    """``.venv/bin/python ...`` or ``.venv/bin/augclip-demo ...`` (the console script the set-up installs),
+    offline with empty caches (in ``cwd``'s ``.caches``)."""
     if argv[0] == ".venv/bin/augclip-demo":
         argv = [".venv/bin/python", "-m", "augclip_demo", *argv[1:]]
     assert argv[0] == ".venv/bin/python", f"quick starts use the venv's Python or command: {argv}"
-    return subprocess.run([sys.executable, *argv[1:]], cwd=cwd, env=environment(), capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run([sys.executable, *argv[1:]], cwd=cwd, env=environment(cwd / ".caches"), capture_output=True,
+                          text=True, timeout=600)
 
 
 APP_SET_UP = 'python3 -m venv .venv && . .venv/bin/activate && pip install -r requirements.txt -e ".[app]" && python app.py'
@@ -149,12 +155,23 @@ def test_every_relative_link_in_the_readme_and_docs_resolves():
             assert (page.parent / target).exists(), f"{page.relative_to(ROOT)} links to missing {target}"
 
 
+#: what every showing of shapes:tiny's scores says (inference/specs.py writes it; a reader must see it)
+TOY = "toy model trained on synthetic shapes"
+
+
+def _shipped_manifest_items() -> int:
+    return len((ROOT / "assets" / "examples" / "manifest.jsonl").read_text().splitlines())
+
+
 @pytest.mark.slow  # a fresh interpreter per command (~10 s each on 2 cores)
 def test_cli_quick_start(scratch):
     (argv,) = commands(quick_starts()["cli"][1])
     done = run(argv, scratch)
     assert done.returncode == 0, done.stderr
-    assert "UNTRAINED" in done.stdout and "well_edited.png" in done.stdout and "prefers edit" in done.stdout
+    edits = argv[argv.index("--edited") + 1:argv.index("--target")]
+    assert [line for line in done.stdout.splitlines() if line.startswith("files:")] == [
+        "files: " + ", ".join(f"E{k} = {Path(path).name}" for k, path in enumerate(edits, 1))]
+    assert TOY in done.stdout and "prefers edit" in done.stdout and "UNTRAINED" not in done.stdout
 
 
 @pytest.mark.slow
@@ -165,8 +182,8 @@ def test_python_quick_start_from_any_folder(tmp_path):
     done = run([".venv/bin/python", "quick_start.py"], tmp_path)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
-    assert "prefers edit" in lines[0] and "untrained" in lines[0]
-    assert [line.split()[0] for line in lines[1:]] == ["well_edited.png", "excessively_modified.png"]
+    assert "prefers edit" in lines[0] and TOY in lines[0] and "untrained" not in lines[0]
+    assert [line.split()[0] for line in lines[1:]] == ["correct.png", "over_edit.png"]
 
 
 @pytest.mark.slow
@@ -179,18 +196,34 @@ def test_batch_quick_start(scratch):
     kept = subprocess.run(["git", "ls-files", "--error-unmatch", "outputs/.gitignore"], cwd=ROOT, capture_output=True)
     assert ignored.returncode == 0 and kept.returncode == 0  # a clone has the folder; what goes in stays out of git
     records = [json.loads(line) for line in (scratch / "outputs" / "results.jsonl").read_text().splitlines()]
-    shipped = len((ROOT / "assets" / "examples" / "manifest.jsonl").read_text().splitlines())
-    assert len(records) == shipped and all(r["status"] == "ok" for r in records)
+    assert len(records) == _shipped_manifest_items() and all(r["status"] == "ok" for r in records)
+    assert {r["run"]["model"] for r in records} == {"shapes:tiny"}
     done = run(protocol, scratch)
     assert done.returncode == 0, done.stderr
-    assert "AccBoth" in done.stdout
+    assert "AccBoth" in done.stdout and TOY in done.stdout
+
+
+@pytest.mark.slow
+def test_batch_quick_start_without_the_toy_model_fails_clearly_and_leaves_no_results(scratch):
+    """The same command with its --clip-model taken out needs ViT-B-16's weights: offline it stops before
+    the first item, names the offline models, leaves no results file, and protocol says there is none."""
+    batch, protocol = commands(quick_starts()["batch"][1])
+    at = batch.index("--clip-model")
+    done = run(batch[:at] + batch[at + 2:], scratch)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "--clip-model shapes:tiny" in done.stderr and "--clip-model random:tiny" in done.stderr
+    assert not (scratch / "outputs" / "results.jsonl").exists()
+    done = run(protocol, scratch)
+    assert done.returncode == 2 and "Traceback" not in done.stderr and "outputs/results.jsonl" in done.stderr
 
 
 @pytest.mark.slow
 def test_app_quick_start_answers(scratch):
     (argv,) = commands(quick_starts()["app"][1])
     port = free_port()
-    env = {**environment(), "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port)}
+    # the page starts on random:tiny here (what it shows with no weights is the browser tests' part)
+    env = {**environment(scratch / ".caches"), "AUGCLIP_CLIP_MODEL": TINY, "GRADIO_SERVER_NAME": "127.0.0.1",
+           "GRADIO_SERVER_PORT": str(port)}
     log = scratch / "app.log"
     with open(log, "w") as out:  # app.py lives in the repository root, as the README's command assumes
         server = subprocess.Popen([sys.executable, *argv[1:]], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)

@@ -71,7 +71,14 @@ from .item_steps import (
 from .manifest import ManifestItem
 from .options import BatchOptions, BatchSummary
 from .plan import image_key, item_static_texts, make_plan, planned_items
-from .results import RunLock, apply_resume_state, export_csv, open_results_writer, read_resume_state
+from .results import (
+    RunLock,
+    apply_resume_state,
+    export_csv,
+    no_empty_results_on_failure,
+    open_results_writer,
+    read_resume_state,
+)
 
 log = logging.getLogger(__name__)
 
@@ -417,7 +424,7 @@ class RayExecution:
             raise InputError("--out must not be the manifest itself")
         ray = _import_ray()
         run = config.run_signature()
-        with RunLock(out):
+        with RunLock(out), no_empty_results_on_failure(out):
             resume = read_resume_state(out, run, overwrite=opts.overwrite, retry_failed=opts.retry_failed)
             plan = make_plan(manifest, resume.done, config.needs)
             if plan.problems and not opts.skip_invalid:

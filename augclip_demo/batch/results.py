@@ -174,6 +174,21 @@ def apply_resume_state(path: str | Path, state: ResumeState, *, overwrite: bool 
         os.replace(tmp, path)
 
 
+@contextlib.contextmanager
+def no_empty_results_on_failure(path: str | Path) -> Iterator[None]:
+    """Around a run: when it raises (a missing weight, Ctrl-C, a bug) and its JSONL results file holds no
+    byte, the file goes, so a failed run leaves no empty results behind for `protocol` to read as a run."""
+    try:
+        yield
+    except BaseException:
+        path = Path(path)
+        if not is_parquet_results(path):
+            with contextlib.suppress(OSError):
+                if path.is_file() and path.stat().st_size == 0:
+                    path.unlink()
+        raise
+
+
 def _read_parquet_resume_state(path: Path, run: dict[str, Any], *, overwrite: bool,
                                retry_failed: bool) -> ResumeState:
     state = ResumeState()

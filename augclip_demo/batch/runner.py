@@ -76,6 +76,7 @@ from .results import (
     RunLock,
     apply_resume_state,
     export_csv,
+    no_empty_results_on_failure,
     open_results_writer,
     read_resume_state,
 )
@@ -153,7 +154,7 @@ class BatchRunner:
             raise InputError("--out must not be the manifest itself")
         run = self.run_signature()
         opts = self.options
-        with RunLock(self.out):
+        with RunLock(self.out), no_empty_results_on_failure(self.out):
             resume = read_resume_state(self.out, run, overwrite=opts.overwrite, retry_failed=opts.retry_failed)
             plan = make_plan(self.manifest, resume.done, self.needs)
             if plan.problems and not opts.skip_invalid:

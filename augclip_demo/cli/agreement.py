@@ -36,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, metavar="N",
                         help=f"bootstrap resamples (default {DEFAULT_BOOTSTRAP}; 0: no intervals)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
-    parser.add_argument("--level", type=float, default=DEFAULT_LEVEL, help="confidence level (default 0.95)")
+    parser.add_argument("--level", type=float, default=DEFAULT_LEVEL, help="confidence level (default %(default)s)")
     parser.add_argument("--tie-tolerance", type=_tolerance, default=None, metavar="X|calibrated",
                         help="a metric difference at most X counts as a metric tie in the accuracy with ties "
                              "(default calibrated: the tolerance that maximises it, as the sets' evaluations do)")

@@ -44,8 +44,8 @@ def add_provider_args(parser: argparse.ArgumentParser) -> None:
                        help=f"{' | '.join(PROVIDER_NAMES)} (default AUGCLIP_ATTRIBUTE_PROVIDER or clip-vocab)")
     group.add_argument("--mllm-model", metavar="NAME", help=ENVIRONMENT_VARIABLES["AUGCLIP_MLLM_MODEL"])
     group.add_argument("--samples", type=int, default=1, metavar="K",
-                       help="openai: query K times with seeds SEED..SEED+K-1 and merge by frequency (default 1)")
-    group.add_argument("--seed", type=int, default=0, help="openai: seed of the first sample (default 0)")
+                       help="openai: query K times with seeds SEED..SEED+K-1 and merge by frequency (default %(default)s)")
+    group.add_argument("--seed", type=int, default=0, help="openai: seed of the first sample (default %(default)s)")
     group.add_argument("--no-cache", action="store_true", help="neither read nor write the attribute cache")
 
 

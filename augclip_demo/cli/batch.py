@@ -102,7 +102,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     engine.add_argument("--ray-cpus-per-actor", type=float, default=1.0, metavar="C", help="CPUs per scoring actor")
     engine.add_argument("--ray-items-per-batch", type=int, default=16, metavar="N", help="items per actor call")
     engine.add_argument("--ray-attribute-actors", type=int, default=1, metavar="N",
-                        help="concurrent attribute providers (bounds concurrent LLM calls; default 1)")
+                        help="concurrent attribute providers (bounds concurrent LLM calls; default %(default)s)")
     engine.add_argument("--ray-attribute-rate", type=float, metavar="R",
                         help="attribute extractions per second, all actors together (one openai extraction makes "
                              "about three chat requests; default: no cap)")

@@ -17,16 +17,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "encoder with empty caches. Prints both throughputs and their ratio. Default model: "
                     "random:ViT-B-16 (the real architecture, random weights: speed only).")
     parser.add_argument("--items", type=int, metavar="N", help="items (default 64 on CPU, 2048 on GPU)")
-    parser.add_argument("--edits", type=int, default=2, help="edited images per item (default 2)")
-    parser.add_argument("--attributes", type=int, default=8, help="attributes per side and item (default 8)")
-    parser.add_argument("--image-size", type=int, default=256, help="drawn image side in pixels (default 256)")
-    parser.add_argument("--metrics", default="augclip", help="metrics to score (default augclip)")
+    parser.add_argument("--edits", type=int, default=2, help="edited images per item (default %(default)s)")
+    parser.add_argument("--attributes", type=int, default=8, help="attributes per side and item (default %(default)s)")
+    parser.add_argument("--image-size", type=int, default=256, help="drawn image side in pixels (default %(default)s)")
+    parser.add_argument("--metrics", default="augclip", help="metrics to score (default %(default)s)")
     parser.add_argument("--batch-size", type=int, metavar="N", help="images per forward pass")
     parser.add_argument("--workers", type=int, metavar="N", help="decode threads or processes")
     parser.add_argument("--decode-executor", choices=("auto", "thread", "process"), default="auto",
                         help="decode in threads or worker processes, both sides (auto: threads; run once with each "
                              "on a GPU to measure them)")
-    parser.add_argument("--repeats", type=int, default=1, help="runs per side; the fastest counts (default 1)")
+    parser.add_argument("--repeats", type=int, default=1, help="runs per side; the fastest counts (default %(default)s)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     add_model_args(parser)
     parser.set_defaults(func=run, clip_model=None)

@@ -35,10 +35,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="CLIPdir map: subtract the relevance as computed (default, App. D.5) or min-max "
                             "normalise each map first")
     group.add_argument("--top-k", type=int, default=8, metavar="K",
-                       help="ranking charts show the K first and K last entries of long lists (default 8)")
-    group.add_argument("--umap-neighbors", type=int, default=15, metavar="N", help="UMAP n_neighbors (default 15)")
-    group.add_argument("--seed", type=int, default=0, help="UMAP random_state (default 0)")
-    group.add_argument("--dpi", type=int, default=110, help="PNG resolution (default 110)")
+                       help="ranking charts show the K first and K last entries of long lists (default %(default)s)")
+    group.add_argument("--umap-neighbors", type=int, default=15, metavar="N", help="UMAP n_neighbors (default %(default)s)")
+    group.add_argument("--seed", type=int, default=0, help="UMAP random_state (default %(default)s)")
+    group.add_argument("--dpi", type=int, default=110, help="PNG resolution (default %(default)s)")
     group.add_argument("--svg", action="store_true", help="also write every figure as SVG (vector, for papers)")
     parser.set_defaults(func=run)
 

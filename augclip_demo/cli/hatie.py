@@ -43,7 +43,7 @@ def add_hatie_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--hatie-dino", default=None, metavar="SPEC", help=setting_help("hatie_dino"))
     group.add_argument("--hatie-lpips", default=None, metavar="NET", help=setting_help("hatie_lpips"))
     group.add_argument("--hatie-fid", default="inception-v3-compat", metavar="SPEC",
-                       help="FID network (default inception-v3-compat)")
+                       help="FID network (default %(default)s)")
 
 
 def hatie_from_args(args: argparse.Namespace, settings: Settings, *, want: bool) -> dict[str, Any]:
@@ -84,7 +84,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                          "with the human judgments")
     table.add_argument("results", metavar="RESULTS.jsonl")
     table.add_argument("--manifest", metavar="MANIFEST.jsonl", help="the run's manifest: computes Image Quality (FID)")
-    table.add_argument("--weights", default="published", metavar="NAME", help="criterion weights (default published)")
+    table.add_argument("--weights", default="published", metavar="NAME", help="criterion weights (default %(default)s)")
     table.add_argument("--per-type-weights", choices=("code", "overall"), default="code",
                        help="weights of the per-edit-type table: the published code's (OF 0.4, BF 0.2; default) or "
                             "the overall total's (OF 0.2, BF 0.4)")
@@ -95,9 +95,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     cal = sub.add_parser("calibrate", help="fit the criterion weights to the human judgments of a results file")
     cal.add_argument("results", metavar="RESULTS.jsonl")
     cal.add_argument("--name", required=True, help="save the weights under this name (use with --hatie-weights)")
-    cal.add_argument("--step", type=float, default=0.01, help="grid step (default 0.01, as HATIE)")
-    cal.add_argument("--folds", type=int, default=5, help="cross-validation folds over items (default 5)")
-    cal.add_argument("--seed", type=int, default=0, help="fold shuffle seed (default 0)")
+    cal.add_argument("--step", type=float, default=0.01, help="grid step (default %(default)s, as HATIE)")
+    cal.add_argument("--folds", type=int, default=5, help="cross-validation folds over items (default %(default)s)")
+    cal.add_argument("--seed", type=int, default=0, help="fold shuffle seed (default %(default)s)")
     cal.set_defaults(func=_run_calibrate)
 
 

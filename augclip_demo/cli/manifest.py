@@ -23,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ted.add_argument("--methods", nargs="+", metavar="NAME", help="method folders to include (default: all)")
     ted.add_argument("--gt-method", metavar="NAME", help="method whose outputs are the ground truth (role gt)")
     ted.add_argument("--attributes-dir", metavar="DIR", help="folder of <id>.json attribute files")
-    ted.add_argument("--dataset", default="tedbench", help="dataset name in the results (default tedbench)")
+    ted.add_argument("--dataset", default="tedbench", help="dataset name in the results (default %(default)s)")
     ted.set_defaults(func=_run_tedbench)
 
     mb = sub.add_parser("magicbrush", help="MagicBrush test split: edit_sessions.json, images/<img_id>/...")
@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     mb.add_argument("--method-name", metavar="NAME", help="the method's name (default: the folder's name)")
     mb.add_argument("--first-turn-only", action="store_true", help="only the first turn of each session")
     mb.add_argument("--attributes-dir", metavar="DIR", help="folder of <id>.json attribute files")
-    mb.add_argument("--dataset", default="magicbrush", help="dataset name in the results (default magicbrush)")
+    mb.add_argument("--dataset", default="magicbrush", help="dataset name in the results (default %(default)s)")
     mb.set_defaults(func=_run_magicbrush)
 
     pairs = sub.add_parser("csv", help="a folder of images plus a CSV with one row per edited image")

@@ -72,7 +72,7 @@ def register_benchmarks(sub: argparse._SubParsersAction) -> None:
     cel = sub.add_parser("celeba", help="CelebA-style attribute edits: faces/, attributes.txt, model folders")
     cel.add_argument("root", metavar="ROOT")
     _common(cel, "celeba")
-    cel.add_argument("--faces", default="faces", help="the faces folder inside ROOT (default faces)")
+    cel.add_argument("--faces", default="faces", help="the faces folder inside ROOT (default %(default)s)")
     cel.add_argument("--attributes", default="attributes.txt", help="target texts, one per line, or a name,"
                      "target_text CSV (default attributes.txt)")
     cel.add_argument("--source-text", default="a photo of a face", help="the faces' description (for CLIPdir)")

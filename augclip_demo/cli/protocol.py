@@ -22,14 +22,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, metavar="N",
                         help=f"bootstrap resamples for the CIs (default {DEFAULT_BOOTSTRAP}; 0: no CIs)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
-    parser.add_argument("--level", type=float, default=DEFAULT_LEVEL, help="confidence level (default 0.95)")
+    parser.add_argument("--level", type=float, default=DEFAULT_LEVEL, help="confidence level (default %(default)s)")
     parser.add_argument("--json", metavar="PATH", help="JSON output (default RESULTS-protocol.json)")
     parser.add_argument("--csv", metavar="PATH", help="CSV output, one row per figure (default RESULTS-protocol.csv)")
     parser.add_argument("--manifest", action="append", metavar="MANIFEST.jsonl",
                         help="the run's manifest (once for all results files, or once per file in order): adds HATIE's "
                              "Image Quality (FID of each model's sources vs its edits) and the totals using it")
     parser.add_argument("--hatie-fid", default="inception-v3-compat", metavar="SPEC",
-                        help="FID network for HATIE Image Quality (default inception-v3-compat; random:... is untrained)")
+                        help="FID network for HATIE Image Quality (default %(default)s; random:... is untrained)")
     parser.add_argument("--hatie-weights", default="published", metavar="NAME",
                         help="HATIE criterion weights: published (default), per-type-code, or a `hatie calibrate` name")
     parser.add_argument("--no-ci", action="store_true", help="print the tables without intervals")

@@ -59,8 +59,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def add_augclip_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("AugCLIP options")
-    group.add_argument("--classifier", choices=CLASSIFIERS, default="svm", help="hyperplane fit (default: svm)")
-    group.add_argument("--C", dest="C", type=float, default=1.0, help="regularisation of svm / logistic (default 1)")
+    group.add_argument("--classifier", choices=CLASSIFIERS, default="svm", help="hyperplane fit (default %(default)s)")
+    group.add_argument("--C", dest="C", type=float, default=1.0, help="regularisation of svm / logistic (default %(default)s)")
     group.add_argument("--no-weighting", action="store_true", help="give every sample weight 1 instead of alpha")
     group.add_argument("--attributes-only", action="store_true",
                        help="fit on attributes only (Eq. 7 as printed) instead of adding the images (App. B)")

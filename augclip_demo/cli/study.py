@@ -33,11 +33,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     create.add_argument("--questions", default="overall", metavar="LIST",
                         help=f"comma-separated questions from {', '.join(QUESTION_IDS)} ('overall' is always asked; "
                              "'text' and 'source' ask about following the text and keeping the source apart)")
-    create.add_argument("--per-unit", type=int, default=3, metavar="N", help="judgments wanted per unit (default 3)")
+    create.add_argument("--per-unit", type=int, default=3, metavar="N", help="judgments wanted per unit (default %(default)s)")
     create.add_argument("--per-rater", type=int, metavar="N", help="units per rater (default: all of them)")
     create.add_argument("--repeats", type=int, default=2, metavar="N",
-                        help="attention checks per rater: pairs shown again later, sides swapped (default 2)")
-    create.add_argument("--seed", type=int, default=0, help="seed of the order and sides (default 0)")
+                        help="attention checks per rater: pairs shown again later, sides swapped (default %(default)s)")
+    create.add_argument("--seed", type=int, default=0, help="seed of the order and sides (default %(default)s)")
     create.add_argument("--title", help="the title raters see (default: the name)")
     sliced = create.add_argument_group(
         "from an Explore slice", "with --results, judge only the edits of a slice of MANIFEST's batch results (the "
@@ -58,13 +58,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     raters.add_argument("--count", type=int, default=0, metavar="N", help="add N numbered raters")
     raters.add_argument("--label", action="append", default=[], metavar="LABEL", help="add a rater named LABEL")
     raters.add_argument("--base-url", default="http://127.0.0.1:7860/", metavar="URL",
-                        help="the app's address, for the links (default http://127.0.0.1:7860/)")
+                        help="the app's address, for the links (default %(default)s)")
 
     status = sub.add_parser("status", help="progress, agreement between raters and, with results, the metrics'")
     status.add_argument("name")
     status.add_argument("--results", action="append", default=[], metavar="RESULTS.jsonl",
                         help="`batch` results of the study's manifest (metric values; checked by content hash)")
-    status.add_argument("--question", default="overall", help="question to compare with (default overall)")
+    status.add_argument("--question", default="overall", help="question to compare with (default %(default)s)")
     status.add_argument("--metrics", metavar="LIST", help="comma-separated metrics (default: all in the results)")
     status.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, metavar="N",
                         help=f"bootstrap resamples (default {DEFAULT_BOOTSTRAP})")
@@ -79,7 +79,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     export.add_argument("--out", metavar="PATH.jsonl",
                         help="manifest to write, in the study's manifest folder (default MANIFEST-study-NAME-QUESTION.jsonl)")
     export.add_argument("--csv", metavar="PATH.csv", help="also write every judgment as CSV")
-    export.add_argument("--question", default="overall", help="question whose verdicts fill `human` (default overall)")
+    export.add_argument("--question", default="overall", help="question whose verdicts fill `human` (default %(default)s)")
 
     imported = sub.add_parser("import", help="add judgments from a CSV (the export's columns)")
     imported.add_argument("name")

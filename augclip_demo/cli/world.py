@@ -20,8 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "wrong), with the judgments `protocol` reads, the edit mask, each object's mask, attribute lists "
                     "and the HATIE / BPM fields. Score it with --clip-model shapes:tiny (docs/world.md).")
     parser.add_argument("out", metavar="OUT", help="folder to write (manifest.jsonl and images/)")
-    parser.add_argument("--items", type=int, default=70, help="items to draw, the edit kinds in turn (default 70)")
-    parser.add_argument("--seed", type=int, default=0, help="the set's seed (default 0; item k is the same for any "
+    parser.add_argument("--items", type=int, default=70, help="items to draw, the edit kinds in turn (default %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="the set's seed (default %(default)s; item k is the same for any "
                         "--items)")
     parser.add_argument("--kinds", nargs="+", choices=EDIT_KINDS, metavar="KIND",
                         help=f"edit kinds to draw (default all: {', '.join(EDIT_KINDS)})")

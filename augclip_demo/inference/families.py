@@ -131,10 +131,12 @@ def offline_clip_models() -> list[OfflineClip]:
 
 
 def _offline_clip_hint() -> str:
-    """One sentence naming the offline CLIP choices that can run here."""
-    choices = [f"{model.spec} ({model.what.replace(':', ';').split(';')[0]})" for model in offline_clip_models()
-               if model.present]
-    return f"Offline: --clip-model {' or '.join(choices)}."
+    """One sentence naming the offline CLIP choices that can run here, a shipped trained model before
+    ``random:tiny`` (which only shows that everything runs)."""
+    present = [model for model in offline_clip_models() if model.present]
+    present.sort(key=lambda model: model.folder is None)  # the shipped (trained) ones first; a stable sort
+    choices = [f"--clip-model {model.spec} ({model.what.replace(':', ';').split(';')[0]})" for model in present]
+    return f"Offline: {' or '.join(choices)}."
 
 
 def _clip_how_to_fix(spec: Any, url: str | None = None) -> str:

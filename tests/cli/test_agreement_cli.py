@@ -48,3 +48,11 @@ def test_agreement_without_human_judgments_is_a_clear_error(tmp_path, capsys):
     results.write_text(json.dumps(row) + "\n")
     assert main(["agreement", str(results)]) == 2
     assert "no human judgments" in capsys.readouterr().err
+
+
+def test_agreement_on_a_results_file_without_records_says_so(tmp_path, capsys):
+    empty = tmp_path / "failed.jsonl"
+    empty.write_text("")
+    assert main(["agreement", str(empty)]) == 2
+    err = capsys.readouterr().err
+    assert f"no records in {empty}" in err and "Traceback" not in err

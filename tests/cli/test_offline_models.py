@@ -58,7 +58,7 @@ def test_the_how_to_fix_of_missing_clip_weights_names_the_offline_choices_that_e
     assert "--clip-model random:tiny" in text and "shapes:tiny" not in text
     _ship(tmp_path / "shapes-tiny", "open_clip_config.json", "open_clip_model.safetensors")
     text = families.FAMILIES["clip"].how_to_fix("ViT-B-16/openai", None)
-    assert "--clip-model random:tiny" in text and "or shapes:tiny (toy model" in text
+    assert "--clip-model shapes:tiny (toy model trained on synthetic shapes) or --clip-model random:tiny (untrained)" in text
     assert len(text) < 600  # the app's status area shows it whole
 
 
@@ -77,3 +77,18 @@ def test_score_with_shapes_tiny_absent_says_so_and_names_random_tiny(offline, mo
     err = capsys.readouterr().err
     assert code == 2 and "shapes:tiny's files are not in this installation" in err
     assert "--clip-model random:tiny" in err
+
+
+def test_a_batch_that_cannot_load_its_clip_leaves_no_results_file(offline, capsys):
+    """The weights are missing: the run stops before its first item, names the offline models, and the
+    results file it would have started is not left behind empty (protocol would read it as a run)."""
+    out = offline / "outputs" / "results.jsonl"
+    out.parent.mkdir()
+    manifest = EXAMPLE.parent / "manifest.jsonl"
+    assert main(["batch", str(manifest), "--out", str(out), "--clip-model", "ViT-B-16/openai", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "ViT-B-16/openai" in err and "--clip-model random:tiny" in err and "Traceback" not in err
+    assert not out.exists() and not Path(str(out) + ".lock").exists()
+    out.write_text('{"id": "earlier"}\n')  # a results file with records is never removed, even by a failed run
+    assert main(["batch", str(manifest), "--out", str(out), "--clip-model", "ViT-B-16/openai", "--no-progress"]) == 2
+    assert out.read_text() == '{"id": "earlier"}\n'
