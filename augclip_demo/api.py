@@ -13,6 +13,7 @@ from .attributes.base import AttributeProvider, Attributes
 from .bpm import BPMOptions, ObjectMasks
 from .io import ImageInput, LoadedImage
 from .judge import JudgeOptions
+from .metrics.augclip import AUGCLIP_DEFAULTS
 from .pipeline import AugCLIPOptions, Evaluator, FeatureNetworks
 from .report import Report
 
@@ -29,10 +30,10 @@ def evaluate(
     instruction: str | None = None,
     clip_model: str | None = None,
     device: str | None = None,
-    classifier: str = "svm",
-    C: float = 1.0,
-    weighting: bool = True,
-    include_images: bool = True,
+    classifier: str = AUGCLIP_DEFAULTS["classifier"],
+    C: float = AUGCLIP_DEFAULTS["C"],
+    weighting: bool = AUGCLIP_DEFAULTS["weighting"],
+    include_images: bool = AUGCLIP_DEFAULTS["include_images"],
     ground_truth: ImageInput | LoadedImage | None = None,
     output_caption: str | None = None,
     edit_mask: ImageInput | None = None,

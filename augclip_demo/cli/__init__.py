@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from .. import __version__
 from ..errors import AugclipError
 from .common import preflight
+from .score import resolve_metric_defaults
 
 _COMMANDS: list[str] = ["score", "attributes", "explain", "bpm", "batch", "hatie", "protocol", "study", "manifest", "triplets",
                        "world", "bench", "download", "doctor"]
@@ -51,6 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prepare_server_process()
     parser = build_parser()
     args = parser.parse_args(argv)
+    resolve_metric_defaults(args)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     if not args.verbose:

@@ -36,7 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                             "normalise each map first")
     group.add_argument("--top-k", type=int, default=8, metavar="K",
                        help="ranking charts show the K first and K last entries of long lists (default %(default)s)")
-    group.add_argument("--umap-neighbors", type=int, default=15, metavar="N", help="UMAP n_neighbors (default %(default)s)")
+    group.add_argument("--umap-neighbors", type=int, metavar="N",
+                       help="UMAP n_neighbors (default: the UMAP view's own, explain.umap_view)")
     group.add_argument("--seed", type=int, default=0, help="UMAP random_state (default %(default)s)")
     group.add_argument("--dpi", type=int, default=110, help="PNG resolution (default %(default)s)")
     group.add_argument("--svg", action="store_true", help="also write every figure as SVG (vector, for papers)")
@@ -53,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_from_args(args, attribute_provider=args.provider)
     options = ExplainOptions(relevancy=not args.no_relevancy, umap=not args.no_umap, start_layer=args.start_layer,
                              clip_dir_difference=args.clip_dir_difference, top_k=args.top_k,
-                             umap_neighbors=args.umap_neighbors, umap_seed=args.seed)
+                             umap_seed=args.seed,
+                             **({} if args.umap_neighbors is None else {"umap_neighbors": args.umap_neighbors}))
     evaluator = Evaluator(settings=settings, options=options_from_args(args))
     attributes = Attributes.load(args.attributes) if args.attributes else settings.attribute_provider
     report = evaluator.evaluate(args.source, args.edited, args.target, args.source_text, attributes)

@@ -57,16 +57,42 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+class _MetricDefault:
+    """A flag whose default is AugCLIP's own (:data:`~augclip_demo.metrics.augclip.AUGCLIP_DEFAULTS`), read when
+    a help page prints it or a run builds its options: the metric module loads numpy, which building the
+    parser (and the top-level help page) does not."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def value(self) -> object:
+        from ..metrics.augclip import AUGCLIP_DEFAULTS
+
+        return AUGCLIP_DEFAULTS[self.name]
+
+    def __str__(self) -> str:
+        return str(self.value())
+
+
+def resolve_metric_defaults(args: argparse.Namespace) -> None:
+    """Replace every flag left at AugCLIP's own default by its value (once the command runs)."""
+    for name, value in vars(args).items():
+        if isinstance(value, _MetricDefault):
+            setattr(args, name, value.value())
+
+
 def add_augclip_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("AugCLIP options")
-    group.add_argument("--classifier", choices=CLASSIFIERS, default="svm", help="hyperplane fit (default %(default)s)")
-    group.add_argument("--C", dest="C", type=float, default=1.0, help="regularisation of svm / logistic (default %(default)s)")
+    group.add_argument("--classifier", choices=CLASSIFIERS, default=_MetricDefault("classifier"),
+                       help="hyperplane fit (default %(default)s)")
+    group.add_argument("--C", dest="C", type=float, default=_MetricDefault("C"),
+                       help="regularisation of svm / logistic (default %(default)s)")
     group.add_argument("--no-weighting", action="store_true", help="give every sample weight 1 instead of alpha")
     group.add_argument("--attributes-only", action="store_true",
                        help="fit on attributes only (Eq. 7 as printed) instead of adding the images (App. B)")
-    group.add_argument("--weight-scaling", choices=WEIGHT_SCALINGS, default="raw",
+    group.add_argument("--weight-scaling", choices=WEIGHT_SCALINGS, default=_MetricDefault("weight_scaling"),
                        help="raw: alpha as the sample weight, as App. B does (default); mean: alpha rescaled to mean 1")
-    group.add_argument("--projection", choices=PROJECTIONS, default="clamped",
+    group.add_argument("--projection", choices=PROJECTIONS, default=_MetricDefault("projection"),
                        help="clamped: v = max(c, 0) w as Eq. 8 (default); plain: v = c w as App. B's code")
 
 
@@ -118,6 +144,7 @@ def networks_from_args(args: argparse.Namespace) -> FeatureNetworks:
 def options_from_args(args: argparse.Namespace) -> AugCLIPOptions:
     from ..pipeline import AugCLIPOptions
 
+    resolve_metric_defaults(args)
     return AugCLIPOptions(classifier=args.classifier, C=args.C, weighting=not args.no_weighting,
                           include_images=not args.attributes_only, weight_scaling=args.weight_scaling,
                           projection=args.projection)

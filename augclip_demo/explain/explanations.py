@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..report import edit_names, edit_tag, model_caveat
-from .hyperplane import ExactView, UmapView, exact_view, umap_view
+from .hyperplane import UMAP_DEFAULTS, ExactView, UmapView, exact_view, umap_view
 from .rankings import EditRankings, edit_rankings
 from .relevancy import (
     CLIP_DIR_DIFFERENCES,
@@ -81,9 +81,9 @@ class ExplainOptions:
     start_layer: int = 0  # first attention layer in the relevancy propagation (0: all layers, -1: last only)
     clip_dir_difference: str = "raw"  # App. D.5: subtract the relevance as computed ("raw") or min-max maps ("normalized")
     top_k: int = 8  # ranking charts: show the top_k and bottom_k entries of long lists
-    umap_neighbors: int = 15
-    umap_min_dist: float = 0.1
-    umap_seed: int = 0
+    umap_neighbors: int = UMAP_DEFAULTS["n_neighbors"]
+    umap_min_dist: float = UMAP_DEFAULTS["min_dist"]
+    umap_seed: int = UMAP_DEFAULTS["seed"]
     batch_size: int | None = None  # (image, target) pairs per relevancy pass; set, it turns off the CPU map cache (relevancy_batch)
     relevancy_edits: tuple[int, ...] | None = None  # 0-based edits to compute maps for (None: all); e.g. the selected one
     # which maps of those edits (None: all of _EDIT_MAPS); e.g. ("augclip",) for a first result, the rest later

@@ -23,6 +23,7 @@ line, drawn in the colour of its edit.
 
 from __future__ import annotations
 
+import inspect
 import threading
 import time
 import warnings
@@ -338,12 +339,15 @@ class UmapView:
 _UMAP_LOCK = threading.Lock()
 
 
-def umap_coordinates(vectors: np.ndarray, *, n_neighbors: int = 15, min_dist: float = 0.1, seed: int = 0) -> np.ndarray:
+def umap_coordinates(vectors: np.ndarray, *, n_neighbors: int | None = None, min_dist: float | None = None,
+                     seed: int = 0) -> np.ndarray:
     """UMAP of ``vectors`` (rows normalised, cosine metric) to 2-D, deterministic for a fixed ``seed``.
 
-    ``n_neighbors`` is capped at n - 1 so small sets work (UMAP needs n_neighbors < n); at least
-    4 points are needed for a 2-D embedding.
+    ``n_neighbors`` (default: :func:`umap_view`'s) is capped at n - 1 so small sets work (UMAP needs
+    n_neighbors < n); at least 4 points are needed for a 2-D embedding.
     """
+    n_neighbors = UMAP_DEFAULTS["n_neighbors"] if n_neighbors is None else n_neighbors
+    min_dist = UMAP_DEFAULTS["min_dist"] if min_dist is None else min_dist
     points = np.asarray(vectors, dtype=np.float64)
     if points.ndim != 2 or len(points) < 4:
         raise InputError(f"UMAP needs at least 4 points, got {len(points)}")
@@ -387,9 +391,10 @@ _LINE_2D_TOL = 1e-6
 _LINE_2D_MAX_ITER = 100_000
 
 
-def fit_line_2d(coords: np.ndarray, labels: np.ndarray, sample_weight: np.ndarray, *, classifier: str = "svm",
-                C: float = 1.0) -> tuple[np.ndarray, float, float]:
-    """The fit's decision line in the 2-D view, as ``(w, b, accuracy)`` in the view's coordinates.
+def fit_line_2d(coords: np.ndarray, labels: np.ndarray, sample_weight: np.ndarray, *, classifier: str | None = None,
+                C: float | None = None) -> tuple[np.ndarray, float, float]:
+    """The fit's decision line in the 2-D view, as ``(w, b, accuracy)`` in the view's coordinates
+    (``classifier`` and ``C`` default to AugCLIP's).
 
     The points are centred and divided by their RMS radius before the fit (one scale for both axes,
     so angles and the line's direction are those of the rescaled picture), fitted with
@@ -440,6 +445,13 @@ def umap_view(report: Report, *, n_neighbors: int = 15, min_dist: float = 0.1, s
     return UmapView(points=points, coords=coords, lines=lines, n_neighbors=k, min_dist=min_dist, seed=seed,
                     classifier=groups[0].result.classifier, caption=caption, seconds=seconds,
                     untrained=bool(report.untrained), notes=notes)
+
+
+#: The UMAP view's defaults, read from :func:`umap_view`'s signature (their one place): the explanation
+#: options and the raw coordinates read them here.
+UMAP_DEFAULTS: dict[str, Any] = {name: parameter.default
+                                 for name, parameter in inspect.signature(umap_view).parameters.items()
+                                 if parameter.default is not inspect.Parameter.empty}
 
 
 def _fit_sample_rows(points: PointSet, group: FitGroup) -> tuple[list[int], np.ndarray]:

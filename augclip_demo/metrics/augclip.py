@@ -37,8 +37,9 @@ Choices where the paper leaves room (each a named option; see the method notes i
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -140,7 +141,7 @@ def sample_weights_from_alpha(alpha: np.ndarray, weighting: bool = True, scaling
 
 
 def fit_hyperplane(
-    X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray, classifier: str = "svm", C: float = 1.0,
+    X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray, classifier: str | None = None, C: float | None = None,
     tol: float = SOLVER_TOL, max_iter: int = -1,
 ) -> tuple[np.ndarray, float, float]:
     """Fit g(x) = w.x + b separating y=-1 (source) from y=+1 (target); returns (w, b, train accuracy).
@@ -157,10 +158,12 @@ def fit_hyperplane(
       paper does not say whether its LDA was weighted.
 
     svm and logistic stop at ``tol`` (default :data:`SOLVER_TOL`), so the plane does not depend on
-    the sample order. ``max_iter`` bounds the solver's iterations (-1: :data:`MAX_FIT_ITERATIONS`, and a
-    fit that reaches it is refused); the illustrative 2-D view of the explanations loosens both (see its
+    the sample order. ``classifier`` and ``C`` default to :func:`augclip_score`'s. ``max_iter`` bounds
+    the solver's iterations (-1: :data:`MAX_FIT_ITERATIONS`, and a fit that reaches it is refused); the illustrative 2-D view of the explanations loosens both (see its
     docstring) and takes what the solver gives.
     """
+    classifier = AUGCLIP_DEFAULTS["classifier"] if classifier is None else classifier
+    C = AUGCLIP_DEFAULTS["C"] if C is None else C
     labels = set(np.unique(y).tolist())
     if labels != {-1, 1}:
         raise ValueError("the fit needs both a source (-1) and a target (+1) sample; got labels " + str(sorted(labels)))
@@ -242,6 +245,13 @@ def augclip_score(
     tgt_attr = normalize(as_matrix(tgt_attrs, "tgt_attrs (target attributes)", dim))
     return augclip_from_unit(src, edit, src_attr, tgt_attr, weighting=weighting, include_images=include_images,
                              classifier=classifier, C=C, weight_scaling=weight_scaling, projection=projection)
+
+
+#: Each AugCLIP option's default, read from :func:`augclip_score`'s signature, its one place: the pipeline's
+#: options, the Python API, the command line, the app and the explanations read them here.
+AUGCLIP_DEFAULTS: dict[str, Any] = {name: parameter.default
+                                    for name, parameter in inspect.signature(augclip_score).parameters.items()
+                                    if parameter.default is not inspect.Parameter.empty}
 
 
 def augclip_from_unit(

@@ -28,7 +28,7 @@ from ..errors import InputError
 from ..hatie.criteria import HATIE_KEYS
 from ..inference.clip_encoder import ClipEncoder, get_encoder
 from ..io import ImageInput, LoadedImage, open_image
-from ..metrics.augclip import CLASSIFIERS, PROJECTIONS, WEIGHT_SCALINGS, AugCLIPResult
+from ..metrics.augclip import AUGCLIP_DEFAULTS, CLASSIFIERS, PROJECTIONS, WEIGHT_SCALINGS, AugCLIPResult
 from ..metrics.suite import ItemScores, MetricInputs, metric_keys, score_item
 from ..metrics.vectors import unit_rows
 from ..report import AttributeChange, AugCLIPDetails, EditResult, Report
@@ -57,12 +57,12 @@ TRUNCATION_NOTE = "text cut to CLIP's first {limit} tokens (the rest was not sco
 class AugCLIPOptions:
     """The AugCLIP choices a user can change (see :func:`augclip_score`)."""
 
-    classifier: str = "svm"
-    C: float = 1.0
-    weighting: bool = True
-    include_images: bool = True
-    weight_scaling: str = "raw"  # "raw" (App. B) or "mean" (alpha rescaled to mean 1)
-    projection: str = "clamped"  # "clamped" (Eq. 8) or "plain" (App. B, v = c w)
+    classifier: str = AUGCLIP_DEFAULTS["classifier"]
+    C: float = AUGCLIP_DEFAULTS["C"]
+    weighting: bool = AUGCLIP_DEFAULTS["weighting"]
+    include_images: bool = AUGCLIP_DEFAULTS["include_images"]
+    weight_scaling: str = AUGCLIP_DEFAULTS["weight_scaling"]  # "raw" (App. B) or "mean" (alpha rescaled to mean 1)
+    projection: str = AUGCLIP_DEFAULTS["projection"]  # "clamped" (Eq. 8) or "plain" (App. B, v = c w)
 
     def __post_init__(self) -> None:
         if self.classifier not in CLASSIFIERS:

@@ -11,9 +11,10 @@ import gradio as gr
 
 from ...attributes.catalog import ProviderStatus, provider_status
 from ...bpm import POSITION_STATES, SIZE_STATES
+from ...choices import CLASSIFIERS
 from ...config import Settings
 from ...metrics.suite import METRICS
-from ...pipeline import FEATURE_METRICS
+from ...pipeline import FEATURE_METRICS, AugCLIPOptions
 from .. import first_contact
 from ..common import empty_table
 from ..examples import Example
@@ -302,10 +303,11 @@ def _options(settings: Settings, offer: EvaluateOffer) -> dict[str, Any]:
     parts: dict[str, Any] = {}
     with gr.Accordion("Advanced options (AugCLIP changes re-score from cached embeddings)", open=False):
         with gr.Row():
-            parts["classifier"] = gr.Radio(["svm", "logistic", "lda"], value="svm", label="Classifier (App. A.3)")
-            parts["C"] = number_input(1.0, label="C (svm / logistic)", minimum=1e-4, maximum=settings.max_c)
-            parts["weighting"] = gr.Checkbox(True, label="Weight samples by alpha (Eq. 6)")
-            parts["include_images"] = gr.Checkbox(True, label="Images in the fit (App. B)")
+            defaults = AugCLIPOptions()
+            parts["classifier"] = gr.Radio(list(CLASSIFIERS), value=defaults.classifier, label="Classifier (App. A.3)")
+            parts["C"] = number_input(defaults.C, label="C (svm / logistic)", minimum=1e-4, maximum=settings.max_c)
+            parts["weighting"] = gr.Checkbox(defaults.weighting, label="Weight samples by alpha (Eq. 6)")
+            parts["include_images"] = gr.Checkbox(defaults.include_images, label="Images in the fit (App. B)")
             # Only the offered models: a spec typed by a web client could name a folder on
             # the server (local-dir:...) or any model on the Hub.
             parts["clip_model"] = gr.Dropdown(offer.clip_choices, value=settings.clip_model, label="CLIP model (spec)",
