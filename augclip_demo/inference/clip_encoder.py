@@ -144,6 +144,11 @@ class ClipEncoder(LazyModel):
             if hasattr(self, cached):
                 delattr(self, cached)
 
+    def fetch_weights(self, *, progress: bool = True) -> tuple[list[Path], str]:
+        from .weights.resolve import clip_file_list
+
+        return clip_file_list(resolve_clip(self.spec, self.cache_dir, self.how_to_fix(), progress=progress)), ""
+
     def _build(self) -> torch.nn.Module:
         import open_clip
 

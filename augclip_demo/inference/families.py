@@ -326,11 +326,12 @@ def family(key: str) -> ModelFamily:
         raise ConfigError(f"unknown model family {key!r}; one of {', '.join(FAMILIES)}") from None
 
 
-def settings_arguments(key: str, settings: Settings) -> dict[str, Any]:
-    """The wrapper arguments of family ``key`` that the settings give (besides the spec)."""
+def settings_arguments(key: str, settings: Settings, *, device: str | None = None) -> dict[str, Any]:
+    """The wrapper arguments of family ``key`` that the settings give (besides the spec); ``device`` replaces
+    the settings' (fetching weights builds wrappers on the CPU without asking which accelerator there is)."""
     from .device import resolve_device
 
-    device = resolve_device(settings.device)
+    device = resolve_device(settings.device if device is None else device)
     args: dict[str, Any] = {"device": device, "cache_dir": settings.cache_dir}
     if key == "clip":
         from .cpu_matmul import resolve_cpu_matmul

@@ -97,6 +97,11 @@ class FidInception(LazyModel):
         return resolve_url_weights("FID Inception-v3", self.url, self.checkpoint, self.cache_dir,
                                            "torch-fidelity", self.how_to_fix(), progress=progress)
 
+    def fetch_weights(self, *, progress: bool = True) -> tuple[list[Path], str]:
+        path = self.resolve(progress=progress)
+        assert path is not None  # random specs are never fetched
+        return [path], ""
+
     def _build(self) -> Any:
         path = self.resolve()
         try:

@@ -68,6 +68,10 @@ class HubFolderModel(LazyModel):
     def hub_cache(self) -> Path:
         return self.cache_dir / "huggingface"
 
+    def fetch_weights(self, *, progress: bool = True) -> tuple[list[Path], str]:
+        folder = self._resolve_folder(self.local_folder, progress=progress)
+        return sorted(p for p in folder.iterdir() if p.is_file()), ""
+
     def preflight(self) -> None:
         """Raise :class:`WeightsUnavailableError` now if the weights can be neither found nor downloaded."""
         if self.spec.startswith("random:"):

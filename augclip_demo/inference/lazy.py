@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -99,6 +100,11 @@ class LazyModel:
         from .families import FAMILIES
 
         return FAMILIES[self.family_key].label(self.label_text, self.untrained, self.label_detail)
+
+    def fetch_weights(self, *, progress: bool = True) -> tuple[list[Path], str]:
+        """This model's weight files on this machine, downloaded when missing and checked, and a note for the
+        ``download`` command, ``doctor`` and a Space's start-up (never loads the model). Each wrapper says how."""
+        raise NotImplementedError(f"{type(self).__name__} does not say how its weights are fetched")
 
     def how_to_fix(self) -> str:
         """What to do when the weights cannot be had (the family's text for this spec)."""

@@ -83,6 +83,11 @@ class LpipsNetwork(LazyModel):
                                            "torchvision", self.how_to_fix(), check_name_hash=not self.mirror,
                                            progress=progress)
 
+    def fetch_weights(self, *, progress: bool = True) -> tuple[list[Path], str]:
+        path = self.resolve(progress=progress)
+        assert path is not None  # random specs are never fetched
+        return [path], "the backbone; the linear heads ship with torchmetrics"
+
     def _build(self) -> Any:
         from torchmetrics.functional.image.lpips import _NoTrainLpips
 

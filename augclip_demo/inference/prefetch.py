@@ -26,42 +26,23 @@ class Fetched:
 
 
 def fetch_model(family: str, spec: str, settings: Settings, *, progress: bool = True) -> Fetched:
-    """The local files of one model (downloaded when missing), checked. Raises WeightsUnavailableError.
+    """The local files of one model (downloaded when missing), checked. Raises WeightsUnavailableError, and
+    ConfigError for a family the table does not know.
 
-    The model's wrapper (from the family table) is built, not loaded, to know its files; a checkpoint
-    file in the settings counts for the spec the settings choose only."""
+    The model's wrapper (from the family table) is built on the CPU, not loaded, and says how its weights are
+    fetched (``fetch_weights``); a checkpoint file in the settings counts for the spec the settings choose only."""
     from .families import family as family_row
     from .families import settings_arguments
-    from .weights.resolve import clip_file_list, resolve_clip, resolve_sam
-    from .weights.table import pretrained_entry
 
     row = family_row(family)
     if spec.strip().startswith("random:"):
         return Fetched(f"{family} {spec}", [], "random weights: nothing to download")
-    args = {**settings_arguments(family, settings), "device": "cpu"}
+    args = settings_arguments(family, settings, device="cpu")
     if "checkpoint" in args and spec != row.spec_of(settings):
         args["checkpoint"] = None
     model = row.wrapper_class(spec, **args)
-    cache = settings.cache_dir
-    if family == "clip":
-        files = resolve_clip(model.spec, cache, model.how_to_fix(), progress=progress)
-        return Fetched(f"CLIP {spec}", clip_file_list(files))
-    if family == "sam":
-        entry = pretrained_entry("sam", model.arch)
-        sha256 = model.sha256 or (entry.sha256 if entry and not settings.sam_url else None)
-        path = resolve_sam(model.arch, model.checkpoint, model.url, cache, model.how_to_fix(), sha256=sha256,
-                           progress=progress)
-        return Fetched(f"SAM {spec}", [path], "SHA-256 checked" if sha256 else "")
-    if family in ("gdino", "sam2", "owlvit"):
-        folder = model._resolve_folder(model.local_folder, progress=progress)
-        return Fetched(f"{model.family} {spec}", sorted(p for p in folder.iterdir() if p.is_file()))
-    found = model.resolve(progress=progress)  # DINO: a folder; LPIPS, FID: a file
-    assert found is not None
-    if family == "dino":
-        return Fetched(f"DINO {spec}", sorted(p for p in found.iterdir() if p.is_file()))
-    if family == "lpips":
-        return Fetched(f"LPIPS {spec} backbone", [found], "linear heads ship with torchmetrics")
-    return Fetched(f"FID {spec}", [found])
+    files, note = model.fetch_weights(progress=progress)
+    return Fetched(f"{model.family} {spec}", files, note)
 
 
 def prefetch_in_background(settings: Settings, models: Sequence[tuple[str, str]]) -> threading.Thread:

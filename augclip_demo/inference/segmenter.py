@@ -139,6 +139,16 @@ class SamSegmenter(LazyModel):
         assert self.url is not None
         require_url_available(f"SAM {self.arch}", self.url, path, self.how_to_fix())
 
+    def fetch_weights(self, *, progress: bool = True) -> tuple[list[Path], str]:
+        """The checkpoint, checked against the SHA-256 given, else the published one for the official URL."""
+        from .weights.table import pretrained_entry
+
+        entry = pretrained_entry("sam", self.arch)
+        sha256 = self.sha256 or (entry.sha256 if entry and not self.url_override else None)
+        path = resolve_sam(self.arch, self.checkpoint, self.url, self.cache_dir, self.how_to_fix(), sha256=sha256,
+                           progress=progress)
+        return [path], "SHA-256 checked" if sha256 else ""
+
     def load(self) -> SamSegmenter:
         super().load()
         return self
