@@ -36,8 +36,8 @@ from ..choices import CLIP_DIR_DIFFERENCES
 from ..errors import ExplanationUnavailableError, InputError
 from ..inference.clip_encoder import ClipEncoder
 from ..inference.device import is_out_of_memory
-from ..inference.lru import LRUCache
 from ..io import ImageInput, LoadedImage, open_image
+from ..lru import LRUCache
 from ..metrics.augclip import AugCLIPResult
 from ..metrics.vectors import cosine
 from .geometry import ModelView, model_view, place_on_image, upsample_grid

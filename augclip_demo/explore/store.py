@@ -30,6 +30,7 @@ import numpy as np
 
 from ..batch.results_parquet import PART_PREFIX, is_parquet_results, part_files
 from ..errors import InputError
+from ..lru import LRUCache
 from ..metrics.suite import METRICS
 
 _T = TypeVar("_T")
@@ -168,7 +169,7 @@ class ResultsStore:
     table: str = "edits"  # the per-edit table the views read (another one: the same edits, a study's judgments)
     judgments: str = "recorded"  # whose human judgments: "recorded" (manifest / records) or a study's label
     _judged: dict[str, ResultsStore] = field(default_factory=dict)  # views with a study's judgments, by label
-    _remembered: dict[tuple[Any, ...], Any] = field(default_factory=dict)  # see remember()
+    _remembered: LRUCache[Any] = field(default_factory=lambda: LRUCache(ResultsStore.MAX_REMEMBERED))  # remember()
 
     MAX_JUDGED_VIEWS = 4  # each is a copy of the edits table: the oldest is dropped beyond this
     MAX_REMEMBERED = 16
@@ -176,15 +177,13 @@ class ResultsStore:
     def remember(self, key: tuple[Any, ...], compute: Callable[[], _T]) -> _T:
         """``compute()``, once per ``key`` for this store: for figures that take seconds (a slice's bootstrap
         intervals) and that the page asks for again on each change of an unrelated control. The opened
-        edits never change, so a kept result stays right; the oldest is forgotten beyond MAX_REMEMBERED."""
-        with self.lock:
-            if key in self._remembered:
-                return self._remembered[key]
-        value = compute()  # outside the lock: the computation queries the store
-        with self.lock:
-            self._remembered[key] = value
-            while len(self._remembered) > self.MAX_REMEMBERED:
-                self._remembered.pop(next(iter(self._remembered)))
+        edits never change, so a kept result stays right; the least recently used is forgotten beyond
+        MAX_REMEMBERED."""
+        value = self._remembered.get(key)
+        if value is not None:
+            return value
+        value = compute()  # outside any lock: the computation queries the store
+        self._remembered.put(key, value)
         return value
 
     def judged(self, label: str) -> ResultsStore | None:
@@ -218,7 +217,7 @@ class ResultsStore:
             while len(self._judged) >= self.MAX_JUDGED_VIEWS:
                 oldest = self._judged.pop(next(iter(self._judged)))
                 self.con.execute(f"DROP TABLE IF EXISTS {oldest.table}")
-            view = dataclasses.replace(self, table=name, judgments=found.label, _judged={}, _remembered={})
+            view = dataclasses.replace(self, table=name, judgments=found.label, _judged={}, _remembered=LRUCache(self.MAX_REMEMBERED))
             self._judged[found.key] = view
             return view
 

@@ -16,10 +16,10 @@ from PIL import Image
 from ..config import DEFAULT_CLIP_MODEL, Settings, default_cache_dir
 from ..errors import InputError, WeightsUnavailableError
 from ..io import ImageInput, LoadedImage, open_image, prepared_pixels
+from ..lru import LRUCache
 from .cpu_matmul import cpu_matmul, resolve_cpu_matmul
 from .device import autocast, device_description, is_out_of_memory
 from .lazy import LazyModel
-from .lru import LRUCache
 from .specs import ModelSpec, parse_model_spec, register_model_configs, seeded_random
 from .weights.guards import compare_state_dicts, create_open_clip, describe_load_error
 from .weights.resolve import ClipFiles, resolve_clip

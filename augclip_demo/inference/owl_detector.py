@@ -37,11 +37,11 @@ import torch
 from ..config import DEFAULT_FAST_DETECTOR_MODEL, DEFAULT_OWL_BOX_THRESHOLD, Settings
 from ..errors import ConfigError, InputError
 from ..io import ImageInput, LoadedImage, open_image
+from ..lru import LRUCache
 from .device import device_description
 from .families import get_model
 from .grounding import Detection, clean_detection_phrase
 from .hub_folder import HubFolderModel
-from .lru import LRUCache
 from .specs import seeded_random
 from .weights.table import OWL_FILES
 

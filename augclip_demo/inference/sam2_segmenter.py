@@ -34,10 +34,10 @@ import torch
 from ..config import DEFAULT_FAST_SAM_MODEL, Settings
 from ..errors import ConfigError, InputError
 from ..io import ImageInput, LoadedImage, open_image
+from ..lru import LRUCache
 from .device import device_description
 from .families import get_model
 from .hub_folder import HubFolderModel
-from .lru import LRUCache
 from .specs import seeded_random
 from .weights.table import SAM2_FILES
 

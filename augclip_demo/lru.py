@@ -1,4 +1,4 @@
-"""A small thread-safe LRU cache for embeddings."""
+"""A small thread-safe LRU cache (embeddings, explanation maps, the Explore tab's figures): torch-free, so every layer can use it."""
 
 from __future__ import annotations
 
