@@ -37,7 +37,7 @@ import json
 import os
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
@@ -154,6 +154,29 @@ def load_image(source: ImageInput, *, name: str | None = None, max_pixels: int |
                max_side: int | None = None, budget: PixelBudget | None = None) -> Image.Image:
     """Load ``source`` as an 8-bit RGB image (see the module docstring for what is normalised)."""
     return open_image(source, name=name, max_pixels=max_pixels, max_side=max_side, budget=budget).image
+
+
+def has_own_name(item: object) -> bool:
+    """Paths and loaded images carry a name; bytes, arrays and PIL objects get a positional one."""
+    return isinstance(item, (str, os.PathLike, LoadedImage))
+
+
+def open_source_and_edits(
+    source: ImageInput | LoadedImage, edits: Sequence[ImageInput | LoadedImage], names: Sequence[str] | None = None,
+    *, max_pixels: int | None = None, max_side: int | None = None,
+) -> tuple[LoadedImage, list[LoadedImage]]:
+    """The source and the edits of one evaluation, loaded (:func:`open_image`) after checking that there is an
+    edit and a name for each edit when names are given. The source is called "source" and edit ``i`` by its
+    given name, else its own (a path's), else "edit i"."""
+    if not edits:
+        raise InputError("no edited image given: pass at least one")
+    if names is not None and len(names) != len(edits):
+        raise InputError(f"{len(names)} names given for {len(edits)} edited images")
+    src = open_image(source, name=None if has_own_name(source) else "source", max_pixels=max_pixels,
+                     max_side=max_side)
+    loaded = [open_image(item, name=names[i] if names else (None if has_own_name(item) else f"edit {i + 1}"),
+                         max_pixels=max_pixels, max_side=max_side) for i, item in enumerate(edits)]
+    return src, loaded
 
 
 def open_image(

@@ -9,7 +9,6 @@ boxes, masks and pixels of both images share one frame; a note says so.
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from ..choices import DEFAULT_BPM_ALPHA, DEFAULT_BPM_BOX_THRESHOLD, REGION_SOURC
 from ..config import DEFAULT_OWL_BOX_THRESHOLD
 from ..errors import InputError
 from ..instructions import ParsedInstruction, parse_instruction
-from ..io import ImageInput, LoadedImage, open_image
+from ..io import ImageInput, LoadedImage, open_source_and_edits
 from .components import (
     BPMComponents,
     Preservation,
@@ -295,13 +294,7 @@ def bpm_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInput 
 def _open_edits(source: ImageInput | LoadedImage, edits: Sequence[ImageInput | LoadedImage],
                 names: Sequence[str] | None) -> tuple[LoadedImage, list[LoadedImage], list[Image.Image], list[list[str]]]:
     """The source and the edits as loaded, each edit in the source's frame, and the notes that made."""
-    src = open_image(source, name=None if _has_own_name(source) else "source")
-    if not edits:
-        raise InputError("no edited image given: pass at least one")
-    if names is not None and len(names) != len(edits):
-        raise InputError(f"{len(names)} names given for {len(edits)} edited images")
-    loaded = [open_image(e, name=names[i] if names else None if _has_own_name(e) else f"edit {i + 1}")
-              for i, e in enumerate(edits)]
+    src, loaded = open_source_and_edits(source, edits, names)
     edit_images, edit_notes = [], []
     for item in loaded:
         image, notes = _to_source_frame(item, src)
@@ -387,11 +380,6 @@ class _StepClock:
     def stop(self, name: str) -> None:
         self.timings[name] = time.perf_counter() - self._wall
         self.timings[f"{name}_cpu"] = time.process_time() - self._cpu
-
-
-def _has_own_name(item: object) -> bool:
-    """Paths and loaded images carry a name; bytes, arrays and PIL objects get a positional one."""
-    return isinstance(item, (str, os.PathLike, LoadedImage))
 
 
 def _to_source_frame(edit: LoadedImage, source: LoadedImage) -> tuple[Image.Image, list[str]]:

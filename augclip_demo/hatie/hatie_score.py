@@ -27,7 +27,7 @@ from PIL import Image
 from ..bpm.localize import ObjectMasks, named_mask
 from ..errors import InputError
 from ..instructions import EditType, ParsedInstruction, classify_edit_type, try_parse
-from ..io import ImageInput, LoadedImage, open_image
+from ..io import ImageInput, LoadedImage, open_source_and_edits
 from . import criteria as H
 from . import images as HI
 from .networks import FeatureNetworks, row_cosines
@@ -393,15 +393,12 @@ def hatie_score_many(source: ImageInput | LoadedImage, edits: Sequence[ImageInpu
     if options.vqa and models.vqa is None:
         raise InputError("HATIE's VQA option is on but no VQA client is set: configure an OpenAI-compatible "
                          "vision model (OPENAI_BASE_URL / AUGCLIP_MLLM_MODEL) or turn VQA off")
-    if not edits:
-        raise InputError("no edited image given: pass at least one")
     start = time.perf_counter()
     notes: list[str] = []
     if parsed is None and query is None and instruction and instruction.strip():
         parsed = try_parse(instruction).parsed
     kind = classify_edit_type(instruction, parsed, edit_type)
-    src_item = open_image(source, name="source")
-    loaded = [open_image(e, name=(names[i] if names else f"edit {i + 1}")) for i, e in enumerate(edits)]
+    src_item, loaded = open_source_and_edits(source, edits, names)
     src_image, src = _frame(src_item)
     frames = [_frame(item) for item in loaded]
     source_given = (dict(query.source_masks) if query is not None and query.source_masks else None) or (

@@ -11,7 +11,6 @@ import copy
 import dataclasses
 import datetime as _dt
 import inspect
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -27,7 +26,7 @@ from ..config import Settings
 from ..errors import InputError
 from ..hatie.criteria import HATIE_KEYS
 from ..inference.clip_encoder import ClipEncoder, get_encoder
-from ..io import ImageInput, LoadedImage, open_image
+from ..io import ImageInput, LoadedImage, has_own_name, open_image, open_source_and_edits
 from ..metrics.augclip import AUGCLIP_DEFAULTS, CLASSIFIERS, PROJECTIONS, WEIGHT_SCALINGS, AugCLIPResult
 from ..metrics.suite import ItemScores, MetricInputs, metric_keys, score_item
 from ..metrics.vectors import unit_rows
@@ -238,7 +237,7 @@ class Evaluator:
         start = time.perf_counter()
         dim = arrays.edit_embeddings.shape[1]
         if ground_truth is not None:
-            arrays.ground_truth = open_image(ground_truth, name=None if _has_own_name(ground_truth) else "ground truth",
+            arrays.ground_truth = open_image(ground_truth, name=None if has_own_name(ground_truth) else "ground truth",
                                              max_pixels=self.settings.max_image_pixels,
                                              max_side=self.settings.max_image_side)
             arrays.ground_truth_image = arrays.ground_truth.image
@@ -345,18 +344,9 @@ class Evaluator:
         options = options or self.options
         target_text = _require_text(target_text)
         source_text = (source_text or "").strip() or None
-        src = open_image(source, name=None if _has_own_name(source) else "source",
-                         max_pixels=self.settings.max_image_pixels, max_side=self.settings.max_image_side)
         edit_inputs = list(edited) if isinstance(edited, (list, tuple)) else [edited]
-        if not edit_inputs:
-            raise InputError("no edited image given: pass at least one")
-        if names is not None and len(names) != len(edit_inputs):
-            raise InputError(f"{len(names)} names given for {len(edit_inputs)} edited images")
-        edits = []
-        for i, item in enumerate(edit_inputs):
-            default_name = names[i] if names else (None if _has_own_name(item) else f"edit {i + 1}")
-            edits.append(open_image(item, name=default_name, max_pixels=self.settings.max_image_pixels,
-                                    max_side=self.settings.max_image_side))
+        src, edits = open_source_and_edits(source, edit_inputs, names, max_pixels=self.settings.max_image_pixels,
+                                           max_side=self.settings.max_image_side)
 
         start = time.perf_counter()
         report_progress(0.0, "loading models")
@@ -554,11 +544,6 @@ def _arrays_of(report: Report) -> EvaluationArrays:
     if report.arrays is None:
         raise InputError("this report has no in-memory images (loaded from JSON?); run evaluate() again")
     return report.arrays
-
-
-def _has_own_name(item: object) -> bool:
-    """Paths and loaded images carry a name; bytes, arrays and PIL objects get a positional one."""
-    return isinstance(item, (str, os.PathLike, LoadedImage))
 
 
 def _require_text(text: str | None) -> str:
