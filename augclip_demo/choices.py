@@ -35,25 +35,65 @@ PROJECTIONS: tuple[str, ...] = ("clamped", "plain")
 #: min-max normalised to [0, 1] before subtracting (our earlier default).
 CLIP_DIR_DIFFERENCES: tuple[str, ...] = ("raw", "normalized")
 
-#: Metrics that load a feature network of their own: computed only when asked for (``feature_metrics``).
+@dataclass(frozen=True)
+class _FeatureNetwork:
+    """One network that feature metrics load: the field of :class:`FeatureNetworks` that names it, its model
+    family, the benchmark's own spec (the default), the command-line flag that chooses it, the offline demo's
+    spec, and the feature metrics that use it (the metric table's keys)."""
+
+    field: str
+    family: str
+    default: str
+    flag: str
+    what: str  # the flag's help, before "(default ...)"
+    demo: str | None  # None: the demo's own CLIP model
+    metrics: tuple[str, ...]
+    benchmark: str  # whose network it is
+
+
+#: Every feature network, in the order the flags and the docs list them (the one place for each fact).
+FEATURE_NETWORKS: tuple[_FeatureNetwork, ...] = (
+    _FeatureNetwork("dino", "dino", "facebook/dino-vits16", "--dino-model", "DINO for dino_gt", "random:tiny",
+                   ("dino_gt",), "MagicBrush"),
+    _FeatureNetwork("structure", "dino", "facebook/dino-vitb8", "--structure-model", "DINO for structure_distance",
+                   "random:tiny", ("structure_distance",), "PIE-Bench"),
+    _FeatureNetwork("lpips", "lpips", "squeeze", "--lpips-net", "LPIPS backbone (alex, squeeze or vgg) for "
+                   "lpips_unedited", "random:squeeze", ("lpips_unedited",), "PIE-Bench"),
+    _FeatureNetwork("pie_clip", "clip", "ViT-L-14/openai", "--pie-clip-model", "CLIP for clip_score_whole / "
+                   "clip_score_edited", None, ("clip_score_whole", "clip_score_edited"), "PIE-Bench"),
+)
+
+#: Metrics that load a feature network of their own (computed only when asked for, ``feature_metrics``), and
+#: the network each loads.
 FEATURE_METRICS: dict[str, str] = {
-    "dino_gt": "DINO (MagicBrush: facebook/dino-vits16)",
-    "structure_distance": "DINO (PIE-Bench: facebook/dino-vitb8)",
-    "lpips_unedited": "LPIPS (PIE-Bench: squeeze)",
-    "clip_score_whole": "CLIP (PIE-Bench: ViT-L-14/openai)",
-    "clip_score_edited": "CLIP (PIE-Bench: ViT-L-14/openai)",
-}
+    metric: f"{net.family.upper()} ({net.benchmark}: {net.default})"
+    for net in FEATURE_NETWORKS for metric in net.metrics}
 
 
 @dataclass(frozen=True)
 class FeatureNetworks:
-    """Which network each feature metric loads (defaults: the benchmarks' own; ``random:`` ones for tests)."""
+    """Which network each feature metric loads (defaults: the benchmarks' own, :data:`FEATURE_NETWORKS`;
+    ``random:`` ones for tests)."""
 
-    dino: str = "facebook/dino-vits16"  # dino_gt (MagicBrush)
-    structure: str = "facebook/dino-vitb8"  # structure_distance (PIE-Bench)
-    lpips: str = "squeeze"  # lpips_unedited (PIE-Bench)
+    dino: str = FEATURE_NETWORKS[0].default
+    structure: str = FEATURE_NETWORKS[1].default
+    lpips: str = FEATURE_NETWORKS[2].default
     structure_pixel_scale: float = 255.0  # PIE-Bench's script feeds 0-255 pixels to the key extractor
-    pie_clip: str = "ViT-L-14/openai"  # clip_score_whole / clip_score_edited (PIE-Bench's CLIPScore backbone)
+    pie_clip: str = FEATURE_NETWORKS[3].default
+
+    @classmethod
+    def demo(cls, clip_model: str) -> FeatureNetworks:
+        """The offline demo's networks (the rows' demo specs; the CLIP ones are the demo's ``clip_model``)."""
+        return cls(**{net.field: net.demo or clip_model for net in FEATURE_NETWORKS})
+
+    def spec_of(self, metric: str) -> str:
+        """The spec of the network ``metric`` (a feature metric) loads."""
+        return getattr(self, _network_of(metric).field)
+
+
+def _network_of(metric: str) -> _FeatureNetwork:
+    """The feature network ``metric`` loads (a KeyError for a metric that loads none)."""
+    return next(net for net in FEATURE_NETWORKS if metric in net.metrics)
 
 
 #: HATIE's edit types.

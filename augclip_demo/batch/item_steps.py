@@ -106,9 +106,7 @@ class _LazyModels:
 
 def feature_signature(networks: FeatureNetworks, keys: Sequence[str]) -> dict[str, Any]:
     """The networks behind the chosen feature metrics (compared on resume, like the CLIP model)."""
-    specs = {"dino_gt": networks.dino, "structure_distance": networks.structure, "lpips_unedited": networks.lpips,
-             "clip_score_whole": networks.pie_clip, "clip_score_edited": networks.pie_clip}
-    out: dict[str, Any] = {key: specs[key] for key in keys if key in FEATURE_METRICS}
+    out: dict[str, Any] = {key: networks.spec_of(key) for key in keys if key in FEATURE_METRICS}
     if "structure_distance" in keys:
         out["structure_pixel_scale"] = networks.structure_pixel_scale
     return out

@@ -6,7 +6,15 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..choices import CLASSIFIERS, EDIT_TYPES, FEATURE_METRICS, PROJECTIONS, WEIGHT_SCALINGS, FeatureNetworks
+from ..choices import (
+    CLASSIFIERS,
+    EDIT_TYPES,
+    FEATURE_METRICS,
+    FEATURE_NETWORKS,
+    PROJECTIONS,
+    WEIGHT_SCALINGS,
+    FeatureNetworks,
+)
 from ..errors import InputError, InstructionParseError, LLMError, WeightsUnavailableError
 from .attributes import add_provider_args, provider_from_args
 from .bpm import (
@@ -113,16 +121,10 @@ def add_network_args(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--feature-metrics", metavar="KEYS", default="",
                        help="metrics that load a network of their own, comma-separated: "
                             + ", ".join(FEATURE_METRICS) + " (or 'all')")
-    group.add_argument("--dino-model", metavar="SPEC", default=FeatureNetworks.dino,
-                       help=f"DINO for dino_gt (default {FeatureNetworks.dino}; random:tiny for an untrained smoke test)")
-    group.add_argument("--structure-model", metavar="SPEC", default=FeatureNetworks.structure,
-                       help=f"DINO for structure_distance (default {FeatureNetworks.structure})")
-    group.add_argument("--lpips-net", metavar="NET", default=FeatureNetworks.lpips,
-                       help=f"LPIPS backbone: alex, squeeze or vgg (default {FeatureNetworks.lpips}, PIE-Bench's; "
-                            "random:NET for an untrained smoke test)")
-    group.add_argument("--pie-clip-model", metavar="SPEC", default=FeatureNetworks.pie_clip,
-                       help=f"CLIP for clip_score_whole / clip_score_edited (default {FeatureNetworks.pie_clip}, "
-                            "PIE-Bench's; random:tiny for an untrained smoke test)")
+    for net in FEATURE_NETWORKS:
+        group.add_argument(net.flag, dest=net.field, metavar="SPEC", default=net.default,
+                           help=f"{net.what} (default %(default)s, {net.benchmark}'s; random:... for an untrained "
+                                "smoke test)")
 
 
 def feature_metrics_from_args(args: argparse.Namespace) -> list[str]:
@@ -137,8 +139,7 @@ def feature_metrics_from_args(args: argparse.Namespace) -> list[str]:
 
 
 def networks_from_args(args: argparse.Namespace) -> FeatureNetworks:
-    return FeatureNetworks(dino=args.dino_model, structure=args.structure_model, lpips=args.lpips_net,
-                           pie_clip=args.pie_clip_model)
+    return FeatureNetworks(**{net.field: getattr(args, net.field) for net in FEATURE_NETWORKS})
 
 
 def options_from_args(args: argparse.Namespace) -> AugCLIPOptions:

@@ -37,8 +37,7 @@ _DEMO_MODELS: dict[str, str] = {"gdino_model": "random:tiny", "sam_model": "rand
                                "hatie_clip": "random:tiny", "hatie_dino": "random:tiny-v2",
                                "hatie_lpips": "random:alex"}
 #: The demo's reference / preservation networks (the Evaluate tab's optional network metrics).
-_DEMO_NETWORKS = FeatureNetworks(dino="random:tiny", structure="random:tiny", lpips="random:squeeze",
-                                pie_clip=DEMO_CLIP)
+_DEMO_NETWORKS = FeatureNetworks.demo(DEMO_CLIP)
 _DEMO_BUTTON = "Try the demo (offline: a toy CLIP trained on synthetic shapes, on a shipped shapes example)"
 #: How long a note waits for the background check before it shows nothing (it is redrawn on the next change).
 _CHECK_WAIT_S = 20.0
