@@ -507,13 +507,13 @@ class UploadGate:
                 if flight.refusal:
                     await self._refuse(receive, send, waits, flight.refusal)
                     return
-            answered = False
-            complete = False
+            answered = complete = left = False
 
             async def counted() -> MutableMapping[str, Any]:
-                nonlocal complete
+                nonlocal complete, left
                 message = await receive()
                 if message.get("type") == "http.disconnect" and not complete:
+                    left = True
                     raise MultiPartException("the client left before its upload arrived")  # Gradio deletes the part
                 if message.get("type") == "http.request":
                     body = len(message.get("body", b""))
@@ -539,6 +539,8 @@ class UploadGate:
             try:
                 await self.app(scope, counted, guarded)
             except MultiPartException:
+                if left and flight.refusal is None:
+                    return  # a route that did not answer the parser's error: nobody is there to read an answer
                 if flight.refusal is None or answered:
                     raise
                 await self._refuse(receive, send, complete, flight.refusal)

@@ -11,6 +11,7 @@ other peer). Waits poll a condition up to a generous deadline; no assertion depe
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import time
@@ -22,7 +23,7 @@ import httpx
 import pytest
 
 from augclip_demo.config import Settings
-from augclip_demo.ui.storage import _FLIGHT, MB, UploadBounds, WorkFolders, _Flight
+from augclip_demo.ui.storage import _FLIGHT, MB, UploadBounds, UploadGate, WorkFolders, _Flight
 from tests.security import probes
 from tests.security.servers import AppProcess, folder_bytes, start_app
 from tests.security.test_attack import SERVER_PATH, ExploreOpen
@@ -101,6 +102,59 @@ def test_a_client_over_its_share_loses_its_own_oldest_uploads_first(tmp_path):
     assert folders.admit(_Flight("10.0.0.1"), 1_500) is None  # its two old ones go (oldest first), not the others'
     assert [files[name].exists() for name in ("old1", "old2", "young", "theirs")] == [False, False, True, True]
     assert folders.held_by("10.0.0.1") == 2_500 and folders.used() == 3_500
+
+
+def _gate_call(folders: WorkFolders, headers: dict[str, str], chunks: list[bytes], client: str = "10.0.0.9",
+               then_leave: bool = False) -> tuple[list[dict], list[str]]:
+    """An :class:`UploadGate` (5,000 bytes a request) called as uvicorn calls an app: what it sent, and what
+    the app behind it saw."""
+    incoming = [{"type": "http.request", "body": chunk, "more_body": i < len(chunks) - 1 or then_leave}
+                for i, chunk in enumerate(chunks)] + [{"type": "http.disconnect"}]
+    sent, seen = [], []
+
+    async def receive() -> dict:
+        return incoming.pop(0) if incoming else {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    async def app(scope, receive_, send_) -> None:  # reads the body as Gradio's parser does, then answers 200
+        from gradio.route_utils import MultiPartException
+
+        try:
+            while True:
+                message = await receive_()
+                seen.append(f"{len(message.get('body', b''))} bytes")
+                if not message.get("more_body"):
+                    break
+        except MultiPartException as exc:
+            seen.append(f"parser error: {exc.message}")
+        await send_({"type": "http.response.start", "status": 200, "headers": []})
+        await send_({"type": "http.response.body", "body": b"ok"})
+
+    scope = {"type": "http", "client": (client, 1234),
+             "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()]}
+    asyncio.run(UploadGate(app, folders, request_bytes=5_000)(scope, receive, send))
+    return sent, seen
+
+
+def test_the_gate_bounds_reserves_and_gives_back(tmp_path):
+    folders = WorkFolders(tmp_path, max_bytes=10_000, client_bytes=6_000)
+    multipart = {"content-type": "multipart/form-data; boundary=x"}
+    sent, seen = _gate_call(folders, {**multipart, "content-length": "5001", "expect": "100-continue"}, [b"x" * 5001])
+    assert sent[0]["status"] == 413 and b"one upload may bring" in sent[1]["body"] and seen == []  # nothing read
+    sent, seen = _gate_call(folders, {**multipart, "content-length": "4000"}, [b"x" * 2000, b"x" * 2000])
+    assert sent[0]["status"] == 200 and seen == ["2000 bytes", "2000 bytes"]
+    assert folders.used() == 0  # the app stored nothing: the whole reservation was given back
+    sent, seen = _gate_call(folders, {**multipart, "transfer-encoding": "chunked"}, [b"x" * 3000] * 3)  # 9,000 streamed
+    assert sent[0]["status"] == 413 and seen == ["3000 bytes", "parser error: File size exceeded maximum allowed "
+                                                 "size: Upload refused: more than the 0.0 MB one upload may bring to "
+                                                 "this server."], seen
+    sent, seen = _gate_call(folders, {**multipart, "content-length": "4000"}, [b"x" * 1000], then_leave=True)
+    assert seen == ["1000 bytes", "parser error: the client left before its upload arrived"]
+    assert folders.used() == 0 and folders.held_by("10.0.0.9") == 0
+    sent, seen = _gate_call(folders, {"content-type": "application/json", "content-length": "9000"}, [b"{}" * 4500])
+    assert sent[0]["status"] == 200 and seen == ["9000 bytes"]  # not an upload: passed through untouched
 
 
 # ------------------------------------------------------------------------------------- against a server
