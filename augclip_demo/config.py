@@ -54,6 +54,9 @@ _DEFAULT_MAX_BATCH_EDITS = 16
 _DEFAULT_MAX_BATCH_ITEMS = 10000
 #: uvicorn's own default for forwarded_allow_ips: a proxy on this machine
 _DEFAULT_FORWARDED_ALLOW_IPS = "127.0.0.1,::1"
+#: One client's share of the app's disk cap, and how long an upload no event has used is kept (ui/storage.py).
+_DEFAULT_APP_CLIENT_DISK_PERCENT = 60
+_DEFAULT_APP_UPLOAD_UNUSED_S = 600
 
 #: Smallest accepted width and height of an input image, in pixels (io refuses smaller files).
 MIN_IMAGE_SIDE = 8
@@ -347,6 +350,14 @@ SETTINGS: tuple[Setting, ...] = (
             _positive_int),
     Setting("app_files_max_age_s", "AUGCLIP_APP_FILES_MAX_AGE_S", int, 3600,
             "seconds the app keeps a session's files after their last change", LIMIT, _POSITIVE, _positive_int),
+    Setting("app_client_disk_percent", "AUGCLIP_APP_CLIENT_DISK_PERCENT", int, _DEFAULT_APP_CLIENT_DISK_PERCENT,
+            "share of AUGCLIP_APP_DISK_MB, in percent, that the uploads of one client address (as "
+            "AUGCLIP_FORWARDED_ALLOW_IPS resolves it) may hold at once, those still arriving included; the default "
+            "leaves room for one upload of the largest zip (docs/security.md, \"Uploads in flight\")", LIMIT,
+            "an integer from 1 to 100", _int_from(1, 100)),
+    Setting("app_upload_unused_s", "AUGCLIP_APP_UPLOAD_UNUSED_S", int, _DEFAULT_APP_UPLOAD_UNUSED_S,
+            "seconds an upload that no event has used yet is kept; then it is deleted and no longer counts against "
+            "its client's share", LIMIT, _POSITIVE, _positive_int),
     Setting("max_loaded_models", "AUGCLIP_MAX_LOADED_MODELS", int, DEFAULT_MAX_LOADED_MODELS,
             "most models (CLIP, GroundingDINO, SAM together) kept loaded at once; beyond it the least recently "
             "used model that no running request uses is unloaded", LIMIT, _POSITIVE, _positive_int),
@@ -461,6 +472,8 @@ class Settings:
     max_batch_items: int = _field("max_batch_items")
     app_disk_mb: int = _field("app_disk_mb")
     app_files_max_age_s: int = _field("app_files_max_age_s")
+    app_client_disk_percent: int = _field("app_client_disk_percent")
+    app_upload_unused_s: int = _field("app_upload_unused_s")
     max_loaded_models: int = _field("max_loaded_models")
     max_model_memory_mb: int = _field("max_model_memory_mb")
     judge_model: str | None = _field("judge_model")  # None: mllm_model

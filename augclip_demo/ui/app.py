@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
+from starlette.middleware import Middleware
 
 from ..config import Settings
 from ..inference.needs import web_app_settings
@@ -28,7 +29,7 @@ from .guard import MEMORY_GATE
 from .help import help_markdown
 from .inputs import bound_inputs
 from .status import check_region_models, model_status, status_html
-from .storage import WorkFolders
+from .storage import UploadBounds, UploadGate, WorkFolders
 
 _CLIP_CHOICES = ["ViT-B-16/openai", "ViT-B-32/openai", "ViT-L-14/openai", "shapes:tiny", "random:ViT-B-16", "random:tiny"]
 
@@ -59,7 +60,9 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
     clip_choices = offered_models(base)
     offer = evaluate.evaluate_offer(base, clip_choices=clip_choices, cuda=_cuda_available(), examples=load_examples())
     settings_for = partial(page_settings, base, clip_choices)
-    folders = WorkFolders(max_age_s=base.app_files_max_age_s, max_bytes=base.app_disk_mb << 20)
+    folders = WorkFolders(max_age_s=base.app_files_max_age_s, max_bytes=base.app_disk_mb << 20,
+                          client_bytes=(base.app_disk_mb << 20) * base.app_client_disk_percent // 100,
+                          unused_s=base.app_upload_unused_s)
 
     with gr.Blocks(title="AugCLIP Studio", delete_cache=(600, base.app_files_max_age_s)) as demo:
         sweep = partial(_sweep_work_files, demo, folders)
@@ -150,19 +153,24 @@ def _cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
-def launch_kwargs(settings: Settings | None = None) -> dict[str, Any]:
-    """Arguments for ``demo.launch``: GRADIO_SERVER_NAME / GRADIO_SERVER_PORT are read by Gradio itself."""
+def launch_kwargs(settings: Settings | None = None, demo: gr.Blocks | None = None) -> dict[str, Any]:
+    """Arguments for ``demo.launch``: GRADIO_SERVER_NAME / GRADIO_SERVER_PORT are read by Gradio itself.
+    ``demo`` (from :func:`build_app`): its uploads are counted against its disk cap while they arrive."""
     settings = settings or Settings.from_env()
     # uvicorn (under Gradio) believes X-Forwarded-For only from these peers; it reads its own variable when the
     # server starts, so the app's one setting is handed over here (study/routes.client_address)
     os.environ["FORWARDED_ALLOW_IPS"] = settings.forwarded_allow_ips
+    bounds = UploadBounds.of(settings)
+    app_kwargs: dict[str, Any] = {"routes": study.study_routes(settings)}  # the rater page (ui/study/routes.py)
+    folders = getattr(demo, "work_folders", None)
+    if folders is not None:  # multipart bodies bounded, and counted per client against the cap as they arrive
+        app_kwargs["middleware"] = [Middleware(UploadGate, folders=folders, request_bytes=bounds.request_bytes)]
     return {
         "server_name": os.environ.get("GRADIO_SERVER_NAME") or None,
-        # Gradio refuses bigger uploads itself (with a margin, so our own message names the file); the
-        # batch tab's image zip has its own, larger limit.
-        "max_file_size": f"{max(int(settings.max_upload_mb * 2) + 1, settings.upload_max_zip_mb + 1)}mb",
+        # Gradio refuses bigger files itself: one upload route serves every component (storage.UploadBounds)
+        "max_file_size": bounds.file_bytes,
         "css": CSS,
         "theme": gr.themes.Soft(),
         "show_error": False,
-        "app_kwargs": {"routes": study.study_routes(settings)},  # the rater page (ui/study/routes.py)
+        "app_kwargs": app_kwargs,
     }

@@ -98,5 +98,5 @@ def main(argv: Sequence[str] | None = None) -> int:
             from ..attributes.clip_vocab import build_store_in_background
 
             build_store_in_background(settings)
-    demo.launch(**{**launch_kwargs(settings), **server_options(args)})
+    demo.launch(**{**launch_kwargs(settings, demo), **server_options(args)})
     return 0

@@ -22,19 +22,31 @@ when it arrives (one arriving while the total is over the cap is deleted at once
 refused), and the sweep also runs every :data:`_SWEEP_INTERVAL_S` seconds. :meth:`WorkFolders.check_room`
 refuses a request, with a message, while the total is at the cap; :meth:`WorkFolders.room` is what a
 zip may still expand to.
+
+Uploads are also counted while they arrive. :class:`UploadGate`, an ASGI middleware in front of Gradio's
+routes, refuses a multipart body larger than :attr:`UploadBounds.request_bytes` (the largest request the
+page makes) with 413 before reading it, and reserves its bytes against the cap and against its client's
+share (:attr:`WorkFolders.client_bytes`) as they are declared or streamed: one that would pass either is cut
+off with 413, and Gradio deletes its partial file. The reservation turns into the counted upload when Gradio
+adds the file to its set, and what is left of it is given back when the request ends, however it ends. An
+upload that no event has used within :attr:`WorkFolders.unused_s` seconds is deleted.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import os
+import re
 import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -66,18 +78,77 @@ def _last_change(path: Path) -> float:
     return latest
 
 
-class WorkFolders:
-    """Work folders per session id, with deletion on session end, by age and by total size."""
+@dataclass(frozen=True)
+class UploadBounds:
+    """What one upload may be, from the operator limits (``augclip_demo/config.py``).
 
-    def __init__(self, root: str | Path | None = None, *, max_age_s: float = 3600, max_bytes: int = 1 << 30):
+    Gradio serves every component's uploads through one route and its request does not say which component
+    a file is for, so the route's bounds are the largest any component takes: a file is at most the larger
+    of the image bound and the zip / results-file bound, plus 1 MB (a file a little over its component's
+    bound reaches the handler, whose message names it); a request holds at most one such file, or the
+    evaluation's edited images together (the page sends them in one request), plus room for the multipart
+    framing. The image bound itself is checked by the handler, before the file is opened.
+    """
+
+    file_bytes: int  # Gradio's ``max_file_size``
+    request_bytes: int  # the largest multipart body :class:`UploadGate` lets in
+
+    @classmethod
+    def of(cls, settings: Any) -> UploadBounds:
+        margin = MB
+        image, largest = int(settings.max_upload_mb * MB), max(int(settings.max_upload_mb * MB),
+                                                               settings.upload_max_zip_mb * MB)
+        file_bytes = largest + margin
+        return cls(file_bytes, max(file_bytes, settings.max_edits * (image + margin)) + _FRAMING_BYTES)
+
+
+_FRAMING_BYTES = 64 << 10  # multipart boundaries and part headers around the files, with room to spare
+_HASH_FOLDER = re.compile(r"[0-9a-f]{32,128}")
+
+
+@dataclass(eq=False)
+class _Flight:
+    """One multipart request while its body arrives: whose it is and what it has reserved."""
+
+    client: str
+    admitted: int = 0  # bytes of the body reserved so far (declared up front, or streamed)
+    reserved: int = 0  # of those, what is still held in flight (not yet turned into counted uploads)
+    refusal: str | None = None  # why the request was cut off (413), once it was
+
+
+@dataclass
+class _Upload:
+    client: str
+    size: int
+    at: float  # time.time() when it arrived
+    used: bool = False  # an event has taken it
+
+
+#: The request whose body is arriving in this task (set by :class:`UploadGate`, read by :meth:`WorkFolders.arrived`).
+_FLIGHT: contextvars.ContextVar[_Flight | None] = contextvars.ContextVar("augclip_upload_flight", default=None)
+
+
+class WorkFolders:
+    """Work folders per session id, with deletion on session end, by age and by total size; uploads counted
+    while they arrive, per client, and deleted when no event uses them."""
+
+    def __init__(self, root: str | Path | None = None, *, max_age_s: float = 3600, max_bytes: int = 1 << 30,
+                 client_bytes: int | None = None, unused_s: float = 600):
         self.root = Path(root or tempfile.gettempdir())
         self.max_age_s = float(max_age_s)
         self.max_bytes = int(max_bytes)
+        self.client_bytes = self.max_bytes if client_bytes is None else int(client_bytes)  # one client's share
+        self.unused_s = float(unused_s)
         self._lock = threading.Lock()
         self._by_session: dict[str, list[Path]] = {}
         self._made: set[Path] = set()  # every folder this process made or adopted (the size cap's scope)
         self._total = 0  # bytes counted at the last sweep
         self._arrived = 0  # bytes uploaded since
+        self._in_flight = 0  # bytes reserved by requests whose bodies are arriving
+        self._client_flight: dict[str, int] = {}
+        self._uploads: dict[str, _Upload] = {}  # uploads still on disk, by path
+        self._upload_set: set[str] | None = None  # Gradio's set of uploads (see watch_uploads)
+        self._blocks: Any = None
         self.refused_uploads: set[str] = set()  # uploads deleted on arrival (the total was at the cap)
         self._wake = threading.Event()
 
@@ -179,9 +250,9 @@ class WorkFolders:
 
     # ----------------------------------------------------------------- the cap between requests
     def used(self) -> int:
-        """Bytes counted: at the last sweep, plus uploads since."""
+        """Bytes counted: at the last sweep, plus uploads since, plus what uploads arriving now have reserved."""
         with self._lock:
-            return self._total + self._arrived
+            return self._total + self._arrived + self._in_flight
 
     def room(self) -> int:
         """Bytes that may still be written before the cap."""
@@ -197,16 +268,23 @@ class WorkFolders:
                              "Try again in a few minutes, when older files have been deleted.")
 
     def arrived(self, paths: Iterable[str | Path]) -> None:
-        """Count uploads as they arrive; one arriving while the total is at the cap is deleted at once."""
+        """Count uploads as they arrive; one arriving while the total is at the cap is deleted at once. Inside a
+        request that :class:`UploadGate` let in, the bytes its body reserved become the counted upload."""
+        flight = _FLIGHT.get()
         for path in paths:
             try:
                 size = os.lstat(path).st_size
             except OSError:
                 continue
             with self._lock:
-                full = self._total + self._arrived + size > self.max_bytes
+                taken = min(size, flight.reserved) if flight is not None else 0
+                if flight is not None:
+                    self._unreserve(flight, taken)
+                full = self._total + self._arrived + self._in_flight + size - taken > self.max_bytes
                 if not full:
                     self._arrived += size
+                    client = flight.client if flight is not None else "unknown"
+                    self._uploads[_key(path)] = _Upload(client, size, time.time())
             if full:
                 with contextlib.suppress(OSError):
                     os.unlink(path)
@@ -216,21 +294,147 @@ class WorkFolders:
                 log.warning("upload of %d bytes refused: the app's files are at their cap", size)
         self._wake.set()  # the timer sweeps now (evicting old files makes room)
 
+    # ----------------------------------------------------------------- uploads in flight, per client
+    def admit(self, flight: _Flight, size: int) -> str | None:
+        """Reserve ``size`` more bytes of ``flight``'s body; ``None`` if they fit, else why not (nothing reserved).
+        They must fit both the cap (with every other request in flight) and the client's share (its uploads on
+        disk and its other requests in flight). A client over its share first loses its own oldest uploads that
+        are at least :data:`MIN_AGE_S` old (as the cap evicts the oldest files): one user keeps working, and
+        nobody holds more than a share."""
+        for attempt in range(2):
+            with self._lock:
+                used = self._total + self._arrived + self._in_flight
+                if used + size > self.max_bytes:
+                    refusal = (f"Upload refused: the server's space for uploads and results is full ({used / MB:.1f} "
+                               f"of {self.max_bytes / MB:.0f} MB, AUGCLIP_APP_DISK_MB). Try again in a few minutes, "
+                               "when older files have been deleted.")
+                    break
+                held = self._held(flight.client) + self._client_flight.get(flight.client, 0)
+                if held + size <= self.client_bytes:
+                    flight.admitted += size
+                    flight.reserved += size
+                    self._in_flight += size
+                    self._client_flight[flight.client] = self._client_flight.get(flight.client, 0) + size
+                    return None
+                refusal = (f"Upload refused: your uploads would hold {(held + size) / MB:.1f} MB; one client address "
+                           f"may hold {self.client_bytes / MB:.1f} MB (AUGCLIP_APP_CLIENT_DISK_PERCENT of "
+                           f"AUGCLIP_APP_DISK_MB). Uploads that no request uses are deleted after "
+                           f"{self.unused_s / 60:g} minutes, others after {MIN_AGE_S / 60:g} minutes when their "
+                           "client needs the room; try again then.")
+            if attempt or not self._evict_own(flight.client, held + size - self.client_bytes):
+                break
+        self._wake.set()  # the timer sweeps now: evicting old files and expiring unused uploads makes room
+        return refusal
+
+    def _evict_own(self, client: str, needed: int) -> bool:
+        """Delete ``client``'s oldest uploads (gone ones forgotten, others at least :data:`MIN_AGE_S` old) until
+        ``needed`` bytes are free; none when they would not free enough. Whether they did."""
+        now = time.time()
+        with self._lock:
+            own = sorted((upload.at, path, upload.size) for path, upload in self._uploads.items()
+                         if upload.client == client)
+        victims, freed = [], 0
+        for at, path, size in own:
+            if freed >= needed:
+                break
+            if now - at >= MIN_AGE_S or not os.path.lexists(path):
+                victims.append(path)
+                freed += size
+        if freed < needed:
+            return False
+        for path in victims:
+            self._delete_upload(path)
+        return True
+
+    def _delete_upload(self, path: str) -> None:
+        """Delete a counted upload (if still there) with Gradio's folder named after its hash, and forget it."""
+        deleted = False
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+            deleted = True
+        folder = os.path.dirname(path)
+        if _HASH_FOLDER.fullmatch(os.path.basename(folder)):
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)  # when empty
+        with self._lock:
+            upload = self._uploads.pop(path, None)
+            if deleted and upload is not None:
+                self._arrived -= upload.size  # counted until the next sweep otherwise
+        if self._upload_set is not None:
+            self._upload_set.discard(path)
+
+    def land(self, flight: _Flight) -> None:
+        """The request ended (answered, refused or its client gone): give back what it still reserves."""
+        with self._lock:
+            self._unreserve(flight, flight.reserved)
+
+    def _unreserve(self, flight: _Flight, size: int) -> None:  # under the lock
+        flight.reserved -= size
+        self._in_flight -= size
+        left = self._client_flight.get(flight.client, 0) - size
+        if left > 0:
+            self._client_flight[flight.client] = left
+        else:
+            self._client_flight.pop(flight.client, None)
+
+    def _held(self, client: str) -> int:  # under the lock
+        return sum(upload.size for upload in self._uploads.values() if upload.client == client)
+
+    def held_by(self, client: str) -> int:
+        """Bytes ``client``'s uploads hold on disk and in flight (its share's use)."""
+        with self._lock:
+            return self._held(client) + self._client_flight.get(client, 0)
+
+    def expire_unused(self, used: Iterable[str] | None = None) -> int:
+        """Forget uploads that are gone, and delete those that no event has used for :attr:`unused_s` seconds.
+        ``used``: the files events have taken (default: every file set of the watched page but its uploads).
+        Returns how many were deleted."""
+        taken = {_key(path) for path in (self._files_used() if used is None else used)}
+        now, deleted = time.time(), 0
+        with self._lock:
+            uploads = list(self._uploads.items())
+        for path, upload in uploads:
+            if upload.used or path in taken:
+                upload.used = True
+            if not os.path.lexists(path) or (not upload.used and now - upload.at > self.unused_s):
+                deleted += os.path.lexists(path)
+                self._delete_upload(path)
+        if deleted:
+            log.info("%d upload(s) that no event used within %g s deleted", deleted, self.unused_s)
+        return deleted
+
+    def _files_used(self) -> set[str]:
+        upload_set = self._upload_set
+        files: set[str] = set()
+        for file_set in list(getattr(self._blocks, "temp_file_sets", ())):
+            if file_set is not upload_set:
+                files.update(list(file_set))
+        return files
+
+    def _next_expiry(self) -> float:
+        """Seconds until the oldest upload no event has used may expire (``inf``: none waits)."""
+        with self._lock:
+            waiting = [upload.at for upload in self._uploads.values() if not upload.used]
+        return max(0.0, min(waiting) + self.unused_s - time.time()) + 0.5 if waiting else float("inf")
+
     def watch_uploads(self, blocks: object, sweep: Callable[[], object], interval: float = _SWEEP_INTERVAL_S) -> None:
         """Count ``blocks``' uploads on arrival and run ``sweep`` every ``interval`` seconds (and after an
-        upload), in a daemon thread, for as long as the process lives."""
+        upload, and when an unused upload is due to expire), in a daemon thread, for as long as the process
+        lives."""
         counted = _CountedSet(self, getattr(blocks, "upload_file_set", ()))
         sets = getattr(blocks, "temp_file_sets", [])
         for i, file_set in enumerate(sets):
             if file_set is getattr(blocks, "upload_file_set", None):
                 sets[i] = counted
         blocks.upload_file_set = counted  # type: ignore[attr-defined]
+        self._upload_set, self._blocks = counted, blocks
 
         def run() -> None:
             while True:
-                self._wake.wait(interval)
+                self._wake.wait(min(interval, self._next_expiry()))
                 self._wake.clear()
                 try:
+                    self.expire_unused()
                     sweep()
                 except Exception:  # noqa: BLE001 - a set changed while counted: the next turn counts again
                     log.debug("timed sweep skipped", exc_info=True)
@@ -253,3 +457,134 @@ class _CountedSet(set):
         items = [item for other in others for item in other]
         super().update(items)
         self._folders.arrived(items)
+
+
+def _key(path: str | Path) -> str:
+    """One spelling of a file's path (Gradio's sets and the upload route may differ in links and dots)."""
+    return os.path.realpath(path)
+
+
+# ---------------------------------------------------------------------------------- the upload gate
+_Scope = MutableMapping[str, Any]
+_Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+_Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+
+class UploadGate:
+    """ASGI middleware: multipart bodies (Gradio's upload routes) bounded and counted while they arrive.
+
+    The client is ``scope["client"]``: the peer's address, or the one uvicorn took from ``X-Forwarded-For``
+    when the peer is one of the operator's proxies (``AUGCLIP_FORWARDED_ALLOW_IPS``), so a client cannot
+    choose the address its share is counted against. A body declared larger than ``request_bytes`` is refused
+    at once; one whose declared size does not fit the cap or the client's share likewise, before a byte is
+    read. A body without a declared size (chunked) is reserved as it streams and cut off at the first chunk
+    that does not fit. A cut-off body ends Gradio's multipart parser with its own error, so Gradio deletes
+    the partial file; so does a client that leaves mid-body. The client is then answered 413 with the reason.
+    """
+
+    def __init__(self, app: Callable[[_Scope, _Receive, _Send], Awaitable[None]], folders: WorkFolders,
+                 request_bytes: int):
+        self.app, self.folders, self.request_bytes = app, folders, int(request_bytes)
+
+    async def __call__(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
+        if scope.get("type") != "http" or not _multipart(scope):
+            await self.app(scope, receive, send)
+            return
+        from gradio.route_utils import MultiPartException
+
+        declared = _content_length(scope)
+        waits = _header(scope, b"expect").lower() == b"100-continue"  # the client sends its body only if asked
+        if declared is not None and declared > self.request_bytes:
+            await self._refuse(receive, send, waits, f"Upload refused: {declared / MB:.1f} MB is more than the "
+                               f"{self.request_bytes / MB:.1f} MB one upload may bring to this server (the largest "
+                               "file the page takes: AUGCLIP_UPLOAD_MAX_ZIP_MB, AUGCLIP_MAX_UPLOAD_MB per image).")
+            return
+        client = str((scope.get("client") or ("unknown",))[0])[:64]
+        flight = _Flight(client)
+        try:
+            if declared:
+                flight.refusal = self.folders.admit(flight, declared)
+                if flight.refusal:
+                    await self._refuse(receive, send, waits, flight.refusal)
+                    return
+            answered = complete = left = False
+
+            async def counted() -> MutableMapping[str, Any]:
+                nonlocal complete, left
+                message = await receive()
+                if message.get("type") == "http.disconnect" and not complete:
+                    left = True
+                    raise MultiPartException("the client left before its upload arrived")  # Gradio deletes the part
+                if message.get("type") == "http.request":
+                    body = len(message.get("body", b""))
+                    complete = not message.get("more_body", False)
+                    if declared is None and flight.admitted + body > self.request_bytes:
+                        flight.refusal = (f"Upload refused: more than the {self.request_bytes / MB:.1f} MB one upload "
+                                          "may bring to this server.")
+                    elif declared is None and body:  # chunked: reserved as it streams
+                        flight.refusal = self.folders.admit(flight, body)
+                    if flight.refusal:
+                        raise MultiPartException("File size exceeded maximum allowed size: " + flight.refusal)
+                return message
+
+            async def guarded(message: MutableMapping[str, Any]) -> None:
+                nonlocal answered
+                if flight.refusal is None:
+                    await send(message)
+                elif message.get("type") == "http.response.start" and not answered:
+                    answered = True  # the route's own answer to the parser's error is replaced by the reason
+                    await self._refuse(receive, send, complete, flight.refusal)
+
+            token = _FLIGHT.set(flight)
+            try:
+                await self.app(scope, counted, guarded)
+            except MultiPartException:
+                if left and flight.refusal is None:
+                    return  # a route that did not answer the parser's error: nobody is there to read an answer
+                if flight.refusal is None or answered:
+                    raise
+                await self._refuse(receive, send, complete, flight.refusal)
+            finally:
+                _FLIGHT.reset(token)
+        finally:
+            self.folders.land(flight)
+            if flight.refusal:
+                log.warning("upload from %s refused: %s", client, flight.refusal)
+
+
+    async def _refuse(self, receive: _Receive, send: _Send, read: bool, text: str) -> None:
+        """Answer 413 with ``text``. Unless the body was read (``read``) or the client waits to be asked for
+        it (``Expect: 100-continue``), what is left of it is read and dropped first (at most ``request_bytes``,
+        never stored): a server that closes with the body unread makes the client's system reset the
+        connection, and the client would see that instead of the answer."""
+        left = 0 if read else self.request_bytes
+        while left > 0:
+            message = await receive()
+            left -= len(message.get("body", b""))
+            if message.get("type") != "http.request" or not message.get("more_body", False):
+                break
+        await _answer(send, 413, text)
+
+
+def _header(scope: _Scope, wanted: bytes) -> bytes:
+    for name, value in scope.get("headers", ()):
+        if name == wanted:
+            return bytes(value)
+    return b""
+
+
+def _multipart(scope: _Scope) -> bool:
+    return _header(scope, b"content-type").split(b";", 1)[0].strip().lower() == b"multipart/form-data"
+
+
+def _content_length(scope: _Scope) -> int | None:
+    value = _header(scope, b"content-length").strip()
+    return int(value) if value.isdigit() else None
+
+
+async def _answer(send: _Send, status: int, text: str) -> None:
+    body = text.encode("utf-8")
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
