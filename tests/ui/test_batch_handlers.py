@@ -16,12 +16,12 @@ import pytest
 from augclip_demo.batch.protocol_tables import compute_protocols
 from augclip_demo.batch.runner import BatchOptions, run_batch
 from augclip_demo.config import Settings
-from augclip_demo.ui import build_app
+from augclip_demo.ui import build_app, first_contact
 from augclip_demo.ui.batch import handlers as on
 from augclip_demo.ui.common import page_settings
 from augclip_demo.ui.examples import EXAMPLES_DIR
 from augclip_demo.ui.first_contact import readiness
-from augclip_demo.ui.status import model_status
+from augclip_demo.ui.status import ModelStatus, model_status
 from augclip_demo.ui.storage import WorkFolders
 from tests.support import EXAMPLES, TINY
 from tests.ui.test_app_batch import ITEMS, METRICS, example_manifest, example_zip
@@ -231,3 +231,54 @@ def test_stop_hides_itself_and_show_and_hide_say_so(ctx):
     assert on.show_stop(ctx) == {tab.stop_btn: gr.update(visible=True)}
     assert on.hide_stop(ctx) == {tab.stop_btn: gr.update(visible=False)}
     assert on.stop_run(ctx) == {tab.stop_btn: gr.update(visible=False)}  # its words go to a notice
+
+
+def test_the_demo_button_sets_the_batch_tabs_clip_model_too(ctx):
+    """The page's demo button (the Evaluate tab's demo) moves the Batch tab's CLIP model to the demo's."""
+    assert on.follow_demo(ctx) == {ctx.tab.clip_model: gr.update(value=first_contact.DEMO_CLIP)}
+    assert first_contact.DEMO_CLIP in ctx.clip_choices
+    app = build_app(Settings.from_env(clip_model=TINY, device="cpu"))
+    demo_id = next(b._id for b in app.blocks.values() if getattr(b, "elem_id", None) == "aug-demo")
+    deps = app.config["dependencies"]
+    batch_clip = app.batch_context.tab.clip_model._id
+    assert any(d["targets"] == [(demo_id, "click")] and d["outputs"] == [batch_clip] for d in deps)
+    # and the tab's note is redrawn on that change (its event has no trigger of its own: the inputs' changes)
+    note = app.batch_context.tab.needs._id
+    assert any(batch_clip in d["inputs"] and d["outputs"] == [note] for d in deps)
+
+
+def test_the_batch_note_names_the_tabs_own_menu_not_the_hidden_demo_button(ctx):
+    missing = page_settings(ctx.settings, ctx.clip_choices, NO_WEIGHTS)
+    readiness(missing, background=False)
+    model_status(missing, background=False)
+    text = on.show_needs(ctx, NO_WEIGHTS, ["augclip"])[ctx.tab.needs]["value"]
+    assert f"pick {first_contact.DEMO_CLIP}" in text and "this tab&#x27;s CLIP model" in text, text
+    assert "demo button" not in text
+
+
+def _refused_panel(out: dict, tab) -> str:
+    assert set(out) == set(tab.run_outputs)
+    for table in (tab.protocol, tab.scores):  # no earlier run's rows: the placeholder says why
+        assert list(out[table].iloc[:, 0]) == [on._NOT_RUN_TABLE]
+    assert out[tab.files] is None
+    return out[tab.summary]
+
+
+def test_a_batch_with_a_model_without_weights_says_so_in_the_tab_without_a_notice(ctx, upload):
+    tab = ctx.tab
+    missing = page_settings(ctx.settings, ctx.clip_choices, NO_WEIGHTS)
+    assert model_status(missing, background=False).state == "error"  # the page's check has run
+    panel = _refused_panel(scored(ctx, *upload, clip=NO_WEIGHTS), tab)  # no gr.Error: returned, in the tab
+    assert 'class="aug-error"' in panel and f"No weights for the CLIP model {NO_WEIGHTS}" in panel
+    assert f"<code>augclip-demo download --clip {NO_WEIGHTS}</code>" in panel and "this batch did not run" in panel
+    assert f"pick {first_contact.DEMO_CLIP}" in panel
+
+
+def test_weights_found_missing_while_the_batch_loads_are_said_in_the_tab_too(ctx, upload, monkeypatch):
+    """The page's check has not ended yet (the status still loading): the runner itself finds no weights."""
+    other = next(c for c in ctx.clip_choices if c.endswith("/openai") and c != NO_WEIGHTS)
+    monkeypatch.setattr(on, "model_status", lambda settings, **_: ModelStatus(spec=settings.clip_model))
+    panel = _refused_panel(scored(dataclasses.replace(ctx, resumable={}), *upload, clip=other), ctx.tab)
+    assert panel.startswith('<div class="aug-error"') and "This batch did not run" in panel
+    assert f"{other}: no usable weights here" in panel and "augclip-demo download" in panel
+    assert "/tmp/" not in panel

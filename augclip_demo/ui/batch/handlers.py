@@ -29,6 +29,7 @@ from ...batch.manifest import load_manifest
 from ...batch.upload import BatchUploadResult, run_uploaded_batch
 from ...batch.ziputil import ZipLimits
 from ...config import Settings
+from ...errors import WeightsUnavailableError
 from ...metrics.suite import METRICS
 from ...report import UNTRAINED_WARNING
 from .. import first_contact
@@ -79,6 +80,9 @@ def score_upload(ctx: BatchContext, manifest_file, images_zip, metric_keys, prov
         raise gr.Error("Choose at least one metric.")
     run_settings = page_settings(ctx.settings, ctx.clip_choices, clip_spec)
     metric_keys = list(dict.fromkeys(metric_keys))
+    if (status := model_status(run_settings)).state == "error":  # known already: said in the tab, nothing runs
+        return _not_run(ctx.tab, first_contact.scores_message(run_settings, status, what="this batch did not run",
+                                                              hint=first_contact.BATCH_HINT))
     limits = zip_limits(ctx)
     session = getattr(request, "session_hash", None)
     # The same upload with the same choices in the same session resumes a cancelled run's folder.
@@ -94,6 +98,9 @@ def score_upload(ctx: BatchContext, manifest_file, images_zip, metric_keys, prov
                                         metrics=metric_keys, provider=provider_name, skip_invalid=bool(skip),
                                         progress=lambda fraction, message: progress(fraction, desc=message),
                                         cancel=watch.event, limits=limits)
+    except WeightsUnavailableError as exc:  # found while loading: said in the tab, where the model is chosen
+        return _not_run(ctx.tab, f"This batch did not run: {scrub_paths(exc.brief())}"
+                                 f"{first_contact.demo_hint(run_settings, first_contact.BATCH_HINT)}.")
     finally:
         BATCH_LOCK.release()
     ctx.resumable.pop(key, None)  # finished: a new run of it starts afresh
@@ -131,6 +138,11 @@ def show_needs(ctx: BatchContext, clip_spec, chosen) -> Updates:
     except Exception:  # noqa: BLE001 - a model the page does not offer: Run says so itself
         text = ""
     return {ctx.tab.needs: gr.update(value=text, visible=bool(text))}  # an empty note takes no room
+
+
+def follow_demo(ctx: BatchContext) -> Updates:
+    """The page's demo button: the tab's CLIP model becomes the demo's too (its note follows the change)."""
+    return {ctx.tab.clip_model: gr.update(value=first_contact.DEMO_CLIP)}
 
 
 def load_example_files(ctx: BatchContext) -> Updates:
@@ -210,6 +222,17 @@ def _batch_updates(tab: BatchTab, result: BatchUploadResult, metric_keys: list[s
                       if result.protocol_rows else empty_table(_NO_PROTOCOL))
     return {tab.summary: text, tab.protocol: protocol_table, tab.scores: _per_edit_table(headers, rows, metric_keys),
             tab.files: _public_copies(result)}
+
+
+_NOT_RUN_TABLE = "Nothing scored: the message above says why and what to do."
+
+
+def _not_run(tab: BatchTab, message: str | None) -> Updates:
+    """A batch that could not start (its models have no weights here): the reason and the fix in the summary's
+    place, as a red panel beside the tab's inputs (not a notice over them), and no earlier run's results."""
+    panel = f'<div class="aug-error" id="aug-batch-refused">{first_contact.note_text(message or "")}</div>'
+    return {tab.summary: panel, tab.protocol: empty_table(_NOT_RUN_TABLE), tab.scores: empty_table(_NOT_RUN_TABLE),
+            tab.files: None}
 
 
 def _summary_markdown(result: BatchUploadResult) -> str:
