@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+import threading
 import zipfile
 from pathlib import Path
 
@@ -224,13 +225,78 @@ def test_stop_shows_before_the_run_goes_after_every_end_and_cancels_exactly_the_
     assert all(d["outputs"] == [stop_id] for d in after)
     cancelling = [d for d in deps if d["cancels"]]
     assert [(d["targets"], d["cancels"]) for d in cancelling] == [([(stop_id, "click")], [batch["id"]])]
+    assert cancelling[0]["outputs"] == [stop_id, *(c._id for c in tab.run_outputs)]  # then shows what it kept
 
 
-def test_stop_hides_itself_and_show_and_hide_say_so(ctx):
+def test_stop_hides_itself_and_says_what_it_stopped_when_nothing_was_kept(ctx, monkeypatch):
+    own = dataclasses.replace(ctx, runs={})
     tab = ctx.tab
-    assert on.show_stop(ctx) == {tab.stop_btn: gr.update(visible=True)}
-    assert on.hide_stop(ctx) == {tab.stop_btn: gr.update(visible=False)}
-    assert on.stop_run(ctx) == {tab.stop_btn: gr.update(visible=False)}  # its words go to a notice
+    assert on.show_stop(own) == {tab.stop_btn: gr.update(visible=True)}
+    assert on.hide_stop(own) == {tab.stop_btn: gr.update(visible=False)}
+    # Stopped while still queued: no run of this session began.
+    out = on.stop_run(own)
+    assert out[tab.stop_btn] == gr.update(visible=False) and set(out) == {tab.stop_btn, *tab.run_outputs}
+    assert out[tab.summary] == on._STOPPED_EARLY and out[tab.files] is None
+    assert list(out[tab.scores].iloc[:, 0]) == [on._STOPPED_TABLE] == list(out[tab.protocol].iloc[:, 0])
+    # A run whose worker has not ended yet: Stop says it is finishing, and shows no earlier results.
+    monkeypatch.setattr(on, "STOP_WAIT_S", 0.01)
+    own.runs[None] = on.BatchRun(["clip_i"])
+    assert on.stop_run(own)[tab.summary] == on._STILL_STOPPING
+    own.runs[None].ended.set()  # ended without results (refused, or stopped while the zip was unpacked)
+    assert on.stop_run(own)[tab.summary] == on._STOPPED_EARLY
+    on.show_stop(own)  # Run pressed again: the session's earlier run is not the one Stop shows
+    assert own.runs == {}
+
+
+class _StopAfterTheFirstItem:
+    """The page's Stop, as the handler's CancelWatch sees it: set once the first item is scored."""
+
+    event = threading.Event()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    @classmethod
+    def progress(cls, fraction: float, desc: str = "") -> None:
+        if "items scored" in desc:
+            cls.event.set()
+
+
+@pytest.mark.slow
+def test_stop_shows_the_stopped_runs_kept_items_not_the_earlier_runs_results(ctx, upload, tmp_path, monkeypatch):
+    own = dataclasses.replace(ctx, runs={}, resumable={})
+    tab = ctx.tab
+    earlier = on.score_upload(own, *upload, ["clip_i"], "manual", TINY, False)  # a finished run of two items
+    assert "2 item(s) scored" in earlier[tab.summary]
+    # A longer run: one example's images under 30 ids, stopped once its first item is scored.
+    line = json.loads(Path(upload[0]).read_text().splitlines()[0])
+    long = tmp_path / "long" / "long.jsonl"
+    long.parent.mkdir()
+    long.write_text("".join(json.dumps({**line, "id": f"copy{n}"}) + "\n" for n in range(30)))
+    images = str(example_zip(long.parent, items=(line["id"],)))
+    monkeypatch.setattr(on, "CancelWatch", _StopAfterTheFirstItem)
+    _StopAfterTheFirstItem.event.clear()
+    on.show_stop(own)
+    on.score_upload(own, str(long), images, ["clip_i", "l2"], "manual", TINY, False,
+                    progress=_StopAfterTheFirstItem.progress)
+    shown = on.stop_run(own)
+    kept = [json.loads(text) for text in Path(next(f for f in shown[tab.files] if f.endswith(".jsonl")))
+            .read_text().splitlines()]
+    assert 1 <= len(kept) < 30, len(kept)
+    assert f"**Stopped: {len(kept)} item(s) scored, 0 failed** (of 30)" in shown[tab.summary]
+    assert "run the same files with the same choices again" in shown[tab.summary].lower()
+    frame = shown[tab.scores].data
+    assert list(frame["id"]) == [r["id"] for r in kept for _ in r["edits"]]  # the kept items, not the earlier run's
+    assert list(frame.columns) == [*on.SHOWN_COLUMNS, "CLIP-I", "L2", "error"]  # this run's metrics
+    assert sorted(Path(f).name for f in shown[tab.files])[0] == "long-protocol.csv"
+    # The same request again resumes after the kept items.
+    monkeypatch.undo()  # the page's own watch (outside a Gradio request it never fires)
+    resumed = on.score_upload(own, str(long), images, ["clip_i", "l2"], "manual", TINY, False)
+    assert f"Resumed: {len(kept)} item(s)" in resumed[tab.summary] and "Stopped" not in resumed[tab.summary]
+    assert len(resumed[tab.scores].data) == 30 * len(line["edits"])
 
 
 def test_the_demo_button_sets_the_batch_tabs_clip_model_too(ctx):

@@ -46,6 +46,9 @@ Updates = dict[Any, Any]
 #: cancelled run is still stopping in its thread; this lock holds until it has.
 BATCH_LOCK = threading.Lock()
 LOCK_WAIT_S = 15.0
+#: How long Stop waits for the stopped run's worker to end (it stops within a second or two) before it says so.
+STOP_WAIT_S = 15.0
+MAX_RUNS_KEPT = 256
 SHOWN_COLUMNS = ("id", "edit", "name", "role", "status")
 _NO_PROTOCOL = ("No protocol figures for this manifest: they need human judgments (human.preferred or human.scores) "
                "or gt / ep / em triplets (augclip-demo triplets adds them).")
@@ -63,6 +66,18 @@ class BatchContext:
     after_run: Callable[[], None] | None = None  # e.g. keep the app's files within their bounds
     #: a cancelled run's folder, by session, upload and choices: the same request resumes it
     resumable: dict[tuple, Path] = field(default_factory=dict)
+    #: each session's latest run (what Stop shows when it has stopped), at most :data:`MAX_RUNS_KEPT` sessions
+    runs: dict[str | None, BatchRun] = field(default_factory=dict)
+
+
+@dataclass
+class BatchRun:
+    """One run of the tab, as Stop finds it: its metrics, whether its worker has ended, and what it returned
+    (a finished run's results, or a stopped run's kept items; None when it ended without any)."""
+
+    metric_keys: list[str]
+    ended: threading.Event = field(default_factory=threading.Event)
+    result: BatchUploadResult | None = None
 
 
 # ---------------------------------------------------------------------------- handlers
@@ -89,32 +104,51 @@ def score_upload(ctx: BatchContext, manifest_file, images_zip, metric_keys, prov
     key = (session, upload_key(manifest_file, images_zip), tuple(metric_keys), provider_name,
            run_settings.clip_model, bool(skip))
     work_dir = resumable_folder(ctx, key, session)
-    if not BATCH_LOCK.acquire(timeout=LOCK_WAIT_S):
-        raise gr.Error("Another batch is still running (or stopping) on this server; one runs at a time. "
-                       "Try again in a minute.")
+    run = _new_run(ctx, session, metric_keys)
     try:
-        with CancelWatch() as watch:
-            result = run_uploaded_batch(manifest_file, images_zip, work_dir=work_dir, settings=run_settings,
-                                        metrics=metric_keys, provider=provider_name, skip_invalid=bool(skip),
-                                        progress=lambda fraction, message: progress(fraction, desc=message),
-                                        cancel=watch.event, limits=limits)
-    except WeightsUnavailableError as exc:  # found while loading: said in the tab, where the model is chosen
-        return _not_run(ctx.tab, f"This batch did not run: {scrub_paths(exc.brief())}"
-                                 f"{first_contact.demo_hint(run_settings, first_contact.BATCH_HINT)}.")
+        if not BATCH_LOCK.acquire(timeout=LOCK_WAIT_S):
+            raise gr.Error("Another batch is still running (or stopping) on this server; one runs at a time. "
+                           "Try again in a minute.")
+        try:
+            with CancelWatch() as watch:
+                result = run_uploaded_batch(manifest_file, images_zip, work_dir=work_dir, settings=run_settings,
+                                            metrics=metric_keys, provider=provider_name, skip_invalid=bool(skip),
+                                            progress=lambda fraction, message: progress(fraction, desc=message),
+                                            cancel=watch.event, limits=limits, keep_stopped=True)
+        except WeightsUnavailableError as exc:  # found while loading: said in the tab, where the model is chosen
+            return _not_run(ctx.tab, f"This batch did not run: {scrub_paths(exc.brief())}"
+                                     f"{first_contact.demo_hint(run_settings, first_contact.BATCH_HINT)}.")
+        finally:
+            BATCH_LOCK.release()
+        run.result = result
     finally:
-        BATCH_LOCK.release()
-    ctx.resumable.pop(key, None)  # finished: a new run of it starts afresh
+        run.ended.set()
+    if not result.summary.interrupted:
+        ctx.resumable.pop(key, None)  # finished: a new run of it starts afresh (a stopped one resumes)
     if ctx.after_run is not None:
         ctx.after_run()
     return _batch_updates(ctx.tab, result, metric_keys)
 
 
-_STOPPED_TEXT = ("Stopped. Anything already scored is kept: run the same files with the same choices again on this "
-                 "page to go on from there.")
+def _new_run(ctx: BatchContext, session: str | None, metric_keys: list[str]) -> BatchRun:
+    """The session's run from now on (Stop shows this one's kept items); the oldest sessions' records go."""
+    ctx.runs.pop(session, None)
+    while len(ctx.runs) >= MAX_RUNS_KEPT:
+        ctx.runs.pop(next(iter(ctx.runs)))
+    run = ctx.runs[session] = BatchRun(list(metric_keys))
+    return run
 
 
-def show_stop(ctx: BatchContext) -> Updates:
-    """Run pressed: the Stop button shows while the run is queued or going."""
+_RESUME_TEXT = "Run the same files with the same choices again on this page to go on from there."
+_STOPPED_EARLY = "**Stopped before any item was scored.**"
+_STOPPED_TABLE = "Nothing scored: the run was stopped before its first item."
+_STILL_STOPPING = ("**Stopped.** The run is still finishing the items it had started; they are kept. " + _RESUME_TEXT)
+
+
+def show_stop(ctx: BatchContext, request: gr.Request = None) -> Updates:
+    """Run pressed: the Stop button shows while the run is queued or going (and the session's earlier run is
+    no longer the one Stop would show)."""
+    ctx.runs.pop(getattr(request, "session_hash", None), None)
     return {ctx.tab.stop_btn: gr.update(visible=True)}
 
 
@@ -123,11 +157,19 @@ def hide_stop(ctx: BatchContext) -> Updates:
     return {ctx.tab.stop_btn: gr.update(visible=False)}
 
 
-def stop_run(ctx: BatchContext) -> Updates:
-    """Stop pressed: the page cancels the run (its worker stops within a second, keeping what is scored). Said in a
-    notice, not in the summary: a run that ended just before the click keeps its summary."""
-    gr.Info(_STOPPED_TEXT)
-    return {ctx.tab.stop_btn: gr.update(visible=False)}
+def stop_run(ctx: BatchContext, request: gr.Request = None) -> Updates:
+    """Stop pressed: the page cancels the run; this waits for its worker to end (within a second or two, keeping
+    what it scored) and shows that run's kept items: the summary, the tables and the downloads of what it
+    scored, not an earlier run's. A run that ended just before the click shows its own results."""
+    run = ctx.runs.get(getattr(request, "session_hash", None))
+    hidden = {ctx.tab.stop_btn: gr.update(visible=False)}
+    if run is None:  # still queued: nothing started
+        return {**hidden, **_no_results(ctx.tab, _STOPPED_EARLY, _STOPPED_TABLE)}
+    if not run.ended.wait(STOP_WAIT_S):
+        return {**hidden, **_no_results(ctx.tab, _STILL_STOPPING, _STOPPED_TABLE)}
+    if run.result is None:  # stopped during the extraction, or refused
+        return {**hidden, **_no_results(ctx.tab, _STOPPED_EARLY, _STOPPED_TABLE)}
+    return {**hidden, **_batch_updates(ctx.tab, run.result, run.metric_keys)}
 
 
 def show_needs(ctx: BatchContext, clip_spec, chosen) -> Updates:
@@ -231,7 +273,12 @@ def _not_run(tab: BatchTab, message: str | None) -> Updates:
     """A batch that could not start (its models have no weights here): the reason and the fix in the summary's
     place, as a red panel beside the tab's inputs (not a notice over them), and no earlier run's results."""
     panel = f'<div class="aug-error" id="aug-batch-refused">{first_contact.note_text(message or "")}</div>'
-    return {tab.summary: panel, tab.protocol: empty_table(_NOT_RUN_TABLE), tab.scores: empty_table(_NOT_RUN_TABLE),
+    return _no_results(tab, panel, _NOT_RUN_TABLE)
+
+
+def _no_results(tab: BatchTab, summary: str, table_text: str) -> Updates:
+    """``summary`` and empty tables (``table_text`` in them), no downloads: no earlier run's results stay."""
+    return {tab.summary: summary, tab.protocol: empty_table(table_text), tab.scores: empty_table(table_text),
             tab.files: None}
 
 
@@ -241,8 +288,11 @@ def _summary_markdown(result: BatchUploadResult) -> str:
     lines = []
     if result.untrained:
         lines.append(f'<div class="aug-untrained">{html.escape(UNTRAINED_WARNING)} ({html.escape(summary.model)})</div>\n')
-    lines.append(f"**{summary.n_ok} item(s) scored, {summary.n_failed} failed** (of {summary.n_items}) in "
+    head = "Stopped: " if summary.interrupted else ""
+    lines.append(f"**{head}{summary.n_ok} item(s) scored, {summary.n_failed} failed** (of {summary.n_items}) in "
                  f"{summary.seconds:.1f} s ({summary.items_per_second:.2f} items/s) with `{summary.model}`.")
+    if summary.interrupted:
+        lines.append(f"These are the items the stopped run kept (the rest were not scored). {_RESUME_TEXT}")
     if summary.n_skipped:
         lines.append(f"Resumed: {summary.n_skipped} item(s) scored by an earlier, cancelled run of this upload were kept.")
     hidden = str(result.work_dir)
