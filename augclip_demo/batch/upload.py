@@ -182,6 +182,21 @@ def _choose_root(extracted: Path, manifest: Path) -> Path:
     return max(candidates, key=hits)
 
 
+def unpack_beside_manifest(manifest_file: str | Path, images_zip: str | Path, folder: str | Path,
+                           limits: ZipLimits) -> Path:
+    """The zip of a manifest's images extracted into ``folder`` (the same checks and root as a run), and a copy
+    of the manifest at that root, where its relative paths resolve; returns the copy (what the Explore views take
+    to find an item's images)."""
+    manifest_file, folder = Path(manifest_file), Path(folder)
+    extracted = folder / "data"
+    safe_extract(images_zip, extracted, limits)
+    copy = _choose_root(extracted, manifest_file) / manifest_file.name
+    if copy.exists():  # the zip holds a file of that name: the manifest goes beside it under its own name
+        copy = copy.with_name(_UPLOADED_MANIFEST)
+    shutil.copyfile(manifest_file, copy)
+    return copy
+
+
 def run_uploaded_batch(manifest_file: str | Path, images_zip: str | Path, *, work_dir: str | Path | None = None,
                        settings: Settings | None = None, encoder: ClipEncoder | None = None,
                        metrics: list[str] | str | None = None, augclip: AugCLIPOptions | None = None,

@@ -96,11 +96,13 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         explore.wire_to_evaluate(explore_ctx, {name: getattr(tab, name) for name in explore.EVALUATE_FIELDS},
                                  clip_choices, main_tabs)
         evaluate.wire(ctx)
+        _wire_batch_to_explore(batch_ctx, explore_ctx, main_tabs)
         _wire_page(demo, ctx, offer, timer=timer, demo_btn=demo_btn, batch_ctx=batch_ctx)
     demo.queue(default_concurrency_limit=base.concurrency, max_size=64)
     demo.work_folders = folders  # for tests and operators: where the session files live
     demo.evaluate_context = ctx  # for tests: the Evaluate handlers' context, as the events have it
     demo.batch_context, demo.hatie_context = batch_ctx, hatie_ctx  # the same for the Batch and HATIE tabs
+    demo.explore_context = explore_ctx  # and the Explore tab
     return demo
 
 
@@ -109,6 +111,14 @@ def _sweep_work_files(demo: gr.Blocks, folders: WorkFolders) -> None:
     cached = [file for file_set in demo.temp_file_sets for file in list(file_set)]
     keep = {Path(file) for block in demo.blocks.values() for file in getattr(block, "keep_in_cache", ())}
     folders.sweep(cache_files=cached, keep=keep)
+
+
+def _wire_batch_to_explore(batch_ctx: batch.BatchContext, explore_ctx: explore.ExploreContext, tabs: gr.Tabs) -> None:
+    """The Batch tab's Open in Explore: the run's files handed over in a server-side state (never a client's path),
+    then opened in the Explore tab, which is shown."""
+    handoff = gr.State(None)
+    event = batch_ctx.tab.explore_btn.click(bind(batch.explore_handoff, batch_ctx), None, handoff, api_name=False)
+    explore.wire_from_batch(explore_ctx, event, handoff, tabs)
 
 
 def _wire_page(demo: gr.Blocks, ctx: evaluate.EvaluateContext, offer: evaluate.EvaluateOffer, *, timer: gr.Timer,

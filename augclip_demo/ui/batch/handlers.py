@@ -26,10 +26,10 @@ from typing import Any
 import gradio as gr
 
 from ...batch.manifest import load_manifest
-from ...batch.upload import BatchUploadResult, run_uploaded_batch
+from ...batch.upload import BatchUploadResult, run_uploaded_batch, unpack_beside_manifest
 from ...batch.ziputil import ZipLimits
 from ...config import Settings
-from ...errors import WeightsUnavailableError
+from ...errors import InputError, WeightsUnavailableError
 from ...metrics.suite import METRICS
 from ...report import UNTRAINED_WARNING
 from .. import first_contact
@@ -76,8 +76,11 @@ class BatchRun:
     (a finished run's results, or a stopped run's kept items; None when it ended without any)."""
 
     metric_keys: list[str]
+    manifest_file: str = ""  # the uploads it ran on (Gradio's copies on the server): Open in Explore reads them
+    images_zip: str = ""
     ended: threading.Event = field(default_factory=threading.Event)
     result: BatchUploadResult | None = None
+    unpacked: Path | None = None  # its manifest beside its images, once opened in the Explore tab
 
 
 # ---------------------------------------------------------------------------- handlers
@@ -104,7 +107,7 @@ def score_upload(ctx: BatchContext, manifest_file, images_zip, metric_keys, prov
     key = (session, upload_key(manifest_file, images_zip), tuple(metric_keys), provider_name,
            run_settings.clip_model, bool(skip))
     work_dir = resumable_folder(ctx, key, session)
-    run = _new_run(ctx, session, metric_keys)
+    run = _new_run(ctx, session, BatchRun(metric_keys, str(manifest_file), str(images_zip)))
     try:
         if not BATCH_LOCK.acquire(timeout=LOCK_WAIT_S):
             raise gr.Error("Another batch is still running (or stopping) on this server; one runs at a time. "
@@ -130,13 +133,41 @@ def score_upload(ctx: BatchContext, manifest_file, images_zip, metric_keys, prov
     return _batch_updates(ctx.tab, result, metric_keys)
 
 
-def _new_run(ctx: BatchContext, session: str | None, metric_keys: list[str]) -> BatchRun:
+def _new_run(ctx: BatchContext, session: str | None, run: BatchRun) -> BatchRun:
     """The session's run from now on (Stop shows this one's kept items); the oldest sessions' records go."""
     ctx.runs.pop(session, None)
     while len(ctx.runs) >= MAX_RUNS_KEPT:
         ctx.runs.pop(next(iter(ctx.runs)))
-    run = ctx.runs[session] = BatchRun(list(metric_keys))
+    ctx.runs[session] = run
     return run
+
+
+@dataclass(frozen=True)
+class ExploreHandoff:
+    """A run's files for the Explore tab: its results and its manifest beside the extracted images (server paths,
+    kept in a server-side ``gr.State``, never sent to the client)."""
+
+    results: Path
+    manifest: Path
+    name: str  # the uploaded manifest's name, for people
+
+
+@user_facing
+def explore_handoff(ctx: BatchContext, request: gr.Request = None) -> ExploreHandoff:
+    """Open in the Explore tab: the session's latest run (finished, or stopped with kept items) with its manifest
+    and its images, extracted again from the run's zip (bounded as for the run) into the run's folder, once."""
+    run = ctx.runs.get(getattr(request, "session_hash", None))
+    if run is None or not run.ended.is_set() or run.result is None:
+        raise InputError("run a batch first (or let it end): its results then open in the Explore tab")
+    result = run.result
+    if run.unpacked is None or not run.unpacked.is_file():
+        if not (Path(run.manifest_file).is_file() and Path(run.images_zip).is_file()):
+            raise InputError("this run's uploads are no longer on the server (they are kept for a while): upload "
+                             "them again and run the batch, then open it")
+        folder = result.work_dir / "explore"
+        shutil.rmtree(folder, ignore_errors=True)
+        run.unpacked = unpack_beside_manifest(run.manifest_file, run.images_zip, folder, zip_limits(ctx))
+    return ExploreHandoff(results=result.results_jsonl, manifest=run.unpacked, name=Path(run.manifest_file).name)
 
 
 _RESUME_TEXT = "Run the same files with the same choices again on this page to go on from there."

@@ -65,6 +65,7 @@ class BatchTab:
     protocol: gr.Dataframe
     scores: gr.Dataframe
     files: gr.File
+    explore_btn: gr.Button  # the latest run (finished or stopped) into the Explore tab, with its images
 
     @property
     def run_inputs(self) -> list[Any]:
@@ -109,6 +110,9 @@ def build(settings: Settings, *, provider_choices: list[tuple[str, str]], defaul
                                     "header to sort)", interactive=False, max_height=420, elem_id="aug-batch-scores")
         files = gr.File(label="Downloads: results (JSONL, CSV), protocols (JSON, CSV)", file_count="multiple",
                         interactive=False, elem_id="aug-batch-files")
+        explore_btn = gr.Button("Open these results in the Explore tab (leaderboards, items with their images, "
+                                "Explain in Evaluate)", elem_id="aug-batch-explore")
     return BatchTab(manifest=manifest, images=images, metrics=metrics, provider=provider, clip_model=clip_model,
                     skip_invalid=skip_invalid, run_btn=run_btn, stop_btn=stop_btn, example_btn=example_btn,
-                    needs=needs, summary=summary, protocol=protocol, scores=scores, files=files)
+                    needs=needs, summary=summary, protocol=protocol, scores=scores, files=files,
+                    explore_btn=explore_btn)

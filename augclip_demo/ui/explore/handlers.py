@@ -106,11 +106,27 @@ def open_results_file(ctx: ExploreContext, label, upload, current):
         key = "named:" + str(label)
     else:
         raise InputError("choose a listed results file or upload one")
+    return _opened(ctx, current, key, str(upload) if upload else None)
+
+
+@user_facing
+def open_batch_run(ctx: ExploreContext, handoff, current, *, tab_id: str = "explore"):
+    """A run of the Batch tab (its results, and its manifest beside its images: a
+    :class:`..batch.handlers.ExploreHandoff`, kept on the server) opened here, and this tab shown."""
+    if handoff is None:
+        raise InputError("run a batch first: its results then open here")
+    key = "upload:" + ctx.shelf.add_session_files(Path(handoff.results), Path(handoff.manifest))
+    return [*_opened(ctx, current, key, None), gr.Tabs(selected=tab_id)]
+
+
+def _opened(ctx: ExploreContext, current, key: str, uploaded: str | None) -> list[Any]:
+    """The open outputs for the store of ``key``: the state, the summary, the slice controls anew."""
+    shelf = ctx.shelf
     store = shelf.store(key, (current or {}).get("judgments"))  # a file that cannot be opened leaves the page as it was
     judgments = (current or {}).get("judgments")  # the session's choice stays with the next file
     current = reset_state(current)
     current["key"], current["judgments"] = key, judgments
-    current["uploaded"] = str(upload) if upload else None
+    current["uploaded"] = uploaded
     rankings = [(metric_label(k), k) for k in store.metrics] + [("humans", HUMAN)]
     sorts = ([(metric_label(k), k) for k in store.metrics] + [(k, k) for k in ("id", "model", "dataset", "role")]
              + [("disagreement of A and B (strongest first)", DISAGREEMENT_SORT)])
