@@ -90,7 +90,8 @@ def build(settings: Settings, *, provider_choices: list[tuple[str, str]], defaul
                                            elem_id="aug-batch-metrics")
                 provider = gr.Dropdown(provider_choices, value=default_provider, label="Attribute provider",
                                        info="for items without attributes in the manifest")
-                clip_model = gr.Dropdown(clip_choices, value=settings.clip_model, label="CLIP model (spec)")
+                clip_model = gr.Dropdown(clip_choices, value=settings.clip_model, label="CLIP model (spec)",
+                                         elem_id="aug-batch-clip")
                 skip_invalid = gr.Checkbox(False, label="Skip invalid manifest lines (else every problem is listed "
                                                         "and nothing runs)")
         with gr.Row():
