@@ -10,7 +10,6 @@ uncompressed-size limits; the same runner and protocol code as the CLI); this mo
 from __future__ import annotations
 
 import csv
-import dataclasses
 import functools
 import hashlib
 import html
@@ -37,7 +36,7 @@ from ..common import empty_table, page_settings
 from ..examples import EXAMPLES_DIR
 from ..guard import CancelWatch, scrub_paths, user_facing
 from ..status import model_status
-from ..storage import WorkFolders
+from ..storage import WorkFolders, upload_zip_limits
 from .layout import MAX_SHOWN_ROWS, BatchTab
 
 Updates = dict[Any, Any]
@@ -229,13 +228,7 @@ def load_example_files(ctx: BatchContext) -> Updates:
 
 def zip_limits(ctx: BatchContext) -> ZipLimits:
     """The settings' limits on the image zip; the zip may expand only into the room left under the disk cap."""
-    limits = ZipLimits.from_settings(ctx.settings)
-    if ctx.folders is not None:
-        ctx.folders.check_room("The batch")
-        if ctx.folders.room() < limits.max_total_bytes:
-            limits = dataclasses.replace(limits, max_total_bytes=ctx.folders.room(),
-                                         total_limit="the room left under the app's disk cap, AUGCLIP_APP_DISK_MB")
-    return limits
+    return upload_zip_limits(ctx.settings, ctx.folders, "The batch")
 
 
 def resumable_folder(ctx: BatchContext, key: tuple, session: str | None) -> Path:
