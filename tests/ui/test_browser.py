@@ -210,6 +210,9 @@ def test_batch_stop_keeps_what_is_scored_and_run_goes_on_from_there(browser, app
     page.locator("#aug-batch-run").click()
     page.wait_for_function("document.querySelector('#aug-batch-files').innerText.includes('examples-protocol')",
                            timeout=300_000)
+    for upload in ("#aug-batch-manifest", "#aug-batch-zip"):  # the examples' files out of both uploads
+        page.locator(upload).get_by_role("button", name=re.compile("clear", re.IGNORECASE)).first.click()
+        page.locator(f"{upload} input[type=file]").wait_for(state="attached")
     page.locator("#aug-batch-manifest input[type=file]").set_input_files(str(manifest))
     page.locator("#aug-batch-zip input[type=file]").set_input_files(str(tmp_path / "images.zip"))
     page.wait_for_function("document.querySelector('#aug-batch-zip').innerText.includes('images')")

@@ -102,7 +102,7 @@ def build(settings: Settings, *, provider_choices: list[tuple[str, str]], defaul
         # Beside Run: the models the chosen CLIP model and metrics need and lack (not one of first_contact's
         # page notes: those follow the Evaluate tab's CLIP model, this one the tab's own).
         needs = gr.HTML("", elem_id="aug-batch-needs", padding=False, visible=False)
-        summary = gr.Markdown(elem_id="aug-batch-summary")
+        summary = gr.Markdown(label="Batch summary", elem_id="aug-batch-summary")
         protocol = gr.Dataframe(empty_table(_EMPTY_PROTOCOL),
                                 label="Protocols (metric x figure; 95% bootstrap CI in brackets)", interactive=False,
                                 wrap=True, elem_id="aug-batch-protocol")

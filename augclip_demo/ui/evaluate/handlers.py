@@ -28,7 +28,7 @@ from ...attributes.catalog import ProviderStatus
 from ...config import Settings
 from ...errors import InputError, WeightsUnavailableError
 from ...pipeline import AugCLIPOptions
-from ...report import Report, edit_tag
+from ...report import UNTRAINED_WARNING, Report, edit_tag
 from .. import first_contact
 from ..common import empty_table, page_settings
 from ..examples import Example
@@ -314,7 +314,8 @@ def _bpm_updates(ctx: EvaluateContext, report: Report, state: logic.Session, mes
            tab.downloads: files, tab.report_json: views.public_report(report), tab.session_state: state}
     results = getattr(report.arrays, "bpm", None) or []
     if message or not results:
-        out.update({tab.bpm_info: views.BPM_HELP + "\n\n" + views.emphasis(scrub_paths(message), "b"),
+        why = scrub_paths(message) if message else "BPM has no result for these edits."
+        out.update({tab.bpm_info: why if plain else views.BPM_HELP + "\n\n" + views.emphasis(why, "b"),
                     tab.bpm_gallery: None,
                     # the reason it did not run, not the generic "tick BPM ..." (both may be done)
                     tab.bpm_table: empty_table(f"BPM has not run: {scrub_paths(message)}" if message
@@ -322,7 +323,7 @@ def _bpm_updates(ctx: EvaluateContext, report: Report, state: logic.Session, mes
         return out
     panels = views.bpm_panels(results, report)
     parse = panels[0][1].parse
-    out.update({tab.bpm_info: views.bpm_caption(panels), tab.bpm_gallery: views.bpm_items(panels),
+    out.update({tab.bpm_info: views.bpm_caption(panels, plain=plain), tab.bpm_gallery: views.bpm_items(panels),
                 tab.bpm_table: views.bpm_components_frame(panels),
                 **{component: parse[name] for component, name in zip(tab.parse_fields, logic.BPM_FIELDS)}})
     return out
@@ -442,15 +443,19 @@ def refresh_comparison(ctx: EvaluateContext, state) -> tuple[Any, Any]:
 
 @user_facing
 def extract_attributes(ctx: EvaluateContext, source, target, source_text, provider, clip_model, state,
-                       progress=gr.Progress()) -> tuple[str, str, logic.Session]:
-    """The provider's attribute lists for the inputs, into the boxes (for the user to edit)."""
+                       progress=gr.Progress()) -> tuple[str, str, str, logic.Session]:
+    """The provider's attribute lists for the inputs, into the boxes (for the user to edit), and under the provider
+    a line that says where they came from (the untrained label when random weights chose them)."""
     attrs, state = logic.extract(ctx.settings_for(clip_model), state or logic.Session(), source=source,
                                  target_text=target or "", source_text=source_text or "", provider=provider,
                                  progress=timed(progress))
     prov = attrs.provenance
-    gr.Info(f"{len(attrs.source)} source and {len(attrs.target)} target attributes from {prov.provider} "
+    line = (f"{len(attrs.source)} source and {len(attrs.target)} target attributes from {prov.provider} "
             f"({prov.fidelity}). Edit them freely, then Evaluate.")
-    return "\n".join(attrs.source), "\n".join(attrs.target), state
+    if prov.extra.get("untrained"):
+        line = f"{UNTRAINED_WARNING.upper()} ({prov.model or clip_model}): {line}"
+    gr.Info(line)
+    return "\n".join(attrs.source), "\n".join(attrs.target), views.text_safe(line), state
 
 
 @user_facing

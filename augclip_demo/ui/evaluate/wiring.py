@@ -81,7 +81,8 @@ def wire(ctx: EvaluateContext) -> None:
                              api_name="bpm_fields")
     tab.extract_btn.click(bind(on.extract_attributes, ctx), [tab.source, tab.target, tab.source_text, tab.provider,
                                                              tab.clip_model, tab.session_state],
-                          [tab.src_box, tab.tgt_box, tab.session_state], api_name="extract_attributes")
+                          [tab.src_box, tab.tgt_box, tab.provider_info, tab.session_state],
+                          api_name="extract_attributes")
     tab.load_btn.upload(bind(on.load_attributes, ctx), tab.load_btn, [tab.src_box, tab.tgt_box], api_name=False)
     tab.save_btn.click(bind(on.save_attributes, ctx), [tab.src_box, tab.tgt_box, tab.session_state], tab.save_btn,
                        api_name=False)
