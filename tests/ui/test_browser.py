@@ -227,7 +227,7 @@ def test_batch_stop_keeps_what_is_scored_and_run_goes_on_from_there(browser, app
     stop.click()
     # The stopped run's kept items: its summary, its rows and its downloads (none of the examples' run).
     page.wait_for_function("document.querySelector('#aug-batch-summary').innerText.includes('Stopped:')",
-                           timeout=60_000)
+                           timeout=180_000)
     stop.wait_for(state="hidden")
     shown = page.locator("#aug-batch-summary").inner_text()
     stopped_at = int(re.search(r"Stopped: (\d+) item\(s\) scored", shown).group(1))

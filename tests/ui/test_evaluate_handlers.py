@@ -300,6 +300,11 @@ def test_show_comparison_builds_the_grid_of_the_current_results(ctx):
     assert all(label in fragment for label in views.edit_choices(state.report))
     assert button.visible and button.value["orig_name"] == "comparison.html"
     assert Path(button.value["path"]).read_text(encoding="utf-8").count("<html") == 1  # the stand-alone file
+    # /comparison: the same page as plain values (the file's path, which a client downloads)
+    assert on.comparison_answer(ctx, logic.Session()) == (views.COMPARISON_HELP, None)
+    answered, path = on.comparison_answer(ctx, state)
+    assert answered == fragment and Path(path).name == "comparison.html"
+    assert Path(path).read_text(encoding="utf-8") == Path(button.value["path"]).read_text(encoding="utf-8")
 
 
 @pytest.mark.slow

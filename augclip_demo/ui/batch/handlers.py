@@ -12,7 +12,6 @@ from __future__ import annotations
 import csv
 import functools
 import hashlib
-import html
 import shutil
 import tempfile
 import threading
@@ -32,7 +31,7 @@ from ...errors import InputError, WeightsUnavailableError
 from ...metrics.suite import METRICS
 from ...report import UNTRAINED_WARNING
 from .. import first_contact
-from ..common import empty_table, page_settings
+from ..common import empty_table, page_settings, text_safe
 from ..examples import EXAMPLES_DIR
 from ..guard import CancelWatch, scrub_paths, user_facing
 from ..status import model_status
@@ -45,8 +44,9 @@ Updates = dict[Any, Any]
 #: cancelled run is still stopping in its thread; this lock holds until it has.
 BATCH_LOCK = threading.Lock()
 LOCK_WAIT_S = 15.0
-#: How long Stop waits for the stopped run's worker to end (it stops within a second or two) before it says so.
-STOP_WAIT_S = 15.0
+#: How long Stop waits for the stopped run's worker to end before it says so: the worker stops scoring within a
+#: second or two, then writes the kept items' CSV and protocol tables (their bootstrap takes longer on a busy CPU).
+STOP_WAIT_S = 90.0
 MAX_RUNS_KEPT = 256
 SHOWN_COLUMNS = ("id", "edit", "name", "role", "status")
 _NO_PROTOCOL = ("No protocol figures for this manifest: they need human judgments (human.preferred or human.scores) "
@@ -310,8 +310,8 @@ def _summary_markdown(result: BatchUploadResult) -> str:
     """What ran and what failed, for people (the server's temporary paths are left out)."""
     summary = result.summary
     lines = []
-    if result.untrained:
-        lines.append(f'<div class="aug-untrained">{html.escape(UNTRAINED_WARNING)} ({html.escape(summary.model)})</div>\n')
+    if result.untrained:  # Markdown, no HTML: the summary is also the /batch answer
+        lines.append(f"**\u26a0 {text_safe(UNTRAINED_WARNING)} ({text_safe(summary.model)})**\n")
     head = "Stopped: " if summary.interrupted else ""
     lines.append(f"**{head}{summary.n_ok} item(s) scored, {summary.n_failed} failed** (of {summary.n_items}) in "
                  f"{summary.seconds:.1f} s ({summary.items_per_second:.2f} items/s) with `{summary.model}`.")
@@ -321,12 +321,12 @@ def _summary_markdown(result: BatchUploadResult) -> str:
         lines.append(f"Resumed: {summary.n_skipped} item(s) scored by an earlier, cancelled run of this upload were kept.")
     hidden = str(result.work_dir)
     for item_id, error in summary.failures[:10]:
-        lines.append(f"- failed `{html.escape(str(item_id))}`: {html.escape(scrub_paths(error.replace(hidden, '…')))}")
+        lines.append(f"- failed `{str(item_id)}`: {text_safe(scrub_paths(error.replace(hidden, '…')))}")
     if summary.n_failed > 10:
         lines.append(f"- … {summary.n_failed - 10} more failure(s): see the results CSV (`error` column)")
     if summary.invalid:
         lines.append(f"\n**{len(summary.invalid)} invalid manifest line problem(s) skipped:**")
-        lines.extend(f"- {html.escape(scrub_paths(problem))}" for problem in summary.invalid[:20])
+        lines.extend(f"- {text_safe(scrub_paths(problem))}" for problem in summary.invalid[:20])
         if len(summary.invalid) > 20:
             lines.append(f"- … and {len(summary.invalid) - 20} more")
     if not result.protocol_rows or len(result.protocol_headers) <= 1:

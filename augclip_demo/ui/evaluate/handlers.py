@@ -30,7 +30,7 @@ from ...errors import InputError, WeightsUnavailableError
 from ...pipeline import AugCLIPOptions
 from ...report import UNTRAINED_WARNING, Report, edit_tag
 from .. import first_contact
-from ..common import empty_table, page_settings
+from ..common import empty_table, page_settings, text_safe
 from ..examples import Example
 from ..guard import heavy_stage, scrub_paths, user_facing
 from ..status import ModelStatus, RegionModelsCheck, check_region_models, model_status, status_html
@@ -411,17 +411,31 @@ def complete_downloads(ctx: EvaluateContext, state) -> Any:
     return views.write_downloads(state.report, Path(state.output_dir), dict(state.figures), archive=True)
 
 
-@user_facing
-@heavy_stage
-def show_comparison(ctx: EvaluateContext, state) -> tuple[Any, Any]:
-    """Built when asked for (tab opened, button), so evaluating costs nothing more."""
+def _comparison(ctx: EvaluateContext, state) -> tuple[str, str | None]:
+    """The comparison's HTML fragment and its ``comparison.html`` (None before an evaluation)."""
     if state is None or state.report is None:
-        return views.COMPARISON_HELP, gr.DownloadButton(visible=False)
+        return views.COMPARISON_HELP, None
     if getattr(state, "explained", None) is not None:
         logic.edit_maps(ctx.settings_for(state.clip_model), state)  # asked for before the rest stage ended
     fragment, path = logic.comparison(state)
     state.comparison_of = state.report
-    return fragment, gr.DownloadButton(value=path, visible=True)
+    return fragment, str(path)
+
+
+@user_facing
+@heavy_stage
+def show_comparison(ctx: EvaluateContext, state) -> tuple[Any, Any]:
+    """Built when asked for (tab opened, button), so evaluating costs nothing more."""
+    fragment, path = _comparison(ctx, state)
+    return fragment, gr.DownloadButton(value=path, visible=path is not None)
+
+
+@user_facing
+@heavy_stage
+def comparison_answer(ctx: EvaluateContext, state) -> tuple[str, str | None]:
+    """The /comparison endpoint: plain values, the fragment and the path of ``comparison.html`` (which the client
+    downloads; None before an evaluation)."""
+    return _comparison(ctx, state)
 
 
 def reset_comparison(ctx: EvaluateContext, state) -> tuple[Any, Any]:
@@ -455,7 +469,7 @@ def extract_attributes(ctx: EvaluateContext, source, target, source_text, provid
     if prov.extra.get("untrained"):
         line = f"{UNTRAINED_WARNING.upper()} ({prov.model or clip_model}): {line}"
     gr.Info(line)
-    return "\n".join(attrs.source), "\n".join(attrs.target), views.text_safe(line), state
+    return "\n".join(attrs.source), "\n".join(attrs.target), text_safe(line), state
 
 
 @user_facing

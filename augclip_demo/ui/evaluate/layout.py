@@ -155,6 +155,7 @@ class EvaluateTab:
     explain_api: gr.Button
     bpm_api: gr.Button
     bpm_fields_btn: gr.Button
+    comparison_api: gr.Button  # /comparison: the file as a plain value (the page's button shows and hides it)
 
     # ------------------------------------------------------------------ the lists events read and write
     @property
@@ -254,7 +255,7 @@ def build(settings: Settings, offer: EvaluateOffer, *, session_state: gr.State,
                 label="Start from an example (one click loads and runs it)",
                 examples_per_page=8,
             ) if offer.examples else None
-        for name in ("evaluate_api", "rescore_api", "explain_api", "bpm_api", "bpm_fields_btn"):
+        for name in ("evaluate_api", "rescore_api", "explain_api", "bpm_api", "bpm_fields_btn", "comparison_api"):
             parts[name] = gr.Button(visible=False)
     return EvaluateTab(**parts)
 

@@ -14,7 +14,7 @@ import pandas as pd
 from ...metrics.suite import METRICS, REFERENCE_METRICS
 from ...papers import BPM, RELEVANCY
 from ...report import UNTRAINED_WARNING, Report, edit_names, edit_tag
-from ..common import empty_table
+from ..common import empty_table, text_safe
 
 RELEVANCY_HELP = (
     f"Pick an edit above. Where each metric looks (the gradient relevancy of {RELEVANCY.short} on CLIP's vision "
@@ -322,12 +322,6 @@ def _number_text(value: Any) -> Any:
     if isinstance(value, int):
         return str(value)
     return f"{value:.4f}" if math.isfinite(value) else "n/a"
-
-
-def text_safe(text: str) -> str:
-    """``text`` for a Markdown component that is also an API answer: no tag can open (``<`` and ``&`` escaped),
-    and what reads as text stays text (``->`` is not turned into ``-&gt;``)."""
-    return text.replace("&", "&amp;").replace("<", "&lt;")
 
 
 def parse_markdown(outcome: Any) -> str:
