@@ -68,12 +68,12 @@ def demo_offered(settings: Settings) -> bool:
 
 
 #: How the page's messages name the demo: its button at the top (hidden while the demo is on).
-PAGE_HINT = ", or press the demo button at the top"
+_PAGE_HINT = ", or press the demo button at the top"
 #: How the Batch tab's note names it: the tab's own CLIP model menu, there whether or not the demo is on.
 BATCH_HINT = f", or pick {DEMO_CLIP} (the demo's toy CLIP, for the world examples) as this tab's CLIP model"
 
 
-def demo_hint(settings: Settings, text: str = PAGE_HINT) -> str:
+def demo_hint(settings: Settings, text: str = _PAGE_HINT) -> str:
     """``text`` when the demo is offered (:func:`demo_offered`), else "": a message never names a button
     the page does not show."""
     return text if demo_offered(settings) else ""
@@ -125,7 +125,7 @@ def readiness(settings: Settings, *, background: bool = True) -> ReadinessCheck:
     return check
 
 
-def cannot_run(settings: Settings, feature: str, *, wait_s: float = 0.0, hint: str = PAGE_HINT) -> str | None:
+def cannot_run(settings: Settings, feature: str, *, wait_s: float = 0.0, hint: str = _PAGE_HINT) -> str | None:
     """Why ``feature`` cannot run with ``settings`` (one line with the fix), or None (ready, or still checking).
     ``hint``: how the message names the demo (when the server offers it)."""
     check = readiness(settings)
@@ -162,7 +162,7 @@ _NOTE_PREFIX = "aug-note-"
 
 def _draw_note(feature: str, settings: Settings, status_of: Callable[[Settings], Any], *,
               what: str = "Evaluate, the examples and the attribute extraction cannot run",
-              hint: str = PAGE_HINT) -> str:
+              hint: str = _PAGE_HINT) -> str:
     """The note of ``feature`` for ``settings``: empty when it can run (waits for the checks, bounded).
     ``what``: the scores note's words for what cannot run; ``hint``: how it names the demo."""
     if feature == "scores":
@@ -218,7 +218,7 @@ def wire(demo: gr.Blocks, clip_model: Any, settings_for: Callable[[str | None], 
 
 def scores_message(settings: Settings, status: Any, *,
                    what: str = "Evaluate, the examples and the attribute extraction cannot run",
-                   hint: str = PAGE_HINT) -> str | None:
+                   hint: str = _PAGE_HINT) -> str | None:
     """Why ``what`` (by default Evaluate) cannot score with the CLIP model of ``status`` (and the fix), or None.
     ``hint``: how it names the demo."""
     if status.state != "error":

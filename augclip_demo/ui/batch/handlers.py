@@ -47,7 +47,7 @@ LOCK_WAIT_S = 15.0
 #: How long Stop waits for the stopped run's worker to end before it says so: the worker stops scoring within a
 #: second or two, then writes the kept items' CSV and protocol tables (their bootstrap takes longer on a busy CPU).
 STOP_WAIT_S = 90.0
-MAX_RUNS_KEPT = 256
+_MAX_RUNS_KEPT = 256
 SHOWN_COLUMNS = ("id", "edit", "name", "role", "status")
 _NO_PROTOCOL = ("No protocol figures for this manifest: they need human judgments (human.preferred or human.scores) "
                "or gt / ep / em triplets (augclip-demo triplets adds them).")
@@ -65,7 +65,7 @@ class BatchContext:
     after_run: Callable[[], None] | None = None  # e.g. keep the app's files within their bounds
     #: a cancelled run's folder, by session, upload and choices: the same request resumes it
     resumable: dict[tuple, Path] = field(default_factory=dict)
-    #: each session's latest run (what Stop shows when it has stopped), at most :data:`MAX_RUNS_KEPT` sessions
+    #: each session's latest run (what Stop shows when it has stopped), at most :data:`_MAX_RUNS_KEPT` sessions
     runs: dict[str | None, BatchRun] = field(default_factory=dict)
 
 
@@ -135,7 +135,7 @@ def score_upload(ctx: BatchContext, manifest_file, images_zip, metric_keys, prov
 def _new_run(ctx: BatchContext, session: str | None, run: BatchRun) -> BatchRun:
     """The session's run from now on (Stop shows this one's kept items); the oldest sessions' records go."""
     ctx.runs.pop(session, None)
-    while len(ctx.runs) >= MAX_RUNS_KEPT:
+    while len(ctx.runs) >= _MAX_RUNS_KEPT:
         ctx.runs.pop(next(iter(ctx.runs)))
     ctx.runs[session] = run
     return run

@@ -52,7 +52,7 @@ class HatieTab:
 
 
 #: What the components table says before HATIE has run (not Gradio's "1 2 3" headers).
-EMPTY_COMPONENTS = "No components yet: press Run HATIE (after Evaluate) to see every measure of each criterion."
+_EMPTY_COMPONENTS = "No components yet: press Run HATIE (after Evaluate) to see every measure of each criterion."
 
 
 def build(session_state: Any, instruction: Any, clip_model: Any) -> HatieTab:
@@ -68,7 +68,7 @@ def build(session_state: Any, instruction: Any, clip_model: Any) -> HatieTab:
         shares = gr.Gallery(label="What each criterion is made of (share of value x weight)", columns=2, height=420,
                             object_fit="contain", elem_id="aug-hatie-shares")
         with gr.Accordion("Components (every measure, its weight in the criterion and its share of it)", open=True):
-            components = gr.Dataframe(empty_table(EMPTY_COMPONENTS), label="HATIE components", show_label=False,
+            components = gr.Dataframe(empty_table(_EMPTY_COMPONENTS), label="HATIE components", show_label=False,
                                       interactive=False, wrap=True, elem_id="aug-hatie-components")
         masks = gr.Gallery(label="Masks the criteria used", columns=4, height=300, object_fit="contain",
                            elem_id="aug-hatie-masks")
