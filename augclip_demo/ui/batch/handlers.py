@@ -80,6 +80,7 @@ class BatchRun:
     ended: threading.Event = field(default_factory=threading.Event)
     result: BatchUploadResult | None = None
     unpacked: Path | None = None  # its manifest beside its images, once opened in the Explore tab
+    cancel: threading.Event | None = None  # set by Stop (besides Gradio's cancel of the event): the run stops
 
 
 # ---------------------------------------------------------------------------- handlers
@@ -113,6 +114,7 @@ def score_upload(ctx: BatchContext, manifest_file, images_zip, metric_keys, prov
                            "Try again in a minute.")
         try:
             with CancelWatch() as watch:
+                run.cancel = watch.event
                 result = run_uploaded_batch(manifest_file, images_zip, work_dir=work_dir, settings=run_settings,
                                             metrics=metric_keys, provider=provider_name, skip_invalid=bool(skip),
                                             progress=lambda fraction, message: progress(fraction, desc=message),
@@ -195,6 +197,8 @@ def stop_run(ctx: BatchContext, request: gr.Request = None) -> Updates:
     hidden = {ctx.tab.stop_btn: gr.update(visible=False)}
     if run is None:  # still queued: nothing started
         return {**hidden, **_no_results(ctx.tab, _STOPPED_EARLY, _STOPPED_TABLE)}
+    if run.cancel is not None:  # stopped here too: whatever order Gradio's cancel of the event comes in
+        run.cancel.set()
     if not run.ended.wait(STOP_WAIT_S):
         return {**hidden, **_no_results(ctx.tab, _STILL_STOPPING, _STOPPED_TABLE)}
     if run.result is None:  # stopped during the extraction, or refused

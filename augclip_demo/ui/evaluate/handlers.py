@@ -70,6 +70,16 @@ def unchanged(outputs: list[Any]) -> Updates:
     return {component: gr.skip() for component in outputs}
 
 
+def answered(outputs: list[Any], out: Updates) -> Updates:
+    """An API answer: a value for every output (an update's value; None where the page would leave its component
+    as it was), so a client never receives an update object."""
+
+    def value(update: Any) -> Any:
+        return update.get("value") if isinstance(update, dict) and update.get("__type__") == "update" else update
+
+    return {component: value(out.get(component)) for component in outputs}
+
+
 def timed(progress: Any) -> Callable[[float, str], None]:
     """A ``progress(fraction, stage)`` callback for a Gradio progress bar that adds the time since the
     click: a long step (minutes of attribute extraction on CPU) visibly moves and says how long it has taken."""
@@ -124,7 +134,8 @@ def _scored_updates(ctx: EvaluateContext, report: Report, state: logic.Session, 
         out.update({component: None for component in (tab.exact_plot, tab.umap_plot, *tab.figure_outputs,
                                                       tab.bpm_gallery)})
         out[tab.bpm_table] = empty_table(views.EMPTY_BPM)
-        out[tab.edit_pick] = gr.Radio(choices=views.edit_choices(report), value=None, visible=False)
+        out[tab.edit_pick] = (None if archive  # an API client gets the plain value, not the page's update
+                              else gr.Radio(choices=views.edit_choices(report), value=None, visible=False))
     return out
 
 
@@ -178,7 +189,8 @@ def rescore(ctx: EvaluateContext, src_box_value, tgt_box_value, classifier, C, w
     report, state = logic.rescore(ctx.settings_for(clip_model), state or logic.Session(),
                                   augclip_options(classifier, C, weighting, include_images),
                                   src_box_value or "", tgt_box_value or "")
-    return _scored_updates(ctx, report, state, clear=False, archive=archive)
+    out = _scored_updates(ctx, report, state, clear=False, archive=archive)
+    return answered(ctx.tab.score_outputs, out) if archive else out
 
 
 def rescore_if_evaluated(ctx: EvaluateContext, src_box_value, tgt_box_value, classifier, C, weighting,
@@ -211,6 +223,11 @@ def _edit_figure_updates(ctx: EvaluateContext, state, pick, kinds: tuple[str, ..
     return out
 
 
+def _said(text: str, *, plain: bool) -> str:
+    """A message under a stage's help: in italics on the page, as text in an API answer."""
+    return text_safe(text) if plain else views.emphasis(text)
+
+
 def _explained_updates(ctx: EvaluateContext, state: logic.Session, *, archive: bool, progress=None) -> Updates:
     """The page's stage (``archive=False``) shows the scores' explanations with the selected edit's
     AugCLIP relevancy map; its other maps (:func:`show_other_maps`), the UMAP view and the ranking
@@ -226,10 +243,11 @@ def _explained_updates(ctx: EvaluateContext, state: logic.Session, *, archive: b
     ctx.sweep()
     choices = views.edit_choices(state.report)
     pick = choices[logic.selected_edit(state.report)]
-    out = {tab.edit_pick: gr.Radio(choices=choices, value=pick, visible=True),
+    out = {tab.edit_pick: pick if archive else gr.Radio(choices=choices, value=pick, visible=True),
            tab.umap_plot: views.umap_plot(state.explained),
            **_edit_figure_updates(ctx, state, pick, kinds, compute=False),
-           tab.relevancy_info: views.RELEVANCY_HELP + (f"\n\n{views.emphasis(scrub_paths(message))}" if message else ""),
+           tab.relevancy_info: views.RELEVANCY_HELP + (f"\n\n{_said(scrub_paths(message), plain=archive)}"
+                                                       if message else ""),
            tab.downloads: files, tab.session_state: state}
     if not archive:  # drawn by the next stage; an earlier result's charts must not stay meanwhile
         out.update({component: None for component, key in zip(tab.figure_outputs, views.PER_EDIT_FIGURES)
@@ -243,7 +261,8 @@ def explain(ctx: EvaluateContext, explain_enabled, state, progress=gr.Progress()
     """The explanations of the session's scores, when switched on (``archive``: the /explain endpoint)."""
     if not explain_enabled or _stopped(state):
         return unchanged(ctx.tab.explain_outputs)
-    return _explained_updates(ctx, state, archive=archive, progress=timed(progress))
+    out = _explained_updates(ctx, state, archive=archive, progress=timed(progress))
+    return answered(ctx.tab.explain_outputs, out) if archive else out
 
 
 @user_facing
@@ -350,10 +369,12 @@ def bpm_stage(ctx: EvaluateContext, bpm_enabled, instruction_value, parser, clip
         message = (f"BPM waits for you: {why}. Check or fill the fields under Parse, then press Run BPM "
                    "with these fields.")
         report = logic.Evaluator(settings=settings).skip_bpm(state.report, message)
-        return {**_bpm_updates(ctx, report, state, message, archive=archive), **shown}
+        out = {**_bpm_updates(ctx, report, state, message, archive=archive), **shown}
+        return answered(ctx.tab.bpm_outputs, out) if archive else out
     report, message = logic.run_bpm(settings, state, instruction=instruction_value or "", parser=parser,
                                     fields=logic.fields_of(outcome), progress=timed(progress))
-    return {**_bpm_updates(ctx, report, state, message, archive=archive), **shown}
+    out = {**_bpm_updates(ctx, report, state, message, archive=archive), **shown}
+    return answered(ctx.tab.bpm_outputs, out) if archive else out
 
 
 @user_facing
@@ -377,7 +398,8 @@ def _bpm_on_checked_fields(ctx: EvaluateContext, instruction_value, parser, clip
                            plain: bool) -> Updates:
     report, message = logic.run_bpm(ctx.settings_for(clip_model), state, instruction=instruction_value or "",
                                     parser=parser, fields=fields, progress=timed(progress))
-    return _bpm_updates(ctx, report, state, message, archive=True, plain=plain)
+    out = _bpm_updates(ctx, report, state, message, archive=True, plain=plain)
+    return answered(ctx.tab.bpm_outputs, out) if plain else out
 
 
 # ---------------------------------------------------------------------------- judge, downloads, comparison
