@@ -239,8 +239,8 @@ def test_batch_stop_keeps_what_is_scored_and_run_goes_on_from_there(browser, app
     page.screenshot(path=str(tmp_path / "batch-stopped.png"), full_page=True)
     shutil.copyfile(tmp_path / "batch-stopped.png", artifacts_folder("batch") / "batch-stopped.png")
     page.locator("#aug-batch-run").click()  # the same files and choices: goes on from where it stopped
-    page.wait_for_function("document.querySelector('#aug-batch-summary').innerText.includes('item(s) scored')",
-                           timeout=600_000)
+    page.wait_for_function("document.querySelector('#aug-batch-summary').innerText.includes('Resumed:')",
+                           timeout=600_000)  # (the stopped run's summary also says "item(s) scored")
     summary = page.locator("#aug-batch-summary").inner_text()
     kept = int(re.search(r"Resumed: (\d+) item", summary).group(1))
     scored = int(re.search(r"(\d+) item\(s\) scored, 0 failed", summary).group(1))
