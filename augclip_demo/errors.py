@@ -8,6 +8,7 @@ as ordinary exceptions.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 
 class AugclipError(Exception):
@@ -102,7 +103,10 @@ class LLMError(AugclipError, RuntimeError):
         self.base_url = base_url
         self.model = model
 class BatchCancelled(AugclipError):
-    """A batch run was stopped by its caller (a cancelled web request); what was scored is kept and resumes."""
+    """A batch run was stopped by its caller (a cancelled web request); what was scored is kept and resumes.
+    ``summary``: the stopped run's counts (its ``BatchSummary``) when the run had started scoring, else None."""
+
+    summary: Any = None
 
 
 class ManifestError(InputError):

@@ -181,6 +181,9 @@ class BatchRunner:
                 self.encoder.load()
                 try:
                     _Execution(self, plan, resume.done, run, summary).execute()
+                except BatchCancelled as exc:
+                    exc.summary = summary  # what the stopped run scored (its seconds are set below)
+                    raise
                 finally:
                     summary.seconds = time.perf_counter() - start
                     summary.notes.extend(self.notes)

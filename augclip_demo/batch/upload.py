@@ -24,12 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import Settings
-from ..errors import InputError, ManifestError
+from ..errors import BatchCancelled, InputError, ManifestError
 from ..inference.clip_encoder import ClipEncoder
 from ..io import MAX_JSON_DEPTH, json_depth
 from ..pipeline import AugCLIPOptions
 from .manifest import is_absolute_like
 from .protocol_tables import ProtocolReport, compute_protocols
+from .results import export_csv
 from .runner import BatchOptions, BatchSummary, run_batch
 from .ziputil import ZipLimits, safe_extract
 
@@ -181,13 +182,28 @@ def _choose_root(extracted: Path, manifest: Path) -> Path:
     return max(candidates, key=hits)
 
 
+def unpack_beside_manifest(manifest_file: str | Path, images_zip: str | Path, folder: str | Path,
+                           limits: ZipLimits) -> Path:
+    """The zip of a manifest's images extracted into ``folder`` (the same checks and root as a run), and a copy
+    of the manifest at that root, where its relative paths resolve; returns the copy (what the Explore views take
+    to find an item's images)."""
+    manifest_file, folder = Path(manifest_file), Path(folder)
+    extracted = folder / "data"
+    safe_extract(images_zip, extracted, limits)
+    copy = _choose_root(extracted, manifest_file) / manifest_file.name
+    if copy.exists():  # the zip holds a file of that name: the manifest goes beside it under its own name
+        copy = copy.with_name(_UPLOADED_MANIFEST)
+    shutil.copyfile(manifest_file, copy)
+    return copy
+
+
 def run_uploaded_batch(manifest_file: str | Path, images_zip: str | Path, *, work_dir: str | Path | None = None,
                        settings: Settings | None = None, encoder: ClipEncoder | None = None,
                        metrics: list[str] | str | None = None, augclip: AugCLIPOptions | None = None,
                        provider: str | None = None, limits: ZipLimits | None = None,
                        progress: ProgressFn | None = None, n_boot: int = 1000, seed: int = 0,
                        skip_invalid: bool = False, keep_images: bool = False,
-                       cancel: threading.Event | None = None) -> BatchUploadResult:
+                       cancel: threading.Event | None = None, keep_stopped: bool = False) -> BatchUploadResult:
     """Extract, validate, run the batch, compute the protocols; every file lands in ``work_dir``.
 
     ``skip_invalid`` scores the valid items of a manifest with bad lines (they are listed in the
@@ -195,7 +211,8 @@ def run_uploaded_batch(manifest_file: str | Path, images_zip: str | Path, *, wor
     ``keep_images``: the results keep their paths as written in the manifest, and a server should not
     keep gigabytes of uploads per run. Setting ``cancel`` stops the extraction or the run
     (:class:`~augclip_demo.errors.BatchCancelled`); the scored items stay in ``work_dir``'s results file,
-    and the same call with the same ``work_dir`` resumes after them.
+    and the same call with the same ``work_dir`` resumes after them. With ``keep_stopped`` a run stopped
+    after it began scoring returns those kept items instead (their CSV and protocols; ``summary.interrupted``).
     """
     settings = settings or Settings()
     report = progress or (lambda fraction, message: None)
@@ -231,8 +248,14 @@ def run_uploaded_batch(manifest_file: str | Path, images_zip: str | Path, *, wor
             report(0.05 + 0.85 * fraction, message)
 
         # Items without a dataset field are grouped under the uploaded file's name, not the copy's.
-        summary = run_batch(manifest, results, options=options, settings=settings, encoder=encoder, csv=csv_path,
-                            progress=batch_progress, dataset=dataset, cancel=cancel)
+        try:
+            summary = run_batch(manifest, results, options=options, settings=settings, encoder=encoder,
+                                csv=csv_path, progress=batch_progress, dataset=dataset, cancel=cancel)
+        except BatchCancelled as exc:
+            if not keep_stopped or exc.summary is None or exc.summary.n_run + exc.summary.n_skipped == 0:
+                raise
+            summary = exc.summary  # stopped: what it kept is the result
+            summary.csv = str(export_csv(results, csv_path))
     except BaseException as exc:
         if not work_dir:  # a refused or failed upload leaves nothing behind in the temp folder
             shutil.rmtree(work, ignore_errors=True)
@@ -248,7 +271,7 @@ def run_uploaded_batch(manifest_file: str | Path, images_zip: str | Path, *, wor
     protocol_json, protocol_csv = work / f"{dataset}-protocol.json", work / f"{dataset}-protocol.csv"
     protocol.save(protocol_json, protocol_csv)
     headers, rows = protocol.wide_table()
-    report(1.0, f"done: {summary.n_ok} scored, {summary.n_failed} failed")
+    report(1.0, f"{'stopped' if summary.interrupted else 'done'}: {summary.n_ok} scored, {summary.n_failed} failed")
     return BatchUploadResult(
         results_jsonl=results, results_csv=csv_path, protocol_json=protocol_json, protocol_csv=protocol_csv,
         protocol_headers=headers, protocol_rows=rows, summary=summary,

@@ -214,7 +214,9 @@ def evaluate_inputs(view: ItemView) -> EvaluateInputs:
     source = view.image(record.get("source"))
     if source is None:
         raise InputError("this item's images are not available here (the results were opened without their "
-                         "manifest, or the files moved): open them with --manifest to explain an item")
+                         "manifest and images, or the files moved): open the results with them to explain an item "
+                         "(in the app: upload a zip of the results, manifest and images, or open a Batch run with "
+                         "its button; from a shell: --manifest)")
     edits, names = [], []
     for edit in record.get("edits") or []:
         path = view.image(edit.get("path"))

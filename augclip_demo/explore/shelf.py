@@ -123,8 +123,13 @@ class Shelf:
         if size > max_mb * (1 << 20):
             raise InputError(f"the results file is {size / (1 << 20):.1f} MB; uploads may be at most {max_mb:g} MB "
                              "(the operator can name larger files with AUGCLIP_EXPLORE_FILES)")
-        store = open_results([OpenedFile(path)], memory_limit_mb=min(self.memory_limit_mb, UPLOAD_MEMORY_MB),
-                             threads=UPLOAD_THREADS)
+        return self.add_session_files(path)
+
+    def add_session_files(self, results: Path, manifest: Path | None = None) -> str:
+        """Open a session's results file (an upload, checked by the caller, or a run of the app's Batch tab) with
+        its manifest beside its images, under the uploads' bounds; returns the token the session keeps."""
+        store = open_results([OpenedFile(results, manifest)],
+                             memory_limit_mb=min(self.memory_limit_mb, UPLOAD_MEMORY_MB), threads=UPLOAD_THREADS)
         token = uuid.uuid4().hex
         with self._lock:
             self._uploads[token] = store

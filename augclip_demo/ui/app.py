@@ -99,11 +99,13 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         explore.wire_to_evaluate(explore_ctx, {name: getattr(tab, name) for name in explore.EVALUATE_FIELDS},
                                  clip_choices, main_tabs)
         evaluate.wire(ctx)
-        _wire_page(demo, ctx, offer, timer=timer, demo_btn=demo_btn)
+        _wire_batch_to_explore(batch_ctx, explore_ctx, main_tabs)
+        _wire_page(demo, ctx, offer, timer=timer, demo_btn=demo_btn, batch_ctx=batch_ctx)
     demo.queue(default_concurrency_limit=base.concurrency, max_size=64)
     demo.work_folders = folders  # for tests and operators: where the session files live
     demo.evaluate_context = ctx  # for tests: the Evaluate handlers' context, as the events have it
     demo.batch_context, demo.hatie_context = batch_ctx, hatie_ctx  # the same for the Batch and HATIE tabs
+    demo.explore_context = explore_ctx  # and the Explore tab
     return demo
 
 
@@ -114,8 +116,16 @@ def _sweep_work_files(demo: gr.Blocks, folders: WorkFolders) -> None:
     folders.sweep(cache_files=cached, keep=keep)
 
 
+def _wire_batch_to_explore(batch_ctx: batch.BatchContext, explore_ctx: explore.ExploreContext, tabs: gr.Tabs) -> None:
+    """The Batch tab's Open in Explore: the run's files handed over in a server-side state (never a client's path),
+    then opened in the Explore tab, which is shown."""
+    handoff = gr.State(None)
+    event = batch_ctx.tab.explore_btn.click(bind(batch.explore_handoff, batch_ctx), None, handoff, api_name=False)
+    explore.wire_from_batch(explore_ctx, event, handoff, tabs)
+
+
 def _wire_page(demo: gr.Blocks, ctx: evaluate.EvaluateContext, offer: evaluate.EvaluateOffer, *, timer: gr.Timer,
-              demo_btn: gr.Button) -> None:
+              demo_btn: gr.Button, batch_ctx: batch.BatchContext) -> None:
     """The page's own events: the status area, the first-visit notes, the untrained demo, the session's end,
     and the input bounds and upload accounting of every event (so this comes last)."""
     tab = ctx.tab
@@ -128,6 +138,9 @@ def _wire_page(demo: gr.Blocks, ctx: evaluate.EvaluateContext, offer: evaluate.E
             bind(on.load_first_example, ctx), None, tab.example_inputs, api_name=False)
         evaluate.chain_later_stages(ctx, demo_event.then(bind(on.evaluate, ctx, archive=False), tab.evaluate_inputs,
                                                 [*tab.score_outputs, tab.status_box], api_name=False))
+        # The Batch tab follows the demo (its own CLIP model menu; picking another there leaves it).
+        demo_btn.click(bind(batch.follow_demo, batch_ctx), None, batch_ctx.tab.clip_model, api_name=False,
+                       show_progress="hidden")
     tab.clip_model.change(refresh_status, tab.clip_model, [tab.status_box, timer], api_name=False)
     demo.unload(bind(on.end_session, ctx))
     bound_inputs(demo, ctx.settings)  # every text, checkbox and choice list: strict type and bound

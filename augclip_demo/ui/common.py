@@ -34,3 +34,9 @@ def empty_table(message: str) -> pd.DataFrame:
     """A one-cell table that says what to do to fill it (a table without rows would show Gradio's placeholder
     headers "1 2 3")."""
     return pd.DataFrame({"": [message]})
+
+
+def text_safe(text: str) -> str:
+    """``text`` for a Markdown component that is also an API answer: no tag can open (``<`` and ``&`` escaped),
+    and what reads as text stays text (``->`` is not turned into ``-&gt;``, quotes stay quotes)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;")

@@ -66,7 +66,13 @@ def demo_offered(settings: Settings) -> bool:
     return not settings.allowed_models or DEMO_CLIP in (settings.clip_model.strip(), *settings.allowed_models)
 
 
-def _demo_hint(settings: Settings, text: str = ", or press the demo button at the top") -> str:
+#: How the page's messages name the demo: its button at the top (hidden while the demo is on).
+_PAGE_HINT = ", or press the demo button at the top"
+#: How the Batch tab's note names it: the tab's own CLIP model menu, there whether or not the demo is on.
+BATCH_HINT = f", or pick {DEMO_CLIP} (the demo's toy CLIP, for the world examples) as this tab's CLIP model"
+
+
+def demo_hint(settings: Settings, text: str = _PAGE_HINT) -> str:
     """``text`` when the demo is offered (:func:`demo_offered`), else "": a message never names a button
     the page does not show."""
     return text if demo_offered(settings) else ""
@@ -118,8 +124,9 @@ def readiness(settings: Settings, *, background: bool = True) -> ReadinessCheck:
     return check
 
 
-def cannot_run(settings: Settings, feature: str, *, wait_s: float = 0.0) -> str | None:
-    """Why ``feature`` cannot run with ``settings`` (one line with the fix), or None (ready, or still checking)."""
+def cannot_run(settings: Settings, feature: str, *, wait_s: float = 0.0, hint: str = _PAGE_HINT) -> str | None:
+    """Why ``feature`` cannot run with ``settings`` (one line with the fix), or None (ready, or still checking).
+    ``hint``: how the message names the demo (when the server offers it)."""
     check = readiness(settings)
     if not check.done.wait(wait_s):
         return None
@@ -129,15 +136,19 @@ def cannot_run(settings: Settings, feature: str, *, wait_s: float = 0.0) -> str 
     names = ", ".join(m.need.label for m in missing)
     return (f"{FEATURES[feature][0].upper() + FEATURES[feature][1:]} cannot run here: no weights for {names} "
             f"({missing[0].reason}). Fix: run `{download_command(settings, feature)}` where there is internet and "
-            f"restart{_demo_hint(settings)}.")
+            f"restart{demo_hint(settings, hint)}.")
+
+
+def note_text(message: str) -> str:
+    """``message`` as HTML: escaped, its `commands` as code."""
+    parts = html.escape(message).split("`")
+    return "".join(f"<code>{part}</code>" if i % 2 else part for i, part in enumerate(parts))
 
 
 def _note_html(message: str | None) -> str:
     if not message:
         return ""
-    parts = html.escape(message).split("`")
-    text = "".join(f"<code>{part}</code>" if i % 2 else part for i, part in enumerate(parts))
-    return f'<div class="aug-needs">&#9888; {text}</div>'
+    return f'<div class="aug-needs">&#9888; {note_text(message)}</div>'
 
 
 def note(feature: str, where: str) -> gr.HTML:
@@ -149,16 +160,17 @@ _NOTE_PREFIX = "aug-note-"
 
 
 def _draw_note(feature: str, settings: Settings, status_of: Callable[[Settings], Any], *,
-              what: str = "Evaluate, the examples and the attribute extraction cannot run") -> str:
+              what: str = "Evaluate, the examples and the attribute extraction cannot run",
+              hint: str = _PAGE_HINT) -> str:
     """The note of ``feature`` for ``settings``: empty when it can run (waits for the checks, bounded).
-    ``what``: the scores note's words for what cannot run."""
+    ``what``: the scores note's words for what cannot run; ``hint``: how it names the demo."""
     if feature == "scores":
         status = status_of(settings)
         deadline = time.monotonic() + _CHECK_WAIT_S
         while status.state == "loading" and time.monotonic() < deadline:
             time.sleep(0.2)
-        return _note_html(scores_message(settings, status, what=what))
-    return _note_html(cannot_run(settings, feature, wait_s=_CHECK_WAIT_S))
+        return _note_html(scores_message(settings, status, what=what, hint=hint))
+    return _note_html(cannot_run(settings, feature, wait_s=_CHECK_WAIT_S, hint=hint))
 
 
 def _batch_features(metric_keys: list[str] | None) -> list[str]:
@@ -171,8 +183,9 @@ def _batch_features(metric_keys: list[str] | None) -> list[str]:
 
 def batch_note(settings: Settings, metric_keys: list[str] | None, status_of: Callable[[Settings], Any]) -> str:
     """The note beside the Batch tab's Run button: every chosen feature that cannot run with ``settings``
-    (the batch's, from :func:`demo_settings`), one line each; empty when all can."""
-    return "".join(_draw_note(feature, settings, status_of, what="a batch cannot run")
+    (the batch's, from :func:`demo_settings`), one line each; empty when all can. The way out it names is the
+    tab's own CLIP model menu (the page's demo button is hidden while the demo is on)."""
+    return "".join(_draw_note(feature, settings, status_of, what="a batch cannot run", hint=BATCH_HINT)
                    for feature in _batch_features(metric_keys))
 
 
@@ -203,12 +216,14 @@ def wire(demo: gr.Blocks, clip_model: Any, settings_for: Callable[[str | None], 
 
 
 def scores_message(settings: Settings, status: Any, *,
-                   what: str = "Evaluate, the examples and the attribute extraction cannot run") -> str | None:
-    """Why ``what`` (by default Evaluate) cannot score with the CLIP model of ``status`` (and the fix), or None."""
+                   what: str = "Evaluate, the examples and the attribute extraction cannot run",
+                   hint: str = _PAGE_HINT) -> str | None:
+    """Why ``what`` (by default Evaluate) cannot score with the CLIP model of ``status`` (and the fix), or None.
+    ``hint``: how it names the demo."""
     if status.state != "error":
         return None
     return (f"No weights for the CLIP model {settings.clip_model} here: {what}. Fix: run "
-            f"`{download_command(settings, 'scores')}` where there is internet and restart{_demo_hint(settings)}.")
+            f"`{download_command(settings, 'scores')}` where there is internet and restart{demo_hint(settings, hint)}.")
 
 
 def _demo_banner(clip: str | None) -> str:

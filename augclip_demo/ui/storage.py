@@ -46,7 +46,11 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..batch.ziputil import ZipLimits
+    from ..config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -588,3 +592,20 @@ async def _answer(send: _Send, status: int, text: str) -> None:
                 "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode()),
                             (b"connection", b"close")]})
     await send({"type": "http.response.body", "body": body})
+
+
+def upload_zip_limits(settings: Settings, folders: WorkFolders | None, what: str) -> ZipLimits:
+    """The settings' limits on an uploaded zip (``AUGCLIP_UPLOAD_MAX_*``: its size, entries and expanded size), the
+    expanded size also within the room left under the app's disk cap; ``what`` (e.g. "The batch") is refused at
+    once when that room is gone. Every zip the page unpacks takes its limits from here."""
+    import dataclasses
+
+    from ..batch.ziputil import ZipLimits
+
+    limits = ZipLimits.from_settings(settings)
+    if folders is not None:
+        folders.check_room(what)
+        if folders.room() < limits.max_total_bytes:
+            limits = dataclasses.replace(limits, max_total_bytes=folders.room(),
+                                         total_limit="the room left under the app's disk cap, AUGCLIP_APP_DISK_MB")
+    return limits

@@ -163,3 +163,40 @@ def test_a_refused_upload_leaves_no_temporary_folder(tmp_path, monkeypatch):
         with pytest.raises((UnsafeArchiveError, ManifestError)):
             run_uploaded_batch(manifest, archive)
     assert list(scratch.iterdir()) == []
+
+
+def test_a_stopped_upload_returns_its_kept_items_when_asked_and_resumes_after_them(tmp_path, tiny_encoder):
+    """keep_stopped: the run stopped mid-way returns what it scored (CSV and protocols of those items only),
+    and the same call on the same folder scores the rest."""
+    import csv
+    import threading
+
+    from augclip_demo.errors import BatchCancelled
+
+    data = tmp_path / "data"
+    manifest = write_synthetic_manifest(data, 12, image_size=48, n_attributes=2)
+    images = zip_folder(data, tmp_path / "images.zip")
+    settings = Settings.from_env(clip_model=TINY, device="cpu")
+    cancel = threading.Event()
+
+    def stop_after_the_first_item(fraction: float, message: str) -> None:
+        if "items scored" in message:
+            cancel.set()
+
+    common = dict(settings=settings, encoder=tiny_encoder, metrics="augclip,clip_i", n_boot=20)
+    with pytest.raises(BatchCancelled):  # by default a stopped run raises, as before
+        run_uploaded_batch(manifest, images, work_dir=tmp_path / "plain", cancel=cancel,
+                           progress=stop_after_the_first_item, **common)
+    cancel.clear()
+    stopped = run_uploaded_batch(manifest, images, work_dir=tmp_path / "work", cancel=cancel, keep_stopped=True,
+                                 progress=stop_after_the_first_item, **common)
+    records = [json.loads(line) for line in stopped.results_jsonl.read_text().splitlines()]
+    assert stopped.summary.interrupted and 1 <= len(records) < 12
+    assert stopped.summary.n_ok + stopped.summary.n_failed == len(records)
+    with open(stopped.results_csv, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert {row["id"] for row in rows} == {record["id"] for record in records}
+    assert json.loads(stopped.protocol_json.read_text())["datasets"][manifest.stem]["n_items"] == len(records)
+    finished = run_uploaded_batch(manifest, images, work_dir=tmp_path / "work", **common)
+    assert not finished.summary.interrupted
+    assert (finished.summary.n_skipped, finished.summary.n_ok) == (len(records), 12 - len(records))

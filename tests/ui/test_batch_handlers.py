@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+import threading
 import zipfile
 from pathlib import Path
 
@@ -16,12 +17,12 @@ import pytest
 from augclip_demo.batch.protocol_tables import compute_protocols
 from augclip_demo.batch.runner import BatchOptions, run_batch
 from augclip_demo.config import Settings
-from augclip_demo.ui import build_app
+from augclip_demo.ui import build_app, first_contact
 from augclip_demo.ui.batch import handlers as on
 from augclip_demo.ui.common import page_settings
 from augclip_demo.ui.examples import EXAMPLES_DIR
 from augclip_demo.ui.first_contact import readiness
-from augclip_demo.ui.status import model_status
+from augclip_demo.ui.status import ModelStatus, model_status
 from augclip_demo.ui.storage import WorkFolders
 from tests.support import EXAMPLES, TINY
 from tests.ui.test_app_batch import ITEMS, METRICS, example_manifest, example_zip
@@ -224,10 +225,127 @@ def test_stop_shows_before_the_run_goes_after_every_end_and_cancels_exactly_the_
     assert all(d["outputs"] == [stop_id] for d in after)
     cancelling = [d for d in deps if d["cancels"]]
     assert [(d["targets"], d["cancels"]) for d in cancelling] == [([(stop_id, "click")], [batch["id"]])]
+    stopping = [d["outputs"] for d in deps if d["targets"] == [(stop_id, "click")] and d["outputs"]]
+    assert stopping == [[stop_id, *(c._id for c in tab.run_outputs)]]  # then shows what the run kept
 
 
-def test_stop_hides_itself_and_show_and_hide_say_so(ctx):
+def test_stop_hides_itself_and_says_what_it_stopped_when_nothing_was_kept(ctx, monkeypatch):
+    own = dataclasses.replace(ctx, runs={})
     tab = ctx.tab
-    assert on.show_stop(ctx) == {tab.stop_btn: gr.update(visible=True)}
-    assert on.hide_stop(ctx) == {tab.stop_btn: gr.update(visible=False)}
-    assert on.stop_run(ctx) == {tab.stop_btn: gr.update(visible=False)}  # its words go to a notice
+    assert on.show_stop(own) == {tab.stop_btn: gr.update(visible=True)}
+    assert on.hide_stop(own) == {tab.stop_btn: gr.update(visible=False)}
+    # Stopped while still queued: no run of this session began.
+    out = on.stop_run(own)
+    assert out[tab.stop_btn] == gr.update(visible=False) and set(out) == {tab.stop_btn, *tab.run_outputs}
+    assert out[tab.summary] == on._STOPPED_EARLY and out[tab.files] is None
+    assert list(out[tab.scores].iloc[:, 0]) == [on._STOPPED_TABLE] == list(out[tab.protocol].iloc[:, 0])
+    # A run whose worker has not ended yet: Stop says it is finishing, and shows no earlier results.
+    monkeypatch.setattr(on, "STOP_WAIT_S", 0.01)
+    own.runs[None] = on.BatchRun(["clip_i"])
+    assert on.stop_run(own)[tab.summary] == on._STILL_STOPPING
+    own.runs[None].ended.set()  # ended without results (refused, or stopped while the zip was unpacked)
+    assert on.stop_run(own)[tab.summary] == on._STOPPED_EARLY
+    on.show_stop(own)  # Run pressed again: the session's earlier run is not the one Stop shows
+    assert own.runs == {}
+
+
+class _StopAfterTheFirstItem:
+    """The page's Stop, as the handler's CancelWatch sees it: set once the first item is scored."""
+
+    event = threading.Event()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    @classmethod
+    def progress(cls, fraction: float, desc: str = "") -> None:
+        if "items scored" in desc:
+            cls.event.set()
+
+
+@pytest.mark.slow
+def test_stop_shows_the_stopped_runs_kept_items_not_the_earlier_runs_results(ctx, upload, tmp_path, monkeypatch):
+    own = dataclasses.replace(ctx, runs={}, resumable={})
+    tab = ctx.tab
+    earlier = on.score_upload(own, *upload, ["clip_i"], "manual", TINY, False)  # a finished run of two items
+    assert "2 item(s) scored" in earlier[tab.summary]
+    # A longer run: one example's images under 30 ids, stopped once its first item is scored.
+    line = json.loads(Path(upload[0]).read_text().splitlines()[0])
+    long = tmp_path / "long" / "long.jsonl"
+    long.parent.mkdir()
+    long.write_text("".join(json.dumps({**line, "id": f"copy{n}"}) + "\n" for n in range(30)))
+    images = str(example_zip(long.parent, items=(line["id"],)))
+    monkeypatch.setattr(on, "CancelWatch", _StopAfterTheFirstItem)
+    _StopAfterTheFirstItem.event.clear()
+    on.show_stop(own)
+    on.score_upload(own, str(long), images, ["clip_i", "l2"], "manual", TINY, False,
+                    progress=_StopAfterTheFirstItem.progress)
+    shown = on.stop_run(own)
+    kept = [json.loads(text) for text in Path(next(f for f in shown[tab.files] if f.endswith(".jsonl")))
+            .read_text().splitlines()]
+    assert 1 <= len(kept) < 30, len(kept)
+    assert f"**Stopped: {len(kept)} item(s) scored, 0 failed** (of 30)" in shown[tab.summary]
+    assert "run the same files with the same choices again" in shown[tab.summary].lower()
+    frame = shown[tab.scores].data
+    assert list(frame["id"]) == [r["id"] for r in kept for _ in r["edits"]]  # the kept items, not the earlier run's
+    assert list(frame.columns) == [*on.SHOWN_COLUMNS, "CLIP-I", "L2", "error"]  # this run's metrics
+    assert sorted(Path(f).name for f in shown[tab.files])[0] == "long-protocol.csv"
+    # The same request again resumes after the kept items.
+    monkeypatch.undo()  # the page's own watch (outside a Gradio request it never fires)
+    resumed = on.score_upload(own, str(long), images, ["clip_i", "l2"], "manual", TINY, False)
+    assert f"Resumed: {len(kept)} item(s)" in resumed[tab.summary] and "Stopped" not in resumed[tab.summary]
+    assert len(resumed[tab.scores].data) == 30 * len(line["edits"])
+
+
+def test_the_demo_button_sets_the_batch_tabs_clip_model_too(ctx):
+    """The page's demo button (the Evaluate tab's demo) moves the Batch tab's CLIP model to the demo's."""
+    assert on.follow_demo(ctx) == {ctx.tab.clip_model: gr.update(value=first_contact.DEMO_CLIP)}
+    assert first_contact.DEMO_CLIP in ctx.clip_choices
+    app = build_app(Settings.from_env(clip_model=TINY, device="cpu"))
+    demo_id = next(b._id for b in app.blocks.values() if getattr(b, "elem_id", None) == "aug-demo")
+    deps = app.config["dependencies"]
+    batch_clip = app.batch_context.tab.clip_model._id
+    assert any(d["targets"] == [(demo_id, "click")] and d["outputs"] == [batch_clip] for d in deps)
+    # and the tab's note is redrawn on that change (its event has no trigger of its own: the inputs' changes)
+    note = app.batch_context.tab.needs._id
+    assert any(batch_clip in d["inputs"] and d["outputs"] == [note] for d in deps)
+
+
+def test_the_batch_note_names_the_tabs_own_menu_not_the_hidden_demo_button(ctx):
+    missing = page_settings(ctx.settings, ctx.clip_choices, NO_WEIGHTS)
+    readiness(missing, background=False)
+    model_status(missing, background=False)
+    text = on.show_needs(ctx, NO_WEIGHTS, ["augclip"])[ctx.tab.needs]["value"]
+    assert f"pick {first_contact.DEMO_CLIP}" in text and "this tab&#x27;s CLIP model" in text, text
+    assert "demo button" not in text
+
+
+def _refused_panel(out: dict, tab) -> str:
+    assert set(out) == set(tab.run_outputs)
+    for table in (tab.protocol, tab.scores):  # no earlier run's rows: the placeholder says why
+        assert list(out[table].iloc[:, 0]) == [on._NOT_RUN_TABLE]
+    assert out[tab.files] is None
+    return out[tab.summary]
+
+
+def test_a_batch_with_a_model_without_weights_says_so_in_the_tab_without_a_notice(ctx, upload):
+    tab = ctx.tab
+    missing = page_settings(ctx.settings, ctx.clip_choices, NO_WEIGHTS)
+    assert model_status(missing, background=False).state == "error"  # the page's check has run
+    panel = _refused_panel(scored(ctx, *upload, clip=NO_WEIGHTS), tab)  # no gr.Error: returned, in the tab
+    assert 'class="aug-error"' in panel and f"No weights for the CLIP model {NO_WEIGHTS}" in panel
+    assert f"<code>augclip-demo download --clip {NO_WEIGHTS}</code>" in panel and "this batch did not run" in panel
+    assert f"pick {first_contact.DEMO_CLIP}" in panel
+
+
+def test_weights_found_missing_while_the_batch_loads_are_said_in_the_tab_too(ctx, upload, monkeypatch):
+    """The page's check has not ended yet (the status still loading): the runner itself finds no weights."""
+    other = next(c for c in ctx.clip_choices if c.endswith("/openai") and c != NO_WEIGHTS)
+    monkeypatch.setattr(on, "model_status", lambda settings, **_: ModelStatus(spec=settings.clip_model))
+    panel = _refused_panel(scored(dataclasses.replace(ctx, resumable={}), *upload, clip=other), ctx.tab)
+    assert panel.startswith('<div class="aug-error"') and "This batch did not run" in panel
+    assert f"{other}: no usable weights here" in panel and "augclip-demo download" in panel
+    assert "/tmp/" not in panel

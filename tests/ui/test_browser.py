@@ -9,7 +9,7 @@ import pytest
 
 from augclip_demo.attributes import Attributes
 from augclip_demo.pipeline import Evaluator
-from tests.support import EXAMPLES, TINY
+from tests.support import EXAMPLES, TINY, artifacts_folder
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [
@@ -204,11 +204,20 @@ def test_batch_stop_keeps_what_is_scored_and_run_goes_on_from_there(browser, app
     page.locator("#aug-batch-run").click()  # nothing uploaded: refused, and Stop goes again
     page.get_by_text("Upload a manifest first").first.wait_for()
     page.locator("#aug-batch-stop").wait_for(state="hidden")
+    # An earlier, finished run (the shipped examples): after Stop, none of its results may stay on the page.
+    page.locator("#aug-batch-example").click()
+    page.wait_for_function("document.querySelector('#aug-batch-zip').innerText.includes('examples')")
+    page.locator("#aug-batch-run").click()
+    page.wait_for_function("document.querySelector('#aug-batch-files').innerText.includes('examples-protocol')",
+                           timeout=300_000)
+    for upload in ("#aug-batch-manifest", "#aug-batch-zip"):  # the examples' files out of both uploads
+        page.locator(upload).get_by_role("button", name=re.compile("clear", re.IGNORECASE)).first.click()
+        page.locator(f"{upload} input[type=file]").wait_for(state="attached")
     page.locator("#aug-batch-manifest input[type=file]").set_input_files(str(manifest))
     page.locator("#aug-batch-zip input[type=file]").set_input_files(str(tmp_path / "images.zip"))
     page.wait_for_function("document.querySelector('#aug-batch-zip').innerText.includes('images')")
     stop = page.locator("#aug-batch-stop")
-    assert not stop.is_visible()  # nothing runs yet
+    stop.wait_for(state="hidden")  # nothing runs now (the examples' run has ended)
     page.locator("#aug-batch-run").click()
     stop.wait_for(state="visible")
     # the progress text once items are scored (not while the zip is unpacked)
@@ -216,16 +225,26 @@ def test_batch_stop_keeps_what_is_scored_and_run_goes_on_from_there(browser, app
                            timeout=120_000)
     page.screenshot(path=str(tmp_path / "batch-running.png"), full_page=True)
     stop.click()
-    page.get_by_text("Stopped. Anything already scored is kept").first.wait_for()
+    # The stopped run's kept items: its summary, its rows and its downloads (none of the examples' run).
+    page.wait_for_function("document.querySelector('#aug-batch-summary').innerText.includes('Stopped:')",
+                           timeout=180_000)
     stop.wait_for(state="hidden")
+    shown = page.locator("#aug-batch-summary").inner_text()
+    stopped_at = int(re.search(r"Stopped: (\d+) item\(s\) scored", shown).group(1))
+    assert 0 < stopped_at < items and "again on this page to go on" in shown, shown
+    page.wait_for_function("document.querySelector('#aug-batch-files').innerText.includes('long-results')")
+    assert "examples" not in page.locator("#aug-batch-files").inner_text()
+    ids = {c.strip() for c in page.locator("#aug-batch-scores [role=gridcell]").all_inner_texts()}
+    assert "i0" in ids and not ids & {"flower-pink", "world-recolour"}, ids
     page.screenshot(path=str(tmp_path / "batch-stopped.png"), full_page=True)
+    shutil.copyfile(tmp_path / "batch-stopped.png", artifacts_folder("batch") / "batch-stopped.png")
     page.locator("#aug-batch-run").click()  # the same files and choices: goes on from where it stopped
-    page.wait_for_function("document.querySelector('#aug-batch-summary').innerText.includes('item(s) scored')",
-                           timeout=600_000)
+    page.wait_for_function("document.querySelector('#aug-batch-summary').innerText.includes('Resumed:')",
+                           timeout=600_000)  # (the stopped run's summary also says "item(s) scored")
     summary = page.locator("#aug-batch-summary").inner_text()
     kept = int(re.search(r"Resumed: (\d+) item", summary).group(1))
     scored = int(re.search(r"(\d+) item\(s\) scored, 0 failed", summary).group(1))
-    assert 0 < kept < items and kept + scored == items, summary
+    assert kept == stopped_at and kept + scored == items, summary  # the kept items the page showed
     stop.wait_for(state="hidden")
     page.screenshot(path=str(tmp_path / "batch-resumed.png"), full_page=True)
     print(f"\nscreenshots: {tmp_path}")

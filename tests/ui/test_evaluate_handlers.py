@@ -18,7 +18,7 @@ from PIL import Image
 from augclip_demo.attributes import Attributes
 from augclip_demo.config import Settings
 from augclip_demo.pipeline import AugCLIPOptions, Evaluator
-from augclip_demo.report import edit_tag
+from augclip_demo.report import UNTRAINED_WARNING, edit_tag
 from augclip_demo.ui import build_app
 from augclip_demo.ui.binding import bind
 from augclip_demo.ui.evaluate import handlers as on
@@ -300,6 +300,11 @@ def test_show_comparison_builds_the_grid_of_the_current_results(ctx):
     assert all(label in fragment for label in views.edit_choices(state.report))
     assert button.visible and button.value["orig_name"] == "comparison.html"
     assert Path(button.value["path"]).read_text(encoding="utf-8").count("<html") == 1  # the stand-alone file
+    # /comparison: the same page as plain values (the file's path, which a client downloads)
+    assert on.comparison_answer(ctx, logic.Session()) == (views.COMPARISON_HELP, None)
+    answered, path = on.comparison_answer(ctx, state)
+    assert answered == fragment and Path(path).name == "comparison.html"
+    assert Path(path).read_text(encoding="utf-8") == Path(button.value["path"]).read_text(encoding="utf-8")
 
 
 @pytest.mark.slow
@@ -323,10 +328,14 @@ def test_refresh_comparison_rebuilds_only_a_grid_the_user_opened(ctx):
 @pytest.mark.slow
 def test_extract_attributes_fills_the_boxes_and_remembers_the_inputs(ctx):
     source, target = str(FLOWER / "source.png"), "a pink dahlia flower"
-    src_box, tgt_box, state = on.extract_attributes(ctx, source, target, "", "clip-vocab", TINY, None)
+    src_box, tgt_box, note, state = on.extract_attributes(ctx, source, target, "", "clip-vocab", TINY, None)
     assert src_box.strip() and tgt_box.strip()
     assert state.extracted.source == src_box.splitlines() and state.extracted.target == tgt_box.splitlines()
     assert state.extracted.provenance.provider == "clip-vocab" and state.attributes_key is not None
+    # random weights chose them: the answer says so (the boxes hold attributes only)
+    assert state.extracted.provenance.extra["untrained"] is True
+    assert note.startswith(UNTRAINED_WARNING.upper()) and TINY in note and "clip-vocab" in note
+    assert "untrained" not in (src_box + tgt_box).lower()
     with pytest.raises(gr.Error, match="Upload a source image first"):
         on.extract_attributes(ctx, None, target, "", "clip-vocab", TINY, None)
 

@@ -2,8 +2,8 @@
 :func:`build` lays it out (:mod:`.layout`), :func:`wire` connects its events (:mod:`.wiring`) to the handlers of
 :mod:`.handlers`."""
 
-from .handlers import BatchContext
+from .handlers import BatchContext, ExploreHandoff, explore_handoff, follow_demo
 from .layout import BatchTab, build
 from .wiring import wire
 
-__all__ = ["BatchContext", "BatchTab", "build", "wire"]
+__all__ = ["BatchContext", "BatchTab", "ExploreHandoff", "build", "explore_handoff", "follow_demo", "wire"]

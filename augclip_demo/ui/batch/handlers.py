@@ -10,10 +10,8 @@ uncompressed-size limits; the same runner and protocol code as the CLI); this mo
 from __future__ import annotations
 
 import csv
-import dataclasses
 import functools
 import hashlib
-import html
 import shutil
 import tempfile
 import threading
@@ -26,17 +24,18 @@ from typing import Any
 import gradio as gr
 
 from ...batch.manifest import load_manifest
-from ...batch.upload import BatchUploadResult, run_uploaded_batch
+from ...batch.upload import BatchUploadResult, run_uploaded_batch, unpack_beside_manifest
 from ...batch.ziputil import ZipLimits
 from ...config import Settings
+from ...errors import InputError, WeightsUnavailableError
 from ...metrics.suite import METRICS
 from ...report import UNTRAINED_WARNING
 from .. import first_contact
-from ..common import empty_table, page_settings
+from ..common import empty_table, page_settings, text_safe
 from ..examples import EXAMPLES_DIR
 from ..guard import CancelWatch, scrub_paths, user_facing
 from ..status import model_status
-from ..storage import WorkFolders
+from ..storage import WorkFolders, upload_zip_limits
 from .layout import MAX_SHOWN_ROWS, BatchTab
 
 Updates = dict[Any, Any]
@@ -45,6 +44,10 @@ Updates = dict[Any, Any]
 #: cancelled run is still stopping in its thread; this lock holds until it has.
 BATCH_LOCK = threading.Lock()
 LOCK_WAIT_S = 15.0
+#: How long Stop waits for the stopped run's worker to end before it says so: the worker stops scoring within a
+#: second or two, then writes the kept items' CSV and protocol tables (their bootstrap takes longer on a busy CPU).
+STOP_WAIT_S = 90.0
+_MAX_RUNS_KEPT = 256
 SHOWN_COLUMNS = ("id", "edit", "name", "role", "status")
 _NO_PROTOCOL = ("No protocol figures for this manifest: they need human judgments (human.preferred or human.scores) "
                "or gt / ep / em triplets (augclip-demo triplets adds them).")
@@ -62,6 +65,22 @@ class BatchContext:
     after_run: Callable[[], None] | None = None  # e.g. keep the app's files within their bounds
     #: a cancelled run's folder, by session, upload and choices: the same request resumes it
     resumable: dict[tuple, Path] = field(default_factory=dict)
+    #: each session's latest run (what Stop shows when it has stopped), at most :data:`_MAX_RUNS_KEPT` sessions
+    runs: dict[str | None, BatchRun] = field(default_factory=dict)
+
+
+@dataclass
+class BatchRun:
+    """One run of the tab, as Stop finds it: its metrics, whether its worker has ended, and what it returned
+    (a finished run's results, or a stopped run's kept items; None when it ended without any)."""
+
+    metric_keys: list[str]
+    manifest_file: str = ""  # the uploads it ran on (Gradio's copies on the server): Open in Explore reads them
+    images_zip: str = ""
+    ended: threading.Event = field(default_factory=threading.Event)
+    result: BatchUploadResult | None = None
+    unpacked: Path | None = None  # its manifest beside its images, once opened in the Explore tab
+    cancel: threading.Event | None = None  # set by Stop (besides Gradio's cancel of the event): the run stops
 
 
 # ---------------------------------------------------------------------------- handlers
@@ -79,35 +98,89 @@ def score_upload(ctx: BatchContext, manifest_file, images_zip, metric_keys, prov
         raise gr.Error("Choose at least one metric.")
     run_settings = page_settings(ctx.settings, ctx.clip_choices, clip_spec)
     metric_keys = list(dict.fromkeys(metric_keys))
+    if (status := model_status(run_settings)).state == "error":  # known already: said in the tab, nothing runs
+        return _not_run(ctx.tab, first_contact.scores_message(run_settings, status, what="this batch did not run",
+                                                              hint=first_contact.BATCH_HINT))
     limits = zip_limits(ctx)
     session = getattr(request, "session_hash", None)
     # The same upload with the same choices in the same session resumes a cancelled run's folder.
     key = (session, upload_key(manifest_file, images_zip), tuple(metric_keys), provider_name,
            run_settings.clip_model, bool(skip))
     work_dir = resumable_folder(ctx, key, session)
-    if not BATCH_LOCK.acquire(timeout=LOCK_WAIT_S):
-        raise gr.Error("Another batch is still running (or stopping) on this server; one runs at a time. "
-                       "Try again in a minute.")
+    run = _new_run(ctx, session, BatchRun(metric_keys, str(manifest_file), str(images_zip)))
     try:
-        with CancelWatch() as watch:
-            result = run_uploaded_batch(manifest_file, images_zip, work_dir=work_dir, settings=run_settings,
-                                        metrics=metric_keys, provider=provider_name, skip_invalid=bool(skip),
-                                        progress=lambda fraction, message: progress(fraction, desc=message),
-                                        cancel=watch.event, limits=limits)
+        if not BATCH_LOCK.acquire(timeout=LOCK_WAIT_S):
+            raise gr.Error("Another batch is still running (or stopping) on this server; one runs at a time. "
+                           "Try again in a minute.")
+        try:
+            with CancelWatch() as watch:
+                run.cancel = watch.event
+                result = run_uploaded_batch(manifest_file, images_zip, work_dir=work_dir, settings=run_settings,
+                                            metrics=metric_keys, provider=provider_name, skip_invalid=bool(skip),
+                                            progress=lambda fraction, message: progress(fraction, desc=message),
+                                            cancel=watch.event, limits=limits, keep_stopped=True)
+        except WeightsUnavailableError as exc:  # found while loading: said in the tab, where the model is chosen
+            return _not_run(ctx.tab, f"This batch did not run: {scrub_paths(exc.brief())}"
+                                     f"{first_contact.demo_hint(run_settings, first_contact.BATCH_HINT)}.")
+        finally:
+            BATCH_LOCK.release()
+        run.result = result
     finally:
-        BATCH_LOCK.release()
-    ctx.resumable.pop(key, None)  # finished: a new run of it starts afresh
+        run.ended.set()
+    if not result.summary.interrupted:
+        ctx.resumable.pop(key, None)  # finished: a new run of it starts afresh (a stopped one resumes)
     if ctx.after_run is not None:
         ctx.after_run()
     return _batch_updates(ctx.tab, result, metric_keys)
 
 
-_STOPPED_TEXT = ("Stopped. Anything already scored is kept: run the same files with the same choices again on this "
-                 "page to go on from there.")
+def _new_run(ctx: BatchContext, session: str | None, run: BatchRun) -> BatchRun:
+    """The session's run from now on (Stop shows this one's kept items); the oldest sessions' records go."""
+    ctx.runs.pop(session, None)
+    while len(ctx.runs) >= _MAX_RUNS_KEPT:
+        ctx.runs.pop(next(iter(ctx.runs)))
+    ctx.runs[session] = run
+    return run
 
 
-def show_stop(ctx: BatchContext) -> Updates:
-    """Run pressed: the Stop button shows while the run is queued or going."""
+@dataclass(frozen=True)
+class ExploreHandoff:
+    """A run's files for the Explore tab: its results and its manifest beside the extracted images (server paths,
+    kept in a server-side ``gr.State``, never sent to the client)."""
+
+    results: Path
+    manifest: Path
+    name: str  # the uploaded manifest's name, for people
+
+
+@user_facing
+def explore_handoff(ctx: BatchContext, request: gr.Request = None) -> ExploreHandoff:
+    """Open in the Explore tab: the session's latest run (finished, or stopped with kept items) with its manifest
+    and its images, extracted again from the run's zip (bounded as for the run) into the run's folder, once."""
+    run = ctx.runs.get(getattr(request, "session_hash", None))
+    if run is None or not run.ended.is_set() or run.result is None:
+        raise InputError("run a batch first (or let it end): its results then open in the Explore tab")
+    result = run.result
+    if run.unpacked is None or not run.unpacked.is_file():
+        if not (Path(run.manifest_file).is_file() and Path(run.images_zip).is_file()):
+            raise InputError("this run's uploads are no longer on the server (they are kept for a while): upload "
+                             "them again and run the batch, then open it")
+        folder = result.work_dir / "explore"
+        shutil.rmtree(folder, ignore_errors=True)
+        run.unpacked = unpack_beside_manifest(run.manifest_file, run.images_zip, folder, zip_limits(ctx))
+    return ExploreHandoff(results=result.results_jsonl, manifest=run.unpacked, name=Path(run.manifest_file).name)
+
+
+_RESUME_TEXT = "Run the same files with the same choices again on this page to go on from there."
+_STOPPED_EARLY = "**Stopped before any item was scored.**"
+_STOPPED_TABLE = "Nothing scored: the run was stopped before its first item."
+_STILL_STOPPING = ("**Stopped.** The run is still finishing the items it had started; they are kept. " + _RESUME_TEXT)
+
+
+def show_stop(ctx: BatchContext, request: gr.Request = None) -> Updates:
+    """Run pressed: the Stop button shows while the run is queued or going (and the session's earlier run is
+    no longer the one Stop would show)."""
+    ctx.runs.pop(getattr(request, "session_hash", None), None)
     return {ctx.tab.stop_btn: gr.update(visible=True)}
 
 
@@ -116,11 +189,21 @@ def hide_stop(ctx: BatchContext) -> Updates:
     return {ctx.tab.stop_btn: gr.update(visible=False)}
 
 
-def stop_run(ctx: BatchContext) -> Updates:
-    """Stop pressed: the page cancels the run (its worker stops within a second, keeping what is scored). Said in a
-    notice, not in the summary: a run that ended just before the click keeps its summary."""
-    gr.Info(_STOPPED_TEXT)
-    return {ctx.tab.stop_btn: gr.update(visible=False)}
+def stop_run(ctx: BatchContext, request: gr.Request = None) -> Updates:
+    """Stop pressed: the page cancels the run; this waits for its worker to end (within a second or two, keeping
+    what it scored) and shows that run's kept items: the summary, the tables and the downloads of what it
+    scored, not an earlier run's. A run that ended just before the click shows its own results."""
+    run = ctx.runs.get(getattr(request, "session_hash", None))
+    hidden = {ctx.tab.stop_btn: gr.update(visible=False)}
+    if run is None:  # still queued: nothing started
+        return {**hidden, **_no_results(ctx.tab, _STOPPED_EARLY, _STOPPED_TABLE)}
+    if run.cancel is not None:  # stopped here too: whatever order Gradio's cancel of the event comes in
+        run.cancel.set()
+    if not run.ended.wait(STOP_WAIT_S):
+        return {**hidden, **_no_results(ctx.tab, _STILL_STOPPING, _STOPPED_TABLE)}
+    if run.result is None:  # stopped during the extraction, or refused
+        return {**hidden, **_no_results(ctx.tab, _STOPPED_EARLY, _STOPPED_TABLE)}
+    return {**hidden, **_batch_updates(ctx.tab, run.result, run.metric_keys)}
 
 
 def show_needs(ctx: BatchContext, clip_spec, chosen) -> Updates:
@@ -131,6 +214,11 @@ def show_needs(ctx: BatchContext, clip_spec, chosen) -> Updates:
     except Exception:  # noqa: BLE001 - a model the page does not offer: Run says so itself
         text = ""
     return {ctx.tab.needs: gr.update(value=text, visible=bool(text))}  # an empty note takes no room
+
+
+def follow_demo(ctx: BatchContext) -> Updates:
+    """The page's demo button: the tab's CLIP model becomes the demo's too (its note follows the change)."""
+    return {ctx.tab.clip_model: gr.update(value=first_contact.DEMO_CLIP)}
 
 
 def load_example_files(ctx: BatchContext) -> Updates:
@@ -144,13 +232,7 @@ def load_example_files(ctx: BatchContext) -> Updates:
 
 def zip_limits(ctx: BatchContext) -> ZipLimits:
     """The settings' limits on the image zip; the zip may expand only into the room left under the disk cap."""
-    limits = ZipLimits.from_settings(ctx.settings)
-    if ctx.folders is not None:
-        ctx.folders.check_room("The batch")
-        if ctx.folders.room() < limits.max_total_bytes:
-            limits = dataclasses.replace(limits, max_total_bytes=ctx.folders.room(),
-                                         total_limit="the room left under the app's disk cap, AUGCLIP_APP_DISK_MB")
-    return limits
+    return upload_zip_limits(ctx.settings, ctx.folders, "The batch")
 
 
 def resumable_folder(ctx: BatchContext, key: tuple, session: str | None) -> Path:
@@ -212,24 +294,43 @@ def _batch_updates(tab: BatchTab, result: BatchUploadResult, metric_keys: list[s
             tab.files: _public_copies(result)}
 
 
+_NOT_RUN_TABLE = "Nothing scored: the message above says why and what to do."
+
+
+def _not_run(tab: BatchTab, message: str | None) -> Updates:
+    """A batch that could not start (its models have no weights here): the reason and the fix in the summary's
+    place, as a red panel beside the tab's inputs (not a notice over them), and no earlier run's results."""
+    panel = f'<div class="aug-error" id="aug-batch-refused">{first_contact.note_text(message or "")}</div>'
+    return _no_results(tab, panel, _NOT_RUN_TABLE)
+
+
+def _no_results(tab: BatchTab, summary: str, table_text: str) -> Updates:
+    """``summary`` and empty tables (``table_text`` in them), no downloads: no earlier run's results stay."""
+    return {tab.summary: summary, tab.protocol: empty_table(table_text), tab.scores: empty_table(table_text),
+            tab.files: None}
+
+
 def _summary_markdown(result: BatchUploadResult) -> str:
     """What ran and what failed, for people (the server's temporary paths are left out)."""
     summary = result.summary
     lines = []
-    if result.untrained:
-        lines.append(f'<div class="aug-untrained">{html.escape(UNTRAINED_WARNING)} ({html.escape(summary.model)})</div>\n')
-    lines.append(f"**{summary.n_ok} item(s) scored, {summary.n_failed} failed** (of {summary.n_items}) in "
+    if result.untrained:  # Markdown, no HTML: the summary is also the /batch answer
+        lines.append(f"**\u26a0 {text_safe(UNTRAINED_WARNING)} ({text_safe(summary.model)})**\n")
+    head = "Stopped: " if summary.interrupted else ""
+    lines.append(f"**{head}{summary.n_ok} item(s) scored, {summary.n_failed} failed** (of {summary.n_items}) in "
                  f"{summary.seconds:.1f} s ({summary.items_per_second:.2f} items/s) with `{summary.model}`.")
+    if summary.interrupted:
+        lines.append(f"These are the items the stopped run kept (the rest were not scored). {_RESUME_TEXT}")
     if summary.n_skipped:
         lines.append(f"Resumed: {summary.n_skipped} item(s) scored by an earlier, cancelled run of this upload were kept.")
     hidden = str(result.work_dir)
     for item_id, error in summary.failures[:10]:
-        lines.append(f"- failed `{html.escape(str(item_id))}`: {html.escape(scrub_paths(error.replace(hidden, '…')))}")
+        lines.append(f"- failed `{str(item_id)}`: {text_safe(scrub_paths(error.replace(hidden, '…')))}")
     if summary.n_failed > 10:
         lines.append(f"- … {summary.n_failed - 10} more failure(s): see the results CSV (`error` column)")
     if summary.invalid:
         lines.append(f"\n**{len(summary.invalid)} invalid manifest line problem(s) skipped:**")
-        lines.extend(f"- {html.escape(scrub_paths(problem))}" for problem in summary.invalid[:20])
+        lines.extend(f"- {text_safe(scrub_paths(problem))}" for problem in summary.invalid[:20])
         if len(summary.invalid) > 20:
             lines.append(f"- … and {len(summary.invalid) - 20} more")
     if not result.protocol_rows or len(result.protocol_headers) <= 1:

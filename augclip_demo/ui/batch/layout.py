@@ -65,6 +65,7 @@ class BatchTab:
     protocol: gr.Dataframe
     scores: gr.Dataframe
     files: gr.File
+    explore_btn: gr.Button  # the latest run (finished or stopped) into the Explore tab, with its images
 
     @property
     def run_inputs(self) -> list[Any]:
@@ -89,7 +90,8 @@ def build(settings: Settings, *, provider_choices: list[tuple[str, str]], defaul
                                            elem_id="aug-batch-metrics")
                 provider = gr.Dropdown(provider_choices, value=default_provider, label="Attribute provider",
                                        info="for items without attributes in the manifest")
-                clip_model = gr.Dropdown(clip_choices, value=settings.clip_model, label="CLIP model (spec)")
+                clip_model = gr.Dropdown(clip_choices, value=settings.clip_model, label="CLIP model (spec)",
+                                         elem_id="aug-batch-clip")
                 skip_invalid = gr.Checkbox(False, label="Skip invalid manifest lines (else every problem is listed "
                                                         "and nothing runs)")
         with gr.Row():
@@ -100,7 +102,7 @@ def build(settings: Settings, *, provider_choices: list[tuple[str, str]], defaul
         # Beside Run: the models the chosen CLIP model and metrics need and lack (not one of first_contact's
         # page notes: those follow the Evaluate tab's CLIP model, this one the tab's own).
         needs = gr.HTML("", elem_id="aug-batch-needs", padding=False, visible=False)
-        summary = gr.Markdown(elem_id="aug-batch-summary")
+        summary = gr.Markdown(label="Batch summary", elem_id="aug-batch-summary")
         protocol = gr.Dataframe(empty_table(_EMPTY_PROTOCOL),
                                 label="Protocols (metric x figure; 95% bootstrap CI in brackets)", interactive=False,
                                 wrap=True, elem_id="aug-batch-protocol")
@@ -109,6 +111,9 @@ def build(settings: Settings, *, provider_choices: list[tuple[str, str]], defaul
                                     "header to sort)", interactive=False, max_height=420, elem_id="aug-batch-scores")
         files = gr.File(label="Downloads: results (JSONL, CSV), protocols (JSON, CSV)", file_count="multiple",
                         interactive=False, elem_id="aug-batch-files")
+        explore_btn = gr.Button("Open these results in the Explore tab (leaderboards, items with their images, "
+                                "Explain in Evaluate)", elem_id="aug-batch-explore")
     return BatchTab(manifest=manifest, images=images, metrics=metrics, provider=provider, clip_model=clip_model,
                     skip_invalid=skip_invalid, run_btn=run_btn, stop_btn=stop_btn, example_btn=example_btn,
-                    needs=needs, summary=summary, protocol=protocol, scores=scores, files=files)
+                    needs=needs, summary=summary, protocol=protocol, scores=scores, files=files,
+                    explore_btn=explore_btn)

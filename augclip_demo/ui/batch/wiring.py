@@ -34,6 +34,7 @@ def wire(ctx: BatchContext) -> None:
     # (a cancel counts as a failure).
     run.success(bind(hide_stop, ctx), None, tab.stop_btn, api_name=False, show_progress="hidden")
     run.failure(bind(hide_stop, ctx), None, tab.stop_btn, api_name=False, show_progress="hidden")
-    # Stop cancels the run's event (the handler's CancelWatch stops the runner), queued or running.
-    tab.stop_btn.click(bind(stop_run, ctx), None, tab.stop_btn, cancels=[run], api_name=False,
-                       show_progress="hidden")
+    # Stop cancels the run's event (the handler's CancelWatch stops the runner), queued or running, then shows
+    # what that run kept (the cancelled event's own outputs never reach the page).
+    tab.stop_btn.click(bind(stop_run, ctx), None, [tab.stop_btn, *tab.run_outputs], cancels=[run], api_name=False,
+                       show_progress_on=[tab.summary])  # while the stopped run writes what it kept

@@ -28,9 +28,9 @@ from ...attributes.catalog import ProviderStatus
 from ...config import Settings
 from ...errors import InputError, WeightsUnavailableError
 from ...pipeline import AugCLIPOptions
-from ...report import Report, edit_tag
+from ...report import UNTRAINED_WARNING, Report, edit_tag
 from .. import first_contact
-from ..common import empty_table, page_settings
+from ..common import empty_table, page_settings, text_safe
 from ..examples import Example
 from ..guard import heavy_stage, scrub_paths, user_facing
 from ..status import ModelStatus, RegionModelsCheck, check_region_models, model_status, status_html
@@ -68,6 +68,16 @@ class EvaluateContext:
 def unchanged(outputs: list[Any]) -> Updates:
     """Leave every output as it is (an empty dict is not understood as "no update")."""
     return {component: gr.skip() for component in outputs}
+
+
+def answered(outputs: list[Any], out: Updates) -> Updates:
+    """An API answer: a value for every output (an update's value; None where the page would leave its component
+    as it was), so a client never receives an update object."""
+
+    def value(update: Any) -> Any:
+        return update.get("value") if isinstance(update, dict) and update.get("__type__") == "update" else update
+
+    return {component: value(out.get(component)) for component in outputs}
 
 
 def timed(progress: Any) -> Callable[[float, str], None]:
@@ -124,7 +134,8 @@ def _scored_updates(ctx: EvaluateContext, report: Report, state: logic.Session, 
         out.update({component: None for component in (tab.exact_plot, tab.umap_plot, *tab.figure_outputs,
                                                       tab.bpm_gallery)})
         out[tab.bpm_table] = empty_table(views.EMPTY_BPM)
-        out[tab.edit_pick] = gr.Radio(choices=views.edit_choices(report), value=None, visible=False)
+        out[tab.edit_pick] = (None if archive  # an API client gets the plain value, not the page's update
+                              else gr.Radio(choices=views.edit_choices(report), value=None, visible=False))
     return out
 
 
@@ -178,7 +189,8 @@ def rescore(ctx: EvaluateContext, src_box_value, tgt_box_value, classifier, C, w
     report, state = logic.rescore(ctx.settings_for(clip_model), state or logic.Session(),
                                   augclip_options(classifier, C, weighting, include_images),
                                   src_box_value or "", tgt_box_value or "")
-    return _scored_updates(ctx, report, state, clear=False, archive=archive)
+    out = _scored_updates(ctx, report, state, clear=False, archive=archive)
+    return answered(ctx.tab.score_outputs, out) if archive else out
 
 
 def rescore_if_evaluated(ctx: EvaluateContext, src_box_value, tgt_box_value, classifier, C, weighting,
@@ -211,6 +223,11 @@ def _edit_figure_updates(ctx: EvaluateContext, state, pick, kinds: tuple[str, ..
     return out
 
 
+def _said(text: str, *, plain: bool) -> str:
+    """A message under a stage's help: in italics on the page, as text in an API answer."""
+    return text_safe(text) if plain else views.emphasis(text)
+
+
 def _explained_updates(ctx: EvaluateContext, state: logic.Session, *, archive: bool, progress=None) -> Updates:
     """The page's stage (``archive=False``) shows the scores' explanations with the selected edit's
     AugCLIP relevancy map; its other maps (:func:`show_other_maps`), the UMAP view and the ranking
@@ -226,10 +243,11 @@ def _explained_updates(ctx: EvaluateContext, state: logic.Session, *, archive: b
     ctx.sweep()
     choices = views.edit_choices(state.report)
     pick = choices[logic.selected_edit(state.report)]
-    out = {tab.edit_pick: gr.Radio(choices=choices, value=pick, visible=True),
+    out = {tab.edit_pick: pick if archive else gr.Radio(choices=choices, value=pick, visible=True),
            tab.umap_plot: views.umap_plot(state.explained),
            **_edit_figure_updates(ctx, state, pick, kinds, compute=False),
-           tab.relevancy_info: views.RELEVANCY_HELP + (f"\n\n{views.emphasis(scrub_paths(message))}" if message else ""),
+           tab.relevancy_info: views.RELEVANCY_HELP + (f"\n\n{_said(scrub_paths(message), plain=archive)}"
+                                                       if message else ""),
            tab.downloads: files, tab.session_state: state}
     if not archive:  # drawn by the next stage; an earlier result's charts must not stay meanwhile
         out.update({component: None for component, key in zip(tab.figure_outputs, views.PER_EDIT_FIGURES)
@@ -243,7 +261,8 @@ def explain(ctx: EvaluateContext, explain_enabled, state, progress=gr.Progress()
     """The explanations of the session's scores, when switched on (``archive``: the /explain endpoint)."""
     if not explain_enabled or _stopped(state):
         return unchanged(ctx.tab.explain_outputs)
-    return _explained_updates(ctx, state, archive=archive, progress=timed(progress))
+    out = _explained_updates(ctx, state, archive=archive, progress=timed(progress))
+    return answered(ctx.tab.explain_outputs, out) if archive else out
 
 
 @user_facing
@@ -314,7 +333,8 @@ def _bpm_updates(ctx: EvaluateContext, report: Report, state: logic.Session, mes
            tab.downloads: files, tab.report_json: views.public_report(report), tab.session_state: state}
     results = getattr(report.arrays, "bpm", None) or []
     if message or not results:
-        out.update({tab.bpm_info: views.BPM_HELP + "\n\n" + views.emphasis(scrub_paths(message), "b"),
+        why = scrub_paths(message) if message else "BPM has no result for these edits."
+        out.update({tab.bpm_info: why if plain else views.BPM_HELP + "\n\n" + views.emphasis(why, "b"),
                     tab.bpm_gallery: None,
                     # the reason it did not run, not the generic "tick BPM ..." (both may be done)
                     tab.bpm_table: empty_table(f"BPM has not run: {scrub_paths(message)}" if message
@@ -322,7 +342,7 @@ def _bpm_updates(ctx: EvaluateContext, report: Report, state: logic.Session, mes
         return out
     panels = views.bpm_panels(results, report)
     parse = panels[0][1].parse
-    out.update({tab.bpm_info: views.bpm_caption(panels), tab.bpm_gallery: views.bpm_items(panels),
+    out.update({tab.bpm_info: views.bpm_caption(panels, plain=plain), tab.bpm_gallery: views.bpm_items(panels),
                 tab.bpm_table: views.bpm_components_frame(panels),
                 **{component: parse[name] for component, name in zip(tab.parse_fields, logic.BPM_FIELDS)}})
     return out
@@ -349,10 +369,12 @@ def bpm_stage(ctx: EvaluateContext, bpm_enabled, instruction_value, parser, clip
         message = (f"BPM waits for you: {why}. Check or fill the fields under Parse, then press Run BPM "
                    "with these fields.")
         report = logic.Evaluator(settings=settings).skip_bpm(state.report, message)
-        return {**_bpm_updates(ctx, report, state, message, archive=archive), **shown}
+        out = {**_bpm_updates(ctx, report, state, message, archive=archive), **shown}
+        return answered(ctx.tab.bpm_outputs, out) if archive else out
     report, message = logic.run_bpm(settings, state, instruction=instruction_value or "", parser=parser,
                                     fields=logic.fields_of(outcome), progress=timed(progress))
-    return {**_bpm_updates(ctx, report, state, message, archive=archive), **shown}
+    out = {**_bpm_updates(ctx, report, state, message, archive=archive), **shown}
+    return answered(ctx.tab.bpm_outputs, out) if archive else out
 
 
 @user_facing
@@ -376,7 +398,8 @@ def _bpm_on_checked_fields(ctx: EvaluateContext, instruction_value, parser, clip
                            plain: bool) -> Updates:
     report, message = logic.run_bpm(ctx.settings_for(clip_model), state, instruction=instruction_value or "",
                                     parser=parser, fields=fields, progress=timed(progress))
-    return _bpm_updates(ctx, report, state, message, archive=True, plain=plain)
+    out = _bpm_updates(ctx, report, state, message, archive=True, plain=plain)
+    return answered(ctx.tab.bpm_outputs, out) if plain else out
 
 
 # ---------------------------------------------------------------------------- judge, downloads, comparison
@@ -410,17 +433,31 @@ def complete_downloads(ctx: EvaluateContext, state) -> Any:
     return views.write_downloads(state.report, Path(state.output_dir), dict(state.figures), archive=True)
 
 
-@user_facing
-@heavy_stage
-def show_comparison(ctx: EvaluateContext, state) -> tuple[Any, Any]:
-    """Built when asked for (tab opened, button), so evaluating costs nothing more."""
+def _comparison(ctx: EvaluateContext, state) -> tuple[str, str | None]:
+    """The comparison's HTML fragment and its ``comparison.html`` (None before an evaluation)."""
     if state is None or state.report is None:
-        return views.COMPARISON_HELP, gr.DownloadButton(visible=False)
+        return views.COMPARISON_HELP, None
     if getattr(state, "explained", None) is not None:
         logic.edit_maps(ctx.settings_for(state.clip_model), state)  # asked for before the rest stage ended
     fragment, path = logic.comparison(state)
     state.comparison_of = state.report
-    return fragment, gr.DownloadButton(value=path, visible=True)
+    return fragment, str(path)
+
+
+@user_facing
+@heavy_stage
+def show_comparison(ctx: EvaluateContext, state) -> tuple[Any, Any]:
+    """Built when asked for (tab opened, button), so evaluating costs nothing more."""
+    fragment, path = _comparison(ctx, state)
+    return fragment, gr.DownloadButton(value=path, visible=path is not None)
+
+
+@user_facing
+@heavy_stage
+def comparison_answer(ctx: EvaluateContext, state) -> tuple[str, str | None]:
+    """The /comparison endpoint: plain values, the fragment and the path of ``comparison.html`` (which the client
+    downloads; None before an evaluation)."""
+    return _comparison(ctx, state)
 
 
 def reset_comparison(ctx: EvaluateContext, state) -> tuple[Any, Any]:
@@ -442,15 +479,19 @@ def refresh_comparison(ctx: EvaluateContext, state) -> tuple[Any, Any]:
 
 @user_facing
 def extract_attributes(ctx: EvaluateContext, source, target, source_text, provider, clip_model, state,
-                       progress=gr.Progress()) -> tuple[str, str, logic.Session]:
-    """The provider's attribute lists for the inputs, into the boxes (for the user to edit)."""
+                       progress=gr.Progress()) -> tuple[str, str, str, logic.Session]:
+    """The provider's attribute lists for the inputs, into the boxes (for the user to edit), and under the provider
+    a line that says where they came from (the untrained label when random weights chose them)."""
     attrs, state = logic.extract(ctx.settings_for(clip_model), state or logic.Session(), source=source,
                                  target_text=target or "", source_text=source_text or "", provider=provider,
                                  progress=timed(progress))
     prov = attrs.provenance
-    gr.Info(f"{len(attrs.source)} source and {len(attrs.target)} target attributes from {prov.provider} "
+    line = (f"{len(attrs.source)} source and {len(attrs.target)} target attributes from {prov.provider} "
             f"({prov.fidelity}). Edit them freely, then Evaluate.")
-    return "\n".join(attrs.source), "\n".join(attrs.target), state
+    if prov.extra.get("untrained"):
+        line = f"{UNTRAINED_WARNING.upper()} ({prov.model or clip_model}): {line}"
+    gr.Info(line)
+    return "\n".join(attrs.source), "\n".join(attrs.target), text_safe(line), state
 
 
 @user_facing

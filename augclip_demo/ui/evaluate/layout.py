@@ -156,6 +156,7 @@ class EvaluateTab:
     explain_api: gr.Button
     bpm_api: gr.Button
     bpm_fields_btn: gr.Button
+    comparison_api: gr.Button  # /comparison: the file as a plain value (the page's button shows and hides it)
 
     # ------------------------------------------------------------------ the lists events read and write
     @property
@@ -255,7 +256,7 @@ def build(settings: Settings, offer: EvaluateOffer, *, session_state: gr.State,
                 label="Start from an example (one click loads and runs it)",
                 examples_per_page=8,
             ) if offer.examples else None
-        for name in ("evaluate_api", "rescore_api", "explain_api", "bpm_api", "bpm_fields_btn"):
+        for name in ("evaluate_api", "rescore_api", "explain_api", "bpm_api", "bpm_fields_btn", "comparison_api"):
             parts[name] = gr.Button(visible=False)
     return EvaluateTab(**parts)
 
@@ -285,7 +286,8 @@ def _inputs(settings: Settings, offer: EvaluateOffer) -> dict[str, Any]:
                                             label="3. Attribute provider",
                                             info="fills empty lists on Evaluate; or type / edit the lists below",
                                             elem_id="aug-provider")
-            parts["provider_info"] = gr.HTML(provider_note(offer.providers, offer.default_provider))
+            parts["provider_info"] = gr.HTML(provider_note(offer.providers, offer.default_provider),
+                                             label="Attributes: where they came from")
             parts["extract_btn"] = gr.Button("Extract attributes", size="sm")
             first_contact.note("scores", "extract")
             parts["src_box"] = gr.Textbox(label="Source attributes (one per line)", lines=4, max_lines=10,
@@ -342,7 +344,7 @@ def _options(settings: Settings, offer: EvaluateOffer) -> dict[str, Any]:
 
 def _results() -> dict[str, Any]:
     return {
-        "verdict": gr.Markdown(elem_id="aug-verdict"),
+        "verdict": gr.Markdown(label="Verdict", elem_id="aug-verdict"),
         "table": gr.Dataframe(empty_table(views.EMPTY_SCORES), label=views.SCORE_LABEL,
                               datatype=views.SCORE_DATATYPES, interactive=False, elem_id="aug-table", wrap=True),
         "judge_info": gr.HTML(elem_id="aug-judge"),
@@ -358,7 +360,7 @@ def _explanations() -> dict[str, Any]:
     """The relevancy maps, hyperplane views and attribute rankings tabs."""
     parts: dict[str, Any] = {}
     with gr.Tab("Relevancy maps", id="relevancy"):
-        parts["relevancy_info"] = gr.Markdown(views.RELEVANCY_HELP)
+        parts["relevancy_info"] = gr.Markdown(views.RELEVANCY_HELP, label="Explanations: notes")
         with gr.Row():
             parts["augclip_map"] = _figure("AugCLIP map (toward the ideal edit)", "aug-map-augclip")
             parts["clip_t_map"] = _figure("CLIP-T map (toward the target text)", "aug-map-clip-t")
@@ -383,7 +385,7 @@ def _bpm_tab() -> dict[str, Any]:
     """BPM's panels and its parse, editable before it runs."""
     parts: dict[str, Any] = {}
     with gr.Tab("BPM", id="bpm"):
-        parts["bpm_info"] = gr.Markdown(views.BPM_HELP, elem_id="aug-bpm-info")
+        parts["bpm_info"] = gr.Markdown(views.BPM_HELP, label="BPM: verdict and notes", elem_id="aug-bpm-info")
         parts["bpm_gallery"] = gr.Gallery(label="Per edit: source with M_origin / B_origin, edit with M_edit / "
                                                 "B_edit, preserved region", columns=3, height=420,
                                           object_fit="contain", elem_id="aug-bpm-gallery")
@@ -392,7 +394,7 @@ def _bpm_tab() -> dict[str, Any]:
         parts["bpm_parse_info"] = gr.Markdown("**Parse**: press *Parse the instruction* (Evaluate does it "
                                               "when BPM is on) to see o1 / o2 and the states before BPM runs; "
                                               "correct any field, or fill them for a description-style "
-                                              "target.", elem_id="aug-bpm-parse-info")
+                                              "target.", label="BPM: the parse", elem_id="aug-bpm-parse-info")
         with gr.Row():
             parts["bpm_o1"] = gr.Textbox(label="o1 (object in the source; None to add)", elem_id="aug-bpm-o1")
             parts["bpm_o2"] = gr.Textbox(label="o2 (object in the edit; None to remove)", elem_id="aug-bpm-o2")
@@ -414,7 +416,7 @@ def _comparison_and_report() -> dict[str, Any]:
                                                 elem_id="aug-comparison-refresh")
             parts["comparison_file"] = gr.DownloadButton("Download the HTML report", size="sm", visible=False,
                                                          elem_id="aug-comparison-download")
-        parts["comparison_html"] = gr.HTML(views.COMPARISON_HELP, elem_id="aug-comparison")
+        parts["comparison_html"] = gr.HTML(views.COMPARISON_HELP, label="Comparison", elem_id="aug-comparison")
     with gr.Tab("Report (JSON)", id="json"):
         parts["report_json"] = gr.JSON(label="Full report")
     return parts

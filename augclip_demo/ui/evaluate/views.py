@@ -15,7 +15,7 @@ from ...judge.judge import JUDGE_METRICS
 from ...metrics.suite import METRICS, metric_keys
 from ...papers import BPM, RELEVANCY
 from ...report import UNTRAINED_WARNING, Report, edit_names, edit_tag
-from ..common import empty_table
+from ..common import empty_table, text_safe
 
 RELEVANCY_HELP = (
     f"Pick an edit above. Where each metric looks (the gradient relevancy of {RELEVANCY.short} on CLIP's vision "
@@ -327,32 +327,38 @@ def _number_text(value: Any) -> Any:
 
 def parse_markdown(outcome: Any) -> str:
     """The parse shown above the BPM fields: what was understood, how sure, what to check; or why
-    there is no parse and how to fill the fields by hand."""
+    there is no parse and how to fill the fields by hand. The same text is the /bpm_parse answer: Markdown
+    emphasis only, no HTML tags, arrows as typed."""
     if outcome.parsed is None:
-        return f"**No parse.** {html.escape(outcome.refusal or '')}"
+        return f"**No parse.** {text_safe(outcome.refusal or '')}"
     parsed = outcome.parsed
     label = {"high": "high", "medium": "medium: check the notes", "low": "low: check every field",
              "given": "given by hand"}[parsed.confidence]
-    head = f"**Parse** ({html.escape(parsed.parser)}, confidence {label}): {html.escape(parsed.describe())}"
-    items = [f"- {html.escape(note)}" for note in parsed.notes if note != outcome.notice]
-    items += [f"- also asked, not scored by BPM: {html.escape(change)}" for change in parsed.other_changes]
+    head = f"**Parse** ({text_safe(parsed.parser)}, confidence {label}): {text_safe(parsed.describe())}"
+    items = [f"- {text_safe(note)}" for note in parsed.notes if note != outcome.notice]
+    items += [f"- also asked, not scored by BPM: {text_safe(change)}" for change in parsed.other_changes]
     blocks = [head]
     if outcome.notice:
-        blocks.append(emphasis(f"\u26a0 {outcome.notice}", "b"))
+        blocks.append(f"**\u26a0 {text_safe(outcome.notice.strip())}**")
     if items:
         blocks.append("\n".join(items))
     blocks.append("Correct any field below and press *Run BPM with these fields*.")
     return "\n\n".join(blocks)
 
 
-def bpm_caption(panels: list[tuple[str, Any]]) -> str:
+def bpm_caption(panels: list[tuple[str, Any]], *, plain: bool = False) -> str:
+    """BPM's verdict and notes above its panels (``plain``: the /bpm endpoint's text, no HTML tags or entities)."""
     if not panels:
         return BPM_HELP
     panel = panels[0][1]
-    lines = [BPM_HELP, emphasis(panel.caption, "b")]
-    if panel.untrained and UNTRAINED_WARNING not in panel.caption:
-        lines.append(f"**&#9888; {UNTRAINED_WARNING}.**")
+    untrained = panel.untrained and UNTRAINED_WARNING not in panel.caption
     notes = sorted({note for _, p in panels for note in p.notes})
+    if plain:
+        return "\n".join([panel.caption.strip(), *([f"{UNTRAINED_WARNING}."] if untrained else []),
+                          *(f"note: {note}" for note in notes)])
+    lines = [BPM_HELP, emphasis(panel.caption, "b")]
+    if untrained:
+        lines.append(f"**&#9888; {UNTRAINED_WARNING}.**")
     lines.extend(emphasis(f"note: {note}") for note in notes)
     return "\n\n".join(lines)
 

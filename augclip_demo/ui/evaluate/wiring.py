@@ -70,7 +70,7 @@ def wire(ctx: EvaluateContext) -> None:
                         [*tab.figure_outputs, tab.exact_plot], api_name=False)
     comparison = bind(on.show_comparison, ctx)
     tab.comparison_tab.select(comparison, [tab.session_state], tab.comparison_outputs, api_name=False)
-    tab.comparison_btn.click(comparison, [tab.session_state], tab.comparison_outputs, api_name="comparison")
+    tab.comparison_btn.click(comparison, [tab.session_state], tab.comparison_outputs, api_name=False)
     tab.bpm_api.click(bind(on.bpm_stage, ctx, archive=True), tab.bpm_inputs, tab.bpm_outputs, api_name="bpm")
     tab.bpm_parse_btn.click(bind(on.parse_instruction, ctx), [tab.instruction, tab.bpm_parser, tab.clip_model],
                             [*tab.parse_fields, tab.bpm_parse_info], api_name="bpm_parse")
@@ -81,7 +81,8 @@ def wire(ctx: EvaluateContext) -> None:
                              api_name="bpm_fields")
     tab.extract_btn.click(bind(on.extract_attributes, ctx), [tab.source, tab.target, tab.source_text, tab.provider,
                                                              tab.clip_model, tab.session_state],
-                          [tab.src_box, tab.tgt_box, tab.session_state], api_name="extract_attributes")
+                          [tab.src_box, tab.tgt_box, tab.provider_info, tab.session_state],
+                          api_name="extract_attributes")
     tab.load_btn.upload(bind(on.load_attributes, ctx), tab.load_btn, [tab.src_box, tab.tgt_box], api_name=False)
     tab.save_btn.click(bind(on.save_attributes, ctx), [tab.src_box, tab.tgt_box, tab.session_state], tab.save_btn,
                        api_name=False)
@@ -91,3 +92,7 @@ def wire(ctx: EvaluateContext) -> None:
                                                                        page_outputs, api_name=False))
     tab.edits.change(bind(on.show_edits, ctx), tab.edits, tab.gallery, api_name=False)
     tab.provider.change(bind(on.describe_provider, ctx), tab.provider, tab.provider_info, api_name=False)
+    # /comparison answers plain values (the fragment, the HTML file for the client to download): the page's button
+    # above shows and hides its download button. Last, so the events above keep their order.
+    tab.comparison_api.click(bind(on.comparison_answer, ctx), [tab.session_state], tab.comparison_outputs,
+                             api_name="comparison")

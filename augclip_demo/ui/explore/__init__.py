@@ -5,6 +5,7 @@ Evaluate tab."""
 
 from .handlers import EVALUATE_FIELDS, ExploreContext, operator_shelf
 from .layout import ExploreTab, build
-from .wiring import wire, wire_to_evaluate
+from .wiring import wire, wire_from_batch, wire_to_evaluate
 
-__all__ = ["EVALUATE_FIELDS", "ExploreContext", "ExploreTab", "build", "operator_shelf", "wire", "wire_to_evaluate"]
+__all__ = ["EVALUATE_FIELDS", "ExploreContext", "ExploreTab", "build", "operator_shelf", "wire", "wire_from_batch",
+           "wire_to_evaluate"]

@@ -28,7 +28,7 @@ from ...explore.shelf import RECORDED, Shelf
 from ...explore.store import metric_label
 from ..guard import scrub_paths_in, user_facing
 from ..stoppable import run_stoppable
-from ..storage import WorkFolders
+from ..storage import WorkFolders, upload_zip_limits
 from .judgments import StudyReader
 from .layout import ExploreTab
 from .state import (
@@ -92,11 +92,17 @@ def _discard_upload(path: Path) -> None:
 
 # ---------------------------------------------------------------------------------------------- the file
 @user_facing
-def open_results_file(ctx: ExploreContext, label, upload, current):
-    """Open a listed file (``label``) or an upload; the slice controls start anew from the file's values."""
+def open_results_file(ctx: ExploreContext, label, upload, current, request: gr.Request = None):
+    """Open a listed file (``label``) or an upload (a results file, or a zip of one with its manifest and images);
+    the slice controls start anew from the file's values."""
     shelf = ctx.shelf
     if upload and (current or {}).get("uploaded") == str(upload) and shelf.has_upload(current["key"]):
         key = current["key"]  # Open again on the same upload: its store is still open (the file is gone)
+    elif upload and Path(upload).suffix.lower() == ".zip":
+        try:
+            key = "upload:" + _open_zip(ctx, Path(upload), getattr(request, "session_hash", None))
+        finally:
+            _discard_upload(Path(upload))
     elif upload:
         try:
             key = "upload:" + shelf.add_upload(Path(upload), ctx.settings.upload_max_zip_mb)
@@ -106,11 +112,44 @@ def open_results_file(ctx: ExploreContext, label, upload, current):
         key = "named:" + str(label)
     else:
         raise InputError("choose a listed results file or upload one")
+    return _opened(ctx, current, key, str(upload) if upload else None)
+
+
+def _open_zip(ctx: ExploreContext, upload: Path, session: str | None) -> str:
+    """An uploaded zip of results with their manifest and images: extracted into a session folder under the upload
+    bounds (size, entries, expanded size, the disk cap; no ``..``, absolute paths or links), then opened with the
+    manifest beside its images; returns the store's token."""
+    from ...batch.ziputil import safe_extract
+    from ...explore.bundle import find_bundle
+
+    if not upload.is_file():
+        raise InputError("the uploaded zip is no longer on the server (its space for uploads may be full): upload "
+                         "it again later")
+    limits = upload_zip_limits(ctx.settings, ctx.folders, "The upload")
+    folder = ctx.folders.new(session) / "explore-upload"
+    safe_extract(upload, folder, limits)
+    bundle = find_bundle(folder)
+    return ctx.shelf.add_session_files(bundle.results, bundle.manifest)
+
+
+@user_facing
+def open_batch_run(ctx: ExploreContext, handoff, current, *, tab_id: str = "explore"):
+    """A run of the Batch tab (its results, and its manifest beside its images: a
+    :class:`..batch.handlers.ExploreHandoff`, kept on the server) opened here, and this tab shown."""
+    if handoff is None:
+        raise InputError("run a batch first: its results then open here")
+    key = "upload:" + ctx.shelf.add_session_files(Path(handoff.results), Path(handoff.manifest))
+    return [*_opened(ctx, current, key, None), gr.Tabs(selected=tab_id)]
+
+
+def _opened(ctx: ExploreContext, current, key: str, uploaded: str | None) -> list[Any]:
+    """The open outputs for the store of ``key``: the state, the summary, the slice controls anew."""
+    shelf = ctx.shelf
     store = shelf.store(key, (current or {}).get("judgments"))  # a file that cannot be opened leaves the page as it was
     judgments = (current or {}).get("judgments")  # the session's choice stays with the next file
     current = reset_state(current)
     current["key"], current["judgments"] = key, judgments
-    current["uploaded"] = str(upload) if upload else None
+    current["uploaded"] = uploaded
     rankings = [(metric_label(k), k) for k in store.metrics] + [("humans", HUMAN)]
     sorts = ([(metric_label(k), k) for k in store.metrics] + [(k, k) for k in ("id", "model", "dataset", "role")]
              + [("disagreement of A and B (strongest first)", DISAGREEMENT_SORT)])

@@ -25,8 +25,12 @@ metrics with each other and with the human judgments (the same functions as `aug
 human set those of `augclip-demo agreement`), the
 disagreements list the items where two metrics, or a metric and the human raters, pick different winners, and the
 items grid pages through the edits.
-Every view follows the **slice** (filters, then Apply; Save keeps it by name). Uploads are at most
-{settings.upload_max_zip_mb} MB; the server's own files are the ones its operator listed (`AUGCLIP_EXPLORE_FILES`).
+Every view follows the **slice** (filters, then Apply; Save keeps it by name). Upload a results file, or a
+**zip** of it with its manifest and the images (the manifest's paths relative to its folder): then the items show
+their thumbnails and *Explain in the Evaluate tab* works. A zip may be at most {settings.upload_max_zip_mb} MB,
+hold at most {settings.upload_max_files} entries and expand to at most {settings.upload_max_unzipped_mb} MB;
+`..`, absolute paths and links are refused. A run of the Batch tab opens here with its button *Open these results
+in the Explore tab*. The server's own files are the ones its operator listed (`AUGCLIP_EXPLORE_FILES`).
 From a shell: `augclip-demo explore RESULTS.jsonl --manifest MANIFEST.jsonl`.
 """
 
@@ -180,7 +184,8 @@ def _file_row(shelf: Shelf) -> dict[str, Any]:
     with gr.Row(equal_height=False):
         ui["file"] = gr.Dropdown(shelf.labels, value=shelf.labels[0] if shelf.labels else None,
                                  label="Results named by the operator", elem_id="aug-explore-file")
-        ui["upload"] = gr.File(label="or upload a results file (.jsonl / .parquet)", file_types=[".jsonl", ".parquet"],
+        ui["upload"] = gr.File(label="or upload a results file (.jsonl / .parquet), or a zip of it with its manifest "
+                                     "and images", file_types=[".jsonl", ".parquet", ".zip"],
                                height=110, elem_id="aug-explore-upload")
         ui["open"] = gr.Button("Open", variant="primary", elem_id="aug-explore-open")
         ui["judgments"] = gr.Dropdown(shelf.judgment_choices(), value=RECORDED, label="Human judgments from",

@@ -36,6 +36,11 @@ def frame(headers: list[str], rows: list[list[Any]], empty: str) -> Any:
     return {"headers": headers, "data": rows} if rows else empty_table(empty)
 
 
+#: How a web user opens results with their images (the CLI's --manifest is said in the tab's help).
+_WITH_IMAGES = ("To see the images: upload a zip of the results with their manifest and images, or open a run of "
+               "the Batch tab with its button there.")
+
+
 def open_summary(store: ResultsStore) -> str:
     """What was opened, for people: runs, their differences, unreadable lines, the untrained label."""
     lines = []
@@ -56,7 +61,7 @@ def open_summary(store: ResultsStore) -> str:
                          "be read (a torn last line of an interrupted run, or damage) and are left out.")
         if opened.manifest is None:
             lines.append(f"\nnote: no manifest given for {html.escape(opened.results.name)}: no thumbnails, no edit "
-                         "types.")
+                         f"types. {_WITH_IMAGES}")
     return "\n".join(lines)
 
 
@@ -160,7 +165,7 @@ def inspect_views(store: ResultsStore, item: int) -> tuple[str, list, Any, dict[
             f"target: {html.escape(str(record.get('target_text') or ''))}  \n"
             f"human judgment: {html.escape(json.dumps(human))}  \n{html.escape(view.run_label)}")
     if not pictures:
-        text += "\n\nNo images: open the results with their manifest (`--manifest`) to see them."
+        text += f"\n\nNo images: the results were opened without their manifest and images. {_WITH_IMAGES}"
     # The record as stored, numbers exact; its texts (error messages, absolute image paths) lose server folders.
     return text, pictures, frame(headers, rows, "This item has no edits."), scrub_paths_in(record)
 

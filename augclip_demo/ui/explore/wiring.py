@@ -26,11 +26,10 @@ def wire(ctx: ExploreContext) -> None:
     :func:`wire_to_evaluate`)."""
     tab = ctx.tab
     state, grid_inputs = tab.state, tab.grid_inputs
-    private = {"api_visibility": "private"}  # the page's own events: not an API for other programs
+    private = _PRIVATE
 
     def then_views(event: Any) -> None:
-        event.success(bind(on.stoppable_views, ctx), tab.view_inputs, tab.view_outputs, **private).success(
-            bind(on.details, ctx), tab.detail_inputs, tab.detail_outputs, **private)
+        _then_views(ctx, event)
 
     then_views(tab.open.click(bind(on.open_results_file, ctx), [tab.file, tab.upload, state], tab.open_outputs,
                               **private))
@@ -54,6 +53,24 @@ def wire(ctx: ExploreContext) -> None:
         table.select(bind(on.cell_items, ctx), [state], tab.cell_outputs, **private)
     tab.report_btn.click(bind(on.make_report, ctx), [state, tab.ranking_a, tab.ranking_b], [tab.report], **private)
     wire_study_form(SliceStudyContext(settings=ctx.settings, shelf=ctx.shelf, operator=OPERATOR, tab=tab.study_form))
+
+
+_PRIVATE = {"api_visibility": "private"}  # the page's own events: not an API for other programs
+
+
+def _then_views(ctx: ExploreContext, event: Any) -> None:
+    """After a file is opened or the slice changes: the quick views, then the slow ones."""
+    tab = ctx.tab
+    event.success(bind(on.stoppable_views, ctx), tab.view_inputs, tab.view_outputs, **_PRIVATE).success(
+        bind(on.details, ctx), tab.detail_inputs, tab.detail_outputs, **_PRIVATE)
+
+
+# ---------------------------------------------------------------------------------------------- from Batch
+def wire_from_batch(ctx: ExploreContext, event: Any, handoff: Any, tabs: Any, tab_id: str = "explore") -> None:
+    """After ``event`` (the Batch tab's Open in Explore, which fills the server-side state ``handoff``): the run
+    opened here with its manifest and images, ``tabs`` (the page's) switched to this tab, then the views."""
+    _then_views(ctx, event.success(bind(on.open_batch_run, ctx, tab_id=tab_id), [handoff, ctx.tab.state],
+                                   [*ctx.tab.open_outputs, tabs], **_PRIVATE))
 
 
 # ---------------------------------------------------------------------------------------------- to Evaluate

@@ -14,6 +14,7 @@ import gradio as gr
 from ...hatie.criteria import EDIT_TYPES
 from ...papers import HATIE
 from .. import first_contact
+from ..common import empty_table
 
 AUTO = "auto (from the instruction)"
 HELP = (f"**HATIE** ({HATIE.short}: *{HATIE.title}*) scores an edit on Object / Background Fidelity and Consistency; which of them "
@@ -50,10 +51,14 @@ class HatieTab:
         return [self.info, self.plots, self.shares, self.components, self.masks, self.session_state]
 
 
+#: What the components table says before HATIE has run (not Gradio's "1 2 3" headers).
+_EMPTY_COMPONENTS = "No components yet: press Run HATIE (after Evaluate) to see every measure of each criterion."
+
+
 def build(session_state: Any, instruction: Any, clip_model: Any) -> HatieTab:
     """Lay out the HATIE tab (inside the page's Tabs); nothing is wired here."""
     with gr.Tab("HATIE", id="hatie"):
-        info = gr.Markdown(HELP, elem_id="aug-hatie-info")
+        info = gr.Markdown(HELP, label="HATIE: verdict and notes", elem_id="aug-hatie-info")
         with gr.Row():
             edit_type = gr.Dropdown([AUTO, *EDIT_TYPES], value=AUTO, label="HATIE edit type", elem_id="aug-hatie-type")
             run_btn = gr.Button("Run HATIE", size="sm", elem_id="aug-hatie-run")
@@ -63,7 +68,8 @@ def build(session_state: Any, instruction: Any, clip_model: Any) -> HatieTab:
         shares = gr.Gallery(label="What each criterion is made of (share of value x weight)", columns=2, height=420,
                             object_fit="contain", elem_id="aug-hatie-shares")
         with gr.Accordion("Components (every measure, its weight in the criterion and its share of it)", open=True):
-            components = gr.Dataframe(interactive=False, wrap=True, elem_id="aug-hatie-components")
+            components = gr.Dataframe(empty_table(_EMPTY_COMPONENTS), label="HATIE components", show_label=False,
+                                      interactive=False, wrap=True, elem_id="aug-hatie-components")
         masks = gr.Gallery(label="Masks the criteria used", columns=4, height=300, object_fit="contain",
                            elem_id="aug-hatie-masks")
     return HatieTab(edit_type=edit_type, run_btn=run_btn, info=info, plots=plots, shares=shares, components=components,
