@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
-from starlette.middleware import Middleware
+from fastapi.middleware import Middleware
 
 from ..config import Settings
 from ..inference.needs import web_app_settings
