@@ -52,10 +52,18 @@ def _mask(path: Path) -> np.ndarray:
     return np.asarray(Image.open(path).convert("L")) >= 128
 
 
+def _unload_region_models(settings: Settings) -> None:
+    """The process-wide detector and segmenter unloaded, so a check after a run sees whether the run loaded them."""
+    get_detector(settings).unload()
+    get_segmenter(settings).unload()
+    assert not get_detector(settings).is_loaded and not get_segmenter(settings).is_loaded
+
+
 @pytest.fixture(scope="module")
 def bpm_runs(world, settings, tiny_encoder):
     """BPM of every item through the batch runner and through Python, by item id and role."""
     out = world.parent / "bpm.jsonl"
+    _unload_region_models(settings)  # another test in this process may have loaded them
     summary = run_batch(world, out, options=BatchOptions(metrics="l2,bpm", bpm=BPMOptions(regions="masks")),
                         settings=settings, encoder=tiny_encoder)
     assert (summary.n_ok, summary.n_failed) == (ITEMS, 0)
@@ -145,6 +153,7 @@ def test_evaluate_gives_the_same_numbers(bpm_runs):
 
 def test_hatie_consistency_ranks_the_over_edit_below_the_correct_edit(world, settings, tiny_encoder):
     out = world.parent / "hatie.jsonl"
+    _unload_region_models(settings)
     summary = run_batch(world, out, options=BatchOptions(metrics="hatie_bf,hatie_oc,hatie_bc", hatie_features=None),
                         settings=settings, encoder=tiny_encoder)
     assert summary.n_failed == 0
