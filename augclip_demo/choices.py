@@ -70,16 +70,20 @@ FEATURE_METRICS: dict[str, str] = {
     for net in FEATURE_NETWORKS for metric in net.metrics}
 
 
+#: Each network's default by its field (by name, so the rows' order stays free).
+_NETWORK_DEFAULTS: dict[str, str] = {net.field: net.default for net in FEATURE_NETWORKS}
+
+
 @dataclass(frozen=True)
 class FeatureNetworks:
     """Which network each feature metric loads (defaults: the benchmarks' own, :data:`FEATURE_NETWORKS`;
     ``random:`` ones for tests)."""
 
-    dino: str = FEATURE_NETWORKS[0].default
-    structure: str = FEATURE_NETWORKS[1].default
-    lpips: str = FEATURE_NETWORKS[2].default
+    dino: str = _NETWORK_DEFAULTS["dino"]
+    structure: str = _NETWORK_DEFAULTS["structure"]
+    lpips: str = _NETWORK_DEFAULTS["lpips"]
     structure_pixel_scale: float = 255.0  # PIE-Bench's script feeds 0-255 pixels to the key extractor
-    pie_clip: str = FEATURE_NETWORKS[3].default
+    pie_clip: str = _NETWORK_DEFAULTS["pie_clip"]
 
     @classmethod
     def demo(cls, clip_model: str) -> FeatureNetworks:
