@@ -164,11 +164,16 @@ class WorkFolders:
         return folder
 
     def adopt(self, session_id: str | None, folder: str | Path) -> None:
-        """Make ``folder`` (created elsewhere, e.g. by a batch run) part of ``session_id``'s files."""
+        """Make ``folder`` (created elsewhere, e.g. by a batch run) part of ``session_id``'s files, and no other
+        session's: a batch run resumed by another page (or after a restart) belongs to that page."""
+        path = Path(folder)
         with self._lock:
-            self._made.add(Path(folder))
+            self._made.add(path)
+            for folders in self._by_session.values():
+                if path in folders:
+                    folders.remove(path)
             if session_id:
-                self._by_session.setdefault(session_id, []).append(Path(folder))
+                self._by_session.setdefault(session_id, []).append(path)
 
     def release(self, session_id: str | None) -> int:
         """Delete every folder of ``session_id``; returns how many were deleted."""

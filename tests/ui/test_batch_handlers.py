@@ -52,12 +52,13 @@ def message(info: pytest.ExceptionInfo) -> str:
 @pytest.mark.slow
 def test_score_upload_shows_the_runners_scores_and_protocols(ctx, upload, tmp_path, tiny_encoder):
     swept = []
-    own = dataclasses.replace(ctx, after_run=lambda: swept.append(True), resumable={})
+    own = dataclasses.replace(ctx, after_run=lambda: swept.append(True), folders=own_folders(tmp_path))
     out = scored(own, *upload)
     tab = ctx.tab
     assert set(out) == set(tab.run_outputs)
     assert "2 item(s) scored, 0 failed" in out[tab.summary] and "untrained" in out[tab.summary]
-    assert swept == [True] and own.resumable == {}  # the page's files were swept; nothing left to resume
+    assert swept == [True]  # the page's files were swept
+    assert not list(own.folders.root.glob(f"augclip-batch-*/{on.RESUME_KEY_FILE}"))  # nothing left to resume
     # The same two items run here by the batch runner, from a folder of their own, and their protocols computed.
     folder = tmp_path / "direct"
     for item in ITEMS:
@@ -82,7 +83,7 @@ def test_score_upload_shows_the_runners_scores_and_protocols(ctx, upload, tmp_pa
     names = sorted(Path(f).name for f in out[tab.files])
     assert names == ["bench-protocol.csv", "bench-protocol.json", "bench-results.csv", "bench-results.jsonl"]
     work_dir = Path(out[tab.files][0]).parents[1]
-    assert work_dir.parent == ctx.folders.root  # under the page's work folders (the disk cap counts it)
+    assert work_dir.parent == own.folders.root  # under the page's work folders (the disk cap counts it)
     for file in out[tab.files]:
         assert str(work_dir) not in Path(file).read_text() and "/tmp/" not in Path(file).read_text()
     assert len(json.loads(Path(next(f for f in out[tab.files] if f.endswith(".jsonl"))).read_text()
@@ -133,7 +134,7 @@ def test_score_upload_fits_the_zip_in_the_room_left_under_the_disk_cap(ctx, uplo
         expanded = sum(info.file_size for info in archive.infolist())
     folders = WorkFolders(tmp_path / "work", max_bytes=expanded // 2)
     folders.root.mkdir()
-    tight = dataclasses.replace(ctx, folders=folders, resumable={})
+    tight = dataclasses.replace(ctx, folders=folders)
     limits = on.zip_limits(tight)
     assert limits.max_total_bytes == folders.room() == expanded // 2
     assert limits.max_zip_bytes == ctx.settings.upload_max_zip_mb << 20
@@ -146,17 +147,35 @@ def test_score_upload_fits_the_zip_in_the_room_left_under_the_disk_cap(ctx, uplo
     assert "The batch was refused: the server's space for uploads and results is full" in message(refused)
 
 
-def test_a_run_of_the_same_request_resumes_its_folder_until_it_is_gone(ctx, tmp_path):
-    folders = WorkFolders(tmp_path, max_bytes=1 << 20)
-    own = dataclasses.replace(ctx, folders=folders, resumable={})
-    key = ("session-a", "digest", ("augclip",), "manual", TINY, False)
+def test_a_run_of_the_same_request_resumes_its_folder_from_any_page_until_it_finishes_or_is_gone(ctx, tmp_path):
+    own = dataclasses.replace(ctx, folders=own_folders(tmp_path))
+    key = on.resume_key("digest", ["augclip"], "manual", TINY, False)
     first = on.resumable_folder(own, key, "session-a")
-    assert first.is_dir() and first.parent == tmp_path
+    assert first.is_dir() and first.parent == own.folders.root
     assert on.resumable_folder(own, key, "session-a") == first
-    assert on.resumable_folder(own, ("session-b", *key[1:]), "session-b") != first
-    assert folders.release("session-a") == 1 and not first.exists()  # the session's end deletes it
-    again = on.resumable_folder(own, key, "session-a")
-    assert again != first and again.is_dir()
+    # Another page (or the same one after a server restart) with the same request takes the folder over ...
+    restarted = dataclasses.replace(ctx, folders=WorkFolders(own.folders.root))
+    assert on.resumable_folder(restarted, key, "session-b") == first
+    assert on.resumable_folder(own, key, "session-b") == first
+    assert own.folders.release("session-a") == 0 and first.is_dir()  # ... and owns it: a's end leaves it
+    # Any other choice is another run.
+    for other in (on.resume_key("digest", ["augclip"], "manual", TINY, True),
+                  on.resume_key("digest", ["augclip", "l2"], "manual", TINY, False),
+                  on.resume_key("other", ["augclip"], "manual", TINY, False)):
+        assert on.resumable_folder(own, other, "session-b") != first
+    # A finished run is not resumed; a new run of it starts in a new folder.
+    on.finish_resumable(first)
+    after = on.resumable_folder(own, key, "session-b")
+    assert after != first and after.is_dir()
+    assert own.folders.release("session-b") == 5 and not after.exists()  # the session's end deletes its folders
+    assert on.resumable_folder(own, key, "session-c") not in (first, after)
+
+
+def own_folders(tmp_path: Path) -> WorkFolders:
+    """The app's work folders in a root of this test's own (no other test's runs to resume)."""
+    root = tmp_path / "work"
+    root.mkdir(exist_ok=True)
+    return WorkFolders(root)
 
 
 def test_upload_key_is_the_digest_of_the_files_bytes(upload, tmp_path):
@@ -268,7 +287,7 @@ class _StopAfterTheFirstItem:
 
 @pytest.mark.slow
 def test_stop_shows_the_stopped_runs_kept_items_not_the_earlier_runs_results(ctx, upload, tmp_path, monkeypatch):
-    own = dataclasses.replace(ctx, runs={}, resumable={})
+    own = dataclasses.replace(ctx, runs={}, folders=own_folders(tmp_path))
     tab = ctx.tab
     earlier = on.score_upload(own, *upload, ["clip_i"], "manual", TINY, False)  # a finished run of two items
     assert "2 item(s) scored" in earlier[tab.summary]
@@ -341,11 +360,11 @@ def test_a_batch_with_a_model_without_weights_says_so_in_the_tab_without_a_notic
     assert f"pick {first_contact.DEMO_CLIP}" in panel
 
 
-def test_weights_found_missing_while_the_batch_loads_are_said_in_the_tab_too(ctx, upload, monkeypatch):
+def test_weights_found_missing_while_the_batch_loads_are_said_in_the_tab_too(ctx, upload, monkeypatch, tmp_path):
     """The page's check has not ended yet (the status still loading): the runner itself finds no weights."""
     other = next(c for c in ctx.clip_choices if c.endswith("/openai") and c != NO_WEIGHTS)
     monkeypatch.setattr(on, "model_status", lambda settings, **_: ModelStatus(spec=settings.clip_model))
-    panel = _refused_panel(scored(dataclasses.replace(ctx, resumable={}), *upload, clip=other), ctx.tab)
+    panel = _refused_panel(scored(dataclasses.replace(ctx, folders=own_folders(tmp_path)), *upload, clip=other), ctx.tab)
     assert panel.startswith('<div class="aug-error"') and "This batch did not run" in panel
     assert f"{other}: no usable weights here" in panel and "augclip-demo download" in panel
     assert "/tmp/" not in panel

@@ -19,6 +19,7 @@ from augclip_demo.ui.batch import handlers as batch_on
 from augclip_demo.ui.explore import handlers as explore_on
 from tests.support import EXAMPLES, TINY
 from tests.ui.test_app_batch import example_manifest, example_zip
+from tests.ui.test_batch_handlers import own_folders
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +28,9 @@ def app():
 
 
 @pytest.fixture()
-def contexts(app):
-    return dataclasses.replace(app.batch_context, runs={}, resumable={}), app.explore_context
+def contexts(app, tmp_path):
+    return (dataclasses.replace(app.batch_context, runs={}, folders=own_folders(tmp_path)),
+            app.explore_context)
 
 
 def test_open_in_explore_refuses_before_a_run_with_what_to_do(contexts):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import functools
 import hashlib
+import json
 import shutil
 import tempfile
 import threading
@@ -63,8 +64,6 @@ class BatchContext:
     tab: BatchTab
     folders: WorkFolders | None = None  # None: runs go to the system's temporary folder, unaccounted
     after_run: Callable[[], None] | None = None  # e.g. keep the app's files within their bounds
-    #: a cancelled run's folder, by session, upload and choices: the same request resumes it
-    resumable: dict[tuple, Path] = field(default_factory=dict)
     #: each session's latest run (what Stop shows when it has stopped), at most :data:`_MAX_RUNS_KEPT` sessions
     runs: dict[str | None, BatchRun] = field(default_factory=dict)
 
@@ -103,9 +102,10 @@ def score_upload(ctx: BatchContext, manifest_file, images_zip, metric_keys, prov
                                                               hint=first_contact.BATCH_HINT))
     limits = zip_limits(ctx)
     session = getattr(request, "session_hash", None)
-    # The same upload with the same choices in the same session resumes a cancelled run's folder.
-    key = (session, upload_key(manifest_file, images_zip), tuple(metric_keys), provider_name,
-           run_settings.clip_model, bool(skip))
+    # The same upload with the same choices resumes an unfinished run's folder: one stopped on this page, or
+    # one cut off when the server stopped (the folder is found on disk by this key after a restart).
+    key = resume_key(upload_key(manifest_file, images_zip), metric_keys, provider_name, run_settings.clip_model,
+                     bool(skip))
     work_dir = resumable_folder(ctx, key, session)
     run = _new_run(ctx, session, BatchRun(metric_keys, str(manifest_file), str(images_zip)))
     try:
@@ -128,7 +128,7 @@ def score_upload(ctx: BatchContext, manifest_file, images_zip, metric_keys, prov
     finally:
         run.ended.set()
     if not result.summary.interrupted:
-        ctx.resumable.pop(key, None)  # finished: a new run of it starts afresh (a stopped one resumes)
+        finish_resumable(work_dir)  # finished: a new run of it starts afresh (a stopped one resumes)
     if ctx.after_run is not None:
         ctx.after_run()
     return _batch_updates(ctx.tab, result, metric_keys)
@@ -235,15 +235,54 @@ def zip_limits(ctx: BatchContext) -> ZipLimits:
     return upload_zip_limits(ctx.settings, ctx.folders, "The batch")
 
 
-def resumable_folder(ctx: BatchContext, key: tuple, session: str | None) -> Path:
-    """The run's folder: a cancelled run's of the same ``key`` when it is still there, else a new one."""
-    work_dir = ctx.resumable.get(key)
-    if work_dir is None or not work_dir.is_dir():
-        work_dir = Path(tempfile.mkdtemp(prefix="augclip-batch-", dir=ctx.folders.root if ctx.folders else None))
-        ctx.resumable[key] = work_dir
-        if ctx.folders is not None:  # deleted with the session (and by age / total size)
-            ctx.folders.adopt(session, work_dir)
+#: The file in a batch folder that names the request it holds an unfinished run of (see :func:`resume_key`).
+RESUME_KEY_FILE = ".resume-key"
+_BATCH_PREFIX = "augclip-batch-"
+
+
+def resume_key(upload_digest: str, metric_keys: list[str], provider: str, clip_model: str, skip: bool) -> str:
+    """Which run a request is: the uploaded files' bytes and every choice that changes the results. The key
+    leaves the session out, so that a page opened after a server restart finds the run it had started."""
+    choices = json.dumps([upload_digest, list(metric_keys), provider, clip_model, bool(skip)])
+    return hashlib.sha256(choices.encode()).hexdigest()
+
+
+def resumable_folder(ctx: BatchContext, key: str, session: str | None) -> Path:
+    """The run's folder: the folder of an unfinished run of the same ``key`` when one is on disk (stopped on
+    the page, or cut off when the server stopped: this or an earlier server process), else a new one. Either
+    way ``session`` owns it from now on (its end deletes it; age and the disk cap delete it too)."""
+    root = ctx.folders.root if ctx.folders else Path(tempfile.gettempdir())
+    work_dir = _unfinished_run(root, key)
+    if work_dir is None:
+        work_dir = Path(tempfile.mkdtemp(prefix=_BATCH_PREFIX, dir=root))
+        (work_dir / RESUME_KEY_FILE).write_text(key)
+    if ctx.folders is not None:
+        ctx.folders.adopt(session, work_dir)
     return work_dir
+
+
+def finish_resumable(work_dir: Path) -> None:
+    """A finished run's folder is no longer one to resume (a new run of the same request starts afresh)."""
+    (Path(work_dir) / RESUME_KEY_FILE).unlink(missing_ok=True)
+
+
+def _unfinished_run(root: Path, key: str) -> Path | None:
+    """The newest batch folder under ``root`` whose key file holds ``key`` (plain folders and files only)."""
+    found: list[tuple[float, Path]] = []
+    try:
+        folders = [p for p in root.iterdir() if p.name.startswith(_BATCH_PREFIX)]
+    except OSError:
+        return None
+    for folder in folders:
+        marker = folder / RESUME_KEY_FILE
+        try:
+            if folder.is_symlink() or not folder.is_dir() or marker.is_symlink() or marker.stat().st_size != len(key):
+                continue
+            if marker.read_text() == key:
+                found.append((marker.stat().st_mtime, folder))
+        except (OSError, UnicodeDecodeError):
+            continue
+    return max(found)[1] if found else None
 
 
 def upload_key(*files: str) -> str:
@@ -322,7 +361,8 @@ def _summary_markdown(result: BatchUploadResult) -> str:
     if summary.interrupted:
         lines.append(f"These are the items the stopped run kept (the rest were not scored). {_RESUME_TEXT}")
     if summary.n_skipped:
-        lines.append(f"Resumed: {summary.n_skipped} item(s) scored by an earlier, cancelled run of this upload were kept.")
+        lines.append(f"Resumed: {summary.n_skipped} item(s) scored by an earlier run of this upload that did not "
+                     "finish (stopped, or cut off when the server stopped) were kept.")
     hidden = str(result.work_dir)
     for item_id, error in summary.failures[:10]:
         lines.append(f"- failed `{str(item_id)}`: {text_safe(scrub_paths(error.replace(hidden, '…')))}")
