@@ -134,8 +134,8 @@ def test_each_row_says_which_settings_become_its_arguments_and_its_wrapper_takes
 def test_an_unknown_family_has_no_arguments_it_is_refused_by_name(tmp_path):
     from augclip_demo.inference.families import settings_arguments
 
-    with pytest.raises(ConfigError, match="unknown model family 'resnet'; one of clip, gdino"):
-        settings_arguments("resnet", Settings(cache_dir=tmp_path), device="cpu")
+    with pytest.raises(ConfigError, match="unknown model family 'vae'; one of clip, gdino"):
+        settings_arguments("vae", Settings(cache_dir=tmp_path), device="cpu")
 
 
 def test_the_features_that_load_a_family_are_read_from_its_row():
