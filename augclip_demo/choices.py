@@ -39,7 +39,12 @@ CLIP_DIR_DIFFERENCES: tuple[str, ...] = ("raw", "normalized")
 class _FeatureNetwork:
     """One network that feature metrics load: the field of :class:`FeatureNetworks` that names it, its model
     family, the benchmark's own spec (the default), the command-line flag that chooses it, the offline demo's
-    spec, and the feature metrics that use it (the metric table's keys)."""
+    spec, the feature metrics that use it (the metric table's keys), the item inputs it needs, and how it runs.
+
+    ``runner`` names a function ``(item, spec) -> FeatureOutput`` as ``"module:function"`` (the module relative
+    to this package; :func:`augclip_demo.pipeline.features.feature_inputs` imports it when the network runs),
+    so this table imports no model code. A new feature network is a row here, its field in
+    :class:`FeatureNetworks`, and its runner."""
 
     field: str
     family: str
@@ -49,18 +54,26 @@ class _FeatureNetwork:
     demo: str | None  # None: the demo's own CLIP model
     metrics: tuple[str, ...]
     benchmark: str  # whose network it is
+    runner: str  # "module:function" that runs it on one item (see above)
+    needs: tuple[str, ...] = ()  # item inputs without which it does not run: ground_truth, edit_mask, target_text
+    options: tuple[str, ...] = ()  # other FeatureNetworks fields that change its metrics (compared on resume)
 
+
+_RUNNERS = ".pipeline.features"
 
 #: Every feature network, in the order the flags and the docs list them (the one place for each fact).
 FEATURE_NETWORKS: tuple[_FeatureNetwork, ...] = (
     _FeatureNetwork("dino", "dino", "facebook/dino-vits16", "--dino-model", "DINO for dino_gt", "random:tiny",
-                   ("dino_gt",), "MagicBrush"),
+                    ("dino_gt",), "MagicBrush", f"{_RUNNERS}:run_dino_gt", needs=("ground_truth",)),
     _FeatureNetwork("structure", "dino", "facebook/dino-vitb8", "--structure-model", "DINO for structure_distance",
-                   "random:tiny", ("structure_distance",), "PIE-Bench"),
+                    "random:tiny", ("structure_distance",), "PIE-Bench", f"{_RUNNERS}:run_structure",
+                    options=("structure_pixel_scale",)),
     _FeatureNetwork("lpips", "lpips", "squeeze", "--lpips-net", "LPIPS backbone (alex, squeeze or vgg) for "
-                   "lpips_unedited", "random:squeeze", ("lpips_unedited",), "PIE-Bench"),
+                    "lpips_unedited", "random:squeeze", ("lpips_unedited",), "PIE-Bench", f"{_RUNNERS}:run_lpips",
+                    needs=("edit_mask",)),
     _FeatureNetwork("pie_clip", "clip", "ViT-L-14/openai", "--pie-clip-model", "CLIP for clip_score_whole / "
-                   "clip_score_edited", None, ("clip_score_whole", "clip_score_edited"), "PIE-Bench"),
+                    "clip_score_edited", None, ("clip_score_whole", "clip_score_edited"), "PIE-Bench",
+                    f"{_RUNNERS}:run_pie_clip", needs=("target_text",)),
 )
 
 #: Metrics that load a feature network of their own (computed only when asked for, ``feature_metrics``), and

@@ -1,14 +1,20 @@
 """One row per feature network (choices.FEATURE_NETWORKS): the options, the command line, batch's resume
-signature and the offline demo read it."""
+signature, the offline demo and the pipeline's feature inputs read it."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import inspect
+
+import numpy as np
+from PIL import Image
 
 from augclip_demo.batch.item_steps import feature_signature
 from augclip_demo.choices import FEATURE_METRICS, FEATURE_NETWORKS, FeatureNetworks
 from augclip_demo.cli.score import add_network_args, networks_from_args
 from augclip_demo.config import Settings
+from augclip_demo.pipeline import features
 from augclip_demo.ui.first_contact import DEMO_CLIP, demo_networks
 
 
@@ -36,3 +42,32 @@ def test_the_demo_runs_random_networks_and_its_own_clip():
     networks = demo_networks(Settings.from_env(clip_model=DEMO_CLIP))
     assert networks is not None and networks.pie_clip == DEMO_CLIP
     assert all(getattr(networks, net.field).startswith("random:") for net in FEATURE_NETWORKS if net.family != "clip")
+
+
+def test_each_row_names_a_runner_the_inputs_it_needs_and_its_other_fields():
+    item_fields = {f.name for f in dataclasses.fields(features.FeatureItem)}
+    network_fields = {f.name for f in dataclasses.fields(FeatureNetworks)}
+    for net in FEATURE_NETWORKS:
+        runner = features._runner(net)
+        assert callable(runner) and list(inspect.signature(runner).parameters) == ["item", "spec"], net.field
+        assert set(net.needs) <= item_fields - {"wanted", "networks", "settings"}, net.field
+        assert set(net.options) <= network_fields - {n.field for n in FEATURE_NETWORKS}, net.field
+
+
+def run_test_network(item: features.FeatureItem, spec: str) -> features.FeatureOutput:
+    """A stand-in network for the test below: each edit's mean pixel, computed with numpy alone."""
+    return features.FeatureOutput({"test_means": [float(np.asarray(e).mean()) for e in item.edits]}, [f"ran {spec}"])
+
+
+def test_a_new_feature_network_is_one_row_and_its_runner(monkeypatch):
+    row = dataclasses.replace(FEATURE_NETWORKS[0], field="dino", metrics=("test_metric",), needs=("ground_truth",),
+                              runner=f"{__name__}:run_test_network")
+    monkeypatch.setattr(features, "FEATURE_NETWORKS", (row,))
+    edits = [Image.new("RGB", (8, 6), (10, 20, 30)), Image.new("RGB", (8, 6), (200, 100, 0))]
+    source = Image.new("RGB", (8, 6))
+    networks = FeatureNetworks(dino="random:whatever")
+    fields, notes = features.feature_inputs(source, edits, source, None, ["test_metric"], networks, Settings())
+    assert fields == {"test_means": [20.0, 100.0]} and notes == ["ran random:whatever"]
+    # without the input its row needs, or when none of its metrics is asked for, it does not run
+    assert features.feature_inputs(source, edits, None, None, ["test_metric"], networks, Settings()) == ({}, [])
+    assert features.feature_inputs(source, edits, source, None, ["dino_gt"], networks, Settings()) == ({}, [])

@@ -21,6 +21,7 @@ import numpy as np
 from ..attributes.base import AttributeProvider, Attributes
 from ..bpm import BPMOptions
 from ..bpm.models import BPMModels
+from ..choices import FEATURE_NETWORKS
 from ..config import DEFAULT_MAX_IMAGE_SIDE, Settings
 from ..errors import AugclipError, InputError, InstructionParseError
 from ..hatie.criteria import HATIE_KEYS, HatieOptions, total_weights
@@ -107,8 +108,9 @@ class _LazyModels:
 def feature_signature(networks: FeatureNetworks, keys: Sequence[str]) -> dict[str, Any]:
     """The networks behind the chosen feature metrics (compared on resume, like the CLIP model)."""
     out: dict[str, Any] = {key: networks.spec_of(key) for key in keys if key in FEATURE_METRICS}
-    if "structure_distance" in keys:
-        out["structure_pixel_scale"] = networks.structure_pixel_scale
+    for net in FEATURE_NETWORKS:  # and the other fields their rows say change their metrics
+        if set(net.metrics) & set(keys):
+            out.update({name: getattr(networks, name) for name in net.options})
     return out
 
 
@@ -312,7 +314,8 @@ def run_stages(options: Any, settings: Settings, encoder: ClipEncoder) -> RunSta
             settings, encoder, options.bpm, options.parser, keys=region_keys, hatie=options.hatie, features=features,
             vqa=options.hatie_vqa, calibrated=options.hatie_calibrated)
         if regions.bpm:
-            lpips = options.networks.lpips if "lpips_unedited" in options.feature_metrics else None
+            lpips = (options.networks.spec_of("lpips_unedited") if "lpips_unedited" in options.feature_metrics
+                     else None)
             out.bpm = BpmStage(regions.loaded, options.bpm, parser=options.parser, unedited=metrics, lpips=lpips,
                                settings=settings)
         if hatie_keys:

@@ -10,6 +10,7 @@ from ..choices import (
     DEFAULT_BPM_ALPHA,
     DEFAULT_BPM_BOX_THRESHOLD,
     ENGINES,
+    FEATURE_NETWORKS,
     PARSERS,
     PROVIDER_NAMES,
     REGION_SOURCES,
@@ -122,9 +123,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bpm.add_argument("--bpm-regions", choices=REGION_SOURCES, default="detected",
                      help="where BPM's regions come from: detected (GroundingDINO + SAM, default) or masks (each "
                           "item's \"object_masks\" and / or \"edit_mask\"; no detector or segmenter is loaded)")
-    add_network_args(parser.add_argument_group(
-        "feature networks (dino_gt needs an item's \"ground_truth\", lpips_unedited its \"edit_mask\"; "
-        "each network loads once per run)"))
+    needs = "; ".join(f"{' / '.join(net.metrics)} need{'' if len(net.metrics) > 1 else 's'} an item's "
+                      + ", ".join(f'"{n}"' for n in net.needs) for net in FEATURE_NETWORKS if net.needs)
+    add_network_args(parser.add_argument_group(f"feature networks ({needs}; each network loads once per run)"))
     add_judge_args(parser, how="With --judge (or judge_* in --metrics) every item's edits are judged against its "
                                "\"instruction\", else its target text; an endpoint failure fails the item "
                                "(--retry-failed asks again, earlier answers come from the cache).")

@@ -1,8 +1,10 @@
 """The model families: one table of what this tool loads, and one way to get a (pooled) model from it.
 
 A row (:class:`ModelFamily`) says, for one family: the wrapper class, the spec grammar, the files a
-model of it is read from, the default spec, the CLI flag and environment variable that choose it, and
-the how-to-fix text every "weights unavailable" error of the family ends with. :func:`get_model` is the
+model of it is read from, the default spec, the CLI flag and environment variable that choose it, the
+how-to-fix text every "weights unavailable" error of the family ends with, the wrapper arguments the
+settings give (:func:`settings_arguments`), and the features that load it besides CLIP and BPM's region
+models (:mod:`.needs`): a new family is a new row. :func:`get_model` is the
 one way to get a wrapper from a family and a spec (one wrapper per canonical spec, device and
 cache, living in the bounded pool of :mod:`augclip_demo.inference.pool`). :func:`model_label` and
 :meth:`ModelFamily.untrained` derive a model's name in reports and whether its weights are untrained
@@ -228,6 +230,32 @@ def _url_weights_how_to_fix(model: str, flag: str) -> Callable[[str, str | None]
     return how
 
 
+# ---------------------------------------------------------------------- a family's arguments from the settings
+
+
+def _no_arguments(settings: Settings, device: str) -> dict[str, Any]:
+    return {}
+
+
+def _clip_arguments(settings: Settings, device: str) -> dict[str, Any]:
+    """CLIP's precision, checkpoint file and CPU matmul mode (resolved for ``device``)."""
+    from .cpu_matmul import resolve_cpu_matmul
+    from .device import resolve_amp_dtype
+
+    return {"precision": settings.precision, "checkpoint": settings.clip_checkpoint,
+            "cpu_matmul": resolve_cpu_matmul(settings.cpu_matmul, device, resolve_amp_dtype(device, settings.precision))}
+
+
+def _sam_arguments(settings: Settings, device: str) -> dict[str, Any]:
+    """SAM's checkpoint file, download URL and its expected SHA-256."""
+    return {"checkpoint": settings.sam_checkpoint, "url": settings.sam_url, "sha256": settings.sam_sha256}
+
+
+def _mirror_arguments(settings: Settings, device: str) -> dict[str, Any]:
+    """The mirror of weights that are one file at a URL (LPIPS backbones, FID's Inception)."""
+    return {"mirror": settings.file_mirror}
+
+
 # ---------------------------------------------------------------------- the table
 
 
@@ -249,6 +277,10 @@ class ModelFamily:
     random_kinds: tuple[str, ...] = ()  # hub grammar: the KINDs of random:KIND
     names: tuple[str, ...] = ()  # named grammar: the names
     untrained_names: tuple[str, ...] = ()  # names with no trained weights anywhere (SAM's test architecture)
+    #: (settings, resolved device) -> the wrapper's arguments the settings give besides the spec, the device and
+    #: the cache folder (:func:`settings_arguments`)
+    arguments: Callable[[Settings, str], dict[str, Any]] = _no_arguments
+    needed_by: tuple[str, ...] = ()  # the features (needs.py's FEATURES keys) that load it beside CLIP and BPM's
 
     @property
     def wrapper_class(self) -> type[LazyModel]:
@@ -283,7 +315,8 @@ FAMILIES: dict[str, ModelFamily] = {f.key: f for f in (
     ModelFamily("clip", "CLIP", ".clip_encoder:ClipEncoder", "clip",
                 "open_clip weights: a tag's file from open_clip's pretrained table, an open_clip hub repository or "
                 "folder (open_clip_config.json + weights), or a state dict file",
-                DEFAULT_CLIP_MODEL, "clip_model", "--clip-model", "AUGCLIP_CLIP_MODEL", _clip_how_to_fix),
+                DEFAULT_CLIP_MODEL, "clip_model", "--clip-model", "AUGCLIP_CLIP_MODEL", _clip_how_to_fix,
+                arguments=_clip_arguments),
     ModelFamily("gdino", "GroundingDINO", ".grounding:GroundingDetector", "hub",
                 "a transformers folder: " + ", ".join(n[0] for n, _ in GDINO_FILES),
                 DEFAULT_GDINO_MODEL, "gdino_model", "--gdino-model", "AUGCLIP_GDINO_MODEL", _gdino_how_to_fix,
@@ -291,7 +324,8 @@ FAMILIES: dict[str, ModelFamily] = {f.key: f for f in (
     ModelFamily("sam", "SAM", ".segmenter:SamSegmenter", "named",
                 "one segment-anything checkpoint file (" + ", ".join(SAM_CHECKPOINT_URLS.values()) + ")",
                 DEFAULT_SAM_MODEL, "sam_model", "--sam-model", "AUGCLIP_SAM_MODEL", _sam_how_to_fix,
-                label_prefix="SAM", names=("vit_b", "vit_l", "vit_h", "tiny"), untrained_names=("tiny",)),
+                label_prefix="SAM", names=("vit_b", "vit_l", "vit_h", "tiny"), untrained_names=("tiny",),
+                arguments=_sam_arguments),
     ModelFamily("sam2", "SAM 2.1", ".sam2_segmenter:Sam2Segmenter", "hub",
                 "a transformers folder: " + ", ".join(n[0] for n, _ in SAM2_FILES),
                 DEFAULT_FAST_SAM_MODEL, "fast_sam_model", None, "AUGCLIP_FAST_SAM_MODEL",
@@ -303,18 +337,19 @@ FAMILIES: dict[str, ModelFamily] = {f.key: f for f in (
     ModelFamily("dino", "DINO", ".dino:DinoFeatures", "hub",
                 "a transformers folder: " + ", ".join(n[0] for n, _ in DINO_FILES),
                 "facebook/dino-vits16", "hatie_dino", "--hatie-dino", "AUGCLIP_HATIE_DINO", _dino_how_to_fix,
-                label_prefix="DINO", random_kinds=("dino-vits16", "dino-vitb8", "dinov2-base", "tiny", "tiny-v2")),
+                label_prefix="DINO", random_kinds=("dino-vits16", "dino-vitb8", "dinov2-base", "tiny", "tiny-v2"),
+                needed_by=("hatie",)),
     ModelFamily("lpips", "LPIPS", ".lpips:LpipsNetwork", "named",
                 "torchvision's ImageNet backbone file (" + ", ".join(TORCHVISION_BACKBONE_URLS.values())
                 + "); the linear heads ship with torchmetrics",
                 "alex", "hatie_lpips", "--hatie-lpips", "AUGCLIP_HATIE_LPIPS",
                 _url_weights_how_to_fix("LPIPS", "the LPIPS backbone option"), label_prefix="LPIPS",
-                names=("alex", "squeeze", "vgg")),
+                names=("alex", "squeeze", "vgg"), arguments=_mirror_arguments, needed_by=("hatie",)),
     ModelFamily("fid", "FID Inception", ".fid:FidInception", "named",
                 f"torch-fidelity's converted Inception-v3 file ({FID_INCEPTION_URL})",
                 "inception-v3-compat", None, None, None,
                 _url_weights_how_to_fix("the FID Inception", "the FID weights option"), label_prefix="FID",
-                names=("inception-v3-compat",)),
+                names=("inception-v3-compat",), arguments=_mirror_arguments),
 )}
 
 
@@ -327,24 +362,15 @@ def family(key: str) -> ModelFamily:
 
 
 def settings_arguments(key: str, settings: Settings, *, device: str | None = None) -> dict[str, Any]:
-    """The wrapper arguments of family ``key`` that the settings give (besides the spec); ``device`` replaces
-    the settings' (fetching weights builds wrappers on the CPU without asking which accelerator there is)."""
+    """The wrapper arguments of family ``key`` that the settings give (besides the spec): the device, the cache
+    folder and the row's own (:attr:`ModelFamily.arguments`); :class:`ConfigError` for a family the table does
+    not know. ``device`` replaces the settings' (fetching weights builds wrappers on the CPU without asking
+    which accelerator there is)."""
     from .device import resolve_device
 
+    row = family(key)
     device = resolve_device(settings.device if device is None else device)
-    args: dict[str, Any] = {"device": device, "cache_dir": settings.cache_dir}
-    if key == "clip":
-        from .cpu_matmul import resolve_cpu_matmul
-        from .device import resolve_amp_dtype
-
-        args.update(precision=settings.precision, checkpoint=settings.clip_checkpoint,
-                    cpu_matmul=resolve_cpu_matmul(settings.cpu_matmul, device,
-                                                  resolve_amp_dtype(device, settings.precision)))
-    elif key == "sam":
-        args.update(checkpoint=settings.sam_checkpoint, url=settings.sam_url, sha256=settings.sam_sha256)
-    elif key in ("lpips", "fid"):
-        args.update(mirror=settings.file_mirror)
-    return args
+    return {"device": device, "cache_dir": settings.cache_dir, **row.arguments(settings, device)}
 
 
 def get_model(key: str, settings: Settings, spec: str | None = None, **arguments: Any) -> Any:

@@ -54,20 +54,24 @@ def bpm_region_models(settings: Settings, preset: str | None = None) -> list[Mod
     return [need("gdino"), need("sam")]
 
 
+def _feature_models(settings: Settings, feature: str) -> list[ModelNeed]:
+    """The models of the families whose row says ``feature`` loads them (:attr:`ModelFamily.needed_by`)."""
+    return [ModelNeed(key, row.spec_of(settings)) for key, row in FAMILIES.items() if feature in row.needed_by]
+
+
 def models_needed(settings: Settings, feature: str, *, with_clip: bool = True) -> list[ModelNeed]:
     """The models ``feature`` (a key of :data:`FEATURES`) loads, CLIP first unless ``with_clip`` is False."""
     run_clip = ModelNeed("clip", FAMILIES["clip"].spec_of(settings))
     clip = [run_clip] if with_clip else []
     if feature == "scores":
-        return [run_clip]
+        return [run_clip, *_feature_models(settings, feature)]
     if feature == "bpm":
-        return clip + bpm_region_models(settings)
+        return clip + bpm_region_models(settings) + _feature_models(settings, feature)
     if feature == "hatie":
         # HATIE measures with its own CLIP (ViT-B/32 by default); an empty spec means the run's CLIP.
         own_clip = ([ModelNeed("clip", settings.hatie_clip)]
                     if settings.hatie_clip and ModelNeed("clip", settings.hatie_clip) not in clip else [])
-        return clip + bpm_region_models(settings, "standard") + own_clip + [
-            ModelNeed(key, FAMILIES[key].spec_of(settings)) for key in ("dino", "lpips")]
+        return clip + bpm_region_models(settings, "standard") + own_clip + _feature_models(settings, feature)
     raise AugclipError(f"unknown feature {feature!r}; one of {', '.join(FEATURES)}")
 
 

@@ -425,7 +425,8 @@ class Evaluator:
             client = OpenAICompatibleClient(self.settings)
         networks = arrays.networks or self.networks
         stage = BpmStage(lambda: models, options, parser=parser, client=client, settings=self.settings,
-                         lpips=networks.lpips if "lpips_unedited" in arrays.feature_metrics else None, strict=True)
+                         lpips=networks.spec_of("lpips_unedited") if "lpips_unedited" in arrays.feature_metrics else None,
+                         strict=True)
         item = arrays.item(report.target_text, instruction, parsed, object_masks=object_masks)
         output = self._run_stage(report, stage, item, progress)
         for edit, result in zip(report.edits, output.results):

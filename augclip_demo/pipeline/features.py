@@ -1,17 +1,20 @@
 """The feature networks of the reference and preservation metrics, and the edit mask they read.
 
-``dino_gt`` (MagicBrush), ``structure_distance`` and ``lpips_unedited`` (PIE-Bench) load a network of
-their own; :func:`feature_inputs` runs them on one item's images (the pixel stage calls it on every path).
-"""
+``dino_gt`` (MagicBrush), ``structure_distance``, ``lpips_unedited`` and PIE-Bench's CLIP scores load a
+network of their own: one row each in :data:`~augclip_demo.choices.FEATURE_NETWORKS`, which names the
+network's runner (here, :class:`FeatureItem` in, :class:`FeatureOutput` out). :func:`feature_inputs` runs
+the rows on one item's images (the pixel stage calls it on every path)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import importlib
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..choices import FeatureNetworks
+from ..choices import FEATURE_NETWORKS, FeatureNetworks
 from ..config import Settings
 from ..errors import InputError
 from ..io import LoadedImage, open_image
@@ -19,8 +22,6 @@ from ..metrics.vectors import unit_rows
 from ..report import UNTRAINED_WARNING
 
 _BICUBIC = 3  # PIL.Image.BICUBIC
-
-
 
 
 def _mask_array(mask: Any, size: tuple[int, int], what: str) -> np.ndarray:
@@ -78,45 +79,107 @@ def load_object_masks(masks: Any, size: tuple[int, int], n_edits: int) -> Any:
                        [read(named, f"edit {i + 1}'s object masks") for i, named in enumerate(edits)])
 
 
+@dataclass(frozen=True)
+class FeatureItem:
+    """One item as the feature networks' runners read it: PIL images, the edit mask, the target text, the
+    feature metrics asked for, and the networks and settings they load with."""
+
+    source: Any
+    edits: Sequence[Any]
+    ground_truth: Any | None
+    edit_mask: np.ndarray | None
+    target_text: str | None
+    wanted: Collection[str]
+    networks: FeatureNetworks
+    settings: Settings
+
+
+@dataclass
+class FeatureOutput:
+    """What one feature network's runner gives: :class:`MetricInputs` fields, and notes on untrained weights."""
+
+    fields: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def _untrained_note(what: str, model: Any) -> list[str]:
+    return [f"{what} {UNTRAINED_WARNING} ({model.label})"] if model.untrained else []
+
+
+def run_dino_gt(item: FeatureItem, spec: str) -> FeatureOutput:
+    """DINO class-token embeddings of the edits and the ground truth (``dino_gt``)."""
+    from ..inference.dino import get_dino
+
+    dino = get_dino(spec, item.settings)
+    rows = unit_rows(dino.embed([*item.edits, item.ground_truth], pooling="cls"), "DINO features")
+    return FeatureOutput({"dino_edit_embeddings": rows[:-1], "dino_ground_truth_embedding": rows[-1]},
+                         _untrained_note("DINO (GT)", dino))
+
+
+def run_structure(item: FeatureItem, spec: str) -> FeatureOutput:
+    """DINO keys of the source and of each edit at the source's size (``structure_distance``)."""
+    from ..inference.dino import get_dino
+
+    dino = get_dino(spec, item.settings)
+    size = item.source.size
+    same_size = [e if e.size == size else e.convert("RGB").resize(size, _BICUBIC) for e in item.edits]
+    keys = dino.keys([item.source, *same_size], pixel_scale=item.networks.structure_pixel_scale)
+    return FeatureOutput({"structure_keys_source": keys[0], "structure_keys_edits": keys[1:]},
+                         _untrained_note("Structure distance", dino))
+
+
+def _unedited(item: FeatureItem, lpips: Any = None) -> list[dict[str, float | None]]:
+    from ..inference.image_measures import unedited_measures
+
+    return [unedited_measures(item.source, edit, item.edit_mask, lpips) for edit in item.edits]
+
+
+def run_lpips(item: FeatureItem, spec: str) -> FeatureOutput:
+    """The unedited-region measures with LPIPS among them (``lpips_unedited``)."""
+    from ..inference.lpips import get_lpips
+
+    lpips = get_lpips(spec, item.settings)
+    return FeatureOutput({"unedited_measures": _unedited(item, lpips)}, _untrained_note("LPIPS (unedited)", lpips))
+
+
+def run_pie_clip(item: FeatureItem, spec: str) -> FeatureOutput:
+    """PIE-Bench's CLIP embeddings of the edits (whole, and outside the mask black) and of the target text
+    (``clip_score_whole``, ``clip_score_edited``)."""
+    from ..inference.clip_score import pie_clip_embeddings
+
+    rows, untrained = pie_clip_embeddings(item.edits, item.edit_mask, str(item.target_text), item.wanted, spec,
+                                          item.settings)
+    fields = {name: unit_rows(value, "CLIP score embeddings") for name, value in rows.items()}
+    fields["pie_clip_target_embedding"] = fields["pie_clip_target_embedding"][0]
+    return FeatureOutput(fields, [f"CLIP score (PIE-Bench) {UNTRAINED_WARNING} ({untrained})"] if untrained else [])
+
+
+def _runner(net: Any) -> Callable[[FeatureItem, str], FeatureOutput]:
+    """The function a :data:`~augclip_demo.choices.FEATURE_NETWORKS` row names as its runner."""
+    module, _, name = net.runner.partition(":")
+    return getattr(importlib.import_module(module, "augclip_demo"), name)
+
+
+def _given(value: Any) -> bool:
+    return value is not None and not (isinstance(value, str) and not value)
+
+
 def feature_inputs(source: Any, edits: Sequence[Any], ground_truth: Any, edit_mask: np.ndarray | None,
                    wanted: Collection[str], networks: FeatureNetworks,
                    settings: Settings, target_text: str | None = None) -> tuple[dict[str, Any], list[str]]:
     """The network-made metric inputs of one item (PIL images in, :class:`MetricInputs` fields out) and
-    notes on untrained networks: DINO embeddings (``dino_gt``, with a ground truth), DINO keys
-    (``structure_distance``) and, with an edit mask, the unedited-region measures (LPIPS when
-    ``lpips_unedited`` is wanted), and PIE-Bench's CLIP embeddings of the edits (whole, and outside the mask
-    black) and of ``target_text``. The pixel stage (:class:`~.stages.PixelStage`) calls it on every path."""
-    from ..inference.dino import get_dino
-
-    fields: dict[str, Any] = {}
-    notes: list[str] = []
-    if "dino_gt" in wanted and ground_truth is not None:
-        dino = get_dino(networks.dino, settings)
-        rows = unit_rows(dino.embed([*edits, ground_truth], pooling="cls"), "DINO features")
-        fields["dino_edit_embeddings"], fields["dino_ground_truth_embedding"] = rows[:-1], rows[-1]
-        if dino.untrained:
-            notes.append(f"DINO (GT) {UNTRAINED_WARNING} ({dino.label})")
-    if "structure_distance" in wanted:
-        dino = get_dino(networks.structure, settings)
-        size = source.size
-        same_size = [e if e.size == size else e.convert("RGB").resize(size, _BICUBIC) for e in edits]
-        keys = dino.keys([source, *same_size], pixel_scale=networks.structure_pixel_scale)
-        fields["structure_keys_source"], fields["structure_keys_edits"] = keys[0], keys[1:]
-        if dino.untrained:
-            notes.append(f"Structure distance {UNTRAINED_WARNING} ({dino.label})")
-    if edit_mask is not None:
-        from ..inference.image_measures import unedited_measures
-        from ..inference.lpips import get_lpips
-
-        lpips = get_lpips(networks.lpips, settings) if "lpips_unedited" in wanted else None
-        fields["unedited_measures"] = [unedited_measures(source, edit, edit_mask, lpips) for edit in edits]
-        if lpips is not None and lpips.untrained:
-            notes.append(f"LPIPS (unedited) {UNTRAINED_WARNING} ({lpips.label})")
-    if {"clip_score_whole", "clip_score_edited"} & set(wanted) and target_text:
-        from ..inference.clip_score import pie_clip_embeddings
-
-        rows, untrained = pie_clip_embeddings(edits, edit_mask, target_text, wanted, networks.pie_clip, settings)
-        fields.update({name: unit_rows(value, "CLIP score embeddings") for name, value in rows.items()})
-        fields["pie_clip_target_embedding"] = fields["pie_clip_target_embedding"][0]
-        notes.extend([f"CLIP score (PIE-Bench) {UNTRAINED_WARNING} ({untrained})"] if untrained else [])
-    return fields, notes
+    notes on untrained networks. Each network of :data:`~augclip_demo.choices.FEATURE_NETWORKS` runs (its
+    row's runner, in the table's order) when one of its metrics is ``wanted`` and the item has the inputs its
+    row needs; with an edit mask the unedited-region measures are always made (without LPIPS when
+    ``lpips_unedited``'s runner did not make them). The pixel stage (:class:`~.stages.PixelStage`) calls it
+    on every path."""
+    item = FeatureItem(source, edits, ground_truth, edit_mask, target_text, wanted, networks, settings)
+    out = FeatureOutput()
+    for net in FEATURE_NETWORKS:
+        if set(net.metrics) & set(wanted) and all(_given(getattr(item, name)) for name in net.needs):
+            ran = _runner(net)(item, getattr(networks, net.field))
+            out.fields.update(ran.fields)
+            out.notes.extend(ran.notes)
+    if edit_mask is not None and "unedited_measures" not in out.fields:
+        out.fields["unedited_measures"] = _unedited(item)
+    return out.fields, out.notes

@@ -113,3 +113,37 @@ def test_every_transformers_folder_family_shares_the_hub_folder_base():
     assert [name for name in vars(table) if name.endswith("WEIGHT_ALTERNATIVES")] == []
     for files in (table.GDINO_FILES, table.DINO_FILES, table.SAM2_FILES, table.OWL_FILES):
         assert (table.TRANSFORMERS_WEIGHT_FILES, True) in files
+
+
+def test_each_row_says_which_settings_become_its_arguments_and_its_wrapper_takes_them(tmp_path):
+    import inspect
+
+    from augclip_demo.inference.families import settings_arguments
+
+    settings = Settings(cache_dir=tmp_path, file_mirror="https://mirror.example/w", sam_url="https://example/sam.pth")
+    for key, row in FAMILIES.items():
+        args = settings_arguments(key, settings, device="cpu")
+        accepted = inspect.signature(row.wrapper_class).parameters
+        assert set(args) <= set(accepted), key
+        assert str(args["device"]) == "cpu" and args["cache_dir"] == tmp_path
+    assert settings_arguments("lpips", settings, device="cpu")["mirror"] == "https://mirror.example/w"
+    assert settings_arguments("sam", settings, device="cpu")["url"] == "https://example/sam.pth"
+    assert "mirror" not in settings_arguments("dino", settings, device="cpu")
+
+
+def test_an_unknown_family_has_no_arguments_it_is_refused_by_name(tmp_path):
+    from augclip_demo.inference.families import settings_arguments
+
+    with pytest.raises(ConfigError, match="unknown model family 'vae'; one of clip, gdino"):
+        settings_arguments("vae", Settings(cache_dir=tmp_path), device="cpu")
+
+
+def test_the_features_that_load_a_family_are_read_from_its_row():
+    from augclip_demo.inference.needs import FEATURES, models_needed
+
+    settings = Settings(clip_model="random:tiny", hatie_clip="")
+    for feature in FEATURES:
+        region = {"clip", "gdino", "sam", "sam2", "owlvit"}  # the run's CLIP (and HATIE's own) and BPM's models
+        loaded = {need.family for need in models_needed(settings, feature, with_clip=False)} - region
+        assert loaded == {key for key, row in FAMILIES.items() if feature in row.needed_by}, feature
+    assert [n.family for n in models_needed(settings, "hatie")][-2:] == ["dino", "lpips"]
