@@ -40,7 +40,12 @@ CSS = first_contact.CSS + """
 .aug-error {background: #fde2e1; border: 2px solid #c0392b; color: #5c1410; padding: 8px 12px; border-radius: 6px;}
 .aug-steps {color: #555; font-size: 0.9rem;}
 #aug-evaluate {min-height: 48px;}
-#aug-gallery .caption-label {max-width: 100%; white-space: normal; overflow-wrap: break-word; line-height: 1.15;}
+.gallery-item .caption-label {max-width: 100%; white-space: normal; overflow-wrap: break-word; line-height: 1.15;}
+/* HATIE's charts are wide: a tile keeps the chart's proportions (a square tile cropped its axis), caption below */
+#aug-hatie-bars .thumbnail-item, #aug-hatie-shares .thumbnail-item {aspect-ratio: auto; height: auto;}
+#aug-hatie-bars .thumbnail-item img, #aug-hatie-shares .thumbnail-item img {height: auto;}
+#aug-hatie-bars .grid-container, #aug-hatie-shares .grid-container {padding-top: 40px;}
+#aug-hatie-bars .caption-label, #aug-hatie-shares .caption-label {position: static; transform: none; margin: 2px auto;}
 """
 
 _HEADER = """
