@@ -93,7 +93,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             explore_ctx = explore.ExploreContext(settings=base, shelf=shelf, folders=folders,
                                                  tab=explore.build(base, shelf))
             explore.wire(explore_ctx)
-            study.wire(study.StudyContext(settings=base, folders=folders, operator=study.OPERATOR, tab=study.build()))
+            study.wire(study.StudyContext(settings=base, folders=folders, operator=study.OPERATOR, tab=study.build(study.operator_off())))
             with gr.Tab("Help"):
                 gr.Markdown(help_markdown())
 
