@@ -74,9 +74,9 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         session_state = gr.State(logic.Session(), time_to_live=base.app_files_max_age_s,
                                  delete_callback=lambda state: folders.release_folder(getattr(state, "output_dir", None)))
         gr.Markdown(_HEADER)
+        demo_btn = first_contact.build_demo_controls(visible=first_contact.demo_offered(base) and bool(offer.examples))
         status_box = gr.HTML(status_html(status, region_check), elem_id="aug-status")
         timer = gr.Timer(1.0, active=status.state == "loading" or region_check.state == "checking")
-        demo_btn = first_contact.build_demo_controls(visible=first_contact.demo_offered(base) and bool(offer.examples))
         with gr.Tabs() as main_tabs:
             # Each tab laid out, then wired, in the page's order (the events' order, fn_index, follows); the
             # HATIE tab is laid out inside the Evaluate tab's results, and Evaluate is wired last, after the
