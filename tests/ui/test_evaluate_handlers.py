@@ -240,6 +240,18 @@ def test_bpm_stage_scores_every_edit_or_waits_for_the_user(ctx):
         assert row["BPM"] == pytest.approx(edit.metrics["bpm"], abs=1e-4)
     assert [e.metrics["bpm"] for e in report.edits] == pytest.approx([e.metrics["bpm"] for e in expected.edits],
                                                                      abs=1e-4)
+    # the headline is about the edit the page shows (AugCLIP's pick) and says which; another pick follows
+    labels = [name.label for name in report.edit_names()]
+    best = report.best("augclip") or 0
+    assert f"<b>{labels[best]}: BPM {expected.edits[best].metrics['bpm']:.4f} (" in out[tab.bpm_info]
+    other = 1 - best
+    picked = on.show_bpm_pick(ctx, out[tab.session_state], views.edit_choices(report)[other])
+    assert f"<b>{labels[other]}: BPM {expected.edits[other].metrics['bpm']:.4f} (" in picked
+    # the page's components table: every column at least as wide as its header's longest word
+    frame = out[tab.bpm_table]
+    widths = [int(w.removesuffix("px")) for w in frame.column_widths]
+    words = [max(len(word) for word in str(column).split()) for column in frame.value["headers"]]
+    assert len(widths) == len(words) and all(w >= 8 * n for w, n in zip(widths, words)), (widths, words)
 
 
 @pytest.mark.slow
