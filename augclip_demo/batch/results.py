@@ -304,12 +304,13 @@ def _results_metric_keys(path: str | Path) -> list[str]:
 
 
 def export_csv(results_path: str | Path, csv_path: str | Path) -> Path:
-    """One CSV row per edit (a failed item: one row with its error), streamed from the JSONL."""
+    """One CSV row per edit (a failed item: one row with its error), streamed from the JSONL; an empty metric
+    cell's reason is in the ``unavailable`` column."""
     keys = _results_metric_keys(results_path)
     csv_path = Path(csv_path)
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     with open(csv_path, "w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=_CSV_FIXED + keys + ["error", "model", "untrained"])
+        writer = csv.DictWriter(handle, fieldnames=_CSV_FIXED + keys + ["unavailable", "error", "model", "untrained"])
         writer.writeheader()
         for record in iter_results(results_path):
             run = record.get("run") or {}
@@ -324,5 +325,7 @@ def export_csv(results_path: str | Path, csv_path: str | Path) -> Path:
                 for key in keys:
                     value = (edit.get("metrics") or {}).get(key)
                     row[key] = "" if value is None else value
+                # why a metric cell is empty ("bpm: the instruction has no parse"), as the record says
+                row["unavailable"] = "; ".join(f"{key}: {why}" for key, why in (edit.get("unavailable") or {}).items())
                 writer.writerow(spreadsheet_row(row))  # names and paths come from uploads: never a formula
     return csv_path

@@ -133,6 +133,12 @@ def exact_view_spec(view: ExactView, edit: int | None = None) -> dict[str, Any]:
     return exact_panel_spec(view, panel)
 
 
+#: The legend's entry for the dashed lines of :func:`umap_view_spec` (no points: a key, not data).
+_DASHED_LINE_KEY: dict[str, Any] = {
+    "type": "scatter", "mode": "lines", "x": [None], "y": [None], "hoverinfo": "skip", "legendrank": 2000,
+    "name": "dashed: an edit's 2-D line (its fit), in its colour", "line": {"color": "grey", "dash": "dash", "width": 1.5}}
+
+
 def umap_view_spec(view: UmapView, exact: ExactView | None = None) -> dict[str, Any]:
     """The UMAP view with every fit's 2-D line; hover gives alpha and g(x)/|w| in each fit (from ``exact``)."""
     points = view.points
@@ -157,6 +163,8 @@ def umap_view_spec(view: UmapView, exact: ExactView | None = None) -> dict[str, 
                                                      else EDIT_COLORS[line.edits[0] % len(EDIT_COLORS)],
                                                      "dash": "solid" if len(view.lines) == 1 else "dash",
                                                      "width": 1.5}})
+    if len(view.lines) > 1:  # the per-fit lines have no entry of their own: one entry says what a dashed line is
+        traces.append(dict(_DASHED_LINE_KEY))
     layout = _layout("UMAP view (illustrative: neighbourhoods, not distances)", "UMAP 1", "UMAP 2", view.untrained)
     layout["xaxis"]["range"] = [float(lo[0]), float(hi[0])]
     layout["yaxis"]["range"] = [float(lo[1]), float(hi[1])]

@@ -40,7 +40,12 @@ CSS = first_contact.CSS + """
 .aug-error {background: #fde2e1; border: 2px solid #c0392b; color: #5c1410; padding: 8px 12px; border-radius: 6px;}
 .aug-steps {color: #555; font-size: 0.9rem;}
 #aug-evaluate {min-height: 48px;}
-#aug-gallery .caption-label {max-width: 100%; white-space: normal; overflow-wrap: break-word; line-height: 1.15;}
+.gallery-item .caption-label {max-width: 100%; white-space: normal; overflow-wrap: break-word; line-height: 1.15;}
+/* HATIE's charts are wide: a tile keeps the chart's proportions (a square tile cropped its axis), caption below */
+#aug-hatie-bars .thumbnail-item, #aug-hatie-shares .thumbnail-item {aspect-ratio: auto; height: auto;}
+#aug-hatie-bars .thumbnail-item img, #aug-hatie-shares .thumbnail-item img {height: auto;}
+#aug-hatie-bars .grid-container, #aug-hatie-shares .grid-container {padding-top: 40px;}
+#aug-hatie-bars .caption-label, #aug-hatie-shares .caption-label {position: static; transform: none; margin: 2px auto;}
 """
 
 _HEADER = """
@@ -69,9 +74,9 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         session_state = gr.State(logic.Session(), time_to_live=base.app_files_max_age_s,
                                  delete_callback=lambda state: folders.release_folder(getattr(state, "output_dir", None)))
         gr.Markdown(_HEADER)
+        demo_btn = first_contact.build_demo_controls(visible=first_contact.demo_offered(base) and bool(offer.examples))
         status_box = gr.HTML(status_html(status, region_check), elem_id="aug-status")
         timer = gr.Timer(1.0, active=status.state == "loading" or region_check.state == "checking")
-        demo_btn = first_contact.build_demo_controls(visible=first_contact.demo_offered(base) and bool(offer.examples))
         with gr.Tabs() as main_tabs:
             # Each tab laid out, then wired, in the page's order (the events' order, fn_index, follows); the
             # HATIE tab is laid out inside the Evaluate tab's results, and Evaluate is wired last, after the
@@ -88,7 +93,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             explore_ctx = explore.ExploreContext(settings=base, shelf=shelf, folders=folders,
                                                  tab=explore.build(base, shelf))
             explore.wire(explore_ctx)
-            study.wire(study.StudyContext(settings=base, folders=folders, operator=study.OPERATOR, tab=study.build()))
+            study.wire(study.StudyContext(settings=base, folders=folders, operator=study.OPERATOR, tab=study.build(study.operator_off())))
             with gr.Tab("Help"):
                 gr.Markdown(help_markdown())
 

@@ -40,3 +40,21 @@ def text_safe(text: str) -> str:
     """``text`` for a Markdown component that is also an API answer: no tag can open (``<`` and ``&`` escaped),
     and what reads as text stays text (``->`` is not turned into ``-&gt;``, quotes stay quotes)."""
     return text.replace("&", "&amp;").replace("<", "&lt;")
+
+
+#: The page's tables draw their text in the theme's monospace font: about this many pixels a character
+#: (bold headers included), and this much more per cell (padding and the column's menu button).
+_CHAR_PX, _CELL_PX, _WIDEST_PX = 9, 40, 480
+
+
+def fitted_widths(frame: pd.DataFrame) -> list[str]:
+    """``column_widths`` for a page's table whose headers carry names (an edit's file name): each column as
+    wide as its header's longest word and its longest cell, at most a readable width (a longer cell wraps).
+    Gradio sizes columns by their cells only, and a narrow column's header then breaks inside a word
+    ("excessive ly_preser ved")."""
+    widths = []
+    for column in frame.columns:
+        header = max((len(word) for word in str(column).split()), default=0)
+        longest = max([header, *(len(str(cell)) for cell in frame[column])])
+        widths.append(f"{min(_WIDEST_PX, _CELL_PX + _CHAR_PX * longest)}px")
+    return widths

@@ -45,8 +45,21 @@ _CHECK_WAIT_S = 20.0
 CSS = """
 .aug-needs {background: #fff7e0; border-left: 4px solid #e08a00; color: #4a3000; padding: 4px 10px; margin: 2px 0;
   font-size: 0.9rem; border-radius: 4px;}
-.aug-demo-on {background: #fff1d6; border: 2px solid #e08a00; color: #5a3600; padding: 6px 10px; border-radius: 6px;
-  font-weight: 600;}
+.aug-demo-on {background: #fff1d6; border: 2px solid #e08a00; color: #5a3600; padding: 4px 10px; border-radius: 6px;}
+.aug-demo-on summary {font-weight: 600; cursor: pointer;}
+.aug-demo-on .aug-more {font-weight: 400; text-decoration: underline;}
+/* while the demo's banner is on, the status line's own warning says the same: one is enough */
+body:has(#aug-demo-on) #aug-status .aug-untrained {display: none;}
+/* long commands and model names wrap inside their panel (a phone is narrower than one command) */
+.aug-status, .aug-needs, .aug-demo-on {overflow-wrap: anywhere;}
+.aug-status code, .aug-needs code {white-space: normal; overflow-wrap: anywhere;}
+@media (max-width: 700px) {
+  /* a phone: one "no weights" note (beside Evaluate) besides the panel at the top, not one per control */
+  #aug-note-scores-examples, #aug-note-scores-extract {display: none !important;}
+  /* the score table scrolls sideways: say so above it */
+  #aug-table::before {content: "Swipe the table sideways for more columns →"; display: block;
+    font-size: 0.85rem; color: #555; padding: 2px 8px;}
+}
 /* Gradio leaves a red "Error" pill over each output of a failed event after its toast fades: our notes say why. */
 .wrap:has(> span.error) {display: none !important;}
 """
@@ -227,22 +240,31 @@ def scores_message(settings: Settings, status: Any, *,
 
 
 def _demo_banner(clip: str | None) -> str:
-    """Shown while the demo's or the untrained CLIP model is on: what the models are, and how to leave."""
+    """Shown while the demo's or the untrained CLIP model is on: one line that says what the models are (the
+    status line's own warning is hidden meanwhile, CSS), opened for the details and how to leave. One line, so
+    the banner does not fill a phone's first screen."""
     clip = (clip or "").strip()
-    leave = " Pick another CLIP model (the CLIP model setting, under the inputs) to leave it.</div>"
+    leave = " Pick another CLIP model (the CLIP model setting, under the inputs) to leave it."
     if clip == DEMO_CLIP:
-        return ('<div class="aug-demo-on" id="aug-demo-on">&#9888; TOY DEMO: CLIP is shapes:tiny, a toy model trained '
-                "on synthetic scenes of flat shapes, so its scores and maps mean something for such scenes (the world "
-                "examples) only; the detector, SAM and feature networks have random weights, so BPM's detected "
-                "regions and the network metrics show how the tool works, not how good an edit is." + leave)
+        return _banner("TOY DEMO: a toy CLIP (shapes:tiny) for the shapes examples, random region networks",
+                       "CLIP is shapes:tiny, a toy model trained on synthetic scenes of flat shapes, so its scores "
+                       "and maps mean something for such scenes (the world examples) only; the detector, SAM and "
+                       "feature networks have random weights, so BPM's detected regions and the network metrics "
+                       "show how the tool works, not how good an edit is." + leave)
     if clip == _UNTRAINED_CLIP:
-        return ('<div class="aug-demo-on" id="aug-demo-on">&#9888; UNTRAINED: every model has random weights, so '
-                "every score, region and figure shows how the tool works, not how good an edit is." + leave)
+        return _banner("UNTRAINED: every model has random weights",
+                       "Every score, region and figure shows how the tool works, not how good an edit is." + leave)
     return ""
 
 
+def _banner(line: str, more: str) -> str:
+    return (f'<details class="aug-demo-on" id="aug-demo-on"><summary>&#9888; {html.escape(line)} '
+            f'<span class="aug-more">(more)</span></summary>{html.escape(more)}</details>')
+
+
 def build_demo_controls(*, visible: bool = True) -> gr.Button:
-    """The demo button (under the status area) and its banner; the caller wires the button to run an example."""
+    """The demo button and its banner (above the status area: on a phone too the button is on the first
+    screen); the caller wires the button to run an example."""
     button = gr.Button(_DEMO_BUTTON, size="sm", variant="secondary", elem_id="aug-demo", visible=visible)
     gr.HTML("", elem_id="aug-demo-banner", padding=False, visible=False)
     return button

@@ -161,7 +161,7 @@ def status_html(status: ModelStatus, region: RegionModelsCheck | None = None) ->
         return (
             f'<div class="aug-status aug-error" id="aug-status-error"><b>The CLIP model {spec} could not be loaded.</b> '
             f"Missing here:<ul>{''.join(items)}</ul>The app keeps running: "
-            + ("press <b>Try the demo</b> below to see every feature work offline (a toy CLIP trained on synthetic "
+            + ("press <b>Try the demo</b> above to see every feature work offline (a toy CLIP trained on synthetic "
                "shapes, random region and feature networks), " if demo else "")
             + "pick another CLIP model under <i>Advanced options</i>, or provide the files and restart."
             f"<details><summary>details</summary>{details}</details></div>"

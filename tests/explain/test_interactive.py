@@ -77,4 +77,20 @@ def test_umap_view_hover_lists_every_fit():
                          for i, fit in enumerate(arrays.augclip))
     assert shown["S1"][2][3] == f"g(x)/|w|: {expected}"
     assert shown["S1"][0] == pytest.approx(view.coords[0, 0])
-    assert sum(1 for t in spec["data"] if t["mode"] == "lines") == len(view.lines)
+    drawn = [t for t in spec["data"] if t["mode"] == "lines" and t["x"] != [None]]
+    assert len(drawn) == len(view.lines)
+
+
+def test_umap_view_legend_says_what_a_dashed_line_is():
+    """Each edit's own fit draws a dashed line in its colour, without a legend entry of its own: one key
+    entry (no points) names them; with one shared fit the solid line has its own entry and no key."""
+    view = crowded_umap_view(n_source=4, n_target=3, n_edits=2)
+    assert len(view.lines) == 2
+    spec = umap_view_spec(view)
+    dashed = [t for t in spec["data"] if t["mode"] == "lines" and t["line"]["dash"] == "dash"]
+    keys = [t for t in dashed if t.get("showlegend", True)]
+    assert len(keys) == 1 and keys[0]["x"] == [None] and "dashed" in keys[0]["name"]
+    assert len(dashed) == len(view.lines) + 1  # every fit's line, and the key
+    shared = crowded_umap_view(n_source=4, n_target=3, n_edits=2)
+    shared.lines = shared.lines[:1]
+    assert not [t for t in umap_view_spec(shared)["data"] if t.get("x") == [None]]

@@ -104,7 +104,7 @@ def test_score_upload_skips_invalid_lines_when_asked_and_lists_them(ctx, tmp_pat
     tab = ctx.tab
     assert "1 item(s) scored" in out[tab.summary] and "2 invalid manifest line problem(s) skipped" in out[tab.summary]
     assert set(out[tab.scores].data["id"]) == {good["id"]}
-    assert list(out[tab.scores].data.columns) == [*on.SHOWN_COLUMNS, "CLIP-I", "error"]
+    assert list(out[tab.scores].data.columns) == [*on.SHOWN_COLUMNS, "CLIP-I", "why n/a", "error"]
 
 
 def test_score_upload_refuses_missing_inputs_with_what_to_do(ctx, upload):
@@ -310,7 +310,7 @@ def test_stop_shows_the_stopped_runs_kept_items_not_the_earlier_runs_results(ctx
     assert "run the same files with the same choices again" in shown[tab.summary].lower()
     frame = shown[tab.scores].data
     assert list(frame["id"]) == [r["id"] for r in kept for _ in r["edits"]]  # the kept items, not the earlier run's
-    assert list(frame.columns) == [*on.SHOWN_COLUMNS, "CLIP-I", "L2", "error"]  # this run's metrics
+    assert list(frame.columns) == [*on.SHOWN_COLUMNS, "CLIP-I", "L2", "why n/a", "error"]  # this run's metrics
     assert sorted(Path(f).name for f in shown[tab.files])[0] == "long-protocol.csv"
     # The same request again resumes after the kept items.
     monkeypatch.undo()  # the page's own watch (outside a Gradio request it never fires)
@@ -368,3 +368,26 @@ def test_weights_found_missing_while_the_batch_loads_are_said_in_the_tab_too(ctx
     assert panel.startswith('<div class="aug-error"') and "This batch did not run" in panel
     assert f"{other}: no usable weights here" in panel and "augclip-demo download" in panel
     assert "/tmp/" not in panel
+
+
+def test_a_missing_score_reads_n_a_with_its_reason(tmp_path):
+    """An empty metric cell (BPM waited for a parse) shows "n/a", as in the Evaluate tab, and the record's
+    reason beside it; the results CSV carries the same reason."""
+    from types import SimpleNamespace
+
+    from augclip_demo.batch.results import export_csv
+
+    why = "the instruction has no parse"
+    record = {"id": "a", "status": "ok", "run": {"metrics": ["clip_i", "bpm"]},
+              "edits": [{"index": 0, "name": "e.png", "metrics": {"clip_i": 0.5, "bpm": None},
+                         "unavailable": {"bpm": why}},
+                        {"index": 1, "name": "f.png", "metrics": {"clip_i": 0.25, "bpm": 1.5}}]}
+    results = tmp_path / "r.jsonl"
+    results.write_text(json.dumps(record) + "\n")
+    csv_path = export_csv(results, tmp_path / "r.csv")
+    headers, rows, total = on._per_edit_rows(SimpleNamespace(results_csv=csv_path), ["clip_i", "bpm"])
+    assert total == 2 and headers[-2:] == ["why n/a", "error"]
+    shown = on._per_edit_table(headers, rows, ["clip_i", "bpm"]).to_string(delimiter="|").splitlines()
+    first, second = (line.split("|")[1:] for line in shown[1:3])  # past the header line and the index cell
+    assert first[headers.index("BPM")] == "n/a" and first[headers.index("why n/a")] == f"bpm: {why}"
+    assert second[headers.index("BPM")] == "1.5000" and second[headers.index("why n/a")] == ""

@@ -173,7 +173,14 @@ def test_the_operator_tab_shows_the_agreement(browser, studies, artifacts):
     page.goto(studies["url"])
     page.get_by_role("tab", name="Study").click()
     page.locator("#study-operator-token input").fill(OPERATOR_TOKEN)
-    page.locator("#study-name textarea, #study-name input").first.fill("pairs")
+    page.locator("#study-operator-token input").press("Enter")  # the token checked: the server's studies listed
+    page.locator("#study-report").get_by_text("studies on this server").wait_for()
+    page.locator("#study-name input").click()
+    options = page.get_by_role("option")
+    expect(options.first).to_be_visible()
+    assert {"pairs", "ratings"} <= {text.replace("\u2713", "").strip() for text in options.all_inner_texts()}
+    page.screenshot(path=str(artifacts / "operator-tab-study-list-1366x900.png"), full_page=True)
+    page.get_by_role("option", name="pairs", exact=True).click()
     page.get_by_role("button", name="Show agreement").click()
     page.locator("#study-report").get_by_text("Krippendorff's alpha").wait_for()
     page.screenshot(path=str(artifacts / "operator-tab-1366x900.png"), full_page=True)

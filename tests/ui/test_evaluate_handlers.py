@@ -240,6 +240,22 @@ def test_bpm_stage_scores_every_edit_or_waits_for_the_user(ctx):
         assert row["BPM"] == pytest.approx(edit.metrics["bpm"], abs=1e-4)
     assert [e.metrics["bpm"] for e in report.edits] == pytest.approx([e.metrics["bpm"] for e in expected.edits],
                                                                      abs=1e-4)
+    # the headline is about the edit the page shows (AugCLIP's pick) and says which; another pick follows
+    labels = [name.label for name in report.edit_names()]
+    best = report.best("augclip") or 0
+    def headline(info: str) -> str:
+        return info.split("<b>", 1)[1].split("</b>", 1)[0]
+
+    shown = headline(out[tab.bpm_info])
+    assert shown.startswith(f"{labels[best]}: ") and f"BPM {expected.edits[best].metrics['bpm']:.4f} (" in shown
+    other = 1 - best
+    shown = headline(on.show_bpm_pick(ctx, out[tab.session_state], views.edit_choices(report)[other]))
+    assert shown.startswith(f"{labels[other]}: ") and f"BPM {expected.edits[other].metrics['bpm']:.4f} (" in shown
+    # the page's components table: every column at least as wide as its header's longest word
+    frame = out[tab.bpm_table]
+    widths = [int(w.removesuffix("px")) for w in frame.column_widths]
+    words = [max(len(word) for word in str(column).split()) for column in frame.value["headers"]]
+    assert len(widths) == len(words) and all(w >= 8 * n for w, n in zip(widths, words)), (widths, words)
 
 
 @pytest.mark.slow

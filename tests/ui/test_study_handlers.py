@@ -187,3 +187,31 @@ def test_make_study_from_slice_makes_the_slices_pairs(ctx, study):
     assert "exists already" in taken
     assert rows(study["db"], "SELECT name FROM studies ORDER BY id") == [("pairs",), ("from-slice",), ("all-pairs",),
                                                                               ("odd",)]
+
+
+def test_the_refusal_says_which_the_token_is_wrong_missing_or_not_set(ctx, monkeypatch):
+    """Wrong, not typed and not set on the server are three different things to fix: each is said."""
+    from augclip_demo.ui.study.operator import NO_TOKEN_TYPED, NOT_SET, operator_off
+
+    assert on.show_agreement(ctx, "wrong-token", "pairs", None, request()) == NOT_OPERATOR
+    assert on.show_agreement(ctx, "", "pairs", None, request("203.0.113.6")) == NO_TOKEN_TYPED
+    assert operator_off() is None
+    monkeypatch.delenv("AUGCLIP_STUDY_OPERATOR_TOKEN")
+    assert on.show_agreement(ctx, OPERATOR_TOKEN, "pairs", None, request("203.0.113.7")) == NOT_SET
+    assert operator_off() == NOT_SET and "AUGCLIP_STUDY_OPERATOR_TOKEN is not set" in NOT_SET
+    monkeypatch.setenv("AUGCLIP_STUDY_OPERATOR_TOKEN", "short")
+    assert "at least 16 characters" in operator_off()
+
+
+def test_the_token_lists_the_servers_studies_for_the_pick(ctx, study):
+    db = study["db"]
+    assert on.list_studies(ctx, "wrong-token", None, request())[1] == NOT_OPERATOR
+    store.create_study(db, "later", study["manifest"], repeats=0)
+    names = [name for (name,) in rows(db, "SELECT name FROM studies ORDER BY id")]
+    listed, said = on.list_studies(ctx, OPERATOR_TOKEN, None, request())
+    assert listed.choices == [(n, n) for n in names] and listed.value == names[-1]  # the newest picked
+    assert said == f"2 studies on this server: {', '.join(names)}."
+    assert on.list_studies(ctx, OPERATOR_TOKEN, "pairs", request())[0].value == "pairs"  # the pick kept
+    # a custom value that is not a name is refused with what to do
+    assert on.show_agreement(ctx, OPERATOR_TOKEN, None, None, request()).startswith("Pick a study first")
+    assert on.close_study(ctx, OPERATOR_TOKEN, ["pairs"], request()).startswith("Pick a study first")

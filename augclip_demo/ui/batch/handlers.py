@@ -381,14 +381,15 @@ def _summary_markdown(result: BatchUploadResult) -> str:
 
 def _per_edit_rows(result: BatchUploadResult, metrics: list[str]) -> tuple[list[str], list[list[Any]], int]:
     """The first rows of the results CSV (identity columns, then the metrics), and the total row count."""
-    headers = [*SHOWN_COLUMNS, *(METRICS[k].label if k in METRICS else k for k in metrics), "error"]
+    headers = [*SHOWN_COLUMNS, *(METRICS[k].label if k in METRICS else k for k in metrics), "why n/a", "error"]
     rows, total = [], 0
     with open(result.results_csv, newline="", encoding="utf-8") as handle:
         for record in csv.DictReader(handle):
             total += 1
             if len(rows) < MAX_SHOWN_ROWS:
                 values = [_number(record.get(k, "")) for k in metrics]
-                rows.append([record.get(k, "") for k in SHOWN_COLUMNS] + values + [scrub_paths(record.get("error", ""))])
+                rows.append([record.get(k, "") for k in SHOWN_COLUMNS] + values
+                            + [scrub_paths(record.get(k, "")) for k in ("unavailable", "error")])
     return headers, rows, total
 
 
@@ -401,12 +402,13 @@ def _number(text: str) -> float:
 
 
 def _per_edit_table(headers: list[str], rows: list[list[Any]], metrics: list[str]) -> Any:
-    """The per-edit rows with every score shown with four decimals (and sorted as numbers), blank when missing."""
+    """The per-edit rows with every score shown with four decimals (and sorted as numbers), "n/a" when missing
+    (as the Evaluate tab says it; the "why n/a" column has the reason, a failed item's is under "error")."""
     import pandas as pd
 
     frame = pd.DataFrame(rows, columns=headers)
     labels = [METRICS[k].label if k in METRICS else k for k in metrics]
-    return frame.style.format("{:.4f}", subset=labels, na_rep="")
+    return frame.style.format("{:.4f}", subset=labels, na_rep="n/a")
 
 
 def _public_copies(result: BatchUploadResult) -> list[str]:

@@ -30,7 +30,7 @@ from ...errors import InputError, WeightsUnavailableError
 from ...pipeline import AugCLIPOptions
 from ...report import UNTRAINED_WARNING, Report, edit_tag
 from .. import first_contact
-from ..common import empty_table, page_settings, text_safe
+from ..common import empty_table, fitted_widths, page_settings, text_safe
 from ..examples import Example
 from ..guard import heavy_stage, scrub_paths, user_facing
 from ..status import ModelStatus, RegionModelsCheck, check_region_models, model_status, status_html
@@ -312,6 +312,17 @@ def pick_edit(ctx: EvaluateContext, state, pick) -> Updates:
     return _edit_figure_updates(ctx, state, pick)
 
 
+@user_facing
+def show_bpm_pick(ctx: EvaluateContext, state, pick) -> Any:
+    """A click on another edit: BPM's headline names it and gives its value (the table has every edit's);
+    left as it is when BPM has not run."""
+    report = getattr(state, "report", None)
+    results = getattr(report.arrays, "bpm", None) if report is not None else None
+    if not results:
+        return gr.update()
+    return views.bpm_caption(views.bpm_panels(results, report), pick=views.picked_index(pick))
+
+
 # ---------------------------------------------------------------------------- BPM
 
 
@@ -342,8 +353,12 @@ def _bpm_updates(ctx: EvaluateContext, report: Report, state: logic.Session, mes
         return out
     panels = views.bpm_panels(results, report)
     parse = panels[0][1].parse
-    out.update({tab.bpm_info: views.bpm_caption(panels, plain=plain), tab.bpm_gallery: views.bpm_items(panels),
-                tab.bpm_table: views.bpm_components_frame(panels),
+    pick = state.shown if state.shown is not None else logic.selected_edit(report)
+    frame = views.bpm_components_frame(panels)
+    out.update({tab.bpm_info: views.bpm_caption(panels, pick=pick, plain=plain),
+                tab.bpm_gallery: views.bpm_items(panels),
+                # the page's table: each column as wide as its longest word (an edit's name is not split)
+                tab.bpm_table: frame if plain else gr.Dataframe(frame, column_widths=fitted_widths(frame)),
                 **{component: parse[name] for component, name in zip(tab.parse_fields, logic.BPM_FIELDS)}})
     return out
 

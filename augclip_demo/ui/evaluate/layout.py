@@ -322,12 +322,13 @@ def _options(settings: Settings, offer: EvaluateOffer) -> dict[str, Any]:
             parts["judge_on"] = gr.Checkbox(False, label="MLLM judge (SC / PQ / overall)", elem_id="aug-judge-on",
                                             interactive=offer.judge_ready, info=offer.judge_where)
         gr.Markdown("**Reference and preservation metrics** (MagicBrush, PIE-Bench; docs/metrics.md): "
-                    "each input switches on its columns.")
+                    "each input switches on its columns. The edit mask is white where the edit may change the "
+                    "image; PSNR / MSE / SSIM are measured outside it.")
         with gr.Row():
             # unopened, like the source: our loader names the input in every error
             parts["ground_truth"] = image_path_input(label="Ground-truth edit (L1 / L2 / CLIP-I to it)",
                                                      elem_id="aug-ground-truth", height=150)
-            parts["edit_mask"] = image_path_input(label="Edit mask: white = edited region (PSNR / MSE / SSIM outside it)",
+            parts["edit_mask"] = image_path_input(label="Edit mask (PSNR / MSE / SSIM outside it)",
                                                   elem_id="aug-edit-mask", height=150)
             with gr.Column():
                 parts["output_caption"] = gr.Textbox(label="Output caption (CLIP-T to it)",

@@ -346,17 +346,23 @@ def parse_markdown(outcome: Any) -> str:
     return "\n\n".join(blocks)
 
 
-def bpm_caption(panels: list[tuple[str, Any]], *, plain: bool = False) -> str:
-    """BPM's verdict and notes above its panels (``plain``: the /bpm endpoint's text, no HTML tags or entities)."""
+def bpm_caption(panels: list[tuple[str, Any]], *, pick: int | None = None, plain: bool = False) -> str:
+    """BPM's verdict and notes above its panels, headed by the edit it is about: ``pick`` (0-based, the edit
+    picked under *Explanations for edit*), else the first (``plain``: the /bpm endpoint's text, no HTML tags
+    or entities)."""
     if not panels:
         return BPM_HELP
-    panel = panels[0][1]
+    label, panel = panels[pick if pick is not None and 0 <= pick < len(panels) else 0]
+    headline = f"{label}: {panel.caption.strip()}"
     untrained = panel.untrained and UNTRAINED_WARNING not in panel.caption
     notes = sorted({note for _, p in panels for note in p.notes})
     if plain:
-        return "\n".join([panel.caption.strip(), *([f"{UNTRAINED_WARNING}."] if untrained else []),
+        return "\n".join([headline, *([f"{UNTRAINED_WARNING}."] if untrained else []),
                           *(f"note: {note}" for note in notes)])
-    lines = [BPM_HELP, emphasis(panel.caption, "b")]
+    lines = [BPM_HELP, emphasis(headline, "b")]
+    if len(panels) > 1:
+        lines.append(emphasis("Pick another edit under Explanations for edit to see its BPM here; the table "
+                              "below has every edit's components."))
     if untrained:
         lines.append(f"**&#9888; {UNTRAINED_WARNING}.**")
     lines.extend(emphasis(f"note: {note}") for note in notes)

@@ -68,6 +68,8 @@ def wire(ctx: EvaluateContext) -> None:
     # .input: the user's pick (the explanation stage sets the first pick and draws what it shows itself)
     tab.edit_pick.input(bind(on.pick_edit, ctx), [tab.session_state, tab.edit_pick],
                         [*tab.figure_outputs, tab.exact_plot], api_name=False)
+    tab.edit_pick.input(bind(on.show_bpm_pick, ctx), [tab.session_state, tab.edit_pick], tab.bpm_info,
+                        api_name=False, show_progress="hidden")
     comparison = bind(on.show_comparison, ctx)
     tab.comparison_tab.select(comparison, [tab.session_state], tab.comparison_outputs, api_name=False)
     tab.comparison_btn.click(comparison, [tab.session_state], tab.comparison_outputs, api_name=False)

@@ -4,9 +4,9 @@ and the rater page's routes. :func:`build` lays the tab out (:mod:`.layout`), :f
 
 from .handlers import SliceStudyContext, StudyContext
 from .layout import SliceStudyForm, StudyTab, build, build_slice_form
-from .operator import OPERATOR
+from .operator import OPERATOR, operator_off
 from .routes import study_routes
 from .wiring import wire, wire_slice_form
 
 __all__ = ["OPERATOR", "SliceStudyContext", "SliceStudyForm", "StudyContext", "StudyTab", "build",
-           "build_slice_form", "study_routes", "wire", "wire_slice_form"]
+           "build_slice_form", "operator_off", "study_routes", "wire", "wire_slice_form"]

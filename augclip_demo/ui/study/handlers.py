@@ -75,10 +75,17 @@ def _message(exc: AugclipError) -> str:
     return scrub_paths(str(exc))
 
 
+def _picked(study: Any) -> str:
+    """The study picked in the tab (the list's value, or a name typed there), checked: a name, not empty."""
+    if not isinstance(study, str) or not study.strip():
+        raise store.StudyError("Pick a study first (type the operator token to list the server's studies).")
+    return study.strip()
+
+
 # ---------------------------------------------------------------------------------------------- the work
 def _operator_status(settings: Settings, name: str, results: str | None) -> str:
     """The tab's report (Markdown): progress, rater agreement and, with a results file, the metrics'."""
-    data = store.load_study(settings.study_db_path, name.strip())
+    data = store.load_study(settings.study_db_path, _picked(name))
     report = study_agreement(data, [results] if results else [])
     head = _cell(format_report(report).split("\n\n")[0]).replace("\n", "\n\n")
     notes = "".join(f"\n- {_cell(note)}" for note in report.notes)
@@ -87,7 +94,7 @@ def _operator_status(settings: Settings, name: str, results: str | None) -> str:
 
 def _operator_add_raters(settings: Settings, name: str, count: float | None, base_url: str) -> str:
     """Add ``count`` raters to the study; their links (shown once) as a Markdown list."""
-    raters = store.add_raters(settings.study_db_path, name.strip(), count=int(count or 0))
+    raters = store.add_raters(settings.study_db_path, _picked(name), count=int(count or 0))
     lines = ["Each link is shown once; send each rater their own.", ""]
     lines += [f"- {r.label}: `{base_url}study/rate#t={r.token}`" for r in raters]
     return "\n".join(lines)
@@ -95,7 +102,7 @@ def _operator_add_raters(settings: Settings, name: str, count: float | None, bas
 
 def _operator_export(settings: Settings, name: str, folder: Path) -> list[str]:
     """The judgments as CSV and as manifest lines, written into ``folder`` (a session's work folder)."""
-    data = store.load_study(settings.study_db_path, name.strip())
+    data = store.load_study(settings.study_db_path, _picked(name))
     csv_path = folder / f"{data.study.name}-judgments.csv"
     csv_path.write_text(export_csv(data), encoding="utf-8")
     manifest = folder / f"{data.study.name}-overall.jsonl"
@@ -113,6 +120,22 @@ def show_agreement(ctx: StudyContext, token_value: str, study: str, results_file
         return _operator_status(ctx.settings, study, results_file)
     except AugclipError as exc:
         return _message(exc)
+
+
+def list_studies(ctx: StudyContext, token_value: str, study: Any, request: gr.Request) -> tuple[Any, str]:
+    """The typed token, checked: the server's studies in the Study list (the picked one kept while it is
+    there, else the newest), and what the list holds; or why not (the list left as it is)."""
+    try:
+        ctx.operator.check(token_value, request)
+        names = [s.name for s in store.list_studies(ctx.settings.study_db_path)]
+    except AugclipError as exc:
+        return gr.update(), _message(exc)
+    if not names:
+        return gr.Dropdown(choices=[], value=None), ("No studies on this server yet: create one with "
+                                                     "`python -m augclip_demo study create` or from an Explore slice.")
+    picked = study if study in names else names[-1]
+    return (gr.Dropdown(choices=names, value=picked),
+            f"{len(names)} stud{'y' if len(names) == 1 else 'ies'} on this server: {', '.join(map(_cell, names))}.")
 
 
 def follow_answers(on: bool | None) -> gr.Timer:
@@ -134,7 +157,7 @@ def close_study(ctx: StudyContext, token_value: str, study: str, request: gr.Req
     """Close the study: raters' pages then say so, and no answer is taken."""
     try:
         ctx.operator.check(token_value, request)
-        closed = store.close_study(ctx.settings.study_db_path, study.strip())
+        closed = store.close_study(ctx.settings.study_db_path, _picked(study))
     except AugclipError as exc:
         return _message(exc)
     return f"Study {closed.name} is closed (since {closed.closed_at}); raters' pages now say so."

@@ -15,10 +15,11 @@ from ...study.questions import KINDS, QUESTION_IDS
 
 @dataclass
 class StudyTab:
-    """The operator's controls, the report area (``out``), the follow timer and the export files."""
+    """The operator's controls, the report area (``out``), the follow timer and the export files; ``off``: why
+    the operator's actions are off on this server (the controls are then hidden and the tab explains the CLI)."""
 
     token: gr.Textbox
-    name: gr.Textbox
+    name: gr.Dropdown
     results: gr.File
     refresh: gr.Button
     count: gr.Number
@@ -29,32 +30,56 @@ class StudyTab:
     out: gr.Markdown
     timer: gr.Timer
     files: gr.Files
+    off: str | None = None
 
 
-def build() -> StudyTab:
-    """Lay out the Study tab (call inside the page's ``gr.Tabs``); nothing is wired here."""
+_ABOUT = ("Rating studies: people judge edits on their own page (`/study/rate#t=...`); this tab shows how they "
+          "agree with each other and with the metrics. Create studies with `python -m augclip_demo study create` "
+          "(or from a slice in the Explore tab); the operator token (`AUGCLIP_STUDY_OPERATOR_TOKEN`) unlocks the "
+          "actions below: type it, then pick one of the server's studies. See docs/study.md.")
+
+#: What the tab says when the operator's actions are off: the same steps on the command line.
+_CLI = """**On the command line** (where the manifest and its images are; `--db PATH` picks the studies file):
+
+- `python -m augclip_demo study create NAME MANIFEST.jsonl [--kind 2afc|rating]`: a study over a manifest's items
+- `python -m augclip_demo study raters NAME --count N`: N raters, each with a private link (shown once)
+- `python -m augclip_demo study status NAME [--results RESULTS.jsonl]`: progress and agreement
+- `python -m augclip_demo study close NAME`, then `study export NAME`: the judgments as a manifest and as CSV
+
+Rating links work on this page whether or not the operator's actions are on (docs/study.md)."""
+
+
+def build(off: str | None = None) -> StudyTab:
+    """Lay out the Study tab (call inside the page's ``gr.Tabs``); nothing is wired here. ``off``: why the
+    operator's actions are off (:func:`.operator.operator_off`): the tab then says so and explains the CLI."""
     with gr.Tab("Study", id="study"):
-        gr.Markdown("Rating studies: people judge edits on their own page (`/study/rate#t=...`); this tab shows how "
-                    "they agree with each other and with the metrics. Create studies with `python -m augclip_demo study "
-                    "create` (or from a slice in the Explore tab); the operator token (`AUGCLIP_STUDY_OPERATOR_TOKEN`) "
-                    "unlocks the actions below. See docs/study.md.")
-        with gr.Row():
-            token = gr.Textbox(label="Operator token", type="password", max_length=200, elem_id="study-operator-token")
-            name = gr.Textbox(label="Study", max_length=store.MAX_NAME, elem_id="study-name")
-            results = gr.File(label="Results of `batch` on the study's manifest (optional)", file_types=[".jsonl"],
-                              type="filepath", elem_id="study-results")
-        with gr.Row():
-            refresh = gr.Button("Show agreement", variant="primary", elem_id="study-show")
-            count = gr.Number(label="Raters to add", value=1, minimum=1, maximum=store.MAX_RATERS_PER_CALL, precision=0)
-            add = gr.Button("Add raters", elem_id="study-add")
-            close = gr.Button("Close study", variant="stop", elem_id="study-close")
-            export = gr.Button("Export", elem_id="study-export")
-            live = gr.Checkbox(label="Refresh every 30 s", value=False, elem_id="study-live")
-        out = gr.Markdown(elem_id="study-report")
-        timer = gr.Timer(30.0, active=False)
-        files = gr.Files(label="Exports")
+        if off:
+            gr.Markdown(f"Rating studies: people judge edits on their own page (`/study/rate#t=...`).\n\n"
+                        f"**{off}**\n\n{_CLI}", elem_id="study-off")
+        else:
+            gr.Markdown(_ABOUT)
+        with gr.Column(visible=not off):
+            with gr.Row():
+                token = gr.Textbox(label="Operator token", type="password", max_length=200,
+                                   elem_id="study-operator-token")
+                # the server's studies, listed once the token is checked (a custom name is checked by the store)
+                name = gr.Dropdown([], value=None, label="Study (type the token to list them)",
+                                   allow_custom_value=True, elem_id="study-name")
+                results = gr.File(label="Results of `batch` on the study's manifest (optional)", file_types=[".jsonl"],
+                                  type="filepath", elem_id="study-results")
+            with gr.Row():
+                refresh = gr.Button("Show agreement", variant="primary", elem_id="study-show")
+                count = gr.Number(label="Raters to add", value=1, minimum=1, maximum=store.MAX_RATERS_PER_CALL,
+                                  precision=0)
+                add = gr.Button("Add raters", elem_id="study-add")
+                close = gr.Button("Close study", variant="stop", elem_id="study-close")
+                export = gr.Button("Export", elem_id="study-export")
+                live = gr.Checkbox(label="Refresh every 30 s", value=False, elem_id="study-live")
+            out = gr.Markdown(elem_id="study-report")
+            timer = gr.Timer(30.0, active=False)
+            files = gr.Files(label="Exports")
     return StudyTab(token=token, name=name, results=results, refresh=refresh, count=count, add=add, close=close,
-                    export=export, live=live, out=out, timer=timer, files=files)
+                    export=export, live=live, out=out, timer=timer, files=files, off=off)
 
 
 @dataclass

@@ -12,11 +12,24 @@ import threading
 from typing import Any
 
 from ...config import study_operator_token
+from ...errors import ConfigError
 from ...study import store
 from ...study.limits import OperatorLimits
 from .routes import client_address
 
-NOT_OPERATOR = "The operator token is not right (or AUGCLIP_STUDY_OPERATOR_TOKEN is not set)."
+NOT_OPERATOR = "The operator token is not right."
+NO_TOKEN_TYPED = "Type the operator token first (the value of AUGCLIP_STUDY_OPERATOR_TOKEN on this server)."
+NOT_SET = ("AUGCLIP_STUDY_OPERATOR_TOKEN is not set on this server, so the operator's actions are off: run the "
+           "study from the command line (`python -m augclip_demo study`, docs/study.md).")
+
+
+def operator_off() -> str | None:
+    """Why the operator's actions are off on this server (the variable is not set, or not valid), or None
+    when the token is set: the Study tab then shows its controls."""
+    try:
+        return None if study_operator_token() else NOT_SET
+    except ConfigError as exc:
+        return str(exc)
 
 
 class Operator:
@@ -35,12 +48,13 @@ class Operator:
         client's address has sent too many wrong ones)."""
         address = _request_address(request)
         expected = study_operator_token()
+        if expected is None:  # nothing to guess: no try is counted
+            raise store.StudyError(NOT_SET, 403)
         with self._lock:  # microseconds: a compare of two short strings
             refusal = self.limits.blocked(address)
-            if refusal is None and (expected is None or not given
-                                    or not hmac.compare_digest(str(given).encode(), expected.encode())):
+            if refusal is None and (not given or not hmac.compare_digest(str(given).encode(), expected.encode())):
                 self.limits.missed(address)
-                raise store.StudyError(NOT_OPERATOR, 403)
+                raise store.StudyError(NOT_OPERATOR if given else NO_TOKEN_TYPED, 403)
         if refusal is not None:
             raise store.StudyError(refusal.message[0].upper() + refusal.message[1:] + ".", 429)
 

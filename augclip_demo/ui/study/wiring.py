@@ -25,6 +25,10 @@ def wire(ctx: on.StudyContext) -> None:
     tab.close.click(bind(on.close_study, ctx), [tab.token, tab.name], tab.out, api_visibility="private")
     tab.export.click(bind(on.export_judgments, ctx), [tab.token, tab.name], [tab.files, tab.out],
                      api_visibility="private")
+    # the token typed (Enter, or leaving the box): the server's studies listed for the pick
+    listing = bind(on.list_studies, ctx)
+    for typed in (tab.token.submit, tab.token.blur):
+        typed(listing, [tab.token, tab.name], [tab.name, tab.out], api_visibility="private")
 
 
 def wire_slice_form(ctx: on.SliceStudyContext) -> None:
