@@ -257,7 +257,7 @@ def test_retry_failed_and_csv_export(tmp_path, tiny_encoder, settings):
     assert (summary.n_ok, summary.n_failed, summary.n_skipped) == (1, 0, 1)
     assert [(r["id"], r["status"]) for r in records(out)] == [("a", "ok"), ("b", "ok")]
     lines = (tmp_path / "r.csv").read_text().splitlines()
-    assert lines[0] == "id,dataset,status,edit,name,role,path,augclip,l2,error,model,untrained"
+    assert lines[0] == "id,dataset,status,edit,name,role,path,augclip,l2,unavailable,error,model,untrained"
     assert lines[1].startswith("a,manifest,ok,1,good,candidate,img/good.png,") and lines[1].endswith(",random:tiny,True")
     assert float(lines[1].split(",")[8]) == 0.0  # L2 of an image against itself
     assert export_csv(out, tmp_path / "again.csv").read_text() == (tmp_path / "r.csv").read_text()
