@@ -3,6 +3,7 @@
     python benchmarks/cli_bench.py                        # this tree, 3 runs of each command
     python benchmarks/cli_bench.py --baseline main~3      # ...and a git revision too, in the same run, with ratios
     python benchmarks/cli_bench.py --repeats 5 --no-score
+    python benchmarks/cli_bench.py --stages               # where `score`'s time goes: imports per package, then the run
 
 Each command runs in a fresh interpreter (``python -m augclip_demo ...``) with the tree first on
 ``PYTHONPATH``; the CPU time is the child's user + system time (``resource.getrusage(RUSAGE_CHILDREN)``),
@@ -94,12 +95,52 @@ def _row(name: str, new: Timing, old: Timing | None) -> str:
     return line
 
 
+#: The packages ``--stages`` names in its table (the rest are summed as "other imports").
+_STAGE_PACKAGES = ("torch", "torchvision", "open_clip", "transformers", "sklearn", "scipy", "numpy", "PIL",
+                   "augclip_demo")
+
+
+def _score_stages(tree: Path) -> None:
+    """``score`` once under ``python -X importtime``: each package's own import time (the modules of the package,
+    without what they import from others), then the run after the imports (model load, encoding, fit,
+    printing): the wall time less every import. ``-X importtime`` adds a little to each import."""
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "augclip_demo", *SCORE], capture_output=True,
+                          text=True, cwd=tree, env=_env(tree))
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"score failed ({done.returncode}): {done.stderr[-500:]}")
+    own: dict[str, float] = {}
+    for line in done.stderr.splitlines():
+        if not line.startswith("import time:") or "|" not in line:
+            continue
+        fields = line.split("|")
+        try:
+            seconds = int(fields[0].split(":")[1]) / 1e6
+        except ValueError:  # the header line
+            continue
+        root = fields[2].strip().split(".")[0]
+        group = root if root in _STAGE_PACKAGES else "other imports"
+        own[group] = own.get(group, 0.0) + seconds
+    imports = sum(own.values())
+    print(f"\n`score` random:tiny, one run under -X importtime: {wall:.2f} s wall; seconds per stage")
+    for group in sorted(own, key=own.get, reverse=True):
+        print(f"  import {group:<16} {own[group]:6.2f}")
+    print(f"  {'all imports':<23} {imports:6.2f}")
+    print(f"  {'the run after them':<23} {wall - imports:6.2f}  (model load, encoding, fit, printing)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--baseline", metavar="REV", help="also measure this git revision's augclip_demo, in this run")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each command (the median is printed)")
     parser.add_argument("--no-score", action="store_true", help="skip `score` with random:tiny")
+    parser.add_argument("--stages", action="store_true", help="only `score`'s stages: imports per package, then the run")
     args = parser.parse_args()
+    if args.stages:
+        print(f"load average {os.getloadavg()[0]:.1f} / {os.cpu_count()} cores")
+        _score_stages(ROOT)
+        return
     with tempfile.TemporaryDirectory() as scratch:
         old_tree = _baseline_tree(args.baseline, Path(scratch)) if args.baseline else None
         for tree in (ROOT, old_tree):
