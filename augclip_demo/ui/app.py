@@ -37,7 +37,7 @@ CSS = first_contact.CSS + """
 .aug-status {font-size: 0.95rem; padding: 4px 0;}
 .aug-untrained {background: #fff1d6; border: 2px solid #e08a00; color: #5a3600; padding: 8px 12px;
   border-radius: 6px; font-weight: 600; margin: 4px 0;}
-.aug-error {background: #fde2e1; border: 2px solid #c0392b; color: #5c1410; padding: 8px 12px; border-radius: 6px;}
+.aug-error, #aug-batch-summary blockquote {background: #fde2e1; border: 2px solid #c0392b; color: #5c1410; padding: 8px 12px; border-radius: 6px;}
 .aug-steps {color: #555; font-size: 0.9rem;}
 #aug-evaluate {min-height: 48px;}
 .gallery-item .caption-label {max-width: 100%; white-space: normal; overflow-wrap: break-word; line-height: 1.15;}

@@ -56,7 +56,7 @@ def test_score_upload_shows_the_runners_scores_and_protocols(ctx, upload, tmp_pa
     out = scored(own, *upload)
     tab = ctx.tab
     assert set(out) == set(tab.run_outputs)
-    assert "2 item(s) scored, 0 failed" in out[tab.summary] and "untrained" in out[tab.summary]
+    assert "2 item(s) scored, 0 failed" in summary_text(out, tab) and "untrained" in summary_text(out, tab)
     assert swept == [True]  # the page's files were swept
     assert not list(own.folders.root.glob(f"augclip-batch-*/{on.RESUME_KEY_FILE}"))  # nothing left to resume
     # The same two items run here by the batch runner, from a folder of their own, and their protocols computed.
@@ -102,7 +102,8 @@ def test_score_upload_skips_invalid_lines_when_asked_and_lists_them(ctx, tmp_pat
     assert "broken.jsonl: 2 problem(s)" in message(refused) and "line 2" in message(refused)
     out = scored(ctx, str(manifest), images, metrics=["clip_i"], skip=True)
     tab = ctx.tab
-    assert "1 item(s) scored" in out[tab.summary] and "2 invalid manifest line problem(s) skipped" in out[tab.summary]
+    text = summary_text(out, tab)
+    assert "1 item(s) scored" in text and "2 invalid manifest line problem(s) skipped" in text
     assert set(out[tab.scores].data["id"]) == {good["id"]}
     assert list(out[tab.scores].data.columns) == [*on.SHOWN_COLUMNS, "CLIP-I", "why n/a", "error"]
 
@@ -256,14 +257,14 @@ def test_stop_hides_itself_and_says_what_it_stopped_when_nothing_was_kept(ctx, m
     # Stopped while still queued: no run of this session began.
     out = on.stop_run(own)
     assert out[tab.stop_btn] == gr.update(visible=False) and set(out) == {tab.stop_btn, *tab.run_outputs}
-    assert out[tab.summary] == on._STOPPED_EARLY and out[tab.files] is None
+    assert summary_text(out, tab) == on._STOPPED_EARLY and out[tab.files] is None
     assert list(out[tab.scores].iloc[:, 0]) == [on._STOPPED_TABLE] == list(out[tab.protocol].iloc[:, 0])
     # A run whose worker has not ended yet: Stop says it is finishing, and shows no earlier results.
     monkeypatch.setattr(on, "STOP_WAIT_S", 0.01)
     own.runs[None] = on.BatchRun(["clip_i"])
-    assert on.stop_run(own)[tab.summary] == on._STILL_STOPPING
+    assert summary_text(on.stop_run(own), tab) == on._STILL_STOPPING
     own.runs[None].ended.set()  # ended without results (refused, or stopped while the zip was unpacked)
-    assert on.stop_run(own)[tab.summary] == on._STOPPED_EARLY
+    assert summary_text(on.stop_run(own), tab) == on._STOPPED_EARLY
     on.show_stop(own)  # Run pressed again: the session's earlier run is not the one Stop shows
     assert own.runs == {}
 
@@ -290,7 +291,7 @@ def test_stop_shows_the_stopped_runs_kept_items_not_the_earlier_runs_results(ctx
     own = dataclasses.replace(ctx, runs={}, folders=own_folders(tmp_path))
     tab = ctx.tab
     earlier = on.score_upload(own, *upload, ["clip_i"], "manual", TINY, False)  # a finished run of two items
-    assert "2 item(s) scored" in earlier[tab.summary]
+    assert "2 item(s) scored" in summary_text(earlier, tab)
     # A longer run: one example's images under 30 ids, stopped once its first item is scored.
     line = json.loads(Path(upload[0]).read_text().splitlines()[0])
     long = tmp_path / "long" / "long.jsonl"
@@ -306,8 +307,8 @@ def test_stop_shows_the_stopped_runs_kept_items_not_the_earlier_runs_results(ctx
     kept = [json.loads(text) for text in Path(next(f for f in shown[tab.files] if f.endswith(".jsonl")))
             .read_text().splitlines()]
     assert 1 <= len(kept) < 30, len(kept)
-    assert f"**Stopped: {len(kept)} item(s) scored, 0 failed** (of 30)" in shown[tab.summary]
-    assert "run the same files with the same choices again" in shown[tab.summary].lower()
+    assert f"**Stopped: {len(kept)} item(s) scored, 0 failed** (of 30)" in summary_text(shown, tab)
+    assert "run the same files with the same choices again" in summary_text(shown, tab).lower()
     frame = shown[tab.scores].data
     assert list(frame["id"]) == [r["id"] for r in kept for _ in r["edits"]]  # the kept items, not the earlier run's
     assert list(frame.columns) == [*on.SHOWN_COLUMNS, "CLIP-I", "L2", "why n/a", "error"]  # this run's metrics
@@ -315,7 +316,7 @@ def test_stop_shows_the_stopped_runs_kept_items_not_the_earlier_runs_results(ctx
     # The same request again resumes after the kept items.
     monkeypatch.undo()  # the page's own watch (outside a Gradio request it never fires)
     resumed = on.score_upload(own, str(long), images, ["clip_i", "l2"], "manual", TINY, False)
-    assert f"Resumed: {len(kept)} item(s)" in resumed[tab.summary] and "Stopped" not in resumed[tab.summary]
+    assert f"Resumed: {len(kept)} item(s)" in summary_text(resumed, tab) and "Stopped" not in summary_text(resumed, tab)
     assert len(resumed[tab.scores].data) == 30 * len(line["edits"])
 
 
@@ -342,12 +343,21 @@ def test_the_batch_note_names_the_tabs_own_menu_not_the_hidden_demo_button(ctx):
     assert "demo button" not in text
 
 
+def summary_text(out: dict, tab, refused: bool = False) -> str:
+    """The summary's Markdown (the /batch answer: no HTML tag), a quote (the red panel) exactly when ``refused``."""
+    text = out[tab.summary]
+    assert isinstance(text, str) and "<" not in text, text
+    lines = text.splitlines()
+    assert all(line.startswith("> ") for line in lines) if refused else not any(line.startswith(">") for line in lines), text
+    return text
+
+
 def _refused_panel(out: dict, tab) -> str:
     assert set(out) == set(tab.run_outputs)
     for table in (tab.protocol, tab.scores):  # no earlier run's rows: the placeholder says why
         assert list(out[table].iloc[:, 0]) == [on._NOT_RUN_TABLE]
     assert out[tab.files] is None
-    return out[tab.summary]
+    return summary_text(out, tab, refused=True)
 
 
 def test_a_batch_with_a_model_without_weights_says_so_in_the_tab_without_a_notice(ctx, upload):
@@ -355,8 +365,8 @@ def test_a_batch_with_a_model_without_weights_says_so_in_the_tab_without_a_notic
     missing = page_settings(ctx.settings, ctx.clip_choices, NO_WEIGHTS)
     assert model_status(missing, background=False).state == "error"  # the page's check has run
     panel = _refused_panel(scored(ctx, *upload, clip=NO_WEIGHTS), tab)  # no gr.Error: returned, in the tab
-    assert 'class="aug-error"' in panel and f"No weights for the CLIP model {NO_WEIGHTS}" in panel
-    assert f"<code>augclip-demo download --clip {NO_WEIGHTS}</code>" in panel and "this batch did not run" in panel
+    assert f"No weights for the CLIP model {NO_WEIGHTS}" in panel
+    assert f"`augclip-demo download --clip {NO_WEIGHTS}`" in panel and "this batch did not run" in panel
     assert f"pick {first_contact.DEMO_CLIP}" in panel
 
 
@@ -365,7 +375,7 @@ def test_weights_found_missing_while_the_batch_loads_are_said_in_the_tab_too(ctx
     other = next(c for c in ctx.clip_choices if c.endswith("/openai") and c != NO_WEIGHTS)
     monkeypatch.setattr(on, "model_status", lambda settings, **_: ModelStatus(spec=settings.clip_model))
     panel = _refused_panel(scored(dataclasses.replace(ctx, folders=own_folders(tmp_path)), *upload, clip=other), ctx.tab)
-    assert panel.startswith('<div class="aug-error"') and "This batch did not run" in panel
+    assert panel.startswith("> This batch did not run")
     assert f"{other}: no usable weights here" in panel and "augclip-demo download" in panel
     assert "/tmp/" not in panel
 

@@ -30,7 +30,8 @@ def test_batch_follows_the_demo_says_missing_weights_in_the_tab_and_opens_in_exp
     page.locator("#aug-batch-run").click()
     panel = _wait_text(page, "aug-batch-summary", "this batch did not run")
     assert "augclip-demo download --clip ViT-B-16/openai" in panel and "pick shapes:tiny" in panel, panel
-    assert page.locator("#aug-batch-refused").is_visible()
+    red = page.locator("#aug-batch-summary blockquote")  # a Markdown quote, drawn as a red panel
+    assert red.is_visible() and "rgb(192, 57, 43)" in red.evaluate("e => getComputedStyle(e).borderTopColor")
     assert page.locator(".toast-body").count() == 0  # said in the tab, no notice over the model menu
     page.screenshot(path=str(shots / "no-weights-batch.png"), full_page=True)
 
@@ -43,6 +44,7 @@ def test_batch_follows_the_demo_says_missing_weights_in_the_tab_and_opens_in_exp
     _wait_text(page, "aug-batch-files", "examples-protocol", timeout=600_000)
     summary = page.locator("#aug-batch-summary").inner_text()
     assert "7 item(s) scored" in summary and "shapes:tiny" in summary, summary
+    assert page.locator("#aug-batch-summary blockquote").count() == 0  # the red panel went with the refusal
     page.screenshot(path=str(shots / "demo-batch.png"), full_page=True)
 
     page.locator("#aug-batch-explore").click()  # one click: the run in the Explore tab, with its images

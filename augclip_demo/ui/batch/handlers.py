@@ -338,9 +338,15 @@ _NOT_RUN_TABLE = "Nothing scored: the message above says why and what to do."
 
 def _not_run(tab: BatchTab, message: str | None) -> Updates:
     """A batch that could not start (its models have no weights here): the reason and the fix in the summary's
-    place, as a red panel beside the tab's inputs (not a notice over them), and no earlier run's results."""
-    panel = f'<div class="aug-error" id="aug-batch-refused">{first_contact.note_text(message or "")}</div>'
-    return _no_results(tab, panel, _NOT_RUN_TABLE)
+    place, as a red panel beside the tab's inputs (not a notice over them), and no earlier run's results. The
+    panel is a Markdown quote (the stylesheet draws the summary's quotes red), so the ``/batch`` endpoint's
+    answer stays Markdown with no HTML."""
+    return _no_results(tab, refused_markdown(message or ""), _NOT_RUN_TABLE)
+
+
+def refused_markdown(message: str) -> str:
+    """``message`` as the summary's red panel: a Markdown quote, each line quoted."""
+    return "\n".join(f"> {line}" for line in text_safe(message).splitlines() or [""])
 
 
 def _no_results(tab: BatchTab, summary: str, table_text: str) -> Updates:
