@@ -97,10 +97,8 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             with gr.Tab("Help"):
                 gr.Markdown(help_markdown())
 
-        ctx = evaluate.EvaluateContext(settings=base, clip_choices=clip_choices, folders=folders, tab=tab, sweep=sweep,
-                                       startup_status=status, startup_region=region_check,
-                                       judge_ready=offer.judge_ready, providers=offer.providers,
-                                       examples=offer.examples)
+        ctx = evaluate.EvaluateContext(settings=base, offer=offer, folders=folders, tab=tab, sweep=sweep,
+                                       startup_status=status, startup_region=region_check)
         explore.wire_to_evaluate(explore_ctx, {name: getattr(tab, name) for name in explore.EVALUATE_FIELDS},
                                  clip_choices, main_tabs)
         evaluate.wire(ctx)

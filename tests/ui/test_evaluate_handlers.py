@@ -283,7 +283,7 @@ def test_judge_stage_adds_the_judges_columns_when_switched_on(ctx):
     off = on.judge_stage(ctx, False, "make the flower pink", TINY, state)
     assert off[tab.judge_info] == "" and off[tab.table] == gr.skip()
     with ChatServer(judge_answer) as server:
-        judged_ctx = dataclasses.replace(ctx, judge_ready=True, settings=ctx.settings.replace(
+        judged_ctx = dataclasses.replace(ctx, offer=dataclasses.replace(ctx.offer, judge_ready=True), settings=ctx.settings.replace(
             judge_base_url=server.url, judge_model="ui-judge", judge_samples=2))
         out = on.judge_stage(judged_ctx, True, "make the flower pink", TINY, state)
         assert server.requests

@@ -37,7 +37,7 @@ from ..status import ModelStatus, RegionModelsCheck, check_region_models, model_
 from ..storage import WorkFolders
 from . import session as logic
 from . import views
-from .layout import EvaluateTab, provider_note
+from .layout import EvaluateOffer, EvaluateTab, provider_note
 
 Updates = dict[Any, Any]
 
@@ -48,15 +48,28 @@ class EvaluateContext:
     folders, the tab's components (the keys of the updates) and the status the page started with."""
 
     settings: Settings  # the page's (app_settings); a handler's own come from settings_for(its CLIP model)
-    clip_choices: list[str]
+    offer: EvaluateOffer  # what the tab offers (model choices, providers, examples, the judge), decided once
     folders: WorkFolders
     tab: EvaluateTab
     sweep: Callable[[], None]  # keeps the app's files within their bounds (after a stage that writes files)
     startup_status: ModelStatus
     startup_region: RegionModelsCheck
-    judge_ready: bool
-    providers: dict[str, ProviderStatus]
-    examples: list[Example]
+
+    @property
+    def clip_choices(self) -> list[str]:
+        return self.offer.clip_choices
+
+    @property
+    def judge_ready(self) -> bool:
+        return self.offer.judge_ready
+
+    @property
+    def providers(self) -> dict[str, ProviderStatus]:
+        return self.offer.providers
+
+    @property
+    def examples(self) -> list[Example]:
+        return self.offer.examples
 
     def settings_for(self, clip_model: str | None) -> Settings:
         return page_settings(self.settings, self.clip_choices, clip_model)
