@@ -152,7 +152,7 @@ def cannot_run(settings: Settings, feature: str, *, wait_s: float = 0.0, hint: s
             f"restart{demo_hint(settings, hint)}.")
 
 
-def note_text(message: str) -> str:
+def _note_text(message: str) -> str:
     """``message`` as HTML: escaped, its `commands` as code."""
     parts = html.escape(message).split("`")
     return "".join(f"<code>{part}</code>" if i % 2 else part for i, part in enumerate(parts))
@@ -161,7 +161,7 @@ def note_text(message: str) -> str:
 def _note_html(message: str | None) -> str:
     if not message:
         return ""
-    return f'<div class="aug-needs">&#9888; {note_text(message)}</div>'
+    return f'<div class="aug-needs">&#9888; {_note_text(message)}</div>'
 
 
 def note(feature: str, where: str) -> gr.HTML:

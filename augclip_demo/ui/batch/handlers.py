@@ -341,10 +341,10 @@ def _not_run(tab: BatchTab, message: str | None) -> Updates:
     place, as a red panel beside the tab's inputs (not a notice over them), and no earlier run's results. The
     panel is a Markdown quote (the stylesheet draws the summary's quotes red), so the ``/batch`` endpoint's
     answer stays Markdown with no HTML."""
-    return _no_results(tab, refused_markdown(message or ""), _NOT_RUN_TABLE)
+    return _no_results(tab, _refused_markdown(message or ""), _NOT_RUN_TABLE)
 
 
-def refused_markdown(message: str) -> str:
+def _refused_markdown(message: str) -> str:
     """``message`` as the summary's red panel: a Markdown quote, each line quoted."""
     return "\n".join(f"> {line}" for line in text_safe(message).splitlines() or [""])
 
