@@ -54,7 +54,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_PREFIXES = ("augclip-app-", "augclip-batch-")
+BATCH_PREFIX = "augclip-batch-"  # a batch run's folder (the Batch tab makes them; ours() lists them)
+_PREFIXES = ("augclip-app-", BATCH_PREFIX)
 MIN_AGE_S = 120.0
 _SWEEP_INTERVAL_S = 30.0
 MB = 1 << 20

@@ -14,6 +14,7 @@ import functools
 import hashlib
 import json
 import shutil
+import stat
 import tempfile
 import threading
 import zipfile
@@ -36,7 +37,7 @@ from ..common import empty_table, page_settings, text_safe
 from ..examples import EXAMPLES_DIR
 from ..guard import CancelWatch, scrub_paths, user_facing
 from ..status import model_status
-from ..storage import WorkFolders, upload_zip_limits
+from ..storage import BATCH_PREFIX, WorkFolders, upload_zip_limits
 from .layout import MAX_SHOWN_ROWS, BatchTab
 
 Updates = dict[Any, Any]
@@ -237,7 +238,6 @@ def zip_limits(ctx: BatchContext) -> ZipLimits:
 
 #: The file in a batch folder that names the request it holds an unfinished run of (see :func:`resume_key`).
 RESUME_KEY_FILE = ".resume-key"
-_BATCH_PREFIX = "augclip-batch-"
 
 
 def resume_key(upload_digest: str, metric_keys: list[str], provider: str, clip_model: str, skip: bool) -> str:
@@ -251,13 +251,12 @@ def resumable_folder(ctx: BatchContext, key: str, session: str | None) -> Path:
     """The run's folder: the folder of an unfinished run of the same ``key`` when one is on disk (stopped on
     the page, or cut off when the server stopped: this or an earlier server process), else a new one. Either
     way ``session`` owns it from now on (its end deletes it; age and the disk cap delete it too)."""
-    root = ctx.folders.root if ctx.folders else Path(tempfile.gettempdir())
-    work_dir = _unfinished_run(root, key)
+    folders = ctx.folders if ctx.folders is not None else WorkFolders()  # the system's temporary folder, unaccounted
+    work_dir = _unfinished_run(folders.ours(), key)
     if work_dir is None:
-        work_dir = Path(tempfile.mkdtemp(prefix=_BATCH_PREFIX, dir=root))
+        work_dir = Path(tempfile.mkdtemp(prefix=BATCH_PREFIX, dir=folders.root))
         (work_dir / RESUME_KEY_FILE).write_text(key)
-    if ctx.folders is not None:
-        ctx.folders.adopt(session, work_dir)
+    folders.adopt(session, work_dir)
     return work_dir
 
 
@@ -266,20 +265,15 @@ def finish_resumable(work_dir: Path) -> None:
     (Path(work_dir) / RESUME_KEY_FILE).unlink(missing_ok=True)
 
 
-def _unfinished_run(root: Path, key: str) -> Path | None:
-    """The newest batch folder under ``root`` whose key file holds ``key`` (plain folders and files only)."""
+def _unfinished_run(candidates: list[Path], key: str) -> Path | None:
+    """The newest of the app's folders (:meth:`WorkFolders.ours`) whose key file, a plain file, holds ``key``."""
     found: list[tuple[float, Path]] = []
-    try:
-        folders = [p for p in root.iterdir() if p.name.startswith(_BATCH_PREFIX)]
-    except OSError:
-        return None
-    for folder in folders:
+    for folder in candidates:
         marker = folder / RESUME_KEY_FILE
         try:
-            if folder.is_symlink() or not folder.is_dir() or marker.is_symlink() or marker.stat().st_size != len(key):
-                continue
-            if marker.read_text() == key:
-                found.append((marker.stat().st_mtime, folder))
+            info = marker.lstat()
+            if stat.S_ISREG(info.st_mode) and info.st_size == len(key) and marker.read_text() == key:
+                found.append((info.st_mtime, folder))
         except (OSError, UnicodeDecodeError):
             continue
     return max(found)[1] if found else None
