@@ -219,26 +219,38 @@ def pair_credits(metric: Sequence[float | None], human: Sequence[float | None],
 
 
 # ---------------------------------------------------------------------------------------------- correlations
+#: Kendall's tau-b keeps its pair matrices in memory up to this many points; above, it computes them in blocks
+#: (:class:`KendallForm`).
+_KENDALL_DENSE_MAX = 3000
+_BLOCK = 1024
+#: Up to this many points a tau-b is :class:`KendallForm`'s (n squared, but scipy's per-call overhead is most of
+#: a bootstrap's time at such sizes: 10 ms to 1 ms a resample on 40 points); above, scipy's (n log n).
+_KENDALL_PAIRS_MAX = 256
+
+
 def _corr(kind: str, x: np.ndarray, y: np.ndarray) -> float | None:
     if len(x) < 2:
         return None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from scipy import stats
+    if kind == "pearson":
+        if np.ptp(x) == 0 or np.ptp(y) == 0:
+            return None
+        value = float(np.corrcoef(x, y)[0, 1])
+    elif kind == "spearman":
+        ones = np.ones(len(x))
+        rx, ry = _weighted_ranks(x, ones), _weighted_ranks(y, ones)  # scipy's rankdata("average"), exactly
+        if np.ptp(rx) == 0 or np.ptp(ry) == 0:
+            return None
+        value = float(np.corrcoef(rx, ry)[0, 1])
+    elif kind == "kendall":
+        if len(x) <= _KENDALL_PAIRS_MAX:
+            return KendallForm(x, y).tau(np.ones(len(x)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from scipy import stats
 
-        if kind == "pearson":
-            if np.ptp(x) == 0 or np.ptp(y) == 0:
-                return None
-            value = float(np.corrcoef(x, y)[0, 1])
-        elif kind == "spearman":
-            rx, ry = stats.rankdata(x), stats.rankdata(y)
-            if np.ptp(rx) == 0 or np.ptp(ry) == 0:
-                return None
-            value = float(np.corrcoef(rx, ry)[0, 1])
-        elif kind == "kendall":
             value = float(stats.kendalltau(x, y).statistic)  # tau-b (ties in either variable)
-        else:
-            raise ValueError(f"unknown correlation {kind!r}")
+    else:
+        raise ValueError(f"unknown correlation {kind!r}")
     return value if math.isfinite(value) else None
 
 
@@ -255,6 +267,70 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
 def kendall(x: Sequence[float], y: Sequence[float]) -> float | None:
     """Kendall's tau-b (corrects for ties in either variable)."""
     return _corr("kendall", np.asarray(x, float), np.asarray(y, float))
+
+
+def _weighted_ranks(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Average ranks (1 = smallest) of ``values`` repeated ``weights`` times each, per original value."""
+    unique, inverse = np.unique(values, return_inverse=True)
+    per_value = np.bincount(inverse, weights=weights, minlength=len(unique))
+    before = np.cumsum(per_value) - per_value
+    return (before + (per_value + 1.0) / 2.0)[inverse]
+
+
+def _weighted_pearson(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> float | None:
+    total = w.sum()
+    if total < 2:
+        return None
+    mx, my = (w * x).sum() / total, (w * y).sum() / total
+    sxy, sxx, syy = (w * (x - mx) * (y - my)).sum(), (w * (x - mx) ** 2).sum(), (w * (y - my) ** 2).sum()
+    if sxx <= 0 or syy <= 0:
+        return None
+    value = sxy / math.sqrt(sxx * syy)
+    return float(value) if math.isfinite(value) else None
+
+
+def spearman_weighted(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> float | None:
+    """Spearman's rho of the sample that repeats point i ``w[i]`` times (average ranks for ties)."""
+    keep = w > 0
+    x, y, w = x[keep], y[keep], w[keep]
+    if len(x) == 0:
+        return None
+    return _weighted_pearson(_weighted_ranks(x, w), _weighted_ranks(y, w), w)
+
+
+class KendallForm:
+    """Kendall's tau-b of the sample that repeats point i ``w[i]`` times: ``w' (Sx Sy) w / sqrt(w' |Sx| w  w' |Sy| w)``
+    with ``S[i, j] = sign(v_i - v_j)`` (a point and its copies tie in both, as tau-b counts them)."""
+
+    def __init__(self, x: np.ndarray, y: np.ndarray) -> None:
+        self.x, self.y = x, y
+        self.dense = len(x) <= _KENDALL_DENSE_MAX
+        if self.dense:
+            sx, sy = np.sign(x[:, None] - x[None, :]), np.sign(y[:, None] - y[None, :])
+            self.forms = (sx * sy, np.abs(sx), np.abs(sy))
+
+    def _quadratic(self, w: np.ndarray) -> tuple[float, float, float]:
+        if self.dense:
+            return tuple(float(w @ (form @ w)) for form in self.forms)  # type: ignore[return-value]
+        totals = [0.0, 0.0, 0.0]
+        for start in range(0, len(self.x), _BLOCK):
+            rows = slice(start, start + _BLOCK)
+            sx = np.sign(self.x[rows, None] - self.x[None, :])
+            sy = np.sign(self.y[rows, None] - self.y[None, :])
+            for k, form in enumerate((sx * sy, np.abs(sx), np.abs(sy))):
+                totals[k] += float(w[rows] @ (form @ w))
+        return totals[0], totals[1], totals[2]
+
+    def tau(self, w: np.ndarray) -> float | None:
+        if len(self.x) < 2:
+            return None
+        concordant, untied_x, untied_y = self._quadratic(w)
+        if untied_x <= 0 or untied_y <= 0:
+            return None
+        # each count is over ordered pairs (twice scipy's); halved (exact) and divided as scipy divides, so that
+        # integer weights give scipy's tau-b to the last bit
+        value = (concordant / 2) / math.sqrt(untied_x / 2) / math.sqrt(untied_y / 2)
+        return float(min(1.0, max(-1.0, value))) if math.isfinite(value) else None
 
 
 # ---------------------------------------------------------------------------------------------- bootstrap
@@ -415,10 +491,13 @@ def evaluate_metric(items: Sequence[ProtocolItem], key: str, higher_is_better: b
             nums.append(sum(credits))
             dens.append(len(credits))
         xs, ys, owner = np.asarray(xs_list, float), np.asarray(ys_list, float), np.asarray(owners, int)
+        pairs = KendallForm(xs, ys) if len(xs) <= _KENDALL_PAIRS_MAX else None
         for kind in ("pearson", "spearman", "kendall"):
             def stat(idx: np.ndarray, kind: str = kind) -> float | None:
                 # a resample of items repeats each item's edits as often as the item was drawn
                 repeats = np.bincount(idx, minlength=len(scored))[owner]
+                if kind == "kendall" and pairs is not None:
+                    return pairs.tau(repeats.astype(float))
                 return _corr(kind, np.repeat(xs, repeats), np.repeat(ys, repeats))
 
             point = _corr(kind, xs, ys)

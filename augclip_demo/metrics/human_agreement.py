@@ -32,11 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .agreement import Figure, percentile_ci, preference_credit
-
-#: Kendall's tau-b keeps its pair matrices in memory up to this many edits; above, it computes them in blocks.
-_KENDALL_DENSE_MAX = 3000
-_BLOCK = 1024
+from .agreement import Figure, KendallForm, percentile_ci, preference_credit, spearman_weighted
 
 FIGURES: tuple[str, ...] = ("pairwise", "pairwise_ties", "s2afc", "spearman", "kendall")
 
@@ -171,68 +167,6 @@ def _edits(items: Sequence[Judged], key: str) -> tuple[np.ndarray, np.ndarray, n
                 ys.append(float(score))
                 owner.append(index)
     return np.asarray(xs, float), np.asarray(ys, float), np.asarray(owner, int)
-
-
-def _weighted_ranks(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Average ranks (1 = smallest) of ``values`` repeated ``weights`` times each, per original value."""
-    unique, inverse = np.unique(values, return_inverse=True)
-    per_value = np.bincount(inverse, weights=weights, minlength=len(unique))
-    before = np.cumsum(per_value) - per_value
-    return (before + (per_value + 1.0) / 2.0)[inverse]
-
-
-def _weighted_pearson(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> float | None:
-    total = w.sum()
-    if total < 2:
-        return None
-    mx, my = (w * x).sum() / total, (w * y).sum() / total
-    sxy, sxx, syy = (w * (x - mx) * (y - my)).sum(), (w * (x - mx) ** 2).sum(), (w * (y - my) ** 2).sum()
-    if sxx <= 0 or syy <= 0:
-        return None
-    value = sxy / math.sqrt(sxx * syy)
-    return float(value) if math.isfinite(value) else None
-
-
-def spearman_weighted(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> float | None:
-    """Spearman's rho of the sample that repeats point i ``w[i]`` times (average ranks for ties)."""
-    keep = w > 0
-    x, y, w = x[keep], y[keep], w[keep]
-    if len(x) == 0:
-        return None
-    return _weighted_pearson(_weighted_ranks(x, w), _weighted_ranks(y, w), w)
-
-
-class KendallForm:
-    """Kendall's tau-b of the sample that repeats point i ``w[i]`` times: ``w' (Sx Sy) w / sqrt(w' |Sx| w  w' |Sy| w)``
-    with ``S[i, j] = sign(v_i - v_j)`` (a point and its copies tie in both, as tau-b counts them)."""
-
-    def __init__(self, x: np.ndarray, y: np.ndarray) -> None:
-        self.x, self.y = x, y
-        self.dense = len(x) <= _KENDALL_DENSE_MAX
-        if self.dense:
-            sx, sy = np.sign(x[:, None] - x[None, :]), np.sign(y[:, None] - y[None, :])
-            self.forms = (sx * sy, np.abs(sx), np.abs(sy))
-
-    def _quadratic(self, w: np.ndarray) -> tuple[float, float, float]:
-        if self.dense:
-            return tuple(float(w @ (form @ w)) for form in self.forms)  # type: ignore[return-value]
-        totals = [0.0, 0.0, 0.0]
-        for start in range(0, len(self.x), _BLOCK):
-            rows = slice(start, start + _BLOCK)
-            sx = np.sign(self.x[rows, None] - self.x[None, :])
-            sy = np.sign(self.y[rows, None] - self.y[None, :])
-            for k, form in enumerate((sx * sy, np.abs(sx), np.abs(sy))):
-                totals[k] += float(w[rows] @ (form @ w))
-        return totals[0], totals[1], totals[2]
-
-    def tau(self, w: np.ndarray) -> float | None:
-        if len(self.x) < 2:
-            return None
-        concordant, untied_x, untied_y = self._quadratic(w)
-        if untied_x <= 0 or untied_y <= 0:
-            return None
-        value = concordant / math.sqrt(untied_x * untied_y)
-        return float(value) if math.isfinite(value) else None
 
 
 # ---------------------------------------------------------------------------------------------- a set

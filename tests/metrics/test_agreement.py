@@ -54,6 +54,20 @@ def test_correlations_by_hand():
     assert pearson([1, 1, 1], [1, 2, 3]) is None and kendall([1], [2]) is None
 
 
+def test_correlations_equal_scipys_on_both_sides_of_the_pair_count_bound():
+    """Up to 256 points tau-b is counted over pairs, above it is scipy's; either way it is scipy's value, and
+    Spearman's ranks are scipy's exactly.
+    Ties in both variables, so tau-b's correction matters."""
+    from scipy import stats
+
+    rng = np.random.default_rng(11)
+    for n in (3, 40, 256, 257, 600):
+        x, y = rng.integers(0, 7, n).astype(float), rng.integers(0, 5, n).astype(float)
+        assert kendall(x, y) == stats.kendalltau(x, y).statistic, n  # the same divisions: the same bits
+        assert spearman(x, y) == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12), n
+    assert kendall([1.0, 1.0, 1.0], [1.0, 2.0, 3.0]) is None  # a constant variable: no tau
+
+
 def test_pair_alignment_skips_human_ties_and_halves_metric_ties():
     credits = pair_credits([0.9, 0.1, 0.1, 0.5], [3, 1, 2, 3])
     # pairs (0,1) agree, (0,2) agree, (0,3) human tie -> left out, (1,2) metric tie -> 0.5,

@@ -10,13 +10,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from augclip_demo.metrics.human_agreement import (
-    Judged,
-    KendallForm,
-    accuracy_with_ties,
-    evaluate_set,
-    spearman_weighted,
-)
+from augclip_demo.metrics.agreement import KendallForm, spearman_weighted
+from augclip_demo.metrics.human_agreement import Judged, accuracy_with_ties, evaluate_set
 
 # five GenAI-Bench-like votes over (left, right): win left, win right, tie, both bad, win left
 SCORES = [[1, 0], [0, 1], [0.5, 0.5], [0, 0], [1, 0]]
