@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from tests.support import usable_cpus  # (PIL and the standard library: no thread pools yet)
@@ -64,6 +65,13 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cache = tmp_path_factory.mktemp("augclip-cache")
     os.environ["AUGCLIP_CACHE_DIR"] = str(cache)
     return cache
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_temp(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """What code under test puts in the system's temporary folder (the app's work folders made in process, for
+    one) lands in this session's own folder, which pytest deletes with its old runs, not in /tmp for good."""
+    tempfile.tempdir = str(tmp_path_factory.mktemp("tmp"))
 
 
 @pytest.fixture(scope="session")

@@ -280,7 +280,7 @@ def test_grounding_dino_refused_weights_and_wrong_architecture(hub, hub_gdino, o
 
 
 @pytest.mark.parametrize("root_level", [logging.WARNING, logging.ERROR])  # ERROR: the CLI without --verbose
-def test_open_clips_random_fallback_is_caught_whatever_the_log_level(root_level):
+def test_open_clips_random_fallback_is_caught_whatever_the_log_level(root_level, tmp_path):
     """open_clip initialises randomly and only logs when it has no weights; its own require_pretrained check,
     asked for by create_open_clip, turns that into an error whatever the log level."""
     import open_clip
@@ -296,7 +296,7 @@ def test_open_clips_random_fallback_is_caught_whatever_the_log_level(root_level)
         with pytest.raises(WeightsUnavailableError, match="refusing to run with random weights"):
             create_open_clip(open_clip.create_model, TINY_ARCH, model=f"CLIP {TINY_ARCH}", where="nowhere", how_to_fix="")
         assert root.level == root_level
-        path = str(published.write_hf_hub_clip_weights_only())
+        path = str(published.write_hf_hub_clip_weights_only(tmp_path))
         model = create_open_clip(open_clip.create_model, TINY_ARCH, model="CLIP", where="file", how_to_fix="",
                                  pretrained=path)
         assert model is not None

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -41,14 +43,21 @@ items = st.fixed_dictionaries(
 )
 
 
-def _folder() -> Path:
-    return probes.manifest_folder(Path(tempfile.mkdtemp(prefix="augclip-prop-")))
+@contextmanager
+def _scratch() -> Iterator[Path]:
+    """A folder for one example, deleted after it (hypothesis runs each test 60 times)."""
+    with tempfile.TemporaryDirectory(prefix="augclip-prop-") as folder:
+        yield Path(folder)
 
 
 @SETTINGS
 @given(lines=st.lists(st.one_of(items, json_values), min_size=1, max_size=4))
 def test_any_manifest_loads_or_is_refused_with_an_input_error(lines):
-    folder = _folder()
+    with _scratch() as scratch:
+        _check_manifest_lines(probes.manifest_folder(scratch), lines)
+
+
+def _check_manifest_lines(folder: Path, lines: list) -> None:
     manifest = folder / "m.jsonl"
     manifest.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
     try:
@@ -66,14 +75,15 @@ def test_any_manifest_loads_or_is_refused_with_an_input_error(lines):
 @SETTINGS
 @given(raw=st.binary(max_size=200))
 def test_any_bytes_as_a_manifest_load_or_are_refused(raw):
-    manifest = _folder() / "m.jsonl"
-    manifest.write_bytes(raw)
-    try:
-        scan = validate_manifest(manifest)
-    except InputError as exc:
-        assert str(exc).startswith(f"manifest {manifest}")  # the file is named, whatever went wrong
-        return
-    assert scan.items >= 1 and not scan.problems
+    with _scratch() as scratch:
+        manifest = probes.manifest_folder(scratch) / "m.jsonl"
+        manifest.write_bytes(raw)
+        try:
+            scan = validate_manifest(manifest)
+        except InputError as exc:
+            assert str(exc).startswith(f"manifest {manifest}")  # the file is named, whatever went wrong
+            return
+        assert scan.items >= 1 and not scan.problems
 
 
 @SETTINGS
@@ -82,23 +92,24 @@ def test_any_bytes_as_a_manifest_load_or_are_refused(raw):
        target=st.text(min_size=1, max_size=20).filter(str.strip),
        preferred=st.integers(0, 1))
 def test_valid_manifests_round_trip(ids, target, preferred):
-    folder = _folder()
     written = [{"id": item_id.strip(), "source": "src.png", "target_text": target.strip(),
                 "edits": [{"path": "edit.png", "name": "a", "role": "gt"}, {"path": "src.png", "name": "b", "role": "ep"}],
                 "human": {"preferred": preferred}} for item_id in ids]
-    path = write_manifest(written, folder / "m.jsonl")
-    assert [item.to_dict() for item in load_manifest(path)] == written
+    with _scratch() as scratch:
+        path = write_manifest(written, probes.manifest_folder(scratch) / "m.jsonl")
+        assert [item.to_dict() for item in load_manifest(path)] == written
 
 
 @SETTINGS
 @given(data=json_values)
 def test_any_attribute_json_loads_or_is_refused(data):
-    path = Path(tempfile.mkdtemp(prefix="augclip-prop-")) / "a.json"
-    path.write_text(json.dumps(data), encoding="utf-8")
-    try:
-        attributes = Attributes.load(path)
-    except InputError:
-        return
+    with _scratch() as scratch:
+        path = scratch / "a.json"
+        path.write_text(json.dumps(data), encoding="utf-8")
+        try:
+            attributes = Attributes.load(path)
+        except InputError:
+            return
     assert all(isinstance(text, str) and text == text.strip() and text for text in attributes.source + attributes.target)
 
 
@@ -109,11 +120,12 @@ def test_attribute_objects_load_or_are_refused_and_round_trip(source, target, pr
     data = {"source_attributes": source, "target_attributes": target}
     if provenance is not None:
         data["provenance"] = provenance
-    path = Path(tempfile.mkdtemp(prefix="augclip-prop-")) / "a.json"
-    path.write_text(json.dumps(data), encoding="utf-8")
-    try:
-        attributes = Attributes.load(path)
-    except InputError:
-        return
-    again = Attributes.load(attributes.save(path.with_name("again.json")))
+    with _scratch() as scratch:
+        path = scratch / "a.json"
+        path.write_text(json.dumps(data), encoding="utf-8")
+        try:
+            attributes = Attributes.load(path)
+        except InputError:
+            return
+        again = Attributes.load(attributes.save(path.with_name("again.json")))
     assert (again.source, again.target) == (attributes.source, attributes.target)

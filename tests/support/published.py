@@ -71,11 +71,9 @@ def write_hf_hub_clip(folder: Path) -> Path:
     return folder
 
 
-def write_hf_hub_clip_weights_only() -> Path:
-    """The tiny CLIP's published safetensors in a temporary folder (for loader-level tests)."""
-    import tempfile
-
-    return save_safetensors(tiny_clip_state(), Path(tempfile.mkdtemp(prefix="tiny-clip-")) / "open_clip_model.safetensors")
+def write_hf_hub_clip_weights_only(folder: Path) -> Path:
+    """The tiny CLIP's published safetensors alone, in ``folder`` (for loader-level tests)."""
+    return save_safetensors(tiny_clip_state(), folder / "open_clip_model.safetensors")
 
 
 def write_gdino(folder: Path) -> Path:
