@@ -3,9 +3,12 @@ nothing else, contrastively, on CPU, from a fixed seed; then check it zero-shot 
 and write the open_clip folder the package ships (augclip_demo/inference/shipped/shapes-tiny/).
 
     python training/train_shapes_clip.py --out /tmp/shapes-phase-1
-    python training/train_shapes_clip.py --init /tmp/shapes-phase-1 --pretrain-steps 0 --steps 2000
+    python training/train_shapes_clip.py --init /tmp/shapes-phase-1 --pretrain-steps 0 --steps 2000 \
+        --out /tmp/shapes-phase-2
+    python training/train_shapes_clip.py --init /tmp/shapes-phase-2 --patch-size 8 --pretrain-steps 1000 \
+        --steps 3500
 
-(the shipped weights: the second command writes augclip_demo/inference/shipped/shapes-tiny/, about 38
+(the shipped weights: the third command writes augclip_demo/inference/shipped/shapes-tiny/, about 100
 minutes on 2 CPU cores in all; docs/world.md#the-model).
 
 Training scenes come from the random streams ``[seed, i, 1]`` and the zero-shot check's from
@@ -247,6 +250,23 @@ def zero_shot(model, tokenizer, images: torch.Tensor, chosen: list[Scene]) -> di
     return {c: float(np.mean(h)) for c, h in hits.items()}
 
 
+def resampled(state: dict[str, torch.Tensor], like: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """An earlier run's weights on this run's patch grid: a finer patch embedding is the coarser one's
+    2 x 2 (or k x k) average times the pixels it stands for (a flat patch keeps its response), and the position
+    table is the coarser grid interpolated; every other weight is kept as it is."""
+    weight, new_weight = state["visual.conv1.weight"], like["visual.conv1.weight"]
+    if weight.shape == new_weight.shape:
+        return state
+    factor = weight.shape[-1] // new_weight.shape[-1]
+    state["visual.conv1.weight"] = F.avg_pool2d(weight, factor) * factor * factor
+    table, cells = state["visual.positional_embedding"], like["visual.positional_embedding"].shape[0] - 1
+    side, new_side = math.isqrt(table.shape[0] - 1), math.isqrt(cells)
+    grid = table[1:].T.reshape(1, -1, side, side)
+    grid = F.interpolate(grid, size=(new_side, new_side), mode="bicubic", align_corners=False)
+    state["visual.positional_embedding"] = torch.cat([table[:1], grid.reshape(-1, cells).T])
+    return state
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=1500, help="contrastive steps")
@@ -265,7 +285,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--init", type=Path, help="start from the weights of an earlier run's folder (a second phase "
                         "with its own schedule); its training.json is kept in this run's record")
+    parser.add_argument("--patch-size", type=int, default=MODEL_CFG["vision_cfg"]["patch_size"],
+                        help="pixels per patch side; with --init from another patch size, the patch embedding and the "
+                             "position table are resampled to the new grid")
     args = parser.parse_args()
+    MODEL_CFG["vision_cfg"]["patch_size"] = args.patch_size
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     started = time.perf_counter()
@@ -276,7 +300,8 @@ def main() -> None:
     if args.init is not None:
         from safetensors.torch import load_file
 
-        model.load_state_dict({k: v.float() for k, v in load_file(str(args.init / "open_clip_model.safetensors")).items()})
+        model.load_state_dict(resampled({k: v.float() for k, v in load_file(str(args.init / "open_clip_model.safetensors")).items()},
+                                        model.state_dict()))
         earlier = json.loads((args.init / "training.json").read_text())
     rng = np.random.default_rng([args.seed, 3])
     bases = scenes(args.seed, 1, args.scenes // 2)
@@ -384,7 +409,7 @@ def main() -> None:
     (args.out / "training.json").write_text(json.dumps({
         "script": "training/train_shapes_clip.py", "steps": args.steps, "batch": args.batch, "scenes": args.scenes,
         "held_out": args.held_out, "lr": args.lr, "seed": args.seed, "negatives": args.negatives, "auxiliary": args.auxiliary,
-        "pretrain_steps": args.pretrain_steps, "threads": args.threads,
+        "pretrain_steps": args.pretrain_steps, "patch_size": args.patch_size, "threads": args.threads,
         "torch": torch.__version__, "open_clip": open_clip.__version__,
         "seconds": round(time.perf_counter() - started), "held_out_zero_shot": accuracy,
         "tokens_used": len(used_tokens), "started_from": earlier}, indent=2) + "\n")

@@ -74,12 +74,11 @@ def test_held_out_zero_shot_accuracy_per_concept(encoder):
         hits["background"].append(closest([BACKGROUND_PHRASES[b] for b in CONCEPTS["background"]], image)
                                   == CONCEPTS["background"].index(scene.background))
     accuracy = {c: float(np.mean(h)) for c, h in hits.items()}
-    # The shipped weights: colour 0.817, shape 0.800, size 0.901, position 0.928, background 1.00 here (chance
+    # The shipped weights: colour 0.881, shape 0.863, size 0.923, position 0.940, background 1.00 here (chance
     # 0.11, 0.17, 0.33, 0.20, 0.20); each floor is that less about 0.02, so a change that costs the model what
-    # it knows fails here (a text template around every phrase costs 0.03-0.04). The targets for colour and
-    # shape (0.9) are not reached yet: docs/world.md.
-    assert accuracy["colour"] >= 0.80 and accuracy["shape"] >= 0.78, accuracy
-    assert accuracy["size"] >= 0.88 and accuracy["position"] >= 0.91 and accuracy["background"] >= 0.99, accuracy
+    # it knows fails here. The targets for colour and shape (0.9) are not reached yet: docs/world.md.
+    assert accuracy["colour"] >= 0.86 and accuracy["shape"] >= 0.84, accuracy
+    assert accuracy["size"] >= 0.90 and accuracy["position"] >= 0.92 and accuracy["background"] >= 0.99, accuracy
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +116,7 @@ _BELOW_TARGET = pytest.mark.xfail(strict=True, reason="shapes:tiny does not reac
 @pytest.mark.slow
 @_BELOW_TARGET
 def test_augclip_prefers_the_correct_edit_over_the_unchanged_copy_and_the_over_edit(results):
-    """The issue's target: 90% over the unchanged copy, 80% over the over-edit (measured: 0.59 and below)."""
+    """The issue's target: 90% over the unchanged copy, 80% over the over-edit (measured: 0.69 over the unchanged copy, 0.86 over the over-edit)."""
     rows = _scores(results)
     assert _preference_rate(rows, "augclip", "correct", "unchanged") >= 0.9
     assert _preference_rate(rows, "augclip", "correct", "over_edit") >= 0.8
@@ -125,7 +124,7 @@ def test_augclip_prefers_the_correct_edit_over_the_unchanged_copy_and_the_over_e
 
 @pytest.mark.slow
 def test_augclip_prefers_the_correct_edit_to_the_over_edit_and_the_wrong_edit(results):
-    """What AugCLIP does meet with the world's scene lists (shipped weights: 0.83 over the over-edit, 0.73 over
+    """What AugCLIP does meet with the world's scene lists (shipped weights: 0.86 over the over-edit, 0.77 over
     the wrong edit; a perfect encoder: 1.00 and 0.86, docs/world.md)."""
     rows = _scores(results)
     assert _preference_rate(rows, "augclip", "correct", "over_edit") >= 0.75
@@ -306,7 +305,7 @@ def test_the_umap_view_puts_each_sides_own_attributes_on_its_side(world):
                 if view.points.texts[i] in own and view.points.texts[i] not in other:
                     placed[kind].append(sign * (float(line.w @ view.coords[i]) + line.b) > 0)
     rates = {side: float(np.mean(v)) for side, v in placed.items()}
-    assert min(rates.values()) >= 0.8, rates  # the shipped weights: 0.85 and 0.92
+    assert min(rates.values()) >= 0.8, rates  # the shipped weights: 0.88 and 0.85
 
 
 @pytest.mark.slow
