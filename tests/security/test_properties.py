@@ -100,16 +100,23 @@ def test_valid_manifests_round_trip(ids, target, preferred):
         assert [item.to_dict() for item in load_manifest(path)] == written
 
 
+def _load_attributes(data: object, scratch: Path) -> Attributes | None:
+    """``data`` written as an attribute file in ``scratch`` and loaded; None when it is refused (InputError)."""
+    path = scratch / "a.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    try:
+        return Attributes.load(path)
+    except InputError:
+        return None
+
+
 @SETTINGS
 @given(data=json_values)
 def test_any_attribute_json_loads_or_is_refused(data):
     with _scratch() as scratch:
-        path = scratch / "a.json"
-        path.write_text(json.dumps(data), encoding="utf-8")
-        try:
-            attributes = Attributes.load(path)
-        except InputError:
-            return
+        attributes = _load_attributes(data, scratch)
+    if attributes is None:
+        return
     assert all(isinstance(text, str) and text == text.strip() and text for text in attributes.source + attributes.target)
 
 
@@ -121,11 +128,8 @@ def test_attribute_objects_load_or_are_refused_and_round_trip(source, target, pr
     if provenance is not None:
         data["provenance"] = provenance
     with _scratch() as scratch:
-        path = scratch / "a.json"
-        path.write_text(json.dumps(data), encoding="utf-8")
-        try:
-            attributes = Attributes.load(path)
-        except InputError:
+        attributes = _load_attributes(data, scratch)
+        if attributes is None:
             return
-        again = Attributes.load(attributes.save(path.with_name("again.json")))
+        again = Attributes.load(attributes.save(scratch / "again.json"))
     assert (again.source, again.target) == (attributes.source, attributes.target)
