@@ -220,10 +220,17 @@ def test_batch_stop_keeps_what_is_scored_and_run_goes_on_from_there(browser, app
     stop.wait_for(state="hidden")  # nothing runs now (the examples' run has ended)
     page.locator("#aug-batch-run").click()
     stop.wait_for(state="visible")
-    # the progress text once items are scored (not while the zip is unpacked)
-    page.wait_for_function("/\\d+\\/\\d+ items scored/.test(document.querySelector('#aug-batch-summary').innerText)",
-                           timeout=120_000)
-    stop.click()  # at once: a full-page screenshot first took seconds the run could finish in
+    # Stop is pressed in the page's own script the moment the progress text says items are scored (not while the
+    # zip is unpacked). A Playwright click waits for the button to be stable first, and on a busy 2-core machine
+    # (the run, the other test worker, the browser) that wait outlasted the whole 10,000-item run (90 s) in two
+    # runs of the suite: the click then found the run ended, and nothing was stopped.
+    page.wait_for_function("""() => {
+        if (!/\\d+\\/\\d+ items scored/.test(document.querySelector('#aug-batch-summary').innerText)) return false;
+        const stop = document.querySelector('#aug-batch-stop');
+        if (!stop || stop.offsetParent === null) return false;  // shown only while the run goes
+        stop.click();
+        return true;
+    }""", polling=100, timeout=120_000)
     # The stopped run's kept items: its summary, its rows and its downloads (none of the examples' run).
     page.wait_for_function("document.querySelector('#aug-batch-summary').innerText.includes('Stopped:')",
                            timeout=180_000)
