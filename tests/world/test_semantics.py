@@ -116,7 +116,8 @@ _BELOW_TARGET = pytest.mark.xfail(strict=True, reason="shapes:tiny does not reac
 @pytest.mark.slow
 @_BELOW_TARGET
 def test_augclip_prefers_the_correct_edit_over_the_unchanged_copy_and_the_over_edit(results):
-    """The issue's target: 90% over the unchanged copy, 80% over the over-edit (measured: 0.69 over the unchanged copy, 0.86 over the over-edit)."""
+    """The issue's target: 90% over the unchanged copy, 80% over the over-edit (measured: 0.69 over the unchanged
+    copy, 0.86 over the over-edit)."""
     rows = _scores(results)
     assert _preference_rate(rows, "augclip", "correct", "unchanged") >= 0.9
     assert _preference_rate(rows, "augclip", "correct", "over_edit") >= 0.8
