@@ -19,6 +19,8 @@ def wire(ctx: on.StudyContext) -> None:
     tab = ctx.tab
     show = bind(on.show_agreement, ctx)
     tab.refresh.click(show, [tab.token, tab.name, tab.results], tab.out, api_visibility="private")
+    # a results file, once its upload ends, shows at once (a click during the upload would read no file)
+    tab.results.upload(show, [tab.token, tab.name, tab.results], tab.out, api_visibility="private")
     tab.live.change(on.follow_answers, tab.live, tab.timer, api_visibility="private")
     tab.timer.tick(show, [tab.token, tab.name, tab.results], tab.out, api_visibility="private")
     tab.add.click(bind(on.add_raters, ctx), [tab.token, tab.name, tab.count], tab.out, api_visibility="private")
