@@ -28,6 +28,7 @@ from .examples import load_examples
 from .guard import MEMORY_GATE
 from .help import help_markdown
 from .inputs import bound_inputs
+from .page_cache import PageCache
 from .status import check_region_models, model_status, status_html
 from .storage import UploadBounds, UploadGate, WorkFolders
 
@@ -178,9 +179,12 @@ def launch_kwargs(settings: Settings | None = None, demo: gr.Blocks | None = Non
     os.environ["FORWARDED_ALLOW_IPS"] = settings.forwarded_allow_ips
     bounds = UploadBounds.of(settings)
     app_kwargs: dict[str, Any] = {"routes": study.study_routes(settings)}  # the rater page (ui/study/routes.py)
+    # the page's later loads at an address answered from memory, without a worker thread (ui/page_cache.py)
+    middleware = [Middleware(PageCache)]
     folders = getattr(demo, "work_folders", None)
     if folders is not None:  # multipart bodies bounded, and counted per client against the cap as they arrive
-        app_kwargs["middleware"] = [Middleware(UploadGate, folders=folders, request_bytes=bounds.request_bytes)]
+        middleware.append(Middleware(UploadGate, folders=folders, request_bytes=bounds.request_bytes))
+    app_kwargs["middleware"] = middleware
     return {
         "server_name": os.environ.get("GRADIO_SERVER_NAME") or None,
         # Gradio refuses bigger files itself: one upload route serves every component (storage.UploadBounds)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import sys
 import threading
 import time
@@ -296,6 +297,26 @@ def test_2_forged_forwarded_addresses_do_not_escape_the_limits(app, study):
     answer = httpx.get(f"{app.url}study/api/task", headers={"Authorization": "Bearer guess",
                                                              "X-Forwarded-For": "203.0.113.9"}, timeout=30)
     assert not SERVER_PATH.search(answer.text) and "203.0.113.9" not in answer.text, answer.text
+
+
+@pytest.mark.slow
+def test_5_the_page_kept_in_memory_is_the_one_of_its_address(app):
+    """The page is rendered once per address (ui/page_cache.py): a second address gets its own root URL, and
+    neither is served the other's."""
+    def root(page: str) -> str:
+        found = re.search(r'"root":\s*"([^"]*)"', page)
+        assert found, page[:300]
+        return found.group(1)
+
+    with httpx.Client(timeout=60) as http:
+        plain = [http.get(app.url).text for _ in range(2)]
+        lab = [http.get(app.url, headers={"Host": "lab.example:8080"}).text for _ in range(2)]
+        proxied = http.get(app.url, headers={"X-Forwarded-Host": "edits.example.org",
+                                             "X-Forwarded-Proto": "https"}).text
+    assert plain[0] == plain[1] and lab[0] == lab[1]
+    assert root(plain[1]) == app.url.rstrip("/") and root(lab[1]) == "http://lab.example:8080"
+    assert root(proxied) == "https://edits.example.org"
+    assert "lab.example" not in plain[1] + proxied and "edits.example.org" not in plain[1] + lab[1]
 
 
 @pytest.mark.slow
