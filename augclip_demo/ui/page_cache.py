@@ -15,22 +15,17 @@ first). An app with a login is never cached (its page depends on the user).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..lru import LRUCache
+from .asgi import ASGIApp, Message, Receive, Scope, Send
 
 #: Addresses whose page is kept (each about the page's size, a few hundred kB).
 ADDRESSES = 16
 
 #: The request headers Gradio reads to write the page's root URL (``gradio.route_utils.get_request_origin``).
 _ADDRESS_HEADERS = (b"host", b"x-forwarded-host", b"x-forwarded-proto", b"x-gradio-server")
-
-_Scope = MutableMapping[str, Any]
-_Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-_Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-
 
 @dataclass(frozen=True)
 class _Page:
@@ -41,11 +36,11 @@ class _Page:
 class PageCache:
     """ASGI middleware: loads of the page after the first at the same address answered from memory."""
 
-    def __init__(self, app: Callable[[_Scope, _Receive, _Send], Awaitable[None]], capacity: int = ADDRESSES):
+    def __init__(self, app: ASGIApp, capacity: int = ADDRESSES):
         self.app = app
         self.pages: LRUCache[_Page] = LRUCache(capacity)
 
-    async def __call__(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         key = _key(scope)
         if key is None:
             await self.app(scope, receive, send)
@@ -55,9 +50,9 @@ class PageCache:
             await send({"type": "http.response.start", "status": 200, "headers": list(page.headers)})
             await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else page.body})
             return
-        sent: list[MutableMapping[str, Any]] = []
+        sent: list[Message] = []
 
-        async def kept(message: MutableMapping[str, Any]) -> None:
+        async def kept(message: Message) -> None:
             sent.append(message)
             await send(message)
 
@@ -68,7 +63,7 @@ class PageCache:
                                       bytes(body.get("body", b""))))
 
 
-def _key(scope: _Scope) -> tuple[Any, ...] | None:
+def _key(scope: Scope) -> tuple[Any, ...] | None:
     """What the page depends on, for a request of the page itself; None for any other request."""
     if scope.get("type") != "http" or scope.get("method") not in ("GET", "HEAD") or scope.get("query_string"):
         return None
@@ -81,12 +76,12 @@ def _key(scope: _Scope) -> tuple[Any, ...] | None:
     return (scope.get("scheme"), root, tuple(headers.get(name, b"") for name in _ADDRESS_HEADERS))
 
 
-def _app_has_login(scope: _Scope) -> bool:
+def _app_has_login(scope: Scope) -> bool:
     app = scope.get("app")
     return getattr(app, "auth", None) is not None or getattr(app, "auth_dependency", None) is not None
 
 
-def _complete_ok(sent: list[MutableMapping[str, Any]]) -> bool:
+def _complete_ok(sent: list[Message]) -> bool:
     """One start with 200 and one final body, no cookie set: a whole page that is the same for everyone (a
     streamed or failed answer is not kept)."""
     return (len(sent) == 2 and sent[0].get("type") == "http.response.start" and sent[0].get("status") == 200

@@ -43,10 +43,12 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from .asgi import ASGIApp, Message, Receive, Scope, Send
 
 if TYPE_CHECKING:
     from ..batch.ziputil import ZipLimits
@@ -475,11 +477,6 @@ def _key(path: str | Path) -> str:
 
 
 # ---------------------------------------------------------------------------------- the upload gate
-_Scope = MutableMapping[str, Any]
-_Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-_Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-
-
 class UploadGate:
     """ASGI middleware: multipart bodies (Gradio's upload routes) bounded and counted while they arrive.
 
@@ -492,11 +489,11 @@ class UploadGate:
     the partial file; so does a client that leaves mid-body. The client is then answered 413 with the reason.
     """
 
-    def __init__(self, app: Callable[[_Scope, _Receive, _Send], Awaitable[None]], folders: WorkFolders,
+    def __init__(self, app: ASGIApp, folders: WorkFolders,
                  request_bytes: int):
         self.app, self.folders, self.request_bytes = app, folders, int(request_bytes)
 
-    async def __call__(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") != "http" or not _multipart(scope):
             await self.app(scope, receive, send)
             return
@@ -519,7 +516,7 @@ class UploadGate:
                     return
             answered = complete = left = False
 
-            async def counted() -> MutableMapping[str, Any]:
+            async def counted() -> Message:
                 nonlocal complete, left
                 message = await receive()
                 if message.get("type") == "http.disconnect" and not complete:
@@ -537,7 +534,7 @@ class UploadGate:
                         raise MultiPartException("File size exceeded maximum allowed size: " + flight.refusal)
                 return message
 
-            async def guarded(message: MutableMapping[str, Any]) -> None:
+            async def guarded(message: Message) -> None:
                 nonlocal answered
                 if flight.refusal is None:
                     await send(message)
@@ -562,7 +559,7 @@ class UploadGate:
                 log.warning("upload from %s refused: %s", client, flight.refusal)
 
 
-    async def _refuse(self, receive: _Receive, send: _Send, read: bool, text: str) -> None:
+    async def _refuse(self, receive: Receive, send: Send, read: bool, text: str) -> None:
         """Answer 413 with ``text``. Unless the body was read (``read``) or the client waits to be asked for
         it (``Expect: 100-continue``), what is left of it is read and dropped first (at most ``request_bytes``,
         never stored): a server that closes with the body unread makes the client's system reset the
@@ -576,23 +573,23 @@ class UploadGate:
         await _answer(send, 413, text)
 
 
-def _header(scope: _Scope, wanted: bytes) -> bytes:
+def _header(scope: Scope, wanted: bytes) -> bytes:
     for name, value in scope.get("headers", ()):
         if name == wanted:
             return bytes(value)
     return b""
 
 
-def _multipart(scope: _Scope) -> bool:
+def _multipart(scope: Scope) -> bool:
     return _header(scope, b"content-type").split(b";", 1)[0].strip().lower() == b"multipart/form-data"
 
 
-def _content_length(scope: _Scope) -> int | None:
+def _content_length(scope: Scope) -> int | None:
     value = _header(scope, b"content-length").strip()
     return int(value) if value.isdigit() else None
 
 
-async def _answer(send: _Send, status: int, text: str) -> None:
+async def _answer(send: Send, status: int, text: str) -> None:
     body = text.encode("utf-8")
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode()),
