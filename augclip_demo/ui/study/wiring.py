@@ -17,12 +17,12 @@ from . import handlers as on
 def wire(ctx: on.StudyContext) -> None:
     """Every event of the Study tab (none in the API: the operator's actions are the page's alone)."""
     tab = ctx.tab
-    show = bind(on.show_agreement, ctx)
-    tab.refresh.click(show, [tab.token, tab.name, tab.results], tab.out, api_visibility="private")
-    # a results file, once its upload ends, shows at once (a click during the upload would read no file)
-    tab.results.upload(show, [tab.token, tab.name, tab.results], tab.out, api_visibility="private")
+    show, report = bind(on.show_agreement, ctx), [tab.token, tab.name, tab.results]
+    # the button, a results file once its upload ends (a click during the upload reads no file), and the
+    # 30-second refresh while it is on
+    for trigger in (tab.refresh.click, tab.results.upload, tab.timer.tick):
+        trigger(show, report, tab.out, api_visibility="private")
     tab.live.change(on.follow_answers, tab.live, tab.timer, api_visibility="private")
-    tab.timer.tick(show, [tab.token, tab.name, tab.results], tab.out, api_visibility="private")
     tab.add.click(bind(on.add_raters, ctx), [tab.token, tab.name, tab.count], tab.out, api_visibility="private")
     tab.close.click(bind(on.close_study, ctx), [tab.token, tab.name], tab.out, api_visibility="private")
     tab.export.click(bind(on.export_judgments, ctx), [tab.token, tab.name], [tab.files, tab.out],
