@@ -141,8 +141,9 @@ def test_the_results_say_what_they_show(browser, bare_app, shots):  # noqa: F811
     # HATIE's tiles show the whole chart: each picture inside its tile, in its own proportions
     page.get_by_role("tab", name="HATIE").click()
     page.locator("#aug-hatie-run").click()
-    page.wait_for_function("document.querySelectorAll('#aug-hatie-bars img').length >= 5")
-    page.locator("#aug-hatie-bars img").first.evaluate("img => img.decode()")
+    # every tile's picture loaded (a picture still loading has no natural size)
+    page.wait_for_function("""() => { const imgs = [...document.querySelectorAll('#aug-hatie-bars img')];
+        return imgs.length >= 5 && imgs.every(img => img.complete && img.naturalWidth > 0); }""")
     tiles = page.evaluate("""() => [...document.querySelectorAll('#aug-hatie-bars .thumbnail-item')].map(t => {
         const img = t.querySelector('img'), a = img.getBoundingClientRect(), b = t.getBoundingClientRect();
         return {inside: a.top >= b.top - 0.5 && a.bottom <= b.bottom + 0.5,
