@@ -133,9 +133,10 @@ def list_studies(ctx: StudyContext, token_value: str, study: Any, request: gr.Re
     if not names:
         return gr.Dropdown(choices=[], value=None), ("No studies on this server yet: create one with "
                                                      "`python -m augclip_demo study create` or from an Explore slice.")
-    picked = study if study in names else names[-1]
-    return (gr.Dropdown(choices=names, value=picked),
-            f"{len(names)} stud{'y' if len(names) == 1 else 'ies'} on this server: {', '.join(map(_cell, names))}.")
+    said = f"{len(names)} stud{'y' if len(names) == 1 else 'ies'} on this server: {', '.join(map(_cell, names))}."
+    if study in names:  # the value left out: a listing that arrives late does not undo a pick made meanwhile
+        return gr.Dropdown(choices=names), said
+    return gr.Dropdown(choices=names, value=names[-1]), said
 
 
 def follow_answers(on: bool | None) -> gr.Timer:

@@ -96,7 +96,11 @@ PAGE_JS = r"""
 
   function picture(img, position, slot) {
     return api("/study/api/image/" + position + "/" + slot).then(function (r) { return r.blob(); })
-      .then(function (blob) { var url = URL.createObjectURL(blob); state.urls.push(url); img.src = url; });
+      .then(function (blob) {
+        var url = URL.createObjectURL(blob); state.urls.push(url); img.src = url;
+        // the task counts as shown (its answer time starts) once the picture can be painted, not when asked for
+        return img.decode().catch(function () {});
+      });
   }
 
   function choicesFor(view) {
