@@ -64,6 +64,7 @@ def test_upload_type_evaluate_and_read_the_table(browser, app_server, tiny_encod
     page.locator("#aug-src-attrs textarea").fill("\n".join(SRC_ATTRS))
     page.locator("#aug-tgt-attrs textarea").fill("\n".join(TGT_ATTRS))
     page.wait_for_function("document.querySelectorAll('#aug-gallery img').length >= 2", timeout=60_000)
+    page.locator("#aug-source img").wait_for(timeout=60_000)  # the source's upload done too
     page.locator("#aug-evaluate").click()
     wait_for_rows(page, 2)
     page.screenshot(path=str(tmp_path / "evaluated-1366x768.png"), full_page=True)
@@ -217,7 +218,9 @@ def test_batch_stop_keeps_what_is_scored_and_run_goes_on_from_there(browser, app
         page.locator(f"{upload} input[type=file]").wait_for(state="attached")
     page.locator("#aug-batch-manifest input[type=file]").set_input_files(str(manifest))
     page.locator("#aug-batch-zip input[type=file]").set_input_files(str(tmp_path / "images.zip"))
-    page.wait_for_function("document.querySelector('#aug-batch-zip').innerText.includes('images')")
+    # both uploads done (Run during an upload reads no file): each box shows its file's name
+    page.wait_for_function("document.querySelector('#aug-batch-manifest').innerText.includes('long')"
+                           " && document.querySelector('#aug-batch-zip').innerText.includes('images')")
     stop = page.locator("#aug-batch-stop")
     stop.wait_for(state="hidden")  # nothing runs now (the examples' run has ended)
     page.locator("#aug-batch-run").click()

@@ -45,6 +45,7 @@ def test_switch_on_the_judge_and_read_its_columns_and_rationales(browser, judged
     page.locator("#aug-src-attrs textarea").fill("\n".join(SRC_ATTRS))
     page.locator("#aug-tgt-attrs textarea").fill("\n".join(TGT_ATTRS))
     page.wait_for_function("document.querySelectorAll('#aug-gallery img').length >= 2", timeout=60_000)
+    page.locator("#aug-source img").wait_for(timeout=60_000)  # the source's upload done too
     page.get_by_text("Advanced options").click()
     page.locator("#aug-judge-on input[type=checkbox]").check()
     page.locator("#aug-evaluate").click()

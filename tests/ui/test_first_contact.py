@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -64,18 +63,20 @@ def test_every_button_that_cannot_work_says_why_beside_itself_then_the_demo_runs
     page.get_by_role("tab", name="BPM").click()
     bpm = _note(page, "aug-note-bpm-tab", "augclip-demo download --bpm-fast")
     assert "OWL-ViT" in bpm and "SAM 2.1" in bpm, bpm
-    started = time.monotonic()
-    page.locator("#aug-bpm-run").click()
+    # timed in the page, from the click to the answer shown (a Playwright click first waits for the button to be
+    # stable, which a busy machine can stretch to many seconds)
+    page.locator("#aug-bpm-run").wait_for()
+    started = page.evaluate("() => { document.querySelector('#aug-bpm-run').click(); return performance.now(); }")
     page.wait_for_function("document.querySelector('#aug-bpm-info').innerText.includes('cannot run here')",
-                           timeout=10_000)
-    answered = time.monotonic() - started
+                           timeout=60_000)
+    answered = (page.evaluate("performance.now()") - started) / 1000
     print(f"\nRun BPM with these fields answered in {answered:.2f} s")
     assert answered < 5  # a round trip on a loaded 2-core machine; the check itself is cached
     page.screenshot(path=str(shots / "no-weights-bpm.png"), full_page=True)
     page.get_by_role("tab", name="HATIE").click()
     hatie = _note(page, "aug-note-hatie-tab", "augclip-demo download --hatie")
     assert "GroundingDINO" in hatie and "DINO facebook/dinov2-base" in hatie, hatie
-    status = page.locator("#aug-status").inner_text()
+    status = _note(page, "aug-status", "--hatie")  # the status area takes the checks' result on its next refresh
     assert "--bpm-fast" in status and "--hatie" in status, status
 
     # One click: the demo loads a world example and runs every stage: the toy CLIP, random region models.
@@ -84,10 +85,11 @@ def test_every_button_that_cannot_work_says_why_beside_itself_then_the_demo_runs
     page.reload()  # mid-stage (the explanations are drawing): the session's folder goes, no error is logged
     page.locator("#aug-demo").click()
     page.wait_for_function("document.querySelectorAll('#aug-table [role=gridcell]').length >= 14", timeout=300_000)
-    assert "TOY DEMO" in page.locator("#aug-demo-banner").inner_text()
-    assert not page.locator("#aug-demo").is_visible()  # the demo is on: its button goes
+    # the banner, the button and the note come in another reply than the table's
     page.wait_for_function("!(document.querySelector('#aug-note-scores-evaluate')?.innerText || '').trim()",
                            timeout=60_000)
+    assert "TOY DEMO" in _note(page, "aug-demo-banner", "TOY DEMO")
+    page.locator("#aug-demo").wait_for(state="hidden")  # the demo is on: its button goes
     assert "toy model trained on synthetic shapes" in page.locator("#aug-verdict").inner_text().lower()
     page.get_by_role("tab", name="BPM").click()
     page.wait_for_function("document.querySelectorAll('#aug-bpm-gallery img').length > 0", timeout=300_000)
@@ -118,7 +120,9 @@ def test_eight_edits_fit_the_file_list_the_gallery_and_the_umap_legend(browser, 
         shutil.copy(EXAMPLES / "flower-pink" / f"{stem}.png", tmp_path / f"{stem}_copy.png")
     page.locator("#aug-edits input[type=file]").set_input_files([str(tmp_path / f"{s}_copy.png") for s in stems])
     names = [f"{stem}.png" for stem in shown] + [f"{stem}_copy.png" for stem in stems]
-    page.wait_for_function("document.querySelectorAll('#aug-gallery img').length >= 8", timeout=60_000)
+    # all 8 pictures loaded: the gallery's height (and its second row of captions) settles only then
+    page.wait_for_function("""() => { const imgs = [...document.querySelectorAll('#aug-gallery img')];
+        return imgs.length >= 8 && imgs.every(img => img.complete && img.naturalWidth > 0); }""", timeout=60_000)
     files = page.locator("#aug-edits")
     box = files.bounding_box()
     for name in names:  # every file in view inside the list (not scrolled away); the list shows the stem, then .png

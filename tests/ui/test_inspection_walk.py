@@ -105,7 +105,12 @@ def test_the_whole_inspection_flow_reads_well(browser, app_server):
 
     # Interactive hyperplane views: drawn, labels apart, hover and legend work
     page.get_by_role("tab", name="Hyperplane views").click()
+    # the view follows the pick: redrawn for E4 (until then it may still show the best edit's fit)
+    page.wait_for_function("(document.querySelector('#aug-exact .gtitle')?.textContent || '').includes('fit of E4')",
+                           timeout=240_000)
     check_plot(page, "#aug-exact")
+    # the UMAP view comes after numba's first compile, which a busy 2-core machine can take minutes to finish
+    page.locator("#aug-umap .js-plotly-plot .scatterlayer .points path").first.wait_for(timeout=900_000)
     check_plot(page, "#aug-umap")
     title = page.locator("#aug-exact .gtitle").text_content()
     assert "fit of E4" in title, title
@@ -118,6 +123,8 @@ def test_the_whole_inspection_flow_reads_well(browser, app_server):
     text = ""
     markers = page.locator("#aug-exact .scatterlayer .trace").first.locator(".points path")
     for k in range(markers.count()):
+        page.mouse.move(0, 0)  # the last marker's label gone first, so the wait below reads this marker's
+        page.wait_for_function("!(document.querySelector('#aug-exact .hoverlayer')?.textContent || '')")
         box = markers.nth(k).bounding_box()
         page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         page.wait_for_function("document.querySelector('#aug-exact .hoverlayer').textContent.includes('distance')")
