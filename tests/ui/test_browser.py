@@ -55,6 +55,14 @@ def wait_for_rows(page, count: int, timeout: float = 240_000) -> None:
         f"document.querySelectorAll('#aug-table [role=gridcell]').length >= {count * 7}", timeout=timeout)
 
 
+def wait_for_pictures(page, selector: str, count: int, timeout: float | None = None) -> None:
+    """At least ``count`` pictures under ``selector``, each loaded: one still loading has no natural size, and
+    the box around it has not taken its final height (``timeout``: the page's default when None)."""
+    page.wait_for_function("""([selector, count]) => { const imgs = [...document.querySelectorAll(selector + ' img')];
+        return imgs.length >= count && imgs.every(img => img.complete && img.naturalWidth > 0); }""",
+                           arg=[selector, count], timeout=timeout)
+
+
 def test_upload_type_evaluate_and_read_the_table(browser, app_server, tiny_encoder, tmp_path):
     page = open_page(browser, app_server["url"])
     page.locator("#aug-source input[type=file]").set_input_files(str(FLOWER / "source.png"))

@@ -11,7 +11,10 @@ import re
 import pytest
 
 from tests.support import artifacts_folder
-from tests.ui.test_browser import pytestmark  # noqa: F401 - browser and slow, skipped without Chromium
+from tests.ui.test_browser import (
+    pytestmark,  # noqa: F401 - browser and slow, skipped without Chromium
+    wait_for_pictures,
+)
 from tests.ui.test_first_contact import bare_app  # noqa: F401 - the newcomer's server, shared by this module
 
 PHONE = {"width": 390, "height": 844}
@@ -141,9 +144,7 @@ def test_the_results_say_what_they_show(browser, bare_app, shots):  # noqa: F811
     # HATIE's tiles show the whole chart: each picture inside its tile, in its own proportions
     page.get_by_role("tab", name="HATIE").click()
     page.locator("#aug-hatie-run").click()
-    # every tile's picture loaded (a picture still loading has no natural size)
-    page.wait_for_function("""() => { const imgs = [...document.querySelectorAll('#aug-hatie-bars img')];
-        return imgs.length >= 5 && imgs.every(img => img.complete && img.naturalWidth > 0); }""")
+    wait_for_pictures(page, "#aug-hatie-bars", 5)
     tiles = page.evaluate("""() => [...document.querySelectorAll('#aug-hatie-bars .thumbnail-item')].map(t => {
         const img = t.querySelector('img'), a = img.getBoundingClientRect(), b = t.getBoundingClientRect();
         return {inside: a.top >= b.top - 0.5 && a.bottom <= b.bottom + 0.5,

@@ -15,7 +15,10 @@ from tests.support.app_process import spawn_app
 
 # browser and slow, skipped where Chromium is missing: the same marks as the main browser test
 from tests.ui.test_browser import open_page as _open
-from tests.ui.test_browser import pytestmark  # noqa: F401
+from tests.ui.test_browser import (
+    pytestmark,  # noqa: F401
+    wait_for_pictures,
+)
 
 
 @pytest.fixture(scope="module")
@@ -120,9 +123,7 @@ def test_eight_edits_fit_the_file_list_the_gallery_and_the_umap_legend(browser, 
         shutil.copy(EXAMPLES / "flower-pink" / f"{stem}.png", tmp_path / f"{stem}_copy.png")
     page.locator("#aug-edits input[type=file]").set_input_files([str(tmp_path / f"{s}_copy.png") for s in stems])
     names = [f"{stem}.png" for stem in shown] + [f"{stem}_copy.png" for stem in stems]
-    # all 8 pictures loaded: the gallery's height (and its second row of captions) settles only then
-    page.wait_for_function("""() => { const imgs = [...document.querySelectorAll('#aug-gallery img')];
-        return imgs.length >= 8 && imgs.every(img => img.complete && img.naturalWidth > 0); }""", timeout=60_000)
+    wait_for_pictures(page, "#aug-gallery", 8, timeout=60_000)  # the gallery's height settles only then
     files = page.locator("#aug-edits")
     box = files.bounding_box()
     for name in names:  # every file in view inside the list (not scrolled away); the list shows the stem, then .png
