@@ -54,7 +54,7 @@ def warn(message: str) -> None:
 # ---------------------------------------------------------------------------------------------- preflight
 #: Output flags that name a file, and those that name a folder (created when missing).
 _OUTPUT_FILE_FLAGS = ("out", "csv")
-_OUTPUT_DIR_COMMANDS = {"explain": ("out",)}
+_OUTPUT_DIR_COMMANDS = {"explain": ("out",), "world": ("out",)}
 
 
 def _check_output_file(value: str, flag: str) -> None:

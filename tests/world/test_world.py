@@ -144,6 +144,9 @@ def test_the_world_command_writes_a_set_and_refuses_bad_arguments(tmp_path, caps
     assert "3 item(s)" in capsys.readouterr().out
     kinds = [json.loads(line)["meta"]["world"]["kind"] for line in (tmp_path / "w" / "manifest.jsonl").open()]
     assert kinds == ["move", "add", "move"]
+    # the folder of an earlier set is written again (a redrawn set, not a refusal)
+    assert main(["world", str(tmp_path / "w"), "--items", "2", "--kinds", "add"]) == 0
+    assert len((tmp_path / "w" / "manifest.jsonl").read_text().splitlines()) == 2
     assert main(["world", str(tmp_path / "x"), "--items", "0"]) == 2
     assert "--items must be between 1 and" in capsys.readouterr().err
     (tmp_path / "file").write_text("")
