@@ -74,11 +74,12 @@ def test_held_out_zero_shot_accuracy_per_concept(encoder):
         hits["background"].append(closest([BACKGROUND_PHRASES[b] for b in CONCEPTS["background"]], image)
                                   == CONCEPTS["background"].index(scene.background))
     accuracy = {c: float(np.mean(h)) for c, h in hits.items()}
-    # The shipped weights: colour 0.881, shape 0.863, size 0.923, position 0.940, background 1.00 here (chance
-    # 0.11, 0.17, 0.33, 0.20, 0.20); each floor is that less about 0.02, so a change that costs the model what
-    # it knows fails here. The targets for colour and shape (0.9) are not reached yet: docs/world.md.
-    assert accuracy["colour"] >= 0.86 and accuracy["shape"] >= 0.84, accuracy
-    assert accuracy["size"] >= 0.90 and accuracy["position"] >= 0.92 and accuracy["background"] >= 0.99, accuracy
+    # The issue's targets: 0.9 for colour and shape, 0.8 for position and background. The shipped weights:
+    # colour 0.901 (528 of 586 objects), shape 0.920, size 0.959, position 0.962, background 1.00 here (chance
+    # 0.11, 0.17, 0.33, 0.20, 0.20). The other floors are the shipped accuracy less about 0.02, so a change that
+    # costs the model what it knows fails here.
+    assert accuracy["colour"] >= 0.9 and accuracy["shape"] >= 0.9, accuracy
+    assert accuracy["size"] >= 0.94 and accuracy["position"] >= 0.94 and accuracy["background"] >= 0.99, accuracy
 
 
 @pytest.fixture(scope="module")
@@ -116,8 +117,8 @@ _BELOW_TARGET = pytest.mark.xfail(strict=True, reason="shapes:tiny does not reac
 @pytest.mark.slow
 @_BELOW_TARGET
 def test_augclip_prefers_the_correct_edit_over_the_unchanged_copy_and_the_over_edit(results):
-    """The issue's target: 90% over the unchanged copy, 80% over the over-edit (measured: 0.69 over the unchanged
-    copy, 0.86 over the over-edit)."""
+    """The issue's target: 90% over the unchanged copy, 80% over the over-edit (measured: 0.71 over the unchanged
+    copy, 0.81 over the over-edit)."""
     rows = _scores(results)
     assert _preference_rate(rows, "augclip", "correct", "unchanged") >= 0.9
     assert _preference_rate(rows, "augclip", "correct", "over_edit") >= 0.8
@@ -125,7 +126,7 @@ def test_augclip_prefers_the_correct_edit_over_the_unchanged_copy_and_the_over_e
 
 @pytest.mark.slow
 def test_augclip_prefers_the_correct_edit_to_the_over_edit_and_the_wrong_edit(results):
-    """What AugCLIP does meet with the world's scene lists (shipped weights: 0.86 over the over-edit, 0.77 over
+    """What AugCLIP does meet with the world's scene lists (shipped weights: 0.81 over the over-edit, 0.81 over
     the wrong edit; a perfect encoder: 1.00 and 0.86, docs/world.md)."""
     rows = _scores(results)
     assert _preference_rate(rows, "augclip", "correct", "over_edit") >= 0.75
@@ -217,7 +218,7 @@ def test_relevancy_maps_point_at_the_recoloured_object(recolour_maps):
 def test_relevancy_maps_weigh_more_on_the_recoloured_object_than_on_the_rest(recolour_maps):
     """The weaker claim the shipped weights meet: each map's mean over the recoloured object exceeds its mean
     over the whole image in at least 80% of the items, and by a factor of 2 on average (shipped weights: the
-    AugCLIP map in 90% of the items, 2.8 times; CLIP-T's in all, 2.7 times)."""
+    AugCLIP map in all the items, 4.9 times; CLIP-T's in 90%, 7.0 times)."""
     for name in ("augclip", "clip_t"):
         ratios = []
         for mask, maps in recolour_maps:
@@ -294,7 +295,7 @@ def test_the_umap_view_puts_each_sides_own_attributes_on_its_side(world):
     the source has on the source side and those only the target has on the target side."""
     evaluator = Evaluator(MODEL, "cpu")
     placed = {"source_attribute": [], "target_attribute": []}
-    for item in _items(world)[:14]:
+    for item in _items(world):  # all 70: over 14 items (26 phrases a side) one phrase moves a share by 0.04
         source, target = item["attributes"]["source"], item["attributes"]["target"]
         report = _score_correct(evaluator, world, item)
         view = explain_report(report, evaluator.encoder, ExplainOptions(relevancy=False, rankings=False,
@@ -306,7 +307,7 @@ def test_the_umap_view_puts_each_sides_own_attributes_on_its_side(world):
                 if view.points.texts[i] in own and view.points.texts[i] not in other:
                     placed[kind].append(sign * (float(line.w @ view.coords[i]) + line.b) > 0)
     rates = {side: float(np.mean(v)) for side, v in placed.items()}
-    assert min(rates.values()) >= 0.8, rates  # the shipped weights: 0.88 and 0.85
+    assert min(rates.values()) >= 0.8, rates  # the shipped weights: 0.82 and 0.85 (130 phrases a side)
 
 
 @pytest.mark.slow
@@ -368,3 +369,36 @@ def test_the_page_s_maps_point_at_the_recoloured_object(world):
             hits[name].append(_hit(relevancy.image_map(), mask, relevancy.grid_size[0]))
     rates = {name: float(np.mean(h)) for name, h in hits.items()}
     assert min(rates.values()) >= 0.8, rates
+
+
+@pytest.mark.slow
+def test_the_demo_example_ranks_the_correct_edit_first_and_maps_the_moved_object():
+    """What the demo button shows a newcomer (its example, through the page's own session functions): AugCLIP,
+    CLIPdir and CLIP-T rank the correct edit first, CLIP-I the unchanged copy, and the AugCLIP and CLIP-T maps of
+    the correct edit have their maximum on the moved object."""
+    from augclip_demo.pipeline import AugCLIPOptions
+    from augclip_demo.ui import first_contact
+    from augclip_demo.ui.evaluate import session as page
+    from augclip_demo.ui.examples import load_examples
+
+    example = next(e for e in load_examples() if e.id == first_contact.DEMO_EXAMPLE)
+    settings = Settings.from_env().replace(clip_model=first_contact.DEMO_CLIP, device="cpu")
+    report, session = page.evaluate(
+        settings, page.Session(), source=str(example.source), edits=[str(p) for p in example.edits],
+        target_text=example.target_text, source_text=example.source_text, provider="manual",
+        source_attrs_box="\n".join(example.source_attributes), target_attrs_box="\n".join(example.target_attributes),
+        options=AugCLIPOptions(), progress=lambda fraction, stage: None)
+    names = [Path(p).stem for p in example.edits]
+    best = {metric: names[int(np.argmax([e.metrics[metric] for e in report.edits]))]
+            for metric in ("augclip", "clip_dir", "clip_t", "clip_i")}
+    assert best == {"augclip": "correct", "clip_dir": "correct", "clip_t": "correct", "clip_i": "unchanged"}, best
+    _, _, session = page.explain(settings, session)
+    page.shown_maps(settings, session)
+    manifest = json.loads((Path(example.source).parent / "example.json").read_text())
+    moved = manifest["meta"]["world"]["edited"]
+    correct = names.index("correct")
+    mask_path = Path(example.source).parent.parent / manifest["object_masks"]["edits"][correct][moved]
+    mask = np.asarray(Image.open(mask_path)) > 127
+    for name in ("augclip", "clip_t"):
+        relevancy = getattr(session.explained.edits[correct], name)
+        assert _hit(relevancy.image_map(), mask, relevancy.grid_size[0]), name
