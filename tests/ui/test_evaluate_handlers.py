@@ -395,8 +395,8 @@ def test_pick_demo_model_picks_the_toy_clip_the_page_offers(ctx):
 
 def test_load_first_example_fills_the_inputs_with_the_demo_world_example(ctx):
     row = on.load_first_example(ctx)
-    first = next(e for e in load_examples() if e.id == "world-recolour")
-    assert len(first.edits) == 5 and "the ring is blue" in first.source_attributes
+    first = next(e for e in load_examples() if e.id == "world-move")
+    assert len(first.edits) == 5 and "the star is on the left" in first.source_attributes
     assert row[0] == first.source and row[1] == first.edits and row[2] == first.target_text
     assert row[5] == "manual" and row[6].splitlines() == first.source_attributes
     assert all(Path(path).is_file() for path in [row[0], *row[1]])
