@@ -46,6 +46,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: The relevancy maps of an edit (EditExplanation fields): AugCLIP's, CLIP-T's and the CLIPdir pair.
 _EDIT_MAPS = ("augclip", "clip_t", "clip_dir")
+#: Why an edit has no modification map: AugCLIP's v is zero when the source already lies on the target side.
+_NO_MODIFICATION = ("AugCLIP's modification v is zero for this edit (the source already lies on the target side of "
+                   "the hyperplane, so the ideal edit is the source itself): there is no map along v")
 _EMBEDS_DIFFERENTLY = "the relevancy pass embeds this edit slightly differently from the report"
 NO_SOURCE_TEXT = "no source text given: the CLIPdir map needs dT = E(T_trg) - E(T_src)"
 _AUGCLIP_MAP_CAPTION = (
@@ -53,6 +56,13 @@ _AUGCLIP_MAP_CAPTION = (
     "ideal edit AugCLIP estimates. New in this tool (the paper says no relevancy map exists for AugCLIP): the "
     "ideal point is a vector in CLIP space, so the gradient relevancy of an image-vector similarity applies. "
     "{layers}"
+)
+_AUGCLIP_MAPS_CAPTION = (
+    "Left: relevancy (Chefer et al. 2021) of cs(E(I_edit), E(I_src)+v), the AugCLIP score: regions of the edit that "
+    "make it resemble the ideal edit AugCLIP estimates. Right: relevancy of cs(E(I_edit), v): regions of the edit "
+    "that carry v, the modification from the source to the ideal edit. New in this tool (the paper says no "
+    "relevancy map exists for AugCLIP): both targets are vectors in CLIP space, so the gradient relevancy of an "
+    "image-vector similarity applies. {layers}"
 )
 _CLIP_T_MAP_CAPTION = ("Relevancy (Chefer et al. 2021) of cs(E(I_edit), E(T_trg)), the CLIP-T similarity: regions of "
                       "the edit that make it match the target text. {layers}")
@@ -111,6 +121,7 @@ class EditExplanation:
     index: int
     name: str
     augclip: RelevancyMap | None = None  # t = E(I_src) + v on the edit
+    augclip_v: RelevancyMap | None = None  # t = v on the edit (computed with augclip; None when v is zero)
     clip_t: RelevancyMap | None = None  # t = E(T_trg) on the edit
     clip_dir: ClipDirRelevancy | None = None  # R(I_edit; dT) - R(I_src; dT)
     rankings: EditRankings | None = None
@@ -123,6 +134,8 @@ class EditExplanation:
         relevancy: dict[str, Any] = {}
         if self.augclip is not None:
             relevancy["augclip"] = self.augclip.to_dict()
+        if self.augclip_v is not None:
+            relevancy["augclip_v"] = self.augclip_v.to_dict()
         if self.clip_t is not None:
             relevancy["clip_t"] = self.clip_t.to_dict()
         if self.clip_dir is not None:
@@ -325,7 +338,8 @@ def _relevancy_blocker(report: Report, encoder: ClipEncoder | None) -> str | Non
 def _relevancy_image_count(report: Report, options: ExplainOptions) -> int:
     edits = len(report.edits) if options.relevancy_edits is None else len(set(options.relevancy_edits))
     kinds = set(options.relevancy_maps or _EDIT_MAPS) - (set() if report.source_text else {"clip_dir"})
-    return len(kinds) * edits + (1 if "clip_dir" in kinds else 0)
+    # AugCLIP's two maps (toward the ideal, along v) count as two; the CLIPdir pair shares the source's map
+    return (len(kinds) + ("augclip" in kinds)) * edits + (1 if "clip_dir" in kinds else 0)
 
 
 def _add_relevancy(report: Report, encoder: ClipEncoder, edits: list[EditExplanation], options: ExplainOptions,
@@ -348,6 +362,15 @@ def _add_relevancy(report: Report, encoder: ClipEncoder, edits: list[EditExplana
             continue
         edit = edits[i]
         # maps an edit already has are kept (complete_relevancy adds the missing ones)
+        v = np.asarray(res.v, dtype=np.float32)
+        if "augclip" in kinds and edit.augclip is None:  # the map along v comes with the map toward the ideal
+            if np.any(v):
+                images.append(item)
+                targets.append(v)
+                objectives.append("augclip_v")
+                slots.append((i, "augclip_v"))
+            else:
+                edit.unavailable["augclip_v_relevancy"] = _NO_MODIFICATION
         for name, target in (("augclip", np.asarray(res.ideal, dtype=np.float32)),
                              ("clip_t", arrays.target_text_embedding), ("clip_dir", direction)):
             if name in kinds and target is not None and getattr(edit, name) is None:
@@ -370,6 +393,8 @@ def _add_relevancy(report: Report, encoder: ClipEncoder, edits: list[EditExplana
         edit = edits[edit_index]
         if objective == "augclip":
             edit.augclip = rel
+        elif objective == "augclip_v":
+            edit.augclip_v = rel
         elif objective == "clip_t":
             edit.clip_t = rel
         else:
@@ -420,6 +445,7 @@ def make_figure(report: Report, result: ReportExplanations, stem: str) -> Figure
     """The matplotlib figure saved as ``<stem>.png`` (one of :func:`figure_stems`)."""
     from .figures import (
         alpha_figure,
+        augclip_figure,
         clip_dir_figure,
         exact_view_figure,
         ranking_figure,
@@ -440,6 +466,10 @@ def make_figure(report: Report, result: ReportExplanations, stem: str) -> Figure
     image = arrays.edits[edit.index].image
     label = edit_names([item.name for item in report.edits])[edit.index].label
     untrained = result.untrained
+    if key == "relevancy_augclip" and edit.augclip is not None and edit.augclip_v is not None:
+        return augclip_figure(
+            image, edit.augclip, edit.augclip_v, title=f"AugCLIP relevancy: {label}",
+            caption=_AUGCLIP_MAPS_CAPTION.format(layers=_layers_text(edit.augclip)), untrained=untrained)
     if key == "relevancy_augclip" and edit.augclip is not None:
         return relevancy_figure(
             image, edit.augclip, title=f"AugCLIP relevancy: {label} toward the ideal edit",

@@ -147,6 +147,24 @@ def relevancy_figure(image: Image.Image, rel: RelevancyMap, *, title: str, capti
     return fig
 
 
+def augclip_figure(image: Image.Image, ideal: RelevancyMap, modification: RelevancyMap, *, title: str,
+                   caption: str | None = None, untrained: bool = False) -> Figure:
+    """AugCLIP's two maps over the edit: toward the ideal edit (its score) and along the modification v."""
+    disp = _display_image(image)
+    scale = disp.size[0] / image.size[0]
+    fig, body = _framed(11.5, 5.2, title, caption, untrained)
+    axes = body.subplots(1, 2)
+    for ax, rel, heading in ((axes[0], ideal, f"toward the ideal edit E(I_src)+v   AugCLIP = {ideal.score:+.3f}"),
+                             (axes[1], modification, f"along the modification v   cs(E(I_edit), v) = "
+                                                     f"{modification.score:+.3f}")):
+        box = None if rel.view.covers_whole_image else rel.view.box
+        _overlay(ax, disp, rel.image_map(disp.size), cmap=_RELEVANCY_CMAP, vmin=0, vmax=1, alpha=0.5,
+                 view_box=box, scale=scale)
+        ax.set_title(heading, fontsize=10)
+        _colorbar(body, ax, _RELEVANCY_CMAP, 0, 1, "relevance [0, 1]", 0.8)
+    return fig
+
+
 def clip_dir_figure(source_image: Image.Image, edit_image: Image.Image, rel: ClipDirRelevancy, *, title: str,
                     caption: str | None = None, untrained: bool = False) -> Figure:
     """R(I_src; dT), R(I_edit; dT) and the signed difference on the edit (diverging colour map)."""

@@ -47,6 +47,7 @@ _OBJECTIVES: dict[str, str] = {
     "clip_t": "CLIP-T: t = E(T_trg)",
     "clip_dir": "CLIPdir: t = dT = E(T_trg) - E(T_src)",
     "augclip": "AugCLIP: t = E(I_src) + v, the estimated ideal edit",
+    "augclip_v": "AugCLIP's modification: t = v, the change from the source to the ideal edit",
     "custom": "a caller-given target vector t",
 }
 #: Maps kept per encoder (CPU): about 4 kB each for ViT-B/16 (a 14 x 14 grid and the embedding).
@@ -342,6 +343,17 @@ def augclip_relevancy(encoder: ClipEncoder, edited: ImageInput | LoadedImage, re
     """
     ideal = result.ideal if isinstance(result, AugCLIPResult) else np.asarray(result)
     return relevancy(encoder, edited, ideal, objective="augclip", start_layer=start_layer)
+
+
+def modification_relevancy(encoder: ClipEncoder, edited: ImageInput | LoadedImage,
+                            result: AugCLIPResult | np.ndarray, *, start_layer: int = 0) -> RelevancyMap:
+    """AugCLIP's modification: which regions of the edit carry v, the change from the source to the ideal edit
+    (t = v). Undefined when v is zero (the source already lies on the target side of the hyperplane).
+
+    ``result`` is the edit's :class:`AugCLIPResult` (its ``v``) or v itself.
+    """
+    v = result.v if isinstance(result, AugCLIPResult) else np.asarray(result)
+    return relevancy(encoder, edited, v, objective="augclip_v", start_layer=start_layer)
 
 
 def clip_dir_relevancy(

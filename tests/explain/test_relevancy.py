@@ -17,6 +17,7 @@ from augclip_demo.explain.relevancy import (
     augclip_relevancy,
     clip_dir_relevancy,
     clip_t_relevancy,
+    modification_relevancy,
     relevancy,
     relevancy_batch,
     supports_relevancy,
@@ -296,6 +297,11 @@ def test_objectives_reproduce_the_metric_values(tiny_encoder, scene):
     result = augclip_score(src_emb, edit_emb, texts[2:4], texts[4:6])
     aug = augclip_relevancy(tiny_encoder, edit, result)
     assert aug.score == pytest.approx(result.score, abs=1e-5)  # the map explains exactly the AugCLIP score
+    v = (texts[1] - src_emb).astype(np.float64)  # a modification vector (this fit's own v is zero: the error below)
+    along = modification_relevancy(tiny_encoder, edit, v)
+    assert along.score == pytest.approx(float(np.dot(edit_emb, v) / np.linalg.norm(v)), abs=1e-5)
+    with pytest.raises(InputError, match="zero"):
+        modification_relevancy(tiny_encoder, edit, result)
     clip_t = clip_t_relevancy(tiny_encoder, edit, texts[1])
     assert clip_t.score == pytest.approx(float(np.dot(edit_emb, texts[1])), abs=1e-5)
     clip_dir = clip_dir_relevancy(tiny_encoder, scene, edit, texts[0], texts[1])

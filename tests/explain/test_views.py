@@ -165,9 +165,13 @@ def test_explain_report_end_to_end(report, tiny_encoder, umap_warm_seconds):
     assert edit.augclip.score == pytest.approx(report.edits[1].metrics["augclip"], abs=1e-5)
     assert edit.clip_t.score == pytest.approx(report.edits[1].metrics["clip_t"], abs=1e-5)
     assert edit.clip_dir.clip_dir == pytest.approx(report.edits[1].metrics["clip_dir"], abs=1e-4)
+    # the map along v explains cs(E(I_edit), v), written out here from the report's own vectors
+    v, edit_embedding = report.arrays.augclip[1].v, report.arrays.edit_embeddings[1].astype(np.float64)
+    assert edit.augclip_v.score == pytest.approx(float(edit_embedding @ v / np.linalg.norm(edit_embedding)
+                                                       / np.linalg.norm(v)), abs=1e-5)
     data = json.loads(explanations.to_json())
     assert data["untrained"] is True and "warning" in data
-    assert set(data["edits"][0]["relevancy"]) == {"augclip", "clip_t", "clip_dir"}
+    assert set(data["edits"][0]["relevancy"]) == {"augclip", "augclip_v", "clip_t", "clip_dir"}
     assert len(data["edits"][0]["relevancy"]["augclip"]["grid"]) == 4
     assert data["hyperplane_exact"]["panels"][0]["points"][0]["kind"] == "source_attribute"
     assert len(data["hyperplane_umap"]["points"]) == 11
@@ -204,6 +208,7 @@ def test_trained_figures_carry_no_banner_and_missing_parts_say_why(report, tiny_
     for late_a, late_b, once in zip(only_second.edits, first.edits, every.edits):
         for late in (late_a, late_b):
             np.testing.assert_array_equal(late.augclip.raw, once.augclip.raw)
+            np.testing.assert_array_equal(late.augclip_v.raw, once.augclip_v.raw)
             np.testing.assert_array_equal(late.clip_t.raw, once.clip_t.raw)
             np.testing.assert_array_equal(late.clip_dir.grid_difference(), once.clip_dir.grid_difference())
     with pytest.raises(InputError, match="unknown explanation option"):
@@ -353,3 +358,16 @@ def test_2d_line_on_overlapping_points_returns():
         coords = rng.normal(size=(22, 2)) * rng.choice([0.3, 1, 3, 10]) + rng.normal(size=2) * 5
         w, b, accuracy = fit_line_2d(coords, np.array([-1] * 11 + [1] * 11), rng.uniform(0.01, 3, 22))
         assert np.all(np.isfinite(w)) and np.isfinite(b) and 0.0 <= accuracy <= 1.0
+
+
+def test_an_edit_whose_modification_is_zero_has_no_map_along_v_and_says_why(tiny_encoder, scene_files):
+    """A source list inside the target list leaves the source on the target side (c <= 0): v is zero, the ideal
+    edit is the source, and the map along v is left out with the reason; the map toward the ideal stays."""
+    attributes = Attributes(source=["a red ball"], target=["a red ball", "a white background"])
+    report = Evaluator(encoder=tiny_encoder).evaluate(scene_files["source"], [scene_files["faithful"]],
+                                                      "a red ball on white", "a red ball", attributes)
+    assert not np.any(report.arrays.augclip[0].v)
+    edit = explain_report(report, tiny_encoder, umap=False, rankings=False).edits[0]
+    assert edit.augclip is not None and edit.augclip_v is None
+    assert "modification v is zero" in edit.unavailable["augclip_v_relevancy"]
+    assert "relevancy_augclip" in edit.figures  # the one-panel figure toward the ideal edit

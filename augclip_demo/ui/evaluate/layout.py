@@ -363,7 +363,8 @@ def _explanations() -> dict[str, Any]:
     with gr.Tab("Relevancy maps", id="relevancy"):
         parts["relevancy_info"] = gr.Markdown(views.RELEVANCY_HELP, label="Explanations: notes")
         with gr.Row():
-            parts["augclip_map"] = _figure("AugCLIP map (toward the ideal edit)", "aug-map-augclip")
+            parts["augclip_map"] = _figure("AugCLIP maps (toward the ideal edit; along the modification v)",
+                                           "aug-map-augclip")
             parts["clip_t_map"] = _figure("CLIP-T map (toward the target text)", "aug-map-clip-t")
         parts["clip_dir_map"] = _figure("CLIPdir signed map with its two components (App. D.5)", "aug-map-clip-dir")
     with gr.Tab("Hyperplane views", id="hyperplane"):

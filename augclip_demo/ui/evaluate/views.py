@@ -20,7 +20,8 @@ from ..common import empty_table, text_safe
 RELEVANCY_HELP = (
     f"Pick an edit above. Where each metric looks (the gradient relevancy of {RELEVANCY.short} on CLIP's vision "
     "transformer). "
-    "**AugCLIP map**: regions of the edit that make it resemble the estimated ideal edit E(I_src)+v. "
+    "**AugCLIP maps**: regions of the edit that make it resemble the estimated ideal edit E(I_src)+v (left), and "
+    "regions that carry v, the modification from the source to that ideal (right). "
     "**CLIPdir map** (AugCLIP paper, App. D.5): R(I_edit; dT) - R(I_src; dT), red where the edit carries more of the text "
     "direction than the source, blue where less, beside its two components. **CLIP-T map**: regions that match "
     "the target text. Click a map to enlarge it."
