@@ -353,8 +353,9 @@ def _results() -> dict[str, Any]:
     }
 
 
-def _figure(label: str, elem_id: str) -> gr.Image:
-    return gr.Image(label=label, type="filepath", elem_id=elem_id, show_label=False, buttons=_IMAGE_BUTTONS)
+def _figure(label: str, elem_id: str, scale: int | None = None) -> gr.Image:
+    return gr.Image(label=label, type="filepath", elem_id=elem_id, show_label=False, buttons=_IMAGE_BUTTONS,
+                    scale=scale)
 
 
 def _explanations() -> dict[str, Any]:
@@ -363,8 +364,9 @@ def _explanations() -> dict[str, Any]:
     with gr.Tab("Relevancy maps", id="relevancy"):
         parts["relevancy_info"] = gr.Markdown(views.RELEVANCY_HELP, label="Explanations: notes")
         with gr.Row():
+            # AugCLIP's figure holds two maps: twice the width, so its maps show as large as CLIP-T's one
             parts["augclip_map"] = _figure("AugCLIP maps (toward the ideal edit; along the modification v)",
-                                           "aug-map-augclip")
+                                           "aug-map-augclip", scale=2)
             parts["clip_t_map"] = _figure("CLIP-T map (toward the target text)", "aug-map-clip-t")
         parts["clip_dir_map"] = _figure("CLIPdir signed map with its two components (App. D.5)", "aug-map-clip-dir")
     with gr.Tab("Hyperplane views", id="hyperplane"):
