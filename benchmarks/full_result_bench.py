@@ -9,11 +9,12 @@ same model, new edited images (small pixel changes), and every cache of the enco
 the source's embedding, relevancy maps), so a warm round costs what a new request costs. Per stage,
 wall-clock seconds (CUDA synchronised at each stage boundary). The targets of issue 16 are printed
 beside the warm medians, for 2 edits on 2 CPU cores: scores <= 1 s, and scores + both edits'
-relevancy maps + views <= 3 s (``scores+AugCLIP maps+views``: each edit's AugCLIP map); the complete
-set of 7 maps (AugCLIP, CLIP-T and CLIPdir of each edit and the source's CLIPdir map) is the
+relevancy maps + views <= 3 s (``scores+AugCLIP maps+views``: each edit's two AugCLIP maps, toward the ideal
+edit and along v); the complete set of 9 maps (AugCLIP's two, CLIP-T and CLIPdir of each edit and the source's
+CLIPdir map) is the
 ``relevancy`` row. The library path (explain_report with every matplotlib figure, then every PNG)
 is reported apart from the app's path (ui.evaluate.session): its first result is the shown edit's AugCLIP
-map, computed and drawn, with the rankings and the exact view; then come that edit's CLIP-T and
+maps, computed and drawn, with the rankings and the exact view; then come that edit's CLIP-T and
 CLIPdir maps, then the other edits' maps, the UMAP view and the ranking charts; the other figures
 are drawn only for figures.zip or when another edit is picked.
 """
@@ -36,13 +37,13 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 STAGES = ("image_encoding", "text_encoding", "metrics", "scores", "relevancy", "views", "figures", "png_saving",
           "augclip_maps")
-# The app's path (ui.evaluate.session): its explanation stage (the shown edit's AugCLIP map computed and drawn, every
+# The app's path (ui.evaluate.session): its explanation stage (the shown edit's AugCLIP maps computed and drawn, every
 # edit's rankings, the exact view), the shown edit's CLIP-T and CLIPdir maps, what the page fetches next
 # (the other edits' maps, UMAP view, the shown edit's ranking charts), and the figures drawn only for
 # figures.zip or another edit.
 APP_STAGES = ("app_explain_stage", "app_shown_maps", "app_then_umap_rankings", "app_other_figures")
 # Issue 16, goal 2: scores <= 1 s; scores + both relevancy maps + views <= 3 s. Read as each edit's
-# AugCLIP map, and as the complete set (7 maps: AugCLIP, CLIP-T and CLIPdir of each edit, the source's
+# AugCLIP maps, and as the complete set (9 maps: AugCLIP's two, CLIP-T and CLIPdir of each edit, the source's
 # CLIPdir map); the target is printed beside both, and beside the app's first result.
 TARGETS = {"scores": 1.0, "scores+AugCLIP maps+views": 3.0, "scores+relevancy+views": 3.0,
            "app: scores+first result": 3.0}
