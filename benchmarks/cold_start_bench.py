@@ -19,7 +19,7 @@ process does what the app does from its start, timed from the moment the parent 
   what the page fetches after it (the UMAP view and the remaining figures, ``ui.evaluate.session.explain_rest``).
 
 The first full result is what the page shows when its explanation stage ends: the scores, the
-selected edit's AugCLIP relevancy map, the rankings and the exact hyperplane view. That edit's CLIP-T
+selected edit's AugCLIP relevancy maps, the rankings and the exact hyperplane view. That edit's CLIP-T
 and CLIPdir maps (the page's next stage), then the UMAP view (its numba compile runs at start-up) and
 the figures of the other tabs and edits arrive after it; every time is printed, with the 30 s target
 beside the first. ``--numba-cache fresh`` (default) points NUMBA_CACHE_DIR at an

@@ -55,6 +55,8 @@ def warn(message: str) -> None:
 #: Output flags that name a file, and those that name a folder (created when missing).
 _OUTPUT_FILE_FLAGS = ("out", "csv")
 _OUTPUT_DIR_COMMANDS = {"explain": ("out",), "world": ("out",)}
+#: Commands whose output is a positional argument, and the name their help gives it.
+_POSITIONAL_OUTPUTS = {"world": "OUT"}
 
 
 def _check_output_file(value: str, flag: str) -> None:
@@ -108,7 +110,7 @@ def preflight(args: argparse.Namespace) -> None:
     for name in _OUTPUT_FILE_FLAGS:
         value = getattr(args, name, None)
         if value:
-            flag = f"--{name}"
+            flag = _POSITIONAL_OUTPUTS.get(command, f"--{name}")
             if name in _OUTPUT_DIR_COMMANDS.get(command, ()) or (command == "batch" and name == "out"
                                                                  and _parquet_results(value)):
                 _check_output_dir(value, flag)

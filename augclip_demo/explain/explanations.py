@@ -113,7 +113,8 @@ class ExplainOptions:
             self.relevancy_maps = tuple(self.relevancy_maps)
             unknown = sorted(set(self.relevancy_maps) - set(_EDIT_MAPS))
             if unknown:
-                raise InputError(f"relevancy_maps {unknown} unknown; choose from {', '.join(_EDIT_MAPS)}")
+                raise InputError(f"relevancy_maps {unknown} unknown; choose from {', '.join(_EDIT_MAPS)} (the map "
+                                 "along AugCLIP's modification v comes with augclip)")
 
 
 @dataclass
@@ -294,7 +295,7 @@ def complete_relevancy(report: Report, encoder: ClipEncoder, result: ReportExpla
     """Add the relevancy maps ``result`` left out (``relevancy_edits`` / ``relevancy_maps``) for ``edits``
     (default: every edit); returns the 0-based edits that got maps now.
 
-    The app computes the shown edit's AugCLIP map for its first result and the other maps after it.
+    The app computes the shown edit's AugCLIP maps for its first result and the other maps after it.
     They equal the maps of one call (on CPU each image has its own pass and a map depends on its
     image and target alone; see relevancy_batch). One edit at a time, so a click on another edit
     waits for at most one edit's maps.
@@ -335,11 +336,18 @@ def _relevancy_blocker(report: Report, encoder: ClipEncoder | None) -> str | Non
     return supports_relevancy(encoder)
 
 
+def _has_modification(result: Any) -> bool:
+    """Whether an AugCLIP fit's v can be a relevancy target (the test ``relevancy_batch`` applies to targets)."""
+    return bool(np.linalg.norm(np.asarray(result.v, dtype=np.float32)) >= 1e-12)
+
+
 def _relevancy_image_count(report: Report, options: ExplainOptions) -> int:
-    edits = len(report.edits) if options.relevancy_edits is None else len(set(options.relevancy_edits))
+    """The (image, target) pairs a relevancy pass computes: one per map, the source's CLIPdir map once."""
+    wanted = range(len(report.edits)) if options.relevancy_edits is None else set(options.relevancy_edits)
+    edits = len(wanted)
     kinds = set(options.relevancy_maps or _EDIT_MAPS) - (set() if report.source_text else {"clip_dir"})
-    # AugCLIP's two maps (toward the ideal, along v) count as two; the CLIPdir pair shares the source's map
-    return (len(kinds) + ("augclip" in kinds)) * edits + (1 if "clip_dir" in kinds else 0)
+    along_v = sum(_has_modification(report.arrays.augclip[i]) for i in wanted) if "augclip" in kinds else 0
+    return len(kinds) * edits + along_v + (1 if "clip_dir" in kinds else 0)
 
 
 def _add_relevancy(report: Report, encoder: ClipEncoder, edits: list[EditExplanation], options: ExplainOptions,
@@ -364,7 +372,7 @@ def _add_relevancy(report: Report, encoder: ClipEncoder, edits: list[EditExplana
         # maps an edit already has are kept (complete_relevancy adds the missing ones)
         v = np.asarray(res.v, dtype=np.float32)
         if "augclip" in kinds and edit.augclip is None:  # the map along v comes with the map toward the ideal
-            if np.any(v):
+            if _has_modification(res):
                 images.append(item)
                 targets.append(v)
                 objectives.append("augclip_v")

@@ -49,7 +49,8 @@ def map_overlay(image: Image.Image, values: np.ndarray, cmap: str, vmin: float, 
 
 
 def relevancy_tiles(image: Image.Image, explanation) -> list[Tile]:
-    """The edit's AugCLIP, CLIP-T and signed CLIPdir maps, as computed (those that were)."""
+    """The edit's AugCLIP maps (toward the ideal edit, along v), CLIP-T and signed CLIPdir maps, as computed (those
+    that were)."""
     picture = _thumbnail(image)
     size = picture.size
     tiles = []
@@ -57,6 +58,10 @@ def relevancy_tiles(image: Image.Image, explanation) -> list[Tile]:
         tiles.append(Tile("AugCLIP map (toward the ideal edit)",
                           map_overlay(picture, explanation.augclip.image_map(size), "jet", 0.0, 1.0),
                           f"cs(E(I_edit), E(I_src)+v) = {explanation.augclip.score:+.3f}"))
+    if explanation.augclip_v is not None:
+        tiles.append(Tile("AugCLIP map (along the modification v)",
+                          map_overlay(picture, explanation.augclip_v.image_map(size), "jet", 0.0, 1.0),
+                          f"cs(E(I_edit), v) = {explanation.augclip_v.score:+.3f}"))
     if explanation.clip_t is not None:
         tiles.append(Tile("CLIP-T map (toward the target text)",
                           map_overlay(picture, explanation.clip_t.image_map(size), "jet", 0.0, 1.0),

@@ -4,6 +4,8 @@ judgments that the construction fixes, readable by every path (batch, Ray, proto
 from __future__ import annotations
 
 import json
+import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +15,9 @@ from PIL import Image
 from ..choices import TARGET_ATTRIBUTE_STYLES
 from .edits import EDIT_KINDS, HATIE_TYPES, MANIFEST_ROLES, RATINGS, WorldEdit, make_edit
 from .scenes import caption, draw_scene, scene_phrases
+
+#: An item's folder under ``images/``: its edit kind and its index in the set.
+_ITEM_FOLDER = re.compile(rf"(?:{'|'.join(EDIT_KINDS)})-\d{{4}}")
 
 #: The dataset name world items carry (protocol tables group by it).
 WORLD_DATASET = "world"
@@ -120,6 +125,7 @@ def write_world(out: str | Path, items: int = 70, *, seed: int = 0, kinds: tuple
     root.mkdir(parents=True, exist_ok=True)
     manifest = root / "manifest.jsonl"
     roles = list(RATINGS)
+    kept: set[str] = set()
     with open(manifest, "w", encoding="utf-8", newline="\n") as handle:
         for index in range(items):
             rng = np.random.default_rng([seed, index])
@@ -130,4 +136,16 @@ def write_world(out: str | Path, items: int = 70, *, seed: int = 0, kinds: tuple
             if not ground_truth:
                 del written.record["ground_truth"]
             handle.write(json.dumps(written.record) + "\n")
+            kept.add(written.record["id"])
+    _remove_other_items(root / "images", kept)
     return manifest
+
+
+def _remove_other_items(images: Path, kept: set[str]) -> None:
+    """Remove the item folders of an earlier set written to the same place (named as items are, and not in this
+    set), so a set redrawn smaller holds no images its manifest does not list."""
+    if not images.is_dir():
+        return
+    for folder in images.iterdir():
+        if folder.is_dir() and folder.name not in kept and _ITEM_FOLDER.fullmatch(folder.name):
+            shutil.rmtree(folder)

@@ -13,6 +13,7 @@ from augclip_demo.cli import main
 from augclip_demo.errors import InputError
 from augclip_demo.explain import complete_relevancy, explain_report
 from augclip_demo.explain.figures import UNTRAINED_BANNER, ranking_figure
+from augclip_demo.explain.grid_pictures import relevancy_tiles
 from augclip_demo.explain.hyperplane import (
     exact_coordinates,
     exact_view,
@@ -172,6 +173,10 @@ def test_explain_report_end_to_end(report, tiny_encoder, umap_warm_seconds):
     data = json.loads(explanations.to_json())
     assert data["untrained"] is True and "warning" in data
     assert set(data["edits"][0]["relevancy"]) == {"augclip", "augclip_v", "clip_t", "clip_dir"}
+    # the comparison grid's tiles: every map of the edit, AugCLIP's two first
+    assert [tile.title for tile in relevancy_tiles(report.arrays.edits[1].image, edit)] == [
+        "AugCLIP map (toward the ideal edit)", "AugCLIP map (along the modification v)",
+        "CLIP-T map (toward the target text)", "CLIPdir map, edit minus source"]
     assert len(data["edits"][0]["relevancy"]["augclip"]["grid"]) == 4
     assert data["hyperplane_exact"]["panels"][0]["points"][0]["kind"] == "source_attribute"
     assert len(data["hyperplane_umap"]["points"]) == 11
@@ -264,7 +269,7 @@ def test_cli_explain_writes_pngs_and_json(scene_files, tmp_path, capsys, umap_wa
     assert data["options"]["top_k"] == 2 and data["edits"][0]["rankings"]["source_changes"]["omitted"] == 0
     assert json.loads((out / "report.json").read_text())["edits"][0]["name"] == "faithful.png"
     grid = (out / "comparison.html").read_text(encoding="utf-8")
-    assert "faithful.png" in grid and grid.count('<img src="data:image/png;base64,') == 2 + 3  # images, 3 maps
+    assert "faithful.png" in grid and grid.count('<img src="data:image/png;base64,') == 2 + 4  # images, 4 maps
 
 
 def test_cli_explain_errors_are_one_line(tmp_path, capsys):

@@ -110,10 +110,10 @@ def test_the_first_result_draws_the_shown_maps_and_the_rest_follows(scene_files,
     assert folder.parent == tmp_path / "figures"
     shown = logic.selected_edit(report)
     tag = f"E{shown + 1}"
-    # the first result: the shown edit's AugCLIP map only, drawn; the rankings and exact view of all
+    # the first result: the shown edit's AugCLIP maps only (toward the ideal edit and along v, one figure), drawn; the rankings and exact view of all
     assert set(files) == {f"{tag}_relevancy_augclip"} == set(state.figures)
-    assert [(edit.augclip is not None, edit.clip_t, edit.clip_dir) for edit in state.explained.edits] == \
-        [(i == shown, None, None) for i in range(2)]
+    assert [(edit.augclip is not None, edit.augclip_v is not None, edit.clip_t, edit.clip_dir)
+            for edit in state.explained.edits] == [(i == shown, i == shown, None, None) for i in range(2)]
     assert all(edit.rankings is not None for edit in state.explained.edits)
     assert state.explained.umap is None and state.explained.exact is not None
     # then its other two maps, drawn

@@ -144,14 +144,17 @@ def test_the_world_command_writes_a_set_and_refuses_bad_arguments(tmp_path, caps
     assert "3 item(s)" in capsys.readouterr().out
     kinds = [json.loads(line)["meta"]["world"]["kind"] for line in (tmp_path / "w" / "manifest.jsonl").open()]
     assert kinds == ["move", "add", "move"]
-    # the folder of an earlier set is written again (a redrawn set, not a refusal)
+    # the folder of an earlier set is written again (a redrawn set, not a refusal): the earlier items' folders go,
+    # a folder that is not an item's stays
+    (tmp_path / "w" / "images" / "notes").mkdir()
     assert main(["world", str(tmp_path / "w"), "--items", "2", "--kinds", "add"]) == 0
     assert len((tmp_path / "w" / "manifest.jsonl").read_text().splitlines()) == 2
+    assert sorted(p.name for p in (tmp_path / "w" / "images").iterdir()) == ["add-0000", "add-0001", "notes"]
     assert main(["world", str(tmp_path / "x"), "--items", "0"]) == 2
     assert "--items must be between 1 and" in capsys.readouterr().err
     (tmp_path / "file").write_text("")
     assert main(["world", str(tmp_path / "file")]) == 2
-    assert "is a file" in capsys.readouterr().err
+    assert f"OUT {tmp_path / 'file'}: is a file; give a folder" in capsys.readouterr().err
 
 
 def test_an_object_with_half_a_colour_is_split_at_its_centre():

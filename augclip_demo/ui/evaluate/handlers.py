@@ -243,7 +243,7 @@ def _said(text: str, *, plain: bool) -> str:
 
 def _explained_updates(ctx: EvaluateContext, state: logic.Session, *, archive: bool, progress=None) -> Updates:
     """The page's stage (``archive=False``) shows the scores' explanations with the selected edit's
-    AugCLIP relevancy map; its other maps (:func:`show_other_maps`), the UMAP view and the ranking
+    AugCLIP relevancy maps; its other maps (:func:`show_other_maps`), the UMAP view and the ranking
     charts follow. The API endpoint (``archive=True``) is one call: it makes everything and
     writes figures.zip."""
     tab = ctx.tab
@@ -281,7 +281,7 @@ def explain(ctx: EvaluateContext, explain_enabled, state, progress=gr.Progress()
 @user_facing
 @heavy_stage
 def show_other_maps(ctx: EvaluateContext, state, pick) -> Updates:
-    """Then the selected edit's CLIP-T and CLIPdir maps (the first result showed its AugCLIP map)."""
+    """Then the selected edit's CLIP-T and CLIPdir maps (the first result showed its AugCLIP maps)."""
     outputs = ctx.tab.relevancy_outputs
     index = views.picked_index(pick)
     if index is None or not _explained(state):

@@ -317,7 +317,7 @@ def explain(settings: Settings, session: Session, progress: Progress | None = No
             edit: int | None = None) -> tuple[dict[str, str], str, Session]:
     """The page's explanation stage; returns (stem -> PNG path of the figures drawn, notes, session).
 
-    The first full result: the AugCLIP relevancy map of ``edit`` (default: the edit AugCLIP prefers,
+    The first full result: the AugCLIP relevancy maps of ``edit`` (default: the edit AugCLIP prefers,
     the one the page selects), drawn, with every edit's rankings and the exact hyperplane view. The
     shown edit's CLIP-T and CLIPdir maps follow from :func:`shown_maps`, the other edits' maps and
     the UMAP view (numba compiles it at start-up) from :func:`explain_rest`; an edit picked before
@@ -344,7 +344,7 @@ def explain(settings: Settings, session: Session, progress: Progress | None = No
         shutil.rmtree(session.figures_dir, ignore_errors=True)
     session = Session(**{**session.__dict__, "figures": {}, "explained": explanations,
                          "figures_dir": str(root / uuid.uuid4().hex[:12]), "shown": pick})
-    say(0.9, "explaining: drawing the AugCLIP relevancy map")
+    say(0.9, "explaining: drawing the AugCLIP relevancy maps")
     figures = figure_files(session, [stem for stem in figure_stems(explanations, pick) if "_relevancy_" in stem])
     return figures, "; ".join(notes), session
 
