@@ -221,21 +221,6 @@ def python_hits(recolour_maps) -> dict[str, list[bool]]:
 
 
 @pytest.mark.slow
-def test_relevancy_maps_point_at_the_recoloured_object(python_hits):
-    """Pointing game in Python for each recolour item's correct edit: the maximum of AugCLIP's map along its
-    modification v and of the CLIP-T map falls on the recoloured object in at least 80% of the items."""
-    rates = _pointing_rates(python_hits)
-    assert rates["augclip_v"] >= 0.8 and rates["clip_t"] >= 0.8, rates
-
-
-@pytest.mark.slow
-@_BELOW_TARGET
-def test_the_augclip_map_toward_the_ideal_edit_points_at_the_recoloured_object(python_hits):
-    """The same for AugCLIP's map toward the ideal edit, which explains the whole similarity (measured: 0.5)."""
-    assert _pointing_rates(python_hits)["augclip"] >= 0.8
-
-
-@pytest.mark.slow
 def test_relevancy_maps_weigh_more_on_the_recoloured_object_than_on_the_rest(recolour_maps):
     """The weaker claim the shipped weights meet: each map's mean over the recoloured object exceeds its mean
     over the whole image in at least 80% of the items, and by a factor of 2 on average (shipped weights: the
@@ -368,19 +353,6 @@ def explain_hits(world, tmp_path_factory) -> dict[str, list[bool]]:
     return hits
 
 
-@pytest.mark.slow
-def test_the_explain_command_s_maps_point_at_the_recoloured_object(explain_hits, capsys):
-    capsys.readouterr()
-    rates = _pointing_rates(explain_hits)
-    assert rates["augclip_v"] >= 0.8 and rates["clip_t"] >= 0.8, rates
-
-
-@pytest.mark.slow
-@_BELOW_TARGET
-def test_the_explain_command_s_augclip_map_toward_the_ideal_edit_points_at_the_recoloured_object(explain_hits):
-    assert _pointing_rates(explain_hits)["augclip"] >= 0.8
-
-
 @pytest.fixture(scope="module")
 def page_hits(world) -> dict[str, list[bool]]:
     """The pointing game through the page's own session functions (Evaluate, then the explanation stage and the
@@ -408,16 +380,25 @@ def page_hits(world) -> dict[str, list[bool]]:
     return hits
 
 
+#: The pointing game's three paths: Python (Evaluator + explain_report), `explain`'s saved maps, the page's functions.
+_PATHS = ("python_hits", "explain_hits", "page_hits")
+
+
 @pytest.mark.slow
-def test_the_page_s_maps_point_at_the_recoloured_object(page_hits):
-    rates = _pointing_rates(page_hits)
-    assert rates["augclip_v"] >= 0.8 and rates["clip_t"] >= 0.8, rates
+@pytest.mark.parametrize("path", _PATHS)
+def test_the_maps_point_at_the_recoloured_object(path, request):
+    """Pointing game for each recolour item's correct edit, on each path: the maximum of AugCLIP's map along its
+    modification v and of the CLIP-T map falls on the recoloured object in at least 80% of the items."""
+    rates = _pointing_rates(request.getfixturevalue(path))
+    assert rates["augclip_v"] >= 0.8 and rates["clip_t"] >= 0.8, (path, rates)
 
 
 @pytest.mark.slow
 @_BELOW_TARGET
-def test_the_page_s_augclip_map_toward_the_ideal_edit_points_at_the_recoloured_object(page_hits):
-    assert _pointing_rates(page_hits)["augclip"] >= 0.8
+@pytest.mark.parametrize("path", _PATHS)
+def test_augclip_s_map_toward_the_ideal_edit_points_at_the_recoloured_object(path, request):
+    """The same for AugCLIP's map toward the ideal edit, which explains the whole similarity (measured: 0.5)."""
+    assert _pointing_rates(request.getfixturevalue(path))["augclip"] >= 0.8
 
 
 @pytest.mark.slow
