@@ -32,6 +32,7 @@ from .relevancy import (
     CLIP_DIR_DIFFERENCES,
     ClipDirRelevancy,
     RelevancyMap,
+    is_usable_target,
     make_clip_dir,
     relevancy_batch,
     supports_relevancy,
@@ -336,17 +337,12 @@ def _relevancy_blocker(report: Report, encoder: ClipEncoder | None) -> str | Non
     return supports_relevancy(encoder)
 
 
-def _has_modification(result: Any) -> bool:
-    """Whether an AugCLIP fit's v can be a relevancy target (the test ``relevancy_batch`` applies to targets)."""
-    return bool(np.linalg.norm(np.asarray(result.v, dtype=np.float32)) >= 1e-12)
-
-
 def _relevancy_image_count(report: Report, options: ExplainOptions) -> int:
     """The (image, target) pairs a relevancy pass computes: one per map, the source's CLIPdir map once."""
     wanted = range(len(report.edits)) if options.relevancy_edits is None else set(options.relevancy_edits)
     edits = len(wanted)
     kinds = set(options.relevancy_maps or _EDIT_MAPS) - (set() if report.source_text else {"clip_dir"})
-    along_v = sum(_has_modification(report.arrays.augclip[i]) for i in wanted) if "augclip" in kinds else 0
+    along_v = sum(is_usable_target(report.arrays.augclip[i].v) for i in wanted) if "augclip" in kinds else 0
     return len(kinds) * edits + along_v + (1 if "clip_dir" in kinds else 0)
 
 
@@ -370,11 +366,10 @@ def _add_relevancy(report: Report, encoder: ClipEncoder, edits: list[EditExplana
             continue
         edit = edits[i]
         # maps an edit already has are kept (complete_relevancy adds the missing ones)
-        v = np.asarray(res.v, dtype=np.float32)
         if "augclip" in kinds and edit.augclip is None:  # the map along v comes with the map toward the ideal
-            if _has_modification(res):
+            if is_usable_target(res.v):
                 images.append(item)
-                targets.append(v)
+                targets.append(np.asarray(res.v, dtype=np.float32))
                 objectives.append("augclip_v")
                 slots.append((i, "augclip_v"))
             else:

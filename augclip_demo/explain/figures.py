@@ -132,36 +132,45 @@ def _colorbar(sub: SubFigure, ax: Axes, cmap: str, vmin: float, vmax: float, lab
     sub.colorbar(ScalarMappable(norm=Normalize(vmin, vmax), cmap=cmap), ax=ax, shrink=shrink, label=label)
 
 
-def relevancy_figure(image: Image.Image, rel: RelevancyMap, *, title: str, caption: str | None = None,
-                     untrained: bool = False, subtitle: str | None = None) -> Figure:
-    """The map over the image (same frame as the input) with a colour bar."""
+def _shown(image: Image.Image) -> tuple[Image.Image, float]:
+    """The image at display resolution and its scale from the original."""
     disp = _display_image(image)
-    scale = disp.size[0] / image.size[0]
-    fig, body = _framed(6.6, 5.4, title, caption, untrained)
-    ax = body.subplots()
+    return disp, disp.size[0] / image.size[0]
+
+
+def _map_panel(body: SubFigure, ax: Axes, shown: tuple[Image.Image, float], rel: RelevancyMap, *, heading: str,
+               label: str, shrink: float) -> None:
+    """One relevancy map over a :func:`_shown` image, the model's view box dashed, with its colour bar."""
+    disp, scale = shown
     box = None if rel.view.covers_whole_image else rel.view.box
     _overlay(ax, disp, rel.image_map(disp.size), cmap=_RELEVANCY_CMAP, vmin=0, vmax=1, alpha=0.5,
              view_box=box, scale=scale)
-    ax.set_title(subtitle or f"{rel.image_name}   cs = {rel.score:+.3f}", fontsize=10)
-    _colorbar(body, ax, _RELEVANCY_CMAP, 0, 1, "relevance (normalised to [0, 1])", 0.88)
+    ax.set_title(heading, fontsize=10)
+    _colorbar(body, ax, _RELEVANCY_CMAP, 0, 1, label, shrink)
+
+
+def relevancy_figure(image: Image.Image, rel: RelevancyMap, *, title: str, caption: str | None = None,
+                     untrained: bool = False, subtitle: str | None = None) -> Figure:
+    """The map over the image (same frame as the input) with a colour bar."""
+    fig, body = _framed(6.6, 5.4, title, caption, untrained)
+    _map_panel(body, body.subplots(), _shown(image), rel,
+               heading=subtitle or f"{rel.image_name}   cs = {rel.score:+.3f}",
+               label="relevance (normalised to [0, 1])", shrink=0.88)
     return fig
 
 
 def augclip_figure(image: Image.Image, ideal: RelevancyMap, modification: RelevancyMap, *, title: str,
                    caption: str | None = None, untrained: bool = False) -> Figure:
     """AugCLIP's two maps over the edit: toward the ideal edit (its score) and along the modification v."""
-    disp = _display_image(image)
-    scale = disp.size[0] / image.size[0]
     fig, body = _framed(11.5, 5.2, title, caption, untrained)
     axes = body.subplots(1, 2)
-    for ax, rel, heading in ((axes[0], ideal, f"toward the ideal edit E(I_src)+v   AugCLIP = {ideal.score:+.3f}"),
-                             (axes[1], modification, f"along the modification v   cs(E(I_edit), v) = "
-                                                     f"{modification.score:+.3f}")):
-        box = None if rel.view.covers_whole_image else rel.view.box
-        _overlay(ax, disp, rel.image_map(disp.size), cmap=_RELEVANCY_CMAP, vmin=0, vmax=1, alpha=0.5,
-                 view_box=box, scale=scale)
-        ax.set_title(heading, fontsize=10)
-        _colorbar(body, ax, _RELEVANCY_CMAP, 0, 1, "relevance [0, 1]", 0.8)
+    shown = _shown(image)
+    _map_panel(body, axes[0], shown, ideal,
+               heading=f"toward the ideal edit E(I_src)+v   AugCLIP = {ideal.score:+.3f}",
+               label="relevance [0, 1]", shrink=0.8)
+    _map_panel(body, axes[1], shown, modification,
+               heading=f"along the modification v   cs(E(I_edit), v) = {modification.score:+.3f}",
+               label="relevance [0, 1]", shrink=0.8)
     return fig
 
 
@@ -170,18 +179,13 @@ def clip_dir_figure(source_image: Image.Image, edit_image: Image.Image, rel: Cli
     """R(I_src; dT), R(I_edit; dT) and the signed difference on the edit (diverging colour map)."""
     fig, body = _framed(15.0, 5.0, title, caption, untrained)
     axes = body.subplots(1, 3)
-    src_disp, edit_disp = _display_image(source_image), _display_image(edit_image)
-    src_scale, edit_scale = src_disp.size[0] / source_image.size[0], edit_disp.size[0] / edit_image.size[0]
-    src_box = None if rel.source.view.covers_whole_image else rel.source.view.box
+    shown = _shown(edit_image)
+    _map_panel(body, axes[0], _shown(source_image), rel.source, heading="R(I_src; dT): the source",
+               label="relevance [0, 1]", shrink=0.8)
+    _map_panel(body, axes[1], shown, rel.edit, heading="R(I_edit; dT): the edit", label="relevance [0, 1]",
+               shrink=0.8)
+    edit_disp, edit_scale = shown
     edit_box = None if rel.edit.view.covers_whole_image else rel.edit.view.box
-    _overlay(axes[0], src_disp, rel.source.image_map(src_disp.size), cmap=_RELEVANCY_CMAP, vmin=0, vmax=1,
-             alpha=0.5, view_box=src_box, scale=src_scale)
-    axes[0].set_title("R(I_src; dT): the source", fontsize=10)
-    _colorbar(body, axes[0], _RELEVANCY_CMAP, 0, 1, "relevance [0, 1]", 0.8)
-    _overlay(axes[1], edit_disp, rel.edit.image_map(edit_disp.size), cmap=_RELEVANCY_CMAP, vmin=0, vmax=1,
-             alpha=0.5, view_box=edit_box, scale=edit_scale)
-    axes[1].set_title("R(I_edit; dT): the edit", fontsize=10)
-    _colorbar(body, axes[1], _RELEVANCY_CMAP, 0, 1, "relevance [0, 1]", 0.8)
     _overlay(axes[2], edit_disp, rel.image_difference(edit_disp.size), cmap=_SIGNED_CMAP, vmin=-1, vmax=1,
              alpha=0.6, view_box=edit_box, scale=edit_scale)
     axes[2].set_title(f"R(I_edit; dT) - R(I_src; dT)   CLIPdir = {rel.clip_dir:+.3f}", fontsize=10)

@@ -54,18 +54,12 @@ def relevancy_tiles(image: Image.Image, explanation) -> list[Tile]:
     picture = _thumbnail(image)
     size = picture.size
     tiles = []
-    if explanation.augclip is not None:
-        tiles.append(Tile("AugCLIP map (toward the ideal edit)",
-                          map_overlay(picture, explanation.augclip.image_map(size), "jet", 0.0, 1.0),
-                          f"cs(E(I_edit), E(I_src)+v) = {explanation.augclip.score:+.3f}"))
-    if explanation.augclip_v is not None:
-        tiles.append(Tile("AugCLIP map (along the modification v)",
-                          map_overlay(picture, explanation.augclip_v.image_map(size), "jet", 0.0, 1.0),
-                          f"cs(E(I_edit), v) = {explanation.augclip_v.score:+.3f}"))
-    if explanation.clip_t is not None:
-        tiles.append(Tile("CLIP-T map (toward the target text)",
-                          map_overlay(picture, explanation.clip_t.image_map(size), "jet", 0.0, 1.0),
-                          f"cs(E(I_edit), E(T_trg)) = {explanation.clip_t.score:+.3f}"))
+    for rel, title, similarity in ((explanation.augclip, "AugCLIP map (toward the ideal edit)", "E(I_src)+v"),
+                                   (explanation.augclip_v, "AugCLIP map (along the modification v)", "v"),
+                                   (explanation.clip_t, "CLIP-T map (toward the target text)", "E(T_trg)")):
+        if rel is not None:
+            tiles.append(Tile(title, map_overlay(picture, rel.image_map(size), "jet", 0.0, 1.0),
+                              f"cs(E(I_edit), {similarity}) = {rel.score:+.3f}"))
     if explanation.clip_dir is not None:
         tiles.append(Tile("CLIPdir map, edit minus source",
                           map_overlay(picture, explanation.clip_dir.image_difference(size), "RdBu_r", -1.0, 1.0,

@@ -491,6 +491,11 @@ def _resolve_start_layer(start_layer: int, layers: int) -> int:
     return int(start_layer) % layers
 
 
+def is_usable_target(vector: np.ndarray) -> bool:
+    """Whether ``vector`` can be a relevancy target: a cosine with it is defined (its norm is not zero)."""
+    return bool(np.linalg.norm(np.asarray(vector, dtype=np.float32)) >= 1e-12)
+
+
 def _check_targets(targets: np.ndarray, count: int) -> np.ndarray:
     array = np.asarray(targets, dtype=np.float32)
     if array.ndim == 1:
@@ -499,7 +504,7 @@ def _check_targets(targets: np.ndarray, count: int) -> np.ndarray:
         raise InputError(f"expected {count} target vectors of shape (d,), got an array of shape {np.shape(targets)}")
     if not np.all(np.isfinite(array)):
         raise InputError("a relevancy target vector contains NaN or infinite values")
-    if count and np.any(np.linalg.norm(array, axis=1) < 1e-12):
+    if count and not all(is_usable_target(row) for row in array):
         raise InputError("a relevancy target vector is zero; the cosine similarity with it is undefined")
     return array
 
