@@ -214,6 +214,52 @@ def test_pick_edit_shows_every_figure_of_the_picked_edit(ctx):
     assert out[tab.exact_plot] is not None
 
 
+@pytest.mark.slow
+def test_the_stages_of_an_older_result_leave_the_page_to_the_newer_one(ctx):
+    """Evaluate pressed again while the first result's stages still run: those stages change nothing on the
+    page (the newer result's explanation removed their figures), the newer result's stages run as usual, and a
+    re-score that fails leaves the result on the page as it was."""
+    tab = ctx.tab
+    first, pick = explained(ctx)
+    second = evaluate(ctx, first, edits=EDITS[:2])[tab.session_state]
+    assert second.newest is first.newest and second.result > first.result
+    newer = on.explain(ctx, True, second)
+    assert not Path(first.figures_dir).exists()
+    assert on.show_other_maps(ctx, first, pick) == gr.skip()
+    assert on.show_rankings(ctx, first, pick) == gr.skip()
+    assert on.pick_edit(ctx, first, pick) == gr.skip()
+    for stage in (on.explain_rest, on.complete_downloads, on.reset_comparison, on.refresh_comparison):
+        assert stage(ctx, first) == gr.skip(), stage.__name__
+    assert on.bpm_stage(ctx, True, "make the flower pink", "rules", TINY, first) == gr.skip()
+    assert on.judge_stage(ctx, True, "make the flower pink", TINY, first) == gr.skip()
+    state, shown = newer[tab.session_state], newer[tab.edit_pick].value
+    with pytest.raises(gr.Error, match="C \\(svm / logistic\\) is empty"):
+        on.rescore(ctx, "\n".join(SRC_ATTRS), "\n".join(TGT_ATTRS), "svm", None, True, True, TINY, state)
+    out = on.show_other_maps(ctx, state, shown)
+    assert set(out) == set(tab.relevancy_outputs) and all(is_png(path) for path in out.values())
+
+
+@pytest.mark.slow
+def test_an_evaluation_that_ends_after_a_later_one_leaves_the_page_to_the_later_one(ctx):
+    """Two Evaluates of one page, the first still computing when the second is shown: the first's scores do
+    not replace the second's."""
+    tab = ctx.tab
+    state = evaluated(ctx, EDITS[:1])
+    later = []
+
+    def progress(fraction, desc=""):  # the first evaluation's progress: the second runs to its end meanwhile
+        if not later:
+            later.append(evaluate(ctx, state, edits=EDITS[:2]))
+
+    first = on.evaluate(ctx, str(FLOWER / "source.png"), EDITS, "a pink dahlia flower", "an orange dahlia flower",
+                        "make the flower pink", "manual", "\n".join(SRC_ATTRS), "\n".join(TGT_ATTRS), "svm", 1.0,
+                        True, True, TINY, state=state, progress=progress)
+    assert first == gr.skip()
+    shown = later[0][tab.session_state]
+    assert len(shown.report.edits) == 2 and not logic.superseded(shown)
+    assert on.explain(ctx, True, shown)[tab.session_state].explained is not None
+
+
 def test_parse_instruction_fills_the_bpm_fields(ctx):
     tab = ctx.tab
     out = on.parse_instruction(ctx, "could you make the flower pink and a bit bigger?", "rules", TINY)

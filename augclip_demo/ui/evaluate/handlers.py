@@ -15,6 +15,9 @@ figures.zip is written once, by the last step; the stand-alone API endpoints are
 
 from __future__ import annotations
 
+import functools
+import inspect
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +43,8 @@ from . import views
 from .layout import EvaluateOffer, EvaluateTab, provider_note
 
 Updates = dict[Any, Any]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -130,6 +135,30 @@ def _explained(state: logic.Session | None) -> bool:
     return not _stopped(state) and getattr(state, "explained", None) is not None
 
 
+def for_the_newest_result(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A stage of one result (the later stages, a pick): when the page has asked for a newer result (Evaluate or
+    a re-score again) before the stage began or while it ran, it leaves the page as it is. Its updates would put
+    the older result back beside the newer scores; a failure then is the older result's (its figures' folder
+    is gone) and nobody's to read. The handler takes ``state``."""
+    signature = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        state = signature.bind_partial(*args, **kwargs).arguments.get("state")
+        if logic.superseded(state):
+            return gr.skip()
+        try:
+            out = fn(*args, **kwargs)
+        except Exception as exc:
+            if not logic.superseded(state):
+                raise
+            log.info("%s stopped for a result the page no longer shows: %s", fn.__name__, type(exc).__name__)
+            return gr.skip()
+        return gr.skip() if logic.superseded(state) else out
+
+    return wrapper
+
+
 # ---------------------------------------------------------------------------- scores
 
 
@@ -171,6 +200,7 @@ def evaluate(ctx: EvaluateContext, source, edits, target, source_text, instructi
     settings = ctx.settings_for(clip_model)
     ctx.folders.check_room("The evaluation")
     state = logic.Session(**{**own_folder(ctx, state, request).__dict__, "halted": None})
+    number = state.newest.ask()
     if page and model_status(settings).state == "error":
         return _halted_updates(ctx, settings, state)
     try:
@@ -188,6 +218,9 @@ def evaluate(ctx: EvaluateContext, source, edits, target, source_text, instructi
         if not page or model_status(settings).state != "error":
             raise  # not the page's CLIP (a feature network): its own message names it and the fix
         return _halted_updates(ctx, settings, state)
+    state = logic.Session(**{**state.__dict__, "result": number})
+    if not state.newest.show(number) and page:  # a later Evaluate's result is on the page already
+        return gr.skip()  # (its stages may then run twice: this event's chain reads the page's state)
     out = _scored_updates(ctx, report, state, clear=True, archive=archive)
     if page:
         out[ctx.tab.status_box] = status_html(model_status(settings), check_region_models(settings))
@@ -199,9 +232,14 @@ def evaluate(ctx: EvaluateContext, source, edits, target, source_text, instructi
 def rescore(ctx: EvaluateContext, src_box_value, tgt_box_value, classifier, C, weighting, include_images,
             clip_model, state, *, archive: bool = False) -> Updates:
     """Re-score the session's result from its cached embeddings with the edited attributes and options."""
-    report, state = logic.rescore(ctx.settings_for(clip_model), state or logic.Session(),
+    state = state or logic.Session()
+    number = state.newest.ask()
+    report, state = logic.rescore(ctx.settings_for(clip_model), state,
                                   augclip_options(classifier, C, weighting, include_images),
                                   src_box_value or "", tgt_box_value or "")
+    state = logic.Session(**{**state.__dict__, "result": number})
+    if not state.newest.show(number) and not archive:  # a later result is on the page already
+        return gr.skip()
     out = _scored_updates(ctx, report, state, clear=False, archive=archive)
     return answered(ctx.tab.score_outputs, out) if archive else out
 
@@ -269,6 +307,7 @@ def _explained_updates(ctx: EvaluateContext, state: logic.Session, *, archive: b
 
 
 @user_facing
+@for_the_newest_result
 @heavy_stage
 def explain(ctx: EvaluateContext, explain_enabled, state, progress=gr.Progress(), *, archive: bool = False) -> Updates:
     """The explanations of the session's scores, when switched on (``archive``: the /explain endpoint)."""
@@ -279,6 +318,7 @@ def explain(ctx: EvaluateContext, explain_enabled, state, progress=gr.Progress()
 
 
 @user_facing
+@for_the_newest_result
 @heavy_stage
 def show_other_maps(ctx: EvaluateContext, state, pick) -> Updates:
     """Then the selected edit's CLIP-T and CLIPdir maps (the first result showed its AugCLIP maps)."""
@@ -294,6 +334,7 @@ def show_other_maps(ctx: EvaluateContext, state, pick) -> Updates:
 
 
 @user_facing
+@for_the_newest_result
 @heavy_stage
 def explain_rest(ctx: EvaluateContext, state) -> Updates:
     """After the first result: the other edits' relevancy maps and the UMAP view (it waits for numba's
@@ -305,6 +346,7 @@ def explain_rest(ctx: EvaluateContext, state) -> Updates:
 
 
 @user_facing
+@for_the_newest_result
 def show_rankings(ctx: EvaluateContext, state, pick) -> Updates:
     """Then the ranking charts of the edit selected now; the other figures are drawn when their edit
     is picked or when figures.zip is written."""
@@ -318,6 +360,7 @@ def show_rankings(ctx: EvaluateContext, state, pick) -> Updates:
 
 
 @user_facing
+@for_the_newest_result
 def pick_edit(ctx: EvaluateContext, state, pick) -> Updates:
     """A click on another edit: the page shows it from now on, whatever stage is still running."""
     if state is not None:
@@ -383,6 +426,7 @@ def parse_instruction(ctx: EvaluateContext, instruction_value, parser, clip_mode
 
 
 @user_facing
+@for_the_newest_result
 @heavy_stage
 def bpm_stage(ctx: EvaluateContext, bpm_enabled, instruction_value, parser, clip_model, state, progress=gr.Progress(),
               *, archive: bool = False) -> Updates:
@@ -434,6 +478,7 @@ def _bpm_on_checked_fields(ctx: EvaluateContext, instruction_value, parser, clip
 
 
 @user_facing
+@for_the_newest_result
 def judge_stage(ctx: EvaluateContext, judge_enabled, instruction_value, clip_model, state,
                 progress=gr.Progress()) -> Updates:
     """After Evaluate, when switched on: the MLLM judge's columns (the rationale on hover below the table)."""
@@ -449,6 +494,7 @@ def judge_stage(ctx: EvaluateContext, judge_enabled, instruction_value, clip_mod
 
 
 @user_facing
+@for_the_newest_result
 @heavy_stage
 def complete_downloads(ctx: EvaluateContext, state) -> Any:
     """The chain's last step: figures.zip, written once with everything the stages made."""
@@ -488,6 +534,7 @@ def comparison_answer(ctx: EvaluateContext, state) -> tuple[str, str | None]:
     return _comparison(ctx, state)
 
 
+@for_the_newest_result
 def reset_comparison(ctx: EvaluateContext, state) -> tuple[Any, Any]:
     """The results changed: the old comparison goes (it is rebuilt when next asked for)."""
     if state is not None and state.report is not None and state.comparison_of is state.report:
@@ -495,6 +542,7 @@ def reset_comparison(ctx: EvaluateContext, state) -> tuple[Any, Any]:
     return views.COMPARISON_HELP, gr.DownloadButton(visible=False)
 
 
+@for_the_newest_result
 def refresh_comparison(ctx: EvaluateContext, state) -> tuple[Any, Any]:
     """A comparison the user opened while the stages ran, rebuilt with what came since (BPM, judge)."""
     if state is None or state.report is None or state.comparison_of is not state.report:

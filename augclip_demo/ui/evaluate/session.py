@@ -33,6 +33,33 @@ _MAX_EDITS = DEFAULT_MAX_EDITS  # the default; Settings.max_edits (AUGCLIP_MAX_E
 Progress = Callable[[float, str], None]
 
 
+class Newest:
+    """Which of a page's results it shows, shared by every copy of its :class:`Session`. Each Evaluate or
+    re-score takes a number when it starts and is shown only if no later one was shown first; a stage still
+    running for an older result then leaves the page to the newer one (its updates would put the older
+    scores back, and the older figures' folder may be gone)."""
+
+    _lock = threading.Lock()  # one for every page: a step is short
+
+    def __init__(self) -> None:
+        self.asked = 0  # numbers handed out
+        self.shown = 0  # the number of the result on the page
+
+    def ask(self) -> int:
+        """A number for a result about to be computed."""
+        with Newest._lock:
+            self.asked += 1
+            return self.asked
+
+    def show(self, number: int) -> bool:
+        """Result ``number`` is ready: shown (True) unless a result asked for later is shown already."""
+        with Newest._lock:
+            if number < self.shown:
+                return False
+            self.shown = number
+            return True
+
+
 @dataclass
 class Session:
     """State of one browser session (kept by gr.State, never shared between users)."""
@@ -59,6 +86,15 @@ class Session:
     # re-score replace the report (BPM and the judge add to it), so `is session.report` says the grid
     # shows the current results: the end of the stages then rebuilds it with what they added.
     comparison_of: Report | None = None
+    # Which of the page's results this state holds (its number from ``newest.ask``), and the page's
+    # numbering itself, shared by every copy of this state.
+    result: int = 0
+    newest: Newest = field(default_factory=Newest)
+
+
+def superseded(session: Session | None) -> bool:
+    """The page shows a newer result than ``session`` holds (a later stage of it then stands still)."""
+    return session is not None and session.result < session.newest.shown
 
 
 def lines(text: str | None) -> list[str]:
