@@ -225,6 +225,10 @@ def test_the_stages_of_an_older_result_leave_the_page_to_the_newer_one(ctx):
     assert second.newest is first.newest and second.result > first.result
     newer = on.explain(ctx, True, second)
     assert not Path(first.figures_dir).exists()
+    # BPM read the state before the explanation replaced it: it adds to the report both share, and does not
+    # put the state it read back (the page would lose the explanation)
+    bpm = on.bpm_stage(ctx, True, "make the flower pink", "rules", TINY, second)
+    assert tab.session_state not in bpm and newer[tab.session_state].report.arrays.bpm
     assert on.show_other_maps(ctx, first, pick) == gr.skip()
     assert on.show_rankings(ctx, first, pick) == gr.skip()
     assert on.pick_edit(ctx, first, pick) == gr.skip()
@@ -279,7 +283,8 @@ def test_bpm_stage_scores_every_edit_or_waits_for_the_user(ctx):
     out = on.bpm_stage(ctx, True, "make the flower pink", "rules", TINY, state)
     assert (out[tab.bpm_o1], out[tab.bpm_o2]) == ("flower", "pink flower")
     assert len(out[tab.bpm_gallery]) == 2 * 3  # source, edit and preserved region per edit
-    report = out[tab.session_state].report
+    assert tab.session_state not in out  # BPM adds to the report the page's state holds: the state stays as it is
+    report = state.report
     expected = Evaluator(settings=ctx.settings_for(TINY)).add_bpm(evaluated(ctx, EDITS[:2]).report,
                                                                   "make the flower pink")
     for edit, (_, row) in zip(expected.edits, out[tab.table].data.iterrows()):
@@ -295,7 +300,7 @@ def test_bpm_stage_scores_every_edit_or_waits_for_the_user(ctx):
     shown = headline(out[tab.bpm_info])
     assert shown.startswith(f"{labels[best]}: ") and f"BPM {expected.edits[best].metrics['bpm']:.4f} (" in shown
     other = 1 - best
-    shown = headline(on.show_bpm_pick(ctx, out[tab.session_state], views.edit_choices(report)[other]))
+    shown = headline(on.show_bpm_pick(ctx, state, views.edit_choices(report)[other]))
     assert shown.startswith(f"{labels[other]}: ") and f"BPM {expected.edits[other].metrics['bpm']:.4f} (" in shown
     # the page's components table: every column at least as wide as its header's longest word
     frame = out[tab.bpm_table]

@@ -135,7 +135,7 @@ def _explained(state: logic.Session | None) -> bool:
     return not _stopped(state) and getattr(state, "explained", None) is not None
 
 
-def for_the_newest_result(fn: Callable[..., Any]) -> Callable[..., Any]:
+def _for_the_newest_result(fn: Callable[..., Any]) -> Callable[..., Any]:
     """A stage of one result (the later stages, a pick): when the page has asked for a newer result (Evaluate or
     a re-score again) before the stage began or while it ran, it leaves the page as it is. Its updates would put
     the older result back beside the newer scores; a failure then is the older result's (its figures' folder
@@ -307,7 +307,7 @@ def _explained_updates(ctx: EvaluateContext, state: logic.Session, *, archive: b
 
 
 @user_facing
-@for_the_newest_result
+@_for_the_newest_result
 @heavy_stage
 def explain(ctx: EvaluateContext, explain_enabled, state, progress=gr.Progress(), *, archive: bool = False) -> Updates:
     """The explanations of the session's scores, when switched on (``archive``: the /explain endpoint)."""
@@ -318,7 +318,7 @@ def explain(ctx: EvaluateContext, explain_enabled, state, progress=gr.Progress()
 
 
 @user_facing
-@for_the_newest_result
+@_for_the_newest_result
 @heavy_stage
 def show_other_maps(ctx: EvaluateContext, state, pick) -> Updates:
     """Then the selected edit's CLIP-T and CLIPdir maps (the first result showed its AugCLIP maps)."""
@@ -334,7 +334,7 @@ def show_other_maps(ctx: EvaluateContext, state, pick) -> Updates:
 
 
 @user_facing
-@for_the_newest_result
+@_for_the_newest_result
 @heavy_stage
 def explain_rest(ctx: EvaluateContext, state) -> Updates:
     """After the first result: the other edits' relevancy maps and the UMAP view (it waits for numba's
@@ -346,7 +346,7 @@ def explain_rest(ctx: EvaluateContext, state) -> Updates:
 
 
 @user_facing
-@for_the_newest_result
+@_for_the_newest_result
 def show_rankings(ctx: EvaluateContext, state, pick) -> Updates:
     """Then the ranking charts of the edit selected now; the other figures are drawn when their edit
     is picked or when figures.zip is written."""
@@ -360,7 +360,7 @@ def show_rankings(ctx: EvaluateContext, state, pick) -> Updates:
 
 
 @user_facing
-@for_the_newest_result
+@_for_the_newest_result
 def pick_edit(ctx: EvaluateContext, state, pick) -> Updates:
     """A click on another edit: the page shows it from now on, whatever stage is still running."""
     if state is not None:
@@ -397,7 +397,7 @@ def _bpm_updates(ctx: EvaluateContext, report: Report, state: logic.Session, mes
     plain = archive if plain is None else plain  # the /bpm endpoint: plain values
     out = {tab.verdict: views.verdict_text(report) if plain else views.verdict_markdown(report),
            tab.table: views.score_table(report, plain=plain),
-           tab.downloads: files, tab.report_json: views.public_report(report), tab.session_state: state}
+           tab.downloads: files, tab.report_json: views.public_report(report)}
     results = getattr(report.arrays, "bpm", None) or []
     if message or not results:
         why = scrub_paths(message) if message else "BPM has no result for these edits."
@@ -426,7 +426,7 @@ def parse_instruction(ctx: EvaluateContext, instruction_value, parser, clip_mode
 
 
 @user_facing
-@for_the_newest_result
+@_for_the_newest_result
 @heavy_stage
 def bpm_stage(ctx: EvaluateContext, bpm_enabled, instruction_value, parser, clip_model, state, progress=gr.Progress(),
               *, archive: bool = False) -> Updates:
@@ -478,7 +478,7 @@ def _bpm_on_checked_fields(ctx: EvaluateContext, instruction_value, parser, clip
 
 
 @user_facing
-@for_the_newest_result
+@_for_the_newest_result
 def judge_stage(ctx: EvaluateContext, judge_enabled, instruction_value, clip_model, state,
                 progress=gr.Progress()) -> Updates:
     """After Evaluate, when switched on: the MLLM judge's columns (the rationale on hover below the table)."""
@@ -490,11 +490,11 @@ def judge_stage(ctx: EvaluateContext, judge_enabled, instruction_value, clip_mod
     files = views.write_downloads(report, Path(state.output_dir), state.figures, archive=False)
     return {tab.verdict: views.verdict_markdown(report), tab.table: views.score_table(report),
             tab.judge_info: views.judge_html(report), tab.downloads: files,
-            tab.report_json: views.public_report(report), tab.session_state: state}
+            tab.report_json: views.public_report(report)}
 
 
 @user_facing
-@for_the_newest_result
+@_for_the_newest_result
 @heavy_stage
 def complete_downloads(ctx: EvaluateContext, state) -> Any:
     """The chain's last step: figures.zip, written once with everything the stages made."""
@@ -534,7 +534,7 @@ def comparison_answer(ctx: EvaluateContext, state) -> tuple[str, str | None]:
     return _comparison(ctx, state)
 
 
-@for_the_newest_result
+@_for_the_newest_result
 def reset_comparison(ctx: EvaluateContext, state) -> tuple[Any, Any]:
     """The results changed: the old comparison goes (it is rebuilt when next asked for)."""
     if state is not None and state.report is not None and state.comparison_of is state.report:
@@ -542,7 +542,7 @@ def reset_comparison(ctx: EvaluateContext, state) -> tuple[Any, Any]:
     return views.COMPARISON_HELP, gr.DownloadButton(visible=False)
 
 
-@for_the_newest_result
+@_for_the_newest_result
 def refresh_comparison(ctx: EvaluateContext, state) -> tuple[Any, Any]:
     """A comparison the user opened while the stages ran, rebuilt with what came since (BPM, judge)."""
     if state is None or state.report is None or state.comparison_of is not state.report:

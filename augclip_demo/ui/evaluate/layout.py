@@ -195,12 +195,15 @@ class EvaluateTab:
 
     @property
     def bpm_outputs(self) -> list[Any]:
+        # BPM, the judge and HATIE add to the result's report in place and leave the page's state alone: the
+        # explanation stage may have replaced the state object while they ran, and writing back the object
+        # they read would undo that.
         return [self.verdict, self.table, self.bpm_info, self.bpm_gallery, self.bpm_table, *self.parse_fields,
-                self.downloads, self.report_json, self.session_state, self.bpm_parse_info]
+                self.downloads, self.report_json, self.bpm_parse_info]
 
     @property
     def judge_outputs(self) -> list[Any]:
-        return [self.verdict, self.table, self.judge_info, self.downloads, self.report_json, self.session_state]
+        return [self.verdict, self.table, self.judge_info, self.downloads, self.report_json]
 
     @property
     def comparison_outputs(self) -> list[Any]:

@@ -73,7 +73,7 @@ def show_hatie(ctx: HatieContext, instruction_value, edit_type, clip, state, pro
         text += "\n\n" + "\n".join(f"- {html.escape(scrub_paths(n))}" for n in notes)
     tab = ctx.tab
     return {tab.info: text, tab.plots: figures, tab.shares: parts or None, tab.components: _rounded(pd.DataFrame(rows)),
-            tab.masks: views or None, tab.session_state: state}
+            tab.masks: views or None}
 
 
 def _rounded(frame: pd.DataFrame) -> pd.DataFrame:

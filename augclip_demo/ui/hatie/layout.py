@@ -48,7 +48,8 @@ class HatieTab:
 
     @property
     def run_outputs(self) -> list[Any]:
-        return [self.info, self.plots, self.shares, self.components, self.masks, self.session_state]
+        # the report gains HATIE in place; the page's state is left alone (see EvaluateTab.bpm_outputs)
+        return [self.info, self.plots, self.shares, self.components, self.masks]
 
 
 #: What the components table says before HATIE has run (not Gradio's "1 2 3" headers).
