@@ -405,6 +405,11 @@ def test_extract_attributes_fills_the_boxes_and_remembers_the_inputs(ctx):
     assert "untrained" not in (src_box + tgt_box).lower()
     with pytest.raises(gr.Error, match="Upload a source image first"):
         on.extract_attributes(ctx, None, target, "", "clip-vocab", TINY, None)
+    # the page's state, when there is one, gains the lists in place and is not put back: a stage that ran
+    # meanwhile may have replaced it (the explanation's)
+    page_state = evaluated(ctx, EDITS[:1])
+    *_, put_back = on.extract_attributes(ctx, source, target, "", "clip-vocab", TINY, page_state)
+    assert put_back == gr.skip() and page_state.extracted.source == src_box.splitlines()
 
 
 def test_save_attributes_writes_the_boxes_into_the_sessions_folder(ctx):

@@ -555,9 +555,10 @@ def refresh_comparison(ctx: EvaluateContext, state) -> tuple[Any, Any]:
 
 @user_facing
 def extract_attributes(ctx: EvaluateContext, source, target, source_text, provider, clip_model, state,
-                       progress=gr.Progress()) -> tuple[str, str, str, logic.Session]:
+                       progress=gr.Progress()) -> tuple[str, str, str, Any]:
     """The provider's attribute lists for the inputs, into the boxes (for the user to edit), and under the provider
     a line that says where they came from (the untrained label when random weights chose them)."""
+    fresh = state is None  # else the page's state gains the lists in place and is not put back (see bpm_outputs)
     attrs, state = logic.extract(ctx.settings_for(clip_model), state or logic.Session(), source=source,
                                  target_text=target or "", source_text=source_text or "", provider=provider,
                                  progress=timed(progress))
@@ -567,7 +568,7 @@ def extract_attributes(ctx: EvaluateContext, source, target, source_text, provid
     if prov.extra.get("untrained"):
         line = f"{UNTRAINED_WARNING.upper()} ({prov.model or clip_model}): {line}"
     gr.Info(line)
-    return "\n".join(attrs.source), "\n".join(attrs.target), text_safe(line), state
+    return "\n".join(attrs.source), "\n".join(attrs.target), text_safe(line), state if fresh else gr.skip()
 
 
 @user_facing

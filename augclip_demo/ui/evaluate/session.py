@@ -250,14 +250,16 @@ def rescore(settings: Settings, session: Session, options: AugCLIPOptions, sourc
 
 def extract(settings: Settings, session: Session, *, source: str | None, target_text: str, source_text: str,
             provider: str, progress: Progress | None = None) -> tuple[Attributes, Session]:
-    """Extract attributes for the current inputs and remember which inputs they belong to."""
+    """Extract attributes for the current inputs and remember, in ``session`` itself, which inputs they belong to
+    (a copy put back on the page would undo what a stage running meanwhile wrote there)."""
     if not source:
         raise InputError("Upload a source image first: source attributes are read from it.")
     loaded = open_image(_check_upload(source, "source image", settings.max_upload_mb), max_pixels=settings.max_image_pixels,
                         max_side=settings.max_image_side)
     attrs = extract_attributes(Evaluator(settings=settings), loaded, target_text, source_text, provider, progress)
     key = attributes_key(loaded, target_text or "", source_text or "", provider, settings.clip_model)
-    return attrs, Session(**{**session.__dict__, "extracted": attrs, "attributes_key": key})
+    session.extracted, session.attributes_key = attrs, key
+    return attrs, session
 
 
 def save_attributes(session: Session, source_attrs_box: str, target_attrs_box: str) -> str:
