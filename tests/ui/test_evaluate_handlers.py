@@ -115,6 +115,9 @@ def test_evaluate_without_the_clip_weights_halts_quietly_beside_the_status(ctx):
     # the later stages then leave the page as it is
     assert all(v == gr.skip() for v in on.explain(ctx, True, state).values())
     assert on.complete_downloads(ctx, state) == gr.skip()
+    shown = evaluated(ctx, EDITS[:1])  # a halt after a result: that result's stages still running give way
+    evaluate(ctx, shown, clip=NO_WEIGHTS)
+    assert logic.superseded(shown) and on.explain(ctx, True, shown) == gr.skip()
     with pytest.raises(gr.Error, match="not offered by this server"):  # a model the page does not offer
         evaluate(ctx, clip="local-dir:/etc")
 
@@ -244,24 +247,51 @@ def test_the_stages_of_an_older_result_leave_the_page_to_the_newer_one(ctx):
 
 
 @pytest.mark.slow
-def test_an_evaluation_that_ends_after_a_later_one_leaves_the_page_to_the_later_one(ctx):
-    """Two Evaluates of one page, the first still computing when the second is shown: the first's scores do
-    not replace the second's."""
+def test_of_two_evaluations_the_one_that_ends_last_is_shown(ctx):
+    """Two Evaluates of one page, the first still computing when the second ends: the first's scores come
+    last and stay, and the second's stages leave them alone."""
     tab = ctx.tab
     state = evaluated(ctx, EDITS[:1])
     later = []
 
     def progress(fraction, desc=""):  # the first evaluation's progress: the second runs to its end meanwhile
         if not later:
-            later.append(evaluate(ctx, state, edits=EDITS[:2]))
+            later.append(evaluate(ctx, state, edits=EDITS[:2])[tab.session_state])
 
     first = on.evaluate(ctx, str(FLOWER / "source.png"), EDITS, "a pink dahlia flower", "an orange dahlia flower",
                         "make the flower pink", "manual", "\n".join(SRC_ATTRS), "\n".join(TGT_ATTRS), "svm", 1.0,
-                        True, True, TINY, state=state, progress=progress)
-    assert first == gr.skip()
-    shown = later[0][tab.session_state]
-    assert len(shown.report.edits) == 2 and not logic.superseded(shown)
-    assert on.explain(ctx, True, shown)[tab.session_state].explained is not None
+                        True, True, TINY, state=state, progress=progress)[tab.session_state]
+    assert len(first.report.edits) == 3 and first.result > later[0].result
+    assert logic.superseded(later[0]) and not logic.superseded(first)
+    assert on.explain(ctx, True, later[0]) == gr.skip()
+    assert on.explain(ctx, True, first)[tab.session_state].explained is not None
+
+
+@pytest.mark.slow
+def test_a_stage_overtaken_while_it_runs_leaves_the_page_alone_and_so_does_its_failure(ctx):
+    """A newer result shown while a stage of the older one runs: the stage's updates are dropped, and so is a
+    failure of it (the newer explanation removes the older figures' folder); on the result the page shows, the
+    same failure is the user's to read."""
+    removed = FileNotFoundError("the figures' folder was removed")
+
+    def newer_result_meanwhile(state, then_fail=False):
+        def progress(fraction, desc=""):
+            if not logic.superseded(state):
+                evaluate(ctx, state, edits=EDITS[:2])
+            if then_fail:
+                raise removed
+        return progress
+
+    state = evaluated(ctx, EDITS[:1])
+    assert on.explain(ctx, True, state, progress=newer_result_meanwhile(state)) == gr.skip()
+    state = evaluated(ctx, EDITS[:1])
+    assert on.explain(ctx, True, state, progress=newer_result_meanwhile(state, then_fail=True)) == gr.skip()
+
+    def fail(fraction, desc=""):
+        raise removed
+
+    with pytest.raises(gr.Error, match="Something went wrong"):
+        on.explain(ctx, True, evaluated(ctx, EDITS[:1]), progress=fail)
 
 
 def test_parse_instruction_fills_the_bpm_fields(ctx):
@@ -346,7 +376,7 @@ def test_judge_stage_adds_the_judges_columns_when_switched_on(ctx):
 @pytest.mark.slow
 def test_complete_downloads_writes_figures_zip_with_every_edits_figures(ctx):
     state, _ = explained(ctx, EDITS[:2])
-    state = on.explain_rest(ctx, state)[ctx.tab.session_state]  # the chain's stages before it: the UMAP view
+    on.explain_rest(ctx, state)  # the chain's stage before it (the UMAP view, added to the state in place)
     files = on.complete_downloads(ctx, state)
     archive = next(f for f in files if f.endswith("figures.zip"))
     with zipfile.ZipFile(archive) as bundle:

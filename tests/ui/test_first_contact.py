@@ -156,6 +156,8 @@ def test_eight_edits_fit_the_file_list_the_gallery_and_the_umap_legend(browser, 
     assert sum("2-D line" in entry for entry in legend) <= 1, legend
     assert sum(entry.startswith("E") for entry in legend) == 8, legend
     page.locator("#aug-umap").screenshot(path=str(shots / "eight-edits-umap.png"))
-    page.wait_for_function("document.querySelectorAll('#aug-table [role=gridcell]').length >= 8 * 9")  # still
+    page.locator("#aug-downloads a[href*='figures.zip']").wait_for(timeout=300_000)  # the last stage ended
+    cells = page.evaluate("document.querySelectorAll('#aug-table [role=gridcell]').length")
+    assert cells >= 8 * 9, f"the table has {cells} cells at the end, not 8 x 9"  # no older stage wrote it since
     log = Path(bare_app["log"]).read_text()
     assert "Traceback" not in log and "unexpected error" not in log, log[-3000:]

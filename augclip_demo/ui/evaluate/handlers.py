@@ -136,10 +136,10 @@ def _explained(state: logic.Session | None) -> bool:
 
 
 def _for_the_newest_result(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """A stage of one result (the later stages, a pick): when the page has asked for a newer result (Evaluate or
-    a re-score again) before the stage began or while it ran, it leaves the page as it is. Its updates would put
-    the older result back beside the newer scores; a failure then is the older result's (its figures' folder
-    is gone) and nobody's to read. The handler takes ``state``."""
+    """A handler of one result (the later stages, a pick, Run BPM): when the page showed a newer result (another
+    Evaluate or re-score ended) before it began or while it ran, it leaves the page as it is. Its updates would
+    put the older result back beside the newer scores; a failure then is the older result's (the newer
+    explanation removed its figures' folder) and nobody's to read. The handler takes ``state``."""
     signature = inspect.signature(fn)
 
     @functools.wraps(fn)
@@ -184,9 +184,11 @@ def _scored_updates(ctx: EvaluateContext, report: Report, state: logic.Session, 
 def _halted_updates(ctx: EvaluateContext, settings: Settings, state: logic.Session) -> Updates:
     """Nothing scored: the status area names what is missing (no error toast, no red outputs)."""
     current = model_status(settings)
-    return {**unchanged(ctx.tab.score_outputs),
-            ctx.tab.status_box: status_html(current, check_region_models(settings)),
-            ctx.tab.session_state: logic.Session(**{**state.__dict__, "halted": current.spec})}
+    halted = logic.Session(**{**state.__dict__, "halted": current.spec})
+    out = {**unchanged(ctx.tab.score_outputs), ctx.tab.status_box: status_html(current, check_region_models(settings)),
+           ctx.tab.session_state: halted}
+    halted.result = halted.newest.show()  # the stages of the result before leave the page alone
+    return out
 
 
 @user_facing
@@ -200,7 +202,6 @@ def evaluate(ctx: EvaluateContext, source, edits, target, source_text, instructi
     settings = ctx.settings_for(clip_model)
     ctx.folders.check_room("The evaluation")
     state = logic.Session(**{**own_folder(ctx, state, request).__dict__, "halted": None})
-    number = state.newest.ask()
     if page and model_status(settings).state == "error":
         return _halted_updates(ctx, settings, state)
     try:
@@ -218,13 +219,11 @@ def evaluate(ctx: EvaluateContext, source, edits, target, source_text, instructi
         if not page or model_status(settings).state != "error":
             raise  # not the page's CLIP (a feature network): its own message names it and the fix
         return _halted_updates(ctx, settings, state)
-    state = logic.Session(**{**state.__dict__, "result": number})
-    if not state.newest.show(number) and page:  # a later Evaluate's result is on the page already
-        return gr.skip()  # (its stages may then run twice: this event's chain reads the page's state)
     out = _scored_updates(ctx, report, state, clear=True, archive=archive)
     if page:
         out[ctx.tab.status_box] = status_html(model_status(settings), check_region_models(settings))
     ctx.sweep()
+    state.result = state.newest.show()  # last: the page now shows this result (``state`` is in ``out``)
     return out
 
 
@@ -232,15 +231,11 @@ def evaluate(ctx: EvaluateContext, source, edits, target, source_text, instructi
 def rescore(ctx: EvaluateContext, src_box_value, tgt_box_value, classifier, C, weighting, include_images,
             clip_model, state, *, archive: bool = False) -> Updates:
     """Re-score the session's result from its cached embeddings with the edited attributes and options."""
-    state = state or logic.Session()
-    number = state.newest.ask()
-    report, state = logic.rescore(ctx.settings_for(clip_model), state,
+    report, state = logic.rescore(ctx.settings_for(clip_model), state or logic.Session(),
                                   augclip_options(classifier, C, weighting, include_images),
                                   src_box_value or "", tgt_box_value or "")
-    state = logic.Session(**{**state.__dict__, "result": number})
-    if not state.newest.show(number) and not archive:  # a later result is on the page already
-        return gr.skip()
     out = _scored_updates(ctx, report, state, clear=False, archive=archive)
+    state.result = state.newest.show()  # last: the page now shows this result
     return answered(ctx.tab.score_outputs, out) if archive else out
 
 
@@ -341,8 +336,8 @@ def explain_rest(ctx: EvaluateContext, state) -> Updates:
     start-up compile, if still running)."""
     if not _explained(state):
         return unchanged(ctx.tab.rest_outputs)
-    state = logic.explain_rest(ctx.settings_for(state.clip_model), state, figures=False)
-    return {ctx.tab.umap_plot: views.umap_plot(state.explained), ctx.tab.session_state: state}
+    state = logic.explain_rest(ctx.settings_for(state.clip_model), state, figures=False)  # in place
+    return {ctx.tab.umap_plot: views.umap_plot(state.explained)}
 
 
 @user_facing
@@ -450,6 +445,7 @@ def bpm_stage(ctx: EvaluateContext, bpm_enabled, instruction_value, parser, clip
 
 
 @user_facing
+@_for_the_newest_result
 def bpm_on_fields(ctx: EvaluateContext, instruction_value, parser, clip_model, o1, o2, size, position, reference,
                   state, progress=gr.Progress(), *, plain: bool) -> Updates:
     """BPM on the fields as the user left them (the parse, corrected; or typed by hand). ``plain``: the

@@ -186,7 +186,7 @@ class EvaluateTab:
 
     @property
     def rest_outputs(self) -> list[Any]:
-        return [self.umap_plot, self.session_state]
+        return [self.umap_plot]  # the rest stage adds to the page's state in place
 
     @property
     def parse_fields(self) -> list[Any]:

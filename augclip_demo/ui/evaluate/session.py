@@ -34,30 +34,23 @@ Progress = Callable[[float, str], None]
 
 
 class Newest:
-    """Which of a page's results it shows, shared by every copy of its :class:`Session`. Each Evaluate or
-    re-score takes a number when it starts and is shown only if no later one was shown first; a stage still
-    running for an older result then leaves the page to the newer one (its updates would put the older
-    scores back, and the older figures' folder may be gone)."""
+    """The number of the result a page shows, shared by every copy of its :class:`Session` made with
+    ``Session(**session.__dict__)`` (each browser page starts from its own deep copy of the empty state).
+    Each Evaluate, re-score or halted Evaluate takes the next number as the last step before it reaches the
+    page, so the one that ends last is shown. A stage still running for a result with a lower number then
+    leaves the page alone: its updates would put the older result back, and the newer explanation removes
+    the older figures' folder."""
 
-    _lock = threading.Lock()  # one for every page: a step is short
+    _lock = threading.Lock()  # on the class, not each page: gr.State deep-copies the empty state at build time
 
     def __init__(self) -> None:
-        self.asked = 0  # numbers handed out
-        self.shown = 0  # the number of the result on the page
+        self.shown = 0
 
-    def ask(self) -> int:
-        """A number for a result about to be computed."""
+    def show(self) -> int:
+        """The number of the result about to be put on the page."""
         with Newest._lock:
-            self.asked += 1
-            return self.asked
-
-    def show(self, number: int) -> bool:
-        """Result ``number`` is ready: shown (True) unless a result asked for later is shown already."""
-        with Newest._lock:
-            if number < self.shown:
-                return False
-            self.shown = number
-            return True
+            self.shown += 1
+            return self.shown
 
 
 @dataclass
@@ -86,7 +79,7 @@ class Session:
     # re-score replace the report (BPM and the judge add to it), so `is session.report` says the grid
     # shows the current results: the end of the stages then rebuilds it with what they added.
     comparison_of: Report | None = None
-    # Which of the page's results this state holds (its number from ``newest.ask``), and the page's
+    # Which of the page's results this state holds (its number from ``newest.show``), and the page's
     # numbering itself, shared by every copy of this state.
     result: int = 0
     newest: Newest = field(default_factory=Newest)
