@@ -46,11 +46,14 @@ def direct(tiny_encoder) -> Evaluator:
     return Evaluator(TINY, device="cpu", encoder=tiny_encoder)
 
 
-def evaluate(ctx, state=None, *, edits=EDITS, src=SRC_ATTRS, tgt=TGT_ATTRS, archive=False, clip=TINY) -> dict:
-    """The page's Evaluate (``archive``: the /evaluate endpoint) on the flower example."""
+def evaluate(ctx, state=None, *, edits=EDITS, src=SRC_ATTRS, tgt=TGT_ATTRS, archive=False, clip=TINY,
+             progress=None) -> dict:
+    """The page's Evaluate (``archive``: the /evaluate endpoint) on the flower example (``progress``: its
+    progress callback, else Gradio's)."""
+    extra = {} if progress is None else {"progress": progress}
     return on.evaluate(ctx, str(FLOWER / "source.png"), edits, "a pink dahlia flower", "an orange dahlia flower",
                        "make the flower pink", "manual", "\n".join(src), "\n".join(tgt), "svm", 1.0, True, True, clip,
-                       state=state, archive=archive)
+                       state=state, archive=archive, **extra)
 
 
 def evaluated(ctx, edits=EDITS) -> logic.Session:
@@ -258,9 +261,7 @@ def test_of_two_evaluations_the_one_that_ends_last_is_shown(ctx):
         if not later:
             later.append(evaluate(ctx, state, edits=EDITS[:2])[tab.session_state])
 
-    first = on.evaluate(ctx, str(FLOWER / "source.png"), EDITS, "a pink dahlia flower", "an orange dahlia flower",
-                        "make the flower pink", "manual", "\n".join(SRC_ATTRS), "\n".join(TGT_ATTRS), "svm", 1.0,
-                        True, True, TINY, state=state, progress=progress)[tab.session_state]
+    first = evaluate(ctx, state, progress=progress)[tab.session_state]
     assert len(first.report.edits) == 3 and first.result > later[0].result
     assert logic.superseded(later[0]) and not logic.superseded(first)
     assert on.explain(ctx, True, later[0]) == gr.skip()

@@ -187,7 +187,7 @@ def _halted_updates(ctx: EvaluateContext, settings: Settings, state: logic.Sessi
     halted = logic.Session(**{**state.__dict__, "halted": current.spec})
     out = {**unchanged(ctx.tab.score_outputs), ctx.tab.status_box: status_html(current, check_region_models(settings)),
            ctx.tab.session_state: halted}
-    halted.result = halted.newest.show()  # the stages of the result before leave the page alone
+    logic.put_on_page(halted)  # the stages of the result before leave the page alone
     return out
 
 
@@ -223,7 +223,7 @@ def evaluate(ctx: EvaluateContext, source, edits, target, source_text, instructi
     if page:
         out[ctx.tab.status_box] = status_html(model_status(settings), check_region_models(settings))
     ctx.sweep()
-    state.result = state.newest.show()  # last: the page now shows this result (``state`` is in ``out``)
+    logic.put_on_page(state)  # last (``state`` is in ``out``)
     return out
 
 
@@ -235,7 +235,7 @@ def rescore(ctx: EvaluateContext, src_box_value, tgt_box_value, classifier, C, w
                                   augclip_options(classifier, C, weighting, include_images),
                                   src_box_value or "", tgt_box_value or "")
     out = _scored_updates(ctx, report, state, clear=False, archive=archive)
-    state.result = state.newest.show()  # last: the page now shows this result
+    logic.put_on_page(state)  # last (``state`` is in ``out``)
     return answered(ctx.tab.score_outputs, out) if archive else out
 
 

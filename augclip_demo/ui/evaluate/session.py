@@ -85,6 +85,12 @@ class Session:
     newest: Newest = field(default_factory=Newest)
 
 
+def put_on_page(session: Session) -> None:
+    """``session`` is the result the page shows from now on: it takes the page's next number (the last step of
+    an Evaluate, a re-score or a halt before its updates reach the page)."""
+    session.result = session.newest.show()
+
+
 def superseded(session: Session | None) -> bool:
     """The page shows a newer result than ``session`` holds (a later stage of it then stands still)."""
     return session is not None and session.result < session.newest.shown
