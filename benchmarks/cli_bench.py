@@ -3,7 +3,8 @@
     python benchmarks/cli_bench.py                        # this tree, 3 runs of each command
     python benchmarks/cli_bench.py --baseline main~3      # ...and a git revision too, in the same run, with ratios
     python benchmarks/cli_bench.py --repeats 5 --no-score
-    python benchmarks/cli_bench.py --stages               # where `score`'s time goes: imports per package, then the run
+    python benchmarks/cli_bench.py --stages               # where `score`'s time goes: imports per package, the run,
+                                                          # and the floor (importing only what `score` cannot do without)
 
 Each command runs in a fresh interpreter (``python -m augclip_demo ...``) with the tree first on
 ``PYTHONPATH``; the CPU time is the child's user + system time (``resource.getrusage(RUSAGE_CHILDREN)``),
@@ -128,6 +129,25 @@ def _score_stages(tree: Path) -> None:
         print(f"  import {group:<16} {own[group]:6.2f}")
     print(f"  {'all imports':<23} {imports:6.2f}")
     print(f"  {'the run after them':<23} {wall - imports:6.2f}  (model load, encoding, fit, printing)")
+    floor = _run_code(tree, _FLOOR_CODE, repeats=3)
+    print(f"  floor: a fresh interpreter importing only {_FLOOR_CODE[len('import '):]}: {floor.wall_s:.2f} s wall "
+          f"({floor.cpu_s:.2f} CPU s, median of 3); any `score` takes at least this")
+
+
+#: What ``score`` cannot run without: CLIP (open_clip on torch), the hyperplane fit (scikit-learn's SVC) and PIL.
+_FLOOR_CODE = "import torch, open_clip, sklearn.svm, PIL.Image"
+
+
+def _run_code(tree: Path, code: str, repeats: int) -> Timing:
+    cpu, wall = [], []
+    for _ in range(repeats):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True, cwd=tree, env=_env(tree))
+        wall.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return Timing(statistics.median(cpu), statistics.median(wall))
 
 
 def main() -> None:

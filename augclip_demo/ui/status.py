@@ -50,6 +50,7 @@ def model_status(settings: Settings, *, background: bool = True) -> ModelStatus:
         _STATUSES[key] = status
     if background:
         threading.Thread(target=_load, args=(settings, status), daemon=True, name="augclip-model-load").start()
+        threading.Thread(target=_import_first_result_modules, daemon=True, name="augclip-first-imports").start()
         # numba compiles UMAP's kernels on the first fit (~11 s on 2 cores); do it before anyone waits for it.
         threading.Thread(target=_warm_up_umap, args=(status,), daemon=True, name="augclip-umap-warmup").start()
     else:
@@ -87,7 +88,26 @@ def _preload_vocabulary(settings: Settings) -> None:
         pass
 
 
+# What a first result imports beyond the app: scikit-learn's SVM (the hyperplane fit, 0.5-0.8 s on 2 cores)
+# and matplotlib (its figures, about 0.4 s). Imported beside the CLIP load, a first press need not wait for them.
+_FIRST_RESULT_MODULES = ("sklearn.svm", "augclip_demo.explain.figures")
+
+
+def _import_first_result_modules() -> None:
+    import contextlib
+    import importlib
+
+    for name in _FIRST_RESULT_MODULES:
+        # Only a speed-up: a failure here shows again, with its message, when a request imports the module.
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
+
+
 _IN_FLIGHT = [0]  # requests computing a first result (scores, relevancy maps) right now
+_LAST_ENDED = [0.0]  # time.monotonic() when the last of them ended
+# A page asks for its result in stages, each a new request: between two of them nothing computes for the time
+# of a round trip through the browser. The compile starts only after this much quiet, not in such a gap.
+_QUIET_S = 1.5
 
 
 @contextmanager
@@ -100,15 +120,17 @@ def first_result_work() -> Iterator[None]:
     finally:
         with _LOCK:
             _IN_FLIGHT[0] -= 1
+            _LAST_ENDED[0] = time.monotonic()
 
 
 def _warm_up_umap(status: ModelStatus | None = None) -> None:
     # On 2 cores the compile (one thread, 10-40 s) would take a core from the CLIP load and from a first
-    # request's encoding and relevancy maps, so it starts after the load, when no request is computing. The first result never waits for
-    # it (the page asks for the UMAP view in the stage after); a UMAP view asked for before the
-    # warm-up ran compiles the kernels itself. (Not a niced thread: the UMAP stage would wait on it,
-    # and a lowest-priority thread starves on a busy host.)
-    while (status is not None and status.state == "loading") or _IN_FLIGHT[0] > 0:
+    # request's encoding and relevancy maps, so it starts after the load, once no request has computed for
+    # _QUIET_S. The first result never waits for it (the page asks for the UMAP view in a later stage); a
+    # UMAP view asked for before the warm-up ran compiles the kernels itself. (Not a niced thread: the UMAP
+    # stage would wait on it, and a lowest-priority thread starves on a busy host.)
+    while ((status is not None and status.state == "loading") or _IN_FLIGHT[0] > 0
+           or time.monotonic() - _LAST_ENDED[0] < _QUIET_S):
         time.sleep(0.2)
     try:
         from ..explain import warm_up_umap

@@ -89,7 +89,8 @@ def test_the_untrained_demo_switches_every_model_to_a_random_one(tmp_path):
 
 @pytest.mark.slow  # waits on the UMAP compile thread
 def test_the_umap_compile_waits_for_the_clip_load_and_for_first_results(monkeypatch):
-    """The start-up compile takes a core: it starts only after the CLIP load and while no request computes."""
+    """The start-up compile takes a core: it starts only after the CLIP load, once no request has computed for
+    a moment."""
     import threading
 
     import augclip_demo.explain as explain
@@ -104,9 +105,20 @@ def test_the_umap_compile_waits_for_the_clip_load_and_for_first_results(monkeypa
         assert not started.wait(0.6)  # the model is still loading
         loading.state = "ready"
         assert not started.wait(0.6)  # a request is computing its first result
-    thread.join(timeout=5)
+    assert not started.wait(status_module._QUIET_S / 2)  # the gap before a page's next stage asks
+    thread.join(timeout=10)
     assert started.is_set() and not thread.is_alive()
     assert status_module._IN_FLIGHT[0] == 0
+
+
+def test_the_modules_imported_beside_the_clip_load_exist():
+    """The start-up imports swallow failures (they only save time), so a misspelt name would never show."""
+    import importlib.util
+
+    from augclip_demo.ui import status as status_module
+
+    for name in status_module._FIRST_RESULT_MODULES:
+        assert importlib.util.find_spec(name) is not None, name
 
 
 def _bpm_checkbox(demo) -> dict:

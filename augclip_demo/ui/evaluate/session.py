@@ -370,19 +370,19 @@ def explain(settings: Settings, session: Session, progress: Progress | None = No
     encoder = get_encoder(settings)
     say = progress or (lambda fraction, stage: None)
     pick = selected_edit(session.report) if edit is None else edit
-    with first_result_work():
+    with first_result_work():  # the maps and their drawing: UMAP's start-up compile waits for both
         explanations = explain_report(session.report, encoder, umap=False, figures=False, relevancy_edits=(pick,),
                                       relevancy_maps=("augclip",),
                                       progress=lambda fraction, stage: say(0.9 * fraction, f"explaining: {stage}"))
-    notes = sorted(set(explanations.unavailable.values())
-                   | {reason for item in explanations.edits for reason in item.unavailable.values()})
-    root = Path(session.output_dir or tempfile.mkdtemp(prefix="augclip-app-")) / "figures"
-    if session.figures_dir:  # the previous result's figures: the page no longer shows them
-        shutil.rmtree(session.figures_dir, ignore_errors=True)
-    session = Session(**{**session.__dict__, "figures": {}, "explained": explanations,
-                         "figures_dir": str(root / uuid.uuid4().hex[:12]), "shown": pick})
-    say(0.9, "explaining: drawing the AugCLIP relevancy maps")
-    figures = figure_files(session, [stem for stem in figure_stems(explanations, pick) if "_relevancy_" in stem])
+        notes = sorted(set(explanations.unavailable.values())
+                       | {reason for item in explanations.edits for reason in item.unavailable.values()})
+        root = Path(session.output_dir or tempfile.mkdtemp(prefix="augclip-app-")) / "figures"
+        if session.figures_dir:  # the previous result's figures: the page no longer shows them
+            shutil.rmtree(session.figures_dir, ignore_errors=True)
+        session = Session(**{**session.__dict__, "figures": {}, "explained": explanations,
+                             "figures_dir": str(root / uuid.uuid4().hex[:12]), "shown": pick})
+        say(0.9, "explaining: drawing the AugCLIP relevancy maps")
+        figures = figure_files(session, [stem for stem in figure_stems(explanations, pick) if "_relevancy_" in stem])
     return figures, "; ".join(notes), session
 
 
