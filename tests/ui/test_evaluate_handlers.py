@@ -25,6 +25,7 @@ from augclip_demo.ui.evaluate import handlers as on
 from augclip_demo.ui.evaluate import session as logic
 from augclip_demo.ui.evaluate import views
 from augclip_demo.ui.examples import load_examples
+from augclip_demo.ui.shown import superseded
 from augclip_demo.ui.status import check_region_models, model_status, status_html
 from tests.support import EXAMPLES, TINY
 
@@ -120,7 +121,7 @@ def test_evaluate_without_the_clip_weights_halts_quietly_beside_the_status(ctx):
     assert on.complete_downloads(ctx, state) == gr.skip()
     shown = evaluated(ctx, EDITS[:1])  # a halt after a result: that result's stages still running give way
     evaluate(ctx, shown, clip=NO_WEIGHTS)
-    assert logic.superseded(shown) and on.explain(ctx, True, shown) == gr.skip()
+    assert superseded(shown) and on.explain(ctx, True, shown) == gr.skip()
     with pytest.raises(gr.Error, match="not offered by this server"):  # a model the page does not offer
         evaluate(ctx, clip="local-dir:/etc")
 
@@ -263,7 +264,7 @@ def test_of_two_evaluations_the_one_that_ends_last_is_shown(ctx):
 
     first = evaluate(ctx, state, progress=progress)[tab.session_state]
     assert len(first.report.edits) == 3 and first.result > later[0].result
-    assert logic.superseded(later[0]) and not logic.superseded(first)
+    assert superseded(later[0]) and not superseded(first)
     assert on.explain(ctx, True, later[0]) == gr.skip()
     assert on.explain(ctx, True, first)[tab.session_state].explained is not None
 
@@ -277,7 +278,7 @@ def test_a_stage_overtaken_while_it_runs_leaves_the_page_alone_and_so_does_its_f
 
     def newer_result_meanwhile(state, then_fail=False):
         def progress(fraction, desc=""):
-            if not logic.superseded(state):
+            if not superseded(state):
                 evaluate(ctx, state, edits=EDITS[:2])
             if then_fail:
                 raise removed

@@ -118,3 +118,22 @@ def test_show_hatie_says_what_is_missing(app, ctx):
     with pytest.raises(gr.Error, match="The CLIP model changed since the last evaluation"):
         on.show_hatie(ctx, INSTRUCTION, AUTO, other, state)
     assert state.report.arrays.hatie is None or not state.report.arrays.hatie  # nothing was scored
+
+
+def test_hatie_for_a_result_the_page_no_longer_shows_says_so_and_shows_nothing(app, ctx, monkeypatch):
+    """An Evaluate that ends while HATIE runs puts a newer result on the page: criteria of the older edits,
+    captioned E1, E2 as the newer ones are, would read as theirs."""
+    from augclip_demo.ui.evaluate.session import Session
+    from augclip_demo.ui.shown import put_on_page
+
+    state = evaluated(app.evaluate_context, EDITS[:1])
+    score = on.run_hatie
+
+    def evaluate_ends_meanwhile(*args, **kwargs):
+        results = score(*args, **kwargs)
+        put_on_page(Session(**state.__dict__))  # the newer result, a copy of the page's state as Evaluate makes
+        return results
+
+    monkeypatch.setattr(on, "run_hatie", evaluate_ends_meanwhile)
+    with pytest.raises(gr.Error, match="The page shows a newer result than HATIE scored .* press Run HATIE again"):
+        on.show_hatie(ctx, INSTRUCTION, AUTO, TINY, state)

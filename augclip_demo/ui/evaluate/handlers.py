@@ -36,6 +36,7 @@ from .. import first_contact
 from ..common import empty_table, fitted_widths, page_settings, text_safe
 from ..examples import Example
 from ..guard import heavy_stage, scrub_paths, user_facing
+from ..shown import put_on_page, superseded
 from ..status import ModelStatus, RegionModelsCheck, check_region_models, model_status, status_html
 from ..storage import WorkFolders
 from . import session as logic
@@ -145,16 +146,16 @@ def _for_the_newest_result(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         state = signature.bind_partial(*args, **kwargs).arguments.get("state")
-        if logic.superseded(state):
+        if superseded(state):
             return gr.skip()
         try:
             out = fn(*args, **kwargs)
         except Exception as exc:
-            if not logic.superseded(state):
+            if not superseded(state):
                 raise
             log.info("%s stopped for a result the page no longer shows: %s", fn.__name__, type(exc).__name__)
             return gr.skip()
-        return gr.skip() if logic.superseded(state) else out
+        return gr.skip() if superseded(state) else out
 
     return wrapper
 
@@ -187,7 +188,7 @@ def _halted_updates(ctx: EvaluateContext, settings: Settings, state: logic.Sessi
     halted = logic.Session(**{**state.__dict__, "halted": current.spec})
     out = {**unchanged(ctx.tab.score_outputs), ctx.tab.status_box: status_html(current, check_region_models(settings)),
            ctx.tab.session_state: halted}
-    logic.put_on_page(halted)  # the stages of the result before leave the page alone
+    put_on_page(halted)  # the stages of the result before leave the page alone
     return out
 
 
@@ -223,7 +224,7 @@ def evaluate(ctx: EvaluateContext, source, edits, target, source_text, instructi
     if page:
         out[ctx.tab.status_box] = status_html(model_status(settings), check_region_models(settings))
     ctx.sweep()
-    logic.put_on_page(state)  # last (``state`` is in ``out``)
+    put_on_page(state)  # last (``state`` is in ``out``)
     return out
 
 
@@ -235,7 +236,7 @@ def rescore(ctx: EvaluateContext, src_box_value, tgt_box_value, classifier, C, w
                                   augclip_options(classifier, C, weighting, include_images),
                                   src_box_value or "", tgt_box_value or "")
     out = _scored_updates(ctx, report, state, clear=False, archive=archive)
-    logic.put_on_page(state)  # last (``state`` is in ``out``)
+    put_on_page(state)  # last (``state`` is in ``out``)
     return answered(ctx.tab.score_outputs, out) if archive else out
 
 

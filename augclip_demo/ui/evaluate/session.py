@@ -26,31 +26,12 @@ from ...io import LoadedImage, PixelBudget, open_image
 from ...pipeline import FEATURE_METRICS, AugCLIPOptions, Evaluator, FeatureNetworks
 from ...report import Report
 from ..examples import known_object_masks
+from ..shown import Newest
 from ..status import first_result_work
 
 _MAX_EDITS = DEFAULT_MAX_EDITS  # the default; Settings.max_edits (AUGCLIP_MAX_EDITS) is what counts
 
 Progress = Callable[[float, str], None]
-
-
-class Newest:
-    """The number of the result a page shows, shared by every copy of its :class:`Session` made with
-    ``Session(**session.__dict__)`` (each browser page starts from its own deep copy of the empty state).
-    Each Evaluate, re-score or halted Evaluate takes the next number as the last step before it reaches the
-    page, so the one that ends last is shown. A stage still running for a result with a lower number then
-    leaves the page alone: its updates would put the older result back, and the newer explanation removes
-    the older figures' folder."""
-
-    _lock = threading.Lock()  # on the class, not each page: gr.State deep-copies the empty state at build time
-
-    def __init__(self) -> None:
-        self.shown = 0
-
-    def show(self) -> int:
-        """The number of the result about to be put on the page."""
-        with Newest._lock:
-            self.shown += 1
-            return self.shown
 
 
 @dataclass
@@ -83,17 +64,6 @@ class Session:
     # numbering itself, shared by every copy of this state.
     result: int = 0
     newest: Newest = field(default_factory=Newest)
-
-
-def put_on_page(session: Session) -> None:
-    """``session`` is the result the page shows from now on: it takes the page's next number (the last step of
-    an Evaluate, a re-score or a halt before its updates reach the page)."""
-    session.result = session.newest.show()
-
-
-def superseded(session: Session | None) -> bool:
-    """The page shows a newer result than ``session`` holds (a later stage of it then stands still)."""
-    return session is not None and session.result < session.newest.shown
 
 
 def lines(text: str | None) -> list[str]:

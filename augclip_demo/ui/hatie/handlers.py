@@ -19,6 +19,7 @@ from ...errors import InputError
 from ...hatie.criteria import HatieOptions
 from .. import first_contact
 from ..guard import scrub_paths, user_facing
+from ..shown import superseded
 from .layout import AUTO, HELP, HatieTab
 
 Updates = dict[Any, Any]
@@ -59,6 +60,9 @@ def show_hatie(ctx: HatieContext, instruction_value, edit_type, clip, state, pro
 
     progress(0.05, desc="HATIE: detecting, segmenting, measuring")
     results = run_hatie(ctx.settings_for(clip), state, instruction_value, edit_type)
+    if superseded(state):  # an Evaluate or re-score ended while HATIE ran: these criteria are not of the shown edits
+        raise InputError("The page shows a newer result than HATIE scored (Evaluate ended while it ran): press Run "
+                         "HATIE again to score it.")
     # The E-number and short name, as the score table, gallery and maps name the edit.
     # By position: two uploads may share a file name (one result per edit, in the report's order).
     label = {id(r): name.label for r, name in zip(results, state.report.edit_names())}
