@@ -50,7 +50,6 @@ def model_status(settings: Settings, *, background: bool = True) -> ModelStatus:
         _STATUSES[key] = status
     if background:
         threading.Thread(target=_load, args=(settings, status), daemon=True, name="augclip-model-load").start()
-        threading.Thread(target=_import_first_result_modules, daemon=True, name="augclip-first-imports").start()
         # numba compiles UMAP's kernels on the first fit (~11 s on 2 cores); do it before anyone waits for it.
         threading.Thread(target=_warm_up_umap, args=(status,), daemon=True, name="augclip-umap-warmup").start()
     else:
@@ -67,6 +66,7 @@ def _load(settings: Settings, status: ModelStatus) -> None:
         status.encoder = encoder
         status.device = encoder.info().device_name
         status.state = "ready"
+        threading.Thread(target=_import_first_result_modules, daemon=True, name="augclip-first-imports").start()
         _preload_vocabulary(settings)
     except WeightsUnavailableError as exc:
         status.state, status.message, status.brief = "error", str(exc), exc.brief()
@@ -88,8 +88,10 @@ def _preload_vocabulary(settings: Settings) -> None:
         pass
 
 
-# What a first result imports beyond the app: scikit-learn's SVM (the hyperplane fit, 0.5-0.8 s on 2 cores)
-# and matplotlib (its figures, about 0.4 s). Imported beside the CLIP load, a first press need not wait for them.
+# What a first result imports beyond the app: scikit-learn's SVM for the hyperplane fit (importing it takes
+# 0.5-0.9 s on 2 cores) and matplotlib for its figures (about 0.4 s). Imported once the CLIP model is ready,
+# while a first press extracts attributes and encodes images, so its fit and drawing need not wait for them.
+# (Imported during the CLIP load, they made the load a second longer on 2 cores, and a press waits for it.)
 _FIRST_RESULT_MODULES = ("sklearn.svm", "augclip_demo.explain.figures")
 
 
@@ -104,15 +106,17 @@ def _import_first_result_modules() -> None:
 
 
 _IN_FLIGHT = [0]  # requests computing a first result (scores, relevancy maps) right now
-_LAST_ENDED = [0.0]  # time.monotonic() when the last of them ended
+_LAST_ENDED = [float("-inf")]  # time.monotonic() when the last of them ended
 # A page asks for its result in stages, each a new request: between two of them nothing computes for the time
 # of a round trip through the browser. The compile starts only after this much quiet, not in such a gap.
 _QUIET_S = 1.5
+UMAP_WARM_UP_BEGAN: list[float | None] = [None]  # time.time() when the warm-up stopped waiting (cold_start_bench)
 
 
 @contextmanager
 def first_result_work() -> Iterator[None]:
-    """Marks a request computing scores or explanations: the start-up compile waits while one runs."""
+    """Marks a request computing scores or explanations: the start-up compile waits while one runs, and for
+    :data:`_QUIET_S` after the last one ends."""
     with _LOCK:
         _IN_FLIGHT[0] += 1
     try:
@@ -132,6 +136,7 @@ def _warm_up_umap(status: ModelStatus | None = None) -> None:
     while ((status is not None and status.state == "loading") or _IN_FLIGHT[0] > 0
            or time.monotonic() - _LAST_ENDED[0] < _QUIET_S):
         time.sleep(0.2)
+    UMAP_WARM_UP_BEGAN[0] = time.time()
     try:
         from ..explain import warm_up_umap
 

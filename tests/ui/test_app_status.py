@@ -90,24 +90,32 @@ def test_the_untrained_demo_switches_every_model_to_a_random_one(tmp_path):
 @pytest.mark.slow  # waits on the UMAP compile thread
 def test_the_umap_compile_waits_for_the_clip_load_and_for_first_results(monkeypatch):
     """The start-up compile takes a core: it starts only after the CLIP load, once no request has computed for
-    a moment."""
+    a moment (a page's stages are requests one after another)."""
     import threading
 
     import augclip_demo.explain as explain
     from augclip_demo.ui import status as status_module
 
     started = threading.Event()
-    monkeypatch.setattr(explain, "warm_up_umap", lambda: started.set())  # records when the compile would start
+    ours: list[threading.Thread] = []
+
+    def compile_umap() -> None:  # records when this test's warm-up would compile (not another test's thread)
+        if threading.current_thread() in ours:
+            started.set()
+
+    monkeypatch.setattr(explain, "warm_up_umap", compile_umap)
+    monkeypatch.setattr(status_module, "_QUIET_S", 60.0)
     loading = status_module.ModelStatus(spec="random:tiny")
     with status_module.first_result_work():
-        thread = threading.Thread(target=status_module._warm_up_umap, args=(loading,), daemon=True)
-        thread.start()
+        ours.append(threading.Thread(target=status_module._warm_up_umap, args=(loading,), daemon=True))
+        ours[0].start()
         assert not started.wait(0.6)  # the model is still loading
         loading.state = "ready"
         assert not started.wait(0.6)  # a request is computing its first result
-    assert not started.wait(status_module._QUIET_S / 2)  # the gap before a page's next stage asks
-    thread.join(timeout=10)
-    assert started.is_set() and not thread.is_alive()
+    assert not started.wait(0.6)  # none is, but one ended less than _QUIET_S ago
+    monkeypatch.setattr(status_module, "_QUIET_S", 0.0)
+    ours[0].join(timeout=10)
+    assert started.is_set() and not ours[0].is_alive()
     assert status_module._IN_FLIGHT[0] == 0
 
 

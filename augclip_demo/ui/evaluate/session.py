@@ -363,8 +363,9 @@ def shown_maps(settings: Settings, session: Session, edit: int | None = None) ->
     if session.report is None or session.explained is None:
         return {}
     pick = selected_edit(session.report) if edit is None else edit
-    edit_maps(settings, session, pick)
-    return figure_files(session, [stem for stem in figure_stems(session.explained, pick) if "_relevancy_" in stem])
+    with first_result_work():  # the shown edit's maps and their drawing: UMAP's start-up compile waits
+        edit_maps(settings, session, pick)
+        return figure_files(session, [stem for stem in figure_stems(session.explained, pick) if "_relevancy_" in stem])
 
 
 def selected_edit(report: Report) -> int:
