@@ -59,16 +59,22 @@ def _env(tree: Path) -> dict[str, str]:
 
 
 def _run(tree: Path, words: list[str], repeats: int) -> Timing:
+    """``python -m augclip_demo WORDS``, timed."""
+    return _timed(tree, ["-m", "augclip_demo", *words], repeats)
+
+
+def _timed(tree: Path, arguments: list[str], repeats: int) -> Timing:
+    """``python ARGUMENTS`` in a fresh interpreter ``repeats`` times: the medians of its CPU and wall time."""
     cpu, wall = [], []
     for _ in range(repeats):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "augclip_demo", *words], capture_output=True, text=True,
-                              cwd=tree, env=_env(tree))
+        done = subprocess.run([sys.executable, *arguments], capture_output=True, text=True, cwd=tree,
+                              env=_env(tree))
         wall.append(time.perf_counter() - start)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if done.returncode != 0:
-            raise SystemExit(f"{' '.join(words)} failed in {tree} ({done.returncode}): {done.stderr[-500:]}")
+            raise SystemExit(f"{' '.join(arguments)} failed in {tree} ({done.returncode}): {done.stderr[-500:]}")
         cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     return Timing(statistics.median(cpu), statistics.median(wall))
 
@@ -129,25 +135,13 @@ def _score_stages(tree: Path) -> None:
         print(f"  import {group:<16} {own[group]:6.2f}")
     print(f"  {'all imports':<23} {imports:6.2f}")
     print(f"  {'the run after them':<23} {wall - imports:6.2f}  (model load, encoding, fit, printing)")
-    floor = _run_code(tree, _FLOOR_CODE, repeats=3)
+    floor = _timed(tree, ["-c", _FLOOR_CODE], repeats=3)
     print(f"  floor: a fresh interpreter importing only {_FLOOR_CODE[len('import '):]}: {floor.wall_s:.2f} s wall "
           f"({floor.cpu_s:.2f} CPU s, median of 3); any `score` takes at least this")
 
 
 #: What ``score`` cannot run without: CLIP (open_clip on torch), the hyperplane fit (scikit-learn's SVC) and PIL.
 _FLOOR_CODE = "import torch, open_clip, sklearn.svm, PIL.Image"
-
-
-def _run_code(tree: Path, code: str, repeats: int) -> Timing:
-    cpu, wall = [], []
-    for _ in range(repeats):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code], check=True, cwd=tree, env=_env(tree))
-        wall.append(time.perf_counter() - start)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    return Timing(statistics.median(cpu), statistics.median(wall))
 
 
 def main() -> None:
